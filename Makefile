@@ -1,0 +1,34 @@
+# memoryadmin: `make demo` runs the console on the embedded default; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test test-sqlite test-postgres bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python scripts/demo.py
+
+test: $(STAMP)
+	bash scripts/test.sh
+
+test-sqlite: $(STAMP)
+	bash scripts/test.sh sqlite
+
+test-postgres: $(STAMP)
+	bash scripts/test.sh postgres
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/queue_bench.py
+
+clean:
+	rm -rf $(VENV) data

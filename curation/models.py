@@ -1,0 +1,238 @@
+"""The data of memoryadmin, nothing else: rules live in lifecycle.py, writes in services/."""
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+SCOPE_PATTERN = r"^[a-z0-9._-]+(/[a-z0-9._-]+)*$"
+scope_validator = RegexValidator(
+    SCOPE_PATTERN,
+    "A scope is path segments of a-z, 0-9, '.', '_' or '-', joined by '/' (e.g. acme/billing-api/container).",
+)
+
+TRIGGER_MAX = 500
+CONTENT_MAX = 4000
+
+
+class Kind(models.TextChoices):
+    PROCEDURE = "procedure", "procedure"
+    FAILURE_LESSON = "failure_lesson", "failure lesson"
+    SUCCESS_PATTERN = "success_pattern", "success pattern"
+    HUMAN_CORRECTION = "human_correction", "human correction"
+    PREFERENCE = "preference", "preference"
+    FACT = "fact", "fact"
+
+
+class Signal(models.TextChoices):
+    """Where a verdict came from; the order is evidence strength, weakest first (seed 003)."""
+
+    SELF = "self", "self"
+    INDEPENDENT = "independent", "independent"
+    EXTERNAL = "external", "external"
+
+
+class Status(models.TextChoices):
+    PENDING = "pending", "pending"
+    ACTIVE = "active", "active"
+    REJECTED = "rejected", "rejected"
+    ARCHIVED = "archived", "archived"
+    SUPERSEDED = "superseded", "superseded"
+    RETIRED = "retired", "retired"
+
+
+class QueueReason(models.TextChoices):
+    """Why an entry sits in the candidates queue."""
+
+    NEW = "new", "new candidate"
+    DEFERRED = "deferred", "deferred"
+    RECHECK_FAILURE = "recheck_failure", "recheck: a task that used it failed"
+    RECHECK_REVIEW_DUE = "recheck_review_due", "recheck: review date passed"
+    RECHECK_LOW_UTILITY = "recheck_low_utility", "recheck: low utility"
+
+
+class Entry(models.Model):
+    """One fact or one action rule, with its provenance and usage."""
+
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    scope = models.CharField(max_length=255, validators=[scope_validator])
+    trigger = models.TextField(max_length=TRIGGER_MAX)
+    content = models.TextField(max_length=CONTENT_MAX)
+    conditions = models.JSONField(default=list, blank=True)
+    boundary = models.TextField(blank=True)
+    recheck_when = models.TextField(blank=True)
+    review_by = models.DateField(null=True, blank=True)
+
+    signal = models.CharField(max_length=16, choices=Signal.choices)
+    base_confidence = models.FloatField()
+    confidence = models.FloatField()
+    last_verified_at = models.DateTimeField(null=True, blank=True)
+
+    hit_count = models.PositiveIntegerField(default=0)
+    retrieval_count = models.PositiveIntegerField(default=0)
+    utility_sum = models.FloatField(default=0.0)
+    utility_n = models.PositiveIntegerField(default=0)
+    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # Non-null while the entry waits in the candidates queue; the queue is ordered by it, and a
+    # deferred entry carries a time in the future.
+    queued_at = models.DateTimeField(null=True, blank=True)
+    queue_reason = models.CharField(max_length=32, choices=QueueReason.choices, blank=True)
+    flags = models.JSONField(default=list, blank=True)
+
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by"
+    )
+    source_task = models.CharField(max_length=255, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_by_label = models.CharField(max_length=150, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "entries"
+        permissions = [
+            ("review_entry", "Can decide on candidate lessons"),
+            ("promote_skill", "Can approve or reject skill promotions"),
+            ("publish_memory", "Can publish and roll back memory versions"),
+            ("handle_forget", "Can handle forget requests"),
+            ("export_history", "Can export an entry's history"),
+        ]
+        indexes = [
+            # The candidates queue: oldest first, keyset on (queued_at, id), only queued rows.
+            models.Index(
+                fields=["queued_at", "id"], name="entry_queue_idx", condition=Q(queued_at__isnull=False)
+            ),
+            # Retrieval and similarity look at active entries of a scope.
+            models.Index(fields=["scope", "id"], name="entry_active_scope_idx", condition=Q(status="active")),
+            models.Index(fields=["status", "scope"], name="entry_status_scope_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0) & Q(confidence__lte=1)
+                & Q(base_confidence__gte=0) & Q(base_confidence__lte=1),
+                name="entry_confidence_in_unit_range",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="pending") | Q(queued_at__isnull=False),
+                name="entry_pending_is_queued",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        trigger = self.trigger if len(self.trigger) <= 60 else self.trigger[:57] + "..."
+        return f"#{self.pk} {self.scope}: {trigger}"
+
+    @property
+    def average_utility(self) -> float | None:
+        return self.utility_sum / self.utility_n if self.utility_n else None
+
+    def snapshot(self) -> dict:
+        """The decision-relevant fields, as an Event's before/after."""
+        return {
+            "status": self.status,
+            "kind": self.kind,
+            "scope": self.scope,
+            "trigger": self.trigger,
+            "content": self.content,
+            "conditions": list(self.conditions),
+            "boundary": self.boundary,
+            "recheck_when": self.recheck_when,
+            "review_by": self.review_by.isoformat() if self.review_by else None,
+            "signal": self.signal,
+            "base_confidence": round(self.base_confidence, 4),
+            "confidence": round(self.confidence, 4),
+            "queue_reason": self.queue_reason,
+            "queued_at": self.queued_at.isoformat() if self.queued_at else None,
+            "version": self.version,
+        }
+
+
+class Evidence(models.Model):
+    """Append-only: what supports or contradicts an entry. On PostgreSQL a trigger refuses UPDATE/DELETE."""
+
+    class EvidenceKind(models.TextChoices):
+        TOOL_OUTPUT = "tool_output", "tool output"
+        TEST_RESULT = "test_result", "test result"
+        USER_STATEMENT = "user_statement", "user statement"
+        REVIEW = "review", "review"
+        TASK_OUTCOME = "task_outcome", "task outcome"
+        REFLECTION = "reflection", "reflection"
+
+    class Polarity(models.TextChoices):
+        SUPPORTS = "supports", "supports"
+        CONTRADICTS = "contradicts", "contradicts"
+
+    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="evidence")
+    kind = models.CharField(max_length=32, choices=EvidenceKind.choices)
+    signal = models.CharField(max_length=16, choices=Signal.choices)
+    polarity = models.CharField(max_length=16, choices=Polarity.choices, default=Polarity.SUPPORTS)
+    excerpt = models.TextField(max_length=4000)
+    task_ref = models.CharField(max_length=255, blank=True)
+    observed_at = models.DateTimeField()
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    recorded_by_label = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "evidence"
+        indexes = [models.Index(fields=["entry", "observed_at"], name="evidence_entry_time_idx")]
+
+
+class Event(models.Model):
+    """Append-only history: one row per decision. Copies of the actor's name and the entry's label
+    keep the history readable whatever happens to the rows it points at."""
+
+    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="events")
+    entry_label = models.CharField(max_length=400)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_label = models.CharField(max_length=150)
+    action = models.CharField(max_length=48)
+    reason = models.TextField(blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+    # The entry's version after this change: "what changed since version N" is a range query.
+    entry_version = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["entry", "created_at", "id"], name="event_entry_time_idx")]
+
+
+class SimilarEntry(models.Model):
+    """A queued entry and an active entry that say nearly the same thing: shown on the queue card
+    and offered as "merge into". Computed when the candidate arrives, so the queue reads it in one query."""
+
+    candidate = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="similar_links")
+    similar = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
+    score = models.FloatField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["candidate", "similar"], name="similar_entry_unique_pair")]
+
+
+class ScopeGrant(models.Model):
+    """Limits a user to scope prefixes. A user without grants sees every scope."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scope_grants")
+    prefix = models.CharField(max_length=255, validators=[scope_validator])
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "prefix"], name="scope_grant_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.prefix}"

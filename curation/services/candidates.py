@@ -1,0 +1,239 @@
+"""Decisions on the candidates queue. Each one: one transaction, the actor's permission and scope
+checked, the entry's version compared (optimistic concurrency), one Event written."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from curation import access, lifecycle
+from curation.models import Entry, Evidence, Event, QueueReason, SimilarEntry, Signal, Status
+from curation.selectors import similar_active_entries
+
+from .errors import InvalidTransition, StaleDecision
+from .events import record_event
+from .validation import clean_entry_fields, clean_evidence
+
+EDITABLE_FIELDS = ("scope", "trigger", "content", "boundary", "conditions")
+# The columns a queue decision may change; written with one conditional UPDATE.
+_DECISION_COLUMNS = (
+    "status", "queued_at", "queue_reason", "scope", "trigger", "content", "boundary", "conditions",
+    "base_confidence", "confidence", "last_verified_at", "version", "updated_at",
+)
+
+
+def create_candidate(
+    *,
+    data: dict,
+    evidence: list[dict] = (),
+    actor=None,
+    actor_label: str = "",
+    at: datetime.datetime | None = None,
+) -> Entry:
+    """A new candidate lesson enters the queue as pending, with its evidence and a "submit" Event."""
+    fields = clean_entry_fields(
+        data,
+        fields=("kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when",
+                "review_by", "signal", "confidence", "source_task"),
+    )
+    cleaned_evidence = []
+    for index, item in enumerate(evidence):
+        try:
+            cleaned_evidence.append(clean_evidence(item))
+        except ValidationError as exc:
+            raise ValidationError({f"evidence[{index}].{k}": v for k, v in exc.message_dict.items()}) from exc
+    now = at or timezone.now()
+    r = lifecycle.rules()
+    has_external = any(e["signal"] == Signal.EXTERNAL and e["polarity"] == "supports" for e in cleaned_evidence)
+    proposed = fields.pop("confidence")
+    base = lifecycle.initial_confidence(
+        kind=fields["kind"], signal=fields["signal"], proposed=proposed, has_external_support=has_external, r=r
+    )
+    with transaction.atomic():
+        entry = Entry.objects.create(
+            **fields,
+            base_confidence=base,
+            confidence=base,
+            status=Status.PENDING,
+            queued_at=now,
+            queue_reason=QueueReason.NEW,
+            created_by=actor,
+            created_by_label=actor_label or (actor.get_username() if actor else "system"),
+            created_at=now,
+            updated_at=now,
+        )
+        Evidence.objects.bulk_create(
+            Evidence(
+                entry=entry,
+                **{**e, "observed_at": e["observed_at"] or now},
+                recorded_by=actor,
+                recorded_by_label=entry.created_by_label,
+                created_at=now,
+            )
+            for e in cleaned_evidence
+        )
+        SimilarEntry.objects.bulk_create(
+            SimilarEntry(candidate=entry, similar=other, score=score)
+            for other, score in similar_active_entries(entry)
+        )
+        note = f"capped from {proposed:.2f}" if proposed is not None and proposed > base else ""
+        record_event(
+            entry, actor=actor, actor_label=entry.created_by_label, action="submit", reason=note,
+            after=entry.snapshot(), at=now,
+        )
+    return entry
+
+
+def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
+    """Lock the entry, check who may decide, and refuse a decision made on an old version."""
+    if not actor.has_perm("curation.review_entry"):
+        raise PermissionDenied("Only reviewers and leads decide on candidates.")
+    entry = Entry.objects.select_for_update().get(pk=entry_id)
+    if not access.user_can_see_scope(actor, entry.scope):
+        raise Entry.DoesNotExist  # outside the actor's scopes: as if it did not exist
+    if entry.version != expected_version:
+        changes = Event.objects.filter(entry=entry, entry_version__gt=expected_version).order_by("created_at", "id")
+        raise StaleDecision(entry, changes)
+    if entry.queued_at is None:
+        raise InvalidTransition(f"Entry #{entry.pk} is not in the candidates queue (it is {entry.status}).")
+    return entry
+
+
+def _save_decision(entry: Entry, expected_version: int, now) -> None:
+    entry.version = expected_version + 1
+    entry.updated_at = now
+    written = Entry.objects.filter(pk=entry.pk, version=expected_version).update(
+        **{column: getattr(entry, column) for column in _DECISION_COLUMNS}
+    )
+    if not written:  # a writer that did not lock the row (possible on SQLite) got there first
+        raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=expected_version))
+
+
+def _activate(entry: Entry, now) -> None:
+    """A reviewer's approval verifies the entry: decay counts from now."""
+    entry.status = Status.ACTIVE
+    entry.queued_at = None
+    entry.queue_reason = ""
+    entry.last_verified_at = now
+    entry.confidence = entry.base_confidence
+
+
+def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:
+    """Approve a pending candidate (it becomes active), or confirm an active entry sent back for a recheck."""
+    now = at or timezone.now()
+    with transaction.atomic():
+        entry = _load_for_decision(entry_id, actor, expected_version)
+        before = entry.snapshot()
+        action = "approve" if entry.status == Status.PENDING else "confirm"
+        if entry.status not in (Status.PENDING, Status.ACTIVE):
+            raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
+        _activate(entry, now)
+        _save_decision(entry, expected_version, now)
+        record_event(entry, actor=actor, action=action, reason=reason.strip(), before=before,
+                     after=entry.snapshot(), at=now)
+    return entry
+
+
+def edit_and_approve(
+    entry_id: int, *, actor, expected_version: int, changes: dict, reason: str = "", at=None
+) -> Entry:
+    """Narrow or correct a candidate (scope, trigger, content, boundary, conditions), then approve it."""
+    now = at or timezone.now()
+    cleaned = clean_entry_fields(changes, fields=[f for f in EDITABLE_FIELDS if f in changes])
+    if "scope" in cleaned and not access.user_can_see_scope(actor, cleaned["scope"]):
+        raise ValidationError({"scope": ["You can only move an entry to a scope you review."]})
+    with transaction.atomic():
+        entry = _load_for_decision(entry_id, actor, expected_version)
+        if entry.status not in (Status.PENDING, Status.ACTIVE):
+            raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
+        before = entry.snapshot()
+        for field, value in cleaned.items():
+            setattr(entry, field, value)
+        _activate(entry, now)
+        _save_decision(entry, expected_version, now)
+        edited = [f for f in EDITABLE_FIELDS if f in cleaned and before[f] != entry.snapshot()[f]]
+        record_event(
+            entry, actor=actor, action="edit_approve",
+            reason=reason.strip() or (f"edited {', '.join(edited)}" if edited else "approved without changes"),
+            before=before, after=entry.snapshot(), at=now,
+        )
+    return entry
+
+
+def reject_candidate(entry_id: int, *, actor, expected_version: int, reason: str, at=None) -> Entry:
+    """Reject a candidate with a reason; an active entry rejected on recheck is retired (kept, not deleted)."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": ["Say why it is rejected: the agent's team will read it."]})
+    now = at or timezone.now()
+    with transaction.atomic():
+        entry = _load_for_decision(entry_id, actor, expected_version)
+        before = entry.snapshot()
+        action = "reject" if entry.status == Status.PENDING else "retire"
+        entry.status = Status.REJECTED if entry.status == Status.PENDING else Status.RETIRED
+        entry.queued_at = None
+        entry.queue_reason = ""
+        _save_decision(entry, expected_version, now)
+        record_event(entry, actor=actor, action=action, reason=reason, before=before, after=entry.snapshot(), at=now)
+    return entry
+
+
+def defer_candidate(
+    entry_id: int, *, actor, expected_version: int, reason: str = "", hours: float | None = None, at=None
+) -> Entry:
+    """Put a candidate aside: it leaves the queue's front until the deferral ends, then comes back."""
+    from django.conf import settings
+
+    now = at or timezone.now()
+    hours = settings.CURATION["DEFER_HOURS"] if hours is None else hours
+    if not 0 < hours <= 24 * 90:
+        raise ValidationError({"hours": ["Defer for between a minute and 90 days."]})
+    with transaction.atomic():
+        entry = _load_for_decision(entry_id, actor, expected_version)
+        before = entry.snapshot()
+        entry.queued_at = now + datetime.timedelta(hours=hours)
+        _save_decision(entry, expected_version, now)
+        record_event(
+            entry, actor=actor, action="defer",
+            reason=reason.strip() or f"deferred until {entry.queued_at:%Y-%m-%d %H:%M} UTC",
+            before=before, after=entry.snapshot(), at=now,
+        )
+    return entry
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    entry_id: int
+    ok: bool
+    message: str
+    entry: Entry | None = None
+
+
+def bulk_decide(
+    items: list[tuple[int, int]], *, actor, action: str, reason: str = "", at=None
+) -> list[BulkOutcome]:
+    """Approve or reject many (entry id, version) pairs. Each is its own decision and Event, so one
+    stale or out-of-scope card never blocks the others."""
+    if action not in ("approve", "reject"):
+        raise ValidationError({"action": ["Bulk actions are approve or reject."]})
+    if action == "reject" and not (reason or "").strip():
+        raise ValidationError({"reason": ["Say why they are rejected."]})
+    if not actor.has_perm("curation.review_entry"):
+        raise PermissionDenied("Only reviewers and leads decide on candidates.")
+    outcomes = []
+    for entry_id, version in items:
+        try:
+            if action == "approve":
+                entry = approve_candidate(entry_id, actor=actor, expected_version=version, reason=reason, at=at)
+            else:
+                entry = reject_candidate(entry_id, actor=actor, expected_version=version, reason=reason, at=at)
+            outcomes.append(BulkOutcome(entry_id, True, f"{action}d", entry))
+        except Entry.DoesNotExist:
+            outcomes.append(BulkOutcome(entry_id, False, "not found"))
+        except (StaleDecision, InvalidTransition) as exc:
+            outcomes.append(BulkOutcome(entry_id, False, str(exc)))
+    return outcomes

@@ -1,0 +1,41 @@
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from curation import access
+from curation.models import Entry, Evidence
+
+from .events import record_event
+from .validation import clean_evidence
+
+
+def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = "", at=None) -> Evidence:
+    """Append evidence for or against an entry, with an Event. Evidence is never edited or removed.
+
+    A user needs the review permission and the entry's scope; an agent (actor None, actor_label set)
+    has had its token's scopes checked by the API before it calls this."""
+    cleaned = clean_evidence(data)
+    now = at or timezone.now()
+    with transaction.atomic():
+        entry = Entry.objects.select_for_update().get(pk=entry_id)
+        if actor is not None:
+            if not access.user_can_see_scope(actor, entry.scope):
+                raise Entry.DoesNotExist
+            if not actor.has_perm("curation.review_entry"):
+                raise PermissionDenied("Only reviewers and leads add evidence in the console.")
+        label = actor_label or (actor.get_username() if actor else "system")
+        evidence = Evidence.objects.create(
+            entry=entry,
+            **{**cleaned, "observed_at": cleaned["observed_at"] or now},
+            recorded_by=actor,
+            recorded_by_label=label,
+            created_at=now,
+        )
+        record_event(
+            entry, actor=actor, actor_label=label, action="add_evidence",
+            reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind})",
+            after={"evidence_id": evidence.pk, "signal": evidence.signal, "polarity": evidence.polarity,
+                   "kind": evidence.kind, "excerpt": evidence.excerpt, "task_ref": evidence.task_ref},
+            at=now,
+        )
+    return evidence

@@ -1,0 +1,149 @@
+"""Field checks shared by every way an entry's text comes in (forms, the agent API, seed data)."""
+
+import datetime
+import re
+
+from django.core.exceptions import ValidationError
+
+from curation.models import CONTENT_MAX, SCOPE_PATTERN, TRIGGER_MAX, Evidence, Kind, Signal
+
+_SCOPE = re.compile(SCOPE_PATTERN)
+SCOPE_MAX = 255
+TEXT_MAX = 2000
+
+
+def _text(errors, data, field, *, required, max_length):
+    value = data.get(field, "")
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        errors[field] = "Must be text."
+        return None
+    value = value.strip()
+    if required and not value:
+        errors[field] = "This field is required."
+    elif len(value) > max_length:
+        errors[field] = f"At most {max_length} characters (this has {len(value)})."
+    return value
+
+
+def clean_scope(value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("A scope is required, e.g. acme/billing-api.")
+    value = value.strip()
+    if len(value) > SCOPE_MAX:
+        raise ValidationError(f"At most {SCOPE_MAX} characters.")
+    if not _SCOPE.match(value):
+        bad = [seg for seg in value.split("/") if not re.fullmatch(r"[a-z0-9._-]+", seg)]
+        shown = ", ".join(repr(seg) for seg in bad) or repr(value)
+        raise ValidationError(
+            f"Illegal scope segment {shown}: segments use only a-z, 0-9, '.', '_' or '-', joined by '/'."
+        )
+    return value
+
+
+def clean_conditions(value) -> list[str]:
+    """Keywords, as a list or as comma/newline separated text from a form."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        value = re.split(r"[,\n]", value)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValidationError("Conditions are a list of keywords.")
+    cleaned = [v.strip() for v in value if v.strip()]
+    if len(cleaned) > 50 or any(len(v) > 200 for v in cleaned):
+        raise ValidationError("At most 50 conditions of at most 200 characters each.")
+    return cleaned
+
+
+def clean_entry_fields(data: dict, *, fields) -> dict:
+    """Clean the named fields of `data`; raise one ValidationError with a message per bad field."""
+    errors: dict[str, str] = {}
+    cleaned: dict = {}
+    for field in fields:
+        if field == "scope":
+            try:
+                cleaned["scope"] = clean_scope(data.get("scope"))
+            except ValidationError as exc:
+                errors["scope"] = exc.messages[0]
+        elif field == "trigger":
+            cleaned["trigger"] = _text(errors, data, "trigger", required=True, max_length=TRIGGER_MAX)
+        elif field == "content":
+            cleaned["content"] = _text(errors, data, "content", required=True, max_length=CONTENT_MAX)
+        elif field in ("boundary", "recheck_when", "source_task"):
+            limit = 255 if field == "source_task" else TEXT_MAX
+            cleaned[field] = _text(errors, data, field, required=False, max_length=limit)
+        elif field == "conditions":
+            try:
+                cleaned["conditions"] = clean_conditions(data.get("conditions"))
+            except ValidationError as exc:
+                errors["conditions"] = exc.messages[0]
+        elif field == "kind":
+            if data.get("kind") not in Kind.values:
+                errors["kind"] = f"One of: {', '.join(Kind.values)}."
+            cleaned["kind"] = data.get("kind")
+        elif field == "signal":
+            if data.get("signal") not in Signal.values:
+                errors["signal"] = f"One of: {', '.join(Signal.values)}."
+            cleaned["signal"] = data.get("signal")
+        elif field == "review_by":
+            value = data.get("review_by")
+            if value in (None, ""):
+                cleaned["review_by"] = None
+            elif isinstance(value, datetime.date):
+                cleaned["review_by"] = value
+            else:
+                try:
+                    cleaned["review_by"] = datetime.date.fromisoformat(str(value))
+                except ValueError:
+                    errors["review_by"] = "A date as YYYY-MM-DD."
+        elif field == "confidence":
+            value = data.get("confidence")
+            if value is None or value == "":
+                cleaned["confidence"] = None
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                errors["confidence"] = "A number from 0 to 1."
+            else:
+                cleaned["confidence"] = float(value)
+        else:
+            raise ValueError(f"unknown entry field {field!r}")
+    if errors:
+        raise ValidationError({k: [v] for k, v in errors.items()})
+    return cleaned
+
+
+def clean_evidence(item: dict) -> dict:
+    errors: dict[str, str] = {}
+    if not isinstance(item, dict):
+        raise ValidationError({"evidence": ["Each piece of evidence is an object."]})
+    kind = item.get("kind")
+    if kind not in Evidence.EvidenceKind.values:
+        errors["kind"] = f"One of: {', '.join(Evidence.EvidenceKind.values)}."
+    signal = item.get("signal")
+    if signal not in Signal.values:
+        errors["signal"] = f"One of: {', '.join(Signal.values)}."
+    polarity = item.get("polarity", Evidence.Polarity.SUPPORTS)
+    if polarity not in Evidence.Polarity.values:
+        errors["polarity"] = "supports or contradicts."
+    excerpt = _text(errors, item, "excerpt", required=True, max_length=4000)
+    task_ref = _text(errors, item, "task_ref", required=False, max_length=255)
+    observed_at = item.get("observed_at")
+    if isinstance(observed_at, str):
+        try:
+            observed_at = datetime.datetime.fromisoformat(observed_at)
+        except ValueError:
+            errors["observed_at"] = "A date-time in ISO 8601."
+    if isinstance(observed_at, datetime.datetime) and observed_at.tzinfo is None:
+        observed_at = observed_at.replace(tzinfo=datetime.timezone.utc)
+    if observed_at is not None and not isinstance(observed_at, datetime.datetime):
+        errors["observed_at"] = "A date-time in ISO 8601."
+    if errors:
+        raise ValidationError({k: [v] for k, v in errors.items()})
+    return {
+        "kind": kind,
+        "signal": signal,
+        "polarity": polarity,
+        "excerpt": excerpt,
+        "task_ref": task_ref,
+        "observed_at": observed_at,
+    }

@@ -1,0 +1,19 @@
+from django.urls import path
+
+from curation.views import candidates, entries
+
+app_name = "curation"
+
+urlpatterns = [
+    path("", candidates.home, name="home"),
+    path("review/candidates/", candidates.queue, name="candidates"),
+    path("review/candidates/bulk/", candidates.bulk, name="candidates-bulk"),
+    path("review/candidates/<int:entry_id>/", candidates.card, name="candidate-card"),
+    path("review/candidates/<int:entry_id>/approve/", candidates.approve, name="candidate-approve"),
+    path("review/candidates/<int:entry_id>/edit/", candidates.edit_approve, name="candidate-edit"),
+    path("review/candidates/<int:entry_id>/reject/", candidates.reject, name="candidate-reject"),
+    path("review/candidates/<int:entry_id>/defer/", candidates.defer, name="candidate-defer"),
+    path("entries/<int:entry_id>/", entries.detail, name="entry"),
+    path("entries/<int:entry_id>/history.json", entries.history_json, name="entry-history"),
+    path("entries/<int:entry_id>/evidence/", entries.add_evidence_view, name="entry-evidence"),
+]

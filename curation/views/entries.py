@@ -1,0 +1,69 @@
+"""The entry page: everything about one entry and its timeline, readable by every role."""
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from curation import selectors, services
+from curation.models import Entry, Evidence, Signal
+from curation.permissions import EXPORT, READ, REVIEW, require
+
+
+def _entry_or_404(request, entry_id) -> Entry:
+    try:
+        return selectors.visible_entry(request.user, entry_id)
+    except Entry.DoesNotExist:
+        raise Http404("No such entry in your scopes.") from None
+
+
+def _render_detail(request, entry, *, status=200, evidence_errors=None, evidence_form=None):
+    older, newer = selectors.supersedes_chain(request.user, entry)
+    return render(
+        request,
+        "curation/entry.html",
+        {
+            "entry": entry,
+            "timeline": selectors.entry_timeline(entry),
+            "older": older,
+            "newer": newer,
+            "can_review": request.user.has_perm(REVIEW),
+            "can_export": request.user.has_perm(EXPORT),
+            "evidence_kinds": Evidence.EvidenceKind.choices,
+            "signals": Signal.choices,
+            "evidence_errors": evidence_errors or {},
+            "evidence_form": evidence_form or {},
+        },
+        status=status,
+    )
+
+
+@require_GET
+@require(READ)
+def detail(request, entry_id):
+    return _render_detail(request, _entry_or_404(request, entry_id))
+
+
+@require_GET
+@require(EXPORT)
+def history_json(request, entry_id):
+    entry = _entry_or_404(request, entry_id)
+    response = JsonResponse(selectors.entry_history(request.user, entry), json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="entry-{entry.pk}-history.json"'
+    return response
+
+
+@require_POST
+@require(REVIEW)
+def add_evidence_view(request, entry_id):
+    entry = _entry_or_404(request, entry_id)
+    data = {f: request.POST.get(f, "") for f in ("kind", "signal", "polarity", "excerpt", "task_ref")}
+    try:
+        services.add_evidence(entry.pk, data=data, actor=request.user)
+    except ValidationError as exc:
+        return _render_detail(request, entry, status=422, evidence_errors=exc.message_dict, evidence_form=data)
+    except Entry.DoesNotExist:
+        raise Http404("No such entry in your scopes.") from None
+    messages.success(request, "Evidence added.")
+    return redirect("curation:entry", entry_id=entry.pk)

@@ -1,0 +1,90 @@
+// Keyboard triage for the candidates queue: j/k move, a approve, e edit, r reject, d defer,
+// x select, o open, ? help. Every key presses a real button or link, so the server decides.
+(function () {
+  "use strict";
+  function cards() { return Array.from(document.querySelectorAll("#queue [data-card]")); }
+  function current() { return document.querySelector("#queue [data-card].is-current"); }
+  function open(card) { return card && !card.hasAttribute("data-decided"); }
+
+  function focusCard(card) {
+    if (!card) return;
+    cards().forEach(function (c) { c.classList.remove("is-current"); });
+    card.classList.add("is-current");
+    card.focus({ preventScroll: true });
+    card.scrollIntoView({ block: "nearest" });
+  }
+  function move(step) {
+    var list = cards(), cur = current(), i = list.indexOf(cur);
+    if (i < 0) { focusCard(list.find(open) || list[0]); return; }
+    for (var j = i + step; j >= 0 && j < list.length; j += step) {
+      if (open(list[j])) { focusCard(list[j]); return; }
+    }
+  }
+  function openPanel(card, name) {
+    var panel = card.querySelector('details[data-panel="' + name + '"]');
+    if (!panel) return;
+    card.querySelectorAll("details[data-panel]").forEach(function (d) { d.open = d === panel; });
+    var field = panel.querySelector("input:not([type=hidden]), textarea");
+    if (field) { field.focus(); if (field.select) field.select(); }
+  }
+  function updateSelected() {
+    var n = document.querySelectorAll("[data-select]:checked").length;
+    document.querySelectorAll("[data-selected-count]").forEach(function (el) { el.textContent = n; });
+  }
+
+  document.addEventListener("keydown", function (ev) {
+    var t = ev.target, typing = t.matches && t.matches("input, textarea, select");
+    if (typing) {
+      if (ev.key === "Escape") {
+        var d = t.closest("details"); if (d) { d.open = false; var c = t.closest("[data-card]"); if (c) focusCard(c); }
+      } else if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && t.form) {
+        ev.preventDefault(); t.form.requestSubmit();
+      }
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.key === "?") { var dlg = document.getElementById("keys-help"); if (dlg) dlg.showModal(); return; }
+    if (!document.getElementById("queue")) return;
+    var card = current();
+    switch (ev.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "a": if (open(card)) { var b = card.querySelector('[data-action="approve"]'); if (b) b.click(); } break;
+      case "d": if (open(card)) { var b2 = card.querySelector('[data-action="defer"]'); if (b2) b2.click(); } break;
+      case "e": if (open(card)) openPanel(card, "edit"); break;
+      case "r": if (open(card)) openPanel(card, "reject"); break;
+      case "x": if (open(card)) { var s = card.querySelector("[data-select]"); if (s) { s.checked = !s.checked; updateSelected(); } } break;
+      case "o": if (card) window.location = card.dataset.entryUrl; break;
+      default: return;
+    }
+    ev.preventDefault();
+  });
+
+  document.addEventListener("change", function (ev) { if (ev.target.matches("[data-select]")) updateSelected(); });
+  document.addEventListener("click", function (ev) {
+    var help = ev.target.closest("[data-keys-help]");
+    if (help) { document.getElementById("keys-help").showModal(); return; }
+    var card = ev.target.closest("#queue [data-card]");
+    if (card && open(card)) focusCard(card);
+  });
+
+  // After a decision the card is swapped for its decided stub: move on to the next open card.
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    var el = ev.detail.elt && ev.detail.elt.id ? document.getElementById(ev.detail.elt.id) : null;
+    var swapped = ev.detail.target && document.getElementById(ev.detail.target.id);
+    var card = swapped || el;
+    if (!card || !card.matches || !card.matches("[data-card]")) { if (!current()) move(1); return; }
+    if (card.hasAttribute("data-decided")) {
+      card.classList.add("is-current");
+      move(1);
+      if (current() === card) card.classList.remove("is-current");
+    } else {
+      focusCard(card);
+      var panel = card.querySelector("details[open] input:not([type=hidden]), details[open] textarea");
+      if (panel) panel.focus();
+    }
+    updateSelected();
+  });
+
+  document.addEventListener("DOMContentLoaded", function () { if (document.getElementById("queue")) move(1); });
+})();
