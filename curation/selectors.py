@@ -99,7 +99,9 @@ class QueuePage:
 
 
 def encode_cursor(entry: Entry) -> str:
-    return f"{entry.queued_at.isoformat()}~{entry.pk}"
+    """URL-safe as it is: UTC with a Z, no '+' to be read back as a space."""
+    stamp = entry.queued_at.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{stamp}~{entry.pk}"
 
 
 def decode_cursor(cursor: str) -> tuple[datetime.datetime, int]:

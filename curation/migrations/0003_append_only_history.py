@@ -19,7 +19,7 @@ $$ LANGUAGE plpgsql;
 def install(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
-    schema_editor.execute(FUNCTION)
+    schema_editor.execute(FUNCTION, params=None)
     for table in TABLES:
         schema_editor.execute(
             f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
