@@ -1,13 +1,9 @@
-"""The three console roles as groups with their permissions (DESIGN.md §1)."""
+"""The three console roles as groups with their permissions (curation/roles.py)."""
 
 from django.contrib.auth.management import create_permissions
 from django.db import migrations
 
-ROLES = {
-    "reviewer": ["view_entry", "review_entry", "export_history"],
-    "lead": ["view_entry", "review_entry", "export_history", "promote_skill", "publish_memory", "handle_forget"],
-    "auditor": ["view_entry", "export_history"],
-}
+from curation.roles import ensure_roles
 
 
 def create_roles(apps, schema_editor):
@@ -16,11 +12,7 @@ def create_roles(apps, schema_editor):
         app_config.models_module = True
         create_permissions(app_config, apps=apps, verbosity=0)
         app_config.models_module = None
-    Group = apps.get_model("auth", "Group")
-    Permission = apps.get_model("auth", "Permission")
-    for name, codenames in ROLES.items():
-        group, _ = Group.objects.get_or_create(name=name)
-        group.permissions.add(*Permission.objects.filter(content_type__app_label="curation", codename__in=codenames))
+    ensure_roles(apps)
 
 
 class Migration(migrations.Migration):

@@ -190,7 +190,7 @@ def edit_approve(request, entry_id):
         request, entry_id, "edited and approved",
         lambda version: services.edit_and_approve(
             entry_id, actor=request.user, expected_version=version, changes=changes,
-            reason=request.POST.get("reason", ""),
+            reason=request.POST.get("note", ""),
         ),
         panel="edit", form=changes,
     )

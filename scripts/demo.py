@@ -1,0 +1,75 @@
+"""`make demo`: migrate, load the demo data, then run the web server, a Celery worker and beat on the
+embedded default (SQLite + filesystem broker). Ctrl-C stops all three."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def manage(*args):
+    subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True)
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+    port = os.environ.get("PORT", "8000")
+    manage("migrate", "--verbosity", "0")
+    manage("seed_demo")
+    data = Path(os.environ.get("MEMORYADMIN_DATA_DIR", ROOT / "data"))
+    commands = {
+        "web": [PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        "worker": [PY, "-m", "celery", "-A", "memoryadmin", "worker", "--loglevel=warning", "--concurrency=1"],
+        "beat": [PY, "-m", "celery", "-A", "memoryadmin", "beat", "--loglevel=warning",
+                 "--schedule", str(data / "celerybeat-schedule")],
+    }
+    procs = {name: subprocess.Popen(cmd, cwd=ROOT) for name, cmd in commands.items()}
+
+    from curation.management.commands.seed_demo import DEFAULT_PASSWORD
+
+    print(
+        f"\nmemoryadmin is running at http://127.0.0.1:{port}\n"
+        f"  log in as reviewer, lead or auditor (reviewer-billing sees acme/billing-api only); "
+        f"password: {DEFAULT_PASSWORD}\n"
+        "  web server, Celery worker and beat are running; Ctrl-C stops all of them.\n",
+        flush=True,
+    )
+
+    def stop(*_):
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for proc in procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(0)))
+    try:
+        while True:
+            for name, proc in procs.items():
+                if proc.poll() is not None:
+                    print(f"{name} stopped (exit {proc.returncode}); stopping the rest.", file=sys.stderr)
+                    stop()
+                    return proc.returncode or 1
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nstopping…", flush=True)
+        stop()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+    django.setup()
+    sys.exit(main())
