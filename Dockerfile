@@ -1,0 +1,30 @@
+# memoryadmin: one image for the web server, the Celery worker and Celery beat (docker-compose.yml).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    MEMORYADMIN_DATA_DIR=/app/data
+
+# A fixed uid, so files on a mounted volume have a predictable owner.
+RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin app
+
+# Dependencies first, from pyproject.toml alone, so editing the code does not reinstall them.
+# pyproject.toml builds no package ([tool.setuptools] packages = []): `pip install .` installs
+# the dependencies only, and the code runs from /app (manage.py's directory) below.
+COPY pyproject.toml /tmp/build/
+RUN pip install /tmp/build && rm -rf /tmp/build
+
+# /app itself belongs to the app user: settings create data/ inside it at start-up.
+RUN install -d -o app -g app /app
+WORKDIR /app
+COPY --chown=app:app . .
+USER app
+
+# Static files are collected at build time (settings' DEBUG defaults on here, so no SECRET_KEY is
+# needed); data/ stays writable by the app user for celerybeat-schedule.
+RUN python manage.py collectstatic --noinput
+
+EXPOSE 8000
+CMD ["gunicorn", "memoryadmin.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]
