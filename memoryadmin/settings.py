@@ -40,6 +40,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -153,6 +154,7 @@ LOGGING = {
 }
 
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+STATIC_ROOT.mkdir(exist_ok=True)
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for _folder in ("queue", "processed"):
         (DATA_DIR / "broker" / _folder).mkdir(parents=True, exist_ok=True)

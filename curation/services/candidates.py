@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from curation import access, lifecycle
+from curation.redaction import redact_fields
 from curation.models import Entry, Evidence, Event, QueueReason, SimilarEntry, Signal, Status
 from curation.selectors import similar_active_entries
 
@@ -34,7 +35,14 @@ def create_candidate(
     actor_label: str = "",
     at: datetime.datetime | None = None,
 ) -> Entry:
-    """A new candidate lesson enters the queue as pending, with its evidence and a "submit" Event."""
+    """A new candidate lesson enters the queue as pending, with its evidence and a "submit" Event.
+    Secrets and personal data are redacted first: the raw text is never stored, and the entry is flagged."""
+    data, findings = redact_fields(data, ("trigger", "content", "boundary", "recheck_when", "conditions"))
+    evidence = list(evidence)
+    for index, item in enumerate(evidence):
+        if isinstance(item, dict):
+            evidence[index], found = redact_fields(item, ("excerpt",))
+            findings += [type(f)(f.kind, f"evidence[{index}].excerpt") for f in found]
     fields = clean_entry_fields(
         data,
         fields=("kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when",
@@ -61,6 +69,7 @@ def create_candidate(
             status=Status.PENDING,
             queued_at=now,
             queue_reason=QueueReason.NEW,
+            flags=[f.as_flag() for f in findings],
             created_by=actor,
             created_by_label=actor_label or (actor.get_username() if actor else "system"),
             created_at=now,
@@ -80,7 +89,9 @@ def create_candidate(
             SimilarEntry(candidate=entry, similar=other, score=score)
             for other, score in similar_active_entries(entry)
         )
-        note = f"capped from {proposed:.2f}" if proposed is not None and proposed > base else ""
+        notes = [f"capped from {proposed:.2f}"] if proposed is not None and proposed > base else []
+        notes += [f"redacted {f.kind} in {f.field}" for f in findings]
+        note = "; ".join(notes)
         record_event(
             entry, actor=actor, actor_label=entry.created_by_label, action="submit", reason=note,
             after=entry.snapshot(), at=now,

@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from curation import access
 from curation.models import Entry, Evidence
+from curation.redaction import redact_fields
 
 from .events import record_event
 from .validation import clean_evidence
@@ -14,6 +15,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
 
     A user needs the review permission and the entry's scope; an agent (actor None, actor_label set)
     has had its token's scopes checked by the API before it calls this."""
+    data, findings = redact_fields(data, ("excerpt",))
     cleaned = clean_evidence(data)
     now = at or timezone.now()
     with transaction.atomic():
@@ -33,7 +35,8 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
         )
         record_event(
             entry, actor=actor, actor_label=label, action="add_evidence",
-            reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind})",
+            reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind})"
+            + "".join(f"; redacted {f.kind}" for f in findings),
             after={"evidence_id": evidence.pk, "signal": evidence.signal, "polarity": evidence.polarity,
                    "kind": evidence.kind, "excerpt": evidence.excerpt, "task_ref": evidence.task_ref},
             at=now,
