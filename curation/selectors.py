@@ -135,7 +135,8 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
     qs = queue_base(user, filters, now)
     if cursor:
         moment, pk = decode_cursor(cursor)
-        qs = qs.filter(Q(queued_at__gt=moment) | Q(queued_at=moment, pk__gt=pk))
+        # The `>=` bound lets the index range-scan from the cursor; the OR only sorts out ties.
+        qs = qs.filter(Q(queued_at__gte=moment), Q(queued_at__gt=moment) | Q(pk__gt=pk))
     rows = list(
         qs.order_by("queued_at", "id").prefetch_related(
             Prefetch("evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
