@@ -1,25 +1,149 @@
-"""The demo data: realistic, every state, real history, and idempotent."""
+"""`manage.py seed_demo`: a demo set in every state, made through the services, loaded once."""
+
+from io import StringIO
 
 import pytest
 from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db.models import Count, Min
 
-from curation.models import Entry, Event, Evidence, SimilarEntry, Status
+from curation.management.commands.seed_demo import DEFAULT_PASSWORD, DEMO_TASK_PREFIX
+from curation.models import Entry, Event, Evidence, QueueReason, ScopeGrant, SimilarEntry, Status
+
+PASSWORD = "demo-pass-123"
 
 pytestmark = pytest.mark.django_db
 
 
-def test_seed_demo_loads_every_state_with_history_and_is_idempotent():
-    call_command("seed_demo", password="demo-pass-123")
+def seed(**options):
+    out = StringIO()
+    call_command("seed_demo", stdout=out, **options)
+    return out.getvalue()
+
+
+@pytest.fixture
+def seeded():
+    return seed(password=PASSWORD)
+
+
+def test_loads_a_demo_set_in_every_state(seeded):
     assert Entry.objects.count() >= 60
-    assert set(Entry.objects.values_list("status", flat=True)) == set(Status.values)
-    assert not Entry.objects.filter(events__isnull=True).exists()
-    for old in Entry.objects.filter(status=Status.SUPERSEDED):
-        assert Entry.objects.filter(supersedes=old).exists()
-    assert SimilarEntry.objects.filter(candidate__status=Status.PENDING).exists()
-    for name, group in [("reviewer", "reviewer"), ("lead", "lead"), ("auditor", "auditor"), ("reviewer-billing", "reviewer")]:
-        user = authenticate(username=name, password="demo-pass-123")
-        assert user is not None and user.groups.filter(name=group).exists()
-    counts = (Entry.objects.count(), Event.objects.count(), Evidence.objects.count())
-    call_command("seed_demo", password="demo-pass-123")
-    assert (Entry.objects.count(), Event.objects.count(), Evidence.objects.count()) == counts
+    assert not Entry.objects.exclude(source_task__startswith=DEMO_TASK_PREFIX).exists()
+    present = set(Entry.objects.values_list("status", flat=True))
+    assert present == set(Status.values)
+    pending = Entry.objects.filter(status=Status.PENDING).count()
+    assert pending > Entry.objects.count() / 3
+    assert set(Entry.objects.values_list("signal", flat=True)) == {"self", "independent", "external"}
+    assert Entry.objects.filter(status=Status.PENDING, boundary="").exists()
+    assert Entry.objects.filter(status=Status.PENDING, evidence__polarity="contradicts").exists()
+    assert Entry.objects.values("scope").distinct().count() >= 7
+
+
+def test_rechecks_are_active_entries_in_the_queue(seeded):
+    rechecks = Entry.objects.filter(queue_reason__in=[QueueReason.RECHECK_FAILURE, QueueReason.RECHECK_REVIEW_DUE])
+    assert {e.queue_reason for e in rechecks} == {QueueReason.RECHECK_FAILURE, QueueReason.RECHECK_REVIEW_DUE}
+    for entry in rechecks:
+        assert entry.status == Status.ACTIVE and entry.queued_at is not None
+        assert entry.events.filter(action="recheck").exists()
+
+
+def test_every_entry_has_a_history_that_starts_with_its_submission(seeded):
+    assert not Entry.objects.annotate(n=Count("events")).filter(n=0).exists()
+    for entry in Entry.objects.prefetch_related("events"):
+        events = sorted(entry.events.all(), key=lambda e: (e.created_at, e.pk))
+        assert events[0].action == "submit" and events[0].actor is None
+        assert events[0].actor_label.startswith("agent:")
+        assert [e.pk for e in events] == sorted(e.pk for e in events), f"#{entry.pk}: history out of order"
+        assert [e.entry_version for e in events if e.action != "add_evidence"] == sorted(
+            e.entry_version for e in events if e.action != "add_evidence"
+        )
+        assert events[-1].entry_version == entry.version
+        assert events[0].created_at == entry.created_at
+        if entry.status != Status.PENDING:
+            assert len(events) >= 2 and events[-1].created_at > events[0].created_at
+
+
+def test_history_is_spread_over_about_ninety_days(seeded):
+    oldest = Event.objects.aggregate(first=Min("created_at"))["first"]
+    newest = Event.objects.latest("created_at").created_at
+    assert 60 <= (newest - oldest).days <= 95
+
+
+def test_decisions_are_the_leads(seeded):
+    lead = User.objects.get(username="lead")
+    decisions = Event.objects.filter(action__in=["approve", "edit_approve", "reject", "defer", "supersede", "retire"])
+    assert decisions.exists()
+    assert set(decisions.values_list("actor", flat=True)) == {lead.pk}
+    assert Event.objects.filter(action="edit_approve").exists()
+    assert Event.objects.filter(action="defer").exists()
+
+
+def test_superseded_entries_are_replaced_by_a_newer_entry(seeded):
+    superseded = Entry.objects.filter(status=Status.SUPERSEDED)
+    assert superseded.count() >= 3
+    for old in superseded:
+        newer = Entry.objects.get(supersedes=old)
+        assert newer.created_at > old.created_at
+        assert old.events.filter(action="supersede", reason=f"superseded by #{newer.pk}").exists()
+    # a chain of three: an active entry replaces a superseded one that replaced another
+    assert Entry.objects.filter(
+        status=Status.ACTIVE, supersedes__status=Status.SUPERSEDED, supersedes__supersedes__isnull=False
+    ).exists()
+
+
+def test_archived_entries_say_why(seeded):
+    archived = Entry.objects.filter(status=Status.ARCHIVED)
+    reasons = list(Event.objects.filter(entry__in=archived, action="archive").values_list("reason", flat=True))
+    assert len(reasons) == archived.count()
+    assert any(r.startswith("confidence ") and r.endswith("below 0.3") for r in reasons)
+    for entry in archived:
+        if entry.events.get(action="archive").reason.startswith("confidence"):
+            assert entry.confidence < 0.3
+
+
+def test_users_can_log_in_and_have_their_roles(seeded):
+    for username, group in [("reviewer", "reviewer"), ("lead", "lead"), ("auditor", "auditor"),
+                            ("reviewer-billing", "reviewer")]:
+        user = authenticate(username=username, password=PASSWORD)
+        assert user is not None, username
+        assert list(user.groups.values_list("name", flat=True)) == [group]
+    assert list(ScopeGrant.objects.filter(user__username="reviewer-billing").values_list("prefix", flat=True)) == [
+        "acme/billing-api"
+    ]
+    assert not ScopeGrant.objects.exclude(user__username="reviewer-billing").exists()
+    assert User.objects.get(username="lead").has_perm("curation.review_entry")
+    assert not User.objects.get(username="auditor").has_perm("curation.review_entry")
+    assert "reviewer-billing" in seeded and PASSWORD in seeded
+
+
+def test_default_password_and_existing_passwords_are_kept():
+    User.objects.create_user("auditor", password="my-own-password")
+    seed()
+    assert authenticate(username="lead", password=DEFAULT_PASSWORD) is not None
+    assert authenticate(username="auditor", password="my-own-password") is not None
+    assert authenticate(username="auditor", password=DEFAULT_PASSWORD) is None
+    seed(password="changed-on-purpose")
+    assert authenticate(username="auditor", password="changed-on-purpose") is not None
+
+
+def test_running_twice_adds_nothing(seeded):
+    counts = (Entry.objects.count(), Event.objects.count(), Evidence.objects.count(), SimilarEntry.objects.count(),
+              User.objects.count(), ScopeGrant.objects.count())
+    output = seed(password=PASSWORD)
+    assert "no entries added" in output
+    assert (Entry.objects.count(), Event.objects.count(), Evidence.objects.count(), SimilarEntry.objects.count(),
+            User.objects.count(), ScopeGrant.objects.count()) == counts
+    assert authenticate(username="reviewer", password=PASSWORD) is not None
+
+
+def test_pending_near_duplicates_show_similar_active_entries(seeded):
+    links = SimilarEntry.objects.filter(candidate__status=Status.PENDING, similar__status=Status.ACTIVE)
+    assert links.values("candidate").distinct().count() >= 3
+
+
+def test_summary_and_agent_token(seeded):
+    for status in Status.values:
+        assert status in seeded
+    output = seed(agent_token="tok-demo")
+    assert "agent API" in output

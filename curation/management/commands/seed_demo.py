@@ -183,7 +183,8 @@ LESSONS = [
             (3.2, "evidence", {"evidence": ev(
                 "task_outcome", "external",
                 "task-2318 failed: with -p no:cacheprovider the run still stopped with PermissionError on "
-                "/workspace/.coverage; coverage also writes to the read-only mount (needs COVERAGE_FILE=/tmp/.coverage).",
+                "/workspace/.coverage; coverage also writes to the read-only mount "
+                "(needs COVERAGE_FILE=/tmp/.coverage).",
                 "task-2318", polarity="contradicts")}),
             (3.2, "recheck", {"queue_reason": QueueReason.RECHECK_FAILURE,
                               "reason": "task-2318 used this entry and failed"}),
@@ -207,7 +208,8 @@ LESSONS = [
                 "only /srv/app/config is loaded, not /workspace/config.",
         boundary="Does not apply on the host checkout.",
         conditions=["container", "config"],
-        evidence=[ev("reflection", "self", "Edited the wrong billing.yaml again; the change had no effect.", "task-2391")],
+        evidence=[ev("reflection", "self", "Edited the wrong billing.yaml again; the change had no effect.",
+                     "task-2391")],
     ),
     lesson(
         "bc_timezone", agent=BILLING, day=9, task="task-2360", kind="failure_lesson",
@@ -307,7 +309,8 @@ LESSONS = [
         conditions=["concurrency", "ledger", "webhooks", "select_for_update"],
         evidence=[
             ev("test_result", "external",
-               "tests/ledger/test_concurrent_webhooks.py::test_two_payments FAILED: expected balance 200.00, got 100.00",
+               "tests/ledger/test_concurrent_webhooks.py::test_two_payments FAILED: "
+               "expected balance 200.00, got 100.00",
                "task-2366"),
             ev("tool_output", "external",
                "Since PR #812 Account balances are updated with "
@@ -485,7 +488,8 @@ LESSONS = [
         trigger="Invalidating the page cache in acme/web after a template change",
         content="Bump CACHE_VERSION in settings to invalidate cached pages.",
         conditions=["cache", "templates"],
-        evidence=[ev("tool_output", "external", "Stale header after deploy until CACHE_VERSION was bumped.", "task-2067")],
+        evidence=[ev("tool_output", "external", "Stale header after deploy until CACHE_VERSION was bumped.",
+                     "task-2067")],
         steps=[(77, "approve", {}),
                (14, "recheck", {"queue_reason": QueueReason.RECHECK_REVIEW_DUE, "reason": None}),
                (12, "reject", {"reason": "Obsolete: the cache key now includes the build id, and bumping "
@@ -601,9 +605,9 @@ LESSONS = [
         "fe_staging_login", agent=FRONTEND, day=65, task="task-2100", kind="fact",
         scope="acme/web/frontend", signal="external",
         trigger="Logging in to the acme/web staging frontend",
-        content="Use the shared account qa@acme.test from the team vault.",
+        content="Use the shared QA account stored in the team vault under acme-staging/qa.",
         conditions=["staging", "login"],
-        evidence=[ev("tool_output", "external", "POST /login (qa@acme.test) -> 302 /dashboard", "task-2100")],
+        evidence=[ev("tool_output", "external", "POST /login (shared QA account) -> 302 /dashboard", "task-2100")],
         steps=[(64, "approve", {}),
                (16, "retire", {"reason": "Forget request from the web team lead: the shared staging account was "
                                          "removed; do not reintroduce it."})],
@@ -917,7 +921,7 @@ LESSONS = [
         "sb_breach", agent=SUPPORT, day=4.2, task="task-2393", kind="procedure",
         scope="initech/support-bot", signal="external",
         trigger="A customer reports a possible data breach",
-        content="Stop troubleshooting and escalate to security@initech.example immediately.",
+        content="Stop troubleshooting and escalate to the security team's mail alias immediately.",
         conditions=["security", "breach", "escalation"],
         evidence=[
             ev("user_statement", "external", "Customer: \"someone logged into my account from Brazil.\"", "task-2393"),
@@ -949,7 +953,7 @@ LESSONS = [
     ),
     lesson(
         "sb_legacy_orders", agent=SUPPORT, day=86.5, task="task-2040", kind="fact",
-        scope="initech/support-bot", signal="self", confidence=0.34,
+        scope="initech/support-bot", signal="self", confidence=0.33,
         trigger="Looking up orders placed before the 2023 platform migration",
         content="Look them up in the legacy admin at old-admin.initech.example; the new admin does not show them.",
         conditions=["orders", "legacy", "migration"],
