@@ -127,6 +127,15 @@ def queue_count(user, filters: QueueFilters, now=None) -> tuple[int, bool]:
     return min(n, cap), n > cap
 
 
+def _card_prefetches() -> tuple[Prefetch, Prefetch]:
+    """What a queue card shows besides the entry: its evidence and its still-active similar entries."""
+    similar = SimilarEntry.objects.filter(similar__status=Status.ACTIVE).select_related("similar").order_by("-score")
+    return (
+        Prefetch("evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
+        Prefetch("similar_links", queryset=similar),
+    )
+
+
 def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size: int | None = None, now=None) -> QueuePage:
     """One page of the queue, oldest first, keyset-paginated on (queued_at, id): 4 queries
     (entries, their evidence, their similar entries, the capped count) whatever the page size."""
@@ -137,17 +146,7 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
         moment, pk = decode_cursor(cursor)
         # The `>=` bound lets the index range-scan from the cursor; the OR only sorts out ties.
         qs = qs.filter(Q(queued_at__gte=moment), Q(queued_at__gt=moment) | Q(pk__gt=pk))
-    rows = list(
-        qs.order_by("queued_at", "id").prefetch_related(
-            Prefetch("evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
-            Prefetch(
-                "similar_links",
-                queryset=SimilarEntry.objects.filter(similar__status=Status.ACTIVE)
-                .select_related("similar")
-                .order_by("-score"),
-            ),
-        )[: page_size + 1]
-    )
+    rows = list(qs.order_by("queued_at", "id").prefetch_related(*_card_prefetches())[: page_size + 1])
     next_cursor = encode_cursor(rows[page_size - 1]) if len(rows) > page_size else ""
     count, capped = queue_count(user, filters, now)
     return QueuePage(rows[:page_size], next_cursor, count, capped, filters)
@@ -155,19 +154,7 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
 
 def queue_card(user, entry_id) -> Entry:
     """One card of the queue, with what the card shows."""
-    return (
-        visible_entries(user)
-        .prefetch_related(
-            Prefetch("evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
-            Prefetch(
-                "similar_links",
-                queryset=SimilarEntry.objects.filter(similar__status=Status.ACTIVE)
-                .select_related("similar")
-                .order_by("-score"),
-            ),
-        )
-        .get(pk=entry_id)
-    )
+    return visible_entries(user).prefetch_related(*_card_prefetches()).get(pk=entry_id)
 
 
 # --- the entry page ---------------------------------------------------------------------------------

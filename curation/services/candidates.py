@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -197,8 +198,6 @@ def defer_candidate(
     entry_id: int, *, actor, expected_version: int, reason: str = "", hours: float | None = None, at=None
 ) -> Entry:
     """Put a candidate aside: it leaves the queue's front until the deferral ends, then comes back."""
-    from django.conf import settings
-
     now = at or timezone.now()
     hours = settings.CURATION["DEFER_HOURS"] if hours is None else hours
     if not 0 < hours <= 24 * 90:

@@ -162,9 +162,7 @@ def _decide(request, entry_id, verb, call, *, panel="", form=None):
         entry = call(_version(request))
     except Entry.DoesNotExist:
         raise Http404("No such entry in your scopes.") from None
-    except StaleDecision as exc:
-        return _card_response(request, entry_id, status=409, conflict=exc)
-    except InvalidTransition as exc:
+    except (StaleDecision, InvalidTransition) as exc:
         return _card_response(request, entry_id, status=409, conflict=exc)
     except ValidationError as exc:
         return _card_response(
