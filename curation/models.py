@@ -81,6 +81,11 @@ class Entry(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     queue_reason = models.CharField(max_length=32, choices=QueueReason.choices, blank=True)
     flags = models.JSONField(default=list, blank=True)
+    # sha256 of the normalised trigger and content: an exact duplicate in the same scope is one lookup.
+    fingerprint = models.CharField(max_length=64, blank=True)
+    # Set while archived: when, and why ("decayed", "unused", "low utility", "displaced by #12").
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archive_reason = models.CharField(max_length=120, blank=True)
 
     supersedes = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by"
@@ -111,6 +116,9 @@ class Entry(models.Model):
             # Retrieval and similarity look at active entries of a scope.
             models.Index(fields=["scope", "id"], name="entry_active_scope_idx", condition=Q(status="active")),
             models.Index(fields=["status", "scope"], name="entry_status_scope_idx"),
+            models.Index(fields=["scope", "fingerprint"], name="entry_fingerprint_idx"),
+            # Background sweeps walk active or archived entries in keyset batches of id.
+            models.Index(fields=["status", "id"], name="entry_status_id_idx"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -153,6 +161,7 @@ class Entry(models.Model):
             "confidence": round(self.confidence, 4),
             "queue_reason": self.queue_reason,
             "queued_at": self.queued_at.isoformat() if self.queued_at else None,
+            "archive_reason": self.archive_reason,
             "version": self.version,
         }
 
@@ -236,3 +245,123 @@ class ScopeGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} → {self.prefix}"
+
+
+class AgentToken(models.Model):
+    """An agent's key to the API. Only a hash of the secret is stored; the secret is shown once."""
+
+    name = models.CharField(max_length=100, unique=True)
+    key_prefix = models.CharField(max_length=16)  # the first characters, to recognise a token in lists
+    key_hash = models.CharField(max_length=64, unique=True)
+    scopes = models.JSONField(default=list)  # scope prefixes it may read and write
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def label(self) -> str:
+        return f"agent:{self.name}"
+
+    def is_usable(self, now) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+class Retrieval(models.Model):
+    """One read of memory by an agent: what it asked, what it was given. Feedback refers to it."""
+
+    id = models.UUIDField(primary_key=True)
+    token = models.ForeignKey(AgentToken, on_delete=models.PROTECT, related_name="retrievals")
+    scope = models.CharField(max_length=255)
+    query = models.TextField(blank=True)
+    task_ref = models.CharField(max_length=255, blank=True)
+    entry_ids = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+
+
+class RetrievedEntry(models.Model):
+    """An entry handed out by a retrieval: the usage history that periodic deletion counts."""
+
+    retrieval = models.ForeignKey(Retrieval, on_delete=models.PROTECT, related_name="items")
+    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="retrievals")
+    rank = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["entry", "created_at"], name="retrieved_entry_time_idx")]
+
+
+class Feedback(models.Model):
+    """The outcome an agent reported for a retrieval. One per retrieval: a repeat changes nothing."""
+
+    class Outcome(models.TextChoices):
+        SUCCESS = "success", "success"
+        FAILURE = "failure", "failure"
+
+    retrieval = models.OneToOneField(Retrieval, on_delete=models.PROTECT, related_name="feedback")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    utility = models.FloatField(null=True, blank=True)
+    used_entry_ids = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+
+
+class Conflict(models.Model):
+    """Two entries whose triggers overlap and whose advice contradicts. The pair is stored once,
+    lower id first, so a dismissed pair is never raised again."""
+
+    class State(models.TextChoices):
+        OPEN = "open", "open"
+        RESOLVED = "resolved", "resolved"
+        DISMISSED = "dismissed", "dismissed"
+
+    entry_a = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
+    entry_b = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
+    reason = models.TextField(blank=True)  # what the detector saw, e.g. "always rebase" against "never rebase"
+    detected_by = models.CharField(max_length=32)  # "ingest" or "sweep"
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    resolution = models.CharField(max_length=32, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["entry_a", "entry_b"], name="conflict_unique_pair"),
+            models.CheckConstraint(condition=Q(entry_a__lt=models.F("entry_b")), name="conflict_pair_ordered"),
+        ]
+        indexes = [models.Index(fields=["state", "created_at"], name="conflict_state_idx")]
+
+
+class TaskRun(models.Model):
+    """One run of a background task: what it looked at and changed, shown on the Maintenance page."""
+
+    class State(models.TextChoices):
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+        SKIPPED = "skipped", "skipped (another run held the lock)"
+
+    task = models.CharField(max_length=32)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    as_of = models.DateTimeField()
+    dry_run = models.BooleanField(default=False)
+    triggered_by = models.CharField(max_length=150, blank=True)  # "beat", "lead:alice", "command"
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    rows_examined = models.PositiveIntegerField(default=0)
+    rows_changed = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["task", "-started_at"], name="task_run_recent_idx")]

@@ -1,6 +1,7 @@
 """A portable measure of how alike two lessons are (word-set Jaccard over trigger and content).
 PostgreSQL-specific trigram matching can replace it behind `selectors.similar_active_entries`."""
 
+import hashlib
 import re
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -20,3 +21,8 @@ def similarity(a: str, b: str) -> float:
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / len(wa | wb)
+
+
+def fingerprint(trigger: str, content: str) -> str:
+    """Equal for lessons that differ only in case, punctuation and spacing: the exact-duplicate key."""
+    return hashlib.sha256(f"{normalise(trigger)}\n{normalise(content)}".encode()).hexdigest()

@@ -144,6 +144,18 @@ CURATION = {
     "QUEUE_PAGE_SIZE": 50,
     "QUEUE_COUNT_CAP": 10000,         # counts stop here: "10,000+" instead of a full COUNT(*)
     "SIMILAR_THRESHOLD": 0.35,
+    # Background policies (seed 002 §8, seed 003).
+    "UNUSED_WINDOW_DAYS": 30,         # periodic deletion: older than W and retrieved <= alpha times in W
+    "UNUSED_MAX_RETRIEVALS": 0,       # alpha
+    "LOW_UTILITY_MIN_RETRIEVALS": 3,  # history-based deletion: retrieved >= n times ...
+    "LOW_UTILITY_BELOW": 0.4,         # ... with average utility < beta
+    "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
+    "SWEEP_BATCH_SIZE": 5000,
+    # The agent API.
+    "API_MAX_BODY_BYTES": 1024 * 1024,
+    "API_BATCH_MAX": 500,
+    "API_RETRIEVE_MAX_K": 20,
+    "API_RATE_LIMIT": int(os.environ.get("MEMORYADMIN_API_RATE_LIMIT", "600")),  # requests per token per minute
 }
 
 LOGGING = {

@@ -15,6 +15,7 @@ from curation import access, lifecycle
 from curation.redaction import redact_fields
 from curation.models import Entry, Evidence, Event, QueueReason, SimilarEntry, Signal, Status
 from curation.selectors import similar_active_entries
+from curation.similarity import fingerprint
 
 from .errors import InvalidTransition, StaleDecision
 from .events import record_event
@@ -24,7 +25,7 @@ EDITABLE_FIELDS = ("scope", "trigger", "content", "boundary", "conditions")
 # The columns a queue decision may change; written with one conditional UPDATE.
 _DECISION_COLUMNS = (
     "status", "queued_at", "queue_reason", "scope", "trigger", "content", "boundary", "conditions",
-    "base_confidence", "confidence", "last_verified_at", "version", "updated_at",
+    "fingerprint", "base_confidence", "confidence", "last_verified_at", "version", "updated_at",
 )
 
 
@@ -65,6 +66,7 @@ def create_candidate(
     with transaction.atomic():
         entry = Entry.objects.create(
             **fields,
+            fingerprint=fingerprint(fields["trigger"], fields["content"]),
             base_confidence=base,
             confidence=base,
             status=Status.PENDING,
@@ -165,6 +167,7 @@ def edit_and_approve(
         before = entry.snapshot()
         for field, value in cleaned.items():
             setattr(entry, field, value)
+        entry.fingerprint = fingerprint(entry.trigger, entry.content)
         _activate(entry, now)
         _save_decision(entry, expected_version, now)
         edited = [f for f in EDITABLE_FIELDS if f in cleaned and before[f] != entry.snapshot()[f]]
