@@ -7,12 +7,13 @@ import datetime
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from curation import access
 from curation.models import Entry, Event, Evidence, SimilarEntry, Status
-from curation.similarity import similarity
+from curation.similarity import similarity, words
 
 CHAIN_LIMIT = 50
 SIMILAR_POOL = 500
@@ -28,19 +29,66 @@ def visible_entry(user, entry_id) -> Entry:
     return visible_entries(user).get(pk=entry_id)
 
 
-def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[Entry, float]]:
-    """Active entries in overlapping scopes that say nearly the same thing (portable word measure).
-    Reads a bounded pool: the most recent active entries of the entry's scope, its ancestors and below."""
+def _overlapping_active(entry: Entry):
+    return (
+        Entry.objects.filter(status=Status.ACTIVE)
+        .filter(Q(scope__in=access.scope_ancestors(entry.scope)) | Q(scope__startswith=entry.scope + "/"))
+        .exclude(pk=entry.pk)
+    )
+
+
+SIMILAR_POOL_POSTGRES = 20
+
+
+def _like_prefix(scope: str) -> str:
+    return scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+
+
+def _similar_ids_postgres(entry: Entry, text: str, threshold: float, limit: int) -> list[tuple[int, float]]:
+    """The full-text index picks the few entries of the overlapping scopes that share words with the
+    candidate; trigram similarity is computed on those only (a batch of 500 candidates stays fast)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH pool AS (
+                SELECT e.id, e.trigger, e.content
+                FROM curation_entry e,
+                     CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(text)s) AS text), '&', '|'), '')
+                          AS tsquery) AS query
+                WHERE e.status = 'active' AND (e.scope = ANY(%(ancestors)s) OR e.scope LIKE %(below)s)
+                  AND e.id <> %(id)s AND e.search_vector @@ query
+                ORDER BY ts_rank(e.search_vector, query) DESC, e.id DESC
+                LIMIT %(pool)s
+            )
+            SELECT id, score FROM (
+                SELECT id, similarity(trigger || ' ' || content, %(text)s) AS score FROM pool
+            ) AS scored
+            WHERE score >= %(threshold)s
+            ORDER BY score DESC, id DESC
+            LIMIT %(limit)s
+            """,
+            {"text": text, "ancestors": access.scope_ancestors(entry.scope), "below": _like_prefix(entry.scope),
+             "id": entry.pk, "pool": SIMILAR_POOL_POSTGRES, "threshold": threshold, "limit": limit},
+        )
+        return [(pk, round(float(score), 3)) for pk, score in cursor.fetchall()]
+
+
+def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, float]]:
+    """(id, score) of active entries in overlapping scopes that say nearly the same thing: trigram
+    similarity on PostgreSQL, the portable word measure elsewhere. Reads a bounded pool."""
     threshold = settings.CURATION["SIMILAR_THRESHOLD"]
+    text = f"{entry.trigger} {entry.content}"
+    if connection.vendor == "postgresql":
+        return _similar_ids_postgres(entry, text, threshold, limit)
     pool = (
         Entry.objects.filter(status=Status.ACTIVE)
         .filter(Q(scope__in=access.scope_ancestors(entry.scope)) | Q(scope__startswith=entry.scope + "/"))
         .exclude(pk=entry.pk)
-        .order_by("-id")[:SIMILAR_POOL]
+        .order_by("-id")
+        .values_list("id", "trigger", "content")[:SIMILAR_POOL]
     )
-    text = f"{entry.trigger} {entry.content}"
-    scored = [(other, similarity(text, f"{other.trigger} {other.content}")) for other in pool]
-    scored = [(other, round(score, 3)) for other, score in scored if score >= threshold]
+    scored = [(pk, round(similarity(text, f"{trigger} {content}"), 3)) for pk, trigger, content in pool]
+    scored = [(pk, score) for pk, score in scored if score >= threshold]
     scored.sort(key=lambda pair: -pair[1])
     return scored[:limit]
 
@@ -259,3 +307,102 @@ def entry_history(user, entry: Entry) -> dict:
             for t in entry_timeline(entry)
         ],
     }
+
+
+# --- retrieval for agents -----------------------------------------------------------------------------
+# One selector, so that a later "published versions" feature can read a snapshot instead of live rows.
+
+RETRIEVAL_POOL_FACTOR = 4
+NEAR_DUPLICATE = 0.8
+_QUERY_WORDS = 12
+
+
+@dataclass(frozen=True)
+class Ranked:
+    entry: Entry
+    score: float
+
+
+def retrievable_scopes(scope: str, token_scopes) -> list[str]:
+    """The asked scope and its ancestors, cut to what the token's prefixes cover."""
+    return [s for s in access.scope_ancestors(scope) if any(access.scope_covers(p, s) for p in token_scopes)]
+
+
+def _ranked_ids_postgres(scopes, q, min_confidence, pool) -> list[tuple[int, float]]:
+    with connection.cursor() as cursor:
+        if q:
+            # Any query word may match (OR), more matching words rank higher; trigram word similarity
+            # catches inflections and typos the stemmer misses.
+            cursor.execute(
+                """
+                SELECT e.id,
+                       (COALESCE(ts_rank(e.search_vector, query), 0) + word_similarity(%(q)s, e.trigger))
+                       * e.confidence
+                FROM curation_entry e,
+                     CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(q)s) AS text), '&', '|'), '')
+                          AS tsquery) AS query
+                WHERE e.status = 'active' AND e.scope = ANY(%(scopes)s) AND e.confidence >= %(min)s
+                  AND (COALESCE(e.search_vector @@ query, false) OR %(q)s <%% e.trigger)
+                ORDER BY 2 DESC, e.id DESC
+                LIMIT %(pool)s
+                """,
+                {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool},
+            )
+        else:
+            cursor.execute(
+                """
+                SELECT e.id, e.confidence FROM curation_entry e
+                WHERE e.status = 'active' AND e.scope = ANY(%(scopes)s) AND e.confidence >= %(min)s
+                ORDER BY e.confidence DESC, e.id DESC
+                LIMIT %(pool)s
+                """,
+                {"scopes": list(scopes), "min": min_confidence, "pool": pool},
+            )
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
+    """SQLite: filter by any query word in the database, score by word overlap × confidence here."""
+    rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence)
+    query_words = sorted(words(q))[:_QUERY_WORDS]
+    if not query_words:
+        return [Ranked(e, e.confidence) for e in rows.order_by("-confidence", "-id")[:pool]]
+    match = Q(pk__in=[])
+    for word in query_words:
+        match |= Q(trigger__icontains=word) | Q(content__icontains=word)
+    ranked = []
+    for entry in rows.filter(match).order_by("-confidence", "-id")[:SIMILAR_POOL]:
+        trigger, content = words(entry.trigger), words(entry.content) | words(" ".join(entry.conditions))
+        relevance = sum(2 if w in trigger else 1 if w in content else 0 for w in query_words) / len(query_words)
+        if relevance:
+            ranked.append(Ranked(entry, relevance * entry.confidence))
+    ranked.sort(key=lambda r: (-r.score, -r.entry.pk))
+    return ranked[:pool]
+
+
+def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
+    """Active entries of the given scopes, ranked by relevance × confidence, near-duplicates dropped,
+    at most k. Two queries on PostgreSQL whatever the table size (the scope index bounds the scan)."""
+    if not scopes:
+        return []
+    q = (q or "").strip()[:500]
+    pool = k * RETRIEVAL_POOL_FACTOR
+    if connection.vendor == "postgresql":
+        scored = _ranked_ids_postgres(scopes, q, min_confidence, pool)
+        by_id = Entry.objects.in_bulk([pk for pk, _ in scored])
+        ranked = [Ranked(by_id[pk], score) for pk, score in scored if pk in by_id]
+    else:
+        ranked = _ranked_portable(scopes, q, min_confidence, pool)
+    chosen: list[Ranked] = []
+    for candidate in ranked:
+        text = f"{candidate.entry.trigger} {candidate.entry.content}"
+        if any(
+            c.entry.fingerprint == candidate.entry.fingerprint
+            or similarity(text, f"{c.entry.trigger} {c.entry.content}") >= NEAR_DUPLICATE
+            for c in chosen
+        ):
+            continue
+        chosen.append(candidate)
+        if len(chosen) == k:
+            break
+    return chosen

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation.views import candidates, entries
+from curation.views import candidates, entries, tokens
 
 app_name = "curation"
 
@@ -13,7 +13,11 @@ urlpatterns = [
     path("review/candidates/<int:entry_id>/edit/", candidates.edit_approve, name="candidate-edit"),
     path("review/candidates/<int:entry_id>/reject/", candidates.reject, name="candidate-reject"),
     path("review/candidates/<int:entry_id>/defer/", candidates.defer, name="candidate-defer"),
+    path("review/candidates/<int:entry_id>/merge/", candidates.merge, name="candidate-merge"),
     path("entries/<int:entry_id>/", entries.detail, name="entry"),
     path("entries/<int:entry_id>/history.json", entries.history_json, name="entry-history"),
     path("entries/<int:entry_id>/evidence/", entries.add_evidence_view, name="entry-evidence"),
+    path("agents/tokens/", tokens.token_list, name="tokens"),
+    path("agents/tokens/new/", tokens.token_create, name="token-create"),
+    path("agents/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token-revoke"),
 ]

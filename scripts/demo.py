@@ -12,6 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 
+# The demo's agent token (scopes acme, globex, initech); the README's curl session uses it.
+DEMO_AGENT_TOKEN = "demo-agent-token-0123456789"
+
+
 def manage(*args):
     subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True)
 
@@ -20,7 +24,7 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
     port = os.environ.get("PORT", "8000")
     manage("migrate", "--verbosity", "0")
-    manage("seed_demo")
+    manage("seed_demo", "--agent-token", DEMO_AGENT_TOKEN)
     data = Path(os.environ.get("MEMORYADMIN_DATA_DIR", ROOT / "data"))
     commands = {
         "web": [PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -36,6 +40,7 @@ def main() -> int:
         f"\nmemoryadmin is running at http://127.0.0.1:{port}\n"
         f"  log in as reviewer, lead or auditor (reviewer-billing sees acme/billing-api only); "
         f"password: {DEFAULT_PASSWORD}\n"
+        f"  agent API: http://127.0.0.1:{port}/api/v1/docs with 'Authorization: Bearer {DEMO_AGENT_TOKEN}'\n"
         "  web server, Celery worker and beat are running; Ctrl-C stops all of them.\n",
         flush=True,
     )

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db.models import Count, Min
 
 from curation.management.commands.seed_demo import DEFAULT_PASSWORD, DEMO_TASK_PREFIX
-from curation.models import Entry, Event, Evidence, QueueReason, ScopeGrant, SimilarEntry, Status
+from curation.models import AgentToken, Entry, Event, Evidence, QueueReason, ScopeGrant, SimilarEntry, Status
 
 PASSWORD = "demo-pass-123"
 
@@ -145,5 +145,12 @@ def test_pending_near_duplicates_show_similar_active_entries(seeded):
 def test_summary_and_agent_token(seeded):
     for status in Status.values:
         assert status in seeded
-    output = seed(agent_token="tok-demo")
-    assert "agent API" in output
+    output = seed(agent_token="demo-token-0123456789")
+    assert "Bearer demo-token-0123456789" in output
+    token = AgentToken.objects.get(name="demo-agent")
+    assert token.key_hash != "demo-token-0123456789" and len(token.key_hash) == 64  # only the hash is kept
+    assert token.scopes == ["acme", "globex", "initech"]
+    scopes = set(Entry.objects.values_list("scope", flat=True))
+    assert all(any(s == p or s.startswith(p + "/") for p in token.scopes) for s in scopes)
+    assert "already present" in seed(agent_token="demo-token-0123456789")
+    assert AgentToken.objects.count() == 1

@@ -6,6 +6,7 @@ from .candidates import (
     create_candidate,
     defer_candidate,
     edit_and_approve,
+    merge_into,
     reject_candidate,
 )
 from .errors import DecisionError, InvalidTransition, StaleDecision
@@ -21,5 +22,6 @@ __all__ = [
     "create_candidate",
     "defer_candidate",
     "edit_and_approve",
+    "merge_into",
     "reject_candidate",
 ]

@@ -29,6 +29,67 @@ _DECISION_COLUMNS = (
 )
 
 
+CANDIDATE_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when",
+                    "review_by", "signal", "confidence", "source_task")
+_REDACTED_FIELDS = ("trigger", "content", "boundary", "recheck_when", "conditions", "source_task")
+
+
+@dataclass(frozen=True)
+class PreparedCandidate:
+    """A candidate after redaction and validation, before anything is written."""
+
+    fields: dict
+    evidence: list[dict]
+    findings: list
+    proposed_confidence: float | None
+    base_confidence: float
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.fields["trigger"], self.fields["content"])
+
+    @property
+    def flags(self) -> list[dict]:
+        return [f.as_flag() for f in self.findings]
+
+
+def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
+    """Redact secrets and personal data (the raw text goes no further than this function), check every
+    field, and apply the confidence caps. Raises one ValidationError with a message per bad field."""
+    data, findings = redact_fields(data, _REDACTED_FIELDS)
+    evidence = list(evidence) if isinstance(evidence, (list, tuple)) else evidence
+    errors: dict = {}
+    if not isinstance(evidence, list):
+        errors["evidence"] = ["A list of evidence objects."]
+        evidence = []
+    redacted_evidence = []
+    for index, item in enumerate(evidence):
+        if isinstance(item, dict):
+            item, found = redact_fields(item, ("excerpt", "task_ref"))
+            findings += [type(f)(f.kind, f"evidence[{index}].{f.field}") for f in found]
+        redacted_evidence.append(item)
+    try:
+        fields = clean_entry_fields(data, fields=CANDIDATE_FIELDS)
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+        fields = None
+    cleaned_evidence = []
+    for index, item in enumerate(redacted_evidence):
+        try:
+            cleaned_evidence.append(clean_evidence(item))
+        except ValidationError as exc:
+            errors.update({f"evidence[{index}].{k}": v for k, v in exc.message_dict.items()})
+    if errors:
+        raise ValidationError(errors)
+    has_external = any(e["signal"] == Signal.EXTERNAL and e["polarity"] == "supports" for e in cleaned_evidence)
+    proposed = fields.pop("confidence")
+    base = lifecycle.initial_confidence(
+        kind=fields["kind"], signal=fields["signal"], proposed=proposed, has_external_support=has_external,
+        r=lifecycle.rules(),
+    )
+    return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base)
+
+
 def create_candidate(
     *,
     data: dict,
@@ -39,40 +100,30 @@ def create_candidate(
 ) -> Entry:
     """A new candidate lesson enters the queue as pending, with its evidence and a "submit" Event.
     Secrets and personal data are redacted first: the raw text is never stored, and the entry is flagged."""
-    data, findings = redact_fields(data, ("trigger", "content", "boundary", "recheck_when", "conditions"))
-    evidence = list(evidence)
-    for index, item in enumerate(evidence):
-        if isinstance(item, dict):
-            evidence[index], found = redact_fields(item, ("excerpt",))
-            findings += [type(f)(f.kind, f"evidence[{index}].excerpt") for f in found]
-    fields = clean_entry_fields(
-        data,
-        fields=("kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when",
-                "review_by", "signal", "confidence", "source_task"),
-    )
-    cleaned_evidence = []
-    for index, item in enumerate(evidence):
-        try:
-            cleaned_evidence.append(clean_evidence(item))
-        except ValidationError as exc:
-            raise ValidationError({f"evidence[{index}].{k}": v for k, v in exc.message_dict.items()}) from exc
+    return insert_candidate(prepare_candidate(data, evidence), actor=actor, actor_label=actor_label, at=at)
+
+
+def insert_candidate(prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None) -> Entry:
+    return insert_candidate_with_links(prepared, actor=actor, actor_label=actor_label, at=at)[0]
+
+
+def insert_candidate_with_links(
+    prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None
+) -> tuple[Entry, list[int]]:
+    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to."""
     now = at or timezone.now()
-    r = lifecycle.rules()
-    has_external = any(e["signal"] == Signal.EXTERNAL and e["polarity"] == "supports" for e in cleaned_evidence)
-    proposed = fields.pop("confidence")
-    base = lifecycle.initial_confidence(
-        kind=fields["kind"], signal=fields["signal"], proposed=proposed, has_external_support=has_external, r=r
-    )
-    with transaction.atomic():
+    base = prepared.base_confidence
+    # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
+    with transaction.atomic(savepoint=False):
         entry = Entry.objects.create(
-            **fields,
-            fingerprint=fingerprint(fields["trigger"], fields["content"]),
+            **prepared.fields,
+            fingerprint=prepared.fingerprint,
             base_confidence=base,
             confidence=base,
             status=Status.PENDING,
             queued_at=now,
             queue_reason=QueueReason.NEW,
-            flags=[f.as_flag() for f in findings],
+            flags=prepared.flags,
             created_by=actor,
             created_by_label=actor_label or (actor.get_username() if actor else "system"),
             created_at=now,
@@ -86,20 +137,20 @@ def create_candidate(
                 recorded_by_label=entry.created_by_label,
                 created_at=now,
             )
-            for e in cleaned_evidence
+            for e in prepared.evidence
         )
+        similar = similar_active_entries(entry)
         SimilarEntry.objects.bulk_create(
-            SimilarEntry(candidate=entry, similar=other, score=score)
-            for other, score in similar_active_entries(entry)
+            SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar
         )
+        proposed = prepared.proposed_confidence
         notes = [f"capped from {proposed:.2f}"] if proposed is not None and proposed > base else []
-        notes += [f"redacted {f.kind} in {f.field}" for f in findings]
-        note = "; ".join(notes)
+        notes += [f"redacted {f.kind} in {f.field}" for f in prepared.findings]
         record_event(
-            entry, actor=actor, actor_label=entry.created_by_label, action="submit", reason=note,
+            entry, actor=actor, actor_label=entry.created_by_label, action="submit", reason="; ".join(notes),
             after=entry.snapshot(), at=now,
         )
-    return entry
+    return entry, [other_id for other_id, _ in similar]
 
 
 def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
@@ -215,6 +266,42 @@ def defer_candidate(
             reason=reason.strip() or f"deferred until {entry.queued_at:%Y-%m-%d %H:%M} UTC",
             before=before, after=entry.snapshot(), at=now,
         )
+    return entry
+
+
+def merge_into(
+    entry_id: int, *, target_id: int, actor, expected_version: int, reason: str = "", at=None
+) -> Entry:
+    """A pending candidate that repeats an active entry: its evidence is copied to that entry and the
+    candidate is superseded by it (kept, with the link, for the audit). Nothing of the target is edited."""
+    now = at or timezone.now()
+    with transaction.atomic():
+        entry = _load_for_decision(entry_id, actor, expected_version)
+        if entry.status != Status.PENDING:
+            raise InvalidTransition(f"Entry #{entry.pk} is {entry.status}: only pending candidates are merged.")
+        try:
+            target = Entry.objects.select_for_update().get(pk=target_id)
+        except (Entry.DoesNotExist, ValueError, TypeError):
+            raise ValidationError({"target": ["Merge into an existing active entry."]}) from None
+        if target.pk == entry.pk or target.status != Status.ACTIVE or not access.user_can_see_scope(actor, target.scope):
+            raise ValidationError({"target": [f"#{target.pk} is not an active entry you review."]})
+        before = entry.snapshot()
+        copied = Evidence.objects.bulk_create(
+            Evidence(entry=target, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=e.excerpt,
+                     task_ref=e.task_ref or f"candidate #{entry.pk}", observed_at=e.observed_at, recorded_by=actor,
+                     recorded_by_label=f"merged from #{entry.pk} by {actor.get_username()}", created_at=now)
+            for e in entry.evidence.all()
+        )
+        entry.status = Status.SUPERSEDED
+        entry.queued_at = None
+        entry.queue_reason = ""
+        _save_decision(entry, expected_version, now)
+        note = reason.strip() or f"the same lesson as #{target.pk}"
+        record_event(entry, actor=actor, action="merge_into", reason=f"merged into #{target.pk}: {note}",
+                     before=before, after={**entry.snapshot(), "merged_into": target.pk}, at=now)
+        record_event(target, actor=actor, action="merge_in",
+                     reason=f"candidate #{entry.pk} merged in; {len(copied)} piece(s) of evidence copied",
+                     after={"merged_from": entry.pk, "evidence_ids": [e.pk for e in copied]}, at=now)
     return entry
 
 

@@ -15,7 +15,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
 
     A user needs the review permission and the entry's scope; an agent (actor None, actor_label set)
     has had its token's scopes checked by the API before it calls this."""
-    data, findings = redact_fields(data, ("excerpt",))
+    data, findings = redact_fields(data, ("excerpt", "task_ref"))
     cleaned = clean_evidence(data)
     now = at or timezone.now()
     with transaction.atomic():

@@ -216,6 +216,19 @@ def defer(request, entry_id):
     )
 
 
+@require_POST
+@require(REVIEW)
+def merge(request, entry_id):
+    target = request.POST.get("target", "")
+    return _decide(
+        request, entry_id, f"merged into #{target}",
+        lambda version: services.merge_into(
+            entry_id, target_id=int(target) if target.isdigit() else None, actor=request.user,
+            expected_version=version, reason=request.POST.get("note", ""),
+        ),
+    )
+
+
 def _bulk_items(values) -> list[tuple[int, int]]:
     items = []
     for value in values:

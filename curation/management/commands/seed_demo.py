@@ -18,17 +18,21 @@ import zlib
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
 from curation import lifecycle, services
-from curation.models import Entry, Event, Evidence, QueueReason, ScopeGrant, SimilarEntry, Status
+from curation.models import AgentToken, Entry, Event, Evidence, QueueReason, ScopeGrant, SimilarEntry, Status
 from curation.services.events import record_event
+from curation.services.tokens import create_agent_token, hash_key
 
 DEFAULT_PASSWORD = "memoryadmin"
 DEMO_TASK_PREFIX = "demo:"
+DEMO_AGENT_TOKEN_NAME = "demo-agent"
+DEMO_AGENT_SCOPES = ("acme", "globex", "initech")
 
 # (username, group, scope prefixes the user is limited to)
 DEMO_USERS = (
@@ -1048,8 +1052,9 @@ class Command(BaseCommand):
         parser.add_argument("--password", default=None,
                             help=f"Password for the demo users (default {DEFAULT_PASSWORD!r}; existing users "
                                  "keep theirs unless this is given).")
-        parser.add_argument("--agent-token", default=None,
-                            help="Accepted for forward compatibility; agent tokens arrive with the agent API.")
+        parser.add_argument("--agent-token", default=None, metavar="T",
+                            help="Also create the agent token 'demo-agent' with secret T, covering every demo "
+                                 "scope (at least 16 characters; kept if it already exists).")
 
     def handle(self, *args, password=None, agent_token=None, **options):
         with transaction.atomic():
@@ -1059,8 +1064,19 @@ class Command(BaseCommand):
             else:
                 self.seed_entries(User=get_user_model())
         if agent_token:
-            self.stdout.write("Agent tokens arrive with the agent API; --agent-token was not stored.")
+            self.seed_agent_token(agent_token)
         self.print_summary(logins)
+
+    def seed_agent_token(self, key):
+        if AgentToken.objects.filter(key_hash=hash_key(key)).exists():
+            self.stdout.write("The demo agent token is already present.")
+            return
+        try:
+            create_agent_token(name=DEMO_AGENT_TOKEN_NAME, scopes=DEMO_AGENT_SCOPES, key=key)
+        except ValidationError as exc:
+            raise CommandError("; ".join(" ".join(m) for m in exc.message_dict.values())) from None
+        self.stdout.write(f"Agent token {DEMO_AGENT_TOKEN_NAME!r} for the agent API, scopes "
+                          f"{', '.join(DEMO_AGENT_SCOPES)}: Authorization: Bearer {key}")
 
     # --- users --------------------------------------------------------------------------------------
 

@@ -1,0 +1,235 @@
+"""The agent API at scale, through the real HTTP stack.
+
+    .venv/bin/python benchmarks/api_bench.py [--entries 1000000] [--scopes 1000] [--requests 2000]
+                                              (make bench-api)
+
+1. GET /api/v1/memory with 1,000,000 active entries across 1,000 scopes, served by gunicorn, 4 client
+   threads: p50 and p99 latency (targets: 20 ms and 50 ms).
+2. POST /api/v1/candidates/batch: 10,000 candidates in batches of 500, with every check (redaction,
+   exact and near duplicates, conflicts): candidates per second (target: over 500).
+
+Uses its own PostgreSQL database (BENCH_DATABASE_URL, default memoryadmin_api_bench), filled on the first
+run and reused afterwards, and Redis for the rate-limit counters. Everything else on the machine competes
+for the same cores: the figures are upper bounds for a quiet machine.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+DB_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryadmin_api_bench")
+os.environ["DATABASE_URL"] = DB_URL
+os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+os.environ.update(DEBUG="false", SECRET_KEY="benchmark-only-secret-key", ALLOWED_HOSTS="127.0.0.1,localhost",
+                  MEMORYADMIN_API_RATE_LIMIT="100000000", LOG_LEVEL="WARNING")
+
+from queue_bench import ensure_database  # noqa: E402
+
+PORT = int(os.environ.get("BENCH_PORT", "8765"))
+TOKEN = "bench-agent-token-0123456789"
+WORDS = ("deploy migrate config container cache worker queue ledger invoice webhook signing key rotate "
+         "restart drain lock retry timeout schema index backup restore release branch rebase merge test "
+         "fixture mock secret token session cookie header proxy nginx kubectl helm terraform docker image "
+         "build lint format upgrade pin version rollback canary metrics alert log trace").split()
+
+
+def scope_name(j: int) -> str:
+    return f"org{j // 50}/svc{j}"
+
+
+def fill(entries: int, scopes: int) -> None:
+    from django.db import connection
+
+    from curation.models import Entry
+
+    have = Entry.objects.filter(status="active").count()
+    if have >= entries:
+        print(f"database has {have:,} active entries; reusing them")
+        return
+    print(f"inserting {entries - have:,} active entries across {scopes:,} scopes (generated in SQL)...", flush=True)
+    started = time.perf_counter()
+    words = "ARRAY[" + ",".join(f"'{w}'" for w in WORDS) + "]"
+    n = len(WORDS)
+    step = 100_000
+    with connection.cursor() as cursor:
+        for low in range(have, entries, step):
+            high = min(entries, low + step)
+            cursor.execute(f"""
+                INSERT INTO curation_entry (kind, scope, trigger, content, conditions, boundary, recheck_when, signal,
+                    base_confidence, confidence, last_verified_at, hit_count, retrieval_count, utility_sum, utility_n,
+                    status, queue_reason, flags, fingerprint, archive_reason, source_task, created_by_label, version,
+                    created_at, updated_at)
+                SELECT (ARRAY['procedure','failure_lesson','success_pattern','fact','preference','human_correction'])[1 + i % 6],
+                       'org' || ((i % {scopes}) / 50) || '/svc' || (i % {scopes}),
+                       'When ' || w[1 + i % {n}] || 'ing the ' || w[1 + (i / 7) % {n}] || ' ' || w[1 + (i / 13) % {n}],
+                       'Always ' || w[1 + (i / 3) % {n}] || ' the ' || w[1 + (i / 17) % {n}] || ' before you '
+                         || w[1 + (i / 29) % {n}] || ' the ' || w[1 + (i / 31) % {n}] || '; lesson ' || i,
+                       jsonb_build_array(w[1 + (i / 5) % {n}]), '', '',
+                       (ARRAY['self','independent','external'])[1 + i % 3],
+                       0.5 + (i % 45) / 100.0, 0.5 + (i % 45) / 100.0, now() - (i % 90) * interval '1 day',
+                       0, 0, 0, 0, 'active', '', '[]', md5(i::text), '', 'bench', 'bench', 1, now(), now()
+                FROM generate_series({low}, {high - 1}) AS i, (SELECT {words} AS w) AS v
+            """)
+            print(f"  {high:,}", flush=True)
+        cursor.execute("ANALYZE curation_entry")
+    print(f"  done in {time.perf_counter() - started:.0f} s")
+
+
+def ensure_token(scopes: int) -> None:
+    from curation.models import AgentToken
+    from curation.services.tokens import create_agent_token
+
+    if not AgentToken.objects.filter(name="bench").exists():
+        create_agent_token(name="bench", scopes=sorted({scope_name(j).split("/")[0] for j in range(scopes)}), key=TOKEN)
+
+
+def start_server(workers: int):
+    env = {**os.environ}
+    proc = subprocess.Popen(
+        [str(ROOT / ".venv/bin/gunicorn"), "memoryadmin.wsgi", "--bind", f"127.0.0.1:{PORT}", "--workers",
+         str(workers), "--log-level", "warning"], cwd=ROOT, env=env)
+    for _ in range(100):
+        try:
+            http.client.HTTPConnection("127.0.0.1", PORT, timeout=1).request("GET", "/api/v1/openapi.json")
+            return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("gunicorn did not start")
+
+
+def call(method: str, path: str, body=None) -> tuple[int, bytes, float]:
+    conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    data = None
+    if body is not None:
+        data = json.dumps(body)
+        headers["Content-Type"] = "application/json"
+    started = time.perf_counter()
+    conn.request(method, path, body=data, headers=headers)
+    response = conn.getresponse()
+    payload = response.read()
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return response.status, payload, elapsed
+
+
+def bench_retrieval(scopes: int, requests: int, clients: int) -> dict:
+    rng = random.Random(7)
+    plans = [(scope_name(rng.randrange(scopes)), " ".join(rng.sample(WORDS, 3))) for _ in range(requests)]
+    for scope, q in plans[:50]:  # warm up the workers and the caches
+        call("GET", f"/api/v1/memory?scope={scope}&q={q.replace(' ', '+')}")
+    latencies, failures, found = [], [], []
+    lock = threading.Lock()
+
+    def worker(part):
+        for scope, q in part:
+            status, payload, elapsed = call("GET", f"/api/v1/memory?scope={scope}&q={q.replace(' ', '+')}&k=5")
+            with lock:
+                latencies.append(elapsed * 1000)
+                if status != 200:
+                    failures.append(status)
+                else:
+                    found.append(len(json.loads(payload)["entries"]))
+
+    threads = [threading.Thread(target=worker, args=(plans[i::clients],)) for i in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    latencies.sort()
+    return {"requests": len(latencies), "failures": len(failures), "p50_ms": statistics.median(latencies),
+            "p99_ms": latencies[int(len(latencies) * 0.99) - 1], "per_second": len(latencies) / wall,
+            "mean_entries": statistics.mean(found) if found else 0}
+
+
+def bench_ingest(scopes: int, total: int, batch: int, clients: int) -> dict:
+    rng = random.Random(11)
+    run = int(time.time())
+
+    def candidate(i):
+        w = rng.sample(WORDS, 6)
+        return {"scope": scope_name(rng.randrange(scopes)), "kind": "failure_lesson", "signal": "self",
+                "trigger": f"When {w[0]}ing the {w[1]} {w[2]} (run {run}, item {i})",
+                "content": f"Never {w[3]} the {w[4]} before the {w[5]} is drained; seen in task {run}-{i}.",
+                "conditions": [w[0]], "source_task": f"bench-{run}-{i}",
+                "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}]}
+
+    batches = [[candidate(b * batch + i) for i in range(batch)] for b in range(total // batch)]
+    created, failed = [], []
+    lock = threading.Lock()
+
+    def worker(part):
+        for items in part:
+            status, payload, _ = call("POST", "/api/v1/candidates/batch", {"candidates": items})
+            body = json.loads(payload)
+            with lock:
+                if status != 200:
+                    failed.append(status)
+                else:
+                    created.append(body["created"] + body["duplicates"])
+                    failed.extend([1] * body["failed"])
+
+    threads = [threading.Thread(target=worker, args=(batches[i::clients],)) for i in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    return {"candidates": sum(created), "failed": len(failed), "seconds": wall, "per_second": sum(created) / wall}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--scopes", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--ingest", type=int, default=10_000)
+    args = parser.parse_args()
+
+    ensure_database(DB_URL)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    fill(args.entries, args.scopes)
+    ensure_token(args.scopes)
+    server = start_server(args.workers)
+    try:
+        r = bench_retrieval(args.scopes, args.requests, args.clients)
+        print(f"GET /api/v1/memory: {r['requests']} requests, {args.clients} clients, {args.workers} gunicorn workers: "
+              f"p50 {r['p50_ms']:.1f} ms (target 20), p99 {r['p99_ms']:.1f} ms (target 50), "
+              f"{r['per_second']:.0f}/s, {r['mean_entries']:.1f} entries per answer, {r['failures']} failures")
+        i = bench_ingest(args.scopes, args.ingest, 500, min(args.clients, args.workers))
+        print(f"POST /api/v1/candidates/batch: {i['candidates']:,} candidates in {i['seconds']:.1f} s = "
+              f"{i['per_second']:.0f}/s (target 500), {i['failed']} failed")
+    finally:
+        server.terminate()
+        server.wait(10)
+    ok = r["p50_ms"] < 20 and r["p99_ms"] < 50 and i["per_second"] > 500 and not r["failures"] and not i["failed"]
+    print("targets met" if ok else "targets NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""What every agent API call goes through before its handler: the bearer token, the rate limit, the
+body's size, type and JSON, and the translation of refusals into 4xx answers with clear messages."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from functools import wraps
+
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from curation import access
+from curation.models import AgentToken
+from curation.services.tokens import token_for_key
+
+log = logging.getLogger("curation.api")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, errors: dict | None = None, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.message, self.errors, self.headers = status, message, errors, headers or {}
+
+
+class NotFound(ApiError):
+    def __init__(self, what: str = "No such item in this token's scopes."):
+        super().__init__(404, what)
+
+
+def error_response(status: int, message: str, errors: dict | None = None, headers: dict | None = None):
+    body = {"error": message}
+    if errors:
+        body["errors"] = errors
+    response = JsonResponse(body, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def _authenticate(request) -> AgentToken:
+    header = request.headers.get("Authorization", "")
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise ApiError(401, "Send the agent token as 'Authorization: Bearer <token>'.",
+                       headers={"WWW-Authenticate": 'Bearer realm="memoryadmin"'})
+    now = timezone.now()
+    token = token_for_key(key.strip(), now)
+    if token is None:
+        raise ApiError(401, "This token is unknown, revoked or expired.",
+                       headers={"WWW-Authenticate": 'Bearer realm="memoryadmin", error="invalid_token"'})
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute per token
+    return token
+
+
+def _check_rate(token: AgentToken) -> None:
+    """A fixed one-minute window per token, counted in the cache (Redis in production)."""
+    limit = settings.CURATION["API_RATE_LIMIT"]
+    if not limit:
+        return
+    now = time.time()
+    window = int(now // 60)
+    key = f"api-rate:{token.pk}:{window}"
+    cache.add(key, 0, timeout=90)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=90)
+        count = 1
+    if count > limit:
+        retry_after = max(1, int((window + 1) * 60 - now) + 1)
+        raise ApiError(429, f"Rate limit of {limit} requests a minute reached; retry in {retry_after} s.",
+                       headers={"Retry-After": str(retry_after)})
+
+
+def _json_body(request) -> dict:
+    limit = settings.CURATION["API_MAX_BODY_BYTES"]
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise ApiError(400, "Content-Length is not a number.") from None
+    if length > limit:
+        raise ApiError(413, f"The body is {length} bytes; at most {limit} bytes are accepted.")
+    content_type = request.content_type or ""
+    if content_type != "application/json":
+        raise ApiError(415, f"Send JSON with 'Content-Type: application/json' (got {content_type or 'none'!r}).")
+    raw = request.read(limit + 1)
+    if len(raw) > limit:
+        raise ApiError(413, f"The body is over {limit} bytes.")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ApiError(400, "The body is not UTF-8.") from None
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(400, f"The body is not valid JSON: {exc}.") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "The body must be a JSON object.")
+    return body
+
+
+def validation_errors(exc: ValidationError) -> dict:
+    if hasattr(exc, "error_dict"):
+        return {field: list(messages) for field, messages in exc.message_dict.items()}
+    return {"_": exc.messages}
+
+
+def api_view(*methods: str, body: bool = False):
+    """An agent API handler: `handler(request, token, [body,] **kwargs)` returns (status, data)."""
+
+    def decorator(handler):
+        @csrf_exempt
+        @wraps(handler)
+        def view(request, *args, **kwargs):
+            try:
+                if request.method not in methods:
+                    raise ApiError(405, f"Use {' or '.join(methods)}.", headers={"Allow": ", ".join(methods)})
+                token = _authenticate(request)
+                _check_rate(token)
+                request.agent_token = token
+                if body:
+                    kwargs["body"] = _json_body(request)
+                status, data = handler(request, token, *args, **kwargs)
+            except ApiError as exc:
+                return error_response(exc.status, exc.message, exc.errors, exc.headers)
+            except ValidationError as exc:
+                return error_response(422, "Some fields are not valid.", validation_errors(exc))
+            except PermissionDenied as exc:
+                return error_response(403, str(exc) or "This token may not do that.")
+            return JsonResponse(data, status=status, json_dumps_params={"ensure_ascii": False})
+
+        return view
+
+    return decorator
+
+
+def token_covers(token: AgentToken, scope: str) -> bool:
+    return any(access.scope_covers(prefix, scope) for prefix in token.scopes)
+
+
+def query_int(request, name: str, default: int, low: int, high: int) -> int:
+    value = request.GET.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ApiError(422, "Some parameters are not valid.", {name: ["A whole number."]}) from None
+    if not low <= number <= high:
+        raise ApiError(422, "Some parameters are not valid.", {name: [f"From {low} to {high}."]})
+    return number
+
+
+def query_float(request, name: str, default: float, low: float, high: float) -> float:
+    value = request.GET.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ApiError(422, "Some parameters are not valid.", {name: ["A number."]}) from None
+    if not low <= number <= high:  # also refuses nan
+        raise ApiError(422, "Some parameters are not valid.", {name: [f"From {low} to {high}."]})
+    return number

@@ -1,0 +1,220 @@
+"""The OpenAPI 3.1 description of the agent API, served at /api/v1/openapi.json and rendered at /api/v1/docs."""
+
+from django.conf import settings
+
+from curation.models import CONTENT_MAX, SCOPE_PATTERN, TRIGGER_MAX, Evidence, Kind, Signal
+
+SCOPE = {"type": "string", "pattern": SCOPE_PATTERN, "maxLength": 255, "example": "acme/billing-api"}
+
+
+def _error(description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _json_body(ref: str, example: dict) -> dict:
+    return {"required": True, "content": {"application/json": {"schema": {"$ref": ref}, "example": example}}}
+
+
+def _ok(description: str, ref: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": ref}}}}
+
+
+COMMON_ERRORS = {
+    "401": _error("No token, or an unknown, revoked or expired one."),
+    "429": _error("Rate limit reached; the Retry-After header says when to try again."),
+}
+BODY_ERRORS = {
+    "400": _error("The body is not JSON, or not a JSON object."),
+    "413": _error("The body is over 1 MiB."),
+    "415": _error("The Content-Type is not application/json."),
+    "422": _error("Some fields are not valid: one message per field in `errors`."),
+}
+
+EXAMPLE_CANDIDATE = {
+    "scope": "acme/billing-api",
+    "kind": "failure_lesson",
+    "trigger": "Running the billing-api migrations in the container",
+    "content": "Confirm the repository root with `git rev-parse --show-toplevel` before editing config.",
+    "conditions": ["container", "migrations"],
+    "boundary": "Not needed on the CI runners, which start in the repository root.",
+    "signal": "external",
+    "confidence": 0.8,
+    "source_task": "task-1234",
+    "evidence": [{"kind": "tool_output", "signal": "external", "polarity": "supports",
+                  "excerpt": "edited /srv/app/config.yml: file not found", "task_ref": "task-1234"}],
+}
+
+
+def schema() -> dict:
+    c = settings.CURATION
+    evidence_in = {
+        "type": "object",
+        "required": ["kind", "signal", "excerpt"],
+        "additionalProperties": False,
+        "properties": {
+            "kind": {"enum": Evidence.EvidenceKind.values},
+            "signal": {"enum": Signal.values},
+            "polarity": {"enum": Evidence.Polarity.values, "default": "supports"},
+            "excerpt": {"type": "string", "minLength": 1, "maxLength": 4000},
+            "task_ref": {"type": "string", "maxLength": 255},
+            "observed_at": {"type": "string", "format": "date-time"},
+        },
+    }
+    candidate = {
+        "type": "object",
+        "required": ["scope", "kind", "trigger", "content", "signal"],
+        "additionalProperties": False,
+        "properties": {
+            "scope": SCOPE,
+            "kind": {"enum": Kind.values},
+            "trigger": {"type": "string", "minLength": 1, "maxLength": TRIGGER_MAX, "description": "When it applies."},
+            "content": {"type": "string", "minLength": 1, "maxLength": CONTENT_MAX, "description": "What to do or not do."},
+            "conditions": {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxItems": 50},
+            "boundary": {"type": "string", "maxLength": 2000, "description": "When it does NOT hold."},
+            "recheck_when": {"type": "string", "maxLength": 2000},
+            "review_by": {"type": ["string", "null"], "format": "date"},
+            "signal": {"enum": Signal.values, "description": "Where the verdict came from."},
+            "confidence": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+                           "description": f"Proposed; self-signal lessons are capped at {c['SELF_SIGNAL_CAP']} "
+                                          "without external evidence, human corrections start at "
+                                          f"{c['HUMAN_CORRECTION_CONFIDENCE']}."},
+            "source_task": {"type": "string", "maxLength": 255},
+            "evidence": {"type": "array", "items": evidence_in},
+        },
+    }
+    submission = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "status": {"enum": ["pending", "active"]},
+            "created": {"type": "boolean", "description": "false: an exact duplicate; its evidence went to `duplicate_of`."},
+            "duplicate_of": {"type": ["integer", "null"]},
+            "evidence_added": {"type": "integer"},
+            "confidence": {"type": "number", "description": "After the caps."},
+            "duplicates": {"type": "array", "items": {"type": "integer"}, "description": "Near-duplicate active entries."},
+            "conflicts": {"type": "array", "items": {"type": "integer"}, "description": "Conflict records opened."},
+            "flags": {"type": "array", "items": {"type": "object"}, "description": "What was redacted, and where."},
+        },
+    }
+    entry = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"}, "kind": {"enum": Kind.values}, "scope": SCOPE,
+            "trigger": {"type": "string"}, "content": {"type": "string"},
+            "conditions": {"type": "array", "items": {"type": "string"}}, "boundary": {"type": "string"},
+            "confidence": {"type": "number"}, "signal": {"enum": Signal.values},
+            "last_verified_at": {"type": ["string", "null"], "format": "date-time"},
+            "score": {"type": "number", "description": "Relevance × confidence."},
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "memoryadmin agent API",
+            "version": "1",
+            "description": "Submit candidate lessons, read curated memory for your scopes, report outcomes. "
+                           "Every call sends `Authorization: Bearer <token>`; a token reads and writes only "
+                           "its scopes. Ids outside them answer 404.",
+        },
+        "servers": [{"url": "/api/v1"}],
+        "security": [{"bearer": []}],
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"], "properties": {
+                    "error": {"type": "string"},
+                    "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+                }},
+                "Candidate": candidate,
+                "Evidence": evidence_in,
+                "Submission": submission,
+                "Batch": {"type": "object", "required": ["candidates"], "additionalProperties": False, "properties": {
+                    "candidates": {"type": "array", "minItems": 1, "maxItems": c["API_BATCH_MAX"],
+                                   "items": {"$ref": "#/components/schemas/Candidate"}}}},
+                "BatchResult": {"type": "object", "properties": {
+                    "results": {"type": "array", "items": {"type": "object", "description":
+                                "In order: {index, ok: true, ...Submission} or {index, ok: false, status, errors}."}},
+                    "created": {"type": "integer"}, "duplicates": {"type": "integer"}, "failed": {"type": "integer"}}},
+                "Entry": entry,
+                "Memory": {"type": "object", "properties": {
+                    "retrieval_id": {"type": "string", "format": "uuid"},
+                    "scope": SCOPE,
+                    "min_confidence": {"type": "number"},
+                    "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
+                    "context": {"type": "string", "description": "Ready to put in a prompt; at most budget_chars."}}},
+                "Feedback": {"type": "object", "required": ["retrieval_id", "outcome"], "additionalProperties": False,
+                             "properties": {
+                                 "retrieval_id": {"type": "string", "format": "uuid"},
+                                 "outcome": {"enum": ["success", "failure"]},
+                                 "utility": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+                                 "used": {"type": "array", "items": {"type": "integer"},
+                                          "description": "Default: every entry of the retrieval."}}},
+                "FeedbackResult": {"type": "object", "properties": {
+                    "recorded": {"type": "boolean", "description": "false: already recorded, nothing changed."},
+                    "outcome": {"type": "string"}, "entries": {"type": "array", "items": {"type": "object"}}}},
+                "EntryDetail": {"type": "object", "description": "The entry with status, counters, evidence and events."},
+            },
+        },
+        "paths": {
+            "/candidates": {"post": {
+                "summary": "Submit one candidate lesson",
+                "description": "Secrets and personal data are redacted before storage and flagged. An exact "
+                               "duplicate of an active (or pending) entry creates nothing: its evidence is added.",
+                "requestBody": _json_body("#/components/schemas/Candidate", EXAMPLE_CANDIDATE),
+                "responses": {"201": _ok("Created, or added to its duplicate.", "#/components/schemas/Submission"),
+                              **BODY_ERRORS, **COMMON_ERRORS, "403": _error("The scope is outside the token's scopes.")},
+            }},
+            "/candidates/batch": {"post": {
+                "summary": f"Submit up to {c['API_BATCH_MAX']} candidates",
+                "description": "One result per item, in order; one bad item never blocks the others.",
+                "requestBody": _json_body("#/components/schemas/Batch", {"candidates": [EXAMPLE_CANDIDATE]}),
+                "responses": {"200": _ok("One result per candidate.", "#/components/schemas/BatchResult"),
+                              **BODY_ERRORS, **COMMON_ERRORS},
+            }},
+            "/memory": {"get": {
+                "summary": "Retrieve curated memory for a scope",
+                "description": "Active entries of the scope and its ancestors (within the token's scopes), at "
+                               f"confidence {c['RETRIEVE_AT_LEAST']} or more, ranked by relevance × confidence, "
+                               "near-duplicates dropped. The retrieval is recorded; report its outcome to /feedback.",
+                "parameters": [
+                    {"name": "scope", "in": "query", "required": True, "schema": SCOPE},
+                    {"name": "q", "in": "query", "schema": {"type": "string", "maxLength": 2000},
+                     "description": "What the task is about: keywords or a sentence."},
+                    {"name": "k", "in": "query", "schema": {"type": "integer", "minimum": 1,
+                                                            "maximum": c["API_RETRIEVE_MAX_K"], "default": c["RETRIEVE_LIMIT"]}},
+                    {"name": "min_confidence", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1,
+                                                                         "default": c["RETRIEVE_AT_LEAST"]},
+                     "description": f"Raised to {c['RETRIEVE_AT_LEAST']} if lower."},
+                    {"name": "budget_chars", "in": "query", "schema": {"type": "integer", "minimum": 200,
+                                                                       "maximum": 50000, "default": 2000}},
+                    {"name": "task_ref", "in": "query", "schema": {"type": "string", "maxLength": 255}},
+                ],
+                "responses": {"200": _ok("The entries and the context block.", "#/components/schemas/Memory"),
+                              "403": _error("The scope is outside the token's scopes."),
+                              "422": _error("A parameter is not valid."), **COMMON_ERRORS},
+            }},
+            "/feedback": {"post": {
+                "summary": "Report the outcome of a task that used a retrieval",
+                "description": f"Success: +{c['SUCCESS_STEP']} and re-verified. Failure: -{c['FAILURE_STEP']} "
+                               "and the entry goes back to the candidates queue for a recheck. Once per retrieval.",
+                "requestBody": _json_body("#/components/schemas/Feedback",
+                                          {"retrieval_id": "6f1c...", "outcome": "success", "utility": 0.9}),
+                "responses": {"200": _ok("Applied, or already recorded.", "#/components/schemas/FeedbackResult"),
+                              "404": _error("No such retrieval for this token."), **BODY_ERRORS, **COMMON_ERRORS},
+            }},
+            "/entries/{id}": {"get": {
+                "summary": "One entry with its evidence and events",
+                "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+                "responses": {"200": _ok("The entry.", "#/components/schemas/EntryDetail"),
+                              "404": _error("No such entry in this token's scopes."), **COMMON_ERRORS},
+            }},
+            "/entries/{id}/evidence": {"post": {
+                "summary": "Add fresh evidence to an entry",
+                "description": "Supporting external or independent evidence lets an archived entry be revived.",
+                "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+                "requestBody": _json_body("#/components/schemas/Evidence", EXAMPLE_CANDIDATE["evidence"][0]),
+                "responses": {"201": {"description": "Recorded."},
+                              "404": _error("No such entry in this token's scopes."), **BODY_ERRORS, **COMMON_ERRORS},
+            }},
+        },
+    }

@@ -1,0 +1,158 @@
+"""Agent API handlers: parse, call one service or selector, answer JSON. No business rules here."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.views.decorators.csrf import csrf_exempt
+
+from curation import selectors
+from curation.context_block import build_context
+from curation.models import Entry, Retrieval
+from curation.services import add_evidence
+from curation.services.submissions import submit_candidate
+from curation.services.usage import record_feedback, record_retrieval
+from curation.services.validation import clean_scope
+
+from .http import ApiError, NotFound, api_view, error_response, query_float, query_int, token_covers
+from .serializers import entry_json, event_json, evidence_json
+
+CANDIDATE_KEYS = frozenset({
+    "scope", "kind", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
+    "confidence", "source_task", "evidence",
+})
+FEEDBACK_KEYS = frozenset({"retrieval_id", "outcome", "utility", "used"})
+EVIDENCE_KEYS = frozenset({"kind", "signal", "polarity", "excerpt", "task_ref", "observed_at"})
+
+
+def _unknown(body: dict, allowed: frozenset, where: str = "") -> dict:
+    return {f"{where}{key}": ["Unknown field."] for key in sorted(set(body) - allowed)}
+
+
+def _refuse_unknown(body: dict, allowed: frozenset) -> None:
+    """Unknown fields are refused, not dropped: a typo such as `tigger` must not pass unnoticed."""
+    if errors := _unknown(body, allowed):
+        raise ValidationError(errors)
+
+
+def _check_candidate_keys(item) -> None:
+    if not isinstance(item, dict):
+        return  # submit_candidate says what is wrong with it
+    errors = _unknown(item, CANDIDATE_KEYS)
+    evidence = item.get("evidence")
+    for index, piece in enumerate(evidence if isinstance(evidence, list) else []):
+        if isinstance(piece, dict):
+            errors.update(_unknown(piece, EVIDENCE_KEYS, f"evidence[{index}]."))
+    if errors:
+        raise ValidationError(errors)
+
+
+@api_view("POST", body=True)
+def candidates(request, token, body):
+    _check_candidate_keys(body)
+    return 201, submit_candidate(data=body, token=token).as_json()
+
+
+@api_view("POST", body=True)
+def candidates_batch(request, token, body):
+    _refuse_unknown(body, frozenset({"candidates"}))
+    items = body.get("candidates")
+    limit = settings.CURATION["API_BATCH_MAX"]
+    if not isinstance(items, list) or not items:
+        raise ValidationError({"candidates": ["A non-empty list of candidates."]})
+    if len(items) > limit:
+        raise ValidationError({"candidates": [f"At most {limit} candidates per batch (got {len(items)})."]})
+    results = []
+    for index, item in enumerate(items):
+        try:
+            with transaction.atomic():  # one bad item never leaves anything half-written, nor blocks the rest
+                _check_candidate_keys(item)
+                results.append({"index": index, "ok": True, **submit_candidate(data=item, token=token).as_json()})
+        except ValidationError as exc:
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {"_": exc.messages}
+            results.append({"index": index, "ok": False, "status": 422, "errors": errors})
+        except PermissionDenied as exc:
+            results.append({"index": index, "ok": False, "status": 403, "errors": {"scope": [str(exc)]}})
+    created = sum(1 for r in results if r["ok"] and r["created"])
+    return 200, {"results": results, "created": created,
+                 "duplicates": sum(1 for r in results if r["ok"] and not r["created"]),
+                 "failed": sum(1 for r in results if not r["ok"])}
+
+
+@api_view("GET")
+def memory(request, token):
+    try:
+        scope = clean_scope(request.GET.get("scope", ""))
+    except ValidationError as exc:
+        raise ApiError(422, "Some parameters are not valid.", {"scope": exc.messages}) from None
+    if not token_covers(token, scope):
+        raise PermissionDenied(f"This token may not read scope {scope!r}.")
+    c = settings.CURATION
+    k = query_int(request, "k", c["RETRIEVE_LIMIT"], 1, c["API_RETRIEVE_MAX_K"])
+    floor = c["RETRIEVE_AT_LEAST"]
+    min_confidence = max(floor, query_float(request, "min_confidence", floor, 0.0, 1.0))
+    budget = query_int(request, "budget_chars", 2000, 200, 50000)
+    q = request.GET.get("q", "")
+    if len(q) > 2000:
+        raise ApiError(422, "Some parameters are not valid.", {"q": ["At most 2,000 characters."]})
+    task_ref = request.GET.get("task_ref", "")[:255]
+    ranked = selectors.retrieve_memory(
+        scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence
+    )
+    included, context = build_context([r.entry for r in ranked], budget)
+    scores = {r.entry.pk: r.score for r in ranked}
+    retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=task_ref, entries=included)
+    return 200, {
+        "retrieval_id": str(retrieval.pk),
+        "scope": scope,
+        "min_confidence": min_confidence,
+        "entries": [{**entry_json(e), "score": round(scores[e.pk], 4)} for e in included],
+        "context": context,
+    }
+
+
+@api_view("POST", body=True)
+def feedback(request, token, body):
+    _refuse_unknown(body, FEEDBACK_KEYS)
+    if not isinstance(body.get("retrieval_id"), str):
+        raise ValidationError({"retrieval_id": ["The retrieval_id a GET /api/v1/memory answer gave."]})
+    try:
+        result = record_feedback(token=token, retrieval_id=body["retrieval_id"], outcome=body.get("outcome"),
+                                 utility=body.get("utility"), used=body.get("used"))
+    except Retrieval.DoesNotExist:
+        raise NotFound("No such retrieval for this token.") from None
+    if not result.recorded:
+        return 200, {"recorded": False, "message": "Feedback for this retrieval was already recorded; nothing changed.",
+                     "outcome": result.feedback.outcome, "entries": []}
+    return 200, {"recorded": True, "outcome": result.feedback.outcome, "entries": result.changes}
+
+
+def _entry_for_token(token, entry_id) -> Entry:
+    entry = Entry.objects.filter(pk=entry_id).first()
+    if entry is None or not token_covers(token, entry.scope):
+        raise NotFound("No such entry in this token's scopes.")  # never reveal an entry outside them
+    return entry
+
+
+@api_view("POST", body=True)
+def entry_evidence(request, token, entry_id, body):
+    _refuse_unknown(body, EVIDENCE_KEYS)
+    entry = _entry_for_token(token, entry_id)
+    evidence = add_evidence(entry.pk, data=body, actor=None, actor_label=token.label)
+    return 201, {"entry_id": entry.pk, "evidence": evidence_json(evidence)}
+
+
+@api_view("GET")
+def entry_detail(request, token, entry_id):
+    entry = _entry_for_token(token, entry_id)
+    evidence = entry.evidence.order_by("observed_at", "id")[:200]
+    events = entry.events.order_by("created_at", "id")[:200]
+    return 200, {**entry_json(entry, full=True),
+                 "evidence": [evidence_json(e) for e in evidence],
+                 "events": [event_json(e) for e in events]}
+
+
+@csrf_exempt
+def unknown_endpoint(request):
+    return error_response(404, f"No such endpoint: {request.path}. The endpoints are listed at /api/v1/docs.")

@@ -1,0 +1,97 @@
+"""Agent tokens: made once (the secret is shown then and never again), revoked by a lead."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import re
+import secrets
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from curation.models import AgentToken
+
+from .validation import clean_scope
+
+TOKEN_PREFIX = "ma_"
+MANAGE = "curation.add_agenttoken"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_DURATION = re.compile(r"^(\d{1,5})([dhm])$")
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def parse_duration(text: str) -> datetime.timedelta:
+    """`30d`, `12h` or `90m`: how long a token lives."""
+    match = _DURATION.match((text or "").strip())
+    if not match or int(match[1]) == 0:
+        raise ValidationError({"expires": ["A duration such as 30d, 12h or 90m."]})
+    amount, unit = int(match[1]), match[2]
+    return datetime.timedelta(**{{"d": "days", "h": "hours", "m": "minutes"}[unit]: amount})
+
+
+def create_agent_token(
+    *, name: str, scopes, expires_in: datetime.timedelta | None = None, key: str | None = None,
+    actor=None, at=None,
+) -> tuple[AgentToken, str]:
+    """A new token and its secret. Only the hash is stored: the caller shows the secret once.
+    `key` lets a demo set-up choose the secret; it must still be long and random-looking."""
+    if actor is not None and not actor.has_perm(MANAGE):
+        raise PermissionDenied("Only leads manage agent tokens.")
+    errors = {}
+    name = (name or "").strip()
+    if not _NAME.match(name):
+        errors["name"] = ["1 to 100 characters: letters, digits, '.', '_' or '-'."]
+    cleaned_scopes = []
+    for scope in scopes or []:
+        try:
+            cleaned_scopes.append(clean_scope(scope))
+        except ValidationError as exc:
+            errors.setdefault("scopes", []).append(f"{scope!r}: {exc.messages[0]}")
+    if not cleaned_scopes and "scopes" not in errors:
+        errors["scopes"] = ["A token needs at least one scope, e.g. acme/billing-api."]
+    if key is not None and len(key) < 16:
+        errors["key"] = ["A chosen token must be at least 16 characters."]
+    if errors:
+        raise ValidationError(errors)
+    now = at or timezone.now()
+    key = key or TOKEN_PREFIX + secrets.token_urlsafe(32)
+    try:
+        with transaction.atomic():
+            token = AgentToken.objects.create(
+                name=name,
+                key_prefix=key[:10],
+                key_hash=hash_key(key),
+                scopes=sorted(set(cleaned_scopes)),
+                expires_at=now + expires_in if expires_in else None,
+                created_by=actor,
+                created_at=now,
+            )
+    except IntegrityError:
+        raise ValidationError({"name": [f"A token named {name!r} (or with this secret) already exists."]}) from None
+    return token, key
+
+
+def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
+    if not actor.has_perm(MANAGE):
+        raise PermissionDenied("Only leads manage agent tokens.")
+    now = at or timezone.now()
+    with transaction.atomic():
+        token = AgentToken.objects.select_for_update().get(pk=token_id)
+        if token.revoked_at is None:
+            token.revoked_at = now
+            token.revoked_by = actor
+            token.save(update_fields=["revoked_at", "revoked_by"])
+    return token
+
+
+def token_for_key(key: str, now) -> AgentToken | None:
+    """The usable token with this secret, or None (unknown, revoked or expired alike)."""
+    token = AgentToken.objects.filter(key_hash=hash_key(key)).first()
+    if token is None or not token.is_usable(now):
+        return None
+    return token

@@ -1,0 +1,50 @@
+"""Agent tokens in the console: leads list, create (the secret is shown once) and revoke them."""
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from curation.models import AgentToken
+from curation.permissions import require
+from curation.services.tokens import MANAGE, create_agent_token, parse_duration, revoke_agent_token
+
+
+def _render(request, *, form=None, errors=None, new_key=None, new_token=None, status=200):
+    tokens = AgentToken.objects.order_by("revoked_at", "name")
+    return render(request, "curation/tokens.html", {
+        "tokens": tokens, "now": timezone.now(), "form": form or {}, "errors": errors or {},
+        "new_key": new_key, "new_token": new_token,
+    }, status=status)
+
+
+@require_GET
+@require(MANAGE)
+def token_list(request):
+    return _render(request)
+
+
+@require_POST
+@require(MANAGE)
+def token_create(request):
+    form = {k: request.POST.get(k, "") for k in ("name", "scopes", "expires")}
+    scopes = [s.strip() for s in re.split(r"[,\s]+", form["scopes"]) if s.strip()]
+    try:
+        expires_in = parse_duration(form["expires"]) if form["expires"].strip() else None
+        token, key = create_agent_token(name=form["name"], scopes=scopes, expires_in=expires_in, actor=request.user)
+    except ValidationError as exc:
+        return _render(request, form=form, errors=exc.message_dict, status=422)
+    # The secret is in this one answer and nowhere else: not in a redirect, a message or the session.
+    response = _render(request, new_key=key, new_token=token, status=201)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_POST
+@require(MANAGE)
+def token_revoke(request, token_id):
+    token = get_object_or_404(AgentToken, pk=token_id)
+    revoke_agent_token(token.pk, actor=request.user)
+    return redirect("curation:tokens")

@@ -1,0 +1,55 @@
+"""The README's curl session, run as printed against a live server with the demo data."""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from curation.models import Entry, Event
+from curation.services import approve_candidate
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def block(name: str) -> str:
+    match = re.search(rf"<!-- curl-session:{name} -->\s*```sh\n(.*?)```", README.read_text(), re.S)
+    assert match, f"README has no curl-session:{name} block"
+    return match.group(1)
+
+
+def run(script: str, env: dict) -> str:
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", **env}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp_path):
+    from django.contrib.auth import get_user_model
+
+    token = re.search(r"TOKEN=(\S+)", block("env")).group(1)
+    call_command("seed_demo", "--agent-token", token, stdout=open("/dev/null", "w"))
+    env = {"MA": live_server.url, "TOKEN": token}
+
+    submitted = json.loads(run(block("submit"), env))
+    assert submitted["status"] == "pending" and submitted["confidence"] == 0.85
+    entry = Entry.objects.get(pk=submitted["id"])
+
+    # "Approve it in the browser": the reviewer's approval, through the same service the button calls
+    reviewer = get_user_model().objects.get(username="reviewer")
+    approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
+
+    output = run(block("use"), env)
+    retrieval = json.loads(output[: output.index("}{") + 1] if "}{" in output else output.splitlines()[0])
+    assert entry.pk in [e["id"] for e in retrieval["entries"]]
+    assert "Rotating the billing-api webhook signing key" in retrieval["context"]
+    feedback = json.loads(output[output.rindex('{"recorded"'):])
+    assert feedback["recorded"] is True
+    entry.refresh_from_db()
+    assert entry.confidence == pytest.approx(0.90)
+    assert Event.objects.filter(entry=entry, action="outcome_success").exists()

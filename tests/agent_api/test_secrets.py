@@ -1,0 +1,62 @@
+"""Secrets and personal data sent to the API never reach a table or a log line."""
+
+import logging
+
+import pytest
+from django.db import connection
+
+from curation.models import Entry
+
+pytestmark = pytest.mark.django_db
+
+AWS_KEY = "AKIAZ3MPLE7QWERTY123"
+PASSWORD = "Tr0ub4dor-and-3-more"
+EMAIL = "jane.doe@example-corp.com"
+PHONE = "+44 20 7946 0958"
+BEARER = "eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd"
+PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----"
+SECRETS = (AWS_KEY, PASSWORD, EMAIL, PHONE, BEARER, "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun")
+
+
+def database_dump() -> str:
+    """Every row of every table, as text: what a pg_dump or sqlite .dump of this transaction would hold."""
+    lines = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names():
+            cursor.execute(f'SELECT * FROM "{table}"')
+            lines += [repr(row) for row in cursor.fetchall()]
+    return "\n".join(lines)
+
+
+def test_secrets_are_redacted_everywhere_and_never_stored_or_logged(agent, approved, caplog):
+    caplog.set_level(logging.DEBUG)
+    body = agent.submit(
+        trigger=f"Calling the API as {EMAIL}",
+        content=f"Use key {AWS_KEY} with password: {PASSWORD}; call +44 20 7946 0958 if it fails. {PRIVATE_KEY}",
+        boundary=f"Authorization: Bearer {BEARER}",
+        source_task=f"task for {EMAIL}",
+        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": f"curl -H 'Authorization: Bearer {BEARER}'",
+                   "task_ref": EMAIL}],
+    ).json()
+    kinds = {flag["detail"] for flag in body["flags"]}
+    assert {"e-mail address removed from trigger", "private key removed from content",
+            "phone number removed from content", "bearer token removed from evidence[0].excerpt"} <= kinds
+    entry = Entry.objects.get(pk=body["id"])
+    assert "[REDACTED: e-mail address]" in entry.trigger
+    # the batch path, the evidence endpoint and the retrieval query are scanned too
+    agent.post("candidates/batch", {"candidates": [{**{"scope": "acme/billing-api", "kind": "fact",
+                                                       "signal": "self", "trigger": "Reaching support"},
+                                                    "content": f"Mail {EMAIL}, key {AWS_KEY}"}]})
+    active = approved(scope="acme/billing-api")
+    agent.post(f"entries/{active.pk}/evidence", {"kind": "review", "signal": "external",
+                                                 "excerpt": f"password={PASSWORD}", "task_ref": PHONE})
+    agent.retrieve(scope="acme/billing-api", q=f"what did {EMAIL} say about {AWS_KEY}")
+    # a refused submission logs a warning: it must not carry the text either
+    agent.submit(trigger="", content=f"password: {PASSWORD}")
+
+    dump = database_dump()
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for secret in SECRETS:
+        assert secret not in dump, secret
+        assert secret not in logged, secret
+    assert "[REDACTED" in dump  # the dump really holds the submitted rows
