@@ -1,0 +1,469 @@
+"""Conflicts: two entries whose triggers overlap and whose advice contradicts (DESIGN.md §3).
+
+Detection opens a Conflict per contradicting pair, at ingest (`detect_conflicts_for`) and in a sweep over
+the active entries (`sweep_conflicts`). Partners are found through indexed lookups only: the scope index
+(an ancestor scope, the same scope or a descendant) and, on PostgreSQL, the full-text index on the
+action words; never every pair of the table. A pair that has a Conflict in any state is never raised
+again, so a dismissed pair stays dismissed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from curation import access, lifecycle
+from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
+from curation.models import Conflict, Entry, Event, Evidence, Status
+from curation.redaction import redact_fields
+from curation.similarity import fingerprint
+
+from .errors import InvalidTransition, StaleDecision
+from .events import record_event
+from .validation import clean_entry_fields
+
+PARTNER_POOL = 500
+# More action words than this in one lookup and the text filter is dropped (the scope filter and the
+# pool bound still hold): a long OR is no longer an index lookup, and SQLite limits expression depth.
+MAX_SEARCH_WORDS = 64
+# What detection reads of an entry: enough to compare it and to label its Event.
+_DETECTION_FIELDS = ("id", "scope", "trigger", "content", "conditions", "status", "version")
+
+
+def overlapping_scopes_q(scope: str) -> Q:
+    """Entries that apply together with one in `scope`: an ancestor, the same scope, or below it.
+    Both halves are index lookups (exact scope IN, and a prefix range)."""
+    return Q(scope__in=access.scope_ancestors(scope)) | Q(scope__startswith=scope + "/")
+
+
+def _mentioning(qs, stems):
+    """Entries whose text mentions one of the action words: a partner can only contradict about those."""
+    stems = sorted(stems)
+    if len(stems) > MAX_SEARCH_WORDS:
+        return qs
+    if connection.vendor == "postgresql":
+        # The GIN index on search_vector (active entries only, migration 0005). A prefix query tolerates
+        # the difference between our light stemmer and PostgreSQL's English one (queue/queu, copy/copi).
+        query = " | ".join(f"{s[:4]}:*" for s in stems)
+        match = RawSQL("search_vector @@ to_tsquery('simple', %s)", (query,), output_field=BooleanField())
+        return qs.alias(mentions=match).filter(mentions=True)
+    q = Q(pk__in=[])
+    for s in stems:
+        q |= Q(content__icontains=s)
+    return qs.filter(q)
+
+
+def _partner_pool(scope: str, stems, *, exclude=(), limit: int | None = None) -> list[Entry]:
+    """Active entries that apply together with `scope` and mention an action word, newest first, bounded."""
+    qs = _mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(overlapping_scopes_q(scope)), stems)
+    if exclude:
+        qs = qs.exclude(pk__in=list(exclude))
+    return list(qs.only(*_DETECTION_FIELDS).order_by("-id")[: limit or PARTNER_POOL])
+
+
+def _pair(a: Entry, b: Entry) -> tuple[int, int]:
+    return (a.pk, b.pk) if a.pk < b.pk else (b.pk, a.pk)
+
+
+def _open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list[Conflict]:
+    """Open a Conflict for each (low id, high id) -> reason not already known, with an Event on both."""
+    if not found:
+        return []
+    lows = {lo for lo, _ in found}
+    highs = {hi for _, hi in found}
+    known = set(
+        Conflict.objects.filter(entry_a_id__in=lows, entry_b_id__in=highs).values_list("entry_a_id", "entry_b_id")
+    )
+    opened = []
+    for (lo, hi), reason in sorted(found.items()):
+        if (lo, hi) in known:
+            continue
+        a, b = entries[lo], entries[hi]
+        try:
+            with transaction.atomic():  # a savepoint: a pair raised concurrently elsewhere is skipped
+                conflict = Conflict.objects.create(
+                    entry_a=a, entry_b=b, reason=reason, detected_by=detected_by, created_at=at
+                )
+                for entry, other in ((a, b), (b, a)):
+                    record_event(
+                        entry, actor=None, actor_label=f"detector:{detected_by}", action="conflict_opened",
+                        reason=f"conflict #{conflict.pk} with #{other.pk}: {reason}",
+                        after={"conflict": conflict.pk, "with": other.pk, "reason": reason}, at=at,
+                    )
+        except IntegrityError:
+            continue
+        opened.append(conflict)
+    return opened
+
+
+def _contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesson) -> str | None:
+    if not access.scopes_overlap(entry.scope, other.scope):
+        return None
+    if not conditions_overlap(entry.conditions, other.conditions):
+        return None
+    return contradiction(lesson, other_lesson)
+
+
+def detect_conflicts_for(entry: Entry, *, detected_by: str = "ingest", at=None) -> list[Conflict]:
+    """Compare one entry (a new candidate, or an entry just changed) with the active entries that apply
+    together with it, and open a Conflict per contradiction. Reads at most PARTNER_POOL partners."""
+    now = at or timezone.now()
+    lesson = parse_lesson(entry.trigger, entry.content)
+    stems = lesson.search_words
+    if not stems:
+        return []
+    found: dict[tuple[int, int], str] = {}
+    entries = {entry.pk: entry}
+    for other in _partner_pool(entry.scope, stems, exclude=[entry.pk]):
+        reason = _contradicts(entry, lesson, other, parse_lesson(other.trigger, other.content))
+        if reason:
+            found[_pair(entry, other)] = reason
+            entries[other.pk] = other
+    return _open_conflicts(found, entries, detected_by=detected_by, at=now)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    examined: int
+    compared: int
+    opened: list
+
+
+def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int | None = None) -> SweepResult:
+    """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners that
+    apply together and mention one of the group's action words (indexed lookups, at most pool_limit
+    each), then compare only pairs that share an action word with opposite polarity. Idempotent: a known
+    pair is never raised again, so a second run opens nothing."""
+    now = at or timezone.now()
+    batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
+    after = 0
+    examined = compared = 0
+    opened: list[Conflict] = []
+    while True:
+        batch = list(
+            Entry.objects.filter(status=Status.ACTIVE, pk__gt=after).only(*_DETECTION_FIELDS).order_by("id")[:batch_size]
+        )
+        if not batch:
+            break
+        after = batch[-1].pk
+        examined += len(batch)
+        lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in batch}
+        by_scope: dict[str, list[Entry]] = defaultdict(list)
+        for e in batch:
+            if lessons[e.pk].directives:
+                by_scope[e.scope].append(e)
+        found: dict[tuple[int, int], str] = {}
+        entries: dict[int, Entry] = {}
+        for scope, group in by_scope.items():
+            stems = set().union(*(lessons[e.pk].search_words for e in group))
+            partners = _partner_pool(scope, stems, limit=pool_limit)
+            # An in-memory index of the partners by (action word, polarity): only opposite pairs meet.
+            index: dict[tuple[str, bool], list[Entry]] = defaultdict(list)
+            for p in partners:
+                if p.pk not in lessons:
+                    lessons[p.pk] = parse_lesson(p.trigger, p.content)
+                for key in lessons[p.pk].action_keys:
+                    index[key].append(p)
+            for e in group:
+                seen = set()
+                for verb, positive in lessons[e.pk].action_keys:
+                    for p in index.get((verb, not positive), ()):
+                        pair = _pair(e, p)
+                        if p.pk == e.pk or pair in found or p.pk in seen:
+                            continue
+                        seen.add(p.pk)
+                        compared += 1
+                        reason = _contradicts(e, lessons[e.pk], p, lessons[p.pk])
+                        if reason:
+                            found[pair] = reason
+                            entries[e.pk], entries[p.pk] = e, p
+        opened += _open_conflicts(found, entries, detected_by="sweep", at=now)
+    return SweepResult(examined=examined, compared=compared, opened=opened)
+
+
+# --- resolutions ------------------------------------------------------------------------------------
+#
+# Each resolution: one transaction; the review permission and both entries' scopes checked; both entries'
+# versions compared with what the reviewer saw (optimistic concurrency); the conflict must still be open;
+# an Event on each entry. Keeping or merging supersedes entries, so their other open conflicts are moot
+# and are closed in the same transaction.
+
+LIVE = (Status.ACTIVE, Status.PENDING)
+SPLIT_FIELDS = ("scope", "conditions")
+MERGE_FIELDS = ("kind", "scope", "trigger", "content", "boundary", "conditions")
+_RESOLUTION_COLUMNS = (
+    "status", "queued_at", "queue_reason", "scope", "conditions", "supersedes", "last_verified_at",
+    "confidence", "version", "updated_at",
+)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    conflict: Conflict
+    kept: tuple = ()
+    superseded: tuple = ()
+    created: Entry | None = None
+
+
+def _load_open_conflict(conflict_id: int, actor, version_a: int, version_b: int) -> tuple[Conflict, Entry, Entry]:
+    """Lock the conflict and its two entries (lower id first, as every resolution does: no deadlock),
+    check who may decide, and refuse a decision made on what has changed since."""
+    if not actor.has_perm("curation.review_entry"):
+        raise PermissionDenied("Only reviewers and leads resolve conflicts.")
+    conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
+    a = Entry.objects.select_for_update().get(pk=conflict.entry_a_id)
+    b = Entry.objects.select_for_update().get(pk=conflict.entry_b_id)
+    if not (access.user_can_see_scope(actor, a.scope) and access.user_can_see_scope(actor, b.scope)):
+        raise Conflict.DoesNotExist  # outside the actor's scopes: as if it did not exist
+    if conflict.state != Conflict.State.OPEN:
+        who = conflict.resolved_by.get_username() if conflict.resolved_by_id else "the system"
+        raise InvalidTransition(
+            f"Conflict #{conflict.pk} was already {conflict.state} ({conflict.resolution}) by {who}. Nothing of yours was saved."
+        )
+    for entry, expected in ((a, version_a), (b, version_b)):
+        if entry.version != expected:
+            changes = Event.objects.filter(entry=entry, entry_version__gt=expected).order_by("created_at", "id")
+            raise StaleDecision(entry, changes)
+    return conflict, a, b
+
+
+def _require_live(*entries: Entry) -> None:
+    for entry in entries:
+        if entry.status not in LIVE:
+            raise InvalidTransition(
+                f"Entry #{entry.pk} is now {entry.status}: nothing to keep, split or merge. Dismiss the conflict instead."
+            )
+
+
+def _save_entry(entry: Entry, now) -> None:
+    """Write a resolution's change with one conditional UPDATE on the version it was loaded at."""
+    expected = entry.version
+    entry.version = expected + 1
+    entry.updated_at = now
+    values = {c: getattr(entry, c if c != "supersedes" else "supersedes_id") for c in _RESOLUTION_COLUMNS}
+    values["supersedes_id"] = values.pop("supersedes")
+    if not Entry.objects.filter(pk=entry.pk, version=expected).update(**values):
+        raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=expected))
+
+
+def _snapshot(entry: Entry) -> dict:
+    return {**entry.snapshot(), "supersedes": entry.supersedes_id}
+
+
+def _close(conflict: Conflict, *, actor, state: str, resolution: str, now) -> None:
+    conflict.state = state
+    conflict.resolution = resolution
+    conflict.resolved_by = actor
+    conflict.resolved_at = now
+    conflict.save(update_fields=["state", "resolution", "resolved_by", "resolved_at"])
+
+
+def _close_moot(superseded: list[Entry], *, actor, now, except_id: int) -> int:
+    """Open conflicts of an entry that is superseded now have nothing left to decide."""
+    ids = [e.pk for e in superseded]
+    return (
+        Conflict.objects.filter(state=Conflict.State.OPEN)
+        .filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids))
+        .exclude(pk=except_id)
+        .update(state=Conflict.State.RESOLVED, resolution="moot", resolved_by=actor, resolved_at=now)
+    )
+
+
+def _supersede(entry: Entry, by: Entry, *, actor, conflict: Conflict, reason: str, now) -> None:
+    before = _snapshot(entry)
+    entry.status = Status.SUPERSEDED
+    entry.queued_at = None
+    entry.queue_reason = ""
+    _save_entry(entry, now)
+    record_event(
+        entry, actor=actor, action="supersede",
+        reason=reason or f"conflict #{conflict.pk}: superseded by #{by.pk}",
+        before=before, after={**_snapshot(entry), "superseded_by": by.pk, "conflict": conflict.pk}, at=now,
+    )
+
+
+def keep_entry(
+    conflict_id: int, *, actor, keep: int, version_a: int, version_b: int, reason: str = "", at=None
+) -> Resolution:
+    """Keep one entry of the pair; the other becomes superseded by it.
+
+    The kept entry records the other in `supersedes` only when that is empty: `supersedes` is one link
+    (the entry this one replaces) and an existing link is older history worth keeping; the Events on
+    both entries always name the pair. A kept entry that was still a pending candidate is approved by
+    this decision (a reviewer read it beside the other and chose it), so the advice is never left with
+    neither entry active."""
+    now = at or timezone.now()
+    reason = (reason or "").strip()
+    with transaction.atomic():
+        conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
+        if keep not in (a.pk, b.pk):
+            raise ValidationError({"keep": [f"Keep #{a.pk} or #{b.pk}."]})
+        _require_live(a, b)
+        kept, other = (a, b) if keep == a.pk else (b, a)
+        before = _snapshot(kept)
+        if kept.status == Status.PENDING:
+            kept.status = Status.ACTIVE
+            kept.queued_at = None
+            kept.queue_reason = ""
+            kept.last_verified_at = now
+            kept.confidence = kept.base_confidence
+        if kept.supersedes_id is None:
+            kept.supersedes_id = other.pk
+        _save_entry(kept, now)
+        record_event(
+            kept, actor=actor, action="conflict_keep",
+            reason=reason or f"conflict #{conflict.pk}: kept over #{other.pk}",
+            before=before, after={**_snapshot(kept), "superseded": other.pk, "conflict": conflict.pk}, at=now,
+        )
+        _supersede(other, kept, actor=actor, conflict=conflict, reason=reason, now=now)
+        _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="keep_a" if kept is a else "keep_b", now=now)
+        _close_moot([other], actor=actor, now=now, except_id=conflict.pk)
+    return Resolution(conflict, kept=(kept,), superseded=(other,))
+
+
+def _clean_split(prefix: str, entry: Entry, changes: dict, actor) -> dict:
+    present = [f for f in SPLIT_FIELDS if f in changes]
+    try:
+        cleaned = clean_entry_fields(changes, fields=present)
+    except ValidationError as exc:
+        raise ValidationError({f"{prefix}_{k}": v for k, v in exc.message_dict.items()}) from exc
+    scope = cleaned.get("scope", entry.scope)
+    if not access.scope_covers(entry.scope, scope):
+        raise ValidationError({f"{prefix}_scope": [
+            f"A split narrows: #{entry.pk} applies to {entry.scope}, so its scope stays {entry.scope} or below it."
+        ]})
+    if not access.user_can_see_scope(actor, scope):
+        raise ValidationError({f"{prefix}_scope": ["You can only move an entry to a scope you review."]})
+    return {"scope": scope, "conditions": cleaned.get("conditions", list(entry.conditions))}
+
+
+def _describe(entry_id: int, fields: dict) -> str:
+    conditions = ", ".join(fields["conditions"]) or "any situation"
+    return f"#{entry_id} ({fields['scope']}; {conditions})"
+
+
+def split_conflict(
+    conflict_id: int, *, actor, version_a: int, version_b: int, changes_a: dict, changes_b: dict,
+    reason: str = "", at=None,
+) -> Resolution:
+    """Narrow the scope or the conditions of one or both entries so that they no longer apply together;
+    both stay. Refused while they still overlap: neither scope below the other, or no keyword shared."""
+    now = at or timezone.now()
+    reason = (reason or "").strip()
+    with transaction.atomic():
+        conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
+        _require_live(a, b)
+        new_a, new_b = _clean_split("a", a, changes_a, actor), _clean_split("b", b, changes_b, actor)
+        if access.scopes_overlap(new_a["scope"], new_b["scope"]) and conditions_overlap(new_a["conditions"], new_b["conditions"]):
+            raise ValidationError({"split": [
+                f"Still overlapping: {_describe(a.pk, new_a)} and {_describe(b.pk, new_b)} apply together. "
+                "Narrow a scope so that neither is the other or below it, or give them conditions with no keyword in common."
+            ]})
+        changed = []
+        for entry, new in ((a, new_a), (b, new_b)):
+            if entry.scope != new["scope"] or list(entry.conditions) != new["conditions"]:
+                changed.append(entry)
+        for entry, new, other in ((a, new_a, b), (b, new_b, a)):
+            before = _snapshot(entry)
+            if entry in changed:
+                entry.scope, entry.conditions = new["scope"], new["conditions"]
+                _save_entry(entry, now)
+            edited = [f for f in SPLIT_FIELDS if before[f] != entry.snapshot()[f]]
+            record_event(
+                entry, actor=actor, action="conflict_split",
+                reason=reason or f"conflict #{conflict.pk} with #{other.pk}: "
+                + (f"narrowed {' and '.join(edited)}" if edited else "unchanged, the other entry was narrowed"),
+                before=before, after={**_snapshot(entry), "conflict": conflict.pk}, at=now,
+            )
+        _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="split", now=now)
+    return Resolution(conflict, kept=(a, b))
+
+
+def _copied_excerpt(evidence) -> str:
+    note = f"\n[copied from evidence #{evidence.pk} of entry #{evidence.entry_id}]"
+    return evidence.excerpt[: 4000 - len(note)] + note
+
+
+def merge_conflict(
+    conflict_id: int, *, actor, version_a: int, version_b: int, data: dict, reason: str = "", at=None
+) -> Resolution:
+    """Replace both entries with one new active entry written by the reviewer. Its evidence is the union
+    of theirs, copied as new rows that name the originals; both old entries are superseded by it. The
+    new entry's `supersedes` names the stronger of the two (one link only); its Event names both."""
+    now = at or timezone.now()
+    reason = (reason or "").strip()
+    data, findings = redact_fields(data, ("trigger", "content", "boundary", "conditions"))
+    fields = clean_entry_fields(data, fields=MERGE_FIELDS)
+    with transaction.atomic():
+        conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
+        _require_live(a, b)
+        if not access.user_can_see_scope(actor, fields["scope"]):
+            raise ValidationError({"scope": ["You can only write an entry in a scope you review."]})
+        primary = a if a.base_confidence >= b.base_confidence else b
+        originals = list(Evidence.objects.filter(entry_id__in=[a.pk, b.pk]).order_by("observed_at", "id"))
+        signal = lifecycle.strongest_signal(
+            [e.signal for e in originals if e.polarity == Evidence.Polarity.SUPPORTS] + [a.signal, b.signal]
+        )
+        base = max(a.base_confidence, b.base_confidence)
+        merged = Entry.objects.create(
+            **fields,
+            fingerprint=fingerprint(fields["trigger"], fields["content"]),
+            signal=signal,
+            base_confidence=base,
+            confidence=base,
+            last_verified_at=now,
+            status=Status.ACTIVE,
+            flags=[f.as_flag() for f in findings],
+            supersedes=primary,
+            source_task=f"conflict #{conflict.pk}",
+            created_by=actor,
+            created_by_label=actor.get_username(),
+            created_at=now,
+            updated_at=now,
+        )
+        Evidence.objects.bulk_create(
+            Evidence(
+                entry=merged, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=_copied_excerpt(e),
+                task_ref=e.task_ref, observed_at=e.observed_at, recorded_by=e.recorded_by,
+                recorded_by_label=e.recorded_by_label, created_at=now,
+            )
+            for e in originals
+        )
+        record_event(
+            merged, actor=actor, action="conflict_merge",
+            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}",
+            after={**_snapshot(merged), "merged_from": [a.pk, b.pk], "evidence_copied": len(originals),
+                   "conflict": conflict.pk},
+            at=now,
+        )
+        for old in (a, b):
+            _supersede(old, merged, actor=actor, conflict=conflict, reason=reason, now=now)
+        _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="merge", now=now)
+        _close_moot([a, b], actor=actor, now=now, except_id=conflict.pk)
+        detect_conflicts_for(merged, detected_by="merge", at=now)  # the new text may contradict a third entry
+    return Resolution(conflict, superseded=(a, b), created=merged)
+
+
+def dismiss_conflict(
+    conflict_id: int, *, actor, version_a: int, version_b: int, reason: str = "", at=None
+) -> Resolution:
+    """Not a conflict: both entries stay as they are, and this pair is never raised again."""
+    now = at or timezone.now()
+    reason = (reason or "").strip()
+    with transaction.atomic():
+        conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
+        for entry, other in ((a, b), (b, a)):
+            record_event(
+                entry, actor=actor, action="conflict_dismissed",
+                reason=reason or f"conflict #{conflict.pk} with #{other.pk}: not a conflict",
+                after={"conflict": conflict.pk, "with": other.pk}, at=now,
+            )
+        _close(conflict, actor=actor, state=Conflict.State.DISMISSED, resolution="dismiss", now=now)
+    return Resolution(conflict, kept=(a, b))
