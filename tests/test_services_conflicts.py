@@ -9,6 +9,12 @@ from tests.conftest import candidate_data
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    """The suite's users are made per test; the default PBKDF2 cost is not what these tests are about."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
 REBASE = dict(trigger="Merging a feature branch into main", content="Always rebase before merging.", conditions=[])
 NO_REBASE = dict(trigger="Merging feature branches into main", content="Never rebase shared branches.", conditions=[])
 
@@ -164,6 +170,7 @@ def test_sweep_ignores_archived_and_superseded_entries(reviewer):
 from django.core.exceptions import PermissionDenied, ValidationError  # noqa: E402
 
 from curation.models import Evidence  # noqa: E402
+from curation.selectors_review import merge_defaults  # noqa: E402
 from curation.services import InvalidTransition, StaleDecision  # noqa: E402
 
 EXTERNAL = {"kind": "test_result", "signal": "external", "polarity": "supports", "excerpt": "CI green after rebase",
@@ -284,7 +291,7 @@ def test_merge_creates_one_entry_with_the_union_of_evidence(reviewer, lead):
                           actor=reviewer)
     b = Entry.objects.get(pk=b.pk)
     [conflict] = conflicts.detect_conflicts_for(b)
-    data = {**conflicts.merge_defaults(a, b), "content": "Rebase feature branches before merging; never rebase shared ones."}
+    data = {**merge_defaults(a, b), "content": "Rebase feature branches before merging; never rebase shared ones."}
     result = conflicts.merge_conflict(conflict.pk, actor=lead, data=data, **versions(a, b))
 
     merged = result.created
@@ -308,7 +315,7 @@ def test_merge_creates_one_entry_with_the_union_of_evidence(reviewer, lead):
 
 def test_merge_refuses_bad_fields(pair, lead):
     conflict, a, b = pair()
-    data = {**conflicts.merge_defaults(a, b), "trigger": " ", "scope": "acme//x"}
+    data = {**merge_defaults(a, b), "trigger": " ", "scope": "acme//x"}
     with pytest.raises(ValidationError) as exc:
         conflicts.merge_conflict(conflict.pk, actor=lead, data=data, **versions(a, b))
     assert set(exc.value.message_dict) == {"trigger", "scope"}
@@ -330,7 +337,7 @@ RESOLUTIONS = {
     "keep": lambda c, a, b, user: conflicts.keep_entry(c.pk, actor=user, keep=a.pk, **versions(a, b)),
     "split": lambda c, a, b, user: conflicts.split_conflict(
         c.pk, actor=user, changes_a={"conditions": "x"}, changes_b={"conditions": "y"}, **versions(a, b)),
-    "merge": lambda c, a, b, user: conflicts.merge_conflict(c.pk, actor=user, data=conflicts.merge_defaults(a, b), **versions(a, b)),
+    "merge": lambda c, a, b, user: conflicts.merge_conflict(c.pk, actor=user, data=merge_defaults(a, b), **versions(a, b)),
     "dismiss": lambda c, a, b, user: conflicts.dismiss_conflict(c.pk, actor=user, **versions(a, b)),
 }
 

@@ -386,23 +386,6 @@ def split_conflict(
     return Resolution(conflict, kept=(a, b))
 
 
-def merge_defaults(a: Entry, b: Entry) -> dict:
-    """What the merge form starts from: the broader scope (or the deepest common one), both texts."""
-    if access.scope_covers(a.scope, b.scope):
-        scope = a.scope
-    elif access.scope_covers(b.scope, a.scope):
-        scope = b.scope
-    else:
-        common = [x for x, y in zip(a.scope.split("/"), b.scope.split("/")) if x == y]
-        scope = "/".join(common) or a.scope
-    boundary = "\n".join(x for x in (a.boundary, b.boundary) if x)
-    conditions = list(dict.fromkeys([*a.conditions, *b.conditions]))
-    return {
-        "kind": a.kind, "scope": scope, "trigger": a.trigger, "content": f"{a.content}\n{b.content}",
-        "boundary": boundary, "conditions": ", ".join(conditions),
-    }
-
-
 def _copied_excerpt(evidence) -> str:
     note = f"\n[copied from evidence #{evidence.pk} of entry #{evidence.entry_id}]"
     return evidence.excerpt[: 4000 - len(note)] + note
