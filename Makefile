@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-lifecycle clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -29,6 +29,9 @@ test-postgres: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/queue_bench.py
+
+bench-lifecycle: $(STAMP)
+	$(BIN)/python benchmarks/lifecycle_bench.py
 
 clean:
 	rm -rf $(VENV) data

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation.views import candidates, entries
+from curation.views import candidates, entries, maintenance
 
 app_name = "curation"
 
@@ -16,4 +16,6 @@ urlpatterns = [
     path("entries/<int:entry_id>/", entries.detail, name="entry"),
     path("entries/<int:entry_id>/history.json", entries.history_json, name="entry-history"),
     path("entries/<int:entry_id>/evidence/", entries.add_evidence_view, name="entry-evidence"),
+    path("maintenance/", maintenance.page, name="maintenance"),
+    path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]
