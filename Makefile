@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-lifecycle clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -32,6 +32,9 @@ bench: $(STAMP)
 
 bench-api: $(STAMP)
 	$(BIN)/python benchmarks/api_bench.py
+
+bench-lifecycle: $(STAMP)
+	$(BIN)/python benchmarks/lifecycle_bench.py
 
 clean:
 	rm -rf $(VENV) data

@@ -7,7 +7,7 @@ Every threshold comes from settings.CURATION, read once per call through `rules(
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 
@@ -96,3 +96,117 @@ def should_archive(confidence: float, r: Rules) -> bool:
 
 def is_retrievable(confidence: float, r: Rules) -> bool:
     return confidence >= r.retrieve_at_least
+
+
+# --- Background policies (DESIGN.md §4; seed 002 §8, seed 003) ------------------------------------------
+# The sweeps in services/maintenance.py implement these predicates in SQL; tests/test_maintenance_rules.py
+# checks, case by case, that the SQL and these functions agree.
+
+# Averages are compared with this margin so that 1.2 / 3 counts as 0.4 (not below 0.4), as a person reads it.
+EPSILON = 1e-9
+# An entry nobody has reported an outcome for ranks as if its average utility were this (neither good nor bad).
+UNKNOWN_UTILITY = 0.5
+
+
+@dataclass(frozen=True)
+class Policies:
+    unused_window_days: float
+    unused_max_retrievals: int
+    low_utility_min_retrievals: int
+    low_utility_below: float
+    scope_capacity: dict
+    batch_size: int
+
+
+def policies() -> Policies:
+    c = settings.CURATION
+    return Policies(
+        unused_window_days=c["UNUSED_WINDOW_DAYS"],
+        unused_max_retrievals=c["UNUSED_MAX_RETRIEVALS"],
+        low_utility_min_retrievals=c["LOW_UTILITY_MIN_RETRIEVALS"],
+        low_utility_below=c["LOW_UTILITY_BELOW"],
+        scope_capacity=dict(c["SCOPE_CAPACITY"]),
+        batch_size=int(c["SWEEP_BATCH_SIZE"]),
+    )
+
+
+def revived_confidence(signal: str, r: Rules) -> float:
+    """The base confidence an archived entry comes back with, from the evidence that revived it:
+    the default for that signal, under the self cap unless the evidence is external."""
+    value = r.default_confidence.get(signal, r.default_confidence["self"])
+    return clamp(min(value, cap_for(signal == "external", r)), r)
+
+
+@dataclass(frozen=True)
+class Revival:
+    signal: str
+    base_confidence: float
+    confidence: float
+    verified_at: datetime
+
+
+def revival(evidence, *, archived_at: datetime, now: datetime, r: Rules) -> Revival | None:
+    """Whether an archived entry comes back, and how.
+
+    `evidence` is (signal, polarity, observed_at, created_at) tuples. Only supporting evidence from an
+    external or independent signal recorded after the archiving (and by `now`) counts: self-signal evidence
+    never revives. The strongest such evidence decides, the latest of equals; the entry counts as verified
+    when that evidence was observed. An entry whose decayed confidence would fall straight back under the
+    archive threshold (the evidence is old news) stays archived."""
+    fresh = [
+        (signal, observed_at)
+        for signal, polarity, observed_at, created_at in evidence
+        if polarity == "supports" and signal in ("independent", "external") and archived_at < created_at <= now
+    ]
+    if not fresh:
+        return None
+    signal, observed_at = max(fresh, key=lambda item: (SIGNAL_STRENGTH[item[0]], item[1]))
+    base = revived_confidence(signal, r)
+    confidence = decayed(base, observed_at, now, r)
+    if should_archive(confidence, r):
+        return None
+    return Revival(signal, base, confidence, observed_at)
+
+
+def is_unused(
+    *, created_at: datetime, last_verified_at: datetime | None, retrievals_in_window: int, now: datetime, p: Policies
+) -> bool:
+    """Periodic deletion (seed 002 §8.1): neither created nor verified within the last W days, and retrieved
+    at most alpha times in them. (A just-approved entry has had no chance to be retrieved yet.)"""
+    cutoff = now - timedelta(days=p.unused_window_days)
+    return (
+        created_at <= cutoff
+        and (last_verified_at is None or last_verified_at <= cutoff)
+        and retrievals_in_window <= p.unused_max_retrievals
+    )
+
+
+def is_low_utility(*, retrieval_count: int, utility_sum: float, utility_n: int, p: Policies) -> bool:
+    """History-based deletion (seed 002 §8.2): retrieved at least n times, average utility below beta."""
+    return (
+        retrieval_count >= p.low_utility_min_retrievals
+        and utility_n > 0
+        and utility_sum / utility_n < p.low_utility_below - EPSILON
+    )
+
+
+def is_review_due(*, review_by: date | None, last_verified_at: datetime | None, today: date) -> bool:
+    """The review date has passed (it is over) and nobody has verified the entry since that date began;
+    a reviewer's confirmation sets last_verified_at, so a confirmed entry is not sent back again."""
+    return (
+        review_by is not None
+        and review_by < today
+        and (last_verified_at is None or last_verified_at.date() < review_by)
+    )
+
+
+def evidence_strength(entry_signal: str, supporting_signals) -> int:
+    """0 self, 1 independent, 2 external: the strongest of the entry's own signal and its supporting evidence."""
+    return max(SIGNAL_STRENGTH.get(s, 0) for s in [entry_signal, *supporting_signals])
+
+
+def displacement_key(*, strength: int, confidence: float, average_utility: float | None, entry_id: int) -> tuple:
+    """Order of eviction under a scope's capacity (seed 003): lowest evidence strength first, then lowest
+    confidence × average utility, then the oldest entry."""
+    utility = UNKNOWN_UTILITY if average_utility is None else average_utility
+    return (strength, confidence * utility, entry_id)

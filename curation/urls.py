@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation.views import candidates, entries, tokens
+from curation.views import candidates, entries, maintenance, tokens
 
 app_name = "curation"
 
@@ -20,4 +20,6 @@ urlpatterns = [
     path("agents/tokens/", tokens.token_list, name="tokens"),
     path("agents/tokens/new/", tokens.token_create, name="token-create"),
     path("agents/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("maintenance/", maintenance.page, name="maintenance"),
+    path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("MEMORYADMIN_DATA_DIR", BASE_DIR / "data"))
@@ -123,7 +124,28 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 900
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE: dict = {}
+# Background curation (curation/tasks.py). Decay runs before archive (archive recomputes the decayed value
+# itself, so the order only affects what the Maintenance page shows in between); capacity runs often so an
+# approval that goes over a scope's budget is settled within minutes. One beat process only.
+_LIFECYCLE_SCHEDULE = {
+    "decay": crontab(minute=0, hour=2),
+    "archive": crontab(minute=20, hour=2),
+    "revive": crontab(minute=40),
+    "unused": crontab(minute=0, hour=3),
+    "low_utility": crontab(minute=20, hour=3),
+    "review_due": crontab(minute=0, hour=6),
+    "capacity": crontab(minute="*/15"),
+}
+CELERY_BEAT_SCHEDULE: dict = {
+    f"lifecycle-{name}": {
+        "task": f"curation.lifecycle.{name}",
+        "schedule": schedule,
+        "kwargs": {"triggered_by": "beat"},
+        # A run that waited longer than its own period is stale: the next one will do the same work.
+        "options": {"expires": 15 * 60 if name == "capacity" else 3600},
+    }
+    for name, schedule in _LIFECYCLE_SCHEDULE.items()
+}
 CELERY_TIMEZONE = TIME_ZONE
 
 # --- Curation rules (DESIGN.md §2, seed 001); every threshold can be overridden here ---------------

@@ -1,0 +1,63 @@
+"""Celery tasks: thin wrappers around curation.services.maintenance, one per lifecycle sweep.
+
+Every sweep is idempotent (it computes from stored base values and its as-of time, and a second run finds
+nothing left to change), so the tasks acknowledge late and are re-queued when a worker dies mid-run: the
+next delivery finishes the job. Time limits stay below the broker's visibility timeout (settings), so a
+long run is stopped before Redis would hand the same message to a second worker.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from kombu.exceptions import OperationalError as BrokerOperationalError
+
+from curation.services import maintenance
+
+try:  # the Redis client is there whenever the broker is Redis
+    from redis.exceptions import ConnectionError as RedisConnectionError
+except ImportError:  # pragma: no cover
+    RedisConnectionError = ConnectionError
+
+# Retry only what a later attempt can fix: a lost database or broker connection.
+RETRY_ON = (OperationalError, InterfaceError, BrokerOperationalError, RedisConnectionError, ConnectionError)
+
+
+def _run(task_name: str, as_of: str | None, triggered_by: str) -> dict:
+    moment = datetime.datetime.fromisoformat(as_of) if as_of else None
+    run, sweep = maintenance.run_sweep(task_name, as_of=moment, triggered_by=triggered_by)
+    return {"task_run": run.pk, "state": run.state, "examined": sweep.examined, "changed": sweep.changed}
+
+
+def _lifecycle_task(task_name: str):
+    def body(self, as_of: str | None = None, triggered_by: str = "beat") -> dict:
+        return _run(task_name, as_of, triggered_by)
+
+    body.__name__ = body.__qualname__ = task_name
+    body.__doc__ = maintenance.TASK_DESCRIPTIONS[task_name]
+    return shared_task(
+        bind=True,
+        name=f"curation.lifecycle.{task_name}",
+        acks_late=True,
+        reject_on_worker_lost=True,
+        autoretry_for=RETRY_ON,
+        retry_backoff=True,
+        retry_backoff_max=300,
+        max_retries=5,
+        soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+        time_limit=settings.CELERY_TASK_TIME_LIMIT,
+    )(body)
+
+
+TASKS = {name: _lifecycle_task(name) for name in maintenance.TASK_NAMES}
+
+decay = TASKS["decay"]
+archive = TASKS["archive"]
+revive = TASKS["revive"]
+unused = TASKS["unused"]
+low_utility = TASKS["low_utility"]
+review_due = TASKS["review_due"]
+capacity = TASKS["capacity"]

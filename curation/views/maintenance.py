@@ -1,0 +1,80 @@
+"""The Maintenance page: what the background curation tasks did, for leads and auditors; a lead can
+start any task now (it is queued for a worker, as of the moment the button was pressed)."""
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from kombu.exceptions import OperationalError as BrokerOperationalError
+
+from curation.permissions import READ, REVIEW
+from curation.services import maintenance
+
+# Starting background work changes what agents are served, like publishing: leads only.
+RUN_TASKS = "curation.publish_memory"
+
+
+def can_view_maintenance(user) -> bool:
+    """Leads (who may run tasks) and auditors (who read everything but decide nothing)."""
+    return user.has_perm(RUN_TASKS) or (user.has_perm(READ) and not user.has_perm(REVIEW))
+
+
+def _schedules() -> dict[str, str]:
+    by_task = {}
+    for entry in settings.CELERY_BEAT_SCHEDULE.values():
+        name = entry["task"].rsplit(".", 1)[-1]
+        schedule = entry["schedule"]
+        fields = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
+        if all(hasattr(schedule, f"_orig_{f}") for f in fields):
+            by_task[name] = "cron " + " ".join(str(getattr(schedule, f"_orig_{f}")) for f in fields) + " UTC"
+        else:
+            by_task[name] = str(schedule)
+    return by_task
+
+
+def _seconds(run) -> float | None:
+    return (run.finished_at - run.started_at).total_seconds() if run.finished_at else None
+
+
+@require_GET
+@login_required
+def page(request):
+    if not can_view_maintenance(request.user):
+        raise PermissionDenied("The Maintenance page is for leads and auditors.")
+    runs = maintenance.recent_runs()
+    schedules = _schedules()
+    tasks = [
+        {"name": name, "description": maintenance.TASK_DESCRIPTIONS[name], "schedule": schedules.get(name, "not scheduled"),
+         "runs": [(run, _seconds(run)) for run in runs[name]]}
+        for name in maintenance.TASK_NAMES
+    ]
+    return render(request, "curation/maintenance.html", {
+        "tasks": tasks,
+        "can_run": request.user.has_perm(RUN_TASKS),
+        "capacity": sorted(settings.CURATION["SCOPE_CAPACITY"].items()),
+    })
+
+
+@require_POST
+@login_required
+def run_now(request, task):
+    if not request.user.has_perm(RUN_TASKS):
+        raise PermissionDenied("Only leads start background tasks.")
+    if task not in maintenance.TASK_NAMES:
+        raise Http404(f"There is no background task called {task!r}.")
+    from curation.tasks import TASKS
+
+    as_of = timezone.now()
+    try:
+        TASKS[task].apply_async(kwargs={"as_of": as_of.isoformat(), "triggered_by": f"lead:{request.user.get_username()}"})
+    except BrokerOperationalError:
+        messages.error(request, f"Could not reach the task queue: {task} was not started. Try again in a minute.")
+        return redirect("curation:maintenance")
+    messages.success(
+        request, f"Queued {task} as of {as_of:%Y-%m-%d %H:%M:%S} UTC; its run appears below when a worker picks it up."
+    )
+    return redirect("curation:maintenance")

@@ -1,0 +1,289 @@
+"""The sweeps as the history sees them: each state change is one Event and one version, a second run at
+the same moment changes nothing, a run killed between batches is finished by the next, and two runs at
+once do the work once."""
+
+import datetime
+import threading
+
+import psycopg
+import pytest
+from django.db import connection
+
+from curation import lifecycle, services
+from curation.models import Entry, Event, QueueReason, Status, TaskRun
+from curation.services import maintenance
+from curation.services.maintenance import run_sweep
+from tests.maintenance_factories import AS_OF, add_evidence_row, days_before, make_archived, make_entry, retrieve
+
+pytestmark = pytest.mark.django_db
+
+
+def state_of_all():
+    return list(Entry.objects.order_by("id").values_list(
+        "id", "status", "confidence", "base_confidence", "queued_at", "queue_reason", "archived_at",
+        "archive_reason", "version", "last_verified_at"))
+
+
+def mixed_population(settings):
+    """One entry for every policy, plus bystanders that none of them touch."""
+    settings.CURATION = {**settings.CURATION, "SCOPE_CAPACITY": {"acme/web": 2}}
+    fresh = make_entry(last_verified_at=days_before(1), created_at=days_before(5))
+    retrieve(fresh, at=days_before(1))
+    faded = make_entry(base_confidence=0.4, last_verified_at=days_before(200))
+    unused = make_entry(last_verified_at=days_before(60))
+    useless = make_entry(last_verified_at=days_before(2), retrieval_count=4, utility_sum=0.4, utility_n=4)
+    retrieve(useless, at=days_before(2))
+    due = make_entry(last_verified_at=days_before(3), review_by=(AS_OF - datetime.timedelta(days=2)).date())
+    retrieve(due, at=days_before(3))
+    revivable = make_archived(archived_at=days_before(10))
+    add_evidence_row(revivable, signal="external", observed_at=days_before(1))
+    web = [make_entry(scope="acme/web", last_verified_at=days_before(1), signal=s) for s in ("external", "self", "self")]
+    for e in web:
+        retrieve(e, at=days_before(1))
+    return locals()
+
+
+def test_every_policy_once_then_nothing(settings):
+    rows = mixed_population(settings)
+    for task in maintenance.TASK_NAMES:
+        run_sweep(task, as_of=AS_OF)
+    first_state = state_of_all()
+    first_events = Event.objects.count()
+
+    get = lambda name: Entry.objects.get(pk=rows[name].pk)  # noqa: E731
+    assert get("fresh").status == Status.ACTIVE and get("fresh").version == 1
+    assert (get("faded").status, get("faded").archive_reason, get("faded").archived_at) == (Status.ARCHIVED, "decayed", AS_OF)
+    assert (get("unused").status, get("unused").archive_reason) == (Status.ARCHIVED, "unused")
+    useless = get("useless")
+    assert (useless.status, useless.archive_reason, useless.queue_reason) == (
+        Status.ARCHIVED, "low utility", QueueReason.RECHECK_LOW_UTILITY)
+    assert useless.queued_at == AS_OF  # appears in the candidates queue as a recheck
+    due = get("due")
+    assert (due.status, due.queue_reason, due.queued_at) == (Status.ACTIVE, QueueReason.RECHECK_REVIEW_DUE, AS_OF)
+    assert get("revivable").status == Status.ACTIVE
+    web = [Entry.objects.get(pk=e.pk) for e in rows["web"]]
+    assert [e.status for e in web] == [Status.ACTIVE, Status.ARCHIVED, Status.ACTIVE]  # the weaker, older self
+    assert web[1].archive_reason == f"displaced by #{web[2].pk}"
+
+    # Every state change is one Event by the task, at the run's time, with the new version.
+    for name, action in [("faded", "archive"), ("unused", "archive"), ("useless", "archive"),
+                         ("due", "queue_recheck"), ("revivable", "revive")]:
+        entry = get(name)
+        events = list(Event.objects.filter(entry=entry))
+        assert [(e.action, e.created_at, e.entry_version) for e in events] == [(action, AS_OF, 2)], name
+        assert entry.version == 2
+        assert events[0].before["status"] != events[0].after["status"] or name == "due"
+        assert events[0].actor_label.startswith("lifecycle:")
+        assert events[0].request_id.startswith("taskrun-")
+
+    # Idempotent: the same moment again changes no row and writes no Event.
+    for task in maintenance.TASK_NAMES:
+        run, sweep = run_sweep(task, as_of=AS_OF)
+        assert (run.state, sweep.changed) == (TaskRun.State.SUCCEEDED, 0), task
+    assert state_of_all() == first_state
+    assert Event.objects.count() == first_events
+
+
+def test_decay_never_compounds():
+    entry = make_entry(base_confidence=0.8, last_verified_at=days_before(60))
+    later = AS_OF + datetime.timedelta(days=30)
+    run_sweep("decay", as_of=AS_OF)
+    run_sweep("decay", as_of=AS_OF)
+    assert Entry.objects.get(pk=entry.pk).confidence == pytest.approx(0.8 * 0.95 ** 2)
+    run_sweep("decay", as_of=later)
+    assert Entry.objects.get(pk=entry.pk).confidence == pytest.approx(0.8 * 0.95 ** 3)
+    assert Entry.objects.get(pk=entry.pk).base_confidence == 0.8
+    assert not Event.objects.filter(entry=entry).exists()  # a derived value: no Event, the TaskRun counts it
+    runs = list(TaskRun.objects.filter(task="decay").order_by("id").values_list("rows_examined", "rows_changed"))
+    assert runs == [(1, 1), (1, 0), (1, 1)]
+
+
+def test_revive_through_the_evidence_service(reviewer, make_candidate):
+    """The whole path a reviewer takes: an archived entry gets independent evidence on its page; the next
+    revive run brings it back, verified at the evidence's time. Self-signal evidence does nothing."""
+    entry = make_candidate()
+    services.approve_candidate(entry.pk, actor=reviewer, expected_version=1, at=days_before(700))
+    run_sweep("archive", as_of=days_before(1))
+    assert Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED
+    services.add_evidence(entry.pk, data={"kind": "reflection", "signal": "self", "excerpt": "I still think so"},
+                          actor=reviewer, at=days_before(0.5))
+    run_sweep("revive", as_of=AS_OF)
+    assert Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED
+    evidence = services.add_evidence(entry.pk, data={"kind": "review", "signal": "independent",
+                                                     "excerpt": "second judge agrees"},
+                                     actor=reviewer, at=days_before(0.25))
+    run, sweep = run_sweep("revive", as_of=AS_OF)
+    revived = Entry.objects.get(pk=entry.pk)
+    assert (revived.status, revived.archived_at, revived.archive_reason) == (Status.ACTIVE, None, "")
+    assert revived.base_confidence == pytest.approx(0.8)
+    assert revived.last_verified_at == evidence.observed_at
+    event = Event.objects.filter(entry=entry).latest("id")
+    assert (event.action, event.actor_label) == ("revive", "lifecycle:revive")
+    assert "independent evidence" in event.reason
+    assert (event.before["status"], event.after["status"]) == ("archived", "active")
+    assert sweep.changed == 1
+
+
+def test_a_run_killed_between_batches_is_finished_by_the_next():
+    doomed = [make_entry(base_confidence=0.3, last_verified_at=days_before(90)) for _ in range(5)]
+    calls = []
+
+    def die_after_first_batch(sweep):
+        calls.append(sweep.changed)
+        raise SystemExit("worker killed")
+
+    with pytest.raises(SystemExit):
+        run_sweep("archive", as_of=AS_OF, batch_size=2, after_batch=die_after_first_batch)
+    failed = TaskRun.objects.get(task="archive")
+    assert (failed.state, failed.rows_changed) == (TaskRun.State.FAILED, 2)
+    assert "worker killed" in failed.error
+    # The finished batch is whole (rows and their Events), the rest untouched.
+    statuses = [Entry.objects.get(pk=e.pk).status for e in doomed]
+    assert statuses == [Status.ARCHIVED] * 2 + [Status.ACTIVE] * 3
+    assert Event.objects.filter(action="archive").count() == 2
+
+    run, sweep = run_sweep("archive", as_of=AS_OF, batch_size=2)
+    assert (run.state, sweep.changed) == (TaskRun.State.SUCCEEDED, 3)
+    for e in doomed:
+        assert Event.objects.filter(entry_id=e.pk, action="archive").count() == 1
+        assert Entry.objects.get(pk=e.pk).version == 2
+
+
+def test_dry_run_changes_nothing():
+    entry = make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    before = state_of_all()
+    run, sweep = run_sweep("archive", as_of=AS_OF, dry_run=True)
+    assert sweep.changed == 1 and sweep.samples == [f"#{entry.pk} archive: decayed to 0.257 (below 0.3)"]
+    assert run.dry_run and run.state == TaskRun.State.SUCCEEDED
+    assert state_of_all() == before
+    assert not Event.objects.exists()
+
+
+def test_capacity_counts_the_scope_and_below(settings):
+    settings.CURATION = {**settings.CURATION, "SCOPE_CAPACITY": {"acme": 1}}
+    outside = make_entry(scope="globex/web", signal="self")
+    weak = make_entry(scope="acme/web/ci", signal="self")
+    newest = make_entry(scope="acme", signal="self")
+    run_sweep("capacity", as_of=AS_OF)
+    assert Entry.objects.get(pk=weak.pk).archive_reason == f"displaced by #{newest.pk}"
+    assert Entry.objects.get(pk=outside.pk).status == Status.ACTIVE
+    event = Event.objects.get(entry=weak)
+    assert event.reason == "capacity: acme holds 2 active entries, its budget is 1"
+
+
+def test_unknown_task_and_naive_time_are_refused():
+    with pytest.raises(ValueError, match="Unknown lifecycle task"):
+        run_sweep("vacuum")
+    with pytest.raises(ValueError, match="time zone"):
+        run_sweep("decay", as_of=datetime.datetime(2026, 1, 1))
+
+
+# --- the lock -----------------------------------------------------------------------------------------------
+
+def test_second_run_skips_while_the_first_holds_the_lock():
+    """Whatever the database: while one run holds the lock the other exits at once, records "skipped",
+    and changes nothing."""
+    entry = make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    with holding_lock("archive"):
+        run, sweep = run_sweep("archive", as_of=AS_OF)
+    assert run.state == TaskRun.State.SKIPPED
+    assert "another archive run held the lock" in run.error
+    assert Entry.objects.get(pk=entry.pk).status == Status.ACTIVE
+    run, sweep = run_sweep("archive", as_of=AS_OF)
+    assert (run.state, sweep.changed) == (TaskRun.State.SUCCEEDED, 1)
+
+
+def test_a_lost_worker_neither_blocks_nor_stays_running(settings):
+    """A run whose worker was killed past the hard time limit: the next run works, and the old record
+    says the worker was lost instead of "running" forever."""
+    lost = TaskRun.objects.create(task="decay", as_of=AS_OF, started_at=datetime.datetime.now(datetime.timezone.utc)
+                                  - datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60))
+    run, _ = run_sweep("decay", as_of=AS_OF)
+    assert run.state == TaskRun.State.SUCCEEDED
+    lost.refresh_from_db()
+    assert lost.state == TaskRun.State.FAILED and "worker was lost" in lost.error and lost.finished_at
+
+
+class holding_lock:
+    """Another worker in the middle of a run: an advisory lock from a second connection on PostgreSQL,
+    an older TaskRun still running elsewhere."""
+
+    def __init__(self, task):
+        self.task = task
+
+    def __enter__(self):
+        if connection.vendor == "postgresql":
+            s = connection.settings_dict
+            self.conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"] or None,
+                                        port=s["PORT"] or None, password=s["PASSWORD"] or None, autocommit=True)
+            assert self.conn.execute("SELECT pg_try_advisory_lock(%s)", [maintenance._lock_key(self.task)]).fetchone()[0]
+        else:
+            self.run = TaskRun.objects.create(task=self.task, as_of=AS_OF)
+
+    def __exit__(self, *exc):
+        if connection.vendor == "postgresql":
+            self.conn.close()
+        else:
+            TaskRun.objects.filter(pk=self.run.pk).update(state=TaskRun.State.SUCCEEDED)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_runs_at_once_change_each_row_once(on_postgres):
+    """Real threads and connections: the second run starts while the first is between batches."""
+    doomed = [make_entry(base_confidence=0.3, last_verified_at=days_before(90)) for _ in range(6)]
+    first_is_working, second_done = threading.Event(), threading.Event()
+    results = {}
+
+    def hold_between_batches(sweep):
+        first_is_working.set()
+        second_done.wait(10)
+
+    def first():
+        try:
+            results["first"] = run_sweep("archive", as_of=AS_OF, batch_size=2, after_batch=hold_between_batches)
+        finally:
+            connection.close()
+
+    def second():
+        try:
+            first_is_working.wait(10)
+            results["second"] = run_sweep("archive", as_of=AS_OF, batch_size=2)
+        finally:
+            second_done.set()
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results["first"][0].state == TaskRun.State.SUCCEEDED and results["first"][1].changed == 6
+    assert results["second"][0].state == TaskRun.State.SKIPPED and results["second"][1].changed == 0
+    for e in doomed:
+        assert Event.objects.filter(entry_id=e.pk, action="archive").count() == 1
+    assert set(Entry.objects.values_list("status", flat=True)) == {Status.ARCHIVED}
+
+
+def test_review_due_entry_confirmed_is_not_sent_back(reviewer, make_candidate):
+    entry = make_candidate(review_by=(AS_OF - datetime.timedelta(days=3)).date().isoformat())
+    services.approve_candidate(entry.pk, actor=reviewer, expected_version=1, at=days_before(30))
+    run_sweep("review_due", as_of=AS_OF)
+    queued = Entry.objects.get(pk=entry.pk)
+    assert queued.queue_reason == QueueReason.RECHECK_REVIEW_DUE
+    services.approve_candidate(entry.pk, actor=reviewer, expected_version=queued.version, at=AS_OF)
+    run, sweep = run_sweep("review_due", as_of=AS_OF + datetime.timedelta(days=1))
+    assert sweep.changed == 0
+    assert Entry.objects.get(pk=entry.pk).queued_at is None
+    assert list(Event.objects.filter(entry=entry).values_list("action", flat=True).order_by("id")) == [
+        "submit", "approve", "queue_recheck", "confirm"]
+
+
+def test_low_utility_keeps_an_earlier_queue_position():
+    earlier = days_before(3)
+    entry = make_entry(retrieval_count=3, utility_sum=0.0, utility_n=3, queued_at=earlier,
+                       queue_reason=QueueReason.RECHECK_FAILURE)
+    run_sweep("low_utility", as_of=AS_OF)
+    got = Entry.objects.get(pk=entry.pk)
+    assert (got.queued_at, got.queue_reason, got.status) == (earlier, QueueReason.RECHECK_LOW_UTILITY, Status.ARCHIVED)
+    assert lifecycle.is_low_utility(retrieval_count=3, utility_sum=0.0, utility_n=3, p=lifecycle.policies())
+
