@@ -46,6 +46,15 @@ WORDS = ("deploy migrate config container cache worker queue ledger invoice webh
          "build lint format upgrade pin version rollback canary metrics alert log trace").split()
 
 
+# Lessons mix common words with a long tail of specific terms (part123, unit456), as real lessons do:
+# a three-word query then matches a few dozen of a scope's 1,000 entries, not a third of them.
+TERMS = 2000
+
+
+def query_words(rng) -> str:
+    return f"{rng.choice(WORDS)} part{rng.randrange(TERMS)} unit{rng.randrange(TERMS)}"
+
+
 def scope_name(j: int) -> str:
     return f"org{j // 50}/svc{j}"
 
@@ -74,9 +83,11 @@ def fill(entries: int, scopes: int) -> None:
                     created_at, updated_at)
                 SELECT (ARRAY['procedure','failure_lesson','success_pattern','fact','preference','human_correction'])[1 + i % 6],
                        'org' || ((i % {scopes}) / 50) || '/svc' || (i % {scopes}),
-                       'When ' || w[1 + i % {n}] || 'ing the ' || w[1 + (i / 7) % {n}] || ' ' || w[1 + (i / 13) % {n}],
-                       'Always ' || w[1 + (i / 3) % {n}] || ' the ' || w[1 + (i / 17) % {n}] || ' before you '
-                         || w[1 + (i / 29) % {n}] || ' the ' || w[1 + (i / 31) % {n}] || '; lesson ' || i,
+                       'When ' || w[1 + i % {n}] || 'ing the ' || 'part' || ((i * 7919) % {TERMS})
+                         || ' ' || w[1 + (i / 13) % {n}],
+                       'Always ' || w[1 + (i / 3) % {n}] || ' the ' || 'unit' || ((i * 104729) % {TERMS})
+                         || ' before you ' || w[1 + (i / 29) % {n}] || ' the ' || 'part' || ((i * 31) % {TERMS})
+                         || '; lesson ' || i,
                        jsonb_build_array(w[1 + (i / 5) % {n}]), '', '',
                        (ARRAY['self','independent','external'])[1 + i % 3],
                        0.5 + (i % 45) / 100.0, 0.5 + (i % 45) / 100.0, now() - (i % 90) * interval '1 day',
@@ -129,7 +140,7 @@ def call(method: str, path: str, body=None) -> tuple[int, bytes, float]:
 
 def bench_retrieval(scopes: int, requests: int, clients: int) -> dict:
     rng = random.Random(7)
-    plans = [(scope_name(rng.randrange(scopes)), " ".join(rng.sample(WORDS, 3))) for _ in range(requests)]
+    plans = [(scope_name(rng.randrange(scopes)), query_words(rng)) for _ in range(requests)]
     for scope, q in plans[:50]:  # warm up the workers and the caches
         call("GET", f"/api/v1/memory?scope={scope}&q={q.replace(' ', '+')}")
     latencies, failures, found = [], [], []
@@ -160,13 +171,14 @@ def bench_retrieval(scopes: int, requests: int, clients: int) -> dict:
 
 def bench_ingest(scopes: int, total: int, batch: int, clients: int) -> dict:
     rng = random.Random(11)
-    run = int(time.time())
+    run = format(int(time.time()), "x")  # hex: a long digit run would be redacted as a phone number
 
     def candidate(i):
-        w = rng.sample(WORDS, 6)
+        w = rng.sample(WORDS, 4)
+        part, unit = rng.randrange(TERMS), rng.randrange(TERMS)
         return {"scope": scope_name(rng.randrange(scopes)), "kind": "failure_lesson", "signal": "self",
-                "trigger": f"When {w[0]}ing the {w[1]} {w[2]} (run {run}, item {i})",
-                "content": f"Never {w[3]} the {w[4]} before the {w[5]} is drained; seen in task {run}-{i}.",
+                "trigger": f"When {w[0]}ing the part{part} {w[1]} (run {run}, item {i})",
+                "content": f"Never {w[2]} the unit{unit} before the {w[3]} is drained; seen in task {run}-{i}.",
                 "conditions": [w[0]], "source_task": f"bench-{run}-{i}",
                 "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}]}
 

@@ -331,22 +331,27 @@ def retrievable_scopes(scope: str, token_scopes) -> list[str]:
 def _ranked_ids_postgres(scopes, q, min_confidence, pool) -> list[tuple[int, float]]:
     with connection.cursor() as cursor:
         if q:
-            # Any query word may match (OR), more matching words rank higher; trigram word similarity
-            # catches inflections and typos the stemmer misses.
+            # Any query word may match (OR), more matching words rank higher. The (scope, search_vector)
+            # GIN index finds the matching entries of the scopes without reading the others; trigram word
+            # similarity to the trigger then refines the order of the best of them.
             cursor.execute(
                 """
-                SELECT e.id,
-                       (COALESCE(ts_rank(e.search_vector, query), 0) + word_similarity(%(q)s, e.trigger))
-                       * e.confidence
-                FROM curation_entry e,
-                     CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(q)s) AS text), '&', '|'), '')
-                          AS tsquery) AS query
-                WHERE e.status = 'active' AND e.scope = ANY(%(scopes)s) AND e.confidence >= %(min)s
-                  AND (COALESCE(e.search_vector @@ query, false) OR %(q)s <%% e.trigger)
-                ORDER BY 2 DESC, e.id DESC
+                WITH matched AS (
+                    SELECT e.id, e.trigger, e.confidence, ts_rank(e.search_vector, query) AS rank
+                    FROM curation_entry e,
+                         CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(q)s) AS text), '&', '|'), '')
+                              AS tsquery) AS query
+                    WHERE e.status = 'active' AND e.scope = ANY(%(scopes)s) AND e.confidence >= %(min)s
+                      AND e.search_vector @@ query
+                    ORDER BY ts_rank(e.search_vector, query) * e.confidence DESC, e.id DESC
+                    LIMIT %(wide)s
+                )
+                SELECT id, (rank + word_similarity(%(q)s, trigger)) * confidence AS score
+                FROM matched
+                ORDER BY score DESC, id DESC
                 LIMIT %(pool)s
                 """,
-                {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool},
+                {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2},
             )
         else:
             cursor.execute(

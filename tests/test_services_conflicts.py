@@ -113,9 +113,10 @@ def test_the_pool_is_bounded(reviewer, monkeypatch):
     for i in range(5):
         active(reviewer, scope="acme/billing-api", trigger=f"Merging feature branch {i} into main",
                content="Always rebase before merging.", conditions=[])
-    monkeypatch.setattr(conflicts, "PARTNER_POOL", 2)
+    monkeypatch.setattr(conflicts, "INGEST_PARTNER_POOL", 2)
     new = pending(scope="acme/billing-api", **NO_REBASE)
-    assert len(conflicts.detect_conflicts_for(new)) == 2  # the two most recent
+    assert len(conflicts.detect_conflicts_for(new)) == 2  # the two that mention the action most (then newest)
+    assert len(conflicts.detect_conflicts_for(new, detected_by="sweep", pool=3)) == 1  # one more, bounded by pool
 
 
 def test_an_entry_without_directives_reads_nothing(django_assert_num_queries, db):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BooleanField, Q
+from django.db.models import BooleanField, FloatField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -30,6 +30,9 @@ from .events import record_event
 from .validation import clean_entry_fields
 
 PARTNER_POOL = 500
+# At ingest an agent waits for the answer (and batches of 500 must stay fast): compare with the partners
+# that mention the action words most, not with every one of them. The sweep reads the full pool later.
+INGEST_PARTNER_POOL = 40
 # More action words than this in one lookup and the text filter is dropped (the scope filter and the
 # pool bound still hold): a long OR is no longer an index lookup, and SQLite limits expression depth.
 MAX_SEARCH_WORDS = 64
@@ -53,7 +56,8 @@ def _mentioning(qs, stems):
         # the difference between our light stemmer and PostgreSQL's English one (queue/queu, copy/copi).
         query = " | ".join(f"{s[:4]}:*" for s in stems)
         match = RawSQL("search_vector @@ to_tsquery('simple', %s)", (query,), output_field=BooleanField())
-        return qs.alias(mentions=match).filter(mentions=True)
+        rank = RawSQL("ts_rank(search_vector, to_tsquery('simple', %s))", (query,), output_field=FloatField())
+        return qs.alias(mentions=match, mention_rank=rank).filter(mentions=True).order_by("-mention_rank", "-id")
     q = Q(pk__in=[])
     for s in stems:
         q |= Q(content__icontains=s)
@@ -65,7 +69,9 @@ def _partner_pool(scope: str, stems, *, exclude=(), limit: int | None = None) ->
     qs = _mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(overlapping_scopes_q(scope)), stems)
     if exclude:
         qs = qs.exclude(pk__in=list(exclude))
-    return list(qs.only(*_DETECTION_FIELDS).order_by("-id")[: limit or PARTNER_POOL])
+    if not qs.query.order_by:
+        qs = qs.order_by("-id")
+    return list(qs.only(*_DETECTION_FIELDS)[: limit or PARTNER_POOL])
 
 
 def _pair(a: Entry, b: Entry) -> tuple[int, int]:
@@ -111,9 +117,13 @@ def _contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesso
     return contradiction(lesson, other_lesson)
 
 
-def detect_conflicts_for(entry: Entry, *, detected_by: str = "ingest", at=None) -> list[Conflict]:
+def detect_conflicts_for(
+    entry: Entry, *, detected_by: str = "ingest", at=None, pool: int | None = None
+) -> list[Conflict]:
     """Compare one entry (a new candidate, or an entry just changed) with the active entries that apply
-    together with it, and open a Conflict per contradiction. Reads at most PARTNER_POOL partners."""
+    together with it, and open a Conflict per contradiction. Reads at most `pool` partners (PARTNER_POOL,
+    or INGEST_PARTNER_POOL at ingest), those mentioning the action words most first."""
+    pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
     now = at or timezone.now()
     lesson = parse_lesson(entry.trigger, entry.content)
     stems = lesson.search_words
@@ -121,7 +131,7 @@ def detect_conflicts_for(entry: Entry, *, detected_by: str = "ingest", at=None) 
         return []
     found: dict[tuple[int, int], str] = {}
     entries = {entry.pk: entry}
-    for other in _partner_pool(entry.scope, stems, exclude=[entry.pk]):
+    for other in _partner_pool(entry.scope, stems, exclude=[entry.pk], limit=pool):
         reason = _contradicts(entry, lesson, other, parse_lesson(other.trigger, other.content))
         if reason:
             found[_pair(entry, other)] = reason
