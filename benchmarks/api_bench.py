@@ -83,10 +83,10 @@ def fill(entries: int, scopes: int) -> None:
                     created_at, updated_at)
                 SELECT (ARRAY['procedure','failure_lesson','success_pattern','fact','preference','human_correction'])[1 + i % 6],
                        'org' || ((i % {scopes}) / 50) || '/svc' || (i % {scopes}),
-                       'When ' || w[1 + i % {n}] || 'ing the ' || 'part' || ((i * 7919) % {TERMS})
+                       'When ' || w[1 + i % {n}] || 'ing the ' || 'part' || ((i::bigint * 7919) % {TERMS})
                          || ' ' || w[1 + (i / 13) % {n}],
-                       'Always ' || w[1 + (i / 3) % {n}] || ' the ' || 'unit' || ((i * 104729) % {TERMS})
-                         || ' before you ' || w[1 + (i / 29) % {n}] || ' the ' || 'part' || ((i * 31) % {TERMS})
+                       'Always ' || w[1 + (i / 3) % {n}] || ' the ' || 'unit' || ((i::bigint * 104729) % {TERMS})
+                         || ' before you ' || w[1 + (i / 29) % {n}] || ' the ' || 'part' || ((i::bigint * 31) % {TERMS})
                          || '; lesson ' || i,
                        jsonb_build_array(w[1 + (i / 5) % {n}]), '', '',
                        (ARRAY['self','independent','external'])[1 + i % 3],

@@ -56,7 +56,7 @@ def _similar_ids_postgres(entry: Entry, text: str, threshold: float, limit: int)
                      CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(text)s) AS text), '&', '|'), '')
                           AS tsquery) AS query
                 WHERE e.status = 'active' AND (e.scope = ANY(%(ancestors)s) OR e.scope LIKE %(below)s)
-                  AND e.id <> %(id)s AND e.search_vector @@ query
+                  AND e.id <> %(id)s AND COALESCE(e.search_vector @@ query, false)  -- scope index, then check
                 ORDER BY ts_rank(e.search_vector, query) DESC, e.id DESC
                 LIMIT %(pool)s
             )
@@ -329,21 +329,28 @@ def retrievable_scopes(scope: str, token_scopes) -> list[str]:
 
 
 def _ranked_ids_postgres(scopes, q, min_confidence, pool) -> list[tuple[int, float]]:
+    """Each scope is its own index lookup (a LATERAL join over the scopes), so that the (scope, ...)
+    indexes serve both the scope and the text or the order: a scope's other entries are never read."""
     with connection.cursor() as cursor:
         if q:
-            # Any query word may match (OR), more matching words rank higher. The (scope, search_vector)
-            # GIN index finds the matching entries of the scopes without reading the others; trigram word
-            # similarity to the trigger then refines the order of the best of them.
+            # Any query word may match (OR), more matching words rank higher; trigram word similarity to
+            # the trigger then refines the order of the best of them.
             cursor.execute(
                 """
-                WITH matched AS (
-                    SELECT e.id, e.trigger, e.confidence, ts_rank(e.search_vector, query) AS rank
-                    FROM curation_entry e,
-                         CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(q)s) AS text), '&', '|'), '')
-                              AS tsquery) AS query
-                    WHERE e.status = 'active' AND e.scope = ANY(%(scopes)s) AND e.confidence >= %(min)s
-                      AND e.search_vector @@ query
-                    ORDER BY ts_rank(e.search_vector, query) * e.confidence DESC, e.id DESC
+                WITH query AS (
+                    SELECT CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(q)s) AS text), '&', '|'), '')
+                                AS tsquery) AS tsq
+                ), matched AS (
+                    SELECT e.id, e.trigger, e.confidence, ts_rank(e.search_vector, query.tsq) AS rank
+                    FROM query, unnest(CAST(%(scopes)s AS text[])) AS s(scope)
+                    CROSS JOIN LATERAL (
+                        SELECT id, trigger, confidence, search_vector FROM curation_entry
+                        WHERE status = 'active' AND scope = s.scope AND search_vector @@ query.tsq
+                          AND confidence >= %(min)s
+                    ) AS e
+                    -- an ancestor scope without entries costs one btree probe, not a text search
+                    WHERE EXISTS (SELECT 1 FROM curation_entry x WHERE x.status = 'active' AND x.scope = s.scope)
+                    ORDER BY ts_rank(e.search_vector, query.tsq) * e.confidence DESC, e.id DESC
                     LIMIT %(wide)s
                 )
                 SELECT id, (rank + word_similarity(%(q)s, trigger)) * confidence AS score
@@ -356,8 +363,14 @@ def _ranked_ids_postgres(scopes, q, min_confidence, pool) -> list[tuple[int, flo
         else:
             cursor.execute(
                 """
-                SELECT e.id, e.confidence FROM curation_entry e
-                WHERE e.status = 'active' AND e.scope = ANY(%(scopes)s) AND e.confidence >= %(min)s
+                SELECT e.id, e.confidence
+                FROM unnest(CAST(%(scopes)s AS text[])) AS s(scope)
+                CROSS JOIN LATERAL (
+                    SELECT id, confidence FROM curation_entry
+                    WHERE status = 'active' AND scope = s.scope AND confidence >= %(min)s
+                    ORDER BY confidence DESC, id DESC
+                    LIMIT %(pool)s
+                ) AS e
                 ORDER BY e.confidence DESC, e.id DESC
                 LIMIT %(pool)s
                 """,

@@ -32,7 +32,7 @@ from .validation import clean_entry_fields
 PARTNER_POOL = 500
 # At ingest an agent waits for the answer (and batches of 500 must stay fast): compare with the partners
 # that mention the action words most, not with every one of them. The sweep reads the full pool later.
-INGEST_PARTNER_POOL = 40
+INGEST_PARTNER_POOL = 10
 # More action words than this in one lookup and the text filter is dropped (the scope filter and the
 # pool bound still hold): a long OR is no longer an index lookup, and SQLite limits expression depth.
 MAX_SEARCH_WORDS = 64
@@ -53,9 +53,14 @@ def _mentioning(qs, stems):
         return qs
     if connection.vendor == "postgresql":
         # The GIN index on search_vector (active entries only, migration 0005). A prefix query tolerates
-        # the difference between our light stemmer and PostgreSQL's English one (queue/queu, copy/copi).
-        query = " | ".join(f"{s[:4]}:*" for s in stems)
-        match = RawSQL("search_vector @@ to_tsquery('simple', %s)", (query,), output_field=BooleanField())
+        # the difference between our light stemmer and PostgreSQL's English one (queue/queu, copy/copi);
+        # six characters at most keep a stem such as "unit9" from matching every word that starts "unit".
+        query = " | ".join(f"{s[:6]}:*" for s in stems)
+        # Written so that no text index can serve it: the scope index finds the few hundred entries of the
+        # overlapping scopes and each is checked, which is far cheaper than reading a common word's
+        # posting list across the whole table.
+        match = RawSQL("COALESCE(search_vector @@ to_tsquery('simple', %s), false)", (query,),
+                       output_field=BooleanField())
         rank = RawSQL("ts_rank(search_vector, to_tsquery('simple', %s))", (query,), output_field=FloatField())
         return qs.alias(mentions=match, mention_rank=rank).filter(mentions=True).order_by("-mention_rank", "-id")
     q = Q(pk__in=[])
