@@ -287,3 +287,16 @@ def test_low_utility_keeps_an_earlier_queue_position():
     assert (got.queued_at, got.queue_reason, got.status) == (earlier, QueueReason.RECHECK_LOW_UTILITY, Status.ARCHIVED)
     assert lifecycle.is_low_utility(retrieval_count=3, utility_sum=0.0, utility_n=3, p=lifecycle.policies())
 
+
+
+def test_capacity_names_the_approval_that_went_over_the_budget(settings, reviewer, make_candidate):
+    """An older candidate approved last is the newcomer, even though a newer row exists in the scope."""
+    settings.CURATION = {**settings.CURATION, "SCOPE_CAPACITY": {"acme/billing-api": 2}}
+    late_approval = make_candidate(confidence=0.3)  # merit 0.15: weaker than `weak` (0.2)
+    strong = make_entry(signal="external", base_confidence=0.9)
+    weak = make_entry(signal="self", base_confidence=0.4)
+    services.approve_candidate(late_approval.pk, actor=reviewer, expected_version=1, at=days_before(1))
+    run_sweep("capacity", as_of=AS_OF)
+    assert Entry.objects.get(pk=weak.pk).archive_reason == f"displaced by #{late_approval.pk}"
+    assert Entry.objects.get(pk=late_approval.pk).status == Status.ACTIVE  # weaker still, but the newcomer
+    assert Entry.objects.get(pk=strong.pk).status == Status.ACTIVE

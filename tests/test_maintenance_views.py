@@ -1,5 +1,7 @@
 """The Maintenance page and the archived entry page, as each role sees them through the real URLs."""
 
+import datetime
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -57,6 +59,7 @@ def test_lead_sees_run_buttons_and_skipped_runs(lead):
     TaskRun.objects.create(task="decay", as_of=AS_OF, state=TaskRun.State.SKIPPED,
                            error="another decay run held the lock; this one did nothing")
     html = client_for(lead).get(URL).content.decode()
+    assert 'href="/maintenance/"' in html  # the nav link
     assert html.count('class="primary">Run ') == len(maintenance.TASK_NAMES)
     assert "skipped (another run held the lock)" in html
     assert "another decay run held the lock; this one did nothing" in html
@@ -132,3 +135,20 @@ def test_entry_page_says_when_and_why_it_was_archived(reviewer):
     assert 'id="entry-status">archived' in html
     assert "Archived 2026-12-01 02:00 UTC: decayed." in html
     assert "lifecycle:archive" in html and "decayed: confidence 0.257 is below 0.3" in html  # the timeline event
+
+
+@pytest.mark.parametrize(
+    "fields, task, label",
+    [
+        ({"retrieval_count": 4, "utility_sum": 0.4, "utility_n": 4}, "low_utility", "recheck: low utility"),
+        ({"review_by": (AS_OF - datetime.timedelta(days=2)).date(), "last_verified_at": days_before(5)},
+         "review_due", "recheck: review date passed"),
+    ],
+)
+def test_rechecks_appear_in_the_candidates_queue(reviewer, fields, task, label):
+    entry = make_entry(**fields)
+    queue = client_for(reviewer).get("/review/candidates/").content.decode()
+    assert entry.trigger not in queue
+    run_sweep(task, as_of=AS_OF)
+    queue = client_for(reviewer).get("/review/candidates/").content.decode()
+    assert entry.trigger in queue and label in queue

@@ -80,7 +80,7 @@ def test_beat_schedule_runs_through_a_real_worker(on_postgres):
             beat = Scheduler(app=app, lazy=True)
             for name, options in settings.CELERY_BEAT_SCHEDULE.items():
                 beat.apply_async(beat.Entry(name=name, app=app, **options), advance=False)
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 if TaskRun.objects.filter(triggered_by="beat", finished_at__isnull=False).count() == len(maintenance.TASK_NAMES):
                     break

@@ -436,9 +436,23 @@ def _in_scope(prefix: str) -> Q:
     return Q(scope=prefix) | Q(scope__startswith=prefix + "/")
 
 
+# The decisions that add an entry to the active set of its scope.
+ACTIVATING_ACTIONS = ("approve", "edit_approve", "revive")
+
+
+def _newcomer(active: QuerySet) -> int:
+    """The entry whose arrival put the scope over budget: the one most recently approved or revived
+    (by its Event), else the newest row."""
+    latest = (
+        Event.objects.filter(entry__in=active, action__in=ACTIVATING_ACTIONS)
+        .order_by("-created_at", "-id").values_list("entry_id", flat=True).first()
+    )
+    return latest or active.order_by("-id").values_list("id", flat=True).first()
+
+
 def sweep_capacity(sweep: Sweep) -> None:
     """For each capped scope (the scope and everything below it) over its budget, archive the weakest
-    entries until it fits: each is "displaced by" the newest entry of the scope, which is never a victim."""
+    entries until it fits. Each is "displaced by" the scope's newcomer, which is never a victim itself."""
     for prefix, cap in sorted(sweep.p.scope_capacity.items()):
         first = True
         while True:
@@ -451,7 +465,7 @@ def sweep_capacity(sweep: Sweep) -> None:
                 excess = count - int(cap)
                 if excess <= 0:
                     break
-                newest = active.order_by("-id").values_list("id", flat=True).first()
+                newest = _newcomer(active)
                 victims = (
                     active.exclude(pk=newest).annotate(strength=strength_sql(), merit=merit_sql())
                     .order_by("strength", "merit", "id")
