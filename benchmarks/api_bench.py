@@ -138,6 +138,18 @@ def call(method: str, path: str, body=None) -> tuple[int, bytes, float]:
     return response.status, payload, elapsed
 
 
+def run_clients(work: list, clients: int, handle) -> float:
+    """Split the work among `clients` threads calling handle(item); answer the wall time."""
+    threads = [threading.Thread(target=lambda part: [handle(item) for item in part], args=(work[i::clients],))
+               for i in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - started
+
+
 def bench_retrieval(scopes: int, requests: int, clients: int) -> dict:
     rng = random.Random(7)
     plans = [(scope_name(rng.randrange(scopes)), query_words(rng)) for _ in range(requests)]
@@ -152,23 +164,17 @@ def bench_retrieval(scopes: int, requests: int, clients: int) -> dict:
     latencies, failures, found = [], [], []
     lock = threading.Lock()
 
-    def worker(part):
-        for scope, q in part:
-            status, payload, elapsed = call("GET", f"/api/v1/memory?scope={scope}&q={q.replace(' ', '+')}&k=5")
-            with lock:
-                latencies.append(elapsed * 1000)
-                if status != 200:
-                    failures.append(status)
-                else:
-                    found.append(len(json.loads(payload)["entries"]))
+    def one(plan):
+        scope, q = plan
+        status, payload, elapsed = call("GET", f"/api/v1/memory?scope={scope}&q={q.replace(' ', '+')}&k=5")
+        with lock:
+            latencies.append(elapsed * 1000)
+            if status != 200:
+                failures.append(status)
+            else:
+                found.append(len(json.loads(payload)["entries"]))
 
-    threads = [threading.Thread(target=worker, args=(plans[i::clients],)) for i in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
+    wall = run_clients(plans, clients, one)
     latencies.sort()
     return {"requests": len(latencies), "failures": len(failures), "p50_ms": statistics.median(latencies),
             "p99_ms": latencies[int(len(latencies) * 0.99) - 1], "per_second": len(latencies) / wall,
@@ -192,24 +198,17 @@ def bench_ingest(scopes: int, total: int, batch: int, clients: int) -> dict:
     created, failed = [], []
     lock = threading.Lock()
 
-    def worker(part):
-        for items in part:
-            status, payload, _ = call("POST", "/api/v1/candidates/batch", {"candidates": items})
-            body = json.loads(payload)
-            with lock:
-                if status != 200:
-                    failed.append(status)
-                else:
-                    created.append(body["created"] + body["duplicates"])
-                    failed.extend([1] * body["failed"])
+    def one(items):
+        status, payload, _ = call("POST", "/api/v1/candidates/batch", {"candidates": items})
+        with lock:
+            if status != 200:
+                failed.append(status)
+            else:
+                body = json.loads(payload)
+                created.append(body["created"] + body["duplicates"])
+                failed.extend([1] * body["failed"])
 
-    threads = [threading.Thread(target=worker, args=(batches[i::clients],)) for i in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
+    wall = run_clients(batches, clients, one)
     return {"candidates": sum(created), "failed": len(failed), "seconds": wall, "per_second": sum(created) / wall}
 
 

@@ -143,27 +143,22 @@ def token_covers(token: AgentToken, scope: str) -> bool:
     return any(access.scope_covers(prefix, scope) for prefix in token.scopes)
 
 
-def query_int(request, name: str, default: int, low: int, high: int) -> int:
+def _query_number(request, name: str, default, low, high, parse, kind: str):
     value = request.GET.get(name)
     if value in (None, ""):
         return default
     try:
-        number = int(value)
+        number = parse(value)
     except ValueError:
-        raise ApiError(422, "Some parameters are not valid.", {name: ["A whole number."]}) from None
-    if not low <= number <= high:
-        raise ApiError(422, "Some parameters are not valid.", {name: [f"From {low} to {high}."]})
-    return number
-
-
-def query_float(request, name: str, default: float, low: float, high: float) -> float:
-    value = request.GET.get(name)
-    if value in (None, ""):
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise ApiError(422, "Some parameters are not valid.", {name: ["A number."]}) from None
+        raise ApiError(422, "Some parameters are not valid.", {name: [kind]}) from None
     if not low <= number <= high:  # also refuses nan
         raise ApiError(422, "Some parameters are not valid.", {name: [f"From {low} to {high}."]})
     return number
+
+
+def query_int(request, name: str, default: int, low: int, high: int) -> int:
+    return _query_number(request, name, default, low, high, int, "A whole number.")
+
+
+def query_float(request, name: str, default: float, low: float, high: float) -> float:
+    return _query_number(request, name, default, low, high, float, "A number.")
