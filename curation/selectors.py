@@ -73,6 +73,57 @@ def _similar_ids_postgres(entry: Entry, text: str, threshold: float, limit: int)
         return [(pk, round(float(score), 3)) for pk, score in cursor.fetchall()]
 
 
+def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tuple[int, float]]]:
+    """similar_active_entries for many new entries at once: on PostgreSQL one query (a LATERAL join
+    over the entries), planned once for a whole batch; elsewhere one lookup per entry."""
+    entries = list(entries)
+    if connection.vendor != "postgresql" or not entries:
+        return {entry.pk: similar_active_entries(entry, limit=limit) for entry in entries}
+    found: dict[int, list[tuple[int, float]]] = {entry.pk: [] for entry in entries}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT c.id, s.id, s.score
+            FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[]), CAST(%(ancestors)s AS text[]),
+                        CAST(%(below)s AS text[]), CAST(%(below_end)s AS text[]))
+                 AS c(id, text, ancestors, below, below_end)
+            CROSS JOIN LATERAL (
+                SELECT pool.id, similarity(pool.trigger || ' ' || pool.content, c.text) AS score
+                FROM (
+                    SELECT e.id, e.trigger, e.content
+                    FROM curation_entry e,
+                         CAST(NULLIF(replace(CAST(plainto_tsquery('english', c.text) AS text), '&', '|'), '')
+                              AS tsquery) AS query
+                    WHERE e.status = 'active'
+                      -- ~>=~ / ~<~ compare bytes: the range of scopes that start with "<scope>/", served by
+                      -- the varchar_pattern_ops index even though the bound comes from the outer row
+                      AND (e.scope = ANY(string_to_array(c.ancestors, '|'))
+                           OR (e.scope ~>=~ c.below AND e.scope ~<~ c.below_end))
+                      AND e.id <> c.id AND COALESCE(e.search_vector @@ query, false)
+                    ORDER BY ts_rank(e.search_vector, query) DESC, e.id DESC
+                    LIMIT %(pool)s
+                ) AS pool
+                WHERE similarity(pool.trigger || ' ' || pool.content, c.text) >= %(threshold)s
+                ORDER BY score DESC, pool.id DESC
+                LIMIT %(limit)s
+            ) AS s
+            """,
+            {
+                "ids": [e.pk for e in entries],
+                "texts": [f"{e.trigger} {e.content}" for e in entries],
+                "ancestors": ["|".join(access.scope_ancestors(e.scope)) for e in entries],
+                "below": [e.scope + "/" for e in entries],
+                "below_end": [e.scope + "0" for e in entries],  # "0" is the character after "/"
+                "pool": SIMILAR_POOL_POSTGRES,
+                "threshold": settings.CURATION["SIMILAR_THRESHOLD"],
+                "limit": limit,
+            },
+        )
+        for entry_id, other_id, score in cursor.fetchall():
+            found[entry_id].append((other_id, round(float(score), 3)))
+    return found
+
+
 def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, float]]:
     """(id, score) of active entries in overlapping scopes that say nearly the same thing: trigram
     similarity on PostgreSQL, the portable word measure elsewhere. Reads a bounded pool."""

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.views.decorators.csrf import csrf_exempt
 
 from curation import selectors
 from curation.context_block import build_context
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
-from curation.services.submissions import submit_candidate
+from curation.services.submissions import EVIDENCE_KEYS, submit_batch, submit_candidate
 from curation.services.usage import record_feedback, record_retrieval
 from curation.services.validation import clean_scope
 
 from .http import ApiError, NotFound, api_view, error_response, query_float, query_int, token_covers
 from .serializers import entry_json, event_json, evidence_json
 
-CANDIDATE_KEYS = frozenset({
-    "scope", "kind", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
-    "confidence", "source_task", "evidence",
-})
 FEEDBACK_KEYS = frozenset({"retrieval_id", "outcome", "utility", "used"})
-EVIDENCE_KEYS = frozenset({"kind", "signal", "polarity", "excerpt", "task_ref", "observed_at"})
 
 
 def _unknown(body: dict, allowed: frozenset, where: str = "") -> dict:
@@ -36,21 +30,8 @@ def _refuse_unknown(body: dict, allowed: frozenset) -> None:
         raise ValidationError(errors)
 
 
-def _check_candidate_keys(item) -> None:
-    if not isinstance(item, dict):
-        return  # submit_candidate says what is wrong with it
-    errors = _unknown(item, CANDIDATE_KEYS)
-    evidence = item.get("evidence")
-    for index, piece in enumerate(evidence if isinstance(evidence, list) else []):
-        if isinstance(piece, dict):
-            errors.update(_unknown(piece, EVIDENCE_KEYS, f"evidence[{index}]."))
-    if errors:
-        raise ValidationError(errors)
-
-
 @api_view("POST", body=True)
 def candidates(request, token, body):
-    _check_candidate_keys(body)
     return 201, submit_candidate(data=body, token=token).as_json()
 
 
@@ -63,17 +44,7 @@ def candidates_batch(request, token, body):
         raise ValidationError({"candidates": ["A non-empty list of candidates."]})
     if len(items) > limit:
         raise ValidationError({"candidates": [f"At most {limit} candidates per batch (got {len(items)})."]})
-    results = []
-    for index, item in enumerate(items):
-        try:
-            with transaction.atomic():  # one bad item never leaves anything half-written, nor blocks the rest
-                _check_candidate_keys(item)
-                results.append({"index": index, "ok": True, **submit_candidate(data=item, token=token).as_json()})
-        except ValidationError as exc:
-            errors = exc.message_dict if hasattr(exc, "error_dict") else {"_": exc.messages}
-            results.append({"index": index, "ok": False, "status": 422, "errors": errors})
-        except PermissionDenied as exc:
-            results.append({"index": index, "ok": False, "status": 403, "errors": {"scope": [str(exc)]}})
+    results = submit_batch(items=items, token=token)
     created = sum(1 for r in results if r["ok"] and r["created"])
     return 200, {"results": results, "created": created,
                  "duplicates": sum(1 for r in results if r["ok"] and not r["created"]),

@@ -107,47 +107,59 @@ def insert_candidate(prepared: PreparedCandidate, *, actor=None, actor_label: st
     return insert_candidate_with_links(prepared, actor=actor, actor_label=actor_label, at=at)[0]
 
 
+def new_candidate_entry(prepared: PreparedCandidate, *, actor=None, actor_label: str = "", now) -> Entry:
+    """The unsaved pending Entry of a prepared candidate."""
+    base = prepared.base_confidence
+    return Entry(
+        **prepared.fields,
+        fingerprint=prepared.fingerprint,
+        base_confidence=base,
+        confidence=base,
+        status=Status.PENDING,
+        queued_at=now,
+        queue_reason=QueueReason.NEW,
+        flags=prepared.flags,
+        created_by=actor,
+        created_by_label=actor_label or (actor.get_username() if actor else "system"),
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def evidence_rows(entry: Entry, evidence: list[dict], *, actor=None, label: str, now) -> list[Evidence]:
+    return [
+        Evidence(entry=entry, **{**e, "observed_at": e["observed_at"] or now}, recorded_by=actor,
+                 recorded_by_label=label, created_at=now)
+        for e in evidence
+    ]
+
+
+def submit_note(prepared: PreparedCandidate) -> str:
+    """The "submit" Event's reason: what the caps and the redaction changed."""
+    proposed, base = prepared.proposed_confidence, prepared.base_confidence
+    notes = [f"capped from {proposed:.2f}"] if proposed is not None and proposed > base else []
+    notes += [f"redacted {f.kind} in {f.field}" for f in prepared.findings]
+    return "; ".join(notes)
+
+
 def insert_candidate_with_links(
     prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None
 ) -> tuple[Entry, list[int]]:
     """Write a prepared candidate; also answer the ids of the similar active entries it was linked to."""
     now = at or timezone.now()
-    base = prepared.base_confidence
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
-        entry = Entry.objects.create(
-            **prepared.fields,
-            fingerprint=prepared.fingerprint,
-            base_confidence=base,
-            confidence=base,
-            status=Status.PENDING,
-            queued_at=now,
-            queue_reason=QueueReason.NEW,
-            flags=prepared.flags,
-            created_by=actor,
-            created_by_label=actor_label or (actor.get_username() if actor else "system"),
-            created_at=now,
-            updated_at=now,
-        )
+        entry = new_candidate_entry(prepared, actor=actor, actor_label=actor_label, now=now)
+        entry.save(force_insert=True)
         Evidence.objects.bulk_create(
-            Evidence(
-                entry=entry,
-                **{**e, "observed_at": e["observed_at"] or now},
-                recorded_by=actor,
-                recorded_by_label=entry.created_by_label,
-                created_at=now,
-            )
-            for e in prepared.evidence
+            evidence_rows(entry, prepared.evidence, actor=actor, label=entry.created_by_label, now=now)
         )
         similar = similar_active_entries(entry)
         SimilarEntry.objects.bulk_create(
             SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar
         )
-        proposed = prepared.proposed_confidence
-        notes = [f"capped from {proposed:.2f}"] if proposed is not None and proposed > base else []
-        notes += [f"redacted {f.kind} in {f.field}" for f in prepared.findings]
         record_event(
-            entry, actor=actor, actor_label=entry.created_by_label, action="submit", reason="; ".join(notes),
+            entry, actor=actor, actor_label=entry.created_by_label, action="submit", reason=submit_note(prepared),
             after=entry.snapshot(), at=now,
         )
     return entry, [other_id for other_id, _ in similar]

@@ -12,7 +12,17 @@ def record_event(
     entry: Entry, *, actor, action: str, reason: str = "", before=None, after=None, actor_label: str = "", at=None
 ) -> Event:
     """Write the one Event of a decision; call it inside the decision's transaction."""
-    return Event.objects.create(
+    event = build_event(entry, actor=actor, action=action, reason=reason, before=before, after=after,
+                        actor_label=actor_label, at=at)
+    event.save(force_insert=True)
+    return event
+
+
+def build_event(
+    entry: Entry, *, actor, action: str, reason: str = "", before=None, after=None, actor_label: str = "", at=None
+) -> Event:
+    """The unsaved Event, for writers that insert many at once (bulk_create)."""
+    return Event(
         entry=entry,
         entry_label=entry.label,
         actor=actor,

@@ -8,15 +8,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from curation import access
-from curation.models import AgentToken, Entry, Evidence, Status
+from curation.models import AgentToken, Entry, Event, Evidence, SimilarEntry, Status
+from curation.selectors import similar_active_entries_many
 
-from .candidates import PreparedCandidate, insert_candidate_with_links, prepare_candidate
+from .candidates import (
+    PreparedCandidate, evidence_rows, insert_candidate_with_links, new_candidate_entry, prepare_candidate,
+    submit_note,
+)
 from .conflicts import detect_conflicts_for
-from .events import record_event
+from .events import build_event, record_event
+
+CANDIDATE_KEYS = frozenset({
+    "scope", "kind", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
+    "confidence", "source_task", "evidence",
+})
+EVIDENCE_KEYS = frozenset({"kind", "signal", "polarity", "excerpt", "task_ref", "observed_at"})
 
 
 @dataclass
@@ -55,32 +65,50 @@ def _existing_duplicate(prepared: PreparedCandidate) -> Entry | None:
     return matches.select_for_update().first()
 
 
-def _add_to_duplicate(entry: Entry, prepared: PreparedCandidate, label: str, now) -> int:
-    Evidence.objects.bulk_create(
-        Evidence(entry=entry, **{**e, "observed_at": e["observed_at"] or now}, recorded_by_label=label, created_at=now)
-        for e in prepared.evidence
-    )
+def unknown_fields(item: dict) -> dict:
+    """Unknown fields are refused, not dropped: a typo such as `tigger` must not pass unnoticed."""
+    errors = {key: ["Unknown field."] for key in sorted(set(item) - CANDIDATE_KEYS)}
+    evidence = item.get("evidence")
+    for index, piece in enumerate(evidence if isinstance(evidence, list) else []):
+        if isinstance(piece, dict):
+            errors.update({f"evidence[{index}].{key}": ["Unknown field."] for key in sorted(set(piece) - EVIDENCE_KEYS)})
+    return errors
+
+
+def _resubmit_event(entry: Entry, prepared: PreparedCandidate, label: str, now):
     count = len(prepared.evidence)
-    record_event(
+    return build_event(
         entry, actor=None, actor_label=label, action="resubmit",
         reason=f"submitted again; {count} piece{'s' * (count != 1)} of evidence added"
         + "".join(f"; redacted {f.kind} in {f.field}" for f in prepared.findings),
         after={"evidence_added": count, "source_task": prepared.fields.get("source_task", "")},
         at=now,
     )
-    return count
 
 
-def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
-    """One candidate from an agent. Raises ValidationError (bad fields) or PermissionDenied (scope)."""
+def _add_to_duplicate(entry: Entry, prepared: PreparedCandidate, label: str, now) -> int:
+    Evidence.objects.bulk_create(evidence_rows(entry, prepared.evidence, label=label, now=now))
+    _resubmit_event(entry, prepared, label, now).save(force_insert=True)
+    return len(prepared.evidence)
+
+
+def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
     if not isinstance(data, dict):
         raise ValidationError({"_": ["Each candidate is a JSON object."]})
+    if errors := unknown_fields(data):
+        raise ValidationError(errors)
     data = dict(data)
     evidence = data.pop("evidence", [])
     prepared = prepare_candidate(data, evidence if evidence is not None else [])
     scope = prepared.fields["scope"]
     if not _covers(token, scope):
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")
+    return prepared
+
+
+def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
+    """One candidate from an agent. Raises ValidationError (bad fields) or PermissionDenied (scope)."""
+    prepared = _prepare_for(data, token)
     now = at or timezone.now()
     with transaction.atomic(savepoint=False):
         existing = _existing_duplicate(prepared)
@@ -98,3 +126,87 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
             conflict_ids=[c.pk for c in conflicts],
             flags=prepared.flags,
         )
+
+
+def _refusal(index: int, exc: Exception) -> dict:
+    if isinstance(exc, PermissionDenied):
+        return {"index": index, "ok": False, "status": 403, "errors": {"scope": [str(exc)]}}
+    errors = exc.message_dict if hasattr(exc, "error_dict") else {"_": exc.messages}
+    return {"index": index, "ok": False, "status": 422, "errors": errors}
+
+
+def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
+    """Many candidates, one result per item in order. Each item is checked on its own (a bad one is
+    refused, the others go on); the good ones are then written together: one lookup for exact
+    duplicates, one insert per table, then per new entry its near-duplicate links and conflicts."""
+    now = at or timezone.now()
+    results: list[dict | None] = [None] * len(items)
+    prepared: list[tuple[int, PreparedCandidate]] = []
+    for index, item in enumerate(items):
+        try:
+            prepared.append((index, _prepare_for(item, token)))
+        except (ValidationError, PermissionDenied) as exc:
+            results[index] = _refusal(index, exc)
+    if prepared:
+        try:
+            with transaction.atomic():
+                written = _write_batch(prepared, token, now)
+        except DatabaseError:
+            # Something only the database could refuse: write item by item, so that it stays that item's.
+            written = {}
+            for index, _ in prepared:
+                try:
+                    with transaction.atomic():
+                        written[index] = submit_candidate(data=items[index], token=token, at=now)
+                except (ValidationError, PermissionDenied) as exc:
+                    results[index] = _refusal(index, exc)
+                except DatabaseError as exc:
+                    results[index] = {"index": index, "ok": False, "status": 409, "errors": {"_": [str(exc)[:200]]}}
+        for index, submission in written.items():
+            results[index] = {"index": index, "ok": True, **submission.as_json()}
+    return results
+
+
+def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
+    label = token.label
+    existing = {}
+    for entry in (Entry.objects.select_for_update()
+                  .filter(fingerprint__in={p.fingerprint for _, p in prepared}, status__in=[Status.ACTIVE, Status.PENDING])
+                  .order_by("status", "id")):  # "active" before "pending": the first one is kept
+        existing.setdefault((entry.scope, entry.fingerprint), entry)
+    new_entries, duplicates, first_in_batch = [], [], {}
+    for index, p in prepared:
+        key = (p.fields["scope"], p.fingerprint)
+        if key in existing:
+            duplicates.append((index, p, existing[key]))
+        elif key in first_in_batch:  # the same lesson twice in one batch: the second adds its evidence
+            duplicates.append((index, p, first_in_batch[key]))
+        else:
+            entry = new_candidate_entry(p, actor_label=label, now=now)
+            first_in_batch[key] = entry
+            new_entries.append((index, p, entry))
+    Entry.objects.bulk_create([entry for _, _, entry in new_entries])
+    evidence, events = [], []
+    for _, p, entry in new_entries:
+        evidence += evidence_rows(entry, p.evidence, label=label, now=now)
+        events.append(build_event(entry, actor=None, actor_label=label, action="submit", reason=submit_note(p),
+                                  after=entry.snapshot(), at=now))
+    for _, p, entry in duplicates:
+        evidence += evidence_rows(entry, p.evidence, label=label, now=now)
+        events.append(_resubmit_event(entry, p, label, now))
+    Evidence.objects.bulk_create(evidence)
+    Event.objects.bulk_create(events)
+    links, submissions = [], {}
+    similar_by_entry = similar_active_entries_many(entry for _, _, entry in new_entries)
+    for index, p, entry in new_entries:
+        similar = similar_by_entry[entry.pk]
+        links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
+        conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
+        submissions[index] = Submission(entry, created=True, evidence_added=len(p.evidence),
+                                        similar_ids=[other_id for other_id, _ in similar],
+                                        conflict_ids=[c.pk for c in conflicts], flags=p.flags)
+    SimilarEntry.objects.bulk_create(links)
+    for index, p, entry in duplicates:
+        submissions[index] = Submission(entry, created=False, duplicate_of=entry.pk, evidence_added=len(p.evidence),
+                                        flags=p.flags)
+    return submissions

@@ -322,3 +322,48 @@ def test_a_contradiction_with_an_active_entry_opens_a_conflict(agent, approved):
     assert body["conflicts"] == [conflict.pk]
     assert {conflict.entry_a_id, conflict.entry_b_id} == {active.pk, body["id"]}
     assert conflict.state == "open" and conflict.detected_by == "ingest" and "rebase" in conflict.reason
+
+
+def test_batch_handles_duplicates_of_existing_entries_and_within_the_batch(agent, approved):
+    active = approved(scope="acme/billing-api", trigger="Editing config in the container",
+                      content="Confirm the repository root first.")
+    again = api_candidate(scope="acme/billing-api", trigger="Editing config in the container",
+                          content="Confirm the repository root first.")
+    twice = api_candidate(trigger="A brand new lesson", content="Said twice in one batch.",
+                          evidence=[{"kind": "review", "signal": "external", "excerpt": "seen it"}])
+    body = agent.post("candidates/batch", {"candidates": [again, twice, twice]}).json()
+    first, second, third = body["results"]
+    assert (first["created"], first["duplicate_of"]) == (False, active.pk)
+    assert second["created"] is True and (third["created"], third["duplicate_of"]) == (False, second["id"])
+    assert (body["created"], body["duplicates"]) == (1, 2)
+    assert Evidence.objects.filter(entry_id=second["id"], excerpt="seen it").count() == 2
+    assert Event.objects.filter(entry_id=second["id"], action="resubmit").count() == 1
+    assert Event.objects.filter(entry=active, action="resubmit").count() == 1
+
+
+def test_batch_falls_back_to_item_by_item_when_the_database_refuses(agent, monkeypatch):
+    from django.db import DatabaseError
+
+    from curation.services import submissions
+
+    def refuse(*args, **kwargs):
+        raise DatabaseError("simulated")
+
+    monkeypatch.setattr(submissions, "_write_batch", refuse)
+    body = agent.post("candidates/batch", {"candidates": [api_candidate(trigger="one"), api_candidate(trigger="")]}
+                      ).json()
+    assert [r["ok"] for r in body["results"]] == [True, False]
+    assert Entry.objects.get(pk=body["results"][0]["id"]).trigger == "one"
+
+
+def test_batch_links_near_duplicates_like_single_submissions(agent, approved):
+    active = approved(scope="acme/billing-api", trigger="Editing config files inside the billing-api container",
+                      content="Confirm the repository root with git rev-parse before editing config.")
+    near = dict(trigger="Editing config files in the billing-api container",
+                content="Confirm the repository root with git rev-parse before you edit config files.")
+    body = agent.post("candidates/batch", {"candidates": [
+        api_candidate(scope="acme/billing-api/container", **near),
+        api_candidate(scope="acme/web", trigger="Unrelated", content="Nothing alike here at all."),
+        api_candidate(scope="acme/billing-api", trigger="Something else entirely", content="Another topic.")]}).json()
+    assert [r.get("duplicates") for r in body["results"]] == [[active.pk], None, []]
+    assert body["results"][1]["status"] == 403
