@@ -148,7 +148,6 @@ CELERY_BEAT_SCHEDULE: dict = {
 }
 CELERY_TIMEZONE = TIME_ZONE
 
-# --- Curation rules (DESIGN.md §2, seed 001); every threshold can be overridden here ---------------
 # The cache holds the agent API's rate-limit counters: Redis when there is one, so every worker
 # process shares them; in memory for the embedded default.
 REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
@@ -158,6 +157,7 @@ CACHES = {
     if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 
+# --- Curation rules (DESIGN.md §2, seed 001); every threshold can be overridden here ---------------
 CURATION = {
     "SELF_SIGNAL_CAP": 0.85,          # self-made lessons cannot pass this without external evidence
     "HUMAN_CORRECTION_CONFIDENCE": 0.95,
