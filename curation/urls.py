@@ -1,11 +1,11 @@
 from django.urls import path
 
-from curation.views import candidates, entries
+from curation.views import candidates, conflicts, dashboard, entries
 
 app_name = "curation"
 
 urlpatterns = [
-    path("", candidates.home, name="home"),
+    path("", dashboard.home, name="home"),
     path("review/candidates/", candidates.queue, name="candidates"),
     path("review/candidates/bulk/", candidates.bulk, name="candidates-bulk"),
     path("review/candidates/<int:entry_id>/", candidates.card, name="candidate-card"),
@@ -13,6 +13,12 @@ urlpatterns = [
     path("review/candidates/<int:entry_id>/edit/", candidates.edit_approve, name="candidate-edit"),
     path("review/candidates/<int:entry_id>/reject/", candidates.reject, name="candidate-reject"),
     path("review/candidates/<int:entry_id>/defer/", candidates.defer, name="candidate-defer"),
+    path("review/conflicts/", conflicts.queue, name="conflicts"),
+    path("review/conflicts/<int:conflict_id>/", conflicts.card, name="conflict-card"),
+    path("review/conflicts/<int:conflict_id>/keep/", conflicts.keep, name="conflict-keep"),
+    path("review/conflicts/<int:conflict_id>/split/", conflicts.split, name="conflict-split"),
+    path("review/conflicts/<int:conflict_id>/merge/", conflicts.merge, name="conflict-merge"),
+    path("review/conflicts/<int:conflict_id>/dismiss/", conflicts.dismiss, name="conflict-dismiss"),
     path("entries/<int:entry_id>/", entries.detail, name="entry"),
     path("entries/<int:entry_id>/history.json", entries.history_json, name="entry-history"),
     path("entries/<int:entry_id>/evidence/", entries.add_evidence_view, name="entry-evidence"),
