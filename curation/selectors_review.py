@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from curation import access
 from curation.lifecycle import SIGNAL_STRENGTH
-from curation.models import Conflict, Evidence, RetrievedEntry, Status, TaskRun
+from curation.models import Conflict, ConsolidationProposal, Entry, Evidence, RetrievedEntry, Status, TaskRun
 from curation.selectors import BadCursor, visible_entries
 
 CONFLICT_PAGE_SIZE = 20
@@ -104,11 +104,16 @@ def _with_sides(conflicts: list[Conflict]) -> list[Conflict]:
     )
     for conflict in conflicts:
         conflict.merge_form = merge_defaults(conflict.entry_a, conflict.entry_b)
+    _evidence_summary(entries)
+    return conflicts
+
+
+def _evidence_summary(entries) -> None:
+    """From the prefetched evidence: the strongest supporting signal, and how much evidence is against."""
     for entry in entries:
         supporting = [e.signal for e in entry.evidence.all() if e.polarity == Evidence.Polarity.SUPPORTS]
         entry.evidence_strength = max(supporting, key=SIGNAL_STRENGTH.__getitem__) if supporting else "none"
         entry.contradicting_evidence = sum(1 for e in entry.evidence.all() if e.polarity == Evidence.Polarity.CONTRADICTS)
-    return conflicts
 
 
 def conflict_queue(user, filters: ConflictFilters = ConflictFilters(), *, cursor: str = "",
@@ -152,6 +157,72 @@ def merge_defaults(a, b) -> dict:
         "boundary": "\n".join(x for x in (a.boundary, b.boundary) if x),
         "conditions": ", ".join(dict.fromkeys([*a.conditions, *b.conditions])),
     }
+
+
+# --- the consolidation queue -----------------------------------------------------------------------
+
+
+@dataclass
+class ProposalPage:
+    proposals: list
+    next_cursor: str = ""
+    count: int = 0
+    count_is_capped: bool = False
+    kind: str = ""
+    scope: str = ""
+
+    @property
+    def count_label(self) -> str:
+        return f"{self.count:,}+" if self.count_is_capped else f"{self.count:,}"
+
+
+def visible_proposals(user):
+    return ConsolidationProposal.objects.filter(access.scope_q(access.user_scope_prefixes(user), "scope"))
+
+
+def _open_proposals(user, *, kind: str = "", scope: str = ""):
+    qs = visible_proposals(user).filter(state=ConsolidationProposal.State.OPEN)
+    if kind:
+        qs = qs.filter(kind=kind)
+    if scope:
+        prefix = scope.rstrip("/")
+        qs = qs.filter(Q(scope=prefix) | Q(scope__startswith=prefix + "/"))
+    return qs
+
+
+def proposal_count(user, *, kind: str = "", scope: str = "") -> tuple[int, bool]:
+    return _capped_count(_open_proposals(user, kind=kind, scope=scope))
+
+
+def _with_members(proposals: list) -> list:
+    """The proposals' entries (in id order) with their evidence: two queries for the whole page."""
+    prefetch_related_objects(
+        proposals,
+        Prefetch("entries", queryset=Entry.objects.order_by("id")),
+        Prefetch("entries__evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
+    )
+    _evidence_summary([e for p in proposals for e in p.entries.all()])
+    for p in proposals:
+        p.proposed_conditions_text = ", ".join(p.proposed_conditions)
+    return proposals
+
+
+def consolidation_queue(user, *, kind: str = "", scope: str = "", cursor: str = "",
+                        page_size: int = CONFLICT_PAGE_SIZE) -> ProposalPage:
+    """One page of open proposals, oldest first, keyset on (created_at, id): 4 queries whatever the page size."""
+    qs = _open_proposals(user, kind=kind, scope=scope)
+    if cursor:
+        moment, pk = _decode(cursor)
+        qs = qs.filter(Q(created_at__gte=moment), Q(created_at__gt=moment) | Q(pk__gt=pk))
+    rows = list(qs.order_by("created_at", "id")[: page_size + 1])
+    next_cursor = _encode(rows[page_size - 1]) if len(rows) > page_size else ""
+    count, capped = proposal_count(user, kind=kind, scope=scope)
+    return ProposalPage(_with_members(rows[:page_size]), next_cursor, count, capped, kind, scope)
+
+
+def proposal_card(user, proposal_id):
+    proposal = visible_proposals(user).select_related("decided_by").get(pk=proposal_id)
+    return _with_members([proposal])[0]
 
 
 # --- the dashboard ----------------------------------------------------------------------------------
@@ -220,8 +291,8 @@ def histogram_bars(counts: dict[int, int], *, bins: int = HISTOGRAM_BINS, height
 
 
 def dashboard(user, *, now=None) -> Dashboard:
-    """The lead's view at a glance, in 14 queries whatever the size of the tables (the user's scope grants,
-    then 13): queue sizes (capped
+    """The lead's view at a glance, in 16 queries whatever the size of the tables (the user's scope grants,
+    then 15): queue sizes (capped
     counts) with their oldest item, entries by state, the active entries' confidence histogram, due
     rechecks, open conflicts, flagged candidates and the last run of each background task."""
     now = now or timezone.now()
@@ -232,6 +303,7 @@ def dashboard(user, *, now=None) -> Dashboard:
     for name, url_name, qs, stamp in (
         ("Candidates", "curation:candidates", waiting, "queued_at"),
         ("Conflicts", "curation:conflicts", conflicts, "created_at"),
+        ("Consolidation", "curation:consolidation", _open_proposals(user), "created_at"),
     ):
         count, capped = _capped_count(qs)
         oldest = qs.order_by(stamp).values_list(stamp, flat=True).first()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation.views import candidates, conflicts, dashboard, entries
+from curation.views import candidates, conflicts, consolidation, dashboard, entries
 
 app_name = "curation"
 
@@ -19,6 +19,10 @@ urlpatterns = [
     path("review/conflicts/<int:conflict_id>/split/", conflicts.split, name="conflict-split"),
     path("review/conflicts/<int:conflict_id>/merge/", conflicts.merge, name="conflict-merge"),
     path("review/conflicts/<int:conflict_id>/dismiss/", conflicts.dismiss, name="conflict-dismiss"),
+    path("review/consolidation/", consolidation.queue, name="consolidation"),
+    path("review/consolidation/<int:proposal_id>/", consolidation.card, name="proposal-card"),
+    path("review/consolidation/<int:proposal_id>/accept/", consolidation.accept, name="proposal-accept"),
+    path("review/consolidation/<int:proposal_id>/dismiss/", consolidation.dismiss, name="proposal-dismiss"),
     path("entries/<int:entry_id>/", entries.detail, name="entry"),
     path("entries/<int:entry_id>/history.json", entries.history_json, name="entry-history"),
     path("entries/<int:entry_id>/evidence/", entries.add_evidence_view, name="entry-evidence"),

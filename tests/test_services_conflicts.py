@@ -43,7 +43,7 @@ def test_a_new_candidate_contradicting_an_active_entry_opens_a_conflict(reviewer
 
     assert (conflict.entry_a_id, conflict.entry_b_id) == (old.pk, new.pk)
     assert conflict.state == Conflict.State.OPEN and conflict.detected_by == "ingest"
-    assert conflict.reason == '"never rebase shared branches" against "always rebase"'
+    assert conflict.reason == '"always rebase" against "never rebase shared branches"'
     for entry, other in ((old, new), (new, old)):
         event = Event.objects.get(entry=entry, action="conflict_opened")
         assert event.actor_label == "detector:ingest" and event.actor is None

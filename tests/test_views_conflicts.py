@@ -160,7 +160,8 @@ def test_a_split_that_still_overlaps_answers_422_with_the_form_kept(open_conflic
 def test_bad_merge_fields_answer_422_per_field(open_conflict, reviewer):
     conflict, a, b = open_conflict()
     response = client_for(reviewer).post(url("merge", conflict), {
-        "kind": "rumour", "scope": "Acme", "trigger": "", "content": "x", "boundary": "", "conditions": "",
+        "merge_kind": "rumour", "merge_scope": "Acme", "merge_trigger": "", "merge_content": "x", "merge_boundary": "",
+        "merge_conditions": "", "scope": "", "kind": "",
         **versions(a, b)}, **HTMX)
     body = response.content.decode()
     assert response.status_code == 422
@@ -171,8 +172,9 @@ def test_bad_merge_fields_answer_422_per_field(open_conflict, reviewer):
 def test_merge_through_the_form(open_conflict, reviewer):
     conflict, a, b = open_conflict()
     response = client_for(reviewer).post(url("merge", conflict), {
-        "kind": "procedure", "scope": "acme/billing-api", "trigger": "Merging into main",
-        "content": "Rebase feature branches; never rebase shared ones.", "boundary": "", "conditions": "git",
+        "merge_kind": "procedure", "merge_scope": "acme/billing-api", "merge_trigger": "Merging into main",
+        "merge_content": "Rebase feature branches; never rebase shared ones.", "merge_boundary": "", "merge_conditions": "git",
+        "scope": "", "kind": "", "detected_by": "",  # the queue's filters, posted along (hx-include)
         **versions(a, b)}, **HTMX)
     assert response.status_code == 200
     merged = Entry.objects.get(supersedes=a)

@@ -19,14 +19,14 @@ from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from curation import access, lifecycle
+from curation import access
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
-from curation.models import Conflict, Entry, Event, Evidence, Status
+from curation.models import Conflict, Entry, Event, Status
 from curation.redaction import redact_fields
-from curation.similarity import fingerprint
 
 from .errors import InvalidTransition, StaleDecision
 from .events import record_event
+from .merging import merge_entries, save_entry, snapshot, supersede_entry
 from .validation import clean_entry_fields
 
 PARTNER_POOL = 500
@@ -104,10 +104,13 @@ def _open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list
 
 
 def _contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesson) -> str | None:
+    """The reason, read in the stored pair's order (lower id first), as the queue shows them left to right."""
     if not access.scopes_overlap(entry.scope, other.scope):
         return None
     if not conditions_overlap(entry.conditions, other.conditions):
         return None
+    if other.pk < entry.pk:
+        return contradiction(other_lesson, lesson)
     return contradiction(lesson, other_lesson)
 
 
@@ -198,10 +201,6 @@ def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int |
 LIVE = (Status.ACTIVE, Status.PENDING)
 SPLIT_FIELDS = ("scope", "conditions")
 MERGE_FIELDS = ("kind", "scope", "trigger", "content", "boundary", "conditions")
-_RESOLUTION_COLUMNS = (
-    "status", "queued_at", "queue_reason", "scope", "conditions", "supersedes", "last_verified_at",
-    "confidence", "version", "updated_at",
-)
 
 
 @dataclass(frozen=True)
@@ -242,21 +241,6 @@ def _require_live(*entries: Entry) -> None:
             )
 
 
-def _save_entry(entry: Entry, now) -> None:
-    """Write a resolution's change with one conditional UPDATE on the version it was loaded at."""
-    expected = entry.version
-    entry.version = expected + 1
-    entry.updated_at = now
-    values = {c: getattr(entry, c if c != "supersedes" else "supersedes_id") for c in _RESOLUTION_COLUMNS}
-    values["supersedes_id"] = values.pop("supersedes")
-    if not Entry.objects.filter(pk=entry.pk, version=expected).update(**values):
-        raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=expected))
-
-
-def _snapshot(entry: Entry) -> dict:
-    return {**entry.snapshot(), "supersedes": entry.supersedes_id}
-
-
 def _close(conflict: Conflict, *, actor, state: str, resolution: str, now) -> None:
     conflict.state = state
     conflict.resolution = resolution
@@ -277,16 +261,8 @@ def _close_moot(superseded: list[Entry], *, actor, now, except_id: int) -> int:
 
 
 def _supersede(entry: Entry, by: Entry, *, actor, conflict: Conflict, reason: str, now) -> None:
-    before = _snapshot(entry)
-    entry.status = Status.SUPERSEDED
-    entry.queued_at = None
-    entry.queue_reason = ""
-    _save_entry(entry, now)
-    record_event(
-        entry, actor=actor, action="supersede",
-        reason=reason or f"conflict #{conflict.pk}: superseded by #{by.pk}",
-        before=before, after={**_snapshot(entry), "superseded_by": by.pk, "conflict": conflict.pk}, at=now,
-    )
+    supersede_entry(entry, by, actor=actor, reason=reason or f"conflict #{conflict.pk}: superseded by #{by.pk}",
+                    extra={"conflict": conflict.pk}, now=now)
 
 
 def keep_entry(
@@ -307,7 +283,7 @@ def keep_entry(
             raise ValidationError({"keep": [f"Keep #{a.pk} or #{b.pk}."]})
         _require_live(a, b)
         kept, other = (a, b) if keep == a.pk else (b, a)
-        before = _snapshot(kept)
+        before = snapshot(kept)
         if kept.status == Status.PENDING:
             kept.status = Status.ACTIVE
             kept.queued_at = None
@@ -316,11 +292,11 @@ def keep_entry(
             kept.confidence = kept.base_confidence
         if kept.supersedes_id is None:
             kept.supersedes_id = other.pk
-        _save_entry(kept, now)
+        save_entry(kept, now)
         record_event(
             kept, actor=actor, action="conflict_keep",
             reason=reason or f"conflict #{conflict.pk}: kept over #{other.pk}",
-            before=before, after={**_snapshot(kept), "superseded": other.pk, "conflict": conflict.pk}, at=now,
+            before=before, after={**snapshot(kept), "superseded": other.pk, "conflict": conflict.pk}, at=now,
         )
         _supersede(other, kept, actor=actor, conflict=conflict, reason=reason, now=now)
         _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="keep_a" if kept is a else "keep_b", now=now)
@@ -371,24 +347,19 @@ def split_conflict(
             if entry.scope != new["scope"] or list(entry.conditions) != new["conditions"]:
                 changed.append(entry)
         for entry, new, other in ((a, new_a, b), (b, new_b, a)):
-            before = _snapshot(entry)
+            before = snapshot(entry)
             if entry in changed:
                 entry.scope, entry.conditions = new["scope"], new["conditions"]
-                _save_entry(entry, now)
+                save_entry(entry, now)
             edited = [f for f in SPLIT_FIELDS if before[f] != entry.snapshot()[f]]
             record_event(
                 entry, actor=actor, action="conflict_split",
                 reason=reason or f"conflict #{conflict.pk} with #{other.pk}: "
                 + (f"narrowed {' and '.join(edited)}" if edited else "unchanged, the other entry was narrowed"),
-                before=before, after={**_snapshot(entry), "conflict": conflict.pk}, at=now,
+                before=before, after={**snapshot(entry), "conflict": conflict.pk}, at=now,
             )
         _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="split", now=now)
     return Resolution(conflict, kept=(a, b))
-
-
-def _copied_excerpt(evidence) -> str:
-    note = f"\n[copied from evidence #{evidence.pk} of entry #{evidence.entry_id}]"
-    return evidence.excerpt[: 4000 - len(note)] + note
 
 
 def merge_conflict(
@@ -406,42 +377,10 @@ def merge_conflict(
         _require_live(a, b)
         if not access.user_can_see_scope(actor, fields["scope"]):
             raise ValidationError({"scope": ["You can only write an entry in a scope you review."]})
-        primary = a if a.base_confidence >= b.base_confidence else b
-        originals = list(Evidence.objects.filter(entry_id__in=[a.pk, b.pk]).order_by("observed_at", "id"))
-        signal = lifecycle.strongest_signal(
-            [e.signal for e in originals if e.polarity == Evidence.Polarity.SUPPORTS] + [a.signal, b.signal]
-        )
-        base = max(a.base_confidence, b.base_confidence)
-        merged = Entry.objects.create(
-            **fields,
-            fingerprint=fingerprint(fields["trigger"], fields["content"]),
-            signal=signal,
-            base_confidence=base,
-            confidence=base,
-            last_verified_at=now,
-            status=Status.ACTIVE,
-            flags=[f.as_flag() for f in findings],
-            supersedes=primary,
-            source_task=f"conflict #{conflict.pk}",
-            created_by=actor,
-            created_by_label=actor.get_username(),
-            created_at=now,
-            updated_at=now,
-        )
-        Evidence.objects.bulk_create(
-            Evidence(
-                entry=merged, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=_copied_excerpt(e),
-                task_ref=e.task_ref, observed_at=e.observed_at, recorded_by=e.recorded_by,
-                recorded_by_label=e.recorded_by_label, created_at=now,
-            )
-            for e in originals
-        )
-        record_event(
-            merged, actor=actor, action="conflict_merge",
-            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}",
-            after={**_snapshot(merged), "merged_from": [a.pk, b.pk], "evidence_copied": len(originals),
-                   "conflict": conflict.pk},
-            at=now,
+        merged = merge_entries(
+            [a, b], fields=fields, flags=[f.as_flag() for f in findings], actor=actor, origin=f"conflict #{conflict.pk}",
+            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}", action="conflict_merge",
+            extra={"conflict": conflict.pk}, now=now,
         )
         for old in (a, b):
             _supersede(old, merged, actor=actor, conflict=conflict, reason=reason, now=now)

@@ -161,7 +161,8 @@ def split(request, conflict_id):
 @require_POST
 @require(REVIEW)
 def merge(request, conflict_id):
-    data = {f: request.POST.get(f, "") for f in service.MERGE_FIELDS}
+    # Prefixed: the queue's filters (scope, kind) are posted along with every action.
+    data = {f: request.POST.get(f"merge_{f}", "") for f in service.MERGE_FIELDS}
     return _decide(
         request, conflict_id, "merged into a new entry",
         lambda versions: service.merge_conflict(
