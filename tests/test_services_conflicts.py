@@ -396,3 +396,12 @@ def test_keep_refuses_an_entry_outside_the_pair(pair, reviewer):
     conflict, a, b = pair()
     with pytest.raises(ValidationError, match="Keep #"):
         conflicts.keep_entry(conflict.pk, actor=reviewer, keep=b.pk + 99, **versions(a, b))
+
+
+@pytest.mark.parametrize("deeper_first", [True, False])
+def test_sweep_pairs_ancestor_and_descendant_scopes_in_either_order(reviewer, deeper_first):
+    scopes = ["acme/billing-api/container/x", "acme"] if deeper_first else ["acme", "acme/billing-api/container/x"]
+    first = active(reviewer, scope=scopes[0], **REBASE)
+    second = active(reviewer, scope=scopes[1], **NO_REBASE)
+    [conflict] = conflicts.sweep_conflicts(batch_size=1).opened
+    assert (conflict.entry_a_id, conflict.entry_b_id) == (first.pk, second.pk)

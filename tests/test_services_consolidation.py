@@ -170,3 +170,18 @@ def test_roles_and_scopes(merge_proposal, auditor, reviewer, second_reviewer):
     consolidation.dismiss_proposal(proposal.pk, actor=second_reviewer)
     with pytest.raises(InvalidTransition, match="already dismissed by rob"):
         consolidation.accept_proposal(proposal.pk, actor=reviewer)
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.6, 0.8])
+def test_the_prefix_index_misses_no_pair_above_the_threshold(threshold):
+    import random
+
+    rng = random.Random(threshold)
+    vocab = [f"w{i}" for i in range(30)]
+    sets = {i: frozenset(rng.sample(vocab, rng.randint(1, 8))) for i in range(1, 120)}
+    index = consolidation._PrefixIndex(sets, threshold, list(sets))
+    for a in sets:
+        found = index.candidates(a)
+        for b in sets:
+            if a != b and consolidation._jaccard(sets[a], sets[b]) >= threshold:
+                assert b in found, (sets[a], sets[b])

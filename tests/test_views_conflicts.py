@@ -245,3 +245,61 @@ def test_the_card_page_without_javascript(open_conflict, auditor):
     conflict, a, b = open_conflict()
     response = client_for(auditor).get(url("card", conflict))
     assert response.status_code == 200 and "back to the conflicts" in response.content.decode()
+
+
+def test_recent_outcomes_are_the_last_five_reported_uses(open_conflict, reviewer, django_assert_max_num_queries):
+    import datetime
+    import uuid
+
+    from django.utils import timezone
+
+    from curation import selectors_review
+    from curation.models import AgentToken, Feedback, Retrieval, RetrievedEntry
+
+    conflict, a, b = open_conflict()
+    token = AgentToken.objects.create(name="ci", key_prefix="ci", key_hash="x" * 64, scopes=["acme"])
+    now = timezone.now()
+    for i, outcome in enumerate(["success"] * 4 + ["failure"] * 3):  # the last five: 2 successes, 3 failures
+        at = now - datetime.timedelta(minutes=10 - i)
+        retrieval = Retrieval.objects.create(id=uuid.uuid4(), token=token, scope="acme/billing-api", entry_ids=[a.pk],
+                                             task_ref=f"task-{i}", created_at=at)
+        RetrievedEntry.objects.create(retrieval=retrieval, entry=a, rank=1, created_at=at)
+        Feedback.objects.create(retrieval=retrieval, outcome=outcome, created_at=at)
+    unreported = Retrieval.objects.create(id=uuid.uuid4(), token=token, scope="acme/billing-api", entry_ids=[a.pk])
+    RetrievedEntry.objects.create(retrieval=unreported, entry=a, rank=1)
+
+    with django_assert_max_num_queries(5):  # grants, page, evidence, outcomes, count
+        page = selectors_review.conflict_queue(reviewer)
+    [card] = page.conflicts
+    assert [u.retrieval.feedback.outcome for u in card.entry_a.recent_uses] == ["failure"] * 3 + ["success"] * 2
+    assert card.entry_b.recent_uses == []
+    html = client_for(reviewer).get(reverse("curation:conflicts")).content.decode()
+    assert html.count("outcome-failure") == 3 and html.count("outcome-success") == 2
+
+
+def test_bulk_dismiss(open_conflict, reviewer, second_reviewer):
+    first, a, b = open_conflict()
+    c = active(reviewer, scope="acme/billing-api/web", **NO_REBASE)
+    [second] = conflicts.detect_conflicts_for(c)
+    client = client_for(reviewer)
+    page = client.get(reverse("curation:conflicts")).content.decode()
+    assert 'id="bulk-form"' in page and f'value="{first.pk}:{a.version}:{b.version}"' in page
+    conflicts.dismiss_conflict(second.pk, actor=second_reviewer, version_a=a.version, version_b=c.version)
+    response = client.post(reverse("curation:conflicts-bulk"), {
+        "selected": [f"{first.pk}:{a.version}:{b.version}", f"{second.pk}:{a.version}:{c.version}"],
+        "reason": "different branches", "next": "/review/conflicts/"}, follow=True)
+    body = response.content.decode()
+    assert "Dismissed 1 of 2." in body and f"#{second.pk}: Conflict #{second.pk} was already dismissed" in body
+    assert Conflict.objects.get(pk=first.pk).state == "dismissed"
+    assert Event.objects.get(entry=b, action="conflict_dismissed").reason == "different branches"
+
+
+@pytest.mark.parametrize("selected", [[], ["1:2"], ["x:1:1"]])
+def test_bulk_refuses_malformed_selections(reviewer, selected):
+    response = client_for(reviewer).post(reverse("curation:conflicts-bulk"), {"selected": selected}, follow=True)
+    assert response.status_code == 200 and ("Select at least one" in response.content.decode()
+                                            or "malformed" in response.content.decode())
+
+
+def test_bulk_is_for_reviewers(auditor):
+    assert client_for(auditor).post(reverse("curation:conflicts-bulk"), {"selected": ["1:1:1"]}).status_code == 403

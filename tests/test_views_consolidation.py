@@ -114,3 +114,19 @@ def test_filters(proposal, reviewer):
     assert f'id="proposal-{p.pk}"' in client.get(reverse("curation:consolidation"), {"scope": "acme"}).content.decode()
     assert client.get(reverse("curation:consolidation"), {"kind": "nope"}).status_code == 400
     assert client.get(reverse("curation:consolidation"), {"after": "nope"}).status_code == 400
+
+
+def test_bulk_accept_and_dismiss(proposal, reviewer, auditor):
+    first, a, b = proposal()
+    second, c, d = proposal(scope="acme/web")
+    client = client_for(reviewer)
+    assert 'id="bulk-form"' in client.get(reverse("curation:consolidation")).content.decode()
+    response = client.post(reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "accept"}, follow=True)
+    assert "Accepted 1 of 1." in response.content.decode()
+    response = client.post(reverse("curation:consolidation-bulk"), {"selected": [first.pk, second.pk], "action": "dismiss"},
+                           follow=True)
+    assert "Dismissed 1 of 2." in response.content.decode() and "already accepted" in response.content.decode()
+    assert ConsolidationProposal.objects.get(pk=second.pk).state == "dismissed"
+    assert "Bulk actions are accept or dismiss." in client.post(
+        reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "zap"}, follow=True).content.decode()
+    assert client_for(auditor).post(reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "accept"}).status_code == 403

@@ -60,9 +60,14 @@ def _mentioning(qs, stems):
     return qs.filter(q)
 
 
-def _partner_pool(scope: str, stems, *, exclude=(), limit: int | None = None) -> list[Entry]:
-    """Active entries that apply together with `scope` and mention an action word, newest first, bounded."""
-    qs = _mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(overlapping_scopes_q(scope)), stems)
+def _partner_pool(scope: str, stems, *, exclude=(), limit: int | None = None, descendants: bool = True) -> list[Entry]:
+    """Active entries that apply together with `scope` and mention an action word, newest first, bounded.
+
+    Without descendants the scope part is an equality lookup on the active-scope index only (a prefix
+    LIKE is no index range on PostgreSQL unless the collation is C): the sweep needs no more, because of
+    two overlapping entries one is at or below the other's scope and finds it among its ancestors."""
+    where = overlapping_scopes_q(scope) if descendants else Q(scope__in=access.scope_ancestors(scope))
+    qs = _mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(where), stems)
     if exclude:
         qs = qs.exclude(pk__in=list(exclude))
     return list(qs.only(*_DETECTION_FIELDS).order_by("-id")[: limit or PARTNER_POOL])
@@ -140,10 +145,11 @@ class SweepResult:
 
 
 def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int | None = None) -> SweepResult:
-    """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners that
-    apply together and mention one of the group's action words (indexed lookups, at most pool_limit
-    each), then compare only pairs that share an action word with opposite polarity. Idempotent: a known
-    pair is never raised again, so a second run opens nothing."""
+    """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners in that
+    scope and its ancestors that mention one of the group's action words (index lookups, at most
+    pool_limit each; descendants are covered when the batch holding them looks up), then compare only
+    pairs that share an action word with opposite polarity. Idempotent: a known pair is never raised
+    again, so a second run opens nothing."""
     now = at or timezone.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
     after = 0
@@ -166,7 +172,7 @@ def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int |
         entries: dict[int, Entry] = {}
         for scope, group in by_scope.items():
             stems = set().union(*(lessons[e.pk].search_words for e in group))
-            partners = _partner_pool(scope, stems, limit=pool_limit)
+            partners = _partner_pool(scope, stems, limit=pool_limit, descendants=False)
             # An in-memory index of the partners by (action word, polarity): only opposite pairs meet.
             index: dict[tuple[str, bool], list[Entry]] = defaultdict(list)
             for p in partners:
@@ -406,3 +412,27 @@ def dismiss_conflict(
             )
         _close(conflict, actor=actor, state=Conflict.State.DISMISSED, resolution="dismiss", now=now)
     return Resolution(conflict, kept=(a, b))
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    conflict_id: int
+    ok: bool
+    message: str
+
+
+def bulk_dismiss_conflicts(items: list[tuple[int, int, int]], *, actor, reason: str = "", at=None) -> list[BulkOutcome]:
+    """Dismiss many (conflict id, version a, version b). Each is its own decision with its Events, so one
+    stale or out-of-scope conflict never blocks the others."""
+    if not actor.has_perm("curation.review_entry"):
+        raise PermissionDenied("Only reviewers and leads resolve conflicts.")
+    outcomes = []
+    for conflict_id, version_a, version_b in items:
+        try:
+            dismiss_conflict(conflict_id, actor=actor, version_a=version_a, version_b=version_b, reason=reason, at=at)
+            outcomes.append(BulkOutcome(conflict_id, True, "dismissed"))
+        except (Conflict.DoesNotExist, Entry.DoesNotExist):
+            outcomes.append(BulkOutcome(conflict_id, False, "not found"))
+        except (StaleDecision, InvalidTransition) as exc:
+            outcomes.append(BulkOutcome(conflict_id, False, str(exc)))
+    return outcomes

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -83,6 +84,31 @@ def _consistent_snapshot():
         yield
 
 
+class _PrefixIndex:
+    """Candidate pairs for a Jaccard threshold t without comparing every pair (prefix filtering, as in
+    set-similarity joins): order each set's words rarest first; two sets with Jaccard >= t share a word
+    among the first |S| - ceil(t*|S|) + 1 words of each. Common words ("first", "when") sit at the end,
+    so they never make candidates on their own."""
+
+    def __init__(self, sets: dict[int, frozenset], threshold: float, indexed_ids):
+        self.sets, self.threshold = sets, threshold
+        self.df: dict[str, int] = defaultdict(int)
+        for ws in sets.values():
+            for w in ws:
+                self.df[w] += 1
+        self.index: dict[str, list[int]] = defaultdict(list)
+        for pk in indexed_ids:
+            for w in self.prefix(pk):
+                self.index[w].append(pk)
+
+    def prefix(self, pk: int) -> list[str]:
+        ordered = sorted(self.sets[pk], key=lambda w: (self.df[w], w))
+        return ordered[: len(ordered) - math.ceil(self.threshold * len(ordered)) + 1] if ordered else []
+
+    def candidates(self, pk: int) -> set[int]:
+        return {other for w in self.prefix(pk) for other in self.index.get(w, ()) if other != pk}
+
+
 class _Clusters:
     """Union-find over the entries found in near-duplicate pairs."""
 
@@ -121,8 +147,9 @@ class ConsolidationSweep:
 
 def sweep_consolidation(*, at=None, batch_size: int | None = None, pool_limit: int | None = None) -> ConsolidationSweep:
     """Walk the active entries in keyset batches of id; per batch and scope, read that scope's active
-    entries (the scope index, at most pool_limit) and compare each batch entry only with pool entries
-    sharing a word (an in-memory inverted index), never every pair of the table. Idempotent: a proposal
+    entries (the scope index, at most pool_limit) and compare each batch entry only with the candidates
+    a prefix index finds for the two thresholds (text for merges, trigger for supersedes), never every
+    pair of the table. Idempotent: a proposal
     for the same kind and entries is never made twice, and entries in an open proposal are left alone."""
     now = at or timezone.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
@@ -148,16 +175,17 @@ def sweep_consolidation(*, at=None, batch_size: int | None = None, pool_limit: i
                 pool = list(
                     Entry.objects.filter(status=Status.ACTIVE, scope=scope).only(*_FIELDS).order_by("-id")[:pool_limit]
                 )
-                text = {p.pk: words(f"{p.trigger} {p.content}") for p in pool + group}
-                for p in pool + group:
-                    if p.pk not in lessons:
-                        lessons[p.pk] = parse_lesson(p.trigger, p.content)
-                index: dict[str, list[Entry]] = defaultdict(list)
-                for p in pool:
-                    for w in text[p.pk]:
-                        index[w].append(p)
+                everyone = {p.pk: p for p in pool + group}
+                text = {pk: words(f"{p.trigger} {p.content}") for pk, p in everyone.items()}
+                trig_words = {pk: words(p.trigger) for pk, p in everyone.items()}
+                for pk, p in everyone.items():
+                    if pk not in lessons:
+                        lessons[pk] = parse_lesson(p.trigger, p.content)
+                by_text = _PrefixIndex(text, merge_at, [p.pk for p in pool])
+                by_trigger = _PrefixIndex(trig_words, trigger_at, [p.pk for p in pool])
                 for e in group:
-                    partners = {p.pk: p for w in text[e.pk] for p in index.get(w, ()) if p.pk > e.pk}
+                    ids = by_text.candidates(e.pk) | by_trigger.candidates(e.pk)
+                    partners = {pk: everyone[pk] for pk in ids if pk > e.pk}
                     for p in partners.values():
                         if contradiction(lessons[e.pk], lessons[p.pk]):
                             continue  # opposite advice is a conflict, not a duplicate
@@ -336,3 +364,31 @@ def dismiss_proposal(proposal_id: int, *, actor, note: str = "", at=None) -> Pro
             )
         _decide(proposal, actor=actor, state=ConsolidationProposal.State.DISMISSED, note=note, now=now)
     return ProposalOutcome(proposal, kept=tuple(members))
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    proposal_id: int
+    ok: bool
+    message: str
+
+
+def bulk_decide_proposals(ids: list[int], *, actor, action: str, note: str = "", at=None) -> list[BulkOutcome]:
+    """Accept (as proposed) or dismiss many proposals; each is its own decision with its Events."""
+    if action not in ("accept", "dismiss"):
+        raise ValidationError({"action": ["Bulk actions are accept or dismiss."]})
+    if not actor.has_perm("curation.review_entry"):
+        raise PermissionDenied("Only reviewers and leads decide on consolidation proposals.")
+    decide = accept_proposal if action == "accept" else dismiss_proposal
+    outcomes = []
+    for proposal_id in ids:
+        try:
+            decide(proposal_id, actor=actor, note=note, at=at)
+            outcomes.append(BulkOutcome(proposal_id, True, f"{action}ed"))
+        except ConsolidationProposal.DoesNotExist:
+            outcomes.append(BulkOutcome(proposal_id, False, "not found"))
+        except (StaleDecision, InvalidTransition) as exc:
+            outcomes.append(BulkOutcome(proposal_id, False, str(exc)))
+        except ValidationError as exc:
+            outcomes.append(BulkOutcome(proposal_id, False, "; ".join(exc.messages)))
+    return outcomes

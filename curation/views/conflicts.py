@@ -181,3 +181,35 @@ def dismiss(request, conflict_id):
             conflict_id, actor=request.user, reason=request.POST.get("reason", ""), **versions
         ),
     )
+
+
+def _bulk_items(values) -> list[tuple[int, int, int]]:
+    items = []
+    for value in values:
+        parts = value.split(":")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+            raise ValidationError({"selected": ["A selected conflict is malformed; reload the queue."]})
+        items.append(tuple(int(p) for p in parts))
+    if not items:
+        raise ValidationError({"selected": ["Select at least one conflict (x, or the checkbox on the card)."]})
+    if len(items) > 200:
+        raise ValidationError({"selected": ["At most 200 conflicts at once."]})
+    return items
+
+
+@require_POST
+@require(REVIEW)
+def bulk(request):
+    """Dismiss the selected conflicts: a plain form post, answered by a redirect with what happened."""
+    try:
+        items = _bulk_items(request.POST.getlist("selected"))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect(_queue_url(request))
+    outcomes = service.bulk_dismiss_conflicts(items, actor=request.user, reason=request.POST.get("reason", ""))
+    refused = [o for o in outcomes if not o.ok]
+    summary = f"Dismissed {len(outcomes) - len(refused)} of {len(outcomes)}."
+    if refused:
+        summary += " Not changed: " + "; ".join(f"#{o.conflict_id}: {o.message}" for o in refused)
+    (messages.warning if refused else messages.success)(request, summary)
+    return redirect(_queue_url(request))

@@ -123,3 +123,26 @@ def dismiss(request, proposal_id):
         request, proposal_id, "dismissed, never proposed again",
         lambda: service.dismiss_proposal(proposal_id, actor=request.user, note=request.POST.get("note", "")),
     )
+
+
+@require_POST
+@require(REVIEW)
+def bulk(request):
+    """Accept (as proposed) or dismiss the selected proposals, then back to the queue with what happened."""
+    values = request.POST.getlist("selected")
+    action = request.POST.get("action", "")
+    if not values or not all(v.isdigit() for v in values) or len(values) > 200:
+        messages.error(request, "Select between 1 and 200 proposals (x, or the checkbox on the card).")
+        return redirect(_queue_url(request))
+    try:
+        outcomes = service.bulk_decide_proposals([int(v) for v in values], actor=request.user, action=action,
+                                                 note=request.POST.get("note", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect(_queue_url(request))
+    refused = [o for o in outcomes if not o.ok]
+    summary = f"{action.capitalize()}ed {len(outcomes) - len(refused)} of {len(outcomes)}."
+    if refused:
+        summary += " Not changed: " + "; ".join(f"#{o.proposal_id}: {o.message}" for o in refused)
+    (messages.warning if refused else messages.success)(request, summary)
+    return redirect(_queue_url(request))
