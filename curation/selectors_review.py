@@ -24,11 +24,16 @@ RECENT_OUTCOMES = 5
 
 @dataclass(frozen=True)
 class ConflictFilters:
+    """Each filter on an entry matches when either entry of the pair matches it."""
+
     scope: str = ""
     kind: str = ""
+    signal: str = ""
     detected_by: str = ""
+    max_confidence: float | None = None   # either entry at most this confident
+    older_than_days: int | None = None    # opened at least this many days ago
 
-    def as_q(self) -> Q:
+    def as_q(self, now=None) -> Q:
         q = Q()
         if self.scope:
             prefix = self.scope.rstrip("/")
@@ -36,13 +41,20 @@ class ConflictFilters:
             q &= under("entry_a") | under("entry_b")
         if self.kind:
             q &= Q(entry_a__kind=self.kind) | Q(entry_b__kind=self.kind)
+        if self.signal:
+            q &= Q(entry_a__signal=self.signal) | Q(entry_b__signal=self.signal)
         if self.detected_by:
             q &= Q(detected_by=self.detected_by)
+        if self.max_confidence is not None:
+            q &= Q(entry_a__confidence__lte=self.max_confidence) | Q(entry_b__confidence__lte=self.max_confidence)
+        if self.older_than_days:
+            q &= Q(created_at__lte=(now or timezone.now()) - datetime.timedelta(days=self.older_than_days))
         return q
 
     @property
     def active(self) -> bool:
-        return bool(self.scope or self.kind or self.detected_by)
+        return bool(self.scope or self.kind or self.signal or self.detected_by or self.max_confidence is not None
+                    or self.older_than_days)
 
 
 @dataclass

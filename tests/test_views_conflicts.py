@@ -303,3 +303,18 @@ def test_bulk_refuses_malformed_selections(reviewer, selected):
 
 def test_bulk_is_for_reviewers(auditor):
     assert client_for(auditor).post(reverse("curation:conflicts-bulk"), {"selected": ["1:1:1"]}).status_code == 403
+
+
+def test_signal_confidence_and_age_filters(open_conflict, reviewer):
+    import datetime
+
+    conflict, a, b = open_conflict()
+    client = client_for(reviewer)
+    shown = lambda **params: f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), params).content.decode()  # noqa: E731
+    assert shown(signal="self") and not shown(signal="external")
+    assert shown(max_confidence="0.7") and not shown(max_confidence="0.5")
+    assert not shown(older_than_days="2")
+    Conflict.objects.filter(pk=conflict.pk).update(created_at=conflict.created_at - datetime.timedelta(days=3))
+    assert shown(older_than_days="2")
+    for bad in ({"max_confidence": "2"}, {"older_than_days": "-1"}, {"signal": "gossip"}):
+        assert client.get(reverse("curation:conflicts"), bad).status_code == 400

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from curation import selectors_review
-from curation.models import Conflict, Entry, Kind
+from curation.models import Conflict, Entry, Kind, Signal
 from curation.permissions import READ, REVIEW, require
 from curation.selectors import BadCursor
 from curation.selectors_review import ConflictFilters
@@ -26,18 +26,40 @@ DETECTORS = ("ingest", "sweep", "merge")
 def parse_filters(params) -> ConflictFilters:
     errors = {}
     kind = params.get("kind", "")
+    signal = params.get("signal", "")
     detected_by = params.get("detected_by", "")
     if kind and kind not in Kind.values:
         errors["kind"] = f"one of {', '.join(Kind.values)}"
+    if signal and signal not in Signal.values:
+        errors["signal"] = f"one of {', '.join(Signal.values)}"
     if detected_by and detected_by not in DETECTORS:
         errors["detected_by"] = f"one of {', '.join(DETECTORS)}"
+    max_confidence = older_than_days = None
+    raw = (params.get("max_confidence") or "").strip()
+    if raw:
+        try:
+            max_confidence = float(raw)
+            if not 0 <= max_confidence <= 1:
+                raise ValueError
+        except ValueError:
+            errors["max_confidence"] = "a number from 0 to 1"
+    raw = (params.get("older_than_days") or "").strip()
+    if raw:
+        if raw.isdigit() and int(raw) <= 3650:
+            older_than_days = int(raw)
+        else:
+            errors["older_than_days"] = "a whole number of days (at most 3650)"
     if errors:
         raise ValidationError({k: [v] for k, v in errors.items()})
-    return ConflictFilters(scope=(params.get("scope") or "").strip()[:255], kind=kind, detected_by=detected_by)
+    return ConflictFilters(
+        scope=(params.get("scope") or "").strip()[:255], kind=kind, signal=signal, detected_by=detected_by,
+        max_confidence=max_confidence, older_than_days=older_than_days,
+    )
 
 
 def _base_context(request):
-    return {"can_review": request.user.has_perm(REVIEW), "kinds": Kind.choices, "detectors": DETECTORS}
+    return {"can_review": request.user.has_perm(REVIEW), "kinds": Kind.choices, "signals": Signal.choices,
+            "detectors": DETECTORS}
 
 
 @require_GET
