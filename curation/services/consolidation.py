@@ -167,7 +167,13 @@ def sweep_consolidation(*, at=None, batch_size: int | None = None, pool_limit: i
                 break
             after = batch[-1].pk
             examined += len(batch)
-            lessons: dict = {}  # per batch: memory stays bounded by batch and pool sizes
+            lessons: dict = {}  # per batch, and only for compared pairs: memory stays bounded
+
+            def lesson(entry, lessons=lessons):
+                if entry.pk not in lessons:
+                    lessons[entry.pk] = parse_lesson(entry.trigger, entry.content)
+                return lessons[entry.pk]
+
             by_scope: dict[str, list[Entry]] = defaultdict(list)
             for e in batch:
                 by_scope[e.scope].append(e)
@@ -178,16 +184,13 @@ def sweep_consolidation(*, at=None, batch_size: int | None = None, pool_limit: i
                 everyone = {p.pk: p for p in pool + group}
                 text = {pk: words(f"{p.trigger} {p.content}") for pk, p in everyone.items()}
                 trig_words = {pk: words(p.trigger) for pk, p in everyone.items()}
-                for pk, p in everyone.items():
-                    if pk not in lessons:
-                        lessons[pk] = parse_lesson(p.trigger, p.content)
                 by_text = _PrefixIndex(text, merge_at, [p.pk for p in pool])
                 by_trigger = _PrefixIndex(trig_words, trigger_at, [p.pk for p in pool])
                 for e in group:
                     ids = by_text.candidates(e.pk) | by_trigger.candidates(e.pk)
                     partners = {pk: everyone[pk] for pk in ids if pk > e.pk}
                     for p in partners.values():
-                        if contradiction(lessons[e.pk], lessons[p.pk]):
+                        if contradiction(lesson(e), lesson(p)):
                             continue  # opposite advice is a conflict, not a duplicate
                         score = _jaccard(text[e.pk], text[p.pk])
                         if score >= merge_at:
