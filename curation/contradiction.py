@@ -46,8 +46,11 @@ PHRASE_BOUNDARY = frozenset(
     # and where a prepositional phrase starts: "commit secrets to the repo" is about committing secrets
     + "to in on into onto for with without from at by during via through across".split()
 )
-# A clause that states something ("X is fine") is not an order.
+# A clause that states something ("X is fine", "it saved us time") is not an order.
 COPULAS = frozenset("is are was were be been isn't aren't".split())
+PRONOUNS = frozenset("it its you we they i he she this that these those there here our their my".split())
+# Heads too common to find a partner by: search by the action's objects instead ("be cleared").
+WEAK_HEADS = frozenset("be have get make keep let go".split())
 ARTICLES = frozenset("a an the your any".split())
 _CLAUSE_SPLIT = re.compile(r"[.;:!?\n]+|,\s*|\s+-{1,2}\s+|\s+—\s+")
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -119,7 +122,8 @@ def _directive(positive: bool, marker: str, phrase: list[str]) -> Directive | No
 def _imperative(tokens: list[str]) -> bool:
     """Does a clause without a marker open with an order? Not "Skipping X is fine", "Merges happen"."""
     first = tokens[0]
-    if first in ARTICLES or first.endswith("ing") or (first.endswith("s") and not first.endswith("ss")):
+    if first in ARTICLES or first in PRONOUNS or first[0].isdigit() or first.endswith("ing") or (
+            first.endswith("s") and not first.endswith("ss")):
         return False
     return not COPULAS & set(tokens)
 
@@ -197,9 +201,12 @@ class Lesson:
 
     @property
     def search_words(self) -> set[str]:
-        """Stems a contradicting partner's text must mention (its verb, or an object when the verb is
-        as common as "be"): what an index lookup narrows partners by."""
-        return {w for d in self.directives for w in (d.verb, *d.objects)}
+        """Stems a contradicting partner's text must mention: the action's head, or its objects when the
+        head is as common as "be". What an index lookup narrows partners by."""
+        found = set()
+        for d in self.directives:
+            found |= set(d.objects) if d.verb in WEAK_HEADS else {d.verb}
+        return {w for w in found if len(w) > 2 and not w.isdigit()}
 
 
 def parse_lesson(trigger: str, content: str) -> Lesson:

@@ -365,3 +365,45 @@ class TaskRun(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["task", "-started_at"], name="task_run_recent_idx")]
+
+
+class ConsolidationProposal(models.Model):
+    """A background sweep's proposal: merge near-duplicate active entries of one scope, or let a newer
+    entry supersede an outdated one. The sweep never changes an entry; only an accepted proposal does.
+    `key` identifies the proposal's kind and entries, so a decided proposal is never made again."""
+
+    class Kind(models.TextChoices):
+        MERGE = "merge", "merge duplicates"
+        SUPERSEDE = "supersede", "replace outdated"
+
+    class State(models.TextChoices):
+        OPEN = "open", "open"
+        ACCEPTED = "accepted", "accepted"
+        DISMISSED = "dismissed", "dismissed"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    scope = models.CharField(max_length=255)
+    key = models.CharField(max_length=64, unique=True)  # sha256 of "kind:sorted entry ids"
+    entries = models.ManyToManyField(Entry, related_name="consolidation_proposals")
+    # {"12": 3, ...}: the versions the sweep read; accepting refuses entries changed since.
+    entry_versions = models.JSONField(default=dict)
+    # supersede: the newer entry that stays and replaces the others
+    target = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    proposed_trigger = models.TextField(blank=True)
+    proposed_content = models.TextField(blank=True)
+    proposed_boundary = models.TextField(blank=True)
+    proposed_conditions = models.JSONField(default=list, blank=True)
+    reason = models.TextField(blank=True)  # what the sweep saw, e.g. "3 entries, 0.82 alike"
+    score = models.FloatField(default=0.0)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+    # accepted merge: the new entry it made
+    result = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["state", "created_at"], name="consolidation_state_idx")]

@@ -1,11 +1,11 @@
 from django.urls import path
 
-from curation.views import candidates, entries, maintenance, tokens
+from curation.views import candidates, conflicts, consolidation, dashboard, entries, maintenance, tokens
 
 app_name = "curation"
 
 urlpatterns = [
-    path("", candidates.home, name="home"),
+    path("", dashboard.home, name="home"),
     path("review/candidates/", candidates.queue, name="candidates"),
     path("review/candidates/bulk/", candidates.bulk, name="candidates-bulk"),
     path("review/candidates/<int:entry_id>/", candidates.card, name="candidate-card"),
@@ -14,6 +14,18 @@ urlpatterns = [
     path("review/candidates/<int:entry_id>/reject/", candidates.reject, name="candidate-reject"),
     path("review/candidates/<int:entry_id>/defer/", candidates.defer, name="candidate-defer"),
     path("review/candidates/<int:entry_id>/merge/", candidates.merge, name="candidate-merge"),
+    path("review/conflicts/", conflicts.queue, name="conflicts"),
+    path("review/conflicts/bulk/", conflicts.bulk, name="conflicts-bulk"),
+    path("review/conflicts/<int:conflict_id>/", conflicts.card, name="conflict-card"),
+    path("review/conflicts/<int:conflict_id>/keep/", conflicts.keep, name="conflict-keep"),
+    path("review/conflicts/<int:conflict_id>/split/", conflicts.split, name="conflict-split"),
+    path("review/conflicts/<int:conflict_id>/merge/", conflicts.merge, name="conflict-merge"),
+    path("review/conflicts/<int:conflict_id>/dismiss/", conflicts.dismiss, name="conflict-dismiss"),
+    path("review/consolidation/", consolidation.queue, name="consolidation"),
+    path("review/consolidation/bulk/", consolidation.bulk, name="consolidation-bulk"),
+    path("review/consolidation/<int:proposal_id>/", consolidation.card, name="proposal-card"),
+    path("review/consolidation/<int:proposal_id>/accept/", consolidation.accept, name="proposal-accept"),
+    path("review/consolidation/<int:proposal_id>/dismiss/", consolidation.dismiss, name="proposal-dismiss"),
     path("entries/<int:entry_id>/", entries.detail, name="entry"),
     path("entries/<int:entry_id>/history.json", entries.history_json, name="entry-history"),
     path("entries/<int:entry_id>/evidence/", entries.add_evidence_view, name="entry-evidence"),

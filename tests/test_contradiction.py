@@ -107,3 +107,14 @@ def test_triggers_overlap(a, b, overlap):
 ])
 def test_conditions_overlap(a, b, overlap):
     assert conditions_overlap(a, b) is overlap
+
+
+def test_statements_are_not_orders():
+    assert directives("It saved 34 minutes last time. 3 retries were enough. You restart it.") == []
+
+
+def test_search_words_are_heads_or_the_objects_of_weak_heads():
+    from curation.contradiction import parse_lesson
+
+    assert parse_lesson("t", "Always restart the worker; it saved 34 minutes.").search_words == {"restart"}
+    assert parse_lesson("t", "The cache should be cleared.").search_words == {"clear"}

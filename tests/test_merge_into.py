@@ -61,3 +61,21 @@ def test_an_auditor_cannot_merge(client, pair, auditor):
                        {"version": candidate.version, "target": target.pk}).status_code == 403
     candidate.refresh_from_db()
     assert candidate.status == Status.PENDING
+
+
+def test_a_reviewer_keeps_an_entry_archived_for_low_utility(make_candidate, reviewer):
+    from django.utils import timezone
+
+    from curation.models import Entry, QueueReason
+
+    entry = make_candidate(scope="acme/billing-api")
+    entry = services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
+    now = timezone.now()
+    # the state the low_utility sweep leaves: archived, and waiting in the queue as a recheck
+    Entry.objects.filter(pk=entry.pk).update(status=Status.ARCHIVED, archived_at=now, archive_reason="low utility",
+                                             queued_at=now, queue_reason=QueueReason.RECHECK_LOW_UTILITY,
+                                             version=entry.version + 1)
+    kept = services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version + 1)
+    kept.refresh_from_db()
+    assert (kept.status, kept.archived_at, kept.archive_reason, kept.queued_at) == (Status.ACTIVE, None, "", None)
+    assert Event.objects.filter(entry=kept, action="reactivate").exists()

@@ -43,7 +43,7 @@ def test_a_new_candidate_contradicting_an_active_entry_opens_a_conflict(reviewer
 
     assert (conflict.entry_a_id, conflict.entry_b_id) == (old.pk, new.pk)
     assert conflict.state == Conflict.State.OPEN and conflict.detected_by == "ingest"
-    assert conflict.reason == '"never rebase shared branches" against "always rebase"'
+    assert conflict.reason == '"always rebase" against "never rebase shared branches"'
     for entry, other in ((old, new), (new, old)):
         event = Event.objects.get(entry=entry, action="conflict_opened")
         assert event.actor_label == "detector:ingest" and event.actor is None
@@ -399,3 +399,12 @@ def test_keep_refuses_an_entry_outside_the_pair(pair, reviewer):
     conflict, a, b = pair()
     with pytest.raises(ValidationError, match="Keep #"):
         conflicts.keep_entry(conflict.pk, actor=reviewer, keep=b.pk + 99, **versions(a, b))
+
+
+@pytest.mark.parametrize("deeper_first", [True, False])
+def test_sweep_pairs_ancestor_and_descendant_scopes_in_either_order(reviewer, deeper_first):
+    scopes = ["acme/billing-api/container/x", "acme"] if deeper_first else ["acme", "acme/billing-api/container/x"]
+    first = active(reviewer, scope=scopes[0], **REBASE)
+    second = active(reviewer, scope=scopes[1], **NO_REBASE)
+    [conflict] = conflicts.sweep_conflicts(batch_size=1).opened
+    assert (conflict.entry_a_id, conflict.entry_b_id) == (first.pk, second.pk)

@@ -1,6 +1,9 @@
 """Retrieval reads one scope's matching entries, not the whole scope: one GIN index on (scope,
 search_vector) for active entries (btree_gin lets a GIN index hold the scope too), in place of the
-search_vector-only index of 0005; and (scope, confidence) for retrieval without a query. PostgreSQL only."""
+search_vector-only index of 0005. PostgreSQL only.
+
+(No index holds `confidence`: the decay sweep rewrites it daily, and an update that touches no indexed
+column can stay on its page (a HOT update) without touching the indexes at all; see 0009.)"""
 
 from django.db import migrations
 
@@ -13,10 +16,6 @@ def add(apps, schema_editor):
         "CREATE INDEX IF NOT EXISTS entry_active_scope_search_idx ON curation_entry "
         "USING gin (scope, search_vector) WHERE status = 'active'", params=None)
     schema_editor.execute("DROP INDEX IF EXISTS entry_search_vector_idx", params=None)
-    # Retrieval without a query: a scope's most confident entries, read in index order.
-    schema_editor.execute(
-        "CREATE INDEX IF NOT EXISTS entry_active_scope_confidence_idx ON curation_entry "
-        "(scope, confidence DESC, id DESC) WHERE status = 'active'", params=None)
 
 
 def drop(apps, schema_editor):
@@ -26,7 +25,6 @@ def drop(apps, schema_editor):
         "CREATE INDEX IF NOT EXISTS entry_search_vector_idx ON curation_entry USING gin (search_vector) "
         "WHERE status = 'active'", params=None)
     schema_editor.execute("DROP INDEX IF EXISTS entry_active_scope_search_idx", params=None)
-    schema_editor.execute("DROP INDEX IF EXISTS entry_active_scope_confidence_idx", params=None)
 
 
 class Migration(migrations.Migration):

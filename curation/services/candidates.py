@@ -25,8 +25,17 @@ EDITABLE_FIELDS = ("scope", "trigger", "content", "boundary", "conditions")
 # The columns a queue decision may change; written with one conditional UPDATE.
 _DECISION_COLUMNS = (
     "status", "queued_at", "queue_reason", "scope", "trigger", "content", "boundary", "conditions",
-    "fingerprint", "base_confidence", "confidence", "last_verified_at", "version", "updated_at",
+    "fingerprint", "base_confidence", "confidence", "last_verified_at", "archived_at", "archive_reason",
+    "version", "updated_at",
 )
+
+
+def _approvable(entry: Entry) -> bool:
+    """Pending candidates, active entries sent back for a recheck, and entries archived for low utility
+    that wait in the queue for a reviewer to keep or retire them."""
+    return entry.status in (Status.PENDING, Status.ACTIVE) or (
+        entry.status == Status.ARCHIVED and entry.queue_reason == QueueReason.RECHECK_LOW_UTILITY
+    )
 
 
 CANDIDATE_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when",
@@ -197,6 +206,8 @@ def _activate(entry: Entry, now) -> None:
     entry.queue_reason = ""
     entry.last_verified_at = now
     entry.confidence = entry.base_confidence
+    entry.archived_at = None
+    entry.archive_reason = ""
 
 
 def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:
@@ -205,8 +216,8 @@ def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: st
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
         before = entry.snapshot()
-        action = "approve" if entry.status == Status.PENDING else "confirm"
-        if entry.status not in (Status.PENDING, Status.ACTIVE):
+        action = {Status.PENDING: "approve", Status.ARCHIVED: "reactivate"}.get(entry.status, "confirm")
+        if not _approvable(entry):
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         _activate(entry, now)
         _save_decision(entry, expected_version, now)
@@ -225,7 +236,7 @@ def edit_and_approve(
         raise ValidationError({"scope": ["You can only move an entry to a scope you review."]})
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
-        if entry.status not in (Status.PENDING, Status.ACTIVE):
+        if not _approvable(entry):
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         before = entry.snapshot()
         for field, value in cleaned.items():

@@ -19,14 +19,14 @@ from django.db.models import BooleanField, FloatField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from curation import access, lifecycle
+from curation import access
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
-from curation.models import Conflict, Entry, Event, Evidence, Status
+from curation.models import Conflict, Entry, Event, Status
 from curation.redaction import redact_fields
-from curation.similarity import fingerprint
 
 from .errors import InvalidTransition, StaleDecision
 from .events import record_event
+from .merging import merge_entries, save_entry, snapshot, supersede_entry
 from .validation import clean_entry_fields
 
 PARTNER_POOL = 500
@@ -69,9 +69,14 @@ def _mentioning(qs, stems):
     return qs.filter(q)
 
 
-def _partner_pool(scope: str, stems, *, exclude=(), limit: int | None = None) -> list[Entry]:
-    """Active entries that apply together with `scope` and mention an action word, newest first, bounded."""
-    qs = _mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(overlapping_scopes_q(scope)), stems)
+def _partner_pool(scope: str, stems, *, exclude=(), limit: int | None = None, descendants: bool = True) -> list[Entry]:
+    """Active entries that apply together with `scope` and mention an action word, newest first, bounded.
+
+    Without descendants the scope part is an equality lookup on the active-scope index only (a prefix
+    LIKE is no index range on PostgreSQL unless the collation is C): the sweep needs no more, because of
+    two overlapping entries one is at or below the other's scope and finds it among its ancestors."""
+    where = overlapping_scopes_q(scope) if descendants else Q(scope__in=access.scope_ancestors(scope))
+    qs = _mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(where), stems)
     if exclude:
         qs = qs.exclude(pk__in=list(exclude))
     if not qs.query.order_by:
@@ -115,10 +120,13 @@ def _open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list
 
 
 def _contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesson) -> str | None:
+    """The reason, read in the stored pair's order (lower id first), as the queue shows them left to right."""
     if not access.scopes_overlap(entry.scope, other.scope):
         return None
     if not conditions_overlap(entry.conditions, other.conditions):
         return None
+    if other.pk < entry.pk:
+        return contradiction(other_lesson, lesson)
     return contradiction(lesson, other_lesson)
 
 
@@ -152,10 +160,11 @@ class SweepResult:
 
 
 def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int | None = None) -> SweepResult:
-    """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners that
-    apply together and mention one of the group's action words (indexed lookups, at most pool_limit
-    each), then compare only pairs that share an action word with opposite polarity. Idempotent: a known
-    pair is never raised again, so a second run opens nothing."""
+    """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners in that
+    scope and its ancestors that mention one of the group's action words (index lookups, at most
+    pool_limit each; descendants are covered when the batch holding them looks up), then compare only
+    pairs that share an action word with opposite polarity. Idempotent: a known pair is never raised
+    again, so a second run opens nothing."""
     now = at or timezone.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
     after = 0
@@ -178,7 +187,7 @@ def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int |
         entries: dict[int, Entry] = {}
         for scope, group in by_scope.items():
             stems = set().union(*(lessons[e.pk].search_words for e in group))
-            partners = _partner_pool(scope, stems, limit=pool_limit)
+            partners = _partner_pool(scope, stems, limit=pool_limit, descendants=False)
             # An in-memory index of the partners by (action word, polarity): only opposite pairs meet.
             index: dict[tuple[str, bool], list[Entry]] = defaultdict(list)
             for p in partners:
@@ -213,10 +222,6 @@ def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int |
 LIVE = (Status.ACTIVE, Status.PENDING)
 SPLIT_FIELDS = ("scope", "conditions")
 MERGE_FIELDS = ("kind", "scope", "trigger", "content", "boundary", "conditions")
-_RESOLUTION_COLUMNS = (
-    "status", "queued_at", "queue_reason", "scope", "conditions", "supersedes", "last_verified_at",
-    "confidence", "version", "updated_at",
-)
 
 
 @dataclass(frozen=True)
@@ -257,21 +262,6 @@ def _require_live(*entries: Entry) -> None:
             )
 
 
-def _save_entry(entry: Entry, now) -> None:
-    """Write a resolution's change with one conditional UPDATE on the version it was loaded at."""
-    expected = entry.version
-    entry.version = expected + 1
-    entry.updated_at = now
-    values = {c: getattr(entry, c if c != "supersedes" else "supersedes_id") for c in _RESOLUTION_COLUMNS}
-    values["supersedes_id"] = values.pop("supersedes")
-    if not Entry.objects.filter(pk=entry.pk, version=expected).update(**values):
-        raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=expected))
-
-
-def _snapshot(entry: Entry) -> dict:
-    return {**entry.snapshot(), "supersedes": entry.supersedes_id}
-
-
 def _close(conflict: Conflict, *, actor, state: str, resolution: str, now) -> None:
     conflict.state = state
     conflict.resolution = resolution
@@ -292,16 +282,8 @@ def _close_moot(superseded: list[Entry], *, actor, now, except_id: int) -> int:
 
 
 def _supersede(entry: Entry, by: Entry, *, actor, conflict: Conflict, reason: str, now) -> None:
-    before = _snapshot(entry)
-    entry.status = Status.SUPERSEDED
-    entry.queued_at = None
-    entry.queue_reason = ""
-    _save_entry(entry, now)
-    record_event(
-        entry, actor=actor, action="supersede",
-        reason=reason or f"conflict #{conflict.pk}: superseded by #{by.pk}",
-        before=before, after={**_snapshot(entry), "superseded_by": by.pk, "conflict": conflict.pk}, at=now,
-    )
+    supersede_entry(entry, by, actor=actor, reason=reason or f"conflict #{conflict.pk}: superseded by #{by.pk}",
+                    extra={"conflict": conflict.pk}, now=now)
 
 
 def keep_entry(
@@ -322,7 +304,7 @@ def keep_entry(
             raise ValidationError({"keep": [f"Keep #{a.pk} or #{b.pk}."]})
         _require_live(a, b)
         kept, other = (a, b) if keep == a.pk else (b, a)
-        before = _snapshot(kept)
+        before = snapshot(kept)
         if kept.status == Status.PENDING:
             kept.status = Status.ACTIVE
             kept.queued_at = None
@@ -331,11 +313,11 @@ def keep_entry(
             kept.confidence = kept.base_confidence
         if kept.supersedes_id is None:
             kept.supersedes_id = other.pk
-        _save_entry(kept, now)
+        save_entry(kept, now)
         record_event(
             kept, actor=actor, action="conflict_keep",
             reason=reason or f"conflict #{conflict.pk}: kept over #{other.pk}",
-            before=before, after={**_snapshot(kept), "superseded": other.pk, "conflict": conflict.pk}, at=now,
+            before=before, after={**snapshot(kept), "superseded": other.pk, "conflict": conflict.pk}, at=now,
         )
         _supersede(other, kept, actor=actor, conflict=conflict, reason=reason, now=now)
         _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="keep_a" if kept is a else "keep_b", now=now)
@@ -386,24 +368,19 @@ def split_conflict(
             if entry.scope != new["scope"] or list(entry.conditions) != new["conditions"]:
                 changed.append(entry)
         for entry, new, other in ((a, new_a, b), (b, new_b, a)):
-            before = _snapshot(entry)
+            before = snapshot(entry)
             if entry in changed:
                 entry.scope, entry.conditions = new["scope"], new["conditions"]
-                _save_entry(entry, now)
+                save_entry(entry, now)
             edited = [f for f in SPLIT_FIELDS if before[f] != entry.snapshot()[f]]
             record_event(
                 entry, actor=actor, action="conflict_split",
                 reason=reason or f"conflict #{conflict.pk} with #{other.pk}: "
                 + (f"narrowed {' and '.join(edited)}" if edited else "unchanged, the other entry was narrowed"),
-                before=before, after={**_snapshot(entry), "conflict": conflict.pk}, at=now,
+                before=before, after={**snapshot(entry), "conflict": conflict.pk}, at=now,
             )
         _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="split", now=now)
     return Resolution(conflict, kept=(a, b))
-
-
-def _copied_excerpt(evidence) -> str:
-    note = f"\n[copied from evidence #{evidence.pk} of entry #{evidence.entry_id}]"
-    return evidence.excerpt[: 4000 - len(note)] + note
 
 
 def merge_conflict(
@@ -421,42 +398,10 @@ def merge_conflict(
         _require_live(a, b)
         if not access.user_can_see_scope(actor, fields["scope"]):
             raise ValidationError({"scope": ["You can only write an entry in a scope you review."]})
-        primary = a if a.base_confidence >= b.base_confidence else b
-        originals = list(Evidence.objects.filter(entry_id__in=[a.pk, b.pk]).order_by("observed_at", "id"))
-        signal = lifecycle.strongest_signal(
-            [e.signal for e in originals if e.polarity == Evidence.Polarity.SUPPORTS] + [a.signal, b.signal]
-        )
-        base = max(a.base_confidence, b.base_confidence)
-        merged = Entry.objects.create(
-            **fields,
-            fingerprint=fingerprint(fields["trigger"], fields["content"]),
-            signal=signal,
-            base_confidence=base,
-            confidence=base,
-            last_verified_at=now,
-            status=Status.ACTIVE,
-            flags=[f.as_flag() for f in findings],
-            supersedes=primary,
-            source_task=f"conflict #{conflict.pk}",
-            created_by=actor,
-            created_by_label=actor.get_username(),
-            created_at=now,
-            updated_at=now,
-        )
-        Evidence.objects.bulk_create(
-            Evidence(
-                entry=merged, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=_copied_excerpt(e),
-                task_ref=e.task_ref, observed_at=e.observed_at, recorded_by=e.recorded_by,
-                recorded_by_label=e.recorded_by_label, created_at=now,
-            )
-            for e in originals
-        )
-        record_event(
-            merged, actor=actor, action="conflict_merge",
-            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}",
-            after={**_snapshot(merged), "merged_from": [a.pk, b.pk], "evidence_copied": len(originals),
-                   "conflict": conflict.pk},
-            at=now,
+        merged = merge_entries(
+            [a, b], fields=fields, flags=[f.as_flag() for f in findings], actor=actor, origin=f"conflict #{conflict.pk}",
+            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}", action="conflict_merge",
+            extra={"conflict": conflict.pk}, now=now,
         )
         for old in (a, b):
             _supersede(old, merged, actor=actor, conflict=conflict, reason=reason, now=now)
@@ -482,3 +427,27 @@ def dismiss_conflict(
             )
         _close(conflict, actor=actor, state=Conflict.State.DISMISSED, resolution="dismiss", now=now)
     return Resolution(conflict, kept=(a, b))
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    conflict_id: int
+    ok: bool
+    message: str
+
+
+def bulk_dismiss_conflicts(items: list[tuple[int, int, int]], *, actor, reason: str = "", at=None) -> list[BulkOutcome]:
+    """Dismiss many (conflict id, version a, version b). Each is its own decision with its Events, so one
+    stale or out-of-scope conflict never blocks the others."""
+    if not actor.has_perm("curation.review_entry"):
+        raise PermissionDenied("Only reviewers and leads resolve conflicts.")
+    outcomes = []
+    for conflict_id, version_a, version_b in items:
+        try:
+            dismiss_conflict(conflict_id, actor=actor, version_a=version_a, version_b=version_b, reason=reason, at=at)
+            outcomes.append(BulkOutcome(conflict_id, True, "dismissed"))
+        except (Conflict.DoesNotExist, Entry.DoesNotExist):
+            outcomes.append(BulkOutcome(conflict_id, False, "not found"))
+        except (StaleDecision, InvalidTransition) as exc:
+            outcomes.append(BulkOutcome(conflict_id, False, str(exc)))
+    return outcomes

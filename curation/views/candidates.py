@@ -19,13 +19,6 @@ from curation.selectors import BadCursor, QueueFilters
 from curation.services import InvalidTransition, StaleDecision
 
 
-@require_GET
-def home(request):
-    if not request.user.is_authenticated:
-        return redirect("login")
-    return redirect("curation:candidates")
-
-
 def parse_filters(params) -> QueueFilters:
     """Queue filters from GET parameters (or the filters an action carries along)."""
     errors = {}

@@ -1,5 +1,6 @@
 // Keyboard triage for the candidates queue: j/k move, a approve, e edit, r reject, d defer,
-// x select, o open, ? help. Every key presses a real button or link, so the server decides.
+// x select, o open, ? help. Other queues' cards declare their keys with data-key (the conflicts
+// queue: 1/2 keep, s split, m merge, n dismiss). Every key presses a real button or link, so the server decides.
 (function () {
   "use strict";
   function cards() { return Array.from(document.querySelectorAll("#queue [data-card]")); }
@@ -46,6 +47,13 @@
     if (ev.key === "?") { var dlg = document.getElementById("keys-help"); if (dlg) dlg.showModal(); return; }
     if (!document.getElementById("queue")) return;
     var card = current();
+    // Cards of the other queues name their own keys: data-key on a button (pressed) or a panel (opened).
+    var keyed = open(card) && /^[a-z0-9]$/.test(ev.key) ? card.querySelector('[data-key="' + ev.key + '"]') : null;
+    if (keyed) {
+      if (keyed.matches("details[data-panel]")) openPanel(card, keyed.dataset.panel); else keyed.click();
+      ev.preventDefault();
+      return;
+    }
     switch (ev.key) {
       case "j": move(1); break;
       case "k": move(-1); break;

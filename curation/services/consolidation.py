@@ -1,0 +1,397 @@
+"""Consolidation proposals (issue 5 §2): a sweep proposes, a reviewer decides.
+
+`sweep_consolidation` reads the active entries from one consistent snapshot and proposes (a) merging
+clusters of near-duplicates in one scope, with pre-filled merged text, and (b) letting a newer entry
+supersede an outdated one with the same trigger. It never changes an entry. `accept_proposal` (as is,
+or with edited text) and `dismiss_proposal` are the decisions, each with its Events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from curation import access
+from curation.contradiction import contradiction, parse_lesson
+from curation.models import ConsolidationProposal, Entry, Event, Status
+from curation.redaction import redact_fields
+from curation.similarity import normalise, words
+
+from .conflicts import _close_moot, detect_conflicts_for
+from .errors import InvalidTransition, StaleDecision
+from .events import record_event
+from .merging import merge_entries, save_entry, snapshot, supersede_entry
+from .validation import clean_entry_fields
+
+POOL = 500
+CLUSTER_MAX = 10
+EDITABLE = ("trigger", "content", "boundary", "conditions")
+_FIELDS = (
+    "id", "kind", "scope", "trigger", "content", "boundary", "conditions", "status", "version", "signal",
+    "base_confidence", "confidence", "created_at", "supersedes_id",
+)
+
+
+def merge_threshold() -> float:
+    return settings.CURATION.get("CONSOLIDATE_MERGE_AT", 0.6)
+
+
+def supersede_trigger_threshold() -> float:
+    return settings.CURATION.get("CONSOLIDATE_SUPERSEDE_TRIGGER_AT", 0.6)
+
+
+def proposal_key(kind: str, ids) -> str:
+    return hashlib.sha256(f"{kind}:{','.join(str(i) for i in sorted(ids))}".encode()).hexdigest()
+
+
+def _jaccard(a: frozenset, b: frozenset) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def merged_text(members: list[Entry]) -> dict:
+    """The merge form's starting text: the strongest entry's trigger and content, then every other
+    distinct content, boundary and keyword, so nothing a source said is lost before a person edits it."""
+    ordered = sorted(members, key=lambda e: (-e.base_confidence, e.pk))
+    contents, boundaries, seen_c, seen_b = [], [], set(), set()
+    for e in ordered:
+        if normalise(e.content) not in seen_c:
+            seen_c.add(normalise(e.content))
+            contents.append(e.content)
+        if e.boundary and normalise(e.boundary) not in seen_b:
+            seen_b.add(normalise(e.boundary))
+            boundaries.append(e.boundary)
+    conditions = list(dict.fromkeys(c for e in ordered for c in e.conditions))
+    return {"trigger": ordered[0].trigger, "content": "\n".join(contents), "boundary": "\n".join(boundaries),
+            "conditions": conditions}
+
+
+@contextlib.contextmanager
+def _consistent_snapshot():
+    """Every read of the sweep sees the same moment: on PostgreSQL a REPEATABLE READ transaction (reads
+    take no locks), when the caller has not already opened one."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql" and connection.in_atomic_block and not connection.savepoint_ids:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+class _PrefixIndex:
+    """Candidate pairs for a Jaccard threshold t without comparing every pair (prefix filtering, as in
+    set-similarity joins): order each set's words rarest first; two sets with Jaccard >= t share a word
+    among the first |S| - ceil(t*|S|) + 1 words of each. Common words ("first", "when") sit at the end,
+    so they never make candidates on their own."""
+
+    def __init__(self, sets: dict[int, frozenset], threshold: float, indexed_ids):
+        self.sets, self.threshold = sets, threshold
+        self.df: dict[str, int] = defaultdict(int)
+        for ws in sets.values():
+            for w in ws:
+                self.df[w] += 1
+        self.index: dict[str, list[int]] = defaultdict(list)
+        for pk in indexed_ids:
+            for w in self.prefix(pk):
+                self.index[w].append(pk)
+
+    def prefix(self, pk: int) -> list[str]:
+        ordered = sorted(self.sets[pk], key=lambda w: (self.df[w], w))
+        return ordered[: len(ordered) - math.ceil(self.threshold * len(ordered)) + 1] if ordered else []
+
+    def candidates(self, pk: int) -> set[int]:
+        return {other for w in self.prefix(pk) for other in self.index.get(w, ()) if other != pk}
+
+
+class _Clusters:
+    """Union-find over the entries found in near-duplicate pairs."""
+
+    def __init__(self):
+        self.parent: dict[int, int] = {}
+        self.best: dict[int, float] = {}
+
+    def find(self, x: int) -> int:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int, score: float) -> None:
+        ra, rb = self.find(a), self.find(b)
+        root, other = min(ra, rb), max(ra, rb)
+        best = max(self.best.get(ra, 0.0), self.best.get(rb, 0.0), score)
+        if other != root:
+            self.parent[other] = root
+            self.best.pop(other, None)
+        self.best[root] = best
+
+    def groups(self) -> list[list[int]]:
+        out: dict[int, list[int]] = defaultdict(list)
+        for x in list(self.parent):
+            out[self.find(x)].append(x)
+        return [sorted(g) for g in out.values() if len(g) > 1]
+
+
+@dataclass(frozen=True)
+class ConsolidationSweep:
+    examined: int
+    proposed: list
+
+
+def sweep_consolidation(*, at=None, batch_size: int | None = None, pool_limit: int | None = None) -> ConsolidationSweep:
+    """Walk the active entries in keyset batches of id; per batch and scope, read that scope's active
+    entries (the scope index, at most pool_limit) and compare each batch entry only with the candidates
+    a prefix index finds for the two thresholds (text for merges, trigger for supersedes), never every
+    pair of the table. Idempotent: a proposal
+    for the same kind and entries is never made twice, and entries in an open proposal are left alone."""
+    now = at or timezone.now()
+    batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
+    pool_limit = pool_limit or POOL
+    merge_at, trigger_at = merge_threshold(), supersede_trigger_threshold()
+    clusters = _Clusters()
+    outdated: dict[tuple[int, int], str] = {}   # (older, newer) -> reason
+    seen: dict[int, Entry] = {}  # only the entries found in a pair
+    examined = 0
+    with _consistent_snapshot():
+        after = 0
+        while True:
+            batch = list(Entry.objects.filter(status=Status.ACTIVE, pk__gt=after).only(*_FIELDS).order_by("id")[:batch_size])
+            if not batch:
+                break
+            after = batch[-1].pk
+            examined += len(batch)
+            lessons: dict = {}  # per batch, and only for compared pairs: memory stays bounded
+
+            def lesson(entry, lessons=lessons):
+                if entry.pk not in lessons:
+                    lessons[entry.pk] = parse_lesson(entry.trigger, entry.content)
+                return lessons[entry.pk]
+
+            by_scope: dict[str, list[Entry]] = defaultdict(list)
+            for e in batch:
+                by_scope[e.scope].append(e)
+            for scope, group in by_scope.items():
+                pool = list(
+                    Entry.objects.filter(status=Status.ACTIVE, scope=scope).only(*_FIELDS).order_by("-id")[:pool_limit]
+                )
+                everyone = {p.pk: p for p in pool + group}
+                text = {pk: words(f"{p.trigger} {p.content}") for pk, p in everyone.items()}
+                trig_words = {pk: words(p.trigger) for pk, p in everyone.items()}
+                by_text = _PrefixIndex(text, merge_at, [p.pk for p in pool])
+                by_trigger = _PrefixIndex(trig_words, trigger_at, [p.pk for p in pool])
+                for e in group:
+                    ids = by_text.candidates(e.pk) | by_trigger.candidates(e.pk)
+                    partners = {pk: everyone[pk] for pk in ids if pk > e.pk}
+                    for p in partners.values():
+                        if contradiction(lesson(e), lesson(p)):
+                            continue  # opposite advice is a conflict, not a duplicate
+                        score = _jaccard(text[e.pk], text[p.pk])
+                        if score >= merge_at:
+                            clusters.union(e.pk, p.pk, score)
+                            seen.setdefault(e.pk, e)
+                            seen.setdefault(p.pk, p)
+                            continue
+                        trig = _jaccard(words(e.trigger), words(p.trigger))
+                        older, newer = (e, p) if (e.created_at, e.pk) < (p.created_at, p.pk) else (p, e)
+                        if trig >= trigger_at and newer.confidence >= older.confidence:
+                            seen.setdefault(e.pk, e)
+                            seen.setdefault(p.pk, p)
+                            outdated[(older.pk, newer.pk)] = (
+                                f"#{newer.pk} is newer ({newer.created_at:%Y-%m-%d}, confidence {newer.confidence:.2f}) and "
+                                f"covers the same trigger ({trig:.2f} alike) as #{older.pk} "
+                                f"({older.created_at:%Y-%m-%d}, confidence {older.confidence:.2f}) with different advice"
+                            )
+        proposed = _write_proposals(clusters, outdated, seen, now)
+    return ConsolidationSweep(examined=examined, proposed=proposed)
+
+
+def _write_proposals(clusters: _Clusters, outdated: dict, seen: dict, now) -> list[ConsolidationProposal]:
+    candidates = []
+    for group in clusters.groups():
+        members = sorted((seen[i] for i in group), key=lambda e: -e.pk)[:CLUSTER_MAX]
+        score = clusters.best.get(min(group), 0)
+        candidates.append((ConsolidationProposal.Kind.MERGE, members, None,
+                           f"{len(members)} entries in {members[0].scope}, up to {score:.2f} alike", score))
+    for (older, newer), reason in sorted(outdated.items()):
+        candidates.append((ConsolidationProposal.Kind.SUPERSEDE, [seen[older], seen[newer]], seen[newer], reason, 0.0))
+    if not candidates:
+        return []
+    all_ids = {e.pk for _, members, *_ in candidates for e in members}
+    keys = {proposal_key(kind, [e.pk for e in members]) for kind, members, *_ in candidates}
+    known = set(ConsolidationProposal.objects.filter(key__in=keys).values_list("key", flat=True))
+    busy = set(
+        ConsolidationProposal.entries.through.objects.filter(
+            entry_id__in=all_ids, consolidationproposal__state=ConsolidationProposal.State.OPEN
+        ).values_list("entry_id", flat=True)
+    )
+    made = []
+    for kind, members, target, reason, score in candidates:
+        ids = [e.pk for e in members]
+        key = proposal_key(kind, ids)
+        if key in known or busy & set(ids):
+            continue
+        text = merged_text(members) if kind == ConsolidationProposal.Kind.MERGE else {}
+        try:
+            with transaction.atomic():
+                proposal = ConsolidationProposal.objects.create(
+                    kind=kind, scope=members[0].scope, key=key, entry_versions={str(e.pk): e.version for e in members},
+                    target=target, proposed_trigger=text.get("trigger", ""), proposed_content=text.get("content", ""),
+                    proposed_boundary=text.get("boundary", ""), proposed_conditions=text.get("conditions", []),
+                    reason=reason, score=score, created_at=now,
+                )
+                proposal.entries.add(*members)
+        except IntegrityError:
+            continue  # another sweep made it first
+        busy |= set(ids)
+        made.append(proposal)
+    return made
+
+
+# --- decisions --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProposalOutcome:
+    proposal: ConsolidationProposal
+    created: Entry | None = None
+    kept: tuple = ()
+    superseded: tuple = ()
+
+
+def _load_open_proposal(proposal_id: int, actor) -> tuple[ConsolidationProposal, list[Entry]]:
+    if not actor.has_perm("curation.review_entry"):
+        raise PermissionDenied("Only reviewers and leads decide on consolidation proposals.")
+    proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal_id)
+    if not access.user_can_see_scope(actor, proposal.scope):
+        raise ConsolidationProposal.DoesNotExist  # outside the actor's scopes: as if it did not exist
+    if proposal.state != ConsolidationProposal.State.OPEN:
+        who = proposal.decided_by.get_username() if proposal.decided_by_id else "someone"
+        raise InvalidTransition(f"Proposal #{proposal.pk} was already {proposal.state} by {who}. Nothing of yours was saved.")
+    ids = [int(i) for i in proposal.entry_versions]
+    members = list(Entry.objects.select_for_update().filter(pk__in=ids).order_by("id"))
+    return proposal, members
+
+
+def _require_unchanged(proposal: ConsolidationProposal, members: list[Entry]) -> None:
+    """The proposal was made from what the sweep read; an entry changed since is decided again by a person."""
+    for entry in members:
+        seen = proposal.entry_versions[str(entry.pk)]
+        if entry.version != seen:
+            raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=seen).order_by("created_at", "id"))
+        if entry.status != Status.ACTIVE:
+            raise InvalidTransition(f"Entry #{entry.pk} is now {entry.status}: dismiss this proposal.")
+
+
+def _decide(proposal: ConsolidationProposal, *, actor, state: str, note: str, now, result=None) -> None:
+    proposal.state = state
+    proposal.decided_by = actor
+    proposal.decided_at = now
+    proposal.decision_note = note
+    proposal.result = result
+    proposal.save(update_fields=["state", "decided_by", "decided_at", "decision_note", "result"])
+
+
+def accept_proposal(proposal_id: int, *, actor, edits: dict | None = None, note: str = "", at=None) -> ProposalOutcome:
+    """Accept a proposal as is, or (merge only) after editing its text.
+
+    merge: one new active entry with the (edited) text in the proposal's scope, carrying copies of every
+    source's evidence; every source is superseded by it. supersede: the newer entry stays (and records the
+    older in `supersedes` when that is empty); the older is superseded by it."""
+    now = at or timezone.now()
+    note = (note or "").strip()
+    with transaction.atomic():
+        proposal, members = _load_open_proposal(proposal_id, actor)
+        _require_unchanged(proposal, members)
+        extra = {"proposal": proposal.pk}
+        if proposal.kind == ConsolidationProposal.Kind.MERGE:
+            text = {
+                "trigger": proposal.proposed_trigger, "content": proposal.proposed_content,
+                "boundary": proposal.proposed_boundary, "conditions": proposal.proposed_conditions,
+            }
+            edited = sorted(f for f in EDITABLE if edits and f in edits)
+            text.update({f: edits[f] for f in edited})
+            text, findings = redact_fields(text, EDITABLE)
+            fields = clean_entry_fields(text, fields=EDITABLE)
+            primary = max(members, key=lambda e: (e.base_confidence, -e.pk))
+            merged = merge_entries(
+                members, fields={**fields, "kind": primary.kind, "scope": proposal.scope},
+                flags=[f.as_flag() for f in findings], actor=actor, origin=f"consolidation #{proposal.pk}",
+                reason=note or f"consolidation #{proposal.pk}: merged {', '.join(f'#{e.pk}' for e in members)}"
+                + (f" (edited {', '.join(edited)})" if edited else ""),
+                action="consolidation_merge", extra={**extra, "edited": edited}, now=now,
+            )
+            for entry in members:
+                supersede_entry(entry, merged, actor=actor, extra=extra, now=now,
+                                reason=note or f"consolidation #{proposal.pk}: merged into #{merged.pk}")
+            _close_moot(members, actor=actor, now=now, except_id=0)
+            detect_conflicts_for(merged, detected_by="merge", at=now)
+            _decide(proposal, actor=actor, state=ConsolidationProposal.State.ACCEPTED, note=note, now=now, result=merged)
+            return ProposalOutcome(proposal, created=merged, superseded=tuple(members))
+        target = next(e for e in members if e.pk == proposal.target_id)
+        older = [e for e in members if e.pk != target.pk]
+        before = snapshot(target)
+        if target.supersedes_id is None:
+            target.supersedes_id = older[0].pk
+        save_entry(target, now)
+        record_event(
+            target, actor=actor, action="consolidation_keep",
+            reason=note or f"consolidation #{proposal.pk}: replaces {', '.join(f'#{e.pk}' for e in older)}",
+            before=before, after={**snapshot(target), "superseded": [e.pk for e in older], **extra}, at=now,
+        )
+        for entry in older:
+            supersede_entry(entry, target, actor=actor, extra=extra, now=now,
+                            reason=note or f"consolidation #{proposal.pk}: outdated, replaced by #{target.pk}")
+        _close_moot(older, actor=actor, now=now, except_id=0)
+        _decide(proposal, actor=actor, state=ConsolidationProposal.State.ACCEPTED, note=note, now=now)
+        return ProposalOutcome(proposal, kept=(target,), superseded=tuple(older))
+
+
+def dismiss_proposal(proposal_id: int, *, actor, note: str = "", at=None) -> ProposalOutcome:
+    """Not worth doing: the entries stay as they are, and this proposal is never made again."""
+    now = at or timezone.now()
+    note = (note or "").strip()
+    with transaction.atomic():
+        proposal, members = _load_open_proposal(proposal_id, actor)
+        for entry in members:
+            record_event(
+                entry, actor=actor, action="consolidation_dismissed",
+                reason=note or f"consolidation #{proposal.pk} ({proposal.kind}) dismissed",
+                after={"proposal": proposal.pk}, at=now,
+            )
+        _decide(proposal, actor=actor, state=ConsolidationProposal.State.DISMISSED, note=note, now=now)
+    return ProposalOutcome(proposal, kept=tuple(members))
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    proposal_id: int
+    ok: bool
+    message: str
+
+
+def bulk_decide_proposals(ids: list[int], *, actor, action: str, note: str = "", at=None) -> list[BulkOutcome]:
+    """Accept (as proposed) or dismiss many proposals; each is its own decision with its Events."""
+    if action not in ("accept", "dismiss"):
+        raise ValidationError({"action": ["Bulk actions are accept or dismiss."]})
+    if not actor.has_perm("curation.review_entry"):
+        raise PermissionDenied("Only reviewers and leads decide on consolidation proposals.")
+    decide = accept_proposal if action == "accept" else dismiss_proposal
+    outcomes = []
+    for proposal_id in ids:
+        try:
+            decide(proposal_id, actor=actor, note=note, at=at)
+            outcomes.append(BulkOutcome(proposal_id, True, f"{action}ed"))
+        except ConsolidationProposal.DoesNotExist:
+            outcomes.append(BulkOutcome(proposal_id, False, "not found"))
+        except (StaleDecision, InvalidTransition) as exc:
+            outcomes.append(BulkOutcome(proposal_id, False, str(exc)))
+        except ValidationError as exc:
+            outcomes.append(BulkOutcome(proposal_id, False, "; ".join(exc.messages)))
+    return outcomes

@@ -1,0 +1,98 @@
+"""What the conflict and consolidation decisions share: writing a resolution's change on an entry,
+superseding an entry by another, and merging entries into one new entry. Called inside the caller's
+transaction, on entries it has locked and checked."""
+
+from __future__ import annotations
+
+from curation import lifecycle
+from curation.models import Entry, Event, Evidence, Status
+from curation.similarity import fingerprint
+
+from .errors import StaleDecision
+from .events import record_event
+
+_RESOLUTION_COLUMNS = (
+    "status", "queued_at", "queue_reason", "scope", "conditions", "supersedes_id", "last_verified_at",
+    "confidence", "version", "updated_at",
+)
+
+
+def save_entry(entry: Entry, now) -> None:
+    """Write a decision's change with one conditional UPDATE on the version the entry was loaded at."""
+    expected = entry.version
+    entry.version = expected + 1
+    entry.updated_at = now
+    values = {column: getattr(entry, column) for column in _RESOLUTION_COLUMNS}
+    if not Entry.objects.filter(pk=entry.pk, version=expected).update(**values):
+        raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=expected))
+
+
+def snapshot(entry: Entry) -> dict:
+    return {**entry.snapshot(), "supersedes": entry.supersedes_id}
+
+
+def supersede_entry(entry: Entry, by: Entry, *, actor, reason: str, extra: dict, now) -> None:
+    """`entry` is replaced by `by`: superseded, out of every queue, kept for the audit."""
+    before = snapshot(entry)
+    entry.status = Status.SUPERSEDED
+    entry.queued_at = None
+    entry.queue_reason = ""
+    save_entry(entry, now)
+    record_event(
+        entry, actor=actor, action="supersede", reason=reason,
+        before=before, after={**snapshot(entry), "superseded_by": by.pk, **extra}, at=now,
+    )
+
+
+def _copied_excerpt(evidence: Evidence) -> str:
+    note = f"\n[copied from evidence #{evidence.pk} of entry #{evidence.entry_id}]"
+    return evidence.excerpt[: 4000 - len(note)] + note
+
+
+def merge_entries(
+    sources: list[Entry], *, fields: dict, flags: list, actor, origin: str, reason: str, action: str,
+    extra: dict | None = None, now,
+) -> Entry:
+    """One new active entry written by a reviewer from `sources`, which the caller then supersedes.
+
+    Its evidence is the union of the sources' evidence, copied as new rows (evidence is append-only and
+    belongs to one entry) whose excerpt names the original row and entry, with the original task_ref and
+    recorder. It starts at the strongest source's base confidence and signal, verified now, and its
+    `supersedes` names the strongest source (one link only); its Event names them all."""
+    primary = max(sources, key=lambda e: (e.base_confidence, -e.pk))
+    originals = list(Evidence.objects.filter(entry_id__in=[e.pk for e in sources]).order_by("observed_at", "id"))
+    signal = lifecycle.strongest_signal(
+        [e.signal for e in originals if e.polarity == Evidence.Polarity.SUPPORTS] + [e.signal for e in sources]
+    )
+    base = primary.base_confidence
+    merged = Entry.objects.create(
+        **fields,
+        fingerprint=fingerprint(fields["trigger"], fields["content"]),
+        signal=signal,
+        base_confidence=base,
+        confidence=base,
+        last_verified_at=now,
+        status=Status.ACTIVE,
+        flags=flags,
+        supersedes=primary,
+        source_task=origin,
+        created_by=actor,
+        created_by_label=actor.get_username(),
+        created_at=now,
+        updated_at=now,
+    )
+    Evidence.objects.bulk_create(
+        Evidence(
+            entry=merged, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=_copied_excerpt(e),
+            task_ref=e.task_ref, observed_at=e.observed_at, recorded_by=e.recorded_by,
+            recorded_by_label=e.recorded_by_label, created_at=now,
+        )
+        for e in originals
+    )
+    record_event(
+        merged, actor=actor, action=action, reason=reason,
+        after={**snapshot(merged), "merged_from": [e.pk for e in sources], "evidence_copied": len(originals),
+               **(extra or {})},
+        at=now,
+    )
+    return merged
