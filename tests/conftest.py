@@ -3,6 +3,7 @@ import os
 import pytest
 from django.contrib.auth.models import Group, User
 from django.db import connection
+from django.test import Client
 
 from curation import services
 from curation.models import ScopeGrant
@@ -21,6 +22,25 @@ def pytest_collection_modifyitems(config, items):
         engine = settings.DATABASES["default"]["ENGINE"]
         if "postgresql" not in engine:
             raise pytest.UsageError(f"MEMORYADMIN_REQUIRE_POSTGRES=1 but the database engine is {engine}")
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    """Test users log in many times; the production hasher's cost buys nothing here."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def client_for(user):
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def active(actor, at=None, evidence=(), **fields):
+    """An active entry made the way a reviewer makes one: submitted by an agent, then approved."""
+    entry = services.create_candidate(data=candidate_data(**fields), evidence=list(evidence), actor_label="agent:ci",
+                                      at=at)
+    return services.approve_candidate(entry.pk, actor=actor, expected_version=entry.version, at=at)
 
 
 @pytest.fixture

@@ -5,18 +5,12 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from curation import services
 from curation.models import Conflict, Entry, Event, Status
 from curation.services import conflicts
-from tests.conftest import PASSWORD, candidate_data, make_user
+from tests.conftest import PASSWORD, active, make_user
 from tests.test_browser_candidates import browser_type_launch_args  # noqa: F401 - launches /usr/bin/chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def active(actor, **fields):
-    entry = services.create_candidate(data=candidate_data(**fields), actor_label="agent:ci")
-    return services.approve_candidate(entry.pk, actor=actor, expected_version=entry.version)
 
 
 def test_lead_splits_a_conflict_by_scope_then_keeps_one_by_key(live_server, page):

@@ -4,31 +4,14 @@ open conflicts, flagged candidates and the last run of each background task, in 
 import datetime
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from curation import selectors_review, services
 from curation.models import Entry, TaskRun
 from curation.services import conflicts
-from tests.conftest import candidate_data, make_user
+from tests.conftest import active, candidate_data, client_for, make_user
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def client_for(user):
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def active(actor, **fields):
-    entry = services.create_candidate(data=candidate_data(**fields), actor_label="agent:ci")
-    return services.approve_candidate(entry.pk, actor=actor, expected_version=entry.version)
 
 
 @pytest.fixture

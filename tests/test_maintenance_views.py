@@ -12,16 +12,11 @@ from curation.models import TaskRun
 from curation.services import maintenance
 from curation.services.maintenance import run_sweep
 from tests.maintenance_factories import AS_OF, days_before, make_entry
+from conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
 URL = "/maintenance/"
-
-
-def client_for(user):
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -5,23 +5,13 @@ import pytest
 from curation import services
 from curation.models import Conflict, Entry, Event, Status
 from curation.services import conflicts
-from tests.conftest import candidate_data
+from tests.conftest import active, candidate_data
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hasher(settings):
-    """The suite's users are made per test; the default PBKDF2 cost is not what these tests are about."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
 REBASE = dict(trigger="Merging a feature branch into main", content="Always rebase before merging.", conditions=[])
 NO_REBASE = dict(trigger="Merging feature branches into main", content="Never rebase shared branches.", conditions=[])
-
-
-def active(reviewer, **fields):
-    entry = services.create_candidate(data=candidate_data(**fields), actor_label="agent:ci")
-    return services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
 
 
 def pending(**fields):

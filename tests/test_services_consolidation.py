@@ -10,22 +10,12 @@ from curation import services
 from curation.models import ConsolidationProposal, Entry, Event, Evidence, Status
 from curation.services import InvalidTransition, StaleDecision
 from curation.services import consolidation
-from tests.conftest import candidate_data, make_user
+from tests.conftest import active, make_user
 
 pytestmark = pytest.mark.django_db
 
 PORT = dict(trigger="Connecting to the billing database from the container",
             content="Probe port 5432 with nc before connecting.", conditions=["db"], boundary="")
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def active(actor, at=None, evidence=(), **fields):
-    entry = services.create_candidate(data=candidate_data(**fields), evidence=list(evidence), actor_label="agent:ci", at=at)
-    return services.approve_candidate(entry.pk, actor=actor, expected_version=entry.version, at=at)
 
 
 def test_near_duplicates_in_one_scope_become_one_merge_proposal(reviewer):

@@ -8,16 +8,11 @@ from django.urls import reverse
 
 from curation import services
 from curation.models import Entry, Event, Status
+from conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-def client_for(user):
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 ACTIONS = {

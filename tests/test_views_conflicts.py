@@ -1,35 +1,18 @@
 """The conflicts queue as each role sees it, through the real URL, middleware and templates."""
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from curation import services
 from curation.models import Conflict, Entry, Event, Status
 from curation.services import conflicts
-from tests.conftest import candidate_data, make_user
+from tests.conftest import active, client_for, make_user
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 REBASE = dict(trigger="Merging a feature branch into main", content="Always rebase before merging.", conditions=[])
 NO_REBASE = dict(trigger="Merging feature branches into main", content="Never rebase shared branches.", conditions=[])
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def client_for(user):
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def active(reviewer, **fields):
-    entry = services.create_candidate(data=candidate_data(**fields), actor_label="agent:ci")
-    return services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
 
 
 @pytest.fixture

@@ -1,34 +1,16 @@
 """The consolidation queue through the real URLs, middleware and templates."""
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
-from curation import services
 from curation.models import ConsolidationProposal, Entry, Status
 from curation.services import consolidation
-from tests.conftest import candidate_data, make_user
+from tests.conftest import active, client_for, make_user
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 PORT = dict(trigger="Connecting to the billing database from the container",
             content="Probe port 5432 with nc before connecting.", conditions=["db"])
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def client_for(user):
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def active(actor, **fields):
-    entry = services.create_candidate(data=candidate_data(**fields), actor_label="agent:ci")
-    return services.approve_candidate(entry.pk, actor=actor, expected_version=entry.version)
 
 
 @pytest.fixture

@@ -4,10 +4,9 @@ import uuid
 import pytest
 from django.test import Client
 
-from curation import services
 from curation.services.tokens import create_agent_token
 
-from conftest import candidate_data
+from conftest import active, candidate_data
 
 
 class Agent:
@@ -71,8 +70,6 @@ def approved(reviewer):
     """Make an active entry the way a reviewer would: submitted, then approved."""
 
     def approve(evidence=(), **overrides):
-        entry = services.create_candidate(data=candidate_data(**overrides), evidence=list(evidence),
-                                          actor_label="agent:ci")
-        return services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
+        return active(reviewer, evidence=evidence, **overrides)
 
     return approve
