@@ -29,56 +29,17 @@ def visible_entry(user, entry_id) -> Entry:
     return visible_entries(user).get(pk=entry_id)
 
 
-def _overlapping_active(entry: Entry):
-    return (
-        Entry.objects.filter(status=Status.ACTIVE)
-        .filter(Q(scope__in=access.scope_ancestors(entry.scope)) | Q(scope__startswith=entry.scope + "/"))
-        .exclude(pk=entry.pk)
-    )
-
-
 SIMILAR_POOL_POSTGRES = 20
 
 
-def _like_prefix(scope: str) -> str:
-    return scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
-
-
-def _similar_ids_postgres(entry: Entry, text: str, threshold: float, limit: int) -> list[tuple[int, float]]:
-    """The full-text index picks the few entries of the overlapping scopes that share words with the
-    candidate; trigram similarity is computed on those only (a batch of 500 candidates stays fast)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            WITH pool AS (
-                SELECT e.id, e.trigger, e.content
-                FROM curation_entry e,
-                     CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(text)s) AS text), '&', '|'), '')
-                          AS tsquery) AS query
-                WHERE e.status = 'active' AND (e.scope = ANY(%(ancestors)s) OR e.scope LIKE %(below)s)
-                  AND e.id <> %(id)s AND COALESCE(e.search_vector @@ query, false)  -- scope index, then check
-                ORDER BY ts_rank(e.search_vector, query) DESC, e.id DESC
-                LIMIT %(pool)s
-            )
-            SELECT id, score FROM (
-                SELECT id, similarity(trigger || ' ' || content, %(text)s) AS score FROM pool
-            ) AS scored
-            WHERE score >= %(threshold)s
-            ORDER BY score DESC, id DESC
-            LIMIT %(limit)s
-            """,
-            {"text": text, "ancestors": access.scope_ancestors(entry.scope), "below": _like_prefix(entry.scope),
-             "id": entry.pk, "pool": SIMILAR_POOL_POSTGRES, "threshold": threshold, "limit": limit},
-        )
-        return [(pk, round(float(score), 3)) for pk, score in cursor.fetchall()]
-
-
 def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tuple[int, float]]]:
-    """similar_active_entries for many new entries at once: on PostgreSQL one query (a LATERAL join
-    over the entries), planned once for a whole batch; elsewhere one lookup per entry."""
+    """similar_active_entries for many entries at once: on PostgreSQL one query (a LATERAL join over
+    the entries; the full-text index picks the few of the overlapping scopes that share words with each,
+    trigram similarity is computed on those only), planned once for a whole batch; elsewhere one lookup
+    per entry."""
     entries = list(entries)
     if connection.vendor != "postgresql" or not entries:
-        return {entry.pk: similar_active_entries(entry, limit=limit) for entry in entries}
+        return {entry.pk: _similar_portable(entry, limit) for entry in entries}
     found: dict[int, list[tuple[int, float]]] = {entry.pk: [] for entry in entries}
     with connection.cursor() as cursor:
         cursor.execute(
@@ -127,10 +88,13 @@ def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tu
 def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, float]]:
     """(id, score) of active entries in overlapping scopes that say nearly the same thing: trigram
     similarity on PostgreSQL, the portable word measure elsewhere. Reads a bounded pool."""
+    return similar_active_entries_many([entry], limit=limit)[entry.pk]
+
+
+def _similar_portable(entry: Entry, limit: int) -> list[tuple[int, float]]:
+    """Word Jaccard over the most recent active entries of the overlapping scopes."""
     threshold = settings.CURATION["SIMILAR_THRESHOLD"]
     text = f"{entry.trigger} {entry.content}"
-    if connection.vendor == "postgresql":
-        return _similar_ids_postgres(entry, text, threshold, limit)
     pool = (
         Entry.objects.filter(status=Status.ACTIVE)
         .filter(Q(scope__in=access.scope_ancestors(entry.scope)) | Q(scope__startswith=entry.scope + "/"))
@@ -197,10 +161,14 @@ class QueuePage:
         return f"{self.count:,}+" if self.count_is_capped else f"{self.count:,}"
 
 
+def encode_keyset(moment: datetime.datetime, pk: int) -> str:
+    """A keyset page cursor (time, id), URL-safe as it is: UTC with a Z, no '+' to be read back as a space."""
+    stamp = moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{stamp}~{pk}"
+
+
 def encode_cursor(entry: Entry) -> str:
-    """URL-safe as it is: UTC with a Z, no '+' to be read back as a space."""
-    stamp = entry.queued_at.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return f"{stamp}~{entry.pk}"
+    return encode_keyset(entry.queued_at, entry.pk)
 
 
 def decode_cursor(cursor: str) -> tuple[datetime.datetime, int]:

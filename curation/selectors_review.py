@@ -15,7 +15,7 @@ from django.utils import timezone
 from curation import access
 from curation.lifecycle import SIGNAL_STRENGTH
 from curation.models import Conflict, ConsolidationProposal, Entry, Evidence, RetrievedEntry, Status, TaskRun
-from curation.selectors import BadCursor, visible_entries
+from curation.selectors import decode_cursor, encode_keyset, visible_entries
 
 CONFLICT_PAGE_SIZE = 20
 CONFLICT_COUNT_CAP = 10000
@@ -85,22 +85,6 @@ def conflict_count(user, filters: ConflictFilters = ConflictFilters()) -> tuple[
     return min(n, CONFLICT_COUNT_CAP), n > CONFLICT_COUNT_CAP
 
 
-def _encode(conflict: Conflict) -> str:
-    stamp = conflict.created_at.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return f"{stamp}~{conflict.pk}"
-
-
-def _decode(cursor: str) -> tuple[datetime.datetime, int]:
-    try:
-        stamp, _, pk = cursor.rpartition("~")
-        moment = datetime.datetime.fromisoformat(stamp)
-        if moment.tzinfo is None:
-            raise ValueError
-        return moment, int(pk)
-    except ValueError as exc:
-        raise BadCursor("This page link is broken; start again from the first page.") from exc
-
-
 def _with_sides(conflicts: list[Conflict]) -> list[Conflict]:
     """Both entries' evidence and their recent task outcomes, in two queries for the whole page."""
     entries = [c.entry_a for c in conflicts] + [c.entry_b for c in conflicts]
@@ -134,10 +118,10 @@ def conflict_queue(user, filters: ConflictFilters = ConflictFilters(), *, cursor
     both entries, their evidence, their recent outcomes, the capped count) whatever the page size."""
     qs = _open_conflicts(user, filters)
     if cursor:
-        moment, pk = _decode(cursor)
+        moment, pk = decode_cursor(cursor)
         qs = qs.filter(Q(created_at__gte=moment), Q(created_at__gt=moment) | Q(pk__gt=pk))
     rows = list(qs.select_related("entry_a", "entry_b").order_by("created_at", "id")[: page_size + 1])
-    next_cursor = _encode(rows[page_size - 1]) if len(rows) > page_size else ""
+    next_cursor = encode_keyset(rows[page_size - 1].created_at, rows[page_size - 1].pk) if len(rows) > page_size else ""
     count, capped = conflict_count(user, filters)
     return ConflictPage(_with_sides(rows[:page_size]), next_cursor, count, capped, filters)
 
@@ -224,10 +208,10 @@ def consolidation_queue(user, *, kind: str = "", scope: str = "", cursor: str = 
     """One page of open proposals, oldest first, keyset on (created_at, id): 4 queries whatever the page size."""
     qs = _open_proposals(user, kind=kind, scope=scope)
     if cursor:
-        moment, pk = _decode(cursor)
+        moment, pk = decode_cursor(cursor)
         qs = qs.filter(Q(created_at__gte=moment), Q(created_at__gt=moment) | Q(pk__gt=pk))
     rows = list(qs.order_by("created_at", "id")[: page_size + 1])
-    next_cursor = _encode(rows[page_size - 1]) if len(rows) > page_size else ""
+    next_cursor = encode_keyset(rows[page_size - 1].created_at, rows[page_size - 1].pk) if len(rows) > page_size else ""
     count, capped = proposal_count(user, kind=kind, scope=scope)
     return ProposalPage(_with_members(rows[:page_size]), next_cursor, count, capped, kind, scope)
 

@@ -12,7 +12,7 @@ from curation.models import Entry, Retrieval
 from curation.services import add_evidence
 from curation.services.submissions import EVIDENCE_KEYS, submit_batch, submit_candidate
 from curation.services.usage import record_feedback, record_retrieval
-from curation.services.validation import clean_scope
+from curation.services.validation import clean_scope, unknown_fields
 
 from .http import ApiError, NotFound, api_view, error_response, query_float, query_int, token_covers
 from .serializers import entry_json, event_json, evidence_json
@@ -20,13 +20,8 @@ from .serializers import entry_json, event_json, evidence_json
 FEEDBACK_KEYS = frozenset({"retrieval_id", "outcome", "utility", "used"})
 
 
-def _unknown(body: dict, allowed: frozenset, where: str = "") -> dict:
-    return {f"{where}{key}": ["Unknown field."] for key in sorted(set(body) - allowed)}
-
-
 def _refuse_unknown(body: dict, allowed: frozenset) -> None:
-    """Unknown fields are refused, not dropped: a typo such as `tigger` must not pass unnoticed."""
-    if errors := _unknown(body, allowed):
+    if errors := unknown_fields(body, allowed):
         raise ValidationError(errors)
 
 

@@ -20,7 +20,8 @@ from .candidates import (
     submit_note,
 )
 from .conflicts import detect_conflicts_for
-from .events import build_event, record_event
+from .events import build_event
+from .validation import unknown_fields
 
 CANDIDATE_KEYS = frozenset({
     "scope", "kind", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
@@ -65,13 +66,12 @@ def _existing_duplicate(prepared: PreparedCandidate) -> Entry | None:
     return matches.select_for_update().first()
 
 
-def unknown_fields(item: dict) -> dict:
-    """Unknown fields are refused, not dropped: a typo such as `tigger` must not pass unnoticed."""
-    errors = {key: ["Unknown field."] for key in sorted(set(item) - CANDIDATE_KEYS)}
+def _unknown_candidate_fields(item: dict) -> dict:
+    errors = unknown_fields(item, CANDIDATE_KEYS)
     evidence = item.get("evidence")
     for index, piece in enumerate(evidence if isinstance(evidence, list) else []):
         if isinstance(piece, dict):
-            errors.update({f"evidence[{index}].{key}": ["Unknown field."] for key in sorted(set(piece) - EVIDENCE_KEYS)})
+            errors.update(unknown_fields(piece, EVIDENCE_KEYS, f"evidence[{index}]."))
     return errors
 
 
@@ -95,7 +95,7 @@ def _add_to_duplicate(entry: Entry, prepared: PreparedCandidate, label: str, now
 def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
     if not isinstance(data, dict):
         raise ValidationError({"_": ["Each candidate is a JSON object."]})
-    if errors := unknown_fields(data):
+    if errors := _unknown_candidate_fields(data):
         raise ValidationError(errors)
     data = dict(data)
     evidence = data.pop("evidence", [])

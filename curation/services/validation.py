@@ -147,3 +147,9 @@ def clean_evidence(item: dict) -> dict:
         "task_ref": task_ref,
         "observed_at": observed_at,
     }
+
+
+def unknown_fields(data: dict, allowed, where: str = "") -> dict:
+    """An error per field not in `allowed`: unknown fields are refused, not dropped, so that a typo
+    such as `tigger` does not pass unnoticed."""
+    return {f"{where}{key}": ["Unknown field."] for key in sorted(set(data) - set(allowed))}
