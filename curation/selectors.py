@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from curation import access
 from curation.models import Entry, Event, Evidence, SimilarEntry, Status
-from curation.similarity import similarity, words
+from curation.similarity import jaccard, similarity, words
 
 CHAIN_LIMIT = 50
 SIMILAR_POOL = 500
@@ -347,55 +347,53 @@ def retrievable_scopes(scope: str, token_scopes) -> list[str]:
     return [s for s in access.scope_ancestors(scope) if any(access.scope_covers(p, s) for p in token_scopes)]
 
 
-def _ranked_ids_postgres(scopes, q, min_confidence, pool) -> list[tuple[int, float]]:
-    """Each scope is its own index lookup (a LATERAL join over the scopes), so that the (scope, ...)
-    indexes serve both the scope and the text or the order: a scope's other entries are never read."""
-    with connection.cursor() as cursor:
-        if q:
-            # Any query word may match (OR), more matching words rank higher; trigram word similarity to
-            # the trigger then refines the order of the best of them.
-            cursor.execute(
-                """
-                WITH query AS (
-                    SELECT CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(q)s) AS text), '&', '|'), '')
-                                AS tsquery) AS tsq
-                ), matched AS (
-                    SELECT e.id, e.trigger, e.confidence, ts_rank(e.search_vector, query.tsq) AS rank
-                    FROM query, unnest(CAST(%(scopes)s AS text[])) AS s(scope)
-                    CROSS JOIN LATERAL (
-                        SELECT id, trigger, confidence, search_vector FROM curation_entry
-                        WHERE status = 'active' AND scope = s.scope AND search_vector @@ query.tsq
-                          AND confidence >= %(min)s
-                    ) AS e
-                    -- an ancestor scope without entries costs one btree probe, not a text search
-                    WHERE EXISTS (SELECT 1 FROM curation_entry x WHERE x.status = 'active' AND x.scope = s.scope)
-                    ORDER BY ts_rank(e.search_vector, query.tsq) * e.confidence DESC, e.id DESC
-                    LIMIT %(wide)s
-                )
-                SELECT id, (rank + word_similarity(%(q)s, trigger)) * confidence AS score
-                FROM matched
-                ORDER BY score DESC, id DESC
-                LIMIT %(pool)s
-                """,
-                {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2},
+# What an answer and its context block show of an entry: the ranking query fetches these and no more.
+RETRIEVED_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "boundary", "confidence", "signal",
+                    "last_verified_at", "fingerprint")
+
+
+def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
+    """One query that ranks and fetches. With a query: one lookup of the (scope, word) keys of migration
+    0010, so only the asked scopes' entries that mention a query word are read. Without: each scope is
+    its own index range (a LATERAL join over the scopes), highest confidence first."""
+    columns = ", ".join(f"e.{name}" for name in RETRIEVED_FIELDS)
+    if q:
+        # Any query word may match (OR), more matching words rank higher; trigram word similarity to the
+        # trigger then refines the order of the best of them.
+        sql = f"""
+            WITH query AS (
+                SELECT CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(q)s) AS text), '&', '|'), '')
+                            AS tsquery) AS tsq
+            ), matched AS (
+                SELECT e.id, ts_rank(e.search_vector, query.tsq) AS rank
+                FROM query, curation_entry e
+                WHERE e.status = 'active'
+                  AND curation_scoped_lexemes(e.scope, e.search_vector)
+                      && curation_scoped_query(CAST(%(scopes)s AS text[]), %(q)s)
+                  AND e.confidence >= %(min)s
+                ORDER BY ts_rank(e.search_vector, query.tsq) * e.confidence DESC, e.id DESC
+                LIMIT %(wide)s
             )
-        else:
-            cursor.execute(
-                """
-                SELECT e.id, e.confidence
-                FROM unnest(CAST(%(scopes)s AS text[])) AS s(scope)
-                CROSS JOIN LATERAL (
-                    SELECT id, confidence FROM curation_entry
-                    WHERE status = 'active' AND scope = s.scope AND confidence >= %(min)s
-                    ORDER BY confidence DESC, id DESC
-                    LIMIT %(pool)s
-                ) AS e
-                ORDER BY e.confidence DESC, e.id DESC
+            SELECT {columns}, (matched.rank + word_similarity(%(q)s, e.trigger)) * e.confidence AS score
+            FROM matched JOIN curation_entry e ON e.id = matched.id
+            ORDER BY score DESC, e.id DESC
+            LIMIT %(pool)s
+        """
+    else:
+        sql = f"""
+            SELECT {columns}, e.confidence AS score
+            FROM unnest(CAST(%(scopes)s AS text[])) AS s(scope)
+            CROSS JOIN LATERAL (
+                SELECT * FROM curation_entry
+                WHERE status = 'active' AND scope = s.scope AND confidence >= %(min)s
+                ORDER BY confidence DESC, id DESC
                 LIMIT %(pool)s
-                """,
-                {"scopes": list(scopes), "min": min_confidence, "pool": pool},
-            )
-        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+            ) AS e
+            ORDER BY e.confidence DESC, e.id DESC
+            LIMIT %(pool)s
+        """
+    params = {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2}
+    return [Ranked(entry, float(entry.score)) for entry in Entry.objects.raw(sql, params)]
 
 
 def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
@@ -419,27 +417,20 @@ def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
 
 def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
     """Active entries of the given scopes, ranked by relevance × confidence, near-duplicates dropped,
-    at most k. Two queries on PostgreSQL whatever the table size (the scope index bounds the scan)."""
+    at most k. One query on PostgreSQL whatever the table size (the (scope, word) index bounds the scan)."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]
     pool = k * RETRIEVAL_POOL_FACTOR
-    if connection.vendor == "postgresql":
-        scored = _ranked_ids_postgres(scopes, q, min_confidence, pool)
-        by_id = Entry.objects.in_bulk([pk for pk, _ in scored])
-        ranked = [Ranked(by_id[pk], score) for pk, score in scored if pk in by_id]
-    else:
-        ranked = _ranked_portable(scopes, q, min_confidence, pool)
-    chosen: list[Ranked] = []
+    ranked = (_ranked_postgres if connection.vendor == "postgresql" else _ranked_portable)(
+        scopes, q, min_confidence, pool)
+    chosen: list[tuple[Ranked, frozenset]] = []
     for candidate in ranked:
-        text = f"{candidate.entry.trigger} {candidate.entry.content}"
-        if any(
-            c.entry.fingerprint == candidate.entry.fingerprint
-            or similarity(text, f"{c.entry.trigger} {c.entry.content}") >= NEAR_DUPLICATE
-            for c in chosen
-        ):
+        text = words(f"{candidate.entry.trigger} {candidate.entry.content}")
+        if any(c.entry.fingerprint == candidate.entry.fingerprint or jaccard(text, seen) >= NEAR_DUPLICATE
+               for c, seen in chosen):
             continue
-        chosen.append(candidate)
+        chosen.append((candidate, text))
         if len(chosen) == k:
             break
-    return chosen
+    return [c for c, _ in chosen]

@@ -17,7 +17,11 @@ def words(text: str) -> frozenset[str]:
 
 
 def similarity(a: str, b: str) -> float:
-    wa, wb = words(a), words(b)
+    return jaccard(words(a), words(b))
+
+
+def jaccard(wa: frozenset, wb: frozenset) -> float:
+    """similarity() for word sets already split (a caller comparing one text with many splits it once)."""
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / len(wa | wb)

@@ -91,7 +91,9 @@ def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
 
 def token_for_key(key: str, now) -> AgentToken | None:
     """The usable token with this secret, or None (unknown, revoked or expired alike)."""
-    token = AgentToken.objects.filter(key_hash=hash_key(key)).first()
+    # raw(): on every API call, and the ORM's query building is a third of this lookup's time
+    found = AgentToken.objects.raw(f"SELECT * FROM {AgentToken._meta.db_table} WHERE key_hash = %s", [hash_key(key)])
+    token = next(iter(found), None)
     if token is None or not token.is_usable(now):
         return None
     return token
