@@ -63,6 +63,8 @@ class Directive:
     verb: str            # the stemmed head of the action: "rebas"; "use X" / "prefer X" are about X
     objects: frozenset   # the stemmed words after the verb
     phrase: str          # the action as written: "rebase shared branches"
+    head: str = ""       # the verb as written: "rebase"
+    object_words: frozenset = frozenset()  # the objects as written
 
     @property
     def text(self) -> str:
@@ -83,9 +85,21 @@ def stem(word: str) -> str:
     return w
 
 
-def _match_marker(tokens: list[str], i: int, markers) -> tuple[str, int] | None:
+def _by_first_word(markers) -> dict[str, tuple]:
+    """Markers keyed by their first word, longest first: a token that starts none is one dict lookup."""
+    table: dict[str, list] = {}
     for marker in markers:
-        if tuple(tokens[i : i + len(marker)]) == marker:
+        table.setdefault(marker[0], []).append(marker)
+    return {first: tuple(sorted(group, key=len, reverse=True)) for first, group in table.items()}
+
+
+_NEGATIVE_BY_FIRST = _by_first_word(NEGATIVE_MARKERS)
+_POSITIVE_BY_FIRST = _by_first_word(POSITIVE_MARKERS)
+
+
+def _match_marker(tokens: list[str], i: int, table: dict[str, tuple]) -> tuple[str, int] | None:
+    for marker in table.get(tokens[i], ()):
+        if len(marker) == 1 or tuple(tokens[i : i + len(marker)]) == marker:
             return " ".join(marker), len(marker)
     return None
 
@@ -99,8 +113,8 @@ def _action(tokens: list[str], start: int) -> tuple[list[str], int]:
         if tok in PHRASE_BOUNDARY:
             break
         # A marker ends the phrase, except as its first word: "don't stop the queue" is about stopping.
-        if phrase and (_match_marker(tokens, i, NEGATIVE_MARKERS) or (
-                _match_marker(tokens, i, POSITIVE_MARKERS) and tok not in LIGHT_VERBS)):
+        if phrase and (_match_marker(tokens, i, _NEGATIVE_BY_FIRST) or (
+                _match_marker(tokens, i, _POSITIVE_BY_FIRST) and tok not in LIGHT_VERBS)):
             break
         phrase.append(tok)
         i += 1
@@ -114,9 +128,9 @@ def _directive(positive: bool, marker: str, phrase: list[str]) -> Directive | No
     core = [t for t in core if t not in ARTICLES]
     if not core:
         return None
-    verb = stem(core[0])
-    objects = frozenset(stem(t) for t in core[1:] if t in words(t) or t.isdigit())
-    return Directive(positive, marker, verb, objects, " ".join(phrase).strip())
+    kept = [t for t in core[1:] if t in words(t) or t.isdigit()]
+    return Directive(positive, marker, stem(core[0]), frozenset(stem(t) for t in kept), " ".join(phrase).strip(),
+                     head=core[0], object_words=frozenset(kept))
 
 
 def _imperative(tokens: list[str]) -> bool:
@@ -137,10 +151,10 @@ def directives(text: str) -> list[Directive]:
         i = 0
         explicit = False
         while i < len(tokens):
-            hit = _match_marker(tokens, i, NEGATIVE_MARKERS)
+            hit = _match_marker(tokens, i, _NEGATIVE_BY_FIRST)
             positive = False
             if hit is None:
-                hit = _match_marker(tokens, i, POSITIVE_MARKERS)
+                hit = _match_marker(tokens, i, _POSITIVE_BY_FIRST)
                 positive = True
             if hit is None:
                 i += 1
@@ -207,6 +221,14 @@ class Lesson:
         for d in self.directives:
             found |= set(d.objects) if d.verb in WEAK_HEADS else {d.verb}
         return {w for w in found if len(w) > 2 and not w.isdigit()}
+
+    @property
+    def search_terms(self) -> set[str]:
+        """search_words as written, for a full-text lookup that stems them its own way."""
+        found = set()
+        for d in self.directives:
+            found |= set(d.object_words) if d.verb in WEAK_HEADS else {d.head}
+        return {w for w in found if len(stem(w)) > 2 and not w.isdigit()}
 
 
 def parse_lesson(trigger: str, content: str) -> Lesson:

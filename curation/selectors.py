@@ -32,36 +32,71 @@ def visible_entry(user, entry_id) -> Entry:
 SIMILAR_POOL_POSTGRES = 20
 
 
+def overlapping_entries_sql(columns: str) -> str:
+    """For each row of `c` (id, keys, query, below, below_end): the active entries of its scope, its
+    ancestors and the scopes below it that share a word with c.query. Two halves, each one index lookup:
+    the (scope, word) keys of migration 0010 for the scope and its ancestors (only entries that share a
+    word are read), and the scope-prefix range below it (~>=~ / ~<~ compare bytes: the scopes that start
+    with "<scope>/", served by the varchar_pattern_ops index). Apart, neither half re-evaluates the
+    other's condition on every row, as an OR of the two would."""
+    return f"""
+        SELECT {columns} FROM curation_entry e
+        WHERE e.status = 'active' AND e.id <> c.id
+          AND curation_scoped_lexemes(e.scope, e.search_vector) && c.keys
+        UNION ALL
+        SELECT {columns} FROM curation_entry e
+        WHERE e.status = 'active' AND e.id <> c.id AND e.scope ~>=~ c.below AND e.scope ~<~ c.below_end
+          AND COALESCE(e.search_vector @@ c.query, false)
+    """
+
+
+def outer_rows_sql() -> str:
+    """The `c` rows of _overlapping_sql from parallel arrays: ids, the words to look up, the scope's
+    ancestors joined by "|", and the bounds of the range below the scope. Any word may match (OR)."""
+    return """
+        WITH c AS MATERIALIZED (  -- computed once per row, not once per entry compared with it
+            SELECT u.id, u.text, u.below, u.below_end,
+                   curation_scoped_query(string_to_array(u.ancestors, '|'), u.words) AS keys,
+                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', u.words) AS text), '&', '|'), '')
+                        AS tsquery) AS query
+            FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[]), CAST(%(words)s AS text[]),
+                        CAST(%(ancestors)s AS text[]), CAST(%(below)s AS text[]), CAST(%(below_end)s AS text[]))
+                 AS u(id, text, words, ancestors, below, below_end)
+        )
+    """
+
+
+def outer_params(entries, words_of) -> dict:
+    return {
+        "ids": [e.pk for e in entries],
+        "texts": [f"{e.trigger} {e.content}" for e in entries],
+        "words": [words_of(e) for e in entries],
+        "ancestors": ["|".join(access.scope_ancestors(e.scope)) for e in entries],
+        "below": [e.scope + "/" for e in entries],
+        "below_end": [e.scope + "0" for e in entries],  # "0" is the character after "/"
+    }
+
+
 def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tuple[int, float]]]:
     """similar_active_entries for many entries at once: on PostgreSQL one query (a LATERAL join over
-    the entries; the full-text index picks the few of the overlapping scopes that share words with each,
-    trigram similarity is computed on those only), planned once for a whole batch; elsewhere one lookup
-    per entry."""
+    the entries; the index keys pick the few entries of the overlapping scopes that share words with
+    each, trigram similarity is computed on the best-ranked of those only), planned once for a whole
+    batch; elsewhere one lookup per entry."""
     entries = list(entries)
     if connection.vendor != "postgresql" or not entries:
         return {entry.pk: _similar_portable(entry, limit) for entry in entries}
     found: dict[int, list[tuple[int, float]]] = {entry.pk: [] for entry in entries}
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            outer_rows_sql() + f"""
             SELECT c.id, s.id, s.score
-            FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[]), CAST(%(ancestors)s AS text[]),
-                        CAST(%(below)s AS text[]), CAST(%(below_end)s AS text[]))
-                 AS c(id, text, ancestors, below, below_end)
-            CROSS JOIN LATERAL (
+            FROM c CROSS JOIN LATERAL (
+                -- similarity() outside the ranked pool: computed for its few rows, not every match
                 SELECT pool.id, similarity(pool.trigger || ' ' || pool.content, c.text) AS score
                 FROM (
-                    SELECT e.id, e.trigger, e.content
-                    FROM curation_entry e,
-                         CAST(NULLIF(replace(CAST(plainto_tsquery('english', c.text) AS text), '&', '|'), '')
-                              AS tsquery) AS query
-                    WHERE e.status = 'active'
-                      -- ~>=~ / ~<~ compare bytes: the range of scopes that start with "<scope>/", served by
-                      -- the varchar_pattern_ops index even though the bound comes from the outer row
-                      AND (e.scope = ANY(string_to_array(c.ancestors, '|'))
-                           OR (e.scope ~>=~ c.below AND e.scope ~<~ c.below_end))
-                      AND e.id <> c.id AND COALESCE(e.search_vector @@ query, false)
-                    ORDER BY ts_rank(e.search_vector, query) DESC, e.id DESC
+                    SELECT m.id, m.trigger, m.content
+                    FROM ({overlapping_entries_sql("e.id, e.trigger, e.content, e.search_vector")}) AS m
+                    ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
                     LIMIT %(pool)s
                 ) AS pool
                 WHERE similarity(pool.trigger || ' ' || pool.content, c.text) >= %(threshold)s
@@ -69,16 +104,8 @@ def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tu
                 LIMIT %(limit)s
             ) AS s
             """,
-            {
-                "ids": [e.pk for e in entries],
-                "texts": [f"{e.trigger} {e.content}" for e in entries],
-                "ancestors": ["|".join(access.scope_ancestors(e.scope)) for e in entries],
-                "below": [e.scope + "/" for e in entries],
-                "below_end": [e.scope + "0" for e in entries],  # "0" is the character after "/"
-                "pool": SIMILAR_POOL_POSTGRES,
-                "threshold": settings.CURATION["SIMILAR_THRESHOLD"],
-                "limit": limit,
-            },
+            {**outer_params(entries, lambda e: f"{e.trigger} {e.content}"), "pool": SIMILAR_POOL_POSTGRES,
+             "threshold": settings.CURATION["SIMILAR_THRESHOLD"], "limit": limit},
         )
         for entry_id, other_id, score in cursor.fetchall():
             found[entry_id].append((other_id, round(float(score), 3)))

@@ -23,6 +23,7 @@ from curation import access
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
 from curation.models import Conflict, Entry, Event, Status
 from curation.redaction import redact_fields
+from curation.selectors import outer_params, outer_rows_sql, overlapping_entries_sql
 
 from .errors import InvalidTransition, StaleDecision
 from .events import record_event
@@ -130,26 +131,68 @@ def _contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesso
     return contradiction(lesson, other_lesson)
 
 
+def _partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int) -> dict[int, list[Entry]]:
+    """_partner_pool of each entry (its scope, ancestors and descendants), most mentioning first. On
+    PostgreSQL one query for them all, through the (scope, word) index keys of the action words as
+    written (PostgreSQL stems them as it stemmed the entries); elsewhere one query per entry."""
+    if connection.vendor != "postgresql":
+        return {e.pk: _partner_pool(e.scope, lessons[e.pk].search_words, exclude=[e.pk], limit=limit) for e in entries}
+    columns = ", ".join(f"e.{name}" for name in (*_DETECTION_FIELDS, "search_vector"))
+    sql = outer_rows_sql() + f"""
+        SELECT p.for_id, {", ".join(f"p.{name}" for name in _DETECTION_FIELDS)}
+        FROM c CROSS JOIN LATERAL (
+            SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(columns)}) AS m
+            ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
+            LIMIT %(pool)s
+        ) AS p
+    """
+    params = {**outer_params(entries, lambda e: " ".join(sorted(lessons[e.pk].search_terms))), "pool": limit}
+    pools: dict[int, list[Entry]] = {e.pk: [] for e in entries}
+    for partner in Entry.objects.raw(sql, params):
+        pools[partner.for_id].append(partner)
+    return pools
+
+
+def detect_conflicts_many(
+    entries, *, detected_by: str = "ingest", at=None, pool: int | None = None
+) -> dict[int, list[Conflict]]:
+    """Compare each entry (new candidates, or entries just changed) with the active entries that apply
+    together with it, and open a Conflict per contradiction: {entry id: the conflicts it opened}. Reads
+    at most `pool` partners per entry (PARTNER_POOL, or INGEST_PARTNER_POOL at ingest), those mentioning
+    the action words most first."""
+    pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
+    now = at or timezone.now()
+    entries = list(entries)
+    lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in entries}
+    searching = [e for e in entries if lessons[e.pk].search_words]
+    found: dict[tuple[int, int], str] = {}
+    members = {e.pk: e for e in entries}
+    pools = _partner_pools(searching, lessons, pool) if searching else {}
+    for entry in searching:
+        for other in pools[entry.pk]:
+            reason = _contradicts(entry, lessons[entry.pk], other, _lesson_of(other, lessons))
+            if reason:
+                found[_pair(entry, other)] = reason
+                members.setdefault(other.pk, other)
+    opened: dict[int, list[Conflict]] = {e.pk: [] for e in entries}
+    for conflict in _open_conflicts(found, members, detected_by=detected_by, at=now):
+        for entry_id in (conflict.entry_a_id, conflict.entry_b_id):
+            if entry_id in opened:
+                opened[entry_id].append(conflict)
+    return opened
+
+
+def _lesson_of(entry: Entry, lessons: dict[int, Lesson]) -> Lesson:
+    if entry.pk not in lessons:
+        lessons[entry.pk] = parse_lesson(entry.trigger, entry.content)
+    return lessons[entry.pk]
+
+
 def detect_conflicts_for(
     entry: Entry, *, detected_by: str = "ingest", at=None, pool: int | None = None
 ) -> list[Conflict]:
-    """Compare one entry (a new candidate, or an entry just changed) with the active entries that apply
-    together with it, and open a Conflict per contradiction. Reads at most `pool` partners (PARTNER_POOL,
-    or INGEST_PARTNER_POOL at ingest), those mentioning the action words most first."""
-    pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
-    now = at or timezone.now()
-    lesson = parse_lesson(entry.trigger, entry.content)
-    stems = lesson.search_words
-    if not stems:
-        return []
-    found: dict[tuple[int, int], str] = {}
-    entries = {entry.pk: entry}
-    for other in _partner_pool(entry.scope, stems, exclude=[entry.pk], limit=pool):
-        reason = _contradicts(entry, lesson, other, parse_lesson(other.trigger, other.content))
-        if reason:
-            found[_pair(entry, other)] = reason
-            entries[other.pk] = other
-    return _open_conflicts(found, entries, detected_by=detected_by, at=now)
+    """detect_conflicts_many for one entry."""
+    return detect_conflicts_many([entry], detected_by=detected_by, at=at, pool=pool)[entry.pk]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from curation import access
@@ -19,7 +19,7 @@ from .candidates import (
     PreparedCandidate, evidence_rows, insert_candidate_with_links, new_candidate_entry, prepare_candidate,
     submit_note,
 )
-from .conflicts import detect_conflicts_for
+from .conflicts import detect_conflicts_for, detect_conflicts_many
 from .events import build_event
 from .validation import unknown_fields
 
@@ -167,13 +167,37 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
     return results
 
 
+def _live_by_fingerprint(keys: set[tuple[str, str]]) -> dict[tuple[str, str], Entry]:
+    """The live entry (active before pending, then oldest) of each (scope, fingerprint), locked.
+
+    On PostgreSQL one probe of the (scope, fingerprint) index per key: `scope IN (...) AND fingerprint
+    IN (...)` would probe every combination of the two lists, 250,000 for a batch of 500."""
+    live = [Status.ACTIVE, Status.PENDING]
+    if connection.vendor == "postgresql":
+        scopes, fingerprints = zip(*keys) if keys else ((), ())
+        rows = Entry.objects.raw(
+            """
+            SELECT e.* FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(scope, fingerprint)
+            JOIN curation_entry e ON e.scope = k.scope AND e.fingerprint = k.fingerprint
+            WHERE e.status = ANY(%s)
+            ORDER BY e.status, e.id
+            FOR UPDATE OF e
+            """,
+            [list(scopes), list(fingerprints), live],
+        )
+    else:
+        rows = (Entry.objects.select_for_update()
+                .filter(fingerprint__in={f for _, f in keys}, status__in=live).order_by("status", "id"))
+    found: dict[tuple[str, str], Entry] = {}
+    for entry in rows:  # "active" sorts before "pending": the first one of a key is kept
+        if (entry.scope, entry.fingerprint) in keys:
+            found.setdefault((entry.scope, entry.fingerprint), entry)
+    return found
+
+
 def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
     label = token.label
-    existing = {}
-    for entry in (Entry.objects.select_for_update()
-                  .filter(fingerprint__in={p.fingerprint for _, p in prepared}, status__in=[Status.ACTIVE, Status.PENDING])
-                  .order_by("status", "id")):  # "active" before "pending": the first one is kept
-        existing.setdefault((entry.scope, entry.fingerprint), entry)
+    existing = _live_by_fingerprint({(p.fields["scope"], p.fingerprint) for _, p in prepared})
     new_entries, duplicates, first_in_batch = [], [], {}
     for index, p in prepared:
         key = (p.fields["scope"], p.fingerprint)
@@ -198,13 +222,13 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
     Event.objects.bulk_create(events)
     links, submissions = [], {}
     similar_by_entry = similar_active_entries_many(entry for _, _, entry in new_entries)
+    conflicts_by_entry = detect_conflicts_many([entry for _, _, entry in new_entries], detected_by="ingest", at=now)
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
         links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
-        conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
         submissions[index] = Submission(entry, created=True, evidence_added=len(p.evidence),
                                         similar_ids=[other_id for other_id, _ in similar],
-                                        conflict_ids=[c.pk for c in conflicts], flags=p.flags)
+                                        conflict_ids=[c.pk for c in conflicts_by_entry[entry.pk]], flags=p.flags)
     SimilarEntry.objects.bulk_create(links)
     for index, p, entry in duplicates:
         submissions[index] = Submission(entry, created=False, duplicate_of=entry.pk, evidence_added=len(p.evidence),

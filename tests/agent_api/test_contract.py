@@ -367,3 +367,59 @@ def test_batch_links_near_duplicates_like_single_submissions(agent, approved):
         api_candidate(scope="acme/billing-api", trigger="Something else entirely", content="Another topic.")]}).json()
     assert [r.get("duplicates") for r in body["results"]] == [[active.pk], None, []]
     assert body["results"][1]["status"] == 403
+
+
+def test_batch_finds_conflicts_above_and_below_each_candidates_scope(agent, approved):
+    from curation.models import Conflict
+
+    parent = approved(scope="acme", trigger="Updating a feature branch before review",
+                      content="Always rebase the feature branch onto main.", conditions=[])
+    child = approved(scope="acme/billing-api/container", trigger="Restarting the billing worker after deploys",
+                     content="Never drain the queue before restarting the worker.", conditions=[])
+    elsewhere = approved(scope="acme/web", trigger="Restarting the billing worker after deploys",
+                         content="Never drain the queue before restarting the worker.", conditions=[])
+    body = agent.post("candidates/batch", {"candidates": [
+        api_candidate(scope="acme/billing-api", trigger="Restarting the billing worker after deploys",
+                      content="Always drain the queue before restarting the worker.", conditions=[]),
+        api_candidate(scope="acme/billing-api", trigger="Nothing to do with either", content="Write tests first."),
+        api_candidate(scope="acme/billing-api", trigger="Updating a feature branch before review",
+                      content="Never rebase the feature branch; merge main into it.", conditions=[]),
+    ]}).json()
+    below, unrelated, above = body["results"]
+    assert [Conflict.objects.get(pk=pk).entry_a_id for pk in below["conflicts"]] == [child.pk]
+    assert unrelated["conflicts"] == []
+    assert [Conflict.objects.get(pk=pk).entry_a_id for pk in above["conflicts"]] == [parent.pk]
+    assert not Conflict.objects.filter(entry_a=elsewhere).exists()  # acme/web does not apply with billing-api
+
+
+def test_an_exact_duplicate_is_one_of_the_same_scope_only(agent, approved):
+    other_scope = approved(scope="acme/billing-api/container", trigger="Editing config in the container",
+                           content="Confirm the repository root first.")
+    body = agent.post("candidates/batch", {"candidates": [
+        api_candidate(scope="acme/billing-api", trigger="Editing config in the container",
+                      content="Confirm the repository root first.")]}).json()
+    [result] = body["results"]
+    assert result["created"] is True and result["duplicate_of"] is None
+    assert result["duplicates"] == [other_scope.pk]  # a near duplicate below it, linked, not merged
+
+
+def test_a_batch_costs_the_same_number_of_queries_whatever_its_size(agent, approved):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    approved(scope="acme/billing-api", trigger="Editing config in the container", content="Confirm the root first.")
+
+    def queries_for(n, tag):
+        items = [api_candidate(scope="acme/billing-api", trigger=f"Lesson {tag} number {i}",
+                               content=f"Check the {tag} log {i} before retrying the job.") for i in range(n)]
+        with CaptureQueriesContext(connection) as captured:
+            body = agent.post("candidates/batch", {"candidates": items}).json()
+        assert body["created"] == n
+        return len(captured)
+
+    queries_for(1, "warm")  # the token's first use is recorded once
+    small, large = queries_for(3, "alpha"), queries_for(40, "beta")
+    if connection.vendor == "postgresql":  # one statement per check for the whole batch
+        assert small == large
+    else:  # one similarity and one conflict lookup per new entry; SQLite's parameter limit splits inserts
+        assert 2 * 37 <= large - small <= 2 * 37 + 2
