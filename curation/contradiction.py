@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from curation.similarity import words
 
@@ -204,10 +205,16 @@ def opposed(a: Directive, b: Directive) -> bool:
 
 @dataclass(frozen=True)
 class Lesson:
-    """A lesson read once, so a sweep compares many pairs without parsing the same text again."""
+    """A lesson read once, so a sweep compares many pairs without parsing the same text again. The
+    content's directives are parsed when first asked for: most pairs differ in their triggers already,
+    which is the cheaper test, and then the content is never parsed."""
 
     trigger_words: frozenset
-    directives: tuple
+    content: str
+
+    @cached_property
+    def directives(self) -> tuple:
+        return tuple(directives(self.content))
 
     @property
     def action_keys(self) -> set[tuple[str, bool]]:
@@ -232,11 +239,11 @@ class Lesson:
 
 
 def parse_lesson(trigger: str, content: str) -> Lesson:
-    return Lesson(words(trigger), tuple(directives(content)))
+    return Lesson(words(trigger), content)
 
 
 def contradiction(a: Lesson, b: Lesson) -> str | None:
-    if not a.directives or not b.directives or not _words_overlap(a.trigger_words, b.trigger_words):
+    if not _words_overlap(a.trigger_words, b.trigger_words) or not a.directives or not b.directives:
         return None
     for da in a.directives:
         for db in b.directives:

@@ -33,9 +33,9 @@ SIMILAR_POOL_POSTGRES = 20
 
 
 def overlapping_entries_sql(columns: str) -> str:
-    """For each row of `c` (id, keys, query, below, below_end): the active entries of its scope, its
-    ancestors and the scopes below it that share a word with c.query. Two halves, each one index lookup:
-    the (scope, word) keys of migration 0010 for the scope and its ancestors (only entries that share a
+    """For each row of `c` (see outer_rows_sql): the active entries of its scope, its ancestors and the
+    scopes below it that mention one of its lookup words. Two halves, each one index lookup: the
+    (scope, word) keys of migration 0010 for the scope and its ancestors (only entries that mention a
     word are read), and the scope-prefix range below it (~>=~ / ~<~ compare bytes: the scopes that start
     with "<scope>/", served by the varchar_pattern_ops index). Apart, neither half re-evaluates the
     other's condition on every row, as an OR of the two would."""
@@ -46,35 +46,48 @@ def overlapping_entries_sql(columns: str) -> str:
         UNION ALL
         SELECT {columns} FROM curation_entry e
         WHERE e.status = 'active' AND e.id <> c.id AND e.scope ~>=~ c.below AND e.scope ~<~ c.below_end
-          AND COALESCE(e.search_vector @@ c.query, false)
+          AND COALESCE(e.search_vector @@ c.lookup, false)
     """
 
 
 def outer_rows_sql() -> str:
-    """The `c` rows of _overlapping_sql from parallel arrays: ids, the words to look up, the scope's
-    ancestors joined by "|", and the bounds of the range below the scope. Any word may match (OR)."""
+    """The `c` rows of overlapping_entries_sql, from the parallel arrays of outer_params: the entry's
+    id and text, the index keys and the query of its lookup words (any may match), the query its
+    partners are ranked by, and the bounds of the range below its scope."""
     return """
         WITH c AS MATERIALIZED (  -- computed once per row, not once per entry compared with it
             SELECT u.id, u.text, u.below, u.below_end,
-                   curation_scoped_query(string_to_array(u.ancestors, '|'), u.words) AS keys,
-                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', u.words) AS text), '&', '|'), '')
+                   curation_scoped_query(string_to_array(u.ancestors, '|'), u.lookup) AS keys,
+                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', u.lookup) AS text), '&', '|'), '')
+                        AS tsquery) AS lookup,
+                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', u.rank) AS text), '&', '|'), '')
                         AS tsquery) AS query
-            FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[]), CAST(%(words)s AS text[]),
-                        CAST(%(ancestors)s AS text[]), CAST(%(below)s AS text[]), CAST(%(below_end)s AS text[]))
-                 AS u(id, text, words, ancestors, below, below_end)
+            FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[]), CAST(%(lookup)s AS text[]),
+                        CAST(%(rank)s AS text[]), CAST(%(ancestors)s AS text[]), CAST(%(below)s AS text[]),
+                        CAST(%(below_end)s AS text[]))
+                 AS u(id, text, lookup, rank, ancestors, below, below_end)
         )
     """
 
 
-def outer_params(entries, words_of) -> dict:
+def outer_params(entries, lookup_of, rank_of=None) -> dict:
+    """Parameters of outer_rows_sql: `lookup_of(entry)` the words a partner must mention, `rank_of(entry)`
+    the words partners are ranked by (the lookup words unless given)."""
+    rank_of = rank_of or lookup_of
     return {
         "ids": [e.pk for e in entries],
         "texts": [f"{e.trigger} {e.content}" for e in entries],
-        "words": [words_of(e) for e in entries],
+        "lookup": [lookup_of(e) for e in entries],
+        "rank": [rank_of(e) for e in entries],
         "ancestors": ["|".join(access.scope_ancestors(e.scope)) for e in entries],
         "below": [e.scope + "/" for e in entries],
         "below_end": [e.scope + "0" for e in entries],  # "0" is the character after "/"
     }
+
+
+def _situation_words(entry: Entry) -> str:
+    """What a near duplicate must mention: a word of the trigger or the conditions (the situation)."""
+    return " ".join([entry.trigger, *(c for c in entry.conditions or () if isinstance(c, str))])
 
 
 def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tuple[int, float]]]:
@@ -91,20 +104,26 @@ def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tu
             outer_rows_sql() + f"""
             SELECT c.id, s.id, s.score
             FROM c CROSS JOIN LATERAL (
-                -- similarity() outside the ranked pool: computed for its few rows, not every match
-                SELECT pool.id, similarity(pool.trigger || ' ' || pool.content, c.text) AS score
+                SELECT scored.id, scored.score
                 FROM (
-                    SELECT m.id, m.trigger, m.content
-                    FROM ({overlapping_entries_sql("e.id, e.trigger, e.content, e.search_vector")}) AS m
-                    ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
-                    LIMIT %(pool)s
-                ) AS pool
-                WHERE similarity(pool.trigger || ' ' || pool.content, c.text) >= %(threshold)s
-                ORDER BY score DESC, pool.id DESC
+                    -- similarity() outside the ranked pool: computed for its few rows, not every match;
+                    -- OFFSET 0 keeps it computed once per row (not again in the WHERE below)
+                    SELECT pool.id, similarity(pool.trigger || ' ' || pool.content, c.text) AS score
+                    FROM (
+                        SELECT m.id, m.trigger, m.content
+                        FROM ({overlapping_entries_sql("e.id, e.trigger, e.content, e.search_vector")}) AS m
+                        ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
+                        LIMIT %(pool)s
+                    ) AS pool
+                    OFFSET 0
+                ) AS scored
+                WHERE scored.score >= %(threshold)s
+                ORDER BY scored.score DESC, scored.id DESC
                 LIMIT %(limit)s
             ) AS s
             """,
-            {**outer_params(entries, lambda e: f"{e.trigger} {e.content}"), "pool": SIMILAR_POOL_POSTGRES,
+            {**outer_params(entries, _situation_words, lambda e: f"{e.trigger} {e.content}"),
+             "pool": SIMILAR_POOL_POSTGRES,
              "threshold": settings.CURATION["SIMILAR_THRESHOLD"], "limit": limit},
         )
         for entry_id, other_id, score in cursor.fetchall():
