@@ -139,6 +139,10 @@ _LIFECYCLE_SCHEDULE = {
     "low_utility": crontab(minute=20, hour=3),
     "review_due": crontab(minute=0, hour=6),
     "capacity": crontab(minute="*/15"),
+    # The queues' detection: conflicts hourly (ingest compares a candidate with a few partners only),
+    # consolidation nightly after the archiving sweeps.
+    "conflicts": crontab(minute=10),
+    "consolidation": crontab(minute=40, hour=3),
 }
 CELERY_BEAT_SCHEDULE: dict = {
     f"lifecycle-{name}": {

@@ -300,3 +300,48 @@ def test_capacity_names_the_approval_that_went_over_the_budget(settings, reviewe
     assert Entry.objects.get(pk=weak.pk).archive_reason == f"displaced by #{late_approval.pk}"
     assert Entry.objects.get(pk=late_approval.pk).status == Status.ACTIVE  # weaker still, but the newcomer
     assert Entry.objects.get(pk=strong.pk).status == Status.ACTIVE
+
+
+def _contradicting_and_duplicated_entries():
+    """Active entries as a revival or an import leaves them: never compared at ingest."""
+    rebase = make_entry(scope="acme/billing-api", trigger="Merging a feature branch into main",
+                        content="Always rebase before merging.", last_verified_at=days_before(1))
+    no_rebase = make_entry(scope="acme/billing-api/container", trigger="Merging feature branches into main",
+                           content="Never rebase shared branches.", last_verified_at=days_before(1))
+    twins = [make_entry(scope="acme/web", trigger="Editing config files inside the web container",
+                        content=f"Confirm the repository root with git rev-parse before editing config{tail}.",
+                        last_verified_at=days_before(1)) for tail in ("", " files")]
+    return rebase, no_rebase, twins
+
+
+def test_conflict_and_consolidation_detection_run_as_recorded_lifecycle_tasks():
+    from curation.models import Conflict, ConsolidationProposal
+
+    rebase, no_rebase, twins = _contradicting_and_duplicated_entries()
+    before = state_of_all()
+    conflicts_run, conflicts_sweep = run_sweep("conflicts", as_of=AS_OF, triggered_by="test")
+    proposals_run, _ = run_sweep("consolidation", as_of=AS_OF, triggered_by="test")
+
+    [conflict] = Conflict.objects.all()
+    assert (conflict.entry_a_id, conflict.entry_b_id, conflict.detected_by) == (rebase.pk, no_rebase.pk, "sweep")
+    [proposal] = ConsolidationProposal.objects.all()
+    assert proposal.kind == ConsolidationProposal.Kind.MERGE and {e.pk for e in proposal.entries.all()} == {
+        t.pk for t in twins}
+    for run in (conflicts_run, proposals_run):
+        run.refresh_from_db()
+        assert (run.state, run.rows_examined, run.rows_changed) == (TaskRun.State.SUCCEEDED, 4, 1)
+    assert conflicts_sweep.samples == [f"#{rebase.pk} and #{no_rebase.pk}: {conflict.reason}"]
+    assert state_of_all() == before  # detection opens queue items; it changes no entry
+
+    again = [run_sweep(task, as_of=AS_OF)[0] for task in ("conflicts", "consolidation")]
+    assert [run.rows_changed for run in again] == [0, 0]
+    assert (Conflict.objects.count(), ConsolidationProposal.objects.count()) == (1, 1)
+
+
+def test_a_dry_run_of_detection_says_what_it_would_open_and_opens_nothing():
+    from curation.models import Conflict, ConsolidationProposal
+
+    _contradicting_and_duplicated_entries()
+    runs = [run_sweep(task, as_of=AS_OF, dry_run=True) for task in ("conflicts", "consolidation")]
+    assert [(run.dry_run, run.rows_changed, len(sweep.samples)) for run, sweep in runs] == [(True, 1, 1), (True, 1, 1)]
+    assert (Conflict.objects.count(), ConsolidationProposal.objects.count(), Event.objects.count()) == (0, 0, 0)

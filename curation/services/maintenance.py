@@ -1,5 +1,6 @@
 """Background curation (DESIGN.md §4): decay, archive, revive, periodic and history-based deletion,
-review-due rechecks and the capacity budget.
+review-due rechecks and the capacity budget; and the detecting sweeps of the review queues (conflicts,
+consolidation proposals), which only open queue items and change no entry.
 
 Each sweep walks its rows in keyset batches of id (`id > last AND id <= batch_end`, on the (status, id)
 index) and does the work of a batch with a few set-based statements in one short transaction, so no
@@ -35,6 +36,8 @@ from curation import lifecycle
 from curation.middleware import current_request_id
 from curation.models import Entry, Event, Evidence, QueueReason, RetrievedEntry, Signal, Status, TaskRun
 
+from . import conflicts, consolidation
+
 logger = logging.getLogger(__name__)
 
 SAMPLE_LIMIT = 20  # rows a dry run describes; it counts them all
@@ -47,6 +50,10 @@ TASK_DESCRIPTIONS = {
     "low_utility": "Archive entries retrieved at least n times whose average utility is below beta; queue a recheck.",
     "review_due": "Send active entries whose review date has passed back to the candidates queue.",
     "capacity": "Archive the weakest active entries of a scope that is over its capacity budget.",
+    "conflicts": "Open a conflict for each pair of active entries that overlap and give opposite advice "
+                 "(ingest compares a candidate with a few partners only; this reads them all).",
+    "consolidation": "Propose merging clusters of near-duplicate active entries of a scope, and superseding "
+                     "entries made outdated by a newer one; only an accepted proposal changes an entry.",
 }
 TASK_NAMES = tuple(TASK_DESCRIPTIONS)
 
@@ -488,6 +495,46 @@ def sweep_capacity(sweep: Sweep) -> None:
     sweep.batch_done()
 
 
+class _DryRun(Exception):
+    """Rolls back what a dry run of a detecting sweep wrote."""
+
+
+def _detecting(sweep: Sweep, body: Callable[[], None]) -> None:
+    """Conflict and consolidation detection write what they find as they go (each pair or proposal is
+    its own savepoint, so a concurrent duplicate is skipped); a dry run does the same work in one
+    transaction and rolls it back, so its counts and samples say what a real run would open."""
+    if sweep.dry_run:
+        try:
+            with transaction.atomic():
+                body()
+                raise _DryRun
+        except _DryRun:
+            pass
+    else:
+        body()
+    sweep.batch_done()
+
+
+def sweep_conflict_detection(sweep: Sweep) -> None:
+    def body():
+        result = conflicts.sweep_conflicts(at=sweep.as_of, batch_size=sweep.batch_size)
+        sweep.examined, sweep.changed = result.examined, len(result.opened)
+        for conflict in result.opened:
+            sweep.sample(f"#{conflict.entry_a_id} and #{conflict.entry_b_id}: {conflict.reason}")
+
+    _detecting(sweep, body)
+
+
+def sweep_consolidation_proposals(sweep: Sweep) -> None:
+    def body():
+        result = consolidation.sweep_consolidation(at=sweep.as_of, batch_size=sweep.batch_size)
+        sweep.examined, sweep.changed = result.examined, len(result.proposed)
+        for proposal in result.proposed:
+            sweep.sample(f"{proposal.kind} in {proposal.scope}: {proposal.reason}")
+
+    _detecting(sweep, body)
+
+
 SWEEPS: dict[str, Callable[[Sweep], None]] = {
     "decay": sweep_decay,
     "archive": sweep_archive,
@@ -496,6 +543,8 @@ SWEEPS: dict[str, Callable[[Sweep], None]] = {
     "low_utility": sweep_low_utility,
     "review_due": sweep_review_due,
     "capacity": sweep_capacity,
+    "conflicts": sweep_conflict_detection,
+    "consolidation": sweep_consolidation_proposals,
 }
 assert tuple(SWEEPS) == TASK_NAMES
 
