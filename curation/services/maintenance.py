@@ -1,5 +1,5 @@
 """Background curation (DESIGN.md §4): decay, archive, revive, periodic and history-based deletion,
-review-due rechecks and the capacity budget.
+review-due rechecks, the capacity budget and skill nomination (services/skills.py).
 
 Each sweep walks its rows in keyset batches of id (`id > last AND id <= batch_end`, on the (status, id)
 index) and does the work of a batch with a few set-based statements in one short transaction, so no
@@ -34,6 +34,7 @@ from django.utils import timezone
 from curation import lifecycle
 from curation.middleware import current_request_id
 from curation.models import Entry, Event, Evidence, QueueReason, RetrievedEntry, Signal, Status, TaskRun
+from curation.selectors import withheld_by_skill
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ TASK_DESCRIPTIONS = {
     "low_utility": "Archive entries retrieved at least n times whose average utility is below beta; queue a recheck.",
     "review_due": "Send active entries whose review date has passed back to the candidates queue.",
     "capacity": "Archive the weakest active entries of a scope that is over its capacity budget.",
+    "skill_nomination": "Nominate procedures and success patterns that pass the promotion gates (seed 001 §5.3) "
+                        "for the skill promotions queue.",
 }
 TASK_NAMES = tuple(TASK_DESCRIPTIONS)
 
@@ -301,6 +304,7 @@ def sweep_unused(sweep: Sweep) -> None:
         return (
             Entry.objects.filter(batch, created_at__lte=cutoff)
             .filter(Q(last_verified_at__isnull=True) | Q(last_verified_at__lte=cutoff))
+            .exclude(Exists(withheld_by_skill()))  # not retrieved because a skill replaces it: not unused
             .annotate(recent=recent_retrievals_sql(sweep.as_of, p))
             .filter(recent__lte=p.unused_max_retrievals)
         )
@@ -488,6 +492,12 @@ def sweep_capacity(sweep: Sweep) -> None:
     sweep.batch_done()
 
 
+def sweep_skill_nomination(sweep: Sweep) -> None:
+    from .skills import sweep_skill_nominations  # skills.py builds on this module's batches
+
+    sweep_skill_nominations(sweep)
+
+
 SWEEPS: dict[str, Callable[[Sweep], None]] = {
     "decay": sweep_decay,
     "archive": sweep_archive,
@@ -496,6 +506,7 @@ SWEEPS: dict[str, Callable[[Sweep], None]] = {
     "low_utility": sweep_low_utility,
     "review_due": sweep_review_due,
     "capacity": sweep_capacity,
+    "skill_nomination": sweep_skill_nomination,
 }
 assert tuple(SWEEPS) == TASK_NAMES
 
