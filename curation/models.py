@@ -481,7 +481,8 @@ class SkillProposal(models.Model):
 
 class SkillSource(models.Model):
     """An entry a skill proposal was made from. `live` while the proposal is nominated or approved: an entry
-    belongs to at most one live proposal, and the database keeps it so."""
+    belongs to at most one live proposal, and the database keeps it so. A source a reviewer took out of the
+    draft keeps its row, with `removed_at`."""
 
     proposal = models.ForeignKey(SkillProposal, on_delete=models.PROTECT, related_name="sources")
     entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="skill_sources")
@@ -489,6 +490,7 @@ class SkillSource(models.Model):
     entry_version = models.PositiveIntegerField()  # the entry's version when it was linked
     added_at = models.DateTimeField(default=timezone.now)
     added_by_label = models.CharField(max_length=150, blank=True)
+    removed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -62,7 +62,7 @@ def agent_token(name: str = "skill-agent", scopes=("acme/billing-api",)):
 
 
 def report(proposal: SkillProposal, outcomes=("success",) * 5, *, token=None, prefix: str = "task"):
-    token = token or agent_token(f"trial-agent-{proposal.pk}-{prefix}")
+    token = token or agent_token(f"trial-agent-{proposal.pk}-{prefix}", scopes=[proposal.scope])
     return [skills.record_skill_trial(token=token, slug=proposal.slug,
                                       data={"outcome": o, "task_ref": f"{prefix}-{i}", "notes": ""})
             for i, o in enumerate(outcomes)]

@@ -74,6 +74,7 @@ class Migration(migrations.Migration):
                 ('entry_version', models.PositiveIntegerField()),
                 ('added_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('added_by_label', models.CharField(blank=True, max_length=150)),
+                ('removed_at', models.DateTimeField(blank=True, null=True)),
                 ('entry', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='skill_sources', to='curation.entry')),
                 ('proposal', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sources', to='curation.skillproposal')),
             ],

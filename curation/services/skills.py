@@ -393,14 +393,14 @@ def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes:
         except IntegrityError:
             raise ValidationError({"slug": ["Another skill took this name a moment ago; choose another."]}) from None
         if removed:
-            SkillSource.objects.filter(pk__in=[s.pk for s in removed]).update(live=False)
+            SkillSource.objects.filter(pk__in=[s.pk for s in removed]).update(live=False, removed_at=now)
         for entry in added_entries:
             try:
                 with transaction.atomic():
                     SkillSource.objects.update_or_create(
                         proposal=proposal, entry=entry,
                         defaults={"live": True, "entry_version": entry.version, "added_at": now,
-                                  "added_by_label": actor.get_username()})
+                                  "added_by_label": actor.get_username(), "removed_at": None})
             except IntegrityError:
                 raise ValidationError({"sources": [f"#{entry.pk} became a source of another skill meanwhile."]}) from None
         all_sources = sources + [SkillSource(proposal=proposal, entry=e) for e in added_entries]
