@@ -206,6 +206,12 @@ def _ref(proposal: SkillProposal) -> dict:
 class SkillOutcome:
     proposal: SkillProposal
     changed: tuple = ()  # the draft fields an edit changed
+    sources_changed: bool = False
+
+    @property
+    def summary(self) -> str:
+        parts = list(self.changed) + (["sources"] if self.sources_changed else [])
+        return f"saved {', '.join(parts)}" if parts else "nothing changed"
 
 
 def _require(actor, perm: str, message: str) -> None:
@@ -414,7 +420,7 @@ def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes:
             before={f: before[f] for f in changed} | ({"sources": current} if added or removed else {}),
             after={f: cleaned[f] for f in changed} | ({"sources": new_ids} if added or removed else {}), now=now,
         )
-    return SkillOutcome(proposal, tuple(changed))
+    return SkillOutcome(proposal, tuple(changed), sources_changed=bool(added or removed))
 
 
 def trial_outcomes(proposal: SkillProposal) -> list[str]:
