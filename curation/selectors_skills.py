@@ -142,6 +142,13 @@ def exported_skills(*, scope: str = "") -> list[SkillProposal]:
     return _with_parts(list(_annotated(qs).order_by("slug")))
 
 
+def skills_of_entry(user, entry) -> list[SkillSource]:
+    """The skill proposals an entry is (still) a source of, newest first, with their proposal: one query."""
+    return list(SkillSource.objects.filter(entry=entry, removed_at__isnull=True)
+                .filter(access.scope_q(access.user_scope_prefixes(user), "proposal__scope"))
+                .select_related("proposal").order_by("-added_at", "-id"))
+
+
 # --- for agents --------------------------------------------------------------------------------------------
 
 

@@ -119,3 +119,15 @@ def test_batches_keep_the_query_count_per_batch(django_assert_max_num_queries):
 def test_the_sweep_is_scheduled_like_the_others(settings):
     assert "skill_nomination" in maintenance.TASK_NAMES
     assert settings.CELERY_BEAT_SCHEDULE["lifecycle-skill_nomination"]["task"] == "curation.lifecycle.skill_nomination"
+
+
+def test_long_names_that_collide_get_their_own_suffix():
+    trigger = "Running the very long billing-api database migration procedure inside the container " * 2
+    made = []
+    for i in range(3):  # one per run: the names taken are read from the database, not remembered
+        made.append(ready_entry(trigger=trigger, scope=f"acme/billing-api/s{i}"))
+        nominate()
+    slugs = sorted(SkillProposal.objects.values_list("slug", flat=True))
+    assert len(slugs) == 3 == len(set(slugs)) and all(len(s) <= 64 for s in slugs)
+    assert SkillProposal.objects.filter(nominated_entry__in=made).count() == 3
+    assert sum(s.endswith(("-2", "-3")) for s in slugs) == 2

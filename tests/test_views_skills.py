@@ -133,7 +133,7 @@ def test_without_javascript_the_forms_post_and_redirect(reviewer):
                            follow=True)
     assert response.redirect_chain[-1][0] == QUEUE and "rejected, never nominated again" in response.content.decode()
     assert fresh(p).status == "rejected"
-    assert client.post(url("approve", p), {}).status_code in (403, 422)
+    assert client.post(url("approve", p), {}).status_code == 403  # the role is checked before the form
 
 
 def test_scopes_limit_the_queue(reviewer):
@@ -253,3 +253,21 @@ def test_the_dashboard_counts_the_skills_queue(lead):
     page = client_for(lead).get("/").content.decode()
     assert 'id="queue-skills"' in page and 'href="/review/skills/"' in page
     assert Entry.objects.filter(pk=p.nominated_entry_id).exists()
+
+
+def test_the_entry_page_says_it_is_a_skills_source(lead):
+    skill = approved_skill(lead)
+    page = client_for(lead).get(f"/entries/{skill.nominated_entry_id}/").content.decode()
+    assert f'id="entry-skill-{skill.pk}"' in page and f'href="/skills/{skill.slug}/"' in page
+    assert "withheld from retrieval while the skill is approved" in page
+    assert "skill_approved" in page  # the timeline
+
+
+def test_every_role_check_comes_before_the_form(reviewer, auditor, lead):
+    p = nominated()
+    skill = approved_skill(lead, scope="acme/billing-api/host")
+    for user, posts in ((reviewer, [url("approve", p), f"/skills/{skill.slug}/retire/"]),
+                        (auditor, [url("approve", p), url("edit", p), url("reject", p), f"/skills/{skill.slug}/retire/"])):
+        for path in posts:
+            response = client_for(user).post(path, {})  # no version, no fields: still 403, not 422
+            assert response.status_code == 403, (user, path)

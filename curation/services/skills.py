@@ -159,7 +159,8 @@ def _nominate(sweep, entries: list[Entry], g) -> int:
     }
     bases = {d["slug"] for d in drafts.values()}
     taken = set(
-        SkillProposal.objects.filter(reduce(or_, (Q(slug=b) | Q(slug__startswith=b[:SKILL_SLUG_MAX - 3] + "-") for b in bases)))
+        # A suffixed slug ("-2") may shorten its base: every slug sharing the first 54 characters is read.
+        SkillProposal.objects.filter(reduce(or_, (Q(slug__startswith=b[:SKILL_SLUG_MAX - 10]) for b in bases)))
         .values_list("slug", flat=True)
     )
     proposals = []
@@ -214,7 +215,18 @@ class SkillOutcome:
         return f"saved {', '.join(parts)}" if parts else "nothing changed"
 
 
-def _require(actor, perm: str, message: str) -> None:
+# Who may make each decision, and what a refused user reads.
+ALLOWED = {
+    "edit": (REVIEW, "Only reviewers and leads edit skill drafts."),
+    "reject": (REVIEW, "Only reviewers and leads reject skill proposals."),
+    "approve": (PROMOTE, "Only a lead may approve a skill promotion."),
+    "retire": (PROMOTE, "Only a lead may retire a skill."),
+}
+
+
+def require_allowed(actor, decision: str) -> None:
+    """PermissionDenied unless the actor's role makes this decision (views call it before reading a form)."""
+    perm, message = ALLOWED[decision]
     if not actor.has_perm(perm):
         raise PermissionDenied(message)
 
@@ -369,7 +381,7 @@ def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes:
     """Change the draft of a nominated skill (reviewers and leads). Fields not in `changes` stay; a change to
     the steps, parameters, verification or rollback starts a new revision, and the trials start again.
     Secrets and personal data typed into the draft are redacted and flagged. Nothing changed, nothing written."""
-    _require(actor, REVIEW, "Only reviewers and leads edit skill drafts.")
+    require_allowed(actor, "edit")
     if not isinstance(changes, dict):
         raise ValidationError({"_": ["The changes are an object of draft fields."]})
     now = at or timezone.now()
@@ -438,7 +450,7 @@ def approval_check(proposal: SkillProposal, sources: list[SkillSource]) -> tuple
 def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str = "", at=None) -> SkillOutcome:
     """Publish the skill (leads only), when the gate passes: enough trials of this revision, all of them
     successful, a rollback path, every source still active. Its source entries leave retrieval."""
-    _require(actor, PROMOTE, "Only a lead may approve a skill promotion.")
+    require_allowed(actor, "approve")
     now = at or timezone.now()
     with transaction.atomic():
         proposal, sources = _load(proposal_id, actor, expected_version)
@@ -460,7 +472,7 @@ def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str =
 
 def reject_skill(proposal_id: int, *, actor, expected_version: int, reason: str, at=None) -> SkillOutcome:
     """Not a skill (reviewers and leads): the entries stay as they are, and are never nominated again."""
-    _require(actor, REVIEW, "Only reviewers and leads reject skill proposals.")
+    require_allowed(actor, "reject")
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["Say why this is not a skill: whoever nominates the next one reads it."]})
@@ -480,7 +492,7 @@ def reject_skill(proposal_id: int, *, actor, expected_version: int, reason: str,
 def retire_skill(proposal_id: int, *, actor, expected_version: int, reason: str, at=None) -> SkillOutcome:
     """Take an approved skill out of service (leads only): it is no longer served or exported, and its
     source entries return to normal retrieval. Kept, like everything, for the audit."""
-    _require(actor, PROMOTE, "Only a lead may retire a skill.")
+    require_allowed(actor, "retire")
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["Say why the skill is retired."]})

@@ -140,8 +140,9 @@ def _version(request) -> int:
     return int(raw)
 
 
-def _decide(request, proposal_id, verb, call, *, panel="", form=None):
+def _decide(request, proposal_id, decision, verb, call, *, panel="", form=None):
     """Run one decision and answer: the decided card, or the card again with what went wrong."""
+    service.require_allowed(request.user, decision)
     try:
         outcome = call(_version(request))
     except SkillProposal.DoesNotExist:
@@ -169,6 +170,7 @@ def _decide(request, proposal_id, verb, call, *, panel="", form=None):
 @require(READ)
 def edit(request, proposal_id):
     """Save the draft (reviewers and leads); the card comes back with the changes."""
+    service.require_allowed(request.user, "edit")
     form = {f: request.POST[f] for f in service.DRAFT_FIELDS if f in request.POST}
     try:
         outcome = service.edit_skill_draft(proposal_id, actor=request.user, expected_version=_version(request),
@@ -190,7 +192,7 @@ def edit(request, proposal_id):
 @require(READ)
 def approve(request, proposal_id):
     return _decide(
-        request, proposal_id, "approved and published",
+        request, proposal_id, "approve", "approved and published",
         lambda version: service.approve_skill(proposal_id, actor=request.user, expected_version=version,
                                               note=request.POST.get("note", "")),
     )
@@ -200,7 +202,7 @@ def approve(request, proposal_id):
 @require(READ)
 def reject(request, proposal_id):
     return _decide(
-        request, proposal_id, "rejected, never nominated again",
+        request, proposal_id, "reject", "rejected, never nominated again",
         lambda version: service.reject_skill(proposal_id, actor=request.user, expected_version=version,
                                              reason=request.POST.get("reason", "")),
         panel="reject", form={"reason": request.POST.get("reason", "")},
@@ -233,8 +235,8 @@ def _visible_skill(request, slug) -> SkillProposal:
 @require(READ)
 def skill_page(request, slug):
     skill = _visible_skill(request, slug)
-    if skill.status == SkillProposal.Status.NOMINATED:
-        return redirect("curation:skill-card", skill.pk)
+    if skill.status in (SkillProposal.Status.NOMINATED, SkillProposal.Status.REJECTED):
+        return redirect("curation:skill-card", skill.pk)  # never a skill: its card tells its story
     return render(request, "curation/skill.html", {**_context(request), "skill": skill})
 
 
@@ -266,6 +268,7 @@ def export_zip(request):
 @require(READ)
 def retire(request, slug):
     """Retire an approved skill (leads only): its source entries return to retrieval."""
+    service.require_allowed(request.user, "retire")
     try:
         proposal = SkillProposal.objects.only("pk", "scope").get(slug=slug)
         outcome = service.retire_skill(proposal.pk, actor=request.user, expected_version=_version(request),
