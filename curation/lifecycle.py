@@ -169,13 +169,16 @@ def revival(evidence, *, archived_at: datetime, now: datetime, r: Rules) -> Revi
 
 
 def is_unused(
-    *, created_at: datetime, last_verified_at: datetime | None, retrievals_in_window: int, now: datetime, p: Policies
+    *, created_at: datetime, last_verified_at: datetime | None, retrievals_in_window: int, now: datetime, p: Policies,
+    withheld: bool = False,
 ) -> bool:
     """Periodic deletion (seed 002 §8.1): neither created nor verified within the last W days, and retrieved
-    at most alpha times in them. (A just-approved entry has had no chance to be retrieved yet.)"""
+    at most alpha times in them. (A just-approved entry has had no chance to be retrieved yet, and an entry
+    withheld from retrieval because an approved skill replaces it has had none either.)"""
     cutoff = now - timedelta(days=p.unused_window_days)
     return (
-        created_at <= cutoff
+        not withheld
+        and created_at <= cutoff
         and (last_verified_at is None or last_verified_at <= cutoff)
         and retrievals_in_window <= p.unused_max_retrievals
     )
@@ -210,3 +213,111 @@ def displacement_key(*, strength: int, confidence: float, average_utility: float
     confidence × average utility, then the oldest entry."""
     utility = UNKNOWN_UTILITY if average_utility is None else average_utility
     return (strength, confidence * utility, entry_id)
+
+
+# --- Skill promotion (seed 001 §5.3; DESIGN.md §3) --------------------------------------------------------
+# The nomination sweep in services/skills.py finds candidates in SQL and decides each with
+# nomination_blockers(); approving a proposal asks approval_blockers(). Both answer the reasons a person
+# reads ("9 hits, 10 needed"), empty when the gate passes.
+
+SKILL_KINDS = ("procedure", "success_pattern")
+
+
+@dataclass(frozen=True)
+class SkillGates:
+    min_hits: int
+    min_avg_utility: float
+    recent_window: int
+    trials_required: int
+
+
+def skill_gates() -> SkillGates:
+    c = settings.CURATION
+    return SkillGates(
+        min_hits=int(c["SKILL_MIN_HITS"]),
+        min_avg_utility=float(c["SKILL_MIN_AVG_UTILITY"]),
+        recent_window=int(c["SKILL_RECENT_WINDOW"]),
+        trials_required=int(c["SKILL_TRIALS_REQUIRED"]),
+    )
+
+
+def nomination_blockers(
+    *, kind: str, status: str, hit_count: int, utility_sum: float, utility_n: int, recent_outcomes,
+    has_rollback_note: bool, open_conflicts: int = 0, awaiting_recheck: bool = False, g: SkillGates,
+) -> list[str]:
+    """Why an entry may not be nominated as a skill yet; [] when it may.
+
+    `recent_outcomes` are its latest task outcomes ("success" / "failure"), newest first; only the first
+    `recent_window` count ("no failure in the last 10 uses"). Averages are compared with EPSILON, so an
+    average of 0.8 computed as 0.7999999 passes a 0.8 gate."""
+    reasons = []
+    if kind not in SKILL_KINDS:
+        reasons.append(f"a {kind.replace('_', ' ')} is not a procedure or a success pattern")
+    if status != "active":
+        reasons.append(f"it is {status}, not active")
+    if hit_count < g.min_hits:
+        reasons.append(f"{hit_count} hits, {g.min_hits} needed")
+    if not utility_n:
+        reasons.append("no task outcome reported yet")
+    elif utility_sum / utility_n < g.min_avg_utility - EPSILON:
+        reasons.append(f"average utility {utility_sum / utility_n:.2f}, at least {g.min_avg_utility:g} needed")
+    failures = [i for i, outcome in enumerate(list(recent_outcomes)[: g.recent_window]) if outcome != "success"]
+    if failures:
+        reasons.append(f"a task that used it failed {failures[0] + 1} uses ago (none allowed in the last "
+                       f"{g.recent_window})")
+    if not has_rollback_note:
+        reasons.append("no rollback note (a line starting 'Rollback:' in its content)")
+    if open_conflicts:
+        reasons.append("it is in an open conflict")
+    if awaiting_recheck:
+        reasons.append("it waits in the candidates queue for a recheck")
+    return reasons
+
+
+def is_nominable(**facts) -> bool:
+    return not nomination_blockers(**facts)
+
+
+@dataclass(frozen=True)
+class TrialProgress:
+    """The trials reported on a proposal's current revision."""
+
+    reported: int
+    succeeded: int
+    required: int
+
+    @property
+    def failed(self) -> int:
+        return self.reported - self.succeeded
+
+    @property
+    def label(self) -> str:
+        return f"{self.succeeded} of {max(self.required, self.reported)} trials succeeded"
+
+    @property
+    def passes(self) -> bool:
+        return self.reported >= self.required and self.failed == 0
+
+
+def trial_progress(outcomes, g: SkillGates) -> TrialProgress:
+    outcomes = list(outcomes)
+    return TrialProgress(len(outcomes), sum(1 for o in outcomes if o == "success"), g.trials_required)
+
+
+def approval_blockers(*, progress: TrialProgress, rollback: str, steps: str, inactive_sources=()) -> list[str]:
+    """Why a lead may not approve the proposal yet; [] when the gate passes: at least `required` trials
+    reported on this revision, all successful, a rollback path and steps in the draft, every source active."""
+    reasons = []
+    if progress.failed:
+        reasons.append(f"{progress.failed} trial{'s' if progress.failed > 1 else ''} of this revision failed: revise "
+                       "the draft (its trials start again) or reject it")
+    if progress.reported < progress.required:
+        missing = progress.required - progress.reported
+        reasons.append(f"{progress.reported} of {progress.required} trials reported: {missing} more needed")
+    if not rollback.strip():
+        reasons.append("the draft has no rollback path")
+    if not steps.strip():
+        reasons.append("the draft has no steps")
+    for entry_id, status in inactive_sources:
+        reasons.append(f"source entry #{entry_id} is now {status}")
+    return reasons

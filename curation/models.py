@@ -407,3 +407,117 @@ class ConsolidationProposal(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["state", "created_at"], name="consolidation_state_idx")]
+
+
+
+SKILL_SLUG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"  # the Agent Skills `name`: also the export's directory name
+SKILL_SLUG_MAX = 64
+SKILL_DESCRIPTION_MAX = 1024
+SKILL_TEXT_MAX = 8000
+
+
+class SkillProposal(models.Model):
+    """A procedure or success pattern nominated to become a skill (seed 001 §5.3), with the draft a reviewer
+    edits, and, once a lead approves it, the published skill itself. While approved, its source entries are
+    withheld from retrieval (the skill replaces them); retiring it gives them back. Never deleted."""
+
+    class Status(models.TextChoices):
+        NOMINATED = "nominated", "nominated"
+        APPROVED = "approved", "approved"
+        REJECTED = "rejected", "rejected"
+        RETIRED = "retired", "retired"
+
+    slug = models.CharField(max_length=SKILL_SLUG_MAX, unique=True)
+    scope = models.CharField(max_length=255, validators=[scope_validator])
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.NOMINATED)
+    # The draft: the sections of SKILL.md.
+    description = models.TextField(max_length=SKILL_DESCRIPTION_MAX)
+    when_to_use = models.TextField(blank=True)
+    steps = models.TextField()
+    parameters = models.TextField(blank=True)
+    verification = models.TextField(blank=True)
+    rollback = models.TextField(blank=True)
+    pitfalls = models.TextField(blank=True)
+    entries = models.ManyToManyField(Entry, through="SkillSource", related_name="skill_proposals")
+    # The entry the sweep nominated; it stays among the sources.
+    nominated_entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
+    reason = models.TextField(blank=True)  # what the sweep saw: hits, average utility, recent uses
+    flags = models.JSONField(default=list, blank=True)  # what was redacted from edits
+    # Trials count for the current revision only: it goes up when the steps, parameters, verification or
+    # rollback change, since trials of other steps prove nothing about these.
+    revision = models.PositiveIntegerField(default=1)
+    version = models.PositiveIntegerField(default=1)  # optimistic locking: every change bumps it
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by_label = models.CharField(max_length=150, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+    retired_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    retired_at = models.DateTimeField(null=True, blank=True)
+    retire_reason = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["status", "created_at", "id"], name="skill_status_created_idx"),
+            models.Index(fields=["status", "scope"], name="skill_status_scope_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=["nominated", "approved", "rejected", "retired"]),
+                                   name="skill_status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def label(self) -> str:
+        return f"skill {self.slug} (#{self.pk})"
+
+
+class SkillSource(models.Model):
+    """An entry a skill proposal was made from. `live` while the proposal is nominated or approved: an entry
+    belongs to at most one live proposal, and the database keeps it so. A source a reviewer took out of the
+    draft keeps its row, with `removed_at`."""
+
+    proposal = models.ForeignKey(SkillProposal, on_delete=models.PROTECT, related_name="sources")
+    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="skill_sources")
+    live = models.BooleanField(default=True)
+    entry_version = models.PositiveIntegerField()  # the entry's version when it was linked
+    added_at = models.DateTimeField(default=timezone.now)
+    added_by_label = models.CharField(max_length=150, blank=True)
+    removed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["proposal", "entry"], name="skill_source_unique"),
+            models.UniqueConstraint(fields=["entry"], condition=Q(live=True), name="skill_source_one_live_proposal"),
+        ]
+
+
+class SkillTrial(models.Model):
+    """An agent's trial run of a proposed skill: append-only (a PostgreSQL trigger refuses UPDATE/DELETE).
+    One report per task and revision, so a retried POST counts once."""
+
+    class Outcome(models.TextChoices):
+        SUCCESS = "success", "success"
+        FAILURE = "failure", "failure"
+
+    proposal = models.ForeignKey(SkillProposal, on_delete=models.PROTECT, related_name="trials")
+    revision = models.PositiveIntegerField()
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    task_ref = models.CharField(max_length=255)
+    notes = models.TextField(max_length=4000, blank=True)
+    token = models.ForeignKey(AgentToken, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    reported_by_label = models.CharField(max_length=150)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["proposal", "revision", "task_ref"], name="skill_trial_once_per_task"),
+        ]
+        indexes = [models.Index(fields=["proposal", "revision", "created_at"], name="skill_trial_recent_idx")]

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Prefetch, Q
+from django.db.models import Exists, OuterRef, Prefetch, Q
 from django.utils import timezone
 
 from curation import access
-from curation.models import Entry, Event, Evidence, SimilarEntry, Status
+from curation.models import Entry, Event, Evidence, SimilarEntry, SkillSource, Status
 from curation.similarity import jaccard, similarity, words
 
 CHAIN_LIMIT = 50
@@ -398,6 +398,18 @@ RETRIEVED_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "
                     "last_verified_at", "fingerprint")
 
 
+# An approved skill replaces its source entries: agents read the skill (GET /api/v1/skills), and the entries
+# come back when the skill is retired. Skills are few, so this anti-join costs a probe of a tiny table.
+_NOT_WITHHELD_SQL = """NOT EXISTS (
+    SELECT 1 FROM curation_skillsource ss JOIN curation_skillproposal sp ON sp.id = ss.proposal_id
+    WHERE ss.entry_id = {entry_id} AND sp.status = 'approved')"""
+
+
+def withheld_by_skill():
+    """For Exists(): the approved skill an entry is a source of."""
+    return SkillSource.objects.filter(entry=OuterRef("pk"), proposal__status="approved")
+
+
 def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
     """One query that ranks and fetches. With a query: one lookup of the (scope, word) keys of migration
     0010, so only the asked scopes' entries that mention a query word are read. Without: each scope is
@@ -417,6 +429,7 @@ def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
                   AND curation_scoped_lexemes(e.scope, e.search_vector)
                       && curation_scoped_query(CAST(%(scopes)s AS text[]), %(q)s)
                   AND e.confidence >= %(min)s
+                  AND {_NOT_WITHHELD_SQL.format(entry_id="e.id")}
                 ORDER BY ts_rank(e.search_vector, query.tsq) * e.confidence DESC, e.id DESC
                 LIMIT %(wide)s
             )
@@ -432,6 +445,7 @@ def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
             CROSS JOIN LATERAL (
                 SELECT * FROM curation_entry
                 WHERE status = 'active' AND scope = s.scope AND confidence >= %(min)s
+                  AND {_NOT_WITHHELD_SQL.format(entry_id="curation_entry.id")}
                 ORDER BY confidence DESC, id DESC
                 LIMIT %(pool)s
             ) AS e
@@ -444,7 +458,8 @@ def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
 
 def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
     """SQLite: filter by any query word in the database, score by word overlap × confidence here."""
-    rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence)
+    rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence).exclude(
+        Exists(withheld_by_skill()))
     query_words = sorted(words(q))[:_QUERY_WORDS]
     if not query_words:
         return [Ranked(e, e.confidence) for e in rows.order_by("-confidence", "-id")[:pool]]
@@ -463,7 +478,7 @@ def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
 
 def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
     """Active entries of the given scopes, ranked by relevance × confidence, near-duplicates dropped,
-    at most k. One query on PostgreSQL whatever the table size (the (scope, word) index bounds the scan)."""
+    at most k; not the sources of an approved skill. One query on PostgreSQL whatever the table size (the (scope, word) index bounds the scan)."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]

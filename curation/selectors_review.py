@@ -14,7 +14,9 @@ from django.utils import timezone
 
 from curation import access
 from curation.lifecycle import SIGNAL_STRENGTH
-from curation.models import Conflict, ConsolidationProposal, Entry, Evidence, RetrievedEntry, Status, TaskRun
+from curation.models import (
+    Conflict, ConsolidationProposal, Entry, Evidence, RetrievedEntry, SkillProposal, Status, TaskRun,
+)
 from curation.selectors import decode_cursor, encode_keyset, visible_entries
 
 CONFLICT_PAGE_SIZE = 20
@@ -286,9 +288,14 @@ def histogram_bars(counts: dict[int, int], *, bins: int = HISTOGRAM_BINS, height
     return bars, top
 
 
+def _nominated_skills(user):
+    return SkillProposal.objects.filter(access.scope_q(access.user_scope_prefixes(user), "scope"),
+                                        status=SkillProposal.Status.NOMINATED)
+
+
 def dashboard(user, *, now=None) -> Dashboard:
-    """The lead's view at a glance, in 16 queries whatever the size of the tables (the user's scope grants,
-    then 15): queue sizes (capped
+    """The lead's view at a glance, in 18 queries whatever the size of the tables (the user's scope grants,
+    then 17): queue sizes (capped
     counts) with their oldest item, entries by state, the active entries' confidence histogram, due
     rechecks, open conflicts, flagged candidates and the last run of each background task."""
     now = now or timezone.now()
@@ -300,6 +307,7 @@ def dashboard(user, *, now=None) -> Dashboard:
         ("Candidates", "curation:candidates", waiting, "queued_at"),
         ("Conflicts", "curation:conflicts", conflicts, "created_at"),
         ("Consolidation", "curation:consolidation", _open_proposals(user), "created_at"),
+        ("Skills", "curation:skills-queue", _nominated_skills(user), "created_at"),
     ):
         count, capped = _capped_count(qs)
         oldest = qs.order_by(stamp).values_list(stamp, flat=True).first()

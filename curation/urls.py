@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation.views import candidates, conflicts, consolidation, dashboard, entries, maintenance, tokens
+from curation.views import candidates, conflicts, consolidation, dashboard, entries, maintenance, skills, tokens
 
 app_name = "curation"
 
@@ -26,6 +26,16 @@ urlpatterns = [
     path("review/consolidation/<int:proposal_id>/", consolidation.card, name="proposal-card"),
     path("review/consolidation/<int:proposal_id>/accept/", consolidation.accept, name="proposal-accept"),
     path("review/consolidation/<int:proposal_id>/dismiss/", consolidation.dismiss, name="proposal-dismiss"),
+    path("review/skills/", skills.queue, name="skills-queue"),
+    path("review/skills/<int:proposal_id>/", skills.card, name="skill-card"),
+    path("review/skills/<int:proposal_id>/edit/", skills.edit, name="skill-edit"),
+    path("review/skills/<int:proposal_id>/approve/", skills.approve, name="skill-approve"),
+    path("review/skills/<int:proposal_id>/reject/", skills.reject, name="skill-reject"),
+    path("skills/", skills.skill_list, name="skills"),
+    path("skills/export.zip", skills.export_zip, name="skills-export"),
+    path("skills/<str:slug>/", skills.skill_page, name="skill"),
+    path("skills/<str:slug>/SKILL.md", skills.skill_md, name="skill-md"),
+    path("skills/<str:slug>/retire/", skills.retire, name="skill-retire"),
     path("entries/<int:entry_id>/", entries.detail, name="entry"),
     path("entries/<int:entry_id>/history.json", entries.history_json, name="entry-history"),
     path("entries/<int:entry_id>/evidence/", entries.add_evidence_view, name="entry-evidence"),

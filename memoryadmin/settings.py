@@ -143,6 +143,7 @@ _LIFECYCLE_SCHEDULE = {
     # consolidation nightly after the archiving sweeps.
     "conflicts": crontab(minute=10),
     "consolidation": crontab(minute=40, hour=3),
+    "skill_nomination": crontab(minute=0, hour=4),
 }
 CELERY_BEAT_SCHEDULE: dict = {
     f"lifecycle-{name}": {
@@ -190,6 +191,14 @@ CURATION = {
     "LOW_UTILITY_BELOW": 0.4,         # ... with average utility < beta
     "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
     "SWEEP_BATCH_SIZE": 5000,
+    # Skill promotion gates (seed 001 §5.3). Nominated: a procedure or success pattern with at least
+    # SKILL_MIN_HITS hits, average utility at least SKILL_MIN_AVG_UTILITY, no failure among its last
+    # SKILL_RECENT_WINDOW uses, a rollback note and no open conflict. Approved (by a lead): at least
+    # SKILL_TRIALS_REQUIRED trial runs reported on the current draft, all of them successful.
+    "SKILL_MIN_HITS": 10,
+    "SKILL_MIN_AVG_UTILITY": 0.8,
+    "SKILL_RECENT_WINDOW": 10,
+    "SKILL_TRIALS_REQUIRED": 5,
     # The agent API.
     "API_MAX_BODY_BYTES": 1024 * 1024,
     "API_BATCH_MAX": 500,

@@ -27,3 +27,16 @@ def test_postgres_refuses_update_and_delete(on_postgres, entry_with_history, mod
 @pytest.mark.parametrize("model", [Event, Evidence])
 def test_inserts_still_work(on_postgres, entry_with_history, model):
     assert model.objects.filter(entry=entry_with_history).count() == 1
+
+
+def test_postgres_refuses_to_rewrite_a_skill_trial(on_postgres):
+    from curation.models import SkillTrial
+    from tests.skill_factories import nominated, report
+
+    report(nominated(), ["success"])
+    trial = SkillTrial.objects.get()
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        SkillTrial.objects.filter(pk=trial.pk).update(outcome="failure")
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        SkillTrial.objects.filter(pk=trial.pk).delete()
+    assert SkillTrial.objects.get(pk=trial.pk).outcome == "success"

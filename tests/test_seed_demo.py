@@ -153,4 +153,30 @@ def test_summary_and_agent_token(seeded):
     scopes = set(Entry.objects.values_list("scope", flat=True))
     assert all(any(s == p or s.startswith(p + "/") for p in token.scopes) for s in scopes)
     assert "already present" in seed(agent_token="demo-token-0123456789")
-    assert AgentToken.objects.count() == 1
+    assert AgentToken.objects.filter(name="demo-agent").count() == 1
+
+
+def test_the_skill_promotions_queue_has_something_to_show(seeded):
+    from curation import lifecycle, selectors, selectors_skills
+    from curation.models import SkillProposal
+    from curation.services.skills import recent_outcomes
+
+    approved = SkillProposal.objects.get(status="approved")
+    nominated = SkillProposal.objects.get(status="nominated")
+    assert approved.decided_by.username == "lead" and approved.rollback.startswith("`pg_restore")
+    assert selectors_skills.skill_card(approved.decided_by, approved.pk).progress.label == "5 of 5 trials succeeded"
+    lead = User.objects.get(username="lead")
+    card = selectors_skills.skill_card(lead, nominated.pk)
+    assert card.progress.label == "3 of 5 trials succeeded" and card.blockers == ["3 of 5 trials reported: 2 more needed"]
+    # the nominated entry passes the gates the way the sweep saw it
+    entry = nominated.nominated_entry
+    outcomes = recent_outcomes([entry.pk], window=10, as_of=nominated.created_at)[entry.pk]
+    assert lifecycle.is_nominable(kind=entry.kind, status=entry.status, hit_count=entry.hit_count,
+                                  utility_sum=entry.utility_sum, utility_n=entry.utility_n, recent_outcomes=outcomes,
+                                  has_rollback_note=True, g=lifecycle.skill_gates())
+    # the approved skill's source is withheld from retrieval
+    source = approved.nominated_entry
+    ranked = selectors.retrieve_memory(scopes=["acme", "acme/billing-api", "acme/billing-api/container"],
+                                       q="resetting the test database", k=5, min_confidence=0.0)
+    assert source.pk not in [r.entry.pk for r in ranked]
+    assert "Skills: 1 nominated, 1 approved, 0 rejected, 0 retired" in seeded

@@ -2,9 +2,13 @@
 
 from django.conf import settings
 
-from curation.models import CONTENT_MAX, SCOPE_PATTERN, TRIGGER_MAX, Evidence, Kind, Signal
+from curation.models import (
+    CONTENT_MAX, SCOPE_PATTERN, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, TRIGGER_MAX, Evidence, Kind, Signal, SkillProposal,
+)
 
 SCOPE = {"type": "string", "pattern": SCOPE_PATTERN, "maxLength": 255, "example": "acme/billing-api"}
+SLUG = {"type": "string", "pattern": SKILL_SLUG_PATTERN, "maxLength": SKILL_SLUG_MAX,
+        "example": "running-migrations-in-the-billing-api-container"}
 
 
 def _error(description: str) -> dict:
@@ -107,6 +111,44 @@ def schema() -> dict:
             "score": {"type": "number", "description": "Relevance × confidence."},
         },
     }
+    trials = {
+        "type": "object",
+        "description": "The trial runs reported on the skill's current revision (a change to its steps, parameters, "
+                       "verification or rollback starts a new revision, and its trials start again).",
+        "properties": {
+            "reported": {"type": "integer"}, "succeeded": {"type": "integer"}, "failed": {"type": "integer"},
+            "required": {"type": "integer", "description": "Successful trials a lead needs to approve it."},
+            "summary": {"type": "string", "example": f"3 of {c['SKILL_TRIALS_REQUIRED']} trials succeeded"},
+            "passes": {"type": "boolean", "description": "Enough trials, none of them failed."},
+        },
+    }
+    skill = {
+        "type": "object",
+        "properties": {
+            "slug": SLUG, "name": {"type": "string", "description": "The SKILL.md name: the slug."}, "scope": SCOPE,
+            "status": {"enum": SkillProposal.Status.values},
+            "description": {"type": "string", "maxLength": 1024}, "when_to_use": {"type": "string"},
+            "steps": {"type": "string"}, "parameters": {"type": "string"}, "verification": {"type": "string"},
+            "rollback": {"type": "string"}, "pitfalls": {"type": "string"}, "revision": {"type": "integer"},
+            "sources": {"type": "array", "items": {"type": "integer"}, "description": "The entries it was curated from."},
+            "trials": trials,
+            "approved_at": {"type": ["string", "null"], "format": "date-time"},
+            "path": {"type": "string", "example": "skills/running-migrations-in-the-billing-api-container/SKILL.md"},
+            "skill_md": {"type": "string", "description": "The file to write at `path`: YAML front matter (name, "
+                                                          "description), then the sections."},
+        },
+    }
+    trial_in = {
+        "type": "object",
+        "required": ["outcome", "task_ref"],
+        "additionalProperties": False,
+        "properties": {
+            "outcome": {"enum": ["success", "failure"]},
+            "task_ref": {"type": "string", "minLength": 1, "maxLength": 255,
+                         "description": "The task the trial ran in; one trial per task and revision."},
+            "notes": {"type": "string", "maxLength": 4000},
+        },
+    }
     return {
         "openapi": "3.1.0",
         "info": {
@@ -153,6 +195,14 @@ def schema() -> dict:
                     "recorded": {"type": "boolean", "description": "false: already recorded, nothing changed."},
                     "outcome": {"type": "string"}, "entries": {"type": "array", "items": {"type": "object"}}}},
                 "EntryDetail": {"type": "object", "description": "The entry with status, counters, evidence and events."},
+                "Skill": skill,
+                "Skills": {"type": "object", "properties": {
+                    "skills": {"type": "array", "items": {"$ref": "#/components/schemas/Skill"}},
+                    "next_after": {"type": ["string", "null"], "description": "Pass as `after` for the next page."}}},
+                "Trial": trial_in,
+                "TrialResult": {"type": "object", "properties": {
+                    "recorded": {"type": "boolean", "description": "false: this task's trial was already reported."},
+                    "trial": {"type": "object"}, "skill": SLUG, "revision": {"type": "integer"}, "trials": trials}},
             },
         },
         "paths": {
@@ -207,6 +257,45 @@ def schema() -> dict:
                 "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
                 "responses": {"200": _ok("The entry.", "#/components/schemas/EntryDetail"),
                               "404": _error("No such entry in this token's scopes."), **COMMON_ERRORS},
+            }},
+            "/skills": {"get": {
+                "summary": "Approved skills for a scope",
+                "description": "Skills a lead approved (seed 001 §5.3: enough hits, high utility, "
+                               f"{c['SKILL_TRIALS_REQUIRED']} successful trial runs, a rollback path), of the scope and "
+                               "its ancestors within the token's scopes; without `scope`, of every scope of the token. "
+                               "While a skill is approved, its source entries are no longer returned by /memory. "
+                               "Write each `skill_md` to `<skills dir>/<slug>/SKILL.md`.",
+                "parameters": [
+                    {"name": "scope", "in": "query", "schema": SCOPE},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200,
+                                                                "default": 100}},
+                    {"name": "after", "in": "query", "schema": SLUG, "description": "The previous page's next_after."},
+                ],
+                "responses": {"200": _ok("The skills, by name.", "#/components/schemas/Skills"),
+                              "403": _error("The scope is outside the token's scopes."),
+                              "422": _error("A parameter is not valid."), **COMMON_ERRORS},
+            }},
+            "/skills/{slug}": {"get": {
+                "summary": "One skill, in any state",
+                "description": "A nominated skill is a draft under review: run it as written and report the trial.",
+                "parameters": [{"name": "slug", "in": "path", "required": True, "schema": SLUG}],
+                "responses": {"200": _ok("The skill.", "#/components/schemas/Skill"),
+                              "404": _error("No such skill in this token's scopes."), **COMMON_ERRORS},
+            }},
+            "/skills/{slug}/trials": {"post": {
+                "summary": "Report a trial run of a nominated skill",
+                "description": "Counted for the skill's current revision, once per task_ref: a repeat changes nothing "
+                               f"and answers 200. A lead may approve the skill after {c['SKILL_TRIALS_REQUIRED']} "
+                               "trials of one revision, all successful.",
+                "parameters": [{"name": "slug", "in": "path", "required": True, "schema": SLUG}],
+                "requestBody": _json_body("#/components/schemas/Trial", {
+                    "outcome": "success", "task_ref": "task-2417", "notes": "migrated 3 tables, showmigrations clean"}),
+                "responses": {"201": _ok("Recorded, with the trials so far.", "#/components/schemas/TrialResult"),
+                              "200": _ok("Already recorded for this task; nothing changed.",
+                                         "#/components/schemas/TrialResult"),
+                              "404": _error("No such skill in this token's scopes."),
+                              "409": _error("The skill is not nominated (already approved, rejected or retired)."),
+                              **BODY_ERRORS, **COMMON_ERRORS},
             }},
             "/entries/{id}/evidence": {"post": {
                 "summary": "Add fresh evidence to an entry",

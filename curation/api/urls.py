@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import docs, views
+from . import docs, skills, views
 
 app_name = "api"
 
@@ -11,6 +11,9 @@ urlpatterns = [
     path("feedback", views.feedback, name="feedback"),
     path("entries/<int:entry_id>", views.entry_detail, name="entry"),
     path("entries/<int:entry_id>/evidence", views.entry_evidence, name="entry-evidence"),
+    path("skills", skills.skill_list, name="skills"),
+    path("skills/<str:slug>", skills.skill_detail, name="skill"),
+    path("skills/<str:slug>/trials", skills.skill_trials, name="skill-trials"),
     path("openapi.json", docs.openapi_json, name="openapi"),
     path("docs", docs.docs_page, name="docs"),
     re_path(r"", views.unknown_endpoint),  # anything else under /api/v1/ answers JSON, not an HTML page

@@ -1,6 +1,7 @@
 """Background curation (DESIGN.md §4): decay, archive, revive, periodic and history-based deletion,
-review-due rechecks and the capacity budget; and the detecting sweeps of the review queues (conflicts,
-consolidation proposals), which only open queue items and change no entry.
+review-due rechecks, the capacity budget and skill nomination (services/skills.py); and the detecting
+sweeps of the review queues (conflicts, consolidation proposals), which only open queue items and change
+no entry.
 
 Each sweep walks its rows in keyset batches of id (`id > last AND id <= batch_end`, on the (status, id)
 index) and does the work of a batch with a few set-based statements in one short transaction, so no
@@ -35,6 +36,7 @@ from django.utils import timezone
 from curation import lifecycle
 from curation.middleware import current_request_id
 from curation.models import Entry, Event, Evidence, QueueReason, RetrievedEntry, Signal, Status, TaskRun
+from curation.selectors import withheld_by_skill
 
 from . import conflicts, consolidation
 
@@ -54,6 +56,8 @@ TASK_DESCRIPTIONS = {
                  "(ingest compares a candidate with a few partners only; this reads them all).",
     "consolidation": "Propose merging clusters of near-duplicate active entries of a scope, and superseding "
                      "entries made outdated by a newer one; only an accepted proposal changes an entry.",
+    "skill_nomination": "Nominate procedures and success patterns that pass the promotion gates (seed 001 §5.3) "
+                        "for the skill promotions queue.",
 }
 TASK_NAMES = tuple(TASK_DESCRIPTIONS)
 
@@ -308,6 +312,7 @@ def sweep_unused(sweep: Sweep) -> None:
         return (
             Entry.objects.filter(batch, created_at__lte=cutoff)
             .filter(Q(last_verified_at__isnull=True) | Q(last_verified_at__lte=cutoff))
+            .exclude(Exists(withheld_by_skill()))  # not retrieved because a skill replaces it: not unused
             .annotate(recent=recent_retrievals_sql(sweep.as_of, p))
             .filter(recent__lte=p.unused_max_retrievals)
         )
@@ -535,6 +540,12 @@ def sweep_consolidation_proposals(sweep: Sweep) -> None:
     _detecting(sweep, body)
 
 
+def sweep_skill_nomination(sweep: Sweep) -> None:
+    from .skills import sweep_skill_nominations  # skills.py builds on this module's batches
+
+    sweep_skill_nominations(sweep)
+
+
 SWEEPS: dict[str, Callable[[Sweep], None]] = {
     "decay": sweep_decay,
     "archive": sweep_archive,
@@ -545,6 +556,7 @@ SWEEPS: dict[str, Callable[[Sweep], None]] = {
     "capacity": sweep_capacity,
     "conflicts": sweep_conflict_detection,
     "consolidation": sweep_consolidation_proposals,
+    "skill_nomination": sweep_skill_nomination,
 }
 assert tuple(SWEEPS) == TASK_NAMES
 

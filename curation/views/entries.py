@@ -6,7 +6,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from curation import selectors, services
+from curation import selectors, selectors_skills, services
 from curation.models import Entry, Evidence, Signal
 from curation.permissions import EXPORT, READ, REVIEW, require
 
@@ -28,6 +28,7 @@ def _render_detail(request, entry, *, status=200, evidence_errors=None, evidence
             "timeline": selectors.entry_timeline(entry),
             "older": older,
             "newer": newer,
+            "skill_sources": selectors_skills.skills_of_entry(request.user, entry),
             "can_review": request.user.has_perm(REVIEW),
             "can_export": request.user.has_perm(EXPORT),
             "evidence_kinds": Evidence.EvidenceKind.choices,

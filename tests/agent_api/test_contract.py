@@ -306,9 +306,10 @@ def test_openapi_schema_and_docs_page(client):
     schema = client.get("/api/v1/openapi.json").json()
     assert schema["openapi"].startswith("3.1")
     assert set(schema["paths"]) == {"/candidates", "/candidates/batch", "/memory", "/feedback", "/entries/{id}",
-                                    "/entries/{id}/evidence"}
+                                    "/entries/{id}/evidence", "/skills", "/skills/{slug}", "/skills/{slug}/trials"}
     page = client.get("/api/v1/docs").content.decode()
     assert "GET /api/v1/memory" in page and "POST /api/v1/feedback" in page
+    assert "GET /api/v1/skills" in page and "POST /api/v1/skills/{slug}/trials" in page
 
 
 def test_a_contradiction_with_an_active_entry_opens_a_conflict(agent, approved):

@@ -88,3 +88,30 @@ def test_entry_endpoints_never_500(agent, approved, entry_id, body):
 def test_raw_bodies_never_500(agent, raw, content_type):
     _assert_handled(agent.post("candidates", raw, content_type=content_type))
     _assert_handled(agent.post("feedback", raw, content_type=content_type))
+
+
+@pytest.fixture
+def skill(db):
+    from tests.skill_factories import nominated
+
+    return nominated(scope="acme/billing-api")
+
+
+@FUZZ
+@given(slug=field("running-migrations-in-the-billing-api-container", "x" * 65, "Bad_Slug", "a--b", "%00", ""),
+       body=st.fixed_dictionaries({}, optional={
+           "outcome": field("success", "failure", "maybe"), "task_ref": field("task-1", "", "t" * 256),
+           "notes": field("fine", "\x00", "n" * 4001), "extra": json_values}) | json_values)
+def test_skill_trials_never_500(agent, skill, slug, body):
+    slug = slug if isinstance(slug, str) else json.dumps(slug)
+    _assert_handled(agent.post(f"skills/{slug.replace('/', '')}/trials", json.dumps(body)))
+    _assert_handled(agent.get(f"skills/{slug.replace('/', '')}"))
+
+
+@FUZZ
+@given(params=st.fixed_dictionaries({}, optional={
+    "scope": field("acme/billing-api", "acme", "acme/web", "A//b", ""), "limit": field("1", "0", "201", "x"),
+    "after": field("a", "Bad Slug", "x" * 65)}))
+def test_skill_list_never_500(agent, skill, params):
+    params = {k: (v if isinstance(v, str) else json.dumps(v)).replace("\x00", "") for k, v in params.items()}
+    _assert_handled(agent.get("skills", **params))

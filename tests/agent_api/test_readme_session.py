@@ -53,3 +53,19 @@ def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp
     entry.refresh_from_db()
     assert entry.confidence == pytest.approx(0.90)
     assert Event.objects.filter(entry=entry, action="outcome_success").exists()
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_readme_skills_session_works_as_printed(live_server, transactional_db):
+    from curation.models import SkillTrial
+
+    token = re.search(r"TOKEN=(\S+)", block("env")).group(1)
+    call_command("seed_demo", "--agent-token", token, stdout=open("/dev/null", "w"))
+    output = run(block("skills"), {"MA": live_server.url, "TOKEN": token})
+    listing, _, trial = output.partition("}{")
+    skills = json.loads(listing + "}")["skills"]
+    assert [s["slug"] for s in skills] == ["resetting-the-billing-api-test-database-in-the-container"]
+    assert skills[0]["skill_md"].startswith('---\nname: "resetting-the-billing-api-test-database-in-the-container"')
+    answer = json.loads("{" + trial)
+    assert answer["recorded"] is True and answer["trials"]["summary"] == "4 of 5 trials succeeded"
+    assert SkillTrial.objects.filter(task_ref="task-4242", token__name="demo-agent").exists()

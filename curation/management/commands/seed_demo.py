@@ -26,13 +26,18 @@ from django.utils import timezone
 
 from curation import lifecycle, services
 from curation.models import AgentToken, Entry, Event, Evidence, QueueReason, ScopeGrant, SimilarEntry, Status
+from curation.models import SkillProposal
 from curation.services.events import record_event
+from curation.services.maintenance import run_sweep
+from curation.services.skills import approve_skill, record_skill_trial
 from curation.services.tokens import create_agent_token, hash_key
+from curation.services.usage import record_feedback, record_retrieval
 
 DEFAULT_PASSWORD = "memoryadmin"
 DEMO_TASK_PREFIX = "demo:"
 DEMO_AGENT_TOKEN_NAME = "demo-agent"
 DEMO_AGENT_SCOPES = ("acme", "globex", "initech")
+DEMO_USAGE_TOKEN_NAME = "claude-code-billing"
 
 # (username, group, scope prefixes the user is limited to)
 DEMO_USERS = (
@@ -76,7 +81,10 @@ def lesson(key, *, agent, day, task, kind, scope, trigger, content, signal, evid
 
 # Step actions: approve, edit_approve, reject, defer, evidence (by the agent unless `by` says "lead" or
 # another label), recheck, confirm (approve an entry that was sent back), archive (decay: the
-# confidence is computed; or with an explicit reason), supersedes (this entry replaces `older`), retire.
+# confidence is computed; or with an explicit reason), supersedes (this entry replaces `older`), retire;
+# and for skill promotions: uses (n retrievals with a successful outcome, `every` days apart), nominate
+# (the nomination sweep as of that moment), trials (trial runs reported by the billing agent, `every` days
+# apart), approve_skill (the lead).
 # Reasons may name other demo entries as {key}; they are written as #id.
 LESSONS = [
     # --- acme/billing-api/container ---------------------------------------------------------------
@@ -1017,7 +1025,60 @@ LESSONS = [
         evidence=[ev("user_statement", "external", "DPO: \"Erasure requests always go through a ticket.\"",
                      "task-2414")],
     ),
+    # --- skill promotions: procedures used often and well, with a rollback note ------------------------
+    # One became a skill (nominated, 5 trials, approved by the lead); one waits in the queue with 3 of 5.
+    lesson(
+        "bc_reset_test_db", agent=BILLING, day=72, task="task-2081", kind="procedure",
+        scope="acme/billing-api/container", signal="external",
+        trigger="Resetting the billing-api test database in the container",
+        content="Stop the Celery worker with `supervisorctl stop worker`.\n"
+                "Run `python manage.py reset_test_db --noinput` from /srv/app.\n"
+                "Start the worker again and run `pytest tests/billing -x` once.\n"
+                "Verify: `python manage.py showmigrations billing` lists every migration as applied.\n"
+                "Rollback: `pg_restore --clean -d billing_test /srv/backups/billing_test.dump`, then start the worker.",
+        boundary="Not on the shared staging database, which other agents use at the same time.",
+        conditions=["test database", "container", "reset"],
+        evidence=[ev("test_result", "external",
+                     "tests/billing: 212 passed after reset_test_db (before: 37 errors, 'relation "
+                     "billing_invoice_v2 does not exist')", "task-2081")],
+        steps=[(71, "approve", {"reason": "Same steps as the runbook; the rollback restores last night's dump."}),
+               (66, "uses", {"n": 12, "every": 3, "utility": 0.9}),
+               (28, "nominate", {}),
+               (26, "trials", {"outcomes": ["success"] * 5, "every": 1.5}),
+               (17, "approve_skill", {"reason": "Five clean trial runs; the rollback was exercised in task-2290."})],
+    ),
+    lesson(
+        "ba_release_tag", agent=BILLING, day=58, task="task-2132", kind="success_pattern",
+        scope="acme/billing-api", signal="independent",
+        trigger="Tagging a billing-api release",
+        content="Run `make changelog` and commit CHANGELOG.md.\n"
+                "Tag with `git tag -s vX.Y.Z` and push the tag; CI builds the image from it.\n"
+                "Verify: the release job in CI is green and the image tag exists in the registry.\n"
+                "Rollback: `git push --delete origin vX.Y.Z` and `git tag -d vX.Y.Z`; CI never deploys an untagged image.",
+        boundary="Not for hotfix branches, which are tagged by the release manager.",
+        conditions=["release", "git tag", "changelog"],
+        evidence=[ev("review", "independent", "Release checklist review: the agent's order matches RELEASE.md.",
+                     "task-2132")],
+        steps=[(57, "approve", {}),
+               (50, "uses", {"n": 11, "every": 4, "utility": 0.86}),
+               (3, "nominate", {}),
+               (2, "trials", {"outcomes": ["success"] * 3, "every": 0.5})],
+    ),
 ]
+
+
+def _expanded(steps):
+    """A lesson's steps with `uses` and `trials` spread into one step per use or trial run, `every` days
+    apart, so that each happens at its own moment of the replay (a nomination sees only the uses before it)."""
+    for day, action, params in steps:
+        if action == "uses":
+            for n in range(params["n"]):
+                yield day - params["every"] * n, "use", {"utility": params["utility"], "task": f"task-{3000 + n}"}
+        elif action == "trials":
+            for n, outcome in enumerate(params["outcomes"]):
+                yield day - params["every"] * n, "trial", {"outcome": outcome, "task": f"task-{3100 + n}"}
+        else:
+            yield day, action, params
 
 
 def apply_transition_without_service(entry_id, *, expected_status, action, changes, reason, at,
@@ -1108,6 +1169,14 @@ class Command(BaseCommand):
         now = timezone.now()
         rules = lifecycle.rules()
         entries: dict[str, Entry] = {}
+        tokens: list[AgentToken] = []
+
+        def usage_token() -> AgentToken:
+            """The billing agent's token, whose retrievals, outcomes and trial runs the demo replays (its
+            secret is never shown: make demo prints the demo-agent token for the README's session)."""
+            if not tokens:
+                tokens.append(create_agent_token(name=DEMO_USAGE_TOKEN_NAME, scopes=["acme/billing-api"])[0])
+            return tokens[0]
 
         def when(days_ago, spec_index, step_index):
             # A steady per-entry hour offset spreads work over the day; one minute per step keeps an
@@ -1119,7 +1188,7 @@ class Command(BaseCommand):
         for i, spec in enumerate(LESSONS):
             timeline.append((when(spec["day"], i, 0), i, 0, spec, "submit", {}))
             previous = spec["day"]
-            for j, (day, action, params) in enumerate(spec["steps"], start=1):
+            for j, (day, action, params) in enumerate(_expanded(spec["steps"]), start=1):
                 if day > previous:
                     raise CommandError(f"demo lesson {spec['key']}: step {action} comes before the one before it")
                 previous = day
@@ -1195,6 +1264,22 @@ class Command(BaseCommand):
                         reason=f"supersedes #{older.pk}", at=at, actor=lead,
                         changes={"supersedes": older}, extra_after={"supersedes": older.pk},
                     )
+            elif action == "use":
+                # A retrieval by the billing agent, and the outcome it reported 40 minutes later.
+                retrieval = record_retrieval(token=usage_token(), scope=entry.scope, query=entry.trigger,
+                                             task_ref=params["task"], entries=[entry], at=at)
+                record_feedback(token=usage_token(), retrieval_id=str(retrieval.pk), outcome="success",
+                                utility=params["utility"], at=at + datetime.timedelta(minutes=40))
+                entry = Entry.objects.get(pk=entry.pk)
+            elif action == "nominate":
+                run_sweep("skill_nomination", as_of=at, triggered_by="demo")
+            elif action == "trial":
+                record_skill_trial(token=usage_token(), slug=SkillProposal.objects.get(nominated_entry=entry).slug,
+                                   at=at, data={"outcome": params["outcome"], "task_ref": params["task"],
+                                                "notes": "ran the skill as written"})
+            elif action == "approve_skill":
+                proposal = SkillProposal.objects.get(nominated_entry=entry)
+                approve_skill(proposal.pk, actor=lead, expected_version=proposal.version, note=reason, at=at)
             elif action == "retire":
                 entry = apply_transition_without_service(
                     entry.pk, expected_status=Status.ACTIVE, action="retire", reason=reason, at=at, actor=lead,
@@ -1219,6 +1304,9 @@ class Command(BaseCommand):
             f"evidence {Evidence.objects.count()}, events {Event.objects.count()}, "
             f"similar links {SimilarEntry.objects.count()}"
         )
+        skills = dict(SkillProposal.objects.values_list("status").annotate(n=Count("id")).order_by())
+        self.stdout.write("Skills: " + ", ".join(f"{skills.get(s, 0)} {s}" for s in SkillProposal.Status.values)
+                          + " (the queue at /review/skills/, approved ones at /skills/)")
         self.stdout.write("Logins:")
         for username, role, scopes, password in logins:
             self.stdout.write(f"  {username:<17} {role:<9} {scopes:<18} password: {password}")

@@ -1,0 +1,570 @@
+"""Skill promotions (issue 5 §3; seed 001 §5.3): a sweep nominates, agents report trial runs, a reviewer
+edits the draft, a lead approves (only with the trials the gate asks for) or anyone who reviews rejects,
+and a lead retires an approved skill.
+
+While a skill is approved its source entries are withheld from retrieval (selectors.retrieve_memory):
+agents get the skill instead. Retiring it gives them back. The entries themselves never change state
+here; every decision writes an Event on each of its source entries, carrying the proposal's id and
+version, so an entry's page tells its skill's story and an auditor can replay it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import reduce
+from operator import or_
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, F, OuterRef, Q, Value, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from curation import access, lifecycle, skill_format
+from curation.models import (
+    SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SKILL_TEXT_MAX, AgentToken, Conflict, Entry, Event,
+    SkillProposal, SkillSource, SkillTrial, Status,
+)
+from curation.redaction import redact_fields
+
+from .errors import GateNotMet, InvalidTransition, StaleProposal
+from .events import build_event
+from .validation import unknown_fields
+
+REVIEW = "curation.review_entry"
+PROMOTE = "curation.promote_skill"
+SWEEP_ACTOR = "lifecycle:skill_nomination"
+OUTCOME_ACTIONS = ("outcome_success", "outcome_failure")  # written by services/usage.py, one per used entry
+
+DRAFT_TEXT_FIELDS = ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
+DRAFT_FIELDS = ("slug", *DRAFT_TEXT_FIELDS, "sources")
+# A change to these is a different procedure: the trials reported so far were runs of another one.
+EXECUTABLE_FIELDS = ("steps", "parameters", "verification", "rollback")
+REQUIRED_FIELDS = {
+    "slug": "Name the skill: lowercase letters, digits and single hyphens, e.g. run-migrations-from-srv-app.",
+    "description": "Say what the skill does and when to use it: agents read only this before they load it.",
+    "steps": "A skill needs its steps.",
+    "rollback": "A skill needs a rollback path (seed 001 §5.3): say how to undo it when it fails.",
+}
+TRIAL_FIELDS = frozenset({"outcome", "task_ref", "notes"})
+_SLUG = re.compile(SKILL_SLUG_PATTERN)
+_ENTRY_ID = re.compile(r"#?(\d+)")
+
+
+# --- the nomination sweep ------------------------------------------------------------------------------
+
+
+def _candidates(batch: Q, g: lifecycle.SkillGates):
+    """The SQL half of the nomination gate (the rest needs the recent outcomes and the content's rollback
+    note, decided by lifecycle.nomination_blockers): the kind, the hits, the average utility, not waiting
+    for a recheck, in no open conflict, and never part of a skill proposal (a decided nomination is not
+    made again)."""
+    conflict = Conflict.objects.filter(state=Conflict.State.OPEN)
+    return (
+        Entry.objects.filter(batch, kind__in=lifecycle.SKILL_KINDS, hit_count__gte=g.min_hits, utility_n__gt=0,
+                             utility_sum__gte=Value(g.min_avg_utility - lifecycle.EPSILON) * F("utility_n"),
+                             queued_at__isnull=True)
+        .exclude(Exists(conflict.filter(entry_a=OuterRef("pk"))))
+        .exclude(Exists(conflict.filter(entry_b=OuterRef("pk"))))
+        .exclude(Exists(SkillSource.objects.filter(entry=OuterRef("pk"))))
+    )
+
+
+def recent_outcomes(entry_ids, *, window: int, as_of) -> dict[int, list[str]]:
+    """Each entry's latest `window` task outcomes, newest first, in one query (a window function over the
+    entries' outcome Events)."""
+    rows = (
+        Event.objects.filter(entry_id__in=list(entry_ids), action__in=OUTCOME_ACTIONS, created_at__lte=as_of)
+        .annotate(nth=Window(RowNumber(), partition_by=[F("entry_id")], order_by=[F("created_at").desc(), F("id").desc()]))
+        .filter(nth__lte=window)
+        .order_by("entry_id", "nth")
+        .values_list("entry_id", "action")
+    )
+    found: dict[int, list[str]] = {pk: [] for pk in entry_ids}
+    for entry_id, action in rows:
+        found[entry_id].append(action.removeprefix("outcome_"))
+    return found
+
+
+def _facts(entry: Entry, outcomes: list[str]) -> dict:
+    return {
+        "kind": entry.kind, "status": entry.status, "hit_count": entry.hit_count, "utility_sum": entry.utility_sum,
+        "utility_n": entry.utility_n, "recent_outcomes": outcomes,
+        "has_rollback_note": bool(skill_format.rollback_note(entry.content)),
+        "awaiting_recheck": entry.queued_at is not None,
+    }
+
+
+def _nomination_reason(entry: Entry, g: lifecycle.SkillGates) -> str:
+    return (f"{entry.hit_count} hits, average utility {entry.utility_sum / entry.utility_n:.2f}, no failure in the "
+            f"last {g.recent_window} uses, a rollback note")
+
+
+_ENTRY_FIELDS = ("id", "kind", "scope", "trigger", "content", "boundary", "conditions", "status", "version",
+                 "hit_count", "utility_sum", "utility_n", "queued_at")
+
+
+def sweep_skill_nominations(sweep) -> None:
+    """maintenance.run_sweep("skill_nomination"): walk the active entries in keyset batches of id; per batch a
+    fixed number of queries (the candidates, their recent outcomes, then for the nominees: a lock, the
+    slugs taken, and one insert each for the proposals, their sources and their Events)."""
+    from .maintenance import SAMPLE_LIMIT, keyset_batches
+
+    g = lifecycle.skill_gates()
+    for batch, count in keyset_batches(Status.ACTIVE, sweep.batch_size):
+        rows = list(_candidates(batch, g).only(*_ENTRY_FIELDS).order_by("id"))
+        chosen = []
+        if rows:
+            outcomes = recent_outcomes([e.pk for e in rows], window=g.recent_window, as_of=sweep.as_of)
+            chosen = [e for e in rows if lifecycle.is_nominable(**_facts(e, outcomes[e.pk]), g=g)]
+        if sweep.dry_run:
+            for e in chosen[: SAMPLE_LIMIT - len(sweep.samples)]:
+                sweep.sample(f"#{e.pk} nominate as skill {skill_format.slug_base(e.trigger)}: {_nomination_reason(e, g)}")
+            changed = len(chosen)
+        else:
+            changed = _nominate_all(sweep, chosen, g)
+        sweep.examined += count
+        sweep.changed += changed
+        sweep.batch_done()
+
+
+def _nominate_all(sweep, entries: list[Entry], g) -> int:
+    if not entries:
+        return 0
+    try:
+        with transaction.atomic():
+            return _nominate(sweep, entries, g)
+    except IntegrityError:
+        # A reviewer took a slug or linked one of these entries meanwhile: one at a time, skip the refused.
+        made = 0
+        for entry in entries:
+            try:
+                with transaction.atomic():
+                    made += _nominate(sweep, [entry], g)
+            except IntegrityError:
+                continue
+        return made
+
+
+def _nominate(sweep, entries: list[Entry], g) -> int:
+    ids = [e.pk for e in entries]
+    locked = list(Entry.objects.select_for_update().filter(pk__in=ids, status=Status.ACTIVE, queued_at__isnull=True)
+                  .only(*_ENTRY_FIELDS).order_by("id"))
+    if not locked:
+        return 0
+    drafts = {
+        e.pk: skill_format.draft_from_entry(kind=e.kind, scope=e.scope, trigger=e.trigger, content=e.content,
+                                            boundary=e.boundary, conditions=e.conditions)
+        for e in locked
+    }
+    bases = {d["slug"] for d in drafts.values()}
+    taken = set(
+        # A suffixed slug ("-2") may shorten its base: every slug sharing the first 54 characters is read.
+        SkillProposal.objects.filter(reduce(or_, (Q(slug__startswith=b[:SKILL_SLUG_MAX - 10]) for b in bases)))
+        .values_list("slug", flat=True)
+    )
+    proposals = []
+    for e in locked:
+        draft = drafts[e.pk]
+        slug = skill_format.unique_slug(draft.pop("slug"), taken)
+        taken.add(slug)
+        proposals.append(SkillProposal(
+            slug=slug, scope=e.scope, nominated_entry_id=e.pk, reason=_nomination_reason(e, g),
+            created_at=sweep.as_of, updated_at=sweep.as_of, created_by_label=SWEEP_ACTOR, **draft,
+        ))
+    SkillProposal.objects.bulk_create(proposals)
+    by_entry = {p.nominated_entry_id: p for p in proposals}
+    SkillSource.objects.bulk_create(
+        SkillSource(proposal=by_entry[e.pk], entry_id=e.pk, entry_version=e.version, added_at=sweep.as_of,
+                    added_by_label=SWEEP_ACTOR)
+        for e in locked
+    )
+    events = []
+    for e in locked:
+        p = by_entry[e.pk]
+        event = build_event(e, actor=None, actor_label=SWEEP_ACTOR, action="skill_nominated",
+                            reason=f"nominated as skill {p.slug}: {p.reason}",
+                            after={**_ref(p), "draft": draft_of(p)}, at=sweep.as_of)
+        event.request_id = sweep.request_id
+        events.append(event)
+    Event.objects.bulk_create(events)
+    return len(locked)
+
+
+# --- decisions -------------------------------------------------------------------------------------------
+
+
+def draft_of(proposal: SkillProposal) -> dict:
+    return {"slug": proposal.slug, **{f: getattr(proposal, f) for f in DRAFT_TEXT_FIELDS}}
+
+
+def _ref(proposal: SkillProposal) -> dict:
+    return {"proposal": proposal.pk, "skill": proposal.slug, "proposal_version": proposal.version,
+            "revision": proposal.revision}
+
+
+@dataclass(frozen=True)
+class SkillOutcome:
+    proposal: SkillProposal
+    changed: tuple = ()  # the draft fields an edit changed
+    sources_changed: bool = False
+
+    @property
+    def summary(self) -> str:
+        parts = list(self.changed) + (["sources"] if self.sources_changed else [])
+        return f"saved {', '.join(parts)}" if parts else "nothing changed"
+
+
+# Who may make each decision, and what a refused user reads.
+ALLOWED = {
+    "edit": (REVIEW, "Only reviewers and leads edit skill drafts."),
+    "reject": (REVIEW, "Only reviewers and leads reject skill proposals."),
+    "approve": (PROMOTE, "Only a lead may approve a skill promotion."),
+    "retire": (PROMOTE, "Only a lead may retire a skill."),
+}
+
+
+def require_allowed(actor, decision: str) -> None:
+    """PermissionDenied unless the actor's role makes this decision (views call it before reading a form)."""
+    perm, message = ALLOWED[decision]
+    if not actor.has_perm(perm):
+        raise PermissionDenied(message)
+
+
+def _load(proposal_id: int, actor, expected_version: int | None) -> tuple[SkillProposal, list[SkillSource]]:
+    """The proposal and its live sources, locked; SkillProposal.DoesNotExist outside the actor's scopes."""
+    proposal = SkillProposal.objects.select_for_update().get(pk=proposal_id)
+    if not access.user_can_see_scope(actor, proposal.scope):
+        raise SkillProposal.DoesNotExist
+    if expected_version is not None and proposal.version != expected_version:
+        raise StaleProposal(proposal, changes_since(proposal, expected_version))
+    return proposal, _live_sources(proposal)
+
+
+def _live_sources(proposal: SkillProposal, *, lock: bool = True) -> list[SkillSource]:
+    """The proposal's live sources with their entries (locked for a decision that depends on their state)."""
+    sources = list(proposal.sources.filter(live=True).order_by("entry_id"))
+    entries = Entry.objects.filter(pk__in=[s.entry_id for s in sources])
+    by_id = {e.pk: e for e in (entries.select_for_update() if lock else entries)}
+    for source in sources:
+        source.entry = by_id[source.entry_id]
+    return sources
+
+
+def changes_since(proposal: SkillProposal, version: int) -> list[Event]:
+    """The decisions on the proposal after `version`, from its source entries' Events (at most 20)."""
+    events = (
+        Event.objects.filter(entry_id__in=SkillSource.objects.filter(proposal=proposal).values("entry_id"),
+                             action__startswith="skill_", after__proposal=proposal.pk)
+        .order_by("-created_at", "-id")[:20]
+    )
+    return sorted((e for e in events if (e.after or {}).get("proposal_version", 0) > version),
+                  key=lambda e: (e.created_at, e.pk))
+
+
+def _require_nominated(proposal: SkillProposal, doing: str) -> None:
+    if proposal.status != SkillProposal.Status.NOMINATED:
+        who = f" by {proposal.decided_by.get_username()}" if proposal.decided_by_id else ""
+        raise InvalidTransition(f"Skill {proposal.slug} was already {proposal.status}{who}: it cannot be {doing}. "
+                                "Nothing of yours was saved.")
+
+
+def _write_events(proposal, sources, *, actor=None, actor_label: str = "", action: str, reason: str, before=None,
+                  after=None, now) -> None:
+    Event.objects.bulk_create(
+        build_event(s.entry, actor=actor, actor_label=actor_label, action=action, reason=reason, before=before,
+                    after={**_ref(proposal), **(after or {})}, at=now)
+        for s in sources
+    )
+
+
+def _save(proposal: SkillProposal, now, fields) -> None:
+    proposal.version += 1
+    proposal.updated_at = now
+    proposal.save(update_fields=[*fields, "version", "updated_at"])
+
+
+def _text(errors: dict, data: dict, field: str, *, max_length: int) -> str | None:
+    value = data.get(field)
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        errors[field] = ["Must be text."]
+        return None
+    value = value.replace("\r\n", "\n").strip()
+    if "\x00" in value:
+        errors[field] = ["Must not contain NUL characters."]
+    elif not _encodable(value):
+        errors[field] = ["Must be valid Unicode text."]
+    elif len(value) > max_length:
+        errors[field] = [f"At most {max_length:,} characters (this has {len(value):,})."]
+    elif not value and field in REQUIRED_FIELDS:
+        errors[field] = [REQUIRED_FIELDS[field]]
+    return value
+
+
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, e.g. "\ud800" in JSON
+        return False
+    return True
+
+
+def _source_ids(value) -> list[int] | None:
+    if isinstance(value, str):
+        tokens = [t for t in re.split(r"[\s,;]+", value) if t]
+        if not all(_ENTRY_ID.fullmatch(t) for t in tokens):
+            return None
+        return list(dict.fromkeys(int(_ENTRY_ID.fullmatch(t).group(1)) for t in tokens))
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return list(dict.fromkeys(value))
+    return None
+
+
+def clean_draft(data: dict, *, proposal: SkillProposal) -> dict:
+    """The draft fields present in `data`, checked; one ValidationError with a message per bad field."""
+    errors = unknown_fields(data, DRAFT_FIELDS)
+    cleaned: dict = {}
+    for field in DRAFT_TEXT_FIELDS:
+        if field in data:
+            limit = SKILL_DESCRIPTION_MAX if field == "description" else SKILL_TEXT_MAX
+            cleaned[field] = _text(errors, data, field, max_length=limit)
+    if "slug" in data:
+        slug = _text(errors, data, "slug", max_length=SKILL_SLUG_MAX)
+        if slug and "slug" not in errors:
+            if not _SLUG.match(slug):
+                errors["slug"] = [f"Lowercase letters a-z, digits and single hyphens between them, at most "
+                                  f"{SKILL_SLUG_MAX} characters (e.g. {skill_format.slug_base(slug)})."]
+            else:
+                other = SkillProposal.objects.filter(slug=slug).exclude(pk=proposal.pk).first()
+                if other:
+                    errors["slug"] = [f"Already the name of skill #{other.pk} ({other.status}); choose another."]
+        cleaned["slug"] = slug
+    if "sources" in data:
+        ids = _source_ids(data["sources"])
+        if ids is None:
+            errors["sources"] = ["Entry ids, e.g. #12, #15."]
+        elif proposal.nominated_entry_id not in ids:
+            errors["sources"] = [f"The nominated entry #{proposal.nominated_entry_id} stays a source."]
+        elif len(ids) > 20:
+            errors["sources"] = ["At most 20 source entries."]
+        cleaned["sources"] = ids
+    if errors:
+        raise ValidationError(errors)
+    return cleaned
+
+
+def _check_new_sources(proposal: SkillProposal, ids: list[int], actor) -> list[Entry]:
+    """Entries to add: visible to the actor, active, at or below the proposal's scope (so that withholding
+    them never takes a lesson away from an agent the skill does not reach), and in no other live proposal."""
+    entries = {e.pk: e for e in Entry.objects.select_for_update().filter(pk__in=ids)}
+    problems = []
+    for pk in ids:
+        entry = entries.get(pk)
+        if entry is None or not access.user_can_see_scope(actor, entry.scope):
+            problems.append(f"#{pk}: no such entry in your scopes")
+        elif entry.status != Status.ACTIVE:
+            problems.append(f"#{pk} is {entry.status}, not active")
+        elif not access.scope_covers(proposal.scope, entry.scope):
+            problems.append(f"#{pk} is in {entry.scope}, outside the skill's scope {proposal.scope}")
+    held = dict(SkillSource.objects.filter(entry_id__in=ids, live=True).exclude(proposal=proposal)
+                .values_list("entry_id", "proposal__slug"))
+    problems += [f"#{pk} is already a source of skill {slug}" for pk, slug in sorted(held.items())]
+    if problems:
+        raise ValidationError({"sources": problems})
+    return [entries[pk] for pk in ids]
+
+
+def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes: dict, note: str = "",
+                     at=None) -> SkillOutcome:
+    """Change the draft of a nominated skill (reviewers and leads). Fields not in `changes` stay; a change to
+    the steps, parameters, verification or rollback starts a new revision, and the trials start again.
+    Secrets and personal data typed into the draft are redacted and flagged. Nothing changed, nothing written."""
+    require_allowed(actor, "edit")
+    if not isinstance(changes, dict):
+        raise ValidationError({"_": ["The changes are an object of draft fields."]})
+    now = at or timezone.now()
+    with transaction.atomic():
+        proposal, sources = _load(proposal_id, actor, expected_version)
+        _require_nominated(proposal, "edited")
+        texts = [f for f in DRAFT_TEXT_FIELDS if isinstance(changes.get(f), str)]
+        changes, findings = redact_fields(changes, texts)
+        cleaned = clean_draft(changes, proposal=proposal)
+        before = draft_of(proposal)
+        changed = [f for f in ("slug", *DRAFT_TEXT_FIELDS) if f in cleaned and cleaned[f] != before[f]]
+        current = [s.entry_id for s in sources]
+        new_ids = cleaned.get("sources", current)
+        added = [pk for pk in new_ids if pk not in current]
+        removed = [s for s in sources if s.entry_id not in new_ids]
+        added_entries = _check_new_sources(proposal, added, actor) if added else []
+        if not changed and not added and not removed:
+            return SkillOutcome(proposal)
+        for field in changed:
+            setattr(proposal, field, cleaned[field])
+        if any(f in EXECUTABLE_FIELDS for f in changed):
+            proposal.revision += 1
+        proposal.flags = [*proposal.flags, *(f.as_flag() for f in findings)]
+        try:
+            with transaction.atomic():
+                _save(proposal, now, ["slug", *DRAFT_TEXT_FIELDS, "revision", "flags"])
+        except IntegrityError:
+            raise ValidationError({"slug": ["Another skill took this name a moment ago; choose another."]}) from None
+        if removed:
+            SkillSource.objects.filter(pk__in=[s.pk for s in removed]).update(live=False, removed_at=now)
+        for entry in added_entries:
+            try:
+                with transaction.atomic():
+                    SkillSource.objects.update_or_create(
+                        proposal=proposal, entry=entry,
+                        defaults={"live": True, "entry_version": entry.version, "added_at": now,
+                                  "added_by_label": actor.get_username(), "removed_at": None})
+            except IntegrityError:
+                raise ValidationError({"sources": [f"#{entry.pk} became a source of another skill meanwhile."]}) from None
+        all_sources = sources + [SkillSource(proposal=proposal, entry=e) for e in added_entries]
+        parts = [f"edited {', '.join(changed)}"] if changed else []
+        parts += [f"added source #{pk}" for pk in added] + [f"removed source #{s.entry_id}" for s in removed]
+        if any(f in EXECUTABLE_FIELDS for f in changed):
+            parts.append(f"revision {proposal.revision}: its trials start again")
+        parts += [f"redacted {f.kind}" for f in findings]
+        _write_events(
+            proposal, all_sources, actor=actor, action="skill_draft_edited", reason=note.strip() or "; ".join(parts),
+            before={f: before[f] for f in changed} | ({"sources": current} if added or removed else {}),
+            after={f: cleaned[f] for f in changed} | ({"sources": new_ids} if added or removed else {}), now=now,
+        )
+    return SkillOutcome(proposal, tuple(changed), sources_changed=bool(added or removed))
+
+
+def trial_outcomes(proposal: SkillProposal) -> list[str]:
+    return list(proposal.trials.filter(revision=proposal.revision).order_by("created_at", "id")
+                .values_list("outcome", flat=True))
+
+
+def approval_check(proposal: SkillProposal, sources: list[SkillSource]) -> tuple[lifecycle.TrialProgress, list[str]]:
+    progress = lifecycle.trial_progress(trial_outcomes(proposal), lifecycle.skill_gates())
+    inactive = [(s.entry_id, s.entry.status) for s in sources if s.entry.status != Status.ACTIVE]
+    return progress, lifecycle.approval_blockers(progress=progress, rollback=proposal.rollback, steps=proposal.steps,
+                                                 inactive_sources=inactive)
+
+
+def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str = "", at=None) -> SkillOutcome:
+    """Publish the skill (leads only), when the gate passes: enough trials of this revision, all of them
+    successful, a rollback path, every source still active. Its source entries leave retrieval."""
+    require_allowed(actor, "approve")
+    now = at or timezone.now()
+    with transaction.atomic():
+        proposal, sources = _load(proposal_id, actor, expected_version)
+        _require_nominated(proposal, "approved")
+        progress, blockers = approval_check(proposal, sources)
+        if blockers:
+            raise GateNotMet(f"Skill {proposal.slug} cannot be approved yet", blockers)
+        proposal.status = SkillProposal.Status.APPROVED
+        proposal.decided_by, proposal.decided_at, proposal.decision_note = actor, now, note.strip()
+        _save(proposal, now, ["status", "decided_by", "decided_at", "decision_note"])
+        _write_events(
+            proposal, sources, actor=actor, action="skill_approved",
+            reason=note.strip() or f"approved as skill {proposal.slug} after {progress.label}; withheld from "
+                                   "retrieval while the skill is approved",
+            before={"status": SkillProposal.Status.NOMINATED}, after={"status": proposal.status}, now=now,
+        )
+    return SkillOutcome(proposal)
+
+
+def reject_skill(proposal_id: int, *, actor, expected_version: int, reason: str, at=None) -> SkillOutcome:
+    """Not a skill (reviewers and leads): the entries stay as they are, and are never nominated again."""
+    require_allowed(actor, "reject")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": ["Say why this is not a skill: whoever nominates the next one reads it."]})
+    now = at or timezone.now()
+    with transaction.atomic():
+        proposal, sources = _load(proposal_id, actor, expected_version)
+        _require_nominated(proposal, "rejected")
+        proposal.status = SkillProposal.Status.REJECTED
+        proposal.decided_by, proposal.decided_at, proposal.decision_note = actor, now, reason
+        _save(proposal, now, ["status", "decided_by", "decided_at", "decision_note"])
+        SkillSource.objects.filter(proposal=proposal, live=True).update(live=False)
+        _write_events(proposal, sources, actor=actor, action="skill_rejected", reason=reason,
+                      before={"status": SkillProposal.Status.NOMINATED}, after={"status": proposal.status}, now=now)
+    return SkillOutcome(proposal)
+
+
+def retire_skill(proposal_id: int, *, actor, expected_version: int, reason: str, at=None) -> SkillOutcome:
+    """Take an approved skill out of service (leads only): it is no longer served or exported, and its
+    source entries return to normal retrieval. Kept, like everything, for the audit."""
+    require_allowed(actor, "retire")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": ["Say why the skill is retired."]})
+    now = at or timezone.now()
+    with transaction.atomic():
+        proposal, sources = _load(proposal_id, actor, expected_version)
+        if proposal.status != SkillProposal.Status.APPROVED:
+            raise InvalidTransition(f"Skill {proposal.slug} is {proposal.status}: only an approved skill is retired.")
+        proposal.status = SkillProposal.Status.RETIRED
+        proposal.retired_by, proposal.retired_at, proposal.retire_reason = actor, now, reason
+        _save(proposal, now, ["status", "retired_by", "retired_at", "retire_reason"])
+        SkillSource.objects.filter(proposal=proposal, live=True).update(live=False)
+        _write_events(proposal, sources, actor=actor, action="skill_retired",
+                      reason=f"{reason} (back in retrieval)", before={"status": SkillProposal.Status.APPROVED},
+                      after={"status": proposal.status}, now=now)
+    return SkillOutcome(proposal)
+
+
+# --- trial runs, reported by agents ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrialReport:
+    trial: SkillTrial
+    recorded: bool  # False: this task's trial of this revision was already reported; nothing changed
+    progress: lifecycle.TrialProgress
+    proposal: SkillProposal
+
+
+def token_may_read(token: AgentToken, scope: str) -> bool:
+    return any(access.scope_covers(prefix, scope) for prefix in token.scopes)
+
+
+def clean_trial(data) -> dict:
+    if not isinstance(data, dict):
+        raise ValidationError({"_": ["The body is an object: {outcome, task_ref, notes}."]})
+    errors = unknown_fields(data, TRIAL_FIELDS)
+    if data.get("outcome") not in SkillTrial.Outcome.values:
+        errors["outcome"] = ["success or failure."]
+    task_ref = _text(errors, data, "task_ref", max_length=255)
+    if task_ref == "" and "task_ref" not in errors:
+        errors["task_ref"] = ["The task the trial ran in, e.g. task-2417: a trial is counted once per task."]
+    notes = _text(errors, data, "notes", max_length=4000)
+    if errors:
+        raise ValidationError(errors)
+    return {"outcome": data["outcome"], "task_ref": task_ref, "notes": notes}
+
+
+def record_skill_trial(*, token: AgentToken, slug: str, data, at=None) -> TrialReport:
+    """An agent ran a nominated skill as written and reports how it went. Counted for the proposal's
+    current revision, once per task: a repeated report changes nothing and says so. SkillProposal.DoesNotExist
+    for a skill outside the token's scopes."""
+    cleaned = clean_trial(data)
+    cleaned, findings = redact_fields(cleaned, ("task_ref", "notes"))
+    now = at or timezone.now()
+    g = lifecycle.skill_gates()
+    with transaction.atomic():
+        proposal = SkillProposal.objects.select_for_update().filter(slug=slug).first()
+        if proposal is None or not token_may_read(token, proposal.scope):
+            raise SkillProposal.DoesNotExist
+        if proposal.status != SkillProposal.Status.NOMINATED:
+            raise InvalidTransition(f"Skill {proposal.slug} is {proposal.status}: trials are reported while a "
+                                    "skill is nominated, before a lead decides.")
+        existing = proposal.trials.filter(revision=proposal.revision, task_ref=cleaned["task_ref"]).first()
+        if existing:
+            return TrialReport(existing, False, lifecycle.trial_progress(trial_outcomes(proposal), g), proposal)
+        trial = SkillTrial.objects.create(proposal=proposal, revision=proposal.revision, token=token,
+                                          reported_by_label=token.label, created_at=now, **cleaned)
+        progress = lifecycle.trial_progress(trial_outcomes(proposal), g)
+        reason = f"trial {trial.outcome} in {trial.task_ref} (revision {proposal.revision}): {progress.label}"
+        if findings:
+            reason += "".join(f"; redacted {f.kind}" for f in findings)
+        _write_events(proposal, _live_sources(proposal, lock=False), actor_label=token.label, action="skill_trial", reason=reason,
+                      after={"trial": trial.pk, "outcome": trial.outcome, "task_ref": trial.task_ref}, now=now)
+    return TrialReport(trial, True, progress, proposal)

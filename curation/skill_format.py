@@ -1,0 +1,190 @@
+"""Skill text as pure functions: the labelled sections of an entry's content (its rollback note among
+them), the draft a nomination starts from, slugs, and SKILL.md, the file coding agents load
+(`<skills dir>/<slug>/SKILL.md`: YAML front matter with name and description, then Markdown).
+
+No database here: the nomination sweep, the services, the console download and `export_skills` share it."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from curation.models import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
+
+# A section of an entry's content starts with one of these labels, at the start of a line ("Rollback: ...",
+# "- Verify: ...", "**Pitfalls:**", "## Rollback") or after the end of a sentence ("... restart it. Rollback:
+# restore the old file."). It runs until the next label. The unlabelled rest is the steps.
+LABELS = {
+    "rollback": ("rollback", "roll back", "roll-back", "to roll back", "undo", "to undo", "revert", "to revert"),
+    "verification": ("verification", "verify", "to verify", "check", "checks"),
+    "parameters": ("parameters", "params", "inputs"),
+    "pitfalls": ("pitfalls", "pitfall", "caveats", "gotchas", "watch out"),
+}
+SECTIONS = ("steps", *LABELS)
+_BY_LABEL = {label: section for section, labels in LABELS.items() for label in labels}
+_ALTERNATIVES = "|".join(
+    re.escape(label).replace(r"\ ", r"\s+").replace(r"\-", "-")
+    for label in sorted(_BY_LABEL, key=len, reverse=True)
+)
+_LABEL = re.compile(
+    rf"(?:^[ \t>*-]*|(?<=[.!?;])[ \t]+)\**(?P<inline>{_ALTERNATIVES})\**[ \t]*:\**[ \t]*"
+    rf"|^[ \t]*\#{{1,6}}[ \t]*(?P<heading>{_ALTERNATIVES})[ \t]*:?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
+
+
+def _section_of(label: str) -> str:
+    return _BY_LABEL[re.sub(r"\s+", " ", label.lower())]
+
+
+def content_sections(content: str) -> dict[str, str]:
+    """{"steps", "rollback", "verification", "parameters", "pitfalls"} from an entry's content; each one
+    "" when the content has no such part. A label used twice gathers both parts."""
+    parts: dict[str, list[str]] = {name: [] for name in SECTIONS}
+    current, start = "steps", 0
+    for match in _LABEL.finditer(content or ""):
+        parts[current].append(content[start:match.start()])
+        current, start = _section_of(match.group("inline") or match.group("heading")), match.end()
+    parts[current].append((content or "")[start:])
+    return {name: "\n".join(p.strip() for p in chunks if p.strip()) for name, chunks in parts.items()}
+
+
+def rollback_note(content: str) -> str:
+    """The content's rollback note, "" when it has none: one of the promotion gates (seed 001 §5.3)."""
+    return content_sections(content)["rollback"]
+
+
+def numbered_steps(text: str) -> str:
+    """Steps as a Markdown numbered list: one step per line when the text has several lines (list markers
+    dropped), else one per sentence."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    if len(lines) < 2:
+        lines = [s for s in _SENTENCE_END.split((text or "").strip()) if s.strip()]
+    return "\n".join(f"{i}. {_LIST_MARKER.sub('', line).strip()}" for i, line in enumerate(lines, start=1))
+
+
+def first_sentence(text: str) -> str:
+    text = _LIST_MARKER.sub("", (text or "").strip().splitlines()[0] if (text or "").strip() else "")
+    return _SENTENCE_END.split(text, maxsplit=1)[0].strip()
+
+
+def slug_base(text: str) -> str:
+    """A name for the skill from its trigger: lowercase ASCII letters and digits joined by single hyphens,
+    at most SKILL_SLUG_MAX characters, cut at a hyphen (the Agent Skills `name` rules)."""
+    ascii_text = unicodedata.normalize("NFKD", text or "").encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    if len(slug) > SKILL_SLUG_MAX:
+        slug = slug[: SKILL_SLUG_MAX + 1].rsplit("-", 1)[0] if "-" in slug[:SKILL_SLUG_MAX] else slug[:SKILL_SLUG_MAX]
+    return slug.strip("-") or "skill"
+
+
+def unique_slug(base: str, taken) -> str:
+    """`base`, or `base-2`, `base-3`... (shortened to fit), whichever is not taken."""
+    if base not in taken:
+        return base
+    n = 2
+    while True:
+        suffix = f"-{n}"
+        candidate = base[: SKILL_SLUG_MAX - len(suffix)].rstrip("-") + suffix
+        if candidate not in taken:
+            return candidate
+        n += 1
+
+
+def _sentence_case(text: str) -> str:
+    text = text.strip().rstrip(".")
+    if len(text) > 1 and text[0].isupper() and not text[1].isupper():
+        return text[0].lower() + text[1:]
+    return text
+
+
+def draft_from_entry(*, kind: str, scope: str, trigger: str, content: str, boundary: str, conditions) -> dict:
+    """The draft a nomination starts from: the name from the trigger, the steps from the content, the
+    rollback, verification, parameters and pitfalls from its labelled parts (pitfalls also from the
+    boundary), the description from the first step and the trigger."""
+    parts = content_sections(content)
+    steps = numbered_steps(parts["steps"])
+    lead = first_sentence(parts["steps"]) or trigger.strip()
+    description = f"{lead.rstrip('.')}. Use when {_sentence_case(trigger)} ({scope})."
+    if len(description) > SKILL_DESCRIPTION_MAX:
+        description = description[: SKILL_DESCRIPTION_MAX - 1].rstrip() + "…"
+    when = [trigger.strip().rstrip(".") + "."]
+    if conditions:
+        when.append("Keywords: " + ", ".join(conditions) + ".")
+    when.append(f"Applies in `{scope}` and the scopes below it.")
+    pitfalls = [p for p in (parts["pitfalls"], f"Does not hold: {boundary.strip()}" if boundary.strip() else "") if p]
+    return {
+        "slug": slug_base(trigger),
+        "description": description,
+        "when_to_use": "\n".join(when),
+        "steps": steps,
+        "parameters": parts["parameters"],
+        "verification": parts["verification"],
+        "rollback": parts["rollback"],
+        "pitfalls": "\n".join(pitfalls),
+    }
+
+
+# --- SKILL.md -----------------------------------------------------------------------------------------
+
+# What YAML allows unescaped inside a double-quoted scalar (its printable set, without the quote and the
+# backslash); everything else is written as an escape, so any text survives a YAML parser.
+_YAML_PRINTABLE = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_YAML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def yaml_quoted(text: str) -> str:
+    """`text` as a YAML double-quoted scalar (also valid JSON for printable text)."""
+    out = []
+    for ch in text:
+        if ch in _YAML_ESCAPES:
+            out.append(_YAML_ESCAPES[ch])
+        elif _YAML_PRINTABLE.fullmatch(ch):
+            out.append(ch)
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    entry_id: int
+    scope: str
+    trigger: str
+    url: str = ""
+
+
+BODY_SECTIONS = (
+    ("When to use", "when_to_use"),
+    ("Steps", "steps"),
+    ("Parameters", "parameters"),
+    ("Verification", "verification"),
+    ("Rollback", "rollback"),
+    ("Pitfalls", "pitfalls"),
+)
+
+
+def title_of(slug: str) -> str:
+    return slug.replace("-", " ").capitalize()
+
+
+def render_skill_md(*, slug: str, description: str, sections: dict, sources, footer: str = "") -> str:
+    """SKILL.md: front matter (name, description) then one `##` section per part of the draft, "None." for an
+    empty one so every skill reads the same way, and the entries it was curated from."""
+    lines = ["---", f"name: {yaml_quoted(slug)}", f"description: {yaml_quoted(' '.join(description.split()))}",
+             "---", "", f"# {title_of(slug)}", ""]
+    for heading, key in BODY_SECTIONS:
+        body = (sections.get(key) or "").strip().replace("\r\n", "\n")
+        lines += [f"## {heading}", "", body or "None.", ""]
+    lines += ["## Sources", ""]
+    for source in sources:
+        name = f"[entry #{source.entry_id}]({source.url})" if source.url else f"entry #{source.entry_id}"
+        lines.append(f"- memoryadmin {name} (`{source.scope}`): {' '.join(source.trigger.split())}")
+    if footer:
+        lines += ["", footer]
+    return "\n".join(lines).rstrip("\n") + "\n"
