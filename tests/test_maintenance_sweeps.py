@@ -345,3 +345,36 @@ def test_a_dry_run_of_detection_says_what_it_would_open_and_opens_nothing():
     runs = [run_sweep(task, as_of=AS_OF, dry_run=True) for task in ("conflicts", "consolidation")]
     assert [(run.dry_run, run.rows_changed, len(sweep.samples)) for run, sweep in runs] == [(True, 1, 1), (True, 1, 1)]
     assert (Conflict.objects.count(), ConsolidationProposal.objects.count(), Event.objects.count()) == (0, 0, 0)
+
+
+def test_after_a_successful_run_detection_reads_only_what_changed_since():
+    from django.utils import timezone
+
+    from curation.models import Conflict, ConsolidationProposal
+
+    rebase, _, _ = _contradicting_and_duplicated_entries()
+    alone = make_entry(scope="acme/api", trigger="Rotating the signing keys of the api gateway",
+                       content="Announce the rotation in the ops channel a day before rotating the keys.")
+    for task in ("conflicts", "consolidation"):
+        run_sweep(task, as_of=AS_OF)
+    # Written as a revival or an edit writes them: stamped now. One contradicts the old entry from the scope
+    # above it, one repeats an older (lower id) entry of its scope.
+    now = timezone.now()
+    below = make_entry(scope="acme/billing-api/container/x", trigger="Merging feature branches into main",
+                       content="Never rebase anything.", updated_at=now)
+    twin = make_entry(scope="acme/api", trigger="Rotating the signing keys of the api gateway",
+                      content="Announce the rotation in the ops channel a day before you rotate the keys.",
+                      updated_at=now)
+    # An old pair nobody touched since the first run: not read again (the first run would have seen it).
+    make_entry(scope="acme/docs", trigger="Publishing the docs site", content="Always purge the CDN cache.")
+    make_entry(scope="acme/docs", trigger="Publishing the docs site", content="Never purge the CDN cache.")
+
+    conflicts_run, _ = run_sweep("conflicts", as_of=AS_OF)
+    proposals_run, _ = run_sweep("consolidation", as_of=AS_OF)
+    assert (conflicts_run.rows_examined, conflicts_run.rows_changed) == (2, 1)
+    assert (proposals_run.rows_examined, proposals_run.rows_changed) == (2, 1)
+    new_conflict = Conflict.objects.get(entry_b=below)
+    assert new_conflict.entry_a_id == rebase.pk
+    assert not Conflict.objects.filter(entry_a__scope="acme/docs").exists()
+    newest = ConsolidationProposal.objects.order_by("-id").first()
+    assert set(newest.entries.all()) == {alone, twin}

@@ -160,6 +160,11 @@ def detect_conflicts_many(
     together with it, and open a Conflict per contradiction: {entry id: the conflicts it opened}. Reads
     at most `pool` partners per entry (PARTNER_POOL, or INGEST_PARTNER_POOL at ingest), those mentioning
     the action words most first."""
+    return _detect_many(entries, detected_by=detected_by, at=at, pool=pool)[0]
+
+
+def _detect_many(entries, *, detected_by: str, at, pool: int | None) -> tuple[dict[int, list[Conflict]], int]:
+    """detect_conflicts_many, and how many pairs it compared."""
     pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
     now = at or timezone.now()
     entries = list(entries)
@@ -168,8 +173,10 @@ def detect_conflicts_many(
     found: dict[tuple[int, int], str] = {}
     members = {e.pk: e for e in entries}
     pools = _partner_pools(searching, lessons, pool) if searching else {}
+    compared = 0
     for entry in searching:
         for other in pools[entry.pk]:
+            compared += 1
             reason = _contradicts(entry, lessons[entry.pk], other, _lesson_of(other, lessons))
             if reason:
                 found[_pair(entry, other)] = reason
@@ -179,7 +186,7 @@ def detect_conflicts_many(
         for entry_id in (conflict.entry_a_id, conflict.entry_b_id):
             if entry_id in opened:
                 opened[entry_id].append(conflict)
-    return opened
+    return opened, compared
 
 
 def _lesson_of(entry: Entry, lessons: dict[int, Lesson]) -> Lesson:
@@ -202,14 +209,22 @@ class SweepResult:
     opened: list
 
 
-def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int | None = None) -> SweepResult:
+def sweep_conflicts(
+    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None
+) -> SweepResult:
     """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners in that
     scope and its ancestors that mention one of the group's action words (index lookups, at most
     pool_limit each; descendants are covered when the batch holding them looks up), then compare only
     pairs that share an action word with opposite polarity. Idempotent: a known pair is never raised
-    again, so a second run opens nothing."""
+    again, so a second run opens nothing.
+
+    With `changed_since`, only the entries changed (activated, edited, revived, used) since then are
+    walked: a pair of two unchanged entries was compared by an earlier run. Each is compared with the
+    partners above, at and below its scope, as at ingest but with the sweep's full pool."""
     now = at or timezone.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
+    if changed_since is not None:
+        return _sweep_changed(changed_since, now=now, batch_size=batch_size, pool=pool_limit or PARTNER_POOL)
     after = 0
     examined = compared = 0
     opened: list[Conflict] = []
@@ -252,6 +267,20 @@ def sweep_conflicts(*, at=None, batch_size: int | None = None, pool_limit: int |
                             found[pair] = reason
                             entries[e.pk], entries[p.pk] = e, p
         opened += _open_conflicts(found, entries, detected_by="sweep", at=now)
+    return SweepResult(examined=examined, compared=compared, opened=opened)
+
+
+def _sweep_changed(changed_since, *, now, batch_size: int, pool: int) -> SweepResult:
+    after = 0
+    examined = compared = 0
+    opened: list[Conflict] = []
+    changed = Entry.objects.filter(status=Status.ACTIVE, updated_at__gte=changed_since)
+    while batch := list(changed.filter(pk__gt=after).only(*_DETECTION_FIELDS).order_by("id")[:batch_size]):
+        after = batch[-1].pk
+        examined += len(batch)
+        by_entry, n = _detect_many(batch, detected_by="sweep", at=now, pool=pool)
+        compared += n
+        opened += sorted({c.pk: c for found in by_entry.values() for c in found}.values(), key=lambda c: c.pk)
     return SweepResult(examined=examined, compared=compared, opened=opened)
 
 

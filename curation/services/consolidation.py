@@ -145,12 +145,17 @@ class ConsolidationSweep:
     proposed: list
 
 
-def sweep_consolidation(*, at=None, batch_size: int | None = None, pool_limit: int | None = None) -> ConsolidationSweep:
+def sweep_consolidation(
+    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None
+) -> ConsolidationSweep:
     """Walk the active entries in keyset batches of id; per batch and scope, read that scope's active
     entries (the scope index, at most pool_limit) and compare each batch entry only with the candidates
     a prefix index finds for the two thresholds (text for merges, trigger for supersedes), never every
     pair of the table. Idempotent: a proposal
-    for the same kind and entries is never made twice, and entries in an open proposal are left alone."""
+    for the same kind and entries is never made twice, and entries in an open proposal are left alone.
+
+    With `changed_since`, only the entries changed since then are walked (each still against its whole
+    scope): a pair of two unchanged entries was compared by an earlier run."""
     now = at or timezone.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
     pool_limit = pool_limit or POOL
@@ -160,9 +165,14 @@ def sweep_consolidation(*, at=None, batch_size: int | None = None, pool_limit: i
     seen: dict[int, Entry] = {}  # only the entries found in a pair
     examined = 0
     with _consistent_snapshot():
+        walked = Entry.objects.filter(status=Status.ACTIVE)
+        changed_ids = None  # every entry is walked: each pair is compared from its lower id
+        if changed_since is not None:
+            walked = walked.filter(updated_at__gte=changed_since)
+            changed_ids = set(walked.values_list("id", flat=True))
         after = 0
         while True:
-            batch = list(Entry.objects.filter(status=Status.ACTIVE, pk__gt=after).only(*_FIELDS).order_by("id")[:batch_size])
+            batch = list(walked.filter(pk__gt=after).only(*_FIELDS).order_by("id")[:batch_size])
             if not batch:
                 break
             after = batch[-1].pk
@@ -188,7 +198,9 @@ def sweep_consolidation(*, at=None, batch_size: int | None = None, pool_limit: i
                 by_trigger = _PrefixIndex(trig_words, trigger_at, [p.pk for p in pool])
                 for e in group:
                     ids = by_text.candidates(e.pk) | by_trigger.candidates(e.pk)
-                    partners = {pk: everyone[pk] for pk in ids if pk > e.pk}
+                    # each pair once: from its lower id when both are walked, else from the walked one
+                    partners = {pk: everyone[pk] for pk in ids
+                                if pk > e.pk or (changed_ids is not None and pk not in changed_ids)}
                     for p in partners.values():
                         if contradiction(lesson(e), lesson(p)):
                             continue  # opposite advice is a conflict, not a duplicate
