@@ -180,3 +180,15 @@ def test_the_skill_promotions_queue_has_something_to_show(seeded):
                                        q="resetting the test database", k=5, min_confidence=0.0)
     assert source.pk not in [r.entry.pk for r in ranked]
     assert "Skills: 1 nominated, 1 approved, 0 rejected, 0 retired" in seeded
+
+
+def test_the_conflict_and_consolidation_queues_have_something_to_show(seeded):
+    from curation.models import Conflict, ConsolidationProposal, TaskRun
+
+    [conflict] = Conflict.objects.filter(state="open")
+    assert {conflict.entry_a.trigger, conflict.entry_b.trigger} == {
+        "Updating a feature branch before review in billing-api", "Updating a shared feature branch before review"}
+    assert "rebase" in conflict.reason and conflict.detected_by == "sweep"
+    [proposal] = ConsolidationProposal.objects.filter(state="open")
+    assert proposal.kind == "merge" and proposal.scope == "acme/web" and proposal.entries.count() == 2
+    assert set(TaskRun.objects.filter(triggered_by="demo").values_list("task", flat=True)) >= {"conflicts", "consolidation"}

@@ -84,7 +84,7 @@ def lesson(key, *, agent, day, task, kind, scope, trigger, content, signal, evid
 # confidence is computed; or with an explicit reason), supersedes (this entry replaces `older`), retire;
 # and for skill promotions: uses (n retrievals with a successful outcome, `every` days apart), nominate
 # (the nomination sweep as of that moment), trials (trial runs reported by the billing agent, `every` days
-# apart), approve_skill (the lead).
+# apart), approve_skill (the lead); and sweep (a detecting task: conflicts or consolidation).
 # Reasons may name other demo entries as {key}; they are written as #id.
 LESSONS = [
     # --- acme/billing-api/container ---------------------------------------------------------------
@@ -1064,6 +1064,47 @@ LESSONS = [
                (3, "nominate", {}),
                (2, "trials", {"outcomes": ["success"] * 3, "every": 0.5})],
     ),
+    # --- for the conflicts and consolidation queues: what the detecting sweeps find ----------------
+    lesson(
+        "ba_rebase_review", agent=BILLING, day=41, task="task-2170", kind="success_pattern",
+        scope="acme/billing-api", signal="self",
+        trigger="Updating a feature branch before review in billing-api",
+        content="Always rebase the feature branch onto main before asking for review, so the diff shows "
+                "only your change.",
+        conditions=["git", "review"],
+        evidence=[ev("review", "independent", "Reviewer: 'much easier to read after the rebase'.", "task-2170")],
+        steps=[(40, "approve", {})],
+    ),
+    lesson(
+        "bc_no_rebase_shared", agent=FRONTEND, day=7, task="task-2331", kind="failure_lesson",
+        scope="acme/billing-api/container", signal="external",
+        trigger="Updating a shared feature branch before review",
+        content="Never rebase a feature branch that others have pulled; merge main into it instead, or "
+                "their next pull rewrites history.",
+        conditions=["git", "shared branch"],
+        evidence=[ev("tool_output", "external", "hint: Updates were rejected because the tip of your current "
+                     "branch is behind its remote counterpart", "task-2331")],
+        steps=[(6, "approve", {}), (1, "sweep", {"task": "conflicts"})],
+    ),
+    lesson(
+        "web_nvm_first", agent=WEB, day=33, task="task-2210", kind="failure_lesson",
+        scope="acme/web", signal="external",
+        trigger="Installing dependencies for the web frontend",
+        content="Use the Node version pinned in .nvmrc (`nvm use`) before `npm ci`; the lockfile was "
+                "generated with Node 20 and npm ci fails on Node 22.",
+        evidence=[ev("tool_output", "external", "npm ERR! code EBADENGINE ... required: { node: '20.x' }",
+                     "task-2210")],
+        steps=[(32, "approve", {})],
+    ),
+    lesson(
+        "web_nvm_again", agent=FRONTEND, day=5, task="task-2344", kind="failure_lesson",
+        scope="acme/web", signal="external",
+        trigger="Installing dependencies of the web frontend",
+        content="Run `nvm use` to get the Node version pinned in .nvmrc before `npm ci`: the lockfile was "
+                "generated with Node 20 and `npm ci` fails on Node 22.",
+        evidence=[ev("tool_output", "external", "npm ERR! code EBADENGINE", "task-2344")],
+        steps=[(4, "approve", {}), (1, "sweep", {"task": "consolidation"})],
+    ),
 ]
 
 
@@ -1273,6 +1314,8 @@ class Command(BaseCommand):
                 entry = Entry.objects.get(pk=entry.pk)
             elif action == "nominate":
                 run_sweep("skill_nomination", as_of=at, triggered_by="demo")
+            elif action == "sweep":  # a detecting sweep: conflicts or consolidation proposals
+                run_sweep(params["task"], as_of=at, triggered_by="demo")
             elif action == "trial":
                 record_skill_trial(token=usage_token(), slug=SkillProposal.objects.get(nominated_entry=entry).slug,
                                    at=at, data={"outcome": params["outcome"], "task_ref": params["task"],
