@@ -292,7 +292,9 @@ class RetrievedEntry(models.Model):
     """An entry handed out by a retrieval: the usage history that periodic deletion counts."""
 
     retrieval = models.ForeignKey(Retrieval, on_delete=models.PROTECT, related_name="items")
-    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="retrievals")
+    # No index of its own: the (entry, created_at) index below serves every lookup by entry, and each
+    # retrieval writes up to k rows here.
+    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="retrievals", db_index=False)
     rank = models.PositiveSmallIntegerField()
     created_at = models.DateTimeField(default=timezone.now)
 

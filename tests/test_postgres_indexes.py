@@ -58,3 +58,10 @@ def test_retrieval_near_duplicates_and_conflict_partners_use_the_scoped_word_ind
                  lambda: conflicts.detect_conflicts_many([candidate])):
         plan = _plans_of(read)
         assert "entry_active_scoped_lexeme_idx" in plan, plan
+
+
+def test_a_retrieval_writes_no_index_that_no_read_uses(on_postgres):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'curation_retrievedentry'")
+        columns = sorted(d[d.index("(") + 1: d.index(")")] for (d,) in cursor.fetchall())
+    assert columns == ["entry_id, created_at", "id", "retrieval_id"]
