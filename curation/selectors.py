@@ -402,12 +402,12 @@ RETRIEVED_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "
 # come back when the skill is retired. Skills are few, so this anti-join costs a probe of a tiny table.
 _NOT_WITHHELD_SQL = """NOT EXISTS (
     SELECT 1 FROM curation_skillsource ss JOIN curation_skillproposal sp ON sp.id = ss.proposal_id
-    WHERE ss.entry_id = {entry_id} AND sp.status = 'approved')"""
+    WHERE ss.entry_id = {entry_id} AND ss.live AND sp.status = 'approved')"""
 
 
 def withheld_by_skill():
-    """For Exists(): the approved skill an entry is a source of."""
-    return SkillSource.objects.filter(entry=OuterRef("pk"), proposal__status="approved")
+    """For Exists(): the approved skill an entry is a source of (a source taken out of the draft is not)."""
+    return SkillSource.objects.filter(entry=OuterRef("pk"), live=True, proposal__status="approved")
 
 
 def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:

@@ -3,6 +3,7 @@ Events, each refused to the wrong role; and what an approved skill does to retri
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Exists
 
 from curation import selectors
 from curation.models import Entry, Event, SkillProposal, SkillSource, SkillTrial, Status
@@ -267,6 +268,20 @@ def test_an_approved_skill_withholds_its_sources_until_retired(lead, q):
     assert not retrievable(entry, q) and retrievable(other, q)
     skills.retire_skill(p.pk, actor=lead, expected_version=2, reason="superseded by a script")
     assert retrievable(entry, q)
+
+
+@pytest.mark.parametrize("q", ["migrations container", ""])
+def test_a_source_taken_out_of_the_draft_is_not_withheld(lead, reviewer, q):
+    p = nominated()
+    taken_out = make_entry(scope="acme/billing-api/container", trigger="Running migrations on the container host",
+                           content="Stop the worker before running migrations in the container.", fingerprint="out")
+    skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1,
+                            changes={"sources": [p.nominated_entry_id, taken_out.pk]})
+    skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=2, changes={"sources": [p.nominated_entry_id]})
+    report(p, ["success"] * 5)
+    approve(p, lead)
+    assert not retrievable(Entry.objects.get(pk=p.nominated_entry_id), q) and retrievable(taken_out, q)
+    assert not Entry.objects.filter(pk=taken_out.pk).filter(Exists(selectors.withheld_by_skill())).exists()
 
 
 def test_a_withheld_entry_is_not_archived_as_unused(lead):
