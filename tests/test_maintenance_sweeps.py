@@ -378,3 +378,19 @@ def test_after_a_successful_run_detection_reads_only_what_changed_since():
     assert not Conflict.objects.filter(entry_a__scope="acme/docs").exists()
     newest = ConsolidationProposal.objects.order_by("-id").first()
     assert set(newest.entries.all()) == {alone, twin}
+
+
+def test_an_entry_revived_in_a_replay_of_the_past_is_read_by_the_next_detection_run():
+    from curation.models import Conflict
+
+    rebase = make_entry(scope="acme/billing-api", trigger="Merging a feature branch into main",
+                        content="Always rebase before merging.", last_verified_at=days_before(1))
+    run_sweep("conflicts", as_of=AS_OF)  # the first run: nothing to find yet
+    archived = make_archived(archived_at=days_before(10), scope="acme/billing-api",
+                             trigger="Merging feature branches into main", content="Never rebase shared branches.")
+    add_evidence_row(archived, signal="external", observed_at=days_before(1))
+    run_sweep("revive", as_of=AS_OF)  # as of a moment in the past (run_lifecycle --at)
+    assert Entry.objects.get(pk=archived.pk).status == Status.ACTIVE
+    run, _ = run_sweep("conflicts", as_of=AS_OF)
+    assert run.rows_examined == 1
+    assert Conflict.objects.filter(entry_a=rebase, entry_b=archived).exists()

@@ -238,8 +238,10 @@ def _set_state(sweep: Sweep, rows: list[Entry], *, expected_status: str, action:
     if not rows:
         return 0
     ids = [e.pk for e in rows]
+    # updated_at is when the row was written (the wall clock, not the sweep's as-of moment): the
+    # detecting sweeps read what changed since their last run by it, also after a replay of the past.
     written = Entry.objects.filter(pk__in=ids, status=expected_status).update(
-        **updates, version=F("version") + 1, updated_at=sweep.as_of
+        **updates, version=F("version") + 1, updated_at=timezone.now()
     )
     if written != len(ids):
         raise ConcurrentChange(f"{sweep.task}: {len(ids) - written} of {len(ids)} rows changed under the sweep")
@@ -426,7 +428,7 @@ def sweep_revive(sweep: Sweep) -> None:
                     e.status, e.base_confidence, e.confidence = Status.ACTIVE, d.base_confidence, d.confidence
                     e.last_verified_at, e.archived_at, e.archive_reason = d.verified_at, None, ""
                     e.version += 1
-                    e.updated_at = sweep.as_of
+                    e.updated_at = timezone.now()  # when it was written, as in _set_state
                 Entry.objects.bulk_update(
                     changed_rows, ["status", "base_confidence", "last_verified_at", "archived_at", "archive_reason",
                                    "version", "updated_at"])
@@ -520,9 +522,10 @@ def _detecting(sweep: Sweep, body: Callable[[], None]) -> None:
     sweep.batch_done()
 
 
-# A run sees what was committed when it started; a change stamped a little earlier but committed later is
-# caught by the next run through this overlap.
-DETECTION_OVERLAP = datetime.timedelta(minutes=10)
+# A run sees what was committed when it started; a change stamped earlier but committed later is caught
+# by the next run through this overlap: no task's transaction outlives the hard time limit, and a web
+# request's is far shorter.
+DETECTION_OVERLAP = datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
 
 
 def changed_since_last_run(sweep: Sweep) -> datetime.datetime | None:
