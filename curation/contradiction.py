@@ -230,6 +230,13 @@ class Lesson:
         return {w for w in found if len(w) > 2 and not w.isdigit()}
 
     @property
+    def object_terms(self) -> set[str]:
+        """Every directive's objects as written: what to look partners up by when the heads give no
+        index key ("never over-provision the worker pool": "over" is a stop word)."""
+        found = set().union(*(d.object_words for d in self.directives)) if self.directives else set()
+        return {w for w in found if len(stem(w)) > 2 and not w.isdigit()}
+
+    @property
     def search_terms(self) -> set[str]:
         """search_words as written, for a full-text lookup that stems them its own way."""
         found = set()

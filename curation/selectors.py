@@ -52,33 +52,42 @@ def overlapping_entries_sql(columns: str) -> str:
 
 def outer_rows_sql() -> str:
     """The `c` rows of overlapping_entries_sql, from the parallel arrays of outer_params: the entry's
-    id and text, the index keys and the query of its lookup words (any may match), the query its
-    partners are ranked by, and the bounds of the range below its scope."""
+    id and text, the index keys and the query of its lookup words (any may match; the fallback words
+    when none is left after PostgreSQL drops its stop words), the query its partners are ranked by, and
+    the bounds of the range below its scope."""
     return """
         WITH c AS MATERIALIZED (  -- computed once per row, not once per entry compared with it
-            SELECT u.id, u.text, u.below, u.below_end,
-                   curation_scoped_query(string_to_array(u.ancestors, '|'), u.lookup) AS keys,
-                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', u.lookup) AS text), '&', '|'), '')
+            SELECT w.id, w.text, w.below, w.below_end,
+                   curation_scoped_query(string_to_array(w.ancestors, '|'), w.words) AS keys,
+                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', w.words) AS text), '&', '|'), '')
                         AS tsquery) AS lookup,
-                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', u.rank) AS text), '&', '|'), '')
-                        AS tsquery) AS query
-            FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[]), CAST(%(lookup)s AS text[]),
-                        CAST(%(rank)s AS text[]), CAST(%(ancestors)s AS text[]), CAST(%(below)s AS text[]),
-                        CAST(%(below_end)s AS text[]))
-                 AS u(id, text, lookup, rank, ancestors, below, below_end)
+                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', COALESCE(w.rank, w.words)) AS text),
+                                       '&', '|'), '') AS tsquery) AS query
+            FROM (
+                -- the lookup words, or the fallback words when PostgreSQL keeps none of them (all stop
+                -- words, such as "over" in "never over-provision the pool")
+                SELECT u.*, CASE WHEN numnode(plainto_tsquery('english', u.lookup)) = 0 THEN u.fallback
+                                 ELSE u.lookup END AS words
+                FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[]), CAST(%(lookup)s AS text[]),
+                            CAST(%(fallback)s AS text[]), CAST(%(rank)s AS text[]), CAST(%(ancestors)s AS text[]),
+                            CAST(%(below)s AS text[]), CAST(%(below_end)s AS text[]))
+                     AS u(id, text, lookup, fallback, rank, ancestors, below, below_end)
+            ) AS w
         )
     """
 
 
-def outer_params(entries, lookup_of, rank_of=None) -> dict:
+def outer_params(entries, lookup_of, rank_of=None, fallback_of=None) -> dict:
     """Parameters of outer_rows_sql: `lookup_of(entry)` the words a partner must mention, `rank_of(entry)`
-    the words partners are ranked by (the lookup words unless given)."""
-    rank_of = rank_of or lookup_of
+    the words partners are ranked by (the lookup words unless given), `fallback_of(entry)` the words
+    looked up instead when PostgreSQL keeps none of the lookup words (the ranking words unless given)."""
+    fallback_of = fallback_of or rank_of or lookup_of
     return {
         "ids": [e.pk for e in entries],
         "texts": [f"{e.trigger} {e.content}" for e in entries],
         "lookup": [lookup_of(e) for e in entries],
-        "rank": [rank_of(e) for e in entries],
+        "fallback": [fallback_of(e) for e in entries],
+        "rank": [rank_of(e) if rank_of else None for e in entries],  # None: the words looked up
         "ancestors": ["|".join(access.scope_ancestors(e.scope)) for e in entries],
         "below": [e.scope + "/" for e in entries],
         "below_end": [e.scope + "0" for e in entries],  # "0" is the character after "/"

@@ -146,7 +146,8 @@ def _partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int)
             LIMIT %(pool)s
         ) AS p
     """
-    params = {**outer_params(entries, lambda e: " ".join(sorted(lessons[e.pk].search_terms))), "pool": limit}
+    params = {**outer_params(entries, lambda e: " ".join(sorted(lessons[e.pk].search_terms)),
+                             fallback_of=lambda e: " ".join(sorted(lessons[e.pk].object_terms))), "pool": limit}
     pools: dict[int, list[Entry]] = {e.pk: [] for e in entries}
     for partner in Entry.objects.raw(sql, params):
         pools[partner.for_id].append(partner)

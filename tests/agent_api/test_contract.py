@@ -424,3 +424,25 @@ def test_a_batch_costs_the_same_number_of_queries_whatever_its_size(agent, appro
         assert small == large
     else:  # one similarity and one conflict lookup per new entry; SQLite's parameter limit splits inserts
         assert 2 * 37 <= large - small <= 2 * 37 + 2
+
+
+def test_a_contradiction_about_an_action_postgres_does_not_index_is_still_found(agent, approved):
+    """"over" is an English stop word: PostgreSQL keeps no index key for it, so partners are looked up by
+    the action's objects instead."""
+    from curation.models import Conflict
+
+    active = approved(scope="acme/billing-api", trigger="Sizing the worker pool of billing",
+                      content="Always over-provision the worker pool.", conditions=[])
+    body = agent.post("candidates/batch", {"candidates": [api_candidate(
+        scope="acme/billing-api", trigger="Sizing the worker pool of billing",
+        content="Never over-provision the worker pool.", conditions=[])]}).json()
+    [conflict_id] = body["results"][0]["conflicts"]
+    assert Conflict.objects.get(pk=conflict_id).entry_a_id == active.pk
+
+
+def test_a_near_duplicate_with_a_trigger_of_stop_words_is_still_found(agent, approved):
+    active = approved(scope="acme/billing-api", trigger="When it is off", conditions=[],
+                      content="Restart the billing worker with systemctl restart billing-worker and check its log.")
+    body = agent.submit(scope="acme/billing-api", trigger="When it is off", conditions=[],
+                        content="Restart the billing worker with systemctl restart billing-worker, then check the log.").json()
+    assert body["duplicates"] == [active.pk]
