@@ -394,3 +394,20 @@ def test_an_entry_revived_in_a_replay_of_the_past_is_read_by_the_next_detection_
     run, _ = run_sweep("conflicts", as_of=AS_OF)
     assert run.rows_examined == 1
     assert Conflict.objects.filter(entry_a=rebase, entry_b=archived).exists()
+
+
+def test_a_full_run_reads_every_active_entry_again():
+    from django.core.management import call_command
+
+    from curation.models import Conflict
+
+    _contradicting_and_duplicated_entries()
+    run_sweep("conflicts", as_of=AS_OF)
+    # A pair the first run could not see (written behind its back, stamped long ago), as after a change
+    # of the detection rules: only a full run reads it.
+    make_entry(scope="acme/docs", trigger="Publishing the docs site", content="Always purge the CDN cache.")
+    make_entry(scope="acme/docs", trigger="Publishing the docs site", content="Never purge the CDN cache.")
+    assert run_sweep("conflicts", as_of=AS_OF)[0].rows_examined == 0
+    call_command("run_lifecycle", "conflicts", "--full", stdout=open("/dev/null", "w"))
+    assert Conflict.objects.filter(entry_a__scope="acme/docs").count() == 1
+    assert TaskRun.objects.filter(task="conflicts").latest("id").rows_examined == 6

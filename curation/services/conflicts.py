@@ -34,6 +34,8 @@ PARTNER_POOL = 500
 # At ingest an agent waits for the answer (and batches of 500 must stay fast): compare with the partners
 # that mention the action words most, not with every one of them. The sweep reads the full pool later.
 INGEST_PARTNER_POOL = 10
+# The incremental sweep looks up this many changed entries' partners per query (at most PARTNER_POOL each).
+CHANGED_PER_QUERY = 100
 # More action words than this in one lookup and the text filter is dropped (the scope filter and the
 # pool bound still hold): a long OR is no longer an index lookup, and SQLite limits expression depth.
 MAX_SEARCH_WORDS = 64
@@ -279,9 +281,11 @@ def _sweep_changed(changed_since, *, now, batch_size: int, pool: int) -> SweepRe
     while batch := list(changed.filter(pk__gt=after).only(*_DETECTION_FIELDS).order_by("id")[:batch_size]):
         after = batch[-1].pk
         examined += len(batch)
-        by_entry, n = _detect_many(batch, detected_by="sweep", at=now, pool=pool)
-        compared += n
-        opened += sorted({c.pk: c for found in by_entry.values() for c in found}.values(), key=lambda c: c.pk)
+        # Each entry brings up to `pool` partners: a few entries per query keep the rows in memory bounded.
+        for start in range(0, len(batch), CHANGED_PER_QUERY):
+            by_entry, n = _detect_many(batch[start:start + CHANGED_PER_QUERY], detected_by="sweep", at=now, pool=pool)
+            compared += n
+            opened += sorted({c.pk: c for found in by_entry.values() for c in found}.values(), key=lambda c: c.pk)
     return SweepResult(examined=examined, compared=compared, opened=opened)
 
 

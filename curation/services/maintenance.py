@@ -76,6 +76,7 @@ class Sweep:
     run: TaskRun | None = None
     batch_size: int = 0
     after_batch: Callable[["Sweep"], None] | None = None  # progress hook; tests use it to kill a run
+    full: bool = False  # the detecting sweeps: read every active entry, not only what changed
     examined: int = 0
     changed: int = 0
     samples: list[str] = field(default_factory=list)
@@ -530,8 +531,10 @@ DETECTION_OVERLAP = datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
 
 def changed_since_last_run(sweep: Sweep) -> datetime.datetime | None:
     """Where a detecting sweep may start: the start of its last successful run (less the overlap), so an
-    hourly run reads the hour's changes only. None (walk everything) before the first one succeeds:
-    `run_lifecycle conflicts` does that first pass without the Celery time limit on a large table."""
+    hourly run reads the hour's changes only. None (walk everything) before the first one succeeds, or
+    when asked (`run_lifecycle conflicts --full`, which runs without the Celery time limit)."""
+    if sweep.full:
+        return None
     last = (TaskRun.objects.filter(task=sweep.task, state=TaskRun.State.SUCCEEDED, dry_run=False)
             .exclude(pk=sweep.run.pk if sweep.run else None).order_by("-started_at").first())
     return last.started_at - DETECTION_OVERLAP if last else None
@@ -622,6 +625,7 @@ def run_sweep(
     triggered_by: str = "command",
     batch_size: int | None = None,
     after_batch: Callable[[Sweep], None] | None = None,
+    full: bool = False,
 ) -> tuple[TaskRun, Sweep]:
     """Run one sweep as of a moment, with its TaskRun record. A dry run changes no entry and takes no lock.
     A failure is recorded on the TaskRun (finished batches stay done) and raised again."""
@@ -635,7 +639,7 @@ def run_sweep(
         task=task, as_of=as_of, dry_run=dry_run, triggered_by=triggered_by[:150], started_at=timezone.now()
     )
     sweep = Sweep(task=task, as_of=as_of, dry_run=dry_run, run=run, batch_size=batch_size or 0,
-                  after_batch=after_batch)
+                  after_batch=after_batch, full=full)
 
     def finish(state: str, error: str = "") -> None:
         run.state, run.error, run.finished_at = state, error, timezone.now()

@@ -31,8 +31,11 @@ class Command(BaseCommand):
         parser.add_argument("--at", dest="at", help="run as of this ISO 8601 time (default: now)")
         parser.add_argument("--dry-run", action="store_true", help="print what would change and change nothing")
         parser.add_argument("--batch-size", type=int, help="rows per batch (default: CURATION['SWEEP_BATCH_SIZE'])")
+        parser.add_argument("--full", action="store_true",
+                            help="conflicts and consolidation: read every active entry, not only those changed "
+                                 "since the last successful run")
 
-    def handle(self, *args, task, at=None, dry_run=False, batch_size=None, **options):
+    def handle(self, *args, task, at=None, dry_run=False, batch_size=None, full=False, **options):
         as_of = parse_moment(at) if at else timezone.now()
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
@@ -41,7 +44,7 @@ class Command(BaseCommand):
         for name in tasks:
             try:
                 run, sweep = maintenance.run_sweep(
-                    name, as_of=as_of, dry_run=dry_run, triggered_by="command", batch_size=batch_size
+                    name, as_of=as_of, dry_run=dry_run, triggered_by="command", batch_size=batch_size, full=full
                 )
             except Exception as exc:  # recorded on the TaskRun; go on with the next task, fail at the end
                 self.stderr.write(f"{name}: failed: {type(exc).__name__}: {exc}")
