@@ -80,7 +80,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Short OLTP queries: compiling one with JIT costs more than running it (the planner's estimate of a
     # batched lookup is high enough to trigger it, and the compile took 8 ms of a 10 ms query).
-    DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c jit=off"
+    # Added to any options the DATABASE_URL gives (?options=-c%20statement_timeout%3D5000).
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server and the worker read while one of them writes.
     DATABASES["default"]["OPTIONS"] = {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20}
