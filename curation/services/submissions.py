@@ -59,11 +59,9 @@ def _covers(token: AgentToken, scope: str) -> bool:
 
 
 def _existing_duplicate(prepared: PreparedCandidate) -> Entry | None:
-    """An active (or still pending) entry of the same scope with the same normalised text."""
-    matches = Entry.objects.filter(
-        scope=prepared.fields["scope"], fingerprint=prepared.fingerprint, status__in=[Status.ACTIVE, Status.PENDING]
-    ).order_by("status", "id")  # "active" sorts before "pending"
-    return matches.select_for_update().first()
+    """An active (or still pending) entry of the same scope with the same normalised text, locked."""
+    key = (prepared.fields["scope"], prepared.fingerprint)
+    return _live_by_fingerprint({key}).get(key)
 
 
 def _unknown_candidate_fields(item: dict) -> dict:
