@@ -163,14 +163,19 @@ def detect_conflicts_many(
     together with it, and open a Conflict per contradiction: {entry id: the conflicts it opened}. Reads
     at most `pool` partners per entry (PARTNER_POOL, or INGEST_PARTNER_POOL at ingest), those mentioning
     the action words most first."""
-    return _detect_many(entries, detected_by=detected_by, at=at, pool=pool)[0]
+    entries = list(entries)
+    opened: dict[int, list[Conflict]] = {e.pk: [] for e in entries}
+    for conflict in _detect_many(entries, detected_by=detected_by, at=at, pool=pool)[0]:
+        for entry_id in (conflict.entry_a_id, conflict.entry_b_id):
+            if entry_id in opened:
+                opened[entry_id].append(conflict)
+    return opened
 
 
-def _detect_many(entries, *, detected_by: str, at, pool: int | None) -> tuple[dict[int, list[Conflict]], int]:
-    """detect_conflicts_many, and how many pairs it compared."""
+def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None) -> tuple[list[Conflict], int]:
+    """The conflicts detect_conflicts_many opens, in pair order, and how many pairs it compared."""
     pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
     now = at or timezone.now()
-    entries = list(entries)
     lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in entries}
     searching = [e for e in entries if lessons[e.pk].search_words]
     found: dict[tuple[int, int], str] = {}
@@ -184,12 +189,7 @@ def _detect_many(entries, *, detected_by: str, at, pool: int | None) -> tuple[di
             if reason:
                 found[_pair(entry, other)] = reason
                 members.setdefault(other.pk, other)
-    opened: dict[int, list[Conflict]] = {e.pk: [] for e in entries}
-    for conflict in _open_conflicts(found, members, detected_by=detected_by, at=now):
-        for entry_id in (conflict.entry_a_id, conflict.entry_b_id):
-            if entry_id in opened:
-                opened[entry_id].append(conflict)
-    return opened, compared
+    return _open_conflicts(found, members, detected_by=detected_by, at=now), compared
 
 
 def _lesson_of(entry: Entry, lessons: dict[int, Lesson]) -> Lesson:
@@ -283,9 +283,9 @@ def _sweep_changed(changed_since, *, now, batch_size: int, pool: int) -> SweepRe
         examined += len(batch)
         # Each entry brings up to `pool` partners: a few entries per query keep the rows in memory bounded.
         for start in range(0, len(batch), CHANGED_PER_QUERY):
-            by_entry, n = _detect_many(batch[start:start + CHANGED_PER_QUERY], detected_by="sweep", at=now, pool=pool)
+            found, n = _detect_many(batch[start:start + CHANGED_PER_QUERY], detected_by="sweep", at=now, pool=pool)
+            opened += found
             compared += n
-            opened += sorted({c.pk: c for found in by_entry.values() for c in found}.values(), key=lambda c: c.pk)
     return SweepResult(examined=examined, compared=compared, opened=opened)
 
 
