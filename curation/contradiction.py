@@ -227,14 +227,13 @@ class Lesson:
         found = set()
         for d in self.directives:
             found |= set(d.objects) if d.verb in WEAK_HEADS else {d.verb}
-        return {w for w in found if len(w) > 2 and not w.isdigit()}
+        return {w for w in found if _searchable(w, w)}
 
     @property
     def object_terms(self) -> set[str]:
         """Every directive's objects as written: what to look partners up by when the heads give no
         index key ("never over-provision the worker pool": "over" is a stop word)."""
-        found = set().union(*(d.object_words for d in self.directives)) if self.directives else set()
-        return {w for w in found if len(stem(w)) > 2 and not w.isdigit()}
+        return {w for w in set().union(*(d.object_words for d in self.directives)) if _searchable(w, stem(w))}
 
     @property
     def search_terms(self) -> set[str]:
@@ -242,7 +241,12 @@ class Lesson:
         found = set()
         for d in self.directives:
             found |= set(d.object_words) if d.verb in WEAK_HEADS else {d.head}
-        return {w for w in found if len(stem(w)) > 2 and not w.isdigit()}
+        return {w for w in found if _searchable(w, stem(w))}
+
+
+def _searchable(word: str, stemmed: str) -> bool:
+    """A word worth an index lookup: not a number, and its stem longer than two letters."""
+    return len(stemmed) > 2 and not word.isdigit()
 
 
 def parse_lesson(trigger: str, content: str) -> Lesson:
