@@ -32,6 +32,12 @@ def visible_entry(user, entry_id) -> Entry:
 SIMILAR_POOL_POSTGRES = 20
 
 
+def any_word_tsquery_sql(text_sql: str) -> str:
+    """SQL for the English tsquery that matches any word of `text_sql` (plainto_tsquery ANDs them), NULL
+    when no word is left after the stop words."""
+    return f"CAST(NULLIF(replace(CAST(plainto_tsquery('english', {text_sql}) AS text), '&', '|'), '') AS tsquery)"
+
+
 def overlapping_entries_sql(columns: str) -> str:
     """For each row of `c` (see outer_rows_sql): the active entries of its scope, its ancestors and the
     scopes below it that mention one of its lookup words. Two halves, each one index lookup: the
@@ -55,14 +61,12 @@ def outer_rows_sql() -> str:
     id and text, the index keys and the query of its lookup words (any may match; the fallback words
     when none is left after PostgreSQL drops its stop words), the query its partners are ranked by, and
     the bounds of the range below its scope."""
-    return """
+    return f"""
         WITH c AS MATERIALIZED (  -- computed once per row, not once per entry compared with it
             SELECT w.id, w.text, w.below, w.below_end,
                    curation_scoped_query(string_to_array(w.ancestors, '|'), w.words) AS keys,
-                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', w.words) AS text), '&', '|'), '')
-                        AS tsquery) AS lookup,
-                   CAST(NULLIF(replace(CAST(plainto_tsquery('english', COALESCE(w.rank, w.words)) AS text),
-                                       '&', '|'), '') AS tsquery) AS query
+                   {any_word_tsquery_sql("w.words")} AS lookup,
+                   {any_word_tsquery_sql("COALESCE(w.rank, w.words)")} AS query
             FROM (
                 -- the lookup words, or the fallback words when PostgreSQL keeps none of them (all stop
                 -- words, such as "over" in "never over-provision the pool")
@@ -429,8 +433,7 @@ def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
         # trigger then refines the order of the best of them.
         sql = f"""
             WITH query AS (
-                SELECT CAST(NULLIF(replace(CAST(plainto_tsquery('english', %(q)s) AS text), '&', '|'), '')
-                            AS tsquery) AS tsq
+                SELECT {any_word_tsquery_sql("%(q)s")} AS tsq
             ), matched AS (
                 SELECT e.id, ts_rank(e.search_vector, query.tsq) AS rank
                 FROM query, curation_entry e
@@ -487,7 +490,8 @@ def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
 
 def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
     """Active entries of the given scopes, ranked by relevance × confidence, near-duplicates dropped,
-    at most k; not the sources of an approved skill. One query on PostgreSQL whatever the table size (the (scope, word) index bounds the scan)."""
+    at most k; not the sources of an approved skill. One query on PostgreSQL whatever the table size
+    (the (scope, word) index bounds the scan)."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]
