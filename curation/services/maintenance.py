@@ -507,10 +507,20 @@ class _DryRun(Exception):
     """Rolls back what a dry run of a detecting sweep wrote."""
 
 
-def _detecting(sweep: Sweep, body: Callable[[], None]) -> None:
-    """Conflict and consolidation detection write what they find as they go (each pair or proposal is
-    its own savepoint, so a concurrent duplicate is skipped); a dry run does the same work in one
+def _detecting(sweep: Sweep, detect: Callable[[datetime.datetime | None], tuple[int, list]],
+               describe: Callable[[object], str]) -> None:
+    """Run a detecting sweep: `detect(changed_since)` answers (entries examined, queue items opened).
+    Conflict and consolidation detection write what they find as they go (each pair or proposal is its
+    own savepoint, so a concurrent duplicate is skipped); a dry run does the same work in one
     transaction and rolls it back, so its counts and samples say what a real run would open."""
+    since = changed_since_last_run(sweep)
+
+    def body():
+        sweep.examined, found = detect(since)
+        sweep.changed = len(found)
+        for item in found:
+            sweep.sample(describe(item))
+
     if sweep.dry_run:
         try:
             with transaction.atomic():
@@ -536,33 +546,24 @@ def changed_since_last_run(sweep: Sweep) -> datetime.datetime | None:
     if sweep.full:
         return None
     last = (TaskRun.objects.filter(task=sweep.task, state=TaskRun.State.SUCCEEDED, dry_run=False)
-            .exclude(pk=sweep.run.pk if sweep.run else None).order_by("-started_at").first())
+            .order_by("-started_at").first())  # this run is still "running"
     return last.started_at - DETECTION_OVERLAP if last else None
 
 
 def sweep_conflict_detection(sweep: Sweep) -> None:
-    since = changed_since_last_run(sweep)
-
-    def body():
+    def detect(since):
         result = conflicts.sweep_conflicts(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since)
-        sweep.examined, sweep.changed = result.examined, len(result.opened)
-        for conflict in result.opened:
-            sweep.sample(f"#{conflict.entry_a_id} and #{conflict.entry_b_id}: {conflict.reason}")
+        return result.examined, result.opened
 
-    _detecting(sweep, body)
+    _detecting(sweep, detect, lambda c: f"#{c.entry_a_id} and #{c.entry_b_id}: {c.reason}")
 
 
 def sweep_consolidation_proposals(sweep: Sweep) -> None:
-    since = changed_since_last_run(sweep)
+    def detect(since):
+        result = consolidation.sweep_consolidation(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since)
+        return result.examined, result.proposed
 
-    def body():
-        result = consolidation.sweep_consolidation(at=sweep.as_of, batch_size=sweep.batch_size,
-                                                   changed_since=since)
-        sweep.examined, sweep.changed = result.examined, len(result.proposed)
-        for proposal in result.proposed:
-            sweep.sample(f"{proposal.kind} in {proposal.scope}: {proposal.reason}")
-
-    _detecting(sweep, body)
+    _detecting(sweep, detect, lambda p: f"{p.kind} in {p.scope}: {p.reason}")
 
 
 def sweep_skill_nomination(sweep: Sweep) -> None:
