@@ -119,6 +119,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(_queue_dir / "queue"),
         "data_folder_out": str(_queue_dir / "queue"),
         "processed_folder": str(_queue_dir / "processed"),
+        # kombu's exchange tables; its default is ./control, which would litter the working directory
+        "control_folder": str(_queue_dir / "control"),
         "store_processed": False,
     }
 else:
@@ -218,5 +220,5 @@ LOGGING = {
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 STATIC_ROOT.mkdir(exist_ok=True)
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (DATA_DIR / "broker" / _folder).mkdir(parents=True, exist_ok=True)
