@@ -131,7 +131,7 @@ class _Rollback(Exception):
 
 
 def sweep() -> tuple[float, int]:
-    from curation.services.maintenance import run_sweep
+    from curation.sweeps import run_sweep
 
     start = time.perf_counter()
     _, decay = run_sweep("decay", as_of=AS_OF, triggered_by="bench")

@@ -99,7 +99,7 @@ def is_retrievable(confidence: float, r: Rules) -> bool:
 
 
 # --- Background policies (DESIGN.md §4; seed 002 §8, seed 003) ------------------------------------------
-# The sweeps in services/maintenance.py implement these predicates in SQL; tests/test_maintenance_rules.py
+# The sweeps in curation/sweeps/ implement these predicates in SQL; tests/test_maintenance_rules.py
 # checks, case by case, that the SQL and these functions agree.
 
 # Averages are compared with this margin so that 1.2 / 3 counts as 0.4 (not below 0.4), as a person reads it.

@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers around curation.services.maintenance, one per lifecycle sweep.
+"""Celery tasks: thin wrappers around curation.sweeps, one per lifecycle sweep.
 
 Every sweep is idempotent (it computes from stored base values and its as-of time, and a second run finds
 nothing left to change), so the tasks acknowledge late and are re-queued when a worker dies mid-run: the
@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from curation.services import maintenance
+from curation import sweeps
 
 try:  # the Redis client is there whenever the broker is Redis
     from redis.exceptions import ConnectionError as RedisConnectionError
@@ -28,7 +28,7 @@ RETRY_ON = (OperationalError, InterfaceError, BrokerOperationalError, RedisConne
 
 def _run(task_name: str, as_of: str | None, triggered_by: str) -> dict:
     moment = datetime.datetime.fromisoformat(as_of) if as_of else None
-    run, sweep = maintenance.run_sweep(task_name, as_of=moment, triggered_by=triggered_by)
+    run, sweep = sweeps.run_sweep(task_name, as_of=moment, triggered_by=triggered_by)
     return {"task_run": run.pk, "state": run.state, "examined": sweep.examined, "changed": sweep.changed}
 
 
@@ -37,7 +37,7 @@ def _lifecycle_task(task_name: str):
         return _run(task_name, as_of, triggered_by)
 
     body.__name__ = body.__qualname__ = task_name
-    body.__doc__ = maintenance.TASK_DESCRIPTIONS[task_name]
+    body.__doc__ = sweeps.TASK_DESCRIPTIONS[task_name]
     return shared_task(
         bind=True,
         name=f"curation.lifecycle.{task_name}",
@@ -52,7 +52,7 @@ def _lifecycle_task(task_name: str):
     )(body)
 
 
-TASKS = {name: _lifecycle_task(name) for name in maintenance.TASK_NAMES}
+TASKS = {name: _lifecycle_task(name) for name in sweeps.TASK_NAMES}
 
 decay = TASKS["decay"]
 archive = TASKS["archive"]

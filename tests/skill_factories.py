@@ -5,7 +5,7 @@ import datetime
 
 from curation.models import Entry, Event, SkillProposal
 from curation.services import skills
-from curation.services.maintenance import run_sweep
+from curation.sweeps import run_sweep
 from curation.services.tokens import create_agent_token
 from curation.similarity import fingerprint
 from tests.maintenance_factories import AS_OF, days_before, make_entry

@@ -11,8 +11,8 @@ from django.db import connection
 
 from curation import lifecycle, services
 from curation.models import Entry, Event, QueueReason, Status, TaskRun
-from curation.services import maintenance
-from curation.services.maintenance import run_sweep
+from curation import sweeps
+from curation.sweeps import run_sweep
 from tests.maintenance_factories import AS_OF, add_evidence_row, days_before, make_archived, make_entry, retrieve
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,7 @@ def mixed_population(settings):
 
 def test_every_policy_once_then_nothing(settings):
     rows = mixed_population(settings)
-    for task in maintenance.TASK_NAMES:
+    for task in sweeps.TASK_NAMES:
         run_sweep(task, as_of=AS_OF)
     first_state = state_of_all()
     first_events = Event.objects.count()
@@ -77,7 +77,7 @@ def test_every_policy_once_then_nothing(settings):
         assert events[0].request_id.startswith("taskrun-")
 
     # Idempotent: the same moment again changes no row and writes no Event.
-    for task in maintenance.TASK_NAMES:
+    for task in sweeps.TASK_NAMES:
         run, sweep = run_sweep(task, as_of=AS_OF)
         assert (run.state, sweep.changed) == (TaskRun.State.SUCCEEDED, 0), task
     assert state_of_all() == first_state
@@ -216,7 +216,7 @@ class holding_lock:
             s = connection.settings_dict
             self.conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"] or None,
                                         port=s["PORT"] or None, password=s["PASSWORD"] or None, autocommit=True)
-            assert self.conn.execute("SELECT pg_try_advisory_lock(%s)", [maintenance._lock_key(self.task)]).fetchone()[0]
+            assert self.conn.execute("SELECT pg_try_advisory_lock(%s)", [sweeps.runs.lock_key(self.task)]).fetchone()[0]
         else:
             self.run = TaskRun.objects.create(task=self.task, as_of=AS_OF)
 

@@ -9,8 +9,8 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from curation import tasks
 from curation.models import TaskRun
-from curation.services import maintenance
-from curation.services.maintenance import run_sweep
+from curation import sweeps
+from curation.sweeps import run_sweep
 from tests.maintenance_factories import AS_OF, days_before, make_entry
 from conftest import client_for
 
@@ -40,7 +40,7 @@ def test_auditor_reads_the_runs_but_cannot_start_one(auditor):
     assert page.status_code == 200
     html = page.content.decode()
     assert 'href="/maintenance/"' in html  # the nav link
-    for name in maintenance.TASK_NAMES:
+    for name in sweeps.TASK_NAMES:
         assert f'id="task-{name}"' in html
     assert "Run archive now" not in html
     assert "Only leads can start a task now." in html
@@ -55,20 +55,20 @@ def test_lead_sees_run_buttons_and_skipped_runs(lead):
                            error="another decay run held the lock; this one did nothing")
     html = client_for(lead).get(URL).content.decode()
     assert 'href="/maintenance/"' in html  # the nav link
-    assert html.count('class="primary">Run ') == len(maintenance.TASK_NAMES)
+    assert html.count('class="primary">Run ') == len(sweeps.TASK_NAMES)
     assert "skipped (another run held the lock)" in html
     assert "another decay run held the lock; this one did nothing" in html
 
 
 def test_page_queries_are_bounded(lead, django_assert_max_num_queries):
-    for name in maintenance.TASK_NAMES:
+    for name in sweeps.TASK_NAMES:
         for _ in range(8):
             TaskRun.objects.create(task=name, as_of=AS_OF)
     client = client_for(lead)
     client.get(URL)
-    with django_assert_max_num_queries(len(maintenance.TASK_NAMES) + 6):
+    with django_assert_max_num_queries(len(sweeps.TASK_NAMES) + 6):
         html = client.get(URL).content.decode()
-    assert html.count('class="run run-running"') == 5 * len(maintenance.TASK_NAMES)  # the 5 latest of each
+    assert html.count('class="run run-running"') == 5 * len(sweeps.TASK_NAMES)  # the 5 latest of each
 
 
 def test_reviewer_and_nobody_are_refused(reviewer, nobody):

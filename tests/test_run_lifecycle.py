@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from curation.models import Entry, Event, Status, TaskRun
-from curation.services import maintenance
+from curation import sweeps
 from tests.maintenance_factories import AS_OF, days_before, make_entry
 
 pytestmark = pytest.mark.django_db
@@ -45,10 +45,10 @@ def test_dry_run_prints_and_changes_nothing():
 
 
 def test_dry_run_says_how_many_it_did_not_list():
-    for _ in range(maintenance.SAMPLE_LIMIT + 3):
+    for _ in range(sweeps.SAMPLE_LIMIT + 3):
         make_entry(base_confidence=0.3, last_verified_at=days_before(90))
     output = run("decay", "--at", "2026-12-01T02:00:00Z", "--dry-run")
-    assert f"would change {maintenance.SAMPLE_LIMIT + 3} of" in output
+    assert f"would change {sweeps.SAMPLE_LIMIT + 3} of" in output
     assert "  ... and 3 more" in output
 
 
@@ -56,9 +56,9 @@ def test_all_runs_every_task_in_order():
     make_entry(base_confidence=0.3, last_verified_at=days_before(90))
     output = run("all", "--at", "2026-12-01T02:00:00Z")
     lines = output.strip().splitlines()
-    assert [line.split(" ")[0] for line in lines] == list(maintenance.TASK_NAMES)
+    assert [line.split(" ")[0] for line in lines] == list(sweeps.TASK_NAMES)
     assert list(TaskRun.objects.order_by("id").values_list("task", "state")) == [
-        (name, TaskRun.State.SUCCEEDED) for name in maintenance.TASK_NAMES]
+        (name, TaskRun.State.SUCCEEDED) for name in sweeps.TASK_NAMES]
 
 
 def test_a_locked_task_says_it_skipped():
@@ -87,7 +87,7 @@ def test_a_failing_task_is_recorded_and_the_command_fails(monkeypatch):
     def broken(sweep):
         raise RuntimeError("disk full")
 
-    monkeypatch.setitem(maintenance.SWEEPS, "revive", broken)
+    monkeypatch.setattr(sweeps.SWEEPS["revive"], "run", broken)
     with pytest.raises(CommandError, match="failed: revive"):
         run("all", "--at", "2026-12-01T02:00:00Z")
     states = dict(TaskRun.objects.values_list("task", "state"))

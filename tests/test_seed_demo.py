@@ -159,7 +159,7 @@ def test_summary_and_agent_token(seeded):
 def test_the_skill_promotions_queue_has_something_to_show(seeded):
     from curation import lifecycle, selectors, selectors_skills
     from curation.models import SkillProposal
-    from curation.services.skills import recent_outcomes
+    from curation.sweeps.skill_nomination import recent_outcomes
 
     approved = SkillProposal.objects.get(status="approved")
     nominated = SkillProposal.objects.get(status="nominated")

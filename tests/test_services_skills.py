@@ -9,7 +9,7 @@ from curation import selectors
 from curation.models import Entry, Event, SkillProposal, SkillSource, SkillTrial, Status
 from curation.services import skills
 from curation.services.errors import GateNotMet, InvalidTransition, StaleProposal
-from curation.services.maintenance import run_sweep
+from curation.sweeps import run_sweep
 from tests.conftest import make_user
 from tests.maintenance_factories import AS_OF, days_before, make_entry
 from tests.skill_factories import agent_token, nominated, ready_entry, report

@@ -5,8 +5,9 @@ import pytest
 from django.db import connection
 
 from curation.models import Entry, Event, SkillProposal, SkillSource, TaskRun
-from curation.services import conflicts, maintenance
-from curation.services.maintenance import run_sweep
+from curation import sweeps
+from curation.services import conflicts
+from curation.sweeps import run_sweep
 from tests.maintenance_factories import AS_OF, make_entry
 from tests.skill_factories import MIGRATE, nominate, ready_entry
 
@@ -117,7 +118,7 @@ def test_batches_keep_the_query_count_per_batch(django_assert_max_num_queries):
 
 
 def test_the_sweep_is_scheduled_like_the_others(settings):
-    assert "skill_nomination" in maintenance.TASK_NAMES
+    assert "skill_nomination" in sweeps.TASK_NAMES
     assert settings.CELERY_BEAT_SCHEDULE["lifecycle-skill_nomination"]["task"] == "curation.lifecycle.skill_nomination"
 
 

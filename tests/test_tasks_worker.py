@@ -13,18 +13,18 @@ from django.db import OperationalError, connection
 
 from curation import tasks
 from curation.models import Entry, QueueReason, Status, TaskRun
-from curation.services import maintenance
+from curation import sweeps
 from memoryadmin.celery import app
 from tests.maintenance_factories import AS_OF, days_before, make_entry
 
 
 def test_every_sweep_is_a_task_on_the_beat_schedule():
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert scheduled == {f"curation.lifecycle.{name}" for name in maintenance.TASK_NAMES}
+    assert scheduled == {f"curation.lifecycle.{name}" for name in sweeps.TASK_NAMES}
     assert scheduled <= set(app.tasks)
 
 
-@pytest.mark.parametrize("name", maintenance.TASK_NAMES)
+@pytest.mark.parametrize("name", sweeps.TASK_NAMES)
 def test_task_options(name):
     task = tasks.TASKS[name]
     # Idempotent sweeps: acknowledged after the work, redelivered if the worker dies.
@@ -54,7 +54,7 @@ def test_only_lost_connections_are_retried(monkeypatch, error, attempts):
         calls.append(1)
         raise error
 
-    monkeypatch.setattr(maintenance, "run_sweep", failing)
+    monkeypatch.setattr(sweeps, "run_sweep", failing)
     result = tasks.decay.apply(kwargs={"as_of": AS_OF.isoformat()})  # retries run inline here
     assert result.state == "FAILURE"
     assert len(calls) == attempts == (tasks.decay.max_retries + 1 if isinstance(error, OperationalError) else 1)
@@ -82,14 +82,14 @@ def test_beat_schedule_runs_through_a_real_worker(on_postgres):
                 beat.apply_async(beat.Entry(name=name, app=app, **options), advance=False)
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                if TaskRun.objects.filter(triggered_by="beat", finished_at__isnull=False).count() == len(maintenance.TASK_NAMES):
+                if TaskRun.objects.filter(triggered_by="beat", finished_at__isnull=False).count() == len(sweeps.TASK_NAMES):
                     break
                 time.sleep(0.2)
     finally:
         task_postrun.disconnect(close_worker_connection)
 
     runs = dict(TaskRun.objects.filter(triggered_by="beat").values_list("task", "state"))
-    assert runs == {name: TaskRun.State.SUCCEEDED for name in maintenance.TASK_NAMES}
+    assert runs == {name: TaskRun.State.SUCCEEDED for name in sweeps.TASK_NAMES}
     assert (Entry.objects.get(pk=faded.pk).status, Entry.objects.get(pk=faded.pk).archive_reason) == (
         Status.ARCHIVED, "decayed")
     assert Entry.objects.get(pk=due.pk).queue_reason == QueueReason.RECHECK_REVIEW_DUE

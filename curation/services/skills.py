@@ -51,146 +51,6 @@ _SLUG = re.compile(SKILL_SLUG_PATTERN)
 _ENTRY_ID = re.compile(r"#?(\d+)")
 
 
-# --- the nomination sweep ------------------------------------------------------------------------------
-
-
-def _candidates(batch: Q, g: lifecycle.SkillGates):
-    """The SQL half of the nomination gate (the rest needs the recent outcomes and the content's rollback
-    note, decided by lifecycle.nomination_blockers): the kind, the hits, the average utility, not waiting
-    for a recheck, in no open conflict, and never part of a skill proposal (a decided nomination is not
-    made again)."""
-    conflict = Conflict.objects.filter(state=Conflict.State.OPEN)
-    return (
-        Entry.objects.filter(batch, kind__in=lifecycle.SKILL_KINDS, hit_count__gte=g.min_hits, utility_n__gt=0,
-                             utility_sum__gte=Value(g.min_avg_utility - lifecycle.EPSILON) * F("utility_n"),
-                             queued_at__isnull=True)
-        .exclude(Exists(conflict.filter(entry_a=OuterRef("pk"))))
-        .exclude(Exists(conflict.filter(entry_b=OuterRef("pk"))))
-        .exclude(Exists(SkillSource.objects.filter(entry=OuterRef("pk"))))
-    )
-
-
-def recent_outcomes(entry_ids, *, window: int, as_of) -> dict[int, list[str]]:
-    """Each entry's latest `window` task outcomes, newest first, in one query (a window function over the
-    entries' outcome Events)."""
-    rows = (
-        Event.objects.filter(entry_id__in=list(entry_ids), action__in=OUTCOME_ACTIONS, created_at__lte=as_of)
-        .annotate(nth=Window(RowNumber(), partition_by=[F("entry_id")], order_by=[F("created_at").desc(), F("id").desc()]))
-        .filter(nth__lte=window)
-        .order_by("entry_id", "nth")
-        .values_list("entry_id", "action")
-    )
-    found: dict[int, list[str]] = {pk: [] for pk in entry_ids}
-    for entry_id, action in rows:
-        found[entry_id].append(action.removeprefix("outcome_"))
-    return found
-
-
-def _facts(entry: Entry, outcomes: list[str]) -> dict:
-    return {
-        "kind": entry.kind, "status": entry.status, "hit_count": entry.hit_count, "utility_sum": entry.utility_sum,
-        "utility_n": entry.utility_n, "recent_outcomes": outcomes,
-        "has_rollback_note": bool(skill_format.rollback_note(entry.content)),
-        "awaiting_recheck": entry.queued_at is not None,
-    }
-
-
-def _nomination_reason(entry: Entry, g: lifecycle.SkillGates) -> str:
-    return (f"{entry.hit_count} hits, average utility {entry.utility_sum / entry.utility_n:.2f}, no failure in the "
-            f"last {g.recent_window} uses, a rollback note")
-
-
-_ENTRY_FIELDS = ("id", "kind", "scope", "trigger", "content", "boundary", "conditions", "status", "version",
-                 "hit_count", "utility_sum", "utility_n", "queued_at")
-
-
-def sweep_skill_nominations(sweep) -> None:
-    """maintenance.run_sweep("skill_nomination"): walk the active entries in keyset batches of id; per batch a
-    fixed number of queries (the candidates, their recent outcomes, then for the nominees: a lock, the
-    slugs taken, and one insert each for the proposals, their sources and their Events)."""
-    from .maintenance import SAMPLE_LIMIT, keyset_batches
-
-    g = lifecycle.skill_gates()
-    for batch, count in keyset_batches(Status.ACTIVE, sweep.batch_size):
-        rows = list(_candidates(batch, g).only(*_ENTRY_FIELDS).order_by("id"))
-        chosen = []
-        if rows:
-            outcomes = recent_outcomes([e.pk for e in rows], window=g.recent_window, as_of=sweep.as_of)
-            chosen = [e for e in rows if lifecycle.is_nominable(**_facts(e, outcomes[e.pk]), g=g)]
-        if sweep.dry_run:
-            for e in chosen[: SAMPLE_LIMIT - len(sweep.samples)]:
-                sweep.sample(f"#{e.pk} nominate as skill {skill_format.slug_base(e.trigger)}: {_nomination_reason(e, g)}")
-            changed = len(chosen)
-        else:
-            changed = _nominate_all(sweep, chosen, g)
-        sweep.examined += count
-        sweep.changed += changed
-        sweep.batch_done()
-
-
-def _nominate_all(sweep, entries: list[Entry], g) -> int:
-    if not entries:
-        return 0
-    try:
-        with transaction.atomic():
-            return _nominate(sweep, entries, g)
-    except IntegrityError:
-        # A reviewer took a slug or linked one of these entries meanwhile: one at a time, skip the refused.
-        made = 0
-        for entry in entries:
-            try:
-                with transaction.atomic():
-                    made += _nominate(sweep, [entry], g)
-            except IntegrityError:
-                continue
-        return made
-
-
-def _nominate(sweep, entries: list[Entry], g) -> int:
-    ids = [e.pk for e in entries]
-    locked = list(Entry.objects.select_for_update().filter(pk__in=ids, status=Status.ACTIVE, queued_at__isnull=True)
-                  .only(*_ENTRY_FIELDS).order_by("id"))
-    if not locked:
-        return 0
-    drafts = {
-        e.pk: skill_format.draft_from_entry(kind=e.kind, scope=e.scope, trigger=e.trigger, content=e.content,
-                                            boundary=e.boundary, conditions=e.conditions)
-        for e in locked
-    }
-    bases = {d["slug"] for d in drafts.values()}
-    taken = set(
-        # A suffixed slug ("-2") may shorten its base: every slug sharing the first 54 characters is read.
-        SkillProposal.objects.filter(reduce(or_, (Q(slug__startswith=b[:SKILL_SLUG_MAX - 10]) for b in bases)))
-        .values_list("slug", flat=True)
-    )
-    proposals = []
-    for e in locked:
-        draft = drafts[e.pk]
-        slug = skill_format.unique_slug(draft.pop("slug"), taken)
-        taken.add(slug)
-        proposals.append(SkillProposal(
-            slug=slug, scope=e.scope, nominated_entry_id=e.pk, reason=_nomination_reason(e, g),
-            created_at=sweep.as_of, updated_at=sweep.as_of, created_by_label=SWEEP_ACTOR, **draft,
-        ))
-    SkillProposal.objects.bulk_create(proposals)
-    by_entry = {p.nominated_entry_id: p for p in proposals}
-    SkillSource.objects.bulk_create(
-        SkillSource(proposal=by_entry[e.pk], entry_id=e.pk, entry_version=e.version, added_at=sweep.as_of,
-                    added_by_label=SWEEP_ACTOR)
-        for e in locked
-    )
-    events = []
-    for e in locked:
-        p = by_entry[e.pk]
-        event = build_event(e, actor=None, actor_label=SWEEP_ACTOR, action="skill_nominated",
-                            reason=f"nominated as skill {p.slug}: {p.reason}",
-                            after={**_ref(p), "draft": draft_of(p)}, at=sweep.as_of)
-        event.request_id = sweep.request_id
-        events.append(event)
-    Event.objects.bulk_create(events)
-    return len(locked)
-
-
 # --- decisions -------------------------------------------------------------------------------------------
 
 
@@ -198,7 +58,7 @@ def draft_of(proposal: SkillProposal) -> dict:
     return {"slug": proposal.slug, **{f: getattr(proposal, f) for f in DRAFT_TEXT_FIELDS}}
 
 
-def _ref(proposal: SkillProposal) -> dict:
+def proposal_ref(proposal: SkillProposal) -> dict:
     return {"proposal": proposal.pk, "skill": proposal.slug, "proposal_version": proposal.version,
             "revision": proposal.revision}
 
@@ -273,7 +133,7 @@ def _write_events(proposal, sources, *, actor=None, actor_label: str = "", actio
                   after=None, now) -> None:
     Event.objects.bulk_create(
         build_event(s.entry, actor=actor, actor_label=actor_label, action=action, reason=reason, before=before,
-                    after={**_ref(proposal), **(after or {})}, at=now)
+                    after={**proposal_ref(proposal), **(after or {})}, at=now)
         for s in sources
     )
 

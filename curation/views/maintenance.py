@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from curation.permissions import READ, REVIEW
-from curation.services import maintenance
+from curation import sweeps
 
 # Starting background work changes what agents are served, like publishing: leads only.
 RUN_TASKS = "curation.publish_memory"
@@ -45,12 +45,12 @@ def _seconds(run) -> float | None:
 def page(request):
     if not can_view_maintenance(request.user):
         raise PermissionDenied("The Maintenance page is for leads and auditors.")
-    runs = maintenance.recent_runs()
+    runs = sweeps.recent_runs()
     schedules = _schedules()
     tasks = [
-        {"name": name, "description": maintenance.TASK_DESCRIPTIONS[name], "schedule": schedules.get(name, "not scheduled"),
+        {"name": name, "description": sweeps.TASK_DESCRIPTIONS[name], "schedule": schedules.get(name, "not scheduled"),
          "runs": [(run, _seconds(run)) for run in runs[name]]}
-        for name in maintenance.TASK_NAMES
+        for name in sweeps.TASK_NAMES
     ]
     return render(request, "curation/maintenance.html", {
         "tasks": tasks,
@@ -64,7 +64,7 @@ def page(request):
 def run_now(request, task):
     if not request.user.has_perm(RUN_TASKS):
         raise PermissionDenied("Only leads start background tasks.")
-    if task not in maintenance.TASK_NAMES:
+    if task not in sweeps.TASK_NAMES:
         raise Http404(f"There is no background task called {task!r}.")
     from curation.tasks import TASKS
 

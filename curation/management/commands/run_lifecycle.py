@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from curation.models import TaskRun
-from curation.services import maintenance
+from curation import sweeps
 
 
 def parse_moment(value: str) -> datetime.datetime:
@@ -27,7 +27,7 @@ class Command(BaseCommand):
     help = "Run one background curation task (or all of them, in order) once, now or as of --at."
 
     def add_arguments(self, parser):
-        parser.add_argument("task", choices=[*maintenance.TASK_NAMES, "all"], help="the task to run, or all")
+        parser.add_argument("task", choices=[*sweeps.TASK_NAMES, "all"], help="the task to run, or all")
         parser.add_argument("--at", dest="at", help="run as of this ISO 8601 time (default: now)")
         parser.add_argument("--dry-run", action="store_true", help="print what would change and change nothing")
         parser.add_argument("--batch-size", type=int, help="rows per batch (default: CURATION['SWEEP_BATCH_SIZE'])")
@@ -39,11 +39,11 @@ class Command(BaseCommand):
         as_of = parse_moment(at) if at else timezone.now()
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
-        tasks = maintenance.TASK_NAMES if task == "all" else (task,)
+        tasks = sweeps.TASK_NAMES if task == "all" else (task,)
         failed = []
         for name in tasks:
             try:
-                run, sweep = maintenance.run_sweep(
+                run, sweep = sweeps.run_sweep(
                     name, as_of=as_of, dry_run=dry_run, triggered_by="command", batch_size=batch_size, full=full
                 )
             except Exception as exc:  # recorded on the TaskRun; go on with the next task, fail at the end

@@ -28,7 +28,7 @@ from curation import lifecycle, services
 from curation.models import AgentToken, Entry, Event, Evidence, QueueReason, ScopeGrant, SimilarEntry, Status
 from curation.models import SkillProposal
 from curation.services.events import record_event
-from curation.services.maintenance import run_sweep
+from curation.sweeps import run_sweep
 from curation.services.skills import approve_skill, record_skill_trial
 from curation.services.tokens import create_agent_token, hash_key
 from curation.services.usage import record_feedback, record_retrieval

@@ -1,0 +1,29 @@
+"""Archive: active entries whose decayed confidence fell below the archive threshold leave retrieval
+(kept, revivable by fresh evidence)."""
+
+from curation.models import Entry, Status
+
+from .engine import Sweep, state_sweep
+from .expressions import decayed_confidence
+from .writes import set_state
+
+NAME = "archive"
+DESCRIPTION = "Archive active entries whose decayed confidence is below the archive threshold."
+
+
+def run(sweep: Sweep) -> None:
+    expression = decayed_confidence(sweep.as_of, sweep.rules)
+    below = sweep.rules.archive_below
+
+    def matching(batch):
+        return Entry.objects.filter(batch).annotate(new_confidence=expression).filter(new_confidence__lt=below)
+
+    state_sweep(
+        sweep, status=Status.ACTIVE, matching=matching,
+        describe=lambda e: f"#{e.pk} archive: decayed to {e.new_confidence:.3f} (below {below})",
+        apply=lambda rows: set_state(
+            sweep, rows, expected_status=Status.ACTIVE, action="archive",
+            reason_of=lambda e: f"decayed: confidence {e.new_confidence:.3f} is below {below}",
+            status=Status.ARCHIVED, confidence=expression, archived_at=sweep.as_of, archive_reason="decayed",
+        ),
+    )

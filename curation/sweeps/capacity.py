@@ -1,0 +1,70 @@
+"""Capacity: a capped scope (the scope and everything below it) over its budget archives its weakest active
+entries until it fits. Each is "displaced by" the scope's newcomer, which is never a victim itself."""
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from curation.access import scope_q
+from curation.models import Entry, Event, Status
+
+from .engine import Sweep, locked
+from .expressions import evidence_strength, merit
+from .writes import set_state
+
+NAME = "capacity"
+DESCRIPTION = "Archive the weakest active entries of a scope that is over its capacity budget."
+
+# The decisions that add an entry to the active set of its scope.
+ACTIVATING_ACTIONS = ("approve", "edit_approve", "revive")
+
+
+def newcomer(active: QuerySet) -> int:
+    """The entry whose arrival put the scope over budget: the one most recently approved or revived
+    (by its Event), else the newest row."""
+    latest = (
+        Event.objects.filter(entry__in=active, action__in=ACTIVATING_ACTIONS)
+        .order_by("-created_at", "-id").values_list("entry_id", flat=True).first()
+    )
+    return latest or active.order_by("-id").values_list("id", flat=True).first()
+
+
+def _fit(sweep: Sweep, prefix: str, cap: int) -> None:
+    """Archive `prefix`'s weakest entries in batches, each in its own transaction, until it fits its cap."""
+    first = True
+    while True:
+        with transaction.atomic():
+            active = Entry.objects.filter(scope_q([prefix]), status=Status.ACTIVE)
+            count = active.count()
+            examined = count if first else 0
+            first = False
+            excess = count - int(cap)
+            if excess <= 0:
+                sweep.examined += examined
+                return
+            newest = newcomer(active)
+            victims = (
+                active.exclude(pk=newest).annotate(strength=evidence_strength(), merit=merit())
+                .order_by("strength", "merit", "id")
+            )
+            if sweep.dry_run:
+                for e in victims[:min(excess, sweep.samples_left)]:
+                    sweep.sample(f"#{e.pk} archive: displaced by #{newest} ({prefix} holds {count}, cap {cap})")
+                sweep.examined += examined
+                sweep.changed += min(excess, count - 1)
+                return
+            ids = list(victims.values_list("id", flat=True)[:min(excess, sweep.batch_size)])
+            if not ids:  # only the newest entry is left, and the budget is 0: nothing may displace it
+                sweep.examined += examined
+                return
+            changed = set_state(
+                sweep, locked(Entry.objects.filter(pk__in=ids)), expected_status=Status.ACTIVE, action="archive",
+                reason_of=lambda e: f"capacity: {prefix} holds {count} active entries, its budget is {cap}",
+                status=Status.ARCHIVED, archived_at=sweep.as_of, archive_reason=f"displaced by #{newest}",
+            )
+        sweep.batch_done(examined, changed)
+
+
+def run(sweep: Sweep) -> None:
+    for prefix, cap in sorted(sweep.policies.scope_capacity.items()):
+        _fit(sweep, prefix, cap)
+    sweep.batch_done()

@@ -1,0 +1,18 @@
+"""Consolidation: proposals to merge near-duplicate active entries of a scope, and to let a newer entry
+supersede an outdated one. Only a reviewer's accepted proposal changes an entry."""
+
+from curation.services import consolidation
+
+from .engine import Sweep, detecting_sweep
+
+NAME = "consolidation"
+DESCRIPTION = ("Propose merging clusters of near-duplicate active entries of a scope, and superseding "
+               "entries made outdated by a newer one; only an accepted proposal changes an entry.")
+
+
+def run(sweep: Sweep) -> None:
+    def detect(since):
+        result = consolidation.sweep_consolidation(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since)
+        return result.examined, result.proposed
+
+    detecting_sweep(sweep, detect, lambda p: f"{p.kind} in {p.scope}: {p.reason}")

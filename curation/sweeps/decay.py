@@ -1,0 +1,27 @@
+"""Decay: every active entry's confidence, recomputed from its base and the days since it was last verified.
+It changes only the derived `confidence`, so it bumps no version and writes no Event."""
+
+from django.db import transaction
+from django.db.models import F
+
+from curation.models import Entry, Status
+
+from .engine import Sweep, keyset_batches
+from .expressions import decayed_confidence
+
+NAME = "decay"
+DESCRIPTION = "Recompute every active entry's confidence from its base and the days since it was last verified."
+
+
+def run(sweep: Sweep) -> None:
+    expression = decayed_confidence(sweep.as_of, sweep.rules)
+    for batch, count in keyset_batches(Status.ACTIVE, sweep.batch_size):
+        stale = Entry.objects.filter(batch).alias(new=expression).exclude(confidence=F("new"))
+        if sweep.dry_run:
+            for e in stale.annotate(new_confidence=expression).order_by("id")[:sweep.samples_left]:
+                sweep.sample(f"#{e.pk} confidence {e.confidence:.3f} → {e.new_confidence:.3f}")
+            changed = stale.count()
+        else:
+            with transaction.atomic():
+                changed = stale.update(confidence=expression)
+        sweep.batch_done(count, changed)

@@ -1,0 +1,39 @@
+"""History-based deletion: entries retrieved at least n times whose average utility is below beta are
+archived and queued for a reviewer to keep or retire."""
+
+from django.db.models import DateTimeField, F, Value
+from django.db.models.functions import Coalesce
+
+from curation import lifecycle
+from curation.models import Entry, QueueReason, Status
+
+from .engine import Sweep, state_sweep
+from .writes import set_state
+
+NAME = "low_utility"
+DESCRIPTION = "Archive entries retrieved at least n times whose average utility is below beta; queue a recheck."
+
+
+def run(sweep: Sweep) -> None:
+    policies = sweep.policies
+
+    def matching(batch):
+        return Entry.objects.filter(
+            batch, retrieval_count__gte=policies.low_utility_min_retrievals, utility_n__gt=0,
+            utility_sum__lt=Value(policies.low_utility_below - lifecycle.EPSILON) * F("utility_n"),
+        )
+
+    def reason(e):
+        return (f"low utility: average {e.utility_sum / e.utility_n:.2f} over {e.utility_n} outcomes "
+                f"is below {policies.low_utility_below}")
+
+    state_sweep(
+        sweep, status=Status.ACTIVE, matching=matching,
+        describe=lambda e: f"#{e.pk} archive and recheck: {reason(e)}",
+        apply=lambda rows: set_state(
+            sweep, rows, expected_status=Status.ACTIVE, action="archive", reason_of=reason,
+            status=Status.ARCHIVED, archived_at=sweep.as_of, archive_reason="low utility",
+            queued_at=Coalesce(F("queued_at"), Value(sweep.as_of, output_field=DateTimeField())),
+            queue_reason=QueueReason.RECHECK_LOW_UTILITY,
+        ),
+    )

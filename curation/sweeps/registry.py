@@ -1,0 +1,15 @@
+"""Every background sweep, by task name, in the order `run_lifecycle all` runs them. A new sweep is a
+module with NAME, DESCRIPTION and run(sweep), listed here; Celery tasks, the beat schedule's names, the
+Maintenance page and `run_lifecycle` all read this list."""
+
+from types import ModuleType
+
+from . import archive, capacity, conflicts, consolidation, decay, low_utility, review_due, revive, skill_nomination, unused
+
+_MODULES: tuple[ModuleType, ...] = (
+    decay, archive, revive, unused, low_utility, review_due, capacity, conflicts, consolidation, skill_nomination,
+)
+
+SWEEPS: dict[str, ModuleType] = {module.NAME: module for module in _MODULES}
+TASK_NAMES: tuple[str, ...] = tuple(SWEEPS)
+TASK_DESCRIPTIONS: dict[str, str] = {name: module.DESCRIPTION for name, module in SWEEPS.items()}

@@ -1,0 +1,32 @@
+"""Review due: active entries whose review date has passed go back to the candidates queue for a recheck."""
+
+from django.db.models import F, Q
+
+from curation.models import Entry, QueueReason, Status
+
+from .engine import Sweep, state_sweep
+from .writes import set_state
+
+NAME = "review_due"
+DESCRIPTION = "Send active entries whose review date has passed back to the candidates queue."
+
+
+def run(sweep: Sweep) -> None:
+    today = sweep.as_of.date()
+
+    def matching(batch):
+        return Entry.objects.filter(batch, review_by__lt=today, queued_at__isnull=True).filter(
+            Q(last_verified_at__isnull=True) | Q(last_verified_at__date__lt=F("review_by"))
+        )
+
+    def reason(e):
+        return f"review date {e.review_by:%Y-%m-%d} has passed"
+
+    state_sweep(
+        sweep, status=Status.ACTIVE, matching=matching,
+        describe=lambda e: f"#{e.pk} recheck: {reason(e)}",
+        apply=lambda rows: set_state(
+            sweep, rows, expected_status=Status.ACTIVE, action="queue_recheck", reason_of=reason,
+            queued_at=sweep.as_of, queue_reason=QueueReason.RECHECK_REVIEW_DUE,
+        ),
+    )

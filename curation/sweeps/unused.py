@@ -1,0 +1,43 @@
+"""Periodic deletion: active entries older than the window that were retrieved at most alpha times in it
+are archived."""
+
+import datetime
+
+from django.db.models import Exists, Q
+
+from curation.models import Entry, Status
+from curation.selectors import withheld_by_skill
+
+from .engine import Sweep, state_sweep
+from .expressions import recent_retrievals
+from .writes import set_state
+
+NAME = "unused"
+DESCRIPTION = "Archive active entries older than the window that were retrieved at most alpha times in it."
+
+
+def run(sweep: Sweep) -> None:
+    policies = sweep.policies
+    cutoff = sweep.as_of - datetime.timedelta(days=policies.unused_window_days)
+
+    def matching(batch):
+        return (
+            Entry.objects.filter(batch, created_at__lte=cutoff)
+            .filter(Q(last_verified_at__isnull=True) | Q(last_verified_at__lte=cutoff))
+            .exclude(Exists(withheld_by_skill()))  # not retrieved because a skill replaces it: not unused
+            .annotate(recent=recent_retrievals(sweep.as_of, policies))
+            .filter(recent__lte=policies.unused_max_retrievals)
+        )
+
+    def reason(e):
+        return (f"unused: retrieved {e.recent}× in the {policies.unused_window_days:g} days before "
+                f"{sweep.as_of:%Y-%m-%d} (at most {policies.unused_max_retrievals} allowed)")
+
+    state_sweep(
+        sweep, status=Status.ACTIVE, matching=matching,
+        describe=lambda e: f"#{e.pk} archive: {reason(e)}",
+        apply=lambda rows: set_state(
+            sweep, rows, expected_status=Status.ACTIVE, action="archive", reason_of=reason,
+            status=Status.ARCHIVED, archived_at=sweep.as_of, archive_reason="unused",
+        ),
+    )
