@@ -1,5 +1,9 @@
 """The demo's lessons, as plain data: who submitted each one and when, its evidence, and what happened
-to it afterwards. `manage.py seed_demo` replays them through the services and the sweeps."""
+to it afterwards; `timeline` puts all of it in time order. `manage.py seed_demo` replays that through
+the services and the sweeps: nothing here writes."""
+
+import datetime
+import zlib
 
 DEMO_TASK_PREFIX = "demo:"
 
@@ -1083,3 +1087,40 @@ LESSONS = [
         steps=[(4, "approve", {}), (1, "sweep", {"task": "consolidation"})],
     ),
 ]
+
+
+def _expanded(steps):
+    """A lesson's steps with `uses` and `trials` spread into one step per use or trial run, `every` days
+    apart, so that each happens at its own moment of the replay (a nomination sees only the uses before it)."""
+    for day, action, params in steps:
+        if action == "uses":
+            for n in range(params["n"]):
+                yield day - params["every"] * n, "use", {"outcome": "success", "utility": params["utility"],
+                                                         "task": f"task-{3000 + n}"}
+        elif action == "trials":
+            for n, outcome in enumerate(params["outcomes"]):
+                yield day - params["every"] * n, "trial", {"outcome": outcome, "task": f"task-{3100 + n}"}
+        else:
+            yield day, action, params
+
+
+def _moment(now, days_ago, lesson_index, step_index):
+    # A steady per-lesson offset spreads the work over the day; one minute per step keeps a lesson's own
+    # steps in order when they share a day.
+    jitter = zlib.crc32(str(lesson_index).encode()) % 300
+    return now - datetime.timedelta(days=days_ago, minutes=jitter) + datetime.timedelta(minutes=step_index)
+
+
+def timeline(now):
+    """Every submission ("submit") and step of LESSONS as (moment, lesson, action, params), in time order."""
+    items = []
+    for i, spec in enumerate(LESSONS):
+        items.append((_moment(now, spec["day"], i, 0), i, 0, spec, "submit", {}))
+        previous = spec["day"]
+        for j, (day, action, params) in enumerate(_expanded(spec["steps"]), start=1):
+            if day > previous:
+                raise ValueError(f"demo lesson {spec['key']}: step {action} comes before the one before it")
+            previous = day
+            items.append((_moment(now, day, i, j), i, j, spec, action, params))
+    items.sort(key=lambda item: item[:3])
+    return [(at, spec, action, params) for at, _, _, spec, action, params in items]

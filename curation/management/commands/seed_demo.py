@@ -11,7 +11,6 @@ users are get_or_create'd and keep their password unless --password is given.
 from __future__ import annotations
 
 import datetime
-import zlib
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -22,7 +21,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from curation import services
-from curation.demo.lessons import AGENT_TOKEN_SCOPES, DEMO_TASK_PREFIX, LESSONS
+from curation.demo.lessons import AGENT_TOKEN_SCOPES, DEMO_TASK_PREFIX, timeline
 from curation.models import (
     AgentToken, Conflict, ConsolidationProposal, Entry, Event, Evidence, ScopeGrant, SimilarEntry, SkillProposal,
     Status,
@@ -32,8 +31,6 @@ from curation.services.maintenance import run_sweep
 from curation.services.skills import approve_skill, record_skill_trial
 from curation.services.tokens import create_agent_token, hash_key
 from curation.services.usage import record_feedback, record_retrieval
-
-__all__ = ["Command", "DEFAULT_PASSWORD", "DEMO_TASK_PREFIX"]
 
 DEFAULT_PASSWORD = "memoryadmin"
 DEMO_AGENT_TOKEN_NAME = "demo-agent"
@@ -46,21 +43,6 @@ DEMO_USERS = (
     ("auditor", "auditor", ()),
     ("reviewer-billing", "reviewer", ("acme/billing-api",)),
 )
-
-
-def _expanded(steps):
-    """A lesson's steps with `uses` and `trials` spread into one step per use or trial run, `every` days
-    apart, so that each happens at its own moment of the replay (a nomination sees only the uses before it)."""
-    for day, action, params in steps:
-        if action == "uses":
-            for n in range(params["n"]):
-                yield day - params["every"] * n, "use", {"outcome": "success", "utility": params["utility"],
-                                                         "task": f"task-{3000 + n}"}
-        elif action == "trials":
-            for n, outcome in enumerate(params["outcomes"]):
-                yield day - params["every"] * n, "trial", {"outcome": outcome, "task": f"task-{3100 + n}"}
-        else:
-            yield day, action, params
 
 
 def _acted_on(task: str, entry: Entry, at) -> bool:
@@ -213,24 +195,7 @@ class Command(BaseCommand):
         now = timezone.now()
         # fresh: permissions not cached from before the group add
         replay = Replay(get_user_model().objects.get(username="lead"), now)
-
-        def when(days_ago, spec_index, step_index):
-            # A steady per-entry hour offset spreads work over the day; one minute per step keeps an
-            # entry's own steps in order when they share a day.
-            jitter = zlib.crc32(str(spec_index).encode()) % 300
-            return now - datetime.timedelta(days=days_ago, minutes=jitter) + datetime.timedelta(minutes=step_index)
-
-        timeline = []
-        for i, spec in enumerate(LESSONS):
-            timeline.append((when(spec["day"], i, 0), i, 0, spec, "submit", {}))
-            previous = spec["day"]
-            for j, (day, action, params) in enumerate(_expanded(spec["steps"]), start=1):
-                if day > previous:
-                    raise CommandError(f"demo lesson {spec['key']}: step {action} comes before the one before it")
-                previous = day
-                timeline.append((when(day, i, j), i, j, spec, action, params))
-        timeline.sort(key=lambda item: item[:3])
-        for at, _, _, spec, action, params in timeline:
+        for at, spec, action, params in timeline(now):
             if action == "submit":
                 replay.submit(spec, at)
             else:
