@@ -66,6 +66,14 @@ def test_failed_tasks_send_entries_back_for_a_recheck(seeded):
         assert event.actor is None and event.actor_label.startswith("agent:")
 
 
+def test_retired_entries_were_back_in_the_queue_when_the_lead_rejected_them(seeded):
+    retired = Entry.objects.filter(status=Status.RETIRED)
+    assert retired.count() >= 3
+    for entry in retired:
+        actions = [e.action for e in entry.events.order_by("created_at", "id")]
+        assert actions[-2:] in (["queue_recheck", "retire"], ["outcome_failure", "retire"]), actions
+
+
 def test_every_entry_has_a_history_that_starts_with_its_submission(seeded):
     assert not Entry.objects.annotate(n=Count("events")).filter(n=0).exists()
     for entry in Entry.objects.prefetch_related("events"):
