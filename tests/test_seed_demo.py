@@ -43,9 +43,35 @@ def test_loads_a_demo_set_in_every_state(seeded):
 def test_rechecks_are_active_entries_in_the_queue(seeded):
     rechecks = Entry.objects.filter(queue_reason__in=[QueueReason.RECHECK_FAILURE, QueueReason.RECHECK_REVIEW_DUE])
     assert {e.queue_reason for e in rechecks} == {QueueReason.RECHECK_FAILURE, QueueReason.RECHECK_REVIEW_DUE}
+    # sent back the way the product does it: an agent's failed task, or the review_due sweep
+    sent_back_by = {QueueReason.RECHECK_FAILURE: "outcome_failure", QueueReason.RECHECK_REVIEW_DUE: "queue_recheck"}
     for entry in rechecks:
         assert entry.status == Status.ACTIVE and entry.queued_at is not None
-        assert entry.events.filter(action="recheck").exists()
+        assert entry.events.filter(action=sent_back_by[entry.queue_reason]).exists()
+
+
+def test_a_review_due_recheck_is_the_sweeps_event(seeded):
+    assert not Event.objects.filter(action="recheck").exists()
+    rechecked = Event.objects.filter(action="queue_recheck")
+    assert rechecked.exists()
+    assert set(rechecked.values_list("actor_label", flat=True)) == {"lifecycle:review_due"}
+    assert all(e.reason.startswith("review date ") for e in rechecked)
+
+
+def test_failed_tasks_send_entries_back_for_a_recheck(seeded):
+    failed = Event.objects.filter(action="outcome_failure")
+    assert failed.count() >= 2
+    for event in failed:
+        assert "sent back to the candidates queue for a recheck" in event.reason
+        assert event.actor is None and event.actor_label.startswith("agent:")
+
+
+def test_retired_entries_were_back_in_the_queue_when_the_lead_rejected_them(seeded):
+    retired = Entry.objects.filter(status=Status.RETIRED)
+    assert retired.count() >= 3
+    for entry in retired:
+        actions = [e.action for e in entry.events.order_by("created_at", "id")]
+        assert actions[-2:] in (["queue_recheck", "retire"], ["outcome_failure", "retire"]), actions
 
 
 def test_every_entry_has_a_history_that_starts_with_its_submission(seeded):
@@ -85,7 +111,11 @@ def test_superseded_entries_are_replaced_by_a_newer_entry(seeded):
     for old in superseded:
         newer = Entry.objects.get(supersedes=old)
         assert newer.created_at > old.created_at
-        assert old.events.filter(action="supersede", reason=f"superseded by #{newer.pk}").exists()
+        # the lead accepted the consolidation sweep's proposal to replace the older entry by the newer one
+        proposal = old.consolidation_proposals.get(state="accepted", kind="supersede", target=newer)
+        assert old.events.filter(
+            action="supersede", reason=f"consolidation #{proposal.pk}: outdated, replaced by #{newer.pk}"
+        ).exists()
     # a chain of three: an active entry replaces a superseded one that replaced another
     assert Entry.objects.filter(
         status=Status.ACTIVE, supersedes__status=Status.SUPERSEDED, supersedes__supersedes__isnull=False
@@ -96,10 +126,14 @@ def test_archived_entries_say_why(seeded):
     archived = Entry.objects.filter(status=Status.ARCHIVED)
     reasons = list(Event.objects.filter(entry__in=archived, action="archive").values_list("reason", flat=True))
     assert len(reasons) == archived.count()
-    assert any(r.startswith("confidence ") and r.endswith("below 0.3") for r in reasons)
+    # the reasons the archive (decay) and low_utility sweeps write
+    assert any(r.startswith("decayed: confidence ") and r.endswith("below 0.3") for r in reasons)
+    assert any(r.startswith("low utility: average ") for r in reasons)
     for entry in archived:
-        if entry.events.get(action="archive").reason.startswith("confidence"):
+        if entry.events.get(action="archive").reason.startswith("decayed"):
             assert entry.confidence < 0.3
+        if entry.archive_reason == "low utility":  # waits in the queue for a reviewer to keep or retire it
+            assert entry.queue_reason == QueueReason.RECHECK_LOW_UTILITY and entry.queued_at is not None
 
 
 def test_users_can_log_in_and_have_their_roles(seeded):
