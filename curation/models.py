@@ -274,7 +274,7 @@ class EventAction(models.TextChoices):
         return frozenset({cls.OUTCOME_SUCCESS, cls.OUTCOME_FAILURE})
 
 
-# Which Event column links each kind of subject (services/events.py sets it from the subject's model).
+# The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
 EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token")
 
 

@@ -90,15 +90,13 @@ def insert_entry(
     )
 
 
-def insert_entries(
-    entries: list[Entry], *, action: EventAction, at, actor_label: str, reason_of: Callable[[Entry], str],
-) -> list[Event]:
-    """insert_entry for many: one insert for the entries, one for their Events."""
-    Entry.objects.bulk_create(entries)
+def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str) -> list[Event]:
+    """insert_entry for many (entry, its Event's reason): one insert for the entries, one for their Events."""
+    Entry.objects.bulk_create([entry for entry, _ in new])
     return Event.objects.bulk_create(
-        build_event(entry, actor=None, actor_label=actor_label, action=action, reason=reason_of(entry),
-                    after=entry.snapshot(), at=at)
-        for entry in entries
+        build_event(entry, actor=None, actor_label=actor_label, action=action, reason=reason, after=entry.snapshot(),
+                    at=at)
+        for entry, reason in new
     )
 
 
@@ -107,7 +105,8 @@ def write_entries(
     actor_label: str, at, request_id: str = "", values: dict | None = None,
     row_values: dict[int, dict] | None = None, then: dict | None = None,
 ) -> int:
-    """The bulk twin of write_entry, for a sweep's batch of rows it has locked (any only() will do).
+    """The bulk twin of write_entry, for a sweep's batch of rows it has locked, loaded with at least their
+    id and the version it read (the snapshots are read here, in one query before and one after).
 
     `values`: column -> value or SQL expression, the same for every row (archive: status, and the
     confidence decayed to the as-of time). `row_values`: {pk: {column: value}} for what differs per row

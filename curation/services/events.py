@@ -13,15 +13,11 @@ from django.db import models
 from django.utils import timezone
 
 from curation.middleware import current_request_id
-from curation.models import AgentToken, Conflict, ConsolidationProposal, Entry, Event, EventAction, SkillProposal
+from curation.models import EVENT_SUBJECT_FIELDS, Entry, Event, EventAction
 
 # Which Event link each kind of subject fills.
 SUBJECT_LINKS: dict[type[models.Model], str] = {
-    Entry: "entry",
-    Conflict: "conflict",
-    ConsolidationProposal: "proposal",
-    SkillProposal: "skill",
-    AgentToken: "token",
+    Event._meta.get_field(link).related_model: link for link in EVENT_SUBJECT_FIELDS
 }
 
 

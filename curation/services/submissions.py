@@ -208,9 +208,8 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
             entry = new_candidate_entry(p, actor_label=label, now=now)
             first_in_batch[key] = entry
             new_entries.append((index, p, entry))
-    notes = {id(entry): submit_note(p) for _, p, entry in new_entries}
-    insert_entries([entry for _, _, entry in new_entries], action=EventAction.SUBMIT, at=now, actor_label=label,
-                   reason_of=lambda entry: notes[id(entry)])
+    insert_entries([(entry, submit_note(p)) for _, p, entry in new_entries], action=EventAction.SUBMIT, at=now,
+                   actor_label=label)
     evidence = [row for _, p, entry in new_entries + duplicates
                 for row in evidence_rows(entry, p.evidence, label=label, now=now)]
     Evidence.objects.bulk_create(evidence)
