@@ -145,7 +145,9 @@ class Entry(models.Model):
         return self.utility_sum / self.utility_n if self.utility_n else None
 
     def snapshot(self) -> dict:
-        """The decision-relevant fields, as an Event's before/after."""
+        """The one shape of an entry in an Event's before/after, whoever writes it (a decision, a
+        resolution, a sweep, feedback): the decision-relevant fields and the version. SNAPSHOT_FIELDS
+        names the columns it reads, for writers that load rows with only()."""
         return {
             "status": self.status,
             "kind": self.kind,
@@ -159,11 +161,21 @@ class Entry(models.Model):
             "signal": self.signal,
             "base_confidence": round(self.base_confidence, 4),
             "confidence": round(self.confidence, 4),
+            "last_verified_at": self.last_verified_at.isoformat() if self.last_verified_at else None,
             "queue_reason": self.queue_reason,
             "queued_at": self.queued_at.isoformat() if self.queued_at else None,
             "archive_reason": self.archive_reason,
+            "supersedes": self.supersedes_id,
             "version": self.version,
         }
+
+
+# The columns Entry.snapshot() and Entry.label read.
+SNAPSHOT_FIELDS = (
+    "id", "status", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by",
+    "signal", "base_confidence", "confidence", "last_verified_at", "queue_reason", "queued_at", "archive_reason",
+    "supersedes_id", "version",
+)
 
 
 class Evidence(models.Model):
@@ -199,17 +211,97 @@ class Evidence(models.Model):
         indexes = [models.Index(fields=["entry", "observed_at"], name="evidence_entry_time_idx")]
 
 
-class Event(models.Model):
-    """Append-only history: one row per decision. Copies of the actor's name and the entry's label
-    keep the history readable whatever happens to the rows it points at."""
+class EventAction(models.TextChoices):
+    """Every kind of Event. The stored values are the history's words: never rename one."""
 
-    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="events")
+    # An entry arrives or gains evidence.
+    SUBMIT = "submit", "submitted"
+    RESUBMIT = "resubmit", "submitted again"
+    ADD_EVIDENCE = "add_evidence", "evidence added"
+    # A reviewer decides on the candidates queue.
+    APPROVE = "approve", "approved"
+    EDIT_APPROVE = "edit_approve", "edited and approved"
+    CONFIRM = "confirm", "confirmed on recheck"
+    REACTIVATE = "reactivate", "kept and reactivated"
+    REJECT = "reject", "rejected"
+    RETIRE = "retire", "retired"
+    DEFER = "defer", "deferred"
+    MERGE_INTO = "merge_into", "merged into another entry"
+    MERGE_IN = "merge_in", "a candidate merged in"
+    # An agent reports the outcome of a task that used the entry.
+    OUTCOME_SUCCESS = "outcome_success", "task succeeded"
+    OUTCOME_FAILURE = "outcome_failure", "task failed"
+    # Background sweeps.
+    ARCHIVE = "archive", "archived"
+    REVIVE = "revive", "revived"
+    QUEUE_RECHECK = "queue_recheck", "sent back for a recheck"
+    # Conflicts.
+    CONFLICT_OPENED = "conflict_opened", "conflict opened"
+    CONFLICT_KEEP = "conflict_keep", "kept over the other entry"
+    CONFLICT_SPLIT = "conflict_split", "split from the other entry"
+    CONFLICT_MERGE = "conflict_merge", "merged from a conflict"
+    CONFLICT_DISMISSED = "conflict_dismissed", "conflict dismissed"
+    CONFLICT_MOOT = "conflict_moot", "conflict closed as moot"
+    SUPERSEDE = "supersede", "superseded"
+    # Consolidation proposals.
+    CONSOLIDATION_PROPOSED = "consolidation_proposed", "consolidation proposed"
+    CONSOLIDATION_MERGE = "consolidation_merge", "merged from a consolidation"
+    CONSOLIDATION_KEEP = "consolidation_keep", "kept by a consolidation"
+    CONSOLIDATION_DISMISSED = "consolidation_dismissed", "consolidation dismissed"
+    # Skill promotions.
+    SKILL_NOMINATED = "skill_nominated", "nominated as a skill"
+    SKILL_DRAFT_EDITED = "skill_draft_edited", "skill draft edited"
+    SKILL_TRIAL = "skill_trial", "skill trial reported"
+    SKILL_APPROVED = "skill_approved", "skill approved"
+    SKILL_REJECTED = "skill_rejected", "skill rejected"
+    SKILL_RETIRED = "skill_retired", "skill retired"
+    # Agent tokens.
+    TOKEN_CREATED = "token_created", "token created"
+    TOKEN_REVOKED = "token_revoked", "token revoked"
+
+    @classmethod
+    def activating(cls) -> frozenset["EventAction"]:
+        """The actions after which their entry is active because someone chose it (or fresh evidence
+        revived it): the capacity budget treats the latest of these as the scope's newcomer."""
+        return frozenset({
+            cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REACTIVATE, cls.REVIVE,
+            cls.CONFLICT_KEEP, cls.CONFLICT_MERGE, cls.CONSOLIDATION_MERGE, cls.CONSOLIDATION_KEEP,
+        })
+
+    @classmethod
+    def outcomes(cls) -> frozenset["EventAction"]:
+        """An agent's reported task outcomes, one Event per used entry."""
+        return frozenset({cls.OUTCOME_SUCCESS, cls.OUTCOME_FAILURE})
+
+
+# The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
+EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token")
+
+
+def _subject_link(model: str, related_name: str = "events") -> models.ForeignKey:
+    # No index of its own: the partial (subject, created_at, id) index below serves its history.
+    return models.ForeignKey(model, null=True, blank=True, on_delete=models.PROTECT, related_name=related_name,
+                             db_index=False)
+
+
+class Event(models.Model):
+    """Append-only history: one row per decision, about one subject (an entry, a conflict, a consolidation
+    proposal, a skill proposal or an agent token), sometimes also naming a second one (an entry's Event
+    of a conflict's resolution names the conflict). Copies of the actor's name and the subject's label
+    (`entry_label`, named when entries were the only subject) keep the history readable whatever
+    happens to the rows it points at."""
+
+    entry = _subject_link(Entry)
+    conflict = _subject_link("Conflict")
+    proposal = _subject_link("ConsolidationProposal")
+    skill = _subject_link("SkillProposal")
+    token = _subject_link("AgentToken")
     entry_label = models.CharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     actor_label = models.CharField(max_length=150)
-    action = models.CharField(max_length=48)
+    action = models.CharField(max_length=48, choices=EventAction.choices)
     reason = models.TextField(blank=True)
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
@@ -219,7 +311,21 @@ class Event(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["entry", "created_at", "id"], name="event_entry_time_idx")]
+        indexes = [
+            models.Index(fields=["entry", "created_at", "id"], name="event_entry_time_idx"),
+            *(
+                models.Index(fields=[subject, "created_at", "id"], name=f"event_{subject}_time_idx",
+                             condition=Q(**{f"{subject}__isnull": False}))
+                for subject in EVENT_SUBJECT_FIELDS[1:]
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(entry__isnull=False) | Q(conflict__isnull=False) | Q(proposal__isnull=False)
+                | Q(skill__isnull=False) | Q(token__isnull=False),
+                name="event_has_subject",
+            ),
+        ]
 
 
 class SimilarEntry(models.Model):
@@ -344,6 +450,10 @@ class Conflict(models.Model):
         ]
         indexes = [models.Index(fields=["state", "created_at"], name="conflict_state_idx")]
 
+    @property
+    def label(self) -> str:
+        return f"conflict #{self.pk}: #{self.entry_a_id} and #{self.entry_b_id}"
+
 
 class TaskRun(models.Model):
     """One run of a background task: what it looked at and changed, shown on the Maintenance page."""
@@ -409,6 +519,10 @@ class ConsolidationProposal(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["state", "created_at"], name="consolidation_state_idx")]
+
+    @property
+    def label(self) -> str:
+        return f"consolidation #{self.pk} ({self.kind}) in {self.scope}"
 
 
 

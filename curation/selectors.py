@@ -304,10 +304,12 @@ def event_changes(event: Event) -> tuple:
 
 
 def entry_timeline(entry: Entry) -> list[TimelineItem]:
-    """Every Event and Evidence of the entry in the order they were recorded (2 queries)."""
+    """Every Event and Evidence of the entry in the order they were recorded, with the Events of the skills
+    it is a source of (2 queries)."""
+    its_skills = SkillSource.objects.filter(entry=entry).values("proposal_id")
     items = [
         TimelineItem(e.created_at, "event", e, event_changes(e))
-        for e in Event.objects.filter(entry=entry).order_by("created_at", "id")
+        for e in Event.objects.filter(Q(entry=entry) | Q(skill__in=its_skills)).order_by("created_at", "id")
     ]
     items += [TimelineItem(e.created_at, "evidence", e) for e in Evidence.objects.filter(entry=entry).order_by("created_at", "id")]
     # Evidence first at equal times: it arrived with (and caused) the event beside it.

@@ -228,6 +228,14 @@ def test_keep_closes_the_superseded_entrys_other_conflicts_as_moot(pair, reviewe
     conflicts.keep_entry(conflict.pk, actor=lead, keep=a.pk, **versions(a, b))
     other = Conflict.objects.get(pk=other.pk)
     assert (other.state, other.resolution) == ("resolved", "moot")
+    # The moot conflict's own history says who closed it and why; the decided one names its resolution.
+    [moot] = Event.objects.filter(conflict=other, action="conflict_moot")
+    assert (moot.action, moot.actor, moot.entry_id, moot.entry_label) == ("conflict_moot", lead, None, other.label)
+    assert moot.reason == f"moot: #{b.pk} superseded" and moot.after == {"state": "resolved", "resolution": "moot"}
+    assert set(Event.objects.filter(conflict=conflict).values_list("action", flat=True)) == {
+        "conflict_opened", "conflict_keep", "supersede"}
+    assert list(Event.objects.filter(conflict=other).values_list("action", flat=True).order_by("id")) == [
+        "conflict_opened", "conflict_opened", "conflict_moot"]
 
 
 def test_split_by_scope(pair, lead):

@@ -36,8 +36,11 @@ def test_near_duplicates_in_one_scope_become_one_merge_proposal(reviewer):
     assert proposal.proposed_content.splitlines()[0] == b.content and c.content in proposal.proposed_content
     assert proposal.proposed_conditions == ["db", "network"] and proposal.proposed_boundary == "Not on the host."
     assert "3 entries in acme/billing-api" in proposal.reason
-    # the sweep changed no entry and wrote no Event
-    assert Event.objects.count() == events_before
+    # the sweep changed no entry and wrote no Event about one; one Event about the proposal it made
+    assert Event.objects.filter(entry__isnull=False).count() == events_before
+    [made] = Event.objects.filter(proposal=proposal)
+    assert (made.action, made.actor_label, made.after["entries"]) == (
+        "consolidation_proposed", "lifecycle:consolidation", sorted([a.pk, b.pk, c.pk], reverse=True))
     assert all(Entry.objects.get(pk=e.pk).version == e.version for e in (a, b, c, elsewhere))
     # idempotent
     assert consolidation.sweep_consolidation().proposed == []

@@ -37,7 +37,7 @@ def test_edit_changes_only_what_changed_and_writes_an_event(reviewer):
     assert outcome.changed == ("slug", "pitfalls")
     assert (p.slug, p.pitfalls, p.version, p.revision) == ("migrate-billing-from-srv-app", "Never from /workspace.", 2, 1)
     [event] = Event.objects.filter(action="skill_draft_edited")
-    assert event.entry_id == p.nominated_entry_id and event.actor == reviewer
+    assert (event.skill_id, event.entry_id, event.actor) == (p.pk, None, reviewer)
     assert event.before == {"slug": "running-migrations-in-the-billing-api-container",
                             "pitfalls": "Does not hold: Not on the host checkout, where `make migrate` sets the directory."}
     assert event.after["slug"] == "migrate-billing-from-srv-app" and event.after["proposal_version"] == 2
@@ -104,7 +104,10 @@ def test_sources_can_be_added_within_the_scope_and_removed(reviewer):
     skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1,
                             changes={"sources": f"#{p.nominated_entry_id}, #{sibling.pk}"})
     assert set(fresh(p).entries.values_list("pk", flat=True)) == {p.nominated_entry_id, sibling.pk}
-    assert Event.objects.filter(entry=sibling, action="skill_draft_edited").exists()
+    # One Event about the skill names the new source, and the source's own timeline shows it.
+    [edit] = Event.objects.filter(skill=p, action="skill_draft_edited")
+    assert edit.after["sources"] == [p.nominated_entry_id, sibling.pk]
+    assert edit in [t.item for t in selectors.entry_timeline(Entry.objects.get(pk=sibling.pk)) if t.kind == "event"]
     # Another proposal cannot take a live source.
     other = nominated(scope="acme/billing-api/container/ci", trigger="Running the CI migrations")
     with pytest.raises(ValidationError, match="already a source of skill"):
@@ -143,7 +146,7 @@ def test_lead_approves_with_five_successful_trials(lead):
     p = fresh(p)
     assert (p.status, p.decided_by, p.decision_note, p.version) == ("approved", lead, "ready", 2)
     [event] = Event.objects.filter(action="skill_approved")
-    assert event.entry_id == p.nominated_entry_id and event.actor == lead
+    assert (event.skill_id, event.entry_id, event.actor) == (p.pk, None, lead)
     assert (event.before, event.after["status"]) == ({"status": "nominated"}, "approved")
     assert outcome.proposal.status == "approved"
     assert Entry.objects.get(pk=p.nominated_entry_id).status == Status.ACTIVE  # the entry stays; it is withheld
@@ -245,6 +248,31 @@ def test_retire_is_for_leads_and_gives_the_entries_back(lead, reviewer):
     assert Event.objects.get(action="skill_retired").reason == "the container layout changed (back in retrieval)"
     with pytest.raises(InvalidTransition, match="only an approved skill is retired"):
         skills.retire_skill(p.pk, actor=lead, expected_version=3, reason="again")
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject", "retire"])
+def test_a_decision_writes_one_event_about_the_skill_and_none_per_source(lead, decision):
+    p = nominated()
+    sibling = make_entry(scope="acme/billing-api/container/ci", trigger="Migrations on CI")
+    skills.edit_skill_draft(p.pk, actor=lead, expected_version=1,
+                            changes={"sources": f"#{p.nominated_entry_id}, #{sibling.pk}"})
+    report(p, ["success"] * 5)
+    entry_events = Event.objects.filter(entry__isnull=False).count()
+    if decision == "reject":
+        skills.reject_skill(p.pk, actor=lead, expected_version=2, reason="not a skill")
+    else:
+        approve(p, lead)
+    if decision == "retire":
+        skills.retire_skill(p.pk, actor=lead, expected_version=3, reason="outdated")
+    action = {"approve": "skill_approved", "reject": "skill_rejected", "retire": "skill_retired"}[decision]
+    [event] = Event.objects.filter(action=action)
+    assert (event.skill_id, event.entry_id, event.entry_label) == (p.pk, None, fresh(p).label)
+    assert event.after["proposal_version"] == fresh(p).version
+    assert Event.objects.filter(entry__isnull=False).count() == entry_events  # nothing per source entry
+    # The skill's history is its own Events: a decision made on an older version is told what changed.
+    with pytest.raises(StaleProposal) as stale:
+        skills.edit_skill_draft(p.pk, actor=lead, expected_version=2, changes={"pitfalls": "late"})
+    assert event in stale.value.changes and f"lena ({action})" in str(stale.value)
 
 
 # --- what an approved skill does to retrieval and to the sweeps --------------------------------------------

@@ -1,4 +1,6 @@
-"""Every write of memoryadmin: one function per decision, a transaction and an Event inside."""
+"""Every write of memoryadmin: one function per decision, a transaction and an Event inside. An entry's
+state or content is written only through entry_writes (one versioned write and its Event); every other
+Event, about an entry, a conflict, a proposal, a skill or a token, through events.record_event."""
 
 from .candidates import (
     approve_candidate,

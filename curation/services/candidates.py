@@ -13,21 +13,16 @@ from django.utils import timezone
 
 from curation import access, lifecycle
 from curation.redaction import redact_fields
-from curation.models import Entry, Evidence, Event, QueueReason, SimilarEntry, Signal, Status
+from curation.models import Entry, EventAction, Evidence, QueueReason, SimilarEntry, Signal, Status
 from curation.selectors import similar_active_entries
 from curation.similarity import fingerprint
 
+from .entry_writes import changes_since, insert_entry, write_entry
 from .errors import InvalidTransition, StaleDecision
-from .events import record_event
+from .events import actor_label_for, record_event
 from .validation import clean_entry_fields, clean_evidence
 
 EDITABLE_FIELDS = ("scope", "trigger", "content", "boundary", "conditions")
-# The columns a queue decision may change; written with one conditional UPDATE.
-_DECISION_COLUMNS = (
-    "status", "queued_at", "queue_reason", "scope", "trigger", "content", "boundary", "conditions",
-    "fingerprint", "base_confidence", "confidence", "last_verified_at", "archived_at", "archive_reason",
-    "version", "updated_at",
-)
 
 
 def _approvable(entry: Entry) -> bool:
@@ -129,7 +124,7 @@ def new_candidate_entry(prepared: PreparedCandidate, *, actor=None, actor_label:
         queue_reason=QueueReason.NEW,
         flags=prepared.flags,
         created_by=actor,
-        created_by_label=actor_label or (actor.get_username() if actor else "system"),
+        created_by_label=actor_label or actor_label_for(actor),
         created_at=now,
         updated_at=now,
     )
@@ -159,17 +154,14 @@ def insert_candidate_with_links(
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
         entry = new_candidate_entry(prepared, actor=actor, actor_label=actor_label, now=now)
-        entry.save(force_insert=True)
+        insert_entry(entry, action=EventAction.SUBMIT, actor=actor, actor_label=entry.created_by_label,
+                     reason=submit_note(prepared), at=now)
         Evidence.objects.bulk_create(
             evidence_rows(entry, prepared.evidence, actor=actor, label=entry.created_by_label, now=now)
         )
         similar = similar_active_entries(entry)
         SimilarEntry.objects.bulk_create(
             SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar
-        )
-        record_event(
-            entry, actor=actor, actor_label=entry.created_by_label, action="submit", reason=submit_note(prepared),
-            after=entry.snapshot(), at=now,
         )
     return entry, [other_id for other_id, _ in similar]
 
@@ -182,32 +174,18 @@ def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
     if not access.user_can_see_scope(actor, entry.scope):
         raise Entry.DoesNotExist  # outside the actor's scopes: as if it did not exist
     if entry.version != expected_version:
-        changes = Event.objects.filter(entry=entry, entry_version__gt=expected_version).order_by("created_at", "id")
-        raise StaleDecision(entry, changes)
+        raise StaleDecision(entry, changes_since(entry, expected_version))
     if entry.queued_at is None:
         raise InvalidTransition(f"Entry #{entry.pk} is not in the candidates queue (it is {entry.status}).")
     return entry
 
 
-def _save_decision(entry: Entry, expected_version: int, now) -> None:
-    entry.version = expected_version + 1
-    entry.updated_at = now
-    written = Entry.objects.filter(pk=entry.pk, version=expected_version).update(
-        **{column: getattr(entry, column) for column in _DECISION_COLUMNS}
-    )
-    if not written:  # a writer that did not lock the row (possible on SQLite) got there first
-        raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=expected_version))
-
-
-def _activate(entry: Entry, now) -> None:
+def _activation(entry: Entry, now) -> dict:
     """A reviewer's approval verifies the entry: decay counts from now."""
-    entry.status = Status.ACTIVE
-    entry.queued_at = None
-    entry.queue_reason = ""
-    entry.last_verified_at = now
-    entry.confidence = entry.base_confidence
-    entry.archived_at = None
-    entry.archive_reason = ""
+    return {
+        "status": Status.ACTIVE, "queued_at": None, "queue_reason": "", "last_verified_at": now,
+        "confidence": entry.base_confidence, "archived_at": None, "archive_reason": "",
+    }
 
 
 def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:
@@ -215,14 +193,12 @@ def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: st
     now = at or timezone.now()
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
-        before = entry.snapshot()
-        action = {Status.PENDING: "approve", Status.ARCHIVED: "reactivate"}.get(entry.status, "confirm")
+        action = {Status.PENDING: EventAction.APPROVE, Status.ARCHIVED: EventAction.REACTIVATE}.get(
+            entry.status, EventAction.CONFIRM)
         if not _approvable(entry):
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
-        _activate(entry, now)
-        _save_decision(entry, expected_version, now)
-        record_event(entry, actor=actor, action=action, reason=reason.strip(), before=before,
-                     after=entry.snapshot(), at=now)
+        write_entry(entry, _activation(entry, now), expected_version=expected_version, action=action, actor=actor,
+                    reason=reason.strip(), at=now)
     return entry
 
 
@@ -238,17 +214,12 @@ def edit_and_approve(
         entry = _load_for_decision(entry_id, actor, expected_version)
         if not _approvable(entry):
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
-        before = entry.snapshot()
-        for field, value in cleaned.items():
-            setattr(entry, field, value)
-        entry.fingerprint = fingerprint(entry.trigger, entry.content)
-        _activate(entry, now)
-        _save_decision(entry, expected_version, now)
-        edited = [f for f in EDITABLE_FIELDS if f in cleaned and before[f] != entry.snapshot()[f]]
-        record_event(
-            entry, actor=actor, action="edit_approve",
-            reason=reason.strip() or (f"edited {', '.join(edited)}" if edited else "approved without changes"),
-            before=before, after=entry.snapshot(), at=now,
+        edited = [f for f in EDITABLE_FIELDS if f in cleaned and getattr(entry, f) != cleaned[f]]
+        text = {"trigger": entry.trigger, "content": entry.content, **cleaned}
+        write_entry(
+            entry, {**cleaned, "fingerprint": fingerprint(text["trigger"], text["content"]), **_activation(entry, now)},
+            expected_version=expected_version, action=EventAction.EDIT_APPROVE, actor=actor,
+            reason=reason.strip() or (f"edited {', '.join(edited)}" if edited else "approved without changes"), at=now,
         )
     return entry
 
@@ -261,13 +232,12 @@ def reject_candidate(entry_id: int, *, actor, expected_version: int, reason: str
     now = at or timezone.now()
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
-        before = entry.snapshot()
-        action = "reject" if entry.status == Status.PENDING else "retire"
-        entry.status = Status.REJECTED if entry.status == Status.PENDING else Status.RETIRED
-        entry.queued_at = None
-        entry.queue_reason = ""
-        _save_decision(entry, expected_version, now)
-        record_event(entry, actor=actor, action=action, reason=reason, before=before, after=entry.snapshot(), at=now)
+        pending = entry.status == Status.PENDING
+        write_entry(
+            entry, {"status": Status.REJECTED if pending else Status.RETIRED, "queued_at": None, "queue_reason": ""},
+            expected_version=expected_version, action=EventAction.REJECT if pending else EventAction.RETIRE,
+            actor=actor, reason=reason, at=now,
+        )
     return entry
 
 
@@ -281,13 +251,10 @@ def defer_candidate(
         raise ValidationError({"hours": ["Defer for between a minute and 90 days."]})
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
-        before = entry.snapshot()
-        entry.queued_at = now + datetime.timedelta(hours=hours)
-        _save_decision(entry, expected_version, now)
-        record_event(
-            entry, actor=actor, action="defer",
-            reason=reason.strip() or f"deferred until {entry.queued_at:%Y-%m-%d %H:%M} UTC",
-            before=before, after=entry.snapshot(), at=now,
+        until = now + datetime.timedelta(hours=hours)
+        write_entry(
+            entry, {"queued_at": until}, expected_version=expected_version, action=EventAction.DEFER, actor=actor,
+            reason=reason.strip() or f"deferred until {until:%Y-%m-%d %H:%M} UTC", at=now,
         )
     return entry
 
@@ -308,21 +275,19 @@ def merge_into(
             raise ValidationError({"target": ["Merge into an existing active entry."]}) from None
         if target.pk == entry.pk or target.status != Status.ACTIVE or not access.user_can_see_scope(actor, target.scope):
             raise ValidationError({"target": [f"#{target.pk} is not an active entry you review."]})
-        before = entry.snapshot()
         copied = Evidence.objects.bulk_create(
             Evidence(entry=target, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=e.excerpt,
                      task_ref=e.task_ref or f"candidate #{entry.pk}", observed_at=e.observed_at, recorded_by=actor,
                      recorded_by_label=f"merged from #{entry.pk} by {actor.get_username()}", created_at=now)
             for e in entry.evidence.all()
         )
-        entry.status = Status.SUPERSEDED
-        entry.queued_at = None
-        entry.queue_reason = ""
-        _save_decision(entry, expected_version, now)
         note = reason.strip() or f"the same lesson as #{target.pk}"
-        record_event(entry, actor=actor, action="merge_into", reason=f"merged into #{target.pk}: {note}",
-                     before=before, after={**entry.snapshot(), "merged_into": target.pk}, at=now)
-        record_event(target, actor=actor, action="merge_in",
+        write_entry(
+            entry, {"status": Status.SUPERSEDED, "queued_at": None, "queue_reason": ""},
+            expected_version=expected_version, action=EventAction.MERGE_INTO, actor=actor,
+            reason=f"merged into #{target.pk}: {note}", after_extra={"merged_into": target.pk}, at=now,
+        )
+        record_event(target, actor=actor, action=EventAction.MERGE_IN,
                      reason=f"candidate #{entry.pk} merged in; {len(copied)} piece(s) of evidence copied",
                      after={"merged_from": entry.pk, "evidence_ids": [e.pk for e in copied]}, at=now)
     return entry

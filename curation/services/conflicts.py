@@ -21,13 +21,14 @@ from django.utils import timezone
 
 from curation import access
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
-from curation.models import Conflict, Entry, Event, Status
+from curation.models import Conflict, Entry, Event, EventAction, Status
 from curation.redaction import redact_fields
 from curation.selectors import outer_params, outer_rows_sql, overlapping_entries_sql
 
+from .entry_writes import changes_since, write_entry
 from .errors import InvalidTransition, StaleDecision
-from .events import record_event
-from .merging import merge_entries, save_entry, snapshot, supersede_entry
+from .events import build_event, record_event
+from .merging import merge_entries, supersede_entry
 from .validation import clean_entry_fields
 
 PARTNER_POOL = 500
@@ -112,9 +113,9 @@ def _open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list
                 )
                 for entry, other in ((a, b), (b, a)):
                     record_event(
-                        entry, actor=None, actor_label=f"detector:{detected_by}", action="conflict_opened",
+                        entry, actor=None, actor_label=f"detector:{detected_by}", action=EventAction.CONFLICT_OPENED,
                         reason=f"conflict #{conflict.pk} with #{other.pk}: {reason}",
-                        after={"conflict": conflict.pk, "with": other.pk, "reason": reason}, at=at,
+                        after={"conflict": conflict.pk, "with": other.pk, "reason": reason}, at=at, also=(conflict,),
                     )
         except IntegrityError:
             continue
@@ -326,8 +327,7 @@ def _load_open_conflict(conflict_id: int, actor, version_a: int, version_b: int)
         )
     for entry, expected in ((a, version_a), (b, version_b)):
         if entry.version != expected:
-            changes = Event.objects.filter(entry=entry, entry_version__gt=expected).order_by("created_at", "id")
-            raise StaleDecision(entry, changes)
+            raise StaleDecision(entry, changes_since(entry, expected))
     return conflict, a, b
 
 
@@ -347,20 +347,35 @@ def _close(conflict: Conflict, *, actor, state: str, resolution: str, now) -> No
     conflict.save(update_fields=["state", "resolution", "resolved_by", "resolved_at"])
 
 
-def _close_moot(superseded: list[Entry], *, actor, now, except_id: int) -> int:
-    """Open conflicts of an entry that is superseded now have nothing left to decide."""
-    ids = [e.pk for e in superseded]
-    return (
-        Conflict.objects.filter(state=Conflict.State.OPEN)
+def close_moot_conflicts(superseded: list[Entry], *, actor, now, except_id: int) -> int:
+    """Open conflicts of an entry that is superseded now have nothing left to decide: each is closed as
+    moot, with an Event about it that says which entry went."""
+    ids = {e.pk for e in superseded}
+    moot = list(
+        Conflict.objects.select_for_update().filter(state=Conflict.State.OPEN)
         .filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids))
-        .exclude(pk=except_id)
-        .update(state=Conflict.State.RESOLVED, resolution="moot", resolved_by=actor, resolved_at=now)
+        .exclude(pk=except_id).order_by("id")
     )
+    if not moot:
+        return 0
+    Conflict.objects.filter(pk__in=[c.pk for c in moot]).update(
+        state=Conflict.State.RESOLVED, resolution="moot", resolved_by=actor, resolved_at=now
+    )
+    Event.objects.bulk_create(
+        build_event(
+            conflict, actor=actor, action=EventAction.CONFLICT_MOOT, at=now,
+            reason=f"moot: {', '.join(f'#{pk}' for pk in (conflict.entry_a_id, conflict.entry_b_id) if pk in ids)} "
+                   "superseded",
+            before={"state": Conflict.State.OPEN}, after={"state": Conflict.State.RESOLVED, "resolution": "moot"},
+        )
+        for conflict in moot
+    )
+    return len(moot)
 
 
 def _supersede(entry: Entry, by: Entry, *, actor, conflict: Conflict, reason: str, now) -> None:
     supersede_entry(entry, by, actor=actor, reason=reason or f"conflict #{conflict.pk}: superseded by #{by.pk}",
-                    extra={"conflict": conflict.pk}, now=now)
+                    extra={"conflict": conflict.pk}, now=now, also=(conflict,))
 
 
 def keep_entry(
@@ -381,24 +396,20 @@ def keep_entry(
             raise ValidationError({"keep": [f"Keep #{a.pk} or #{b.pk}."]})
         _require_live(a, b)
         kept, other = (a, b) if keep == a.pk else (b, a)
-        before = snapshot(kept)
+        changes = {}
         if kept.status == Status.PENDING:
-            kept.status = Status.ACTIVE
-            kept.queued_at = None
-            kept.queue_reason = ""
-            kept.last_verified_at = now
-            kept.confidence = kept.base_confidence
+            changes.update(status=Status.ACTIVE, queued_at=None, queue_reason="", last_verified_at=now,
+                           confidence=kept.base_confidence)
         if kept.supersedes_id is None:
-            kept.supersedes_id = other.pk
-        save_entry(kept, now)
-        record_event(
-            kept, actor=actor, action="conflict_keep",
+            changes["supersedes_id"] = other.pk
+        write_entry(
+            kept, changes, action=EventAction.CONFLICT_KEEP, actor=actor,
             reason=reason or f"conflict #{conflict.pk}: kept over #{other.pk}",
-            before=before, after={**snapshot(kept), "superseded": other.pk, "conflict": conflict.pk}, at=now,
+            after_extra={"superseded": other.pk, "conflict": conflict.pk}, at=now, also=(conflict,),
         )
         _supersede(other, kept, actor=actor, conflict=conflict, reason=reason, now=now)
         _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="keep_a" if kept is a else "keep_b", now=now)
-        _close_moot([other], actor=actor, now=now, except_id=conflict.pk)
+        close_moot_conflicts([other], actor=actor, now=now, except_id=conflict.pk)
     return Resolution(conflict, kept=(kept,), superseded=(other,))
 
 
@@ -445,17 +456,16 @@ def split_conflict(
             if entry.scope != new["scope"] or list(entry.conditions) != new["conditions"]:
                 changed.append(entry)
         for entry, new, other in ((a, new_a, b), (b, new_b, a)):
-            before = snapshot(entry)
+            edited = [f for f in SPLIT_FIELDS if getattr(entry, f) != new[f]]
+            note = reason or f"conflict #{conflict.pk} with #{other.pk}: " + (
+                f"narrowed {' and '.join(edited)}" if edited else "unchanged, the other entry was narrowed")
             if entry in changed:
-                entry.scope, entry.conditions = new["scope"], new["conditions"]
-                save_entry(entry, now)
-            edited = [f for f in SPLIT_FIELDS if before[f] != entry.snapshot()[f]]
-            record_event(
-                entry, actor=actor, action="conflict_split",
-                reason=reason or f"conflict #{conflict.pk} with #{other.pk}: "
-                + (f"narrowed {' and '.join(edited)}" if edited else "unchanged, the other entry was narrowed"),
-                before=before, after={**snapshot(entry), "conflict": conflict.pk}, at=now,
-            )
+                write_entry(entry, new, action=EventAction.CONFLICT_SPLIT, actor=actor, reason=note,
+                            after_extra={"conflict": conflict.pk}, at=now, also=(conflict,))
+            else:  # nothing of this entry changes: its Event says why it stays, at the same version
+                unchanged = entry.snapshot()
+                record_event(entry, actor=actor, action=EventAction.CONFLICT_SPLIT, reason=note, before=unchanged,
+                             after={**unchanged, "conflict": conflict.pk}, at=now, also=(conflict,))
         _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="split", now=now)
     return Resolution(conflict, kept=(a, b))
 
@@ -477,13 +487,13 @@ def merge_conflict(
             raise ValidationError({"scope": ["You can only write an entry in a scope you review."]})
         merged = merge_entries(
             [a, b], fields=fields, flags=[f.as_flag() for f in findings], actor=actor, origin=f"conflict #{conflict.pk}",
-            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}", action="conflict_merge",
-            extra={"conflict": conflict.pk}, now=now,
+            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}", action=EventAction.CONFLICT_MERGE,
+            extra={"conflict": conflict.pk}, now=now, also=(conflict,),
         )
         for old in (a, b):
             _supersede(old, merged, actor=actor, conflict=conflict, reason=reason, now=now)
         _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="merge", now=now)
-        _close_moot([a, b], actor=actor, now=now, except_id=conflict.pk)
+        close_moot_conflicts([a, b], actor=actor, now=now, except_id=conflict.pk)
         detect_conflicts_for(merged, detected_by="merge", at=now)  # the new text may contradict a third entry
     return Resolution(conflict, superseded=(a, b), created=merged)
 
@@ -498,9 +508,9 @@ def dismiss_conflict(
         conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
         for entry, other in ((a, b), (b, a)):
             record_event(
-                entry, actor=actor, action="conflict_dismissed",
+                entry, actor=actor, action=EventAction.CONFLICT_DISMISSED,
                 reason=reason or f"conflict #{conflict.pk} with #{other.pk}: not a conflict",
-                after={"conflict": conflict.pk, "with": other.pk}, at=now,
+                after={"conflict": conflict.pk, "with": other.pk}, at=now, also=(conflict,),
             )
         _close(conflict, actor=actor, state=Conflict.State.DISMISSED, resolution="dismiss", now=now)
     return Resolution(conflict, kept=(a, b))

@@ -21,16 +21,18 @@ from django.utils import timezone
 
 from curation import access
 from curation.contradiction import contradiction, parse_lesson
-from curation.models import ConsolidationProposal, Entry, Event, Status
+from curation.models import ConsolidationProposal, Entry, EventAction, Status
 from curation.redaction import redact_fields
 from curation.similarity import normalise, words
 
-from .conflicts import _close_moot, detect_conflicts_for
+from .conflicts import close_moot_conflicts, detect_conflicts_for
+from .entry_writes import changes_since, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import record_event
-from .merging import merge_entries, save_entry, snapshot, supersede_entry
+from .merging import merge_entries, supersede_entry
 from .validation import clean_entry_fields
 
+SWEEP_ACTOR = "lifecycle:consolidation"
 POOL = 500
 CLUSTER_MAX = 10
 EDITABLE = ("trigger", "content", "boundary", "conditions")
@@ -259,6 +261,11 @@ def _write_proposals(clusters: _Clusters, outdated: dict, seen: dict, now) -> li
                     reason=reason, score=score, created_at=now,
                 )
                 proposal.entries.add(*members)
+                record_event(
+                    proposal, actor=None, actor_label=SWEEP_ACTOR, action=EventAction.CONSOLIDATION_PROPOSED,
+                    reason=reason, after={"kind": kind, "entries": ids, "entry_versions": proposal.entry_versions},
+                    at=now,
+                )
         except IntegrityError:
             continue  # another sweep made it first
         busy |= set(ids)
@@ -296,7 +303,7 @@ def _require_unchanged(proposal: ConsolidationProposal, members: list[Entry]) ->
     for entry in members:
         seen = proposal.entry_versions[str(entry.pk)]
         if entry.version != seen:
-            raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=seen).order_by("created_at", "id"))
+            raise StaleDecision(entry, changes_since(entry, seen))
         if entry.status != Status.ACTIVE:
             raise InvalidTransition(f"Entry #{entry.pk} is now {entry.status}: dismiss this proposal.")
 
@@ -337,30 +344,27 @@ def accept_proposal(proposal_id: int, *, actor, edits: dict | None = None, note:
                 flags=[f.as_flag() for f in findings], actor=actor, origin=f"consolidation #{proposal.pk}",
                 reason=note or f"consolidation #{proposal.pk}: merged {', '.join(f'#{e.pk}' for e in members)}"
                 + (f" (edited {', '.join(edited)})" if edited else ""),
-                action="consolidation_merge", extra={**extra, "edited": edited}, now=now,
+                action=EventAction.CONSOLIDATION_MERGE, extra={**extra, "edited": edited}, now=now, also=(proposal,),
             )
             for entry in members:
-                supersede_entry(entry, merged, actor=actor, extra=extra, now=now,
+                supersede_entry(entry, merged, actor=actor, extra=extra, now=now, also=(proposal,),
                                 reason=note or f"consolidation #{proposal.pk}: merged into #{merged.pk}")
-            _close_moot(members, actor=actor, now=now, except_id=0)
+            close_moot_conflicts(members, actor=actor, now=now, except_id=0)
             detect_conflicts_for(merged, detected_by="merge", at=now)
             _decide(proposal, actor=actor, state=ConsolidationProposal.State.ACCEPTED, note=note, now=now, result=merged)
             return ProposalOutcome(proposal, created=merged, superseded=tuple(members))
         target = next(e for e in members if e.pk == proposal.target_id)
         older = [e for e in members if e.pk != target.pk]
-        before = snapshot(target)
-        if target.supersedes_id is None:
-            target.supersedes_id = older[0].pk
-        save_entry(target, now)
-        record_event(
-            target, actor=actor, action="consolidation_keep",
+        write_entry(
+            target, {"supersedes_id": older[0].pk} if target.supersedes_id is None else {},
+            action=EventAction.CONSOLIDATION_KEEP, actor=actor,
             reason=note or f"consolidation #{proposal.pk}: replaces {', '.join(f'#{e.pk}' for e in older)}",
-            before=before, after={**snapshot(target), "superseded": [e.pk for e in older], **extra}, at=now,
+            after_extra={"superseded": [e.pk for e in older], **extra}, at=now, also=(proposal,),
         )
         for entry in older:
-            supersede_entry(entry, target, actor=actor, extra=extra, now=now,
+            supersede_entry(entry, target, actor=actor, extra=extra, now=now, also=(proposal,),
                             reason=note or f"consolidation #{proposal.pk}: outdated, replaced by #{target.pk}")
-        _close_moot(older, actor=actor, now=now, except_id=0)
+        close_moot_conflicts(older, actor=actor, now=now, except_id=0)
         _decide(proposal, actor=actor, state=ConsolidationProposal.State.ACCEPTED, note=note, now=now)
         return ProposalOutcome(proposal, kept=(target,), superseded=tuple(older))
 
@@ -373,9 +377,9 @@ def dismiss_proposal(proposal_id: int, *, actor, note: str = "", at=None) -> Pro
         proposal, members = _load_open_proposal(proposal_id, actor)
         for entry in members:
             record_event(
-                entry, actor=actor, action="consolidation_dismissed",
+                entry, actor=actor, action=EventAction.CONSOLIDATION_DISMISSED,
                 reason=note or f"consolidation #{proposal.pk} ({proposal.kind}) dismissed",
-                after={"proposal": proposal.pk}, at=now,
+                after={"proposal": proposal.pk}, at=now, also=(proposal,),
             )
         _decide(proposal, actor=actor, state=ConsolidationProposal.State.DISMISSED, note=note, now=now)
     return ProposalOutcome(proposal, kept=tuple(members))

@@ -32,3 +32,7 @@ class StaleProposal(DecisionError):
         self.changes = list(changes)
         who = ", ".join(sorted({f"{e.actor_label} ({e.action})" for e in self.changes})) or "someone"
         super().__init__(f"This skill proposal changed since you loaded it: {who}. Nothing of yours was saved.")
+
+
+class ConcurrentChange(Exception):
+    """A sweep's batch changed between reading and writing it; nothing of the batch was written."""

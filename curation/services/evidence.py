@@ -3,10 +3,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from curation import access
-from curation.models import Entry, Evidence
+from curation.models import Entry, EventAction, Evidence
 from curation.redaction import redact_fields
 
-from .events import record_event
+from .events import actor_label_for, record_event
 from .validation import clean_evidence
 
 
@@ -25,7 +25,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
                 raise Entry.DoesNotExist
             if not actor.has_perm("curation.review_entry"):
                 raise PermissionDenied("Only reviewers and leads add evidence in the console.")
-        label = actor_label or (actor.get_username() if actor else "system")
+        label = actor_label or actor_label_for(actor)
         evidence = Evidence.objects.create(
             entry=entry,
             **{**cleaned, "observed_at": cleaned["observed_at"] or now},
@@ -34,7 +34,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
             created_at=now,
         )
         record_event(
-            entry, actor=actor, actor_label=label, action="add_evidence",
+            entry, actor=actor, actor_label=label, action=EventAction.ADD_EVIDENCE,
             reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind})"
             + "".join(f"; redacted {f.kind}" for f in findings),
             after={"evidence_id": evidence.pk, "signal": evidence.signal, "polarity": evidence.polarity,

@@ -1,46 +1,20 @@
-"""What the conflict and consolidation decisions share: writing a resolution's change on an entry,
-superseding an entry by another, and merging entries into one new entry. Called inside the caller's
-transaction, on entries it has locked and checked."""
+"""What the conflict and consolidation decisions share: superseding an entry by another, and merging
+entries into one new entry. Called inside the caller's transaction, on entries it has locked and checked."""
 
 from __future__ import annotations
 
 from curation import lifecycle
-from curation.models import Entry, Event, Evidence, Status
+from curation.models import Entry, EventAction, Evidence, Status
 from curation.similarity import fingerprint
 
-from .errors import StaleDecision
-from .events import record_event
-
-_RESOLUTION_COLUMNS = (
-    "status", "queued_at", "queue_reason", "scope", "conditions", "supersedes_id", "last_verified_at",
-    "confidence", "version", "updated_at",
-)
+from .entry_writes import insert_entry, write_entry
 
 
-def save_entry(entry: Entry, now) -> None:
-    """Write a decision's change with one conditional UPDATE on the version the entry was loaded at."""
-    expected = entry.version
-    entry.version = expected + 1
-    entry.updated_at = now
-    values = {column: getattr(entry, column) for column in _RESOLUTION_COLUMNS}
-    if not Entry.objects.filter(pk=entry.pk, version=expected).update(**values):
-        raise StaleDecision(entry, Event.objects.filter(entry=entry, entry_version__gt=expected))
-
-
-def snapshot(entry: Entry) -> dict:
-    return {**entry.snapshot(), "supersedes": entry.supersedes_id}
-
-
-def supersede_entry(entry: Entry, by: Entry, *, actor, reason: str, extra: dict, now) -> None:
+def supersede_entry(entry: Entry, by: Entry, *, actor, reason: str, extra: dict, now, also=()) -> None:
     """`entry` is replaced by `by`: superseded, out of every queue, kept for the audit."""
-    before = snapshot(entry)
-    entry.status = Status.SUPERSEDED
-    entry.queued_at = None
-    entry.queue_reason = ""
-    save_entry(entry, now)
-    record_event(
-        entry, actor=actor, action="supersede", reason=reason,
-        before=before, after={**snapshot(entry), "superseded_by": by.pk, **extra}, at=now,
+    write_entry(
+        entry, {"status": Status.SUPERSEDED, "queued_at": None, "queue_reason": ""}, action=EventAction.SUPERSEDE,
+        actor=actor, reason=reason, after_extra={"superseded_by": by.pk, **extra}, at=now, also=also,
     )
 
 
@@ -50,8 +24,8 @@ def _copied_excerpt(evidence: Evidence) -> str:
 
 
 def merge_entries(
-    sources: list[Entry], *, fields: dict, flags: list, actor, origin: str, reason: str, action: str,
-    extra: dict | None = None, now,
+    sources: list[Entry], *, fields: dict, flags: list, actor, origin: str, reason: str, action: EventAction,
+    extra: dict | None = None, now, also=(),
 ) -> Entry:
     """One new active entry written by a reviewer from `sources`, which the caller then supersedes.
 
@@ -65,7 +39,7 @@ def merge_entries(
         [e.signal for e in originals if e.polarity == Evidence.Polarity.SUPPORTS] + [e.signal for e in sources]
     )
     base = primary.base_confidence
-    merged = Entry.objects.create(
+    merged = Entry(
         **fields,
         fingerprint=fingerprint(fields["trigger"], fields["content"]),
         signal=signal,
@@ -81,6 +55,10 @@ def merge_entries(
         created_at=now,
         updated_at=now,
     )
+    insert_entry(
+        merged, action=action, actor=actor, reason=reason, at=now, also=also,
+        after_extra={"merged_from": [e.pk for e in sources], "evidence_copied": len(originals), **(extra or {})},
+    )
     Evidence.objects.bulk_create(
         Evidence(
             entry=merged, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=_copied_excerpt(e),
@@ -88,11 +66,5 @@ def merge_entries(
             recorded_by_label=e.recorded_by_label, created_at=now,
         )
         for e in originals
-    )
-    record_event(
-        merged, actor=actor, action=action, reason=reason,
-        after={**snapshot(merged), "merged_from": [e.pk for e in sources], "evidence_copied": len(originals),
-               **(extra or {})},
-        at=now,
     )
     return merged

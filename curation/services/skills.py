@@ -4,8 +4,9 @@ and a lead retires an approved skill.
 
 While a skill is approved its source entries are withheld from retrieval (selectors.retrieve_memory):
 agents get the skill instead. Retiring it gives them back. The entries themselves never change state
-here; every decision writes an Event on each of its source entries, carrying the proposal's id and
-version, so an entry's page tells its skill's story and an auditor can replay it."""
+here; every decision (and every trial) writes one Event about the skill, carrying the proposal's id and
+version, so the skill's history is its own Events, and an entry's page shows those of the skills it is
+a source of."""
 
 from __future__ import annotations
 
@@ -23,18 +24,18 @@ from django.utils import timezone
 from curation import access, lifecycle, skill_format
 from curation.models import (
     SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SKILL_TEXT_MAX, AgentToken, Conflict, Entry, Event,
-    SkillProposal, SkillSource, SkillTrial, Status,
+    EventAction, SkillProposal, SkillSource, SkillTrial, Status,
 )
 from curation.redaction import redact_fields
 
 from .errors import GateNotMet, InvalidTransition, StaleProposal
-from .events import build_event
+from .events import build_event, record_event
 from .validation import unknown_fields
 
 REVIEW = "curation.review_entry"
 PROMOTE = "curation.promote_skill"
 SWEEP_ACTOR = "lifecycle:skill_nomination"
-OUTCOME_ACTIONS = ("outcome_success", "outcome_failure")  # written by services/usage.py, one per used entry
+OUTCOME_ACTIONS = EventAction.outcomes()
 
 DRAFT_TEXT_FIELDS = ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
 DRAFT_FIELDS = ("slug", *DRAFT_TEXT_FIELDS, "sources")
@@ -101,25 +102,19 @@ def _load(proposal_id: int, actor, expected_version: int | None) -> tuple[SkillP
     return proposal, _live_sources(proposal)
 
 
-def _live_sources(proposal: SkillProposal, *, lock: bool = True) -> list[SkillSource]:
-    """The proposal's live sources with their entries (locked for a decision that depends on their state)."""
+def _live_sources(proposal: SkillProposal) -> list[SkillSource]:
+    """The proposal's live sources with their entries, locked: a decision depends on their state."""
     sources = list(proposal.sources.filter(live=True).order_by("entry_id"))
-    entries = Entry.objects.filter(pk__in=[s.entry_id for s in sources])
-    by_id = {e.pk: e for e in (entries.select_for_update() if lock else entries)}
+    by_id = {e.pk: e for e in Entry.objects.select_for_update().filter(pk__in=[s.entry_id for s in sources])}
     for source in sources:
         source.entry = by_id[source.entry_id]
     return sources
 
 
 def changes_since(proposal: SkillProposal, version: int) -> list[Event]:
-    """The decisions on the proposal after `version`, from its source entries' Events (at most 20)."""
-    events = (
-        Event.objects.filter(entry_id__in=SkillSource.objects.filter(proposal=proposal).values("entry_id"),
-                             action__startswith="skill_", after__proposal=proposal.pk)
-        .order_by("-created_at", "-id")[:20]
-    )
-    return sorted((e for e in events if (e.after or {}).get("proposal_version", 0) > version),
-                  key=lambda e: (e.created_at, e.pk))
+    """The decisions on the proposal after `version`, from its own Events (at most 20)."""
+    events = proposal.events.filter(after__proposal_version__gt=version).order_by("-created_at", "-id")[:20]
+    return sorted(events, key=lambda e: (e.created_at, e.pk))
 
 
 def _require_nominated(proposal: SkillProposal, doing: str) -> None:
@@ -129,13 +124,11 @@ def _require_nominated(proposal: SkillProposal, doing: str) -> None:
                                 "Nothing of yours was saved.")
 
 
-def _write_events(proposal, sources, *, actor=None, actor_label: str = "", action: str, reason: str, before=None,
-                  after=None, now) -> None:
-    Event.objects.bulk_create(
-        build_event(s.entry, actor=actor, actor_label=actor_label, action=action, reason=reason, before=before,
-                    after={**proposal_ref(proposal), **(after or {})}, at=now)
-        for s in sources
-    )
+def _record(proposal: SkillProposal, *, actor=None, actor_label: str = "", action: EventAction, reason: str,
+            before=None, after=None, now) -> None:
+    """The one Event of a decision (or a trial) about the skill, carrying its id, version and revision."""
+    record_event(proposal, actor=actor, actor_label=actor_label, action=action, reason=reason, before=before,
+                 after={**proposal_ref(proposal), **(after or {})}, at=now)
 
 
 def _save(proposal: SkillProposal, now, fields) -> None:
@@ -281,14 +274,13 @@ def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes:
                                   "added_by_label": actor.get_username(), "removed_at": None})
             except IntegrityError:
                 raise ValidationError({"sources": [f"#{entry.pk} became a source of another skill meanwhile."]}) from None
-        all_sources = sources + [SkillSource(proposal=proposal, entry=e) for e in added_entries]
         parts = [f"edited {', '.join(changed)}"] if changed else []
         parts += [f"added source #{pk}" for pk in added] + [f"removed source #{s.entry_id}" for s in removed]
         if any(f in EXECUTABLE_FIELDS for f in changed):
             parts.append(f"revision {proposal.revision}: its trials start again")
         parts += [f"redacted {f.kind}" for f in findings]
-        _write_events(
-            proposal, all_sources, actor=actor, action="skill_draft_edited", reason=note.strip() or "; ".join(parts),
+        _record(
+            proposal, actor=actor, action=EventAction.SKILL_DRAFT_EDITED, reason=note.strip() or "; ".join(parts),
             before={f: before[f] for f in changed} | ({"sources": current} if added or removed else {}),
             after={f: cleaned[f] for f in changed} | ({"sources": new_ids} if added or removed else {}), now=now,
         )
@@ -321,8 +313,8 @@ def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str =
         proposal.status = SkillProposal.Status.APPROVED
         proposal.decided_by, proposal.decided_at, proposal.decision_note = actor, now, note.strip()
         _save(proposal, now, ["status", "decided_by", "decided_at", "decision_note"])
-        _write_events(
-            proposal, sources, actor=actor, action="skill_approved",
+        _record(
+            proposal, actor=actor, action=EventAction.SKILL_APPROVED,
             reason=note.strip() or f"approved as skill {proposal.slug} after {progress.label}; withheld from "
                                    "retrieval while the skill is approved",
             before={"status": SkillProposal.Status.NOMINATED}, after={"status": proposal.status}, now=now,
@@ -344,8 +336,8 @@ def reject_skill(proposal_id: int, *, actor, expected_version: int, reason: str,
         proposal.decided_by, proposal.decided_at, proposal.decision_note = actor, now, reason
         _save(proposal, now, ["status", "decided_by", "decided_at", "decision_note"])
         SkillSource.objects.filter(proposal=proposal, live=True).update(live=False)
-        _write_events(proposal, sources, actor=actor, action="skill_rejected", reason=reason,
-                      before={"status": SkillProposal.Status.NOMINATED}, after={"status": proposal.status}, now=now)
+        _record(proposal, actor=actor, action=EventAction.SKILL_REJECTED, reason=reason,
+                before={"status": SkillProposal.Status.NOMINATED}, after={"status": proposal.status}, now=now)
     return SkillOutcome(proposal)
 
 
@@ -365,9 +357,8 @@ def retire_skill(proposal_id: int, *, actor, expected_version: int, reason: str,
         proposal.retired_by, proposal.retired_at, proposal.retire_reason = actor, now, reason
         _save(proposal, now, ["status", "retired_by", "retired_at", "retire_reason"])
         SkillSource.objects.filter(proposal=proposal, live=True).update(live=False)
-        _write_events(proposal, sources, actor=actor, action="skill_retired",
-                      reason=f"{reason} (back in retrieval)", before={"status": SkillProposal.Status.APPROVED},
-                      after={"status": proposal.status}, now=now)
+        _record(proposal, actor=actor, action=EventAction.SKILL_RETIRED, reason=f"{reason} (back in retrieval)",
+                before={"status": SkillProposal.Status.APPROVED}, after={"status": proposal.status}, now=now)
     return SkillOutcome(proposal)
 
 
@@ -425,6 +416,6 @@ def record_skill_trial(*, token: AgentToken, slug: str, data, at=None) -> TrialR
         reason = f"trial {trial.outcome} in {trial.task_ref} (revision {proposal.revision}): {progress.label}"
         if findings:
             reason += "".join(f"; redacted {f.kind}" for f in findings)
-        _write_events(proposal, _live_sources(proposal, lock=False), actor_label=token.label, action="skill_trial", reason=reason,
-                      after={"trial": trial.pk, "outcome": trial.outcome, "task_ref": trial.task_ref}, now=now)
+        _record(proposal, actor_label=token.label, action=EventAction.SKILL_TRIAL, reason=reason,
+                after={"trial": trial.pk, "outcome": trial.outcome, "task_ref": trial.task_ref}, now=now)
     return TrialReport(trial, True, progress, proposal)

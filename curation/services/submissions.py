@@ -12,7 +12,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from curation import access
-from curation.models import AgentToken, Entry, Event, Evidence, SimilarEntry, Status
+from curation.models import AgentToken, Entry, Event, EventAction, Evidence, SimilarEntry, Status
 from curation.selectors import similar_active_entries_many
 
 from .candidates import (
@@ -20,6 +20,7 @@ from .candidates import (
     submit_note,
 )
 from .conflicts import detect_conflicts_for, detect_conflicts_many
+from .entry_writes import insert_entries
 from .events import build_event
 from .validation import unknown_fields
 
@@ -76,7 +77,7 @@ def _unknown_candidate_fields(item: dict) -> dict:
 def _resubmit_event(entry: Entry, prepared: PreparedCandidate, label: str, now):
     count = len(prepared.evidence)
     return build_event(
-        entry, actor=None, actor_label=label, action="resubmit",
+        entry, actor=None, actor_label=label, action=EventAction.RESUBMIT,
         reason=f"submitted again; {count} piece{'s' * (count != 1)} of evidence added"
         + "".join(f"; redacted {f.kind} in {f.field}" for f in prepared.findings),
         after={"evidence_added": count, "source_task": prepared.fields.get("source_task", "")},
@@ -207,17 +208,12 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
             entry = new_candidate_entry(p, actor_label=label, now=now)
             first_in_batch[key] = entry
             new_entries.append((index, p, entry))
-    Entry.objects.bulk_create([entry for _, _, entry in new_entries])
-    evidence, events = [], []
-    for _, p, entry in new_entries:
-        evidence += evidence_rows(entry, p.evidence, label=label, now=now)
-        events.append(build_event(entry, actor=None, actor_label=label, action="submit", reason=submit_note(p),
-                                  after=entry.snapshot(), at=now))
-    for _, p, entry in duplicates:
-        evidence += evidence_rows(entry, p.evidence, label=label, now=now)
-        events.append(_resubmit_event(entry, p, label, now))
+    insert_entries([(entry, submit_note(p)) for _, p, entry in new_entries], action=EventAction.SUBMIT, at=now,
+                   actor_label=label)
+    evidence = [row for _, p, entry in new_entries + duplicates
+                for row in evidence_rows(entry, p.evidence, label=label, now=now)]
     Evidence.objects.bulk_create(evidence)
-    Event.objects.bulk_create(events)
+    Event.objects.bulk_create(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
     links, submissions = [], {}
     similar_by_entry = similar_active_entries_many(entry for _, _, entry in new_entries)
     conflicts_by_entry = detect_conflicts_many([entry for _, _, entry in new_entries], detected_by="ingest", at=now)

@@ -11,8 +11,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from curation.models import AgentToken
+from curation.models import AgentToken, EventAction
 
+from .events import record_event
 from .validation import clean_scope
 
 TOKEN_PREFIX = "ma_"
@@ -71,12 +72,20 @@ def create_agent_token(
                 created_by=actor,
                 created_at=now,
             )
+            record_event(
+                token, actor=actor, action=EventAction.TOKEN_CREATED, at=now,
+                reason=f"scopes {', '.join(token.scopes)}"
+                + (f"; expires {token.expires_at:%Y-%m-%d %H:%M} UTC" if token.expires_at else "; no expiry"),
+                after={"name": token.name, "key_prefix": token.key_prefix, "scopes": token.scopes,
+                       "expires_at": token.expires_at.isoformat() if token.expires_at else None},
+            )
     except IntegrityError:
         raise ValidationError({"name": [f"A token named {name!r} (or with this secret) already exists."]}) from None
     return token, key
 
 
 def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
+    """The token stops working now. Revoking a revoked token changes nothing and writes nothing."""
     if not actor.has_perm(MANAGE):
         raise PermissionDenied("Only leads manage agent tokens.")
     now = at or timezone.now()
@@ -86,6 +95,8 @@ def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
             token.revoked_at = now
             token.revoked_by = actor
             token.save(update_fields=["revoked_at", "revoked_by"])
+            record_event(token, actor=actor, action=EventAction.TOKEN_REVOKED, at=now,
+                         before={"revoked_at": None}, after={"revoked_at": now.isoformat()})
     return token
 
 

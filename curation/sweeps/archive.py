@@ -1,11 +1,10 @@
 """Archive: active entries whose decayed confidence fell below the archive threshold leave retrieval
 (kept, revivable by fresh evidence)."""
 
-from curation.models import Entry, Status
+from curation.models import EventAction, Entry, Status
 
-from .engine import Sweep, state_sweep
+from .engine import Sweep, state_sweep, write_batch
 from .expressions import decayed_confidence
-from .writes import set_state
 
 NAME = "archive"
 DESCRIPTION = "Archive active entries whose decayed confidence is below the archive threshold."
@@ -21,9 +20,10 @@ def run(sweep: Sweep) -> None:
     state_sweep(
         sweep, status=Status.ACTIVE, matching=matching,
         describe=lambda e: f"#{e.pk} archive: decayed to {e.new_confidence:.3f} (below {below})",
-        apply=lambda rows: set_state(
-            sweep, rows, expected_status=Status.ACTIVE, action="archive",
+        apply=lambda rows: write_batch(
+            sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE,
             reason_of=lambda e: f"decayed: confidence {e.new_confidence:.3f} is below {below}",
-            status=Status.ARCHIVED, confidence=expression, archived_at=sweep.as_of, archive_reason="decayed",
+            values={"status": Status.ARCHIVED, "confidence": expression, "archived_at": sweep.as_of,
+                    "archive_reason": "decayed"},
         ),
     )

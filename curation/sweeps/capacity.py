@@ -5,24 +5,19 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from curation.access import scope_q
-from curation.models import Entry, Event, Status
+from curation.models import EventAction, Entry, Event, Status
 
-from .engine import Sweep, locked
+from .engine import Sweep, locked, write_batch
 from .expressions import evidence_strength, merit
-from .writes import set_state
 
 NAME = "capacity"
 DESCRIPTION = "Archive the weakest active entries of a scope that is over its capacity budget."
 
-# The decisions that add an entry to the active set of its scope.
-ACTIVATING_ACTIONS = ("approve", "edit_approve", "revive")
-
-
 def newcomer(active: QuerySet) -> int:
-    """The entry whose arrival put the scope over budget: the one most recently approved or revived
-    (by its Event), else the newest row."""
+    """The entry whose arrival put the scope over budget: the one most recently put into the active set by
+    a decision or a revival (by its Event), else the newest row."""
     latest = (
-        Event.objects.filter(entry__in=active, action__in=ACTIVATING_ACTIONS)
+        Event.objects.filter(entry__in=active, action__in=EventAction.activating())
         .order_by("-created_at", "-id").values_list("entry_id", flat=True).first()
     )
     return latest or active.order_by("-id").values_list("id", flat=True).first()
@@ -56,10 +51,12 @@ def _fit(sweep: Sweep, prefix: str, cap: int) -> None:
             if not ids:  # only the newest entry is left, and the budget is 0: nothing may displace it
                 sweep.examined += examined
                 return
-            changed = set_state(
-                sweep, locked(Entry.objects.filter(pk__in=ids)), expected_status=Status.ACTIVE, action="archive",
+            changed = write_batch(
+                sweep, locked(Entry.objects.filter(pk__in=ids)), expected_status=Status.ACTIVE,
+                action=EventAction.ARCHIVE,
                 reason_of=lambda e: f"capacity: {prefix} holds {count} active entries, its budget is {cap}",
-                status=Status.ARCHIVED, archived_at=sweep.as_of, archive_reason=f"displaced by #{newest}",
+                values={"status": Status.ARCHIVED, "archived_at": sweep.as_of,
+                        "archive_reason": f"displaced by #{newest}"},
             )
         sweep.batch_done(examined, changed)
 

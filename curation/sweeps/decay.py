@@ -5,6 +5,7 @@ from django.db import transaction
 from django.db.models import F
 
 from curation.models import Entry, Status
+from curation.services.entry_writes import set_decayed_confidence
 
 from .engine import Sweep, keyset_batches
 from .expressions import decayed_confidence
@@ -23,5 +24,5 @@ def run(sweep: Sweep) -> None:
             changed = stale.count()
         else:
             with transaction.atomic():
-                changed = stale.update(confidence=expression)
+                changed = set_decayed_confidence(stale, expression)
         sweep.batch_done(count, changed)

@@ -22,7 +22,8 @@ from django.db.models import Count, Max, Q, QuerySet
 
 from curation import lifecycle
 from curation.middleware import current_request_id
-from curation.models import Entry, TaskRun
+from curation.models import Entry, EventAction, TaskRun
+from curation.services.entry_writes import write_entries
 
 SAMPLE_LIMIT = 20  # rows a dry run describes; it counts them all
 
@@ -91,15 +92,24 @@ def keyset_batches(status: str, size: int):
         last = end
 
 
-# The columns a background change reads; enough for its Event and its reason.
-ROW_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by",
-              "signal", "status", "base_confidence", "confidence", "last_verified_at", "queued_at", "queue_reason",
-              "archive_reason", "archived_at", "supersedes_id", "version", "created_at", "utility_sum", "utility_n")
+# The columns a sweep reads of the rows it changes: what its reasons and rules need (the write path reads
+# the snapshots for the Events itself).
+ROW_FIELDS = ("id", "scope", "trigger", "status", "base_confidence", "confidence", "last_verified_at", "queued_at",
+              "queue_reason", "archive_reason", "archived_at", "version", "created_at", "review_by", "utility_sum",
+              "utility_n")
 
 
 def locked(qs: QuerySet) -> list[Entry]:
     """The batch's matching rows, locked until the batch commits (PostgreSQL; SQLite has one writer)."""
     return list(qs.select_for_update().only(*ROW_FIELDS).order_by("id"))
+
+
+def write_batch(sweep: Sweep, rows: list[Entry], *, expected_status: str, action: EventAction,
+                reason_of: Callable[[Entry], str], **changes) -> int:
+    """The sweep's batch through the one bulk write: its Events carry the sweep's label, its as-of time and
+    its run's request id. `changes` are write_entries' values / row_values / then."""
+    return write_entries(rows, expected_status=expected_status, action=action, reason_of=reason_of,
+                         actor_label=sweep.actor_label, at=sweep.as_of, request_id=sweep.request_id, **changes)
 
 
 def state_sweep(sweep: Sweep, *, status: str, matching: Callable[[Q], QuerySet], describe: Callable[[Entry], str],

@@ -5,10 +5,9 @@ from django.db.models import DateTimeField, F, Value
 from django.db.models.functions import Coalesce
 
 from curation import lifecycle
-from curation.models import Entry, QueueReason, Status
+from curation.models import EventAction, Entry, QueueReason, Status
 
-from .engine import Sweep, state_sweep
-from .writes import set_state
+from .engine import Sweep, state_sweep, write_batch
 
 NAME = "low_utility"
 DESCRIPTION = "Archive entries retrieved at least n times whose average utility is below beta; queue a recheck."
@@ -30,10 +29,10 @@ def run(sweep: Sweep) -> None:
     state_sweep(
         sweep, status=Status.ACTIVE, matching=matching,
         describe=lambda e: f"#{e.pk} archive and recheck: {reason(e)}",
-        apply=lambda rows: set_state(
-            sweep, rows, expected_status=Status.ACTIVE, action="archive", reason_of=reason,
-            status=Status.ARCHIVED, archived_at=sweep.as_of, archive_reason="low utility",
-            queued_at=Coalesce(F("queued_at"), Value(sweep.as_of, output_field=DateTimeField())),
-            queue_reason=QueueReason.RECHECK_LOW_UTILITY,
+        apply=lambda rows: write_batch(
+            sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE, reason_of=reason,
+            values={"status": Status.ARCHIVED, "archived_at": sweep.as_of, "archive_reason": "low utility",
+                    "queued_at": Coalesce(F("queued_at"), Value(sweep.as_of, output_field=DateTimeField())),
+                    "queue_reason": QueueReason.RECHECK_LOW_UTILITY},
         ),
     )

@@ -2,10 +2,9 @@
 
 from django.db.models import F, Q
 
-from curation.models import Entry, QueueReason, Status
+from curation.models import EventAction, Entry, QueueReason, Status
 
-from .engine import Sweep, state_sweep
-from .writes import set_state
+from .engine import Sweep, state_sweep, write_batch
 
 NAME = "review_due"
 DESCRIPTION = "Send active entries whose review date has passed back to the candidates queue."
@@ -25,8 +24,8 @@ def run(sweep: Sweep) -> None:
     state_sweep(
         sweep, status=Status.ACTIVE, matching=matching,
         describe=lambda e: f"#{e.pk} recheck: {reason(e)}",
-        apply=lambda rows: set_state(
-            sweep, rows, expected_status=Status.ACTIVE, action="queue_recheck", reason_of=reason,
-            queued_at=sweep.as_of, queue_reason=QueueReason.RECHECK_REVIEW_DUE,
+        apply=lambda rows: write_batch(
+            sweep, rows, expected_status=Status.ACTIVE, action=EventAction.QUEUE_RECHECK, reason_of=reason,
+            values={"queued_at": sweep.as_of, "queue_reason": QueueReason.RECHECK_REVIEW_DUE},
         ),
     )

@@ -6,14 +6,12 @@ from collections import defaultdict
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef
-from django.utils import timezone
 
 from curation import lifecycle
-from curation.models import Entry, Evidence, Signal, Status
+from curation.models import Entry, EventAction, Evidence, Signal, Status
 
-from .engine import ROW_FIELDS, Sweep, keyset_batches, locked
+from .engine import ROW_FIELDS, Sweep, keyset_batches, locked, write_batch
 from .expressions import decayed_confidence
-from .writes import lifecycle_fields, write_events
 
 NAME = "revive"
 DESCRIPTION = "Bring back archived entries that received supporting external or independent evidence since."
@@ -39,25 +37,15 @@ def _reason(decision: lifecycle.Revival) -> str:
 
 def _revive(sweep: Sweep, rows: list[Entry]) -> int:
     decisions = _decide(sweep, rows)
-    changed_rows = [e for e in rows if e.pk in decisions]
-    before = {e.pk: lifecycle_fields(e) for e in changed_rows}
-    for e in changed_rows:
-        d = decisions[e.pk]
-        e.status, e.base_confidence, e.confidence = Status.ACTIVE, d.base_confidence, d.confidence
-        e.last_verified_at, e.archived_at, e.archive_reason = d.verified_at, None, ""
-        e.version += 1
-        e.updated_at = timezone.now()  # when it was written, as in set_state
-    Entry.objects.bulk_update(
-        changed_rows, ["status", "base_confidence", "last_verified_at", "archived_at", "archive_reason",
-                       "version", "updated_at"])
-    # The effective value from the same SQL as decay, so a decay run right after changes nothing.
-    ids = [e.pk for e in changed_rows]
-    Entry.objects.filter(pk__in=ids).update(confidence=decayed_confidence(sweep.as_of, sweep.rules))
-    fresh = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*ROW_FIELDS)}
-    write_events(sweep, [
-        (e, "revive", _reason(decisions[e.pk]), before[e.pk], lifecycle_fields(fresh[e.pk])) for e in changed_rows
-    ])
-    return len(changed_rows)
+    return write_batch(
+        sweep, [e for e in rows if e.pk in decisions], expected_status=Status.ARCHIVED, action=EventAction.REVIVE,
+        reason_of=lambda e: _reason(decisions[e.pk]),
+        values={"status": Status.ACTIVE, "archived_at": None, "archive_reason": ""},
+        row_values={pk: {"base_confidence": d.base_confidence, "last_verified_at": d.verified_at}
+                    for pk, d in decisions.items()},
+        # The effective value from the same SQL as decay, so a decay run right after changes nothing.
+        then={"confidence": decayed_confidence(sweep.as_of, sweep.rules)},
+    )
 
 
 def run(sweep: Sweep) -> None:

@@ -12,7 +12,7 @@ from django.db.models import Exists, F, OuterRef, Q, Value, Window
 from django.db.models.functions import RowNumber
 
 from curation import lifecycle, skill_format
-from curation.models import SKILL_SLUG_MAX, Conflict, Entry, Event, SkillProposal, SkillSource, Status
+from curation.models import SKILL_SLUG_MAX, Conflict, Entry, Event, EventAction, SkillProposal, SkillSource, Status
 from curation.services.events import build_event
 from curation.services.skills import OUTCOME_ACTIONS, SWEEP_ACTOR, draft_of, proposal_ref
 
@@ -144,13 +144,12 @@ def _nominate(sweep, entries: list[Entry], gates) -> int:
                     added_by_label=SWEEP_ACTOR)
         for e in locked
     )
-    events = []
-    for e in locked:
-        p = by_entry[e.pk]
-        event = build_event(e, actor=None, actor_label=SWEEP_ACTOR, action="skill_nominated",
-                            reason=f"nominated as skill {p.slug}: {p.reason}",
-                            after={**proposal_ref(p), "draft": draft_of(p)}, at=sweep.as_of)
-        event.request_id = sweep.request_id
-        events.append(event)
-    Event.objects.bulk_create(events)
+    # One Event each, about the new skill proposal and its entry: both histories show the nomination.
+    Event.objects.bulk_create(
+        build_event(by_entry[e.pk], also=(e,), actor=None, actor_label=SWEEP_ACTOR, action=EventAction.SKILL_NOMINATED,
+                    reason=f"nominated as skill {by_entry[e.pk].slug}: {by_entry[e.pk].reason}",
+                    after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])}, at=sweep.as_of,
+                    request_id=sweep.request_id)
+        for e in locked
+    )
     return len(locked)

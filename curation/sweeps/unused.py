@@ -5,12 +5,11 @@ import datetime
 
 from django.db.models import Exists, Q
 
-from curation.models import Entry, Status
+from curation.models import EventAction, Entry, Status
 from curation.selectors import withheld_by_skill
 
-from .engine import Sweep, state_sweep
+from .engine import Sweep, state_sweep, write_batch
 from .expressions import recent_retrievals
-from .writes import set_state
 
 NAME = "unused"
 DESCRIPTION = "Archive active entries older than the window that were retrieved at most alpha times in it."
@@ -36,8 +35,8 @@ def run(sweep: Sweep) -> None:
     state_sweep(
         sweep, status=Status.ACTIVE, matching=matching,
         describe=lambda e: f"#{e.pk} archive: {reason(e)}",
-        apply=lambda rows: set_state(
-            sweep, rows, expected_status=Status.ACTIVE, action="archive", reason_of=reason,
-            status=Status.ARCHIVED, archived_at=sweep.as_of, archive_reason="unused",
+        apply=lambda rows: write_batch(
+            sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE, reason_of=reason,
+            values={"status": Status.ARCHIVED, "archived_at": sweep.as_of, "archive_reason": "unused"},
         ),
     )

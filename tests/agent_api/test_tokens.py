@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from conftest import PASSWORD
-from curation.models import AgentToken
+from curation.models import AgentToken, Event
 from curation.services.tokens import hash_key
 
 from .conftest import Agent
@@ -54,6 +54,12 @@ def test_a_lead_creates_a_token_in_the_console_and_sees_it_once(client, lead):
     listing = client.get("/agents/tokens/").content.decode()
     assert "web-agent" in listing and key not in listing and key[:10] in listing
     assert Agent(key).get("memory", scope="acme/docs").status_code == 200
+    token = AgentToken.objects.get(name="web-agent")
+    [created] = Event.objects.filter(token=token)
+    assert (created.action, created.actor, created.entry_id, created.entry_label) == (
+        "token_created", lead, None, "agent:web-agent")
+    assert created.after["scopes"] == ["acme/docs", "acme/web"] and created.after["key_prefix"] == key[:10]
+    assert key not in str(created.after) + created.reason  # the secret is never stored, not even in history
 
 
 def test_console_form_errors_are_422(client, lead):
@@ -73,6 +79,10 @@ def test_a_lead_revokes_a_token_and_it_stops_working(client, lead, make_agent):
     assert response.status_code == 302
     token = AgentToken.objects.get(pk=agent.token.pk)
     assert token.revoked_at is not None and token.revoked_by == lead
+    revoked = Event.objects.get(token=token, action="token_revoked")
+    assert (revoked.actor, revoked.after) == (lead, {"revoked_at": token.revoked_at.isoformat()})
+    client.post(f"/agents/tokens/{agent.token.pk}/revoke/")  # again: nothing changes, nothing is written
+    assert Event.objects.filter(token=token, action="token_revoked").count() == 1
     assert agent.retrieve(scope="acme/billing-api").status_code == 401
     assert "revoked" in client.get("/agents/tokens/").content.decode()
 
