@@ -105,9 +105,9 @@ def raw_update() -> tuple[float, int]:
 
     from curation import lifecycle
 
-    r = lifecycle.rules()
-    params = {"as_of": AS_OF, "below": r.archive_below, "floor": r.floor, "ceiling": r.ceiling,
-              "factor": r.decay_factor, "period": float(r.decay_period_days)}
+    rules = lifecycle.rules()
+    params = {"as_of": AS_OF, "below": rules.archive_below, "floor": rules.floor, "ceiling": rules.ceiling,
+              "factor": rules.decay_factor, "period": float(rules.decay_period_days)}
     start = time.perf_counter()
     try:
         with transaction.atomic():
@@ -149,11 +149,11 @@ def orm_loop(sample: int) -> float:
     from curation import lifecycle
     from curation.models import Entry, Event, Status
 
-    r = lifecycle.rules()
+    rules = lifecycle.rules()
     start = time.perf_counter()
     for entry in Entry.objects.filter(status=Status.ACTIVE).order_by("id")[:sample]:
-        entry.confidence = lifecycle.decayed(entry.base_confidence, entry.last_verified_at or entry.created_at, AS_OF, r)
-        if lifecycle.should_archive(entry.confidence, r):
+        entry.confidence = lifecycle.decayed(entry.base_confidence, entry.last_verified_at or entry.created_at, AS_OF, rules)
+        if lifecycle.should_archive(entry.confidence, rules):
             entry.status, entry.archived_at, entry.archive_reason = Status.ARCHIVED, AS_OF, "decayed"
             entry.version += 1
             entry.save(update_fields=["confidence", "status", "archived_at", "archive_reason", "version"])

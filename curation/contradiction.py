@@ -1,6 +1,6 @@
 """Do two lessons give opposite advice for the same situation? Pure functions, no database.
 
-Seed 001 §4 ("A says 'restart first', B says 'never restart'"): two lessons conflict when their triggers
+("A says 'restart first', B says 'never restart'"): two lessons conflict when their triggers
 overlap and one tells the agent to do something the other tells it not to do. The advice is read as
 *directives*: a polarity marker (always/must/use/prefer/... or never/don't/avoid/stop/...) followed by an
 action phrase. Two directives contradict when their polarities differ, their action verbs are the same

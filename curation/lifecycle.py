@@ -1,4 +1,4 @@
-"""Confidence rules (DESIGN.md §2, seed 001) as pure functions.
+"""Confidence rules as pure functions.
 
 No database, no Django models: services, tasks and the replay simulator call these with plain values.
 Every threshold comes from settings.CURATION, read once per call through `rules()`.
@@ -48,8 +48,8 @@ def rules() -> Rules:
     )
 
 
-def clamp(value: float, r: Rules) -> float:
-    return max(r.floor, min(r.ceiling, value))
+def clamp(value: float, rules: Rules) -> float:
+    return max(rules.floor, min(rules.ceiling, value))
 
 
 def strongest_signal(signals) -> str | None:
@@ -58,47 +58,47 @@ def strongest_signal(signals) -> str | None:
     return max(found, key=SIGNAL_STRENGTH.__getitem__) if found else None
 
 
-def cap_for(has_external_support: bool, r: Rules) -> float:
+def cap_for(has_external_support: bool, rules: Rules) -> float:
     """Self-made lessons cannot pass the self cap until external evidence supports them."""
-    return r.ceiling if has_external_support else min(r.self_signal_cap, r.ceiling)
+    return rules.ceiling if has_external_support else min(rules.self_signal_cap, rules.ceiling)
 
 
 def initial_confidence(
-    *, kind: str, signal: str, proposed: float | None, has_external_support: bool, r: Rules
+    *, kind: str, signal: str, proposed: float | None, has_external_support: bool, rules: Rules
 ) -> float:
     """The base confidence a new entry starts at."""
     if kind == "human_correction":
-        return r.human_correction_confidence
-    value = r.default_confidence.get(signal, r.default_confidence["self"]) if proposed is None else proposed
-    return clamp(min(value, cap_for(has_external_support or signal == "external", r)), r)
+        return rules.human_correction_confidence
+    value = rules.default_confidence.get(signal, rules.default_confidence["self"]) if proposed is None else proposed
+    return clamp(min(value, cap_for(has_external_support or signal == "external", rules)), rules)
 
 
-def after_success(base: float, *, has_external_support: bool, r: Rules) -> float:
+def after_success(base: float, *, has_external_support: bool, rules: Rules) -> float:
     """A task that used the entry succeeded: +step, never past the cap (the entry is re-verified)."""
-    return clamp(min(base + r.success_step, max(base, cap_for(has_external_support, r))), r)
+    return clamp(min(base + rules.success_step, max(base, cap_for(has_external_support, rules))), rules)
 
 
-def after_failure(base: float, r: Rules) -> float:
+def after_failure(base: float, rules: Rules) -> float:
     """A task that used the entry failed: -step, not below the floor (the entry goes back to review)."""
-    return clamp(base - r.failure_step, r)
+    return clamp(base - rules.failure_step, rules)
 
 
-def decayed(base: float, last_verified_at: datetime, now: datetime, r: Rules) -> float:
+def decayed(base: float, last_verified_at: datetime, now: datetime, rules: Rules) -> float:
     """Effective confidence: base × factor^(days unverified / period). Computed from the base and the
     time, never from the previous effective value, so running it twice gives the same answer."""
     days = max(0.0, (now - last_verified_at).total_seconds() / 86400)
-    return clamp(base * r.decay_factor ** (days / r.decay_period_days), r)
+    return clamp(base * rules.decay_factor ** (days / rules.decay_period_days), rules)
 
 
-def should_archive(confidence: float, r: Rules) -> bool:
-    return confidence < r.archive_below
+def should_archive(confidence: float, rules: Rules) -> bool:
+    return confidence < rules.archive_below
 
 
-def is_retrievable(confidence: float, r: Rules) -> bool:
-    return confidence >= r.retrieve_at_least
+def is_retrievable(confidence: float, rules: Rules) -> bool:
+    return confidence >= rules.retrieve_at_least
 
 
-# --- Background policies (DESIGN.md §4; seed 002 §8, seed 003) ------------------------------------------
+# --- Background policies -----------------------------------------------------------------------------------
 # The sweeps in curation/sweeps/ implement these predicates in SQL; tests/test_maintenance_rules.py
 # checks, case by case, that the SQL and these functions agree.
 
@@ -130,11 +130,11 @@ def policies() -> Policies:
     )
 
 
-def revived_confidence(signal: str, r: Rules) -> float:
+def revived_confidence(signal: str, rules: Rules) -> float:
     """The base confidence an archived entry comes back with, from the evidence that revived it:
     the default for that signal, under the self cap unless the evidence is external."""
-    value = r.default_confidence.get(signal, r.default_confidence["self"])
-    return clamp(min(value, cap_for(signal == "external", r)), r)
+    value = rules.default_confidence.get(signal, rules.default_confidence["self"])
+    return clamp(min(value, cap_for(signal == "external", rules)), rules)
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ class Revival:
     verified_at: datetime
 
 
-def revival(evidence, *, archived_at: datetime, now: datetime, r: Rules) -> Revival | None:
+def revival(evidence, *, archived_at: datetime, now: datetime, rules: Rules) -> Revival | None:
     """Whether an archived entry comes back, and how.
 
     `evidence` is (signal, polarity, observed_at, created_at) tuples. Only supporting evidence from an
@@ -161,35 +161,35 @@ def revival(evidence, *, archived_at: datetime, now: datetime, r: Rules) -> Revi
     if not fresh:
         return None
     signal, observed_at = max(fresh, key=lambda item: (SIGNAL_STRENGTH[item[0]], item[1]))
-    base = revived_confidence(signal, r)
-    confidence = decayed(base, observed_at, now, r)
-    if should_archive(confidence, r):
+    base = revived_confidence(signal, rules)
+    confidence = decayed(base, observed_at, now, rules)
+    if should_archive(confidence, rules):
         return None
     return Revival(signal, base, confidence, observed_at)
 
 
 def is_unused(
-    *, created_at: datetime, last_verified_at: datetime | None, retrievals_in_window: int, now: datetime, p: Policies,
+    *, created_at: datetime, last_verified_at: datetime | None, retrievals_in_window: int, now: datetime, policies: Policies,
     withheld: bool = False,
 ) -> bool:
-    """Periodic deletion (seed 002 §8.1): neither created nor verified within the last W days, and retrieved
+    """Periodic deletion: neither created nor verified within the last W days, and retrieved
     at most alpha times in them. (A just-approved entry has had no chance to be retrieved yet, and an entry
     withheld from retrieval because an approved skill replaces it has had none either.)"""
-    cutoff = now - timedelta(days=p.unused_window_days)
+    cutoff = now - timedelta(days=policies.unused_window_days)
     return (
         not withheld
         and created_at <= cutoff
         and (last_verified_at is None or last_verified_at <= cutoff)
-        and retrievals_in_window <= p.unused_max_retrievals
+        and retrievals_in_window <= policies.unused_max_retrievals
     )
 
 
-def is_low_utility(*, retrieval_count: int, utility_sum: float, utility_n: int, p: Policies) -> bool:
-    """History-based deletion (seed 002 §8.2): retrieved at least n times, average utility below beta."""
+def is_low_utility(*, retrieval_count: int, utility_sum: float, utility_n: int, policies: Policies) -> bool:
+    """History-based deletion: retrieved at least n times, average utility below beta."""
     return (
-        retrieval_count >= p.low_utility_min_retrievals
+        retrieval_count >= policies.low_utility_min_retrievals
         and utility_n > 0
-        and utility_sum / utility_n < p.low_utility_below - EPSILON
+        and utility_sum / utility_n < policies.low_utility_below - EPSILON
     )
 
 
@@ -209,13 +209,13 @@ def evidence_strength(entry_signal: str, supporting_signals) -> int:
 
 
 def displacement_key(*, strength: int, confidence: float, average_utility: float | None, entry_id: int) -> tuple:
-    """Order of eviction under a scope's capacity (seed 003): lowest evidence strength first, then lowest
+    """Order of eviction under a scope's capacity: lowest evidence strength first, then lowest
     confidence × average utility, then the oldest entry."""
     utility = UNKNOWN_UTILITY if average_utility is None else average_utility
     return (strength, confidence * utility, entry_id)
 
 
-# --- Skill promotion (seed 001 §5.3; DESIGN.md §3) --------------------------------------------------------
+# --- Skill promotion -----------------------------------------------------------------------------------------
 # The nomination sweep in services/skills.py finds candidates in SQL and decides each with
 # nomination_blockers(); approving a proposal asks approval_blockers(). Both answer the reasons a person
 # reads ("9 hits, 10 needed"), empty when the gate passes.
@@ -243,7 +243,7 @@ def skill_gates() -> SkillGates:
 
 def nomination_blockers(
     *, kind: str, status: str, hit_count: int, utility_sum: float, utility_n: int, recent_outcomes,
-    has_rollback_note: bool, open_conflicts: int = 0, awaiting_recheck: bool = False, g: SkillGates,
+    has_rollback_note: bool, open_conflicts: int = 0, awaiting_recheck: bool = False, gates: SkillGates,
 ) -> list[str]:
     """Why an entry may not be nominated as a skill yet; [] when it may.
 
@@ -255,16 +255,16 @@ def nomination_blockers(
         reasons.append(f"a {kind.replace('_', ' ')} is not a procedure or a success pattern")
     if status != "active":
         reasons.append(f"it is {status}, not active")
-    if hit_count < g.min_hits:
-        reasons.append(f"{hit_count} hits, {g.min_hits} needed")
+    if hit_count < gates.min_hits:
+        reasons.append(f"{hit_count} hits, {gates.min_hits} needed")
     if not utility_n:
         reasons.append("no task outcome reported yet")
-    elif utility_sum / utility_n < g.min_avg_utility - EPSILON:
-        reasons.append(f"average utility {utility_sum / utility_n:.2f}, at least {g.min_avg_utility:g} needed")
-    failures = [i for i, outcome in enumerate(list(recent_outcomes)[: g.recent_window]) if outcome != "success"]
+    elif utility_sum / utility_n < gates.min_avg_utility - EPSILON:
+        reasons.append(f"average utility {utility_sum / utility_n:.2f}, at least {gates.min_avg_utility:g} needed")
+    failures = [i for i, outcome in enumerate(list(recent_outcomes)[: gates.recent_window]) if outcome != "success"]
     if failures:
         reasons.append(f"a task that used it failed {failures[0] + 1} uses ago (none allowed in the last "
-                       f"{g.recent_window})")
+                       f"{gates.recent_window})")
     if not has_rollback_note:
         reasons.append("no rollback note (a line starting 'Rollback:' in its content)")
     if open_conflicts:
@@ -299,9 +299,9 @@ class TrialProgress:
         return self.reported >= self.required and self.failed == 0
 
 
-def trial_progress(outcomes, g: SkillGates) -> TrialProgress:
+def trial_progress(outcomes, gates: SkillGates) -> TrialProgress:
     outcomes = list(outcomes)
-    return TrialProgress(len(outcomes), sum(1 for o in outcomes if o == "success"), g.trials_required)
+    return TrialProgress(len(outcomes), sum(1 for o in outcomes if o == "success"), gates.trials_required)
 
 
 def approval_blockers(*, progress: TrialProgress, rollback: str, steps: str, inactive_sources=()) -> list[str]:

@@ -26,7 +26,7 @@ class Kind(models.TextChoices):
 
 
 class Signal(models.TextChoices):
-    """Where a verdict came from; the order is evidence strength, weakest first (seed 003)."""
+    """Where a verdict came from; the order is evidence strength, weakest first."""
 
     SELF = "self", "self"
     INDEPENDENT = "independent", "independent"
@@ -533,7 +533,7 @@ SKILL_TEXT_MAX = 8000
 
 
 class SkillProposal(models.Model):
-    """A procedure or success pattern nominated to become a skill (seed 001 §5.3), with the draft a reviewer
+    """A procedure or success pattern nominated to become a skill, with the draft a reviewer
     edits, and, once a lead approves it, the published skill itself. While approved, its source entries are
     withheld from retrieval (the skill replaces them); retiring it gives them back. Never deleted."""
 

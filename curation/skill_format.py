@@ -53,7 +53,7 @@ def content_sections(content: str) -> dict[str, str]:
 
 
 def rollback_note(content: str) -> str:
-    """The content's rollback note, "" when it has none: one of the promotion gates (seed 001 §5.3)."""
+    """The content's rollback note, "" when it has none: one of the promotion gates."""
     return content_sections(content)["rollback"]
 
 

@@ -170,7 +170,7 @@ CACHES = {
     if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 
-# --- Curation rules (DESIGN.md §2, seed 001); every threshold can be overridden here ---------------
+# --- Curation rules; every threshold can be overridden here ----------------------------------------
 CURATION = {
     "SELF_SIGNAL_CAP": 0.85,          # self-made lessons cannot pass this without external evidence
     "HUMAN_CORRECTION_CONFIDENCE": 0.95,
@@ -188,14 +188,14 @@ CURATION = {
     "QUEUE_PAGE_SIZE": 50,
     "QUEUE_COUNT_CAP": 10000,         # counts stop here: "10,000+" instead of a full COUNT(*)
     "SIMILAR_THRESHOLD": 0.35,
-    # Background policies (seed 002 §8, seed 003).
+    # Background policies.
     "UNUSED_WINDOW_DAYS": 30,         # periodic deletion: older than W and retrieved <= alpha times in W
     "UNUSED_MAX_RETRIEVALS": 0,       # alpha
     "LOW_UTILITY_MIN_RETRIEVALS": 3,  # history-based deletion: retrieved >= n times ...
     "LOW_UTILITY_BELOW": 0.4,         # ... with average utility < beta
     "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
     "SWEEP_BATCH_SIZE": 5000,
-    # Skill promotion gates (seed 001 §5.3). Nominated: a procedure or success pattern with at least
+    # Skill promotion gates. Nominated: a procedure or success pattern with at least
     # SKILL_MIN_HITS hits, average utility at least SKILL_MIN_AVG_UTILITY, no failure among its last
     # SKILL_RECENT_WINDOW uses, a rollback note and no open conflict. Approved (by a lead): at least
     # SKILL_TRIALS_REQUIRED trial runs reported on the current draft, all of them successful.

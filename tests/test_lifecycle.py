@@ -33,7 +33,7 @@ NOW = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
     ],
 )
 def test_initial_confidence(kind, signal, proposed, external, expected):
-    got = lifecycle.initial_confidence(kind=kind, signal=signal, proposed=proposed, has_external_support=external, r=R)
+    got = lifecycle.initial_confidence(kind=kind, signal=signal, proposed=proposed, has_external_support=external, rules=R)
     assert got == pytest.approx(expected)
 
 
@@ -49,7 +49,7 @@ def test_initial_confidence(kind, signal, proposed, external, expected):
     ],
 )
 def test_after_success(base, external, expected):
-    assert lifecycle.after_success(base, has_external_support=external, r=R) == pytest.approx(expected)
+    assert lifecycle.after_success(base, has_external_support=external, rules=R) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("base, expected", [(0.7, 0.5), (0.3, 0.1), (0.2, 0.05), (0.05, 0.05)])
@@ -94,7 +94,7 @@ def test_thresholds_come_from_settings(settings):
     settings.CURATION = {**settings.CURATION, "ARCHIVE_BELOW": 0.4, "SELF_SIGNAL_CAP": 0.8}
     r = lifecycle.rules()
     assert lifecycle.should_archive(0.35, r)
-    assert lifecycle.initial_confidence(kind="fact", signal="self", proposed=0.9, has_external_support=False, r=r) == 0.8
+    assert lifecycle.initial_confidence(kind="fact", signal="self", proposed=0.9, has_external_support=False, rules=r) == 0.8
 
 
 @pytest.mark.parametrize("signals, expected", [

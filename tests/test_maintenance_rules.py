@@ -100,7 +100,7 @@ ARCHIVED_AT = days_before(20)
     ],
 )
 def test_revival_rule(evidence, expected_base):
-    decision = lifecycle.revival(evidence, archived_at=ARCHIVED_AT, now=AS_OF, r=R)
+    decision = lifecycle.revival(evidence, archived_at=ARCHIVED_AT, now=AS_OF, rules=R)
     if expected_base is None:
         assert decision is None
     else:
@@ -142,7 +142,7 @@ W = 30  # days, the default window
 def test_unused_rule_and_sql(created_days, verified_days, retrievals, expected):
     verified = days_before(verified_days) if verified_days is not None else None
     assert lifecycle.is_unused(created_at=days_before(created_days), last_verified_at=verified,
-                               retrievals_in_window=retrievals, now=AS_OF, p=P) is expected
+                               retrievals_in_window=retrievals, now=AS_OF, policies=P) is expected
     entry = make_entry(created_at=days_before(created_days), last_verified_at=verified)
     if retrievals:
         retrieve(entry, at=days_before(2), times=retrievals)
@@ -177,7 +177,7 @@ def test_unused_counts_only_retrievals_inside_the_window(settings):
 )
 def test_low_utility_rule_and_sql(retrieval_count, utility_sum, utility_n, expected):
     assert lifecycle.is_low_utility(retrieval_count=retrieval_count, utility_sum=utility_sum,
-                                    utility_n=utility_n, p=P) is expected
+                                    utility_n=utility_n, policies=P) is expected
     entry = make_entry(retrieval_count=retrieval_count, utility_sum=utility_sum, utility_n=utility_n)
     run_sweep("low_utility", as_of=AS_OF)
     assert (Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED) is expected

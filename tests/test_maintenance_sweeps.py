@@ -285,7 +285,7 @@ def test_low_utility_keeps_an_earlier_queue_position():
     run_sweep("low_utility", as_of=AS_OF)
     got = Entry.objects.get(pk=entry.pk)
     assert (got.queued_at, got.queue_reason, got.status) == (earlier, QueueReason.RECHECK_LOW_UTILITY, Status.ARCHIVED)
-    assert lifecycle.is_low_utility(retrieval_count=3, utility_sum=0.0, utility_n=3, p=lifecycle.policies())
+    assert lifecycle.is_low_utility(retrieval_count=3, utility_sum=0.0, utility_n=3, policies=lifecycle.policies())
 
 
 

@@ -207,7 +207,7 @@ def test_the_skill_promotions_queue_has_something_to_show(seeded):
     outcomes = recent_outcomes([entry.pk], window=10, as_of=nominated.created_at)[entry.pk]
     assert lifecycle.is_nominable(kind=entry.kind, status=entry.status, hit_count=entry.hit_count,
                                   utility_sum=entry.utility_sum, utility_n=entry.utility_n, recent_outcomes=outcomes,
-                                  has_rollback_note=True, g=lifecycle.skill_gates())
+                                  has_rollback_note=True, gates=lifecycle.skill_gates())
     # the approved skill's source is withheld from retrieval
     source = approved.nominated_entry
     ranked = selectors.retrieve_memory(scopes=["acme", "acme/billing-api", "acme/billing-api/container"],

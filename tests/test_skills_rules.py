@@ -43,9 +43,9 @@ def test_the_settings_are_the_gates(settings):
     ({"awaiting_recheck": True}, "recheck"),
 ])
 def test_nomination_gate_boundaries(overrides, reason):
-    blockers = lifecycle.nomination_blockers(**facts(**overrides), g=G)
+    blockers = lifecycle.nomination_blockers(**facts(**overrides), gates=G)
     if reason is None:
-        assert blockers == [] and lifecycle.is_nominable(**facts(**overrides), g=G)
+        assert blockers == [] and lifecycle.is_nominable(**facts(**overrides), gates=G)
     else:
         assert len(blockers) == 1 and reason in blockers[0], blockers
 

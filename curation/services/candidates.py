@@ -89,7 +89,7 @@ def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
     proposed = fields.pop("confidence")
     base = lifecycle.initial_confidence(
         kind=fields["kind"], signal=fields["signal"], proposed=proposed, has_external_support=has_external,
-        r=lifecycle.rules(),
+        rules=lifecycle.rules(),
     )
     return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base)
 

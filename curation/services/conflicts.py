@@ -1,4 +1,4 @@
-"""Conflicts: two entries whose triggers overlap and whose advice contradicts (DESIGN.md §3).
+"""Conflicts: two entries whose triggers overlap and whose advice contradicts.
 
 Detection opens a Conflict per contradicting pair, at ingest (`detect_conflicts_for`) and in a sweep over
 the active entries (`sweep_conflicts`). Partners are found through indexed lookups only: the scope index

@@ -1,4 +1,4 @@
-"""Consolidation proposals (issue 5 §2): a sweep proposes, a reviewer decides.
+"""Consolidation proposals: a sweep proposes, a reviewer decides.
 
 `sweep_consolidation` reads the active entries from one consistent snapshot and proposes (a) merging
 clusters of near-duplicates in one scope, with pre-filled merged text, and (b) letting a newer entry

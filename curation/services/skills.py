@@ -1,4 +1,4 @@
-"""Skill promotions (issue 5 §3; seed 001 §5.3): a sweep nominates, agents report trial runs, a reviewer
+"""Skill promotions: a sweep nominates, agents report trial runs, a reviewer
 edits the draft, a lead approves (only with the trials the gate asks for) or anyone who reviews rejects,
 and a lead retires an approved skill.
 
@@ -45,7 +45,7 @@ REQUIRED_FIELDS = {
     "slug": "Name the skill: lowercase letters, digits and single hyphens, e.g. run-migrations-from-srv-app.",
     "description": "Say what the skill does and when to use it: agents read only this before they load it.",
     "steps": "A skill needs its steps.",
-    "rollback": "A skill needs a rollback path (seed 001 §5.3): say how to undo it when it fails.",
+    "rollback": "A skill needs a rollback path: say how to undo it when it fails.",
 }
 TRIAL_FIELDS = frozenset({"outcome", "task_ref", "notes"})
 _SLUG = re.compile(SKILL_SLUG_PATTERN)
@@ -399,7 +399,7 @@ def record_skill_trial(*, token: AgentToken, slug: str, data, at=None) -> TrialR
     cleaned = clean_trial(data)
     cleaned, findings = redact_fields(cleaned, ("task_ref", "notes"))
     now = at or timezone.now()
-    g = lifecycle.skill_gates()
+    gates = lifecycle.skill_gates()
     with transaction.atomic():
         proposal = SkillProposal.objects.select_for_update().filter(slug=slug).first()
         if proposal is None or not token_may_read(token, proposal.scope):
@@ -409,10 +409,10 @@ def record_skill_trial(*, token: AgentToken, slug: str, data, at=None) -> TrialR
                                     "skill is nominated, before a lead decides.")
         existing = proposal.trials.filter(revision=proposal.revision, task_ref=cleaned["task_ref"]).first()
         if existing:
-            return TrialReport(existing, False, lifecycle.trial_progress(trial_outcomes(proposal), g), proposal)
+            return TrialReport(existing, False, lifecycle.trial_progress(trial_outcomes(proposal), gates), proposal)
         trial = SkillTrial.objects.create(proposal=proposal, revision=proposal.revision, token=token,
                                           reported_by_label=token.label, created_at=now, **cleaned)
-        progress = lifecycle.trial_progress(trial_outcomes(proposal), g)
+        progress = lifecycle.trial_progress(trial_outcomes(proposal), gates)
         reason = f"trial {trial.outcome} in {trial.task_ref} (revision {proposal.revision}): {progress.label}"
         if findings:
             reason += "".join(f"; redacted {f.kind}" for f in findings)

@@ -70,19 +70,19 @@ def _clean_feedback(retrieval: Retrieval, outcome, utility, used) -> tuple[str, 
 
 
 def _apply_outcome(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now) -> dict:
-    r = lifecycle.rules()
+    rules = lifecycle.rules()
     confidence_before = round(entry.confidence, 4)
     changes = {"hit_count": entry.hit_count + 1, "utility_sum": entry.utility_sum + utility,
                "utility_n": entry.utility_n + 1}
     if success:
         has_external = Evidence.objects.filter(entry=entry, signal=Signal.EXTERNAL, polarity="supports").exists()
-        base = lifecycle.after_success(entry.base_confidence, has_external_support=has_external, r=r)
+        base = lifecycle.after_success(entry.base_confidence, has_external_support=has_external, rules=rules)
         changes.update(base_confidence=base, last_verified_at=now, confidence=base)
         action, reason = EventAction.OUTCOME_SUCCESS, f"a task that used it succeeded (retrieval {retrieval.pk})"
     else:
-        base = lifecycle.after_failure(entry.base_confidence, r)
+        base = lifecycle.after_failure(entry.base_confidence, rules)
         changes.update(base_confidence=base,
-                       confidence=lifecycle.decayed(base, entry.last_verified_at or now, now, r))
+                       confidence=lifecycle.decayed(base, entry.last_verified_at or now, now, rules))
         action, reason = EventAction.OUTCOME_FAILURE, f"a task that used it failed (retrieval {retrieval.pk})"
         if entry.status == Status.ACTIVE and entry.queued_at is None:
             changes.update(queued_at=now, queue_reason=QueueReason.RECHECK_FAILURE)

@@ -25,7 +25,7 @@ def _decide(sweep: Sweep, entries) -> dict[int, lifecycle.Revival]:
         evidence[entry_id].append(tuple(item))
     decisions = {}
     for e in entries:
-        decision = lifecycle.revival(evidence[e.pk], archived_at=e.archived_at, now=sweep.as_of, r=sweep.rules)
+        decision = lifecycle.revival(evidence[e.pk], archived_at=e.archived_at, now=sweep.as_of, rules=sweep.rules)
         if decision:
             decisions[e.pk] = decision
     return decisions

@@ -83,7 +83,7 @@ def run(sweep: Sweep) -> None:
         chosen = []
         if rows:
             outcomes = recent_outcomes([e.pk for e in rows], window=gates.recent_window, as_of=sweep.as_of)
-            chosen = [e for e in rows if lifecycle.is_nominable(**_facts(e, outcomes[e.pk]), g=gates)]
+            chosen = [e for e in rows if lifecycle.is_nominable(**_facts(e, outcomes[e.pk]), gates=gates)]
         if sweep.dry_run:
             for e in chosen[:sweep.samples_left]:
                 sweep.sample(f"#{e.pk} nominate as skill {skill_format.slug_base(e.trigger)}: {_nomination_reason(e, gates)}")
