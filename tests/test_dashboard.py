@@ -6,7 +6,8 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from curation import selectors_review, services
+from curation import services
+from curation.selectors import review as selectors_review
 from curation.models import Entry, TaskRun
 from curation.services import conflicts
 from tests.conftest import active, candidate_data, client_for, make_user

@@ -215,7 +215,7 @@ def test_keyset_pages(reviewer):
         a = active(reviewer, scope=f"acme/p{i}", **REBASE)
         b = active(reviewer, scope=f"acme/p{i}/x", **NO_REBASE)
         conflicts.detect_conflicts_for(b)
-    from curation import selectors_review
+    from curation.selectors import review as selectors_review
 
     first = selectors_review.conflict_queue(reviewer, page_size=2)
     second = selectors_review.conflict_queue(reviewer, page_size=2, cursor=first.next_cursor)
@@ -236,7 +236,7 @@ def test_recent_outcomes_are_the_last_five_reported_uses(open_conflict, reviewer
 
     from django.utils import timezone
 
-    from curation import selectors_review
+    from curation.selectors import review as selectors_review
     from curation.models import AgentToken, Feedback, Retrieval, RetrievedEntry
 
     conflict, a, b = open_conflict()

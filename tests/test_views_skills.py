@@ -7,7 +7,7 @@ import pytest
 import yaml
 from django.urls import reverse
 
-from curation import selectors_review
+from curation.selectors import review as selectors_review
 from curation.models import Entry, SkillProposal
 from curation.services import skills
 from tests.conftest import client_for, make_user

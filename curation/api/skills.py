@@ -7,7 +7,7 @@ import re
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from curation import selectors_skills
+from curation.selectors import skills as selectors_skills
 from curation.models import SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SkillProposal
 from curation.selectors import retrievable_scopes
 from curation.services import skills as service

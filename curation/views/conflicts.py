@@ -12,11 +12,11 @@ from django.urls import Resolver404, resolve, reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from curation import selectors_review
+from curation.selectors import review as selectors_review
 from curation.models import Conflict, Entry, Kind, Signal
 from curation.permissions import READ, REVIEW, require
 from curation.selectors import BadCursor
-from curation.selectors_review import ConflictFilters
+from curation.selectors.review import ConflictFilters
 from curation.services import InvalidTransition, StaleDecision
 from curation.services import conflicts as service
 

@@ -12,7 +12,7 @@ from django.urls import Resolver404, resolve, reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from curation import selectors_review
+from curation.selectors import review as selectors_review
 from curation.models import ConsolidationProposal, Entry
 from curation.permissions import READ, REVIEW, require
 from curation.selectors import BadCursor

@@ -3,7 +3,7 @@
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from curation import selectors_review
+from curation.selectors import review as selectors_review
 from curation.lifecycle import rules
 from curation.permissions import READ, require
 

@@ -6,7 +6,8 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from curation import selectors, selectors_skills, services
+from curation import selectors, services
+from curation.selectors import skills as selectors_skills
 from curation.models import Entry, Evidence, Signal
 from curation.permissions import EXPORT, READ, REVIEW, require
 

@@ -17,12 +17,12 @@ from django.urls import Resolver404, resolve, reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from curation import selectors_skills
+from curation.selectors import skills as selectors_skills
 from curation.lifecycle import SKILL_KINDS, skill_gates
 from curation.models import Kind, SkillProposal
 from curation.permissions import PROMOTE, READ, REVIEW, require
 from curation.selectors import BadCursor
-from curation.selectors_skills import SkillFilters
+from curation.selectors.skills import SkillFilters
 from curation.services import InvalidTransition
 from curation.services import skills as service
 from curation.services.errors import StaleProposal

@@ -13,7 +13,7 @@ from django.db.models import Count, F, Prefetch, Q, prefetch_related_objects
 from curation import access, lifecycle, skill_format
 from curation.models import AgentToken, SkillProposal, SkillSource, SkillTrial, Status
 from curation.selectors import decode_cursor, encode_keyset
-from curation.selectors_review import _capped_count
+from curation.selectors.review import _capped_count
 
 PAGE_SIZE = 20
 RECENT_TRIALS = 20
