@@ -13,33 +13,18 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import Resolver404, resolve, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
 
+from curation.lifecycle import skill_gates
+from curation.models import SkillProposal
+from curation.permissions import READ, require
 from curation.selectors import skills as selectors_skills
-from curation.lifecycle import SKILL_KINDS, skill_gates
-from curation.models import Kind, SkillProposal
-from curation.permissions import PROMOTE, READ, REVIEW, require
-from curation.selectors import BadCursor
-from curation.selectors.skills import SkillFilters
 from curation.services import InvalidTransition
 from curation.services import skills as service
 from curation.services.errors import StaleProposal
-
-KINDS = [(k, Kind(k).label) for k in SKILL_KINDS]
-
-
-def parse_filters(params) -> SkillFilters:
-    kind = params.get("kind", "")
-    if kind and kind not in SKILL_KINDS:
-        raise ValidationError({"kind": [f"one of {', '.join(SKILL_KINDS)}"]})
-    return SkillFilters(scope=(params.get("scope") or "").strip()[:255], kind=kind, ready=params.get("ready") == "1")
-
-
-def _context(request) -> dict:
-    return {"can_review": request.user.has_perm(REVIEW), "can_promote": request.user.has_perm(PROMOTE),
-            "kinds": KINDS, "trials_required": skill_gates().trials_required}
+from curation.views.filters import SkillFilterForm
+from curation.views.queues import Queue, decision
 
 
 def _entry_url(request):
@@ -77,60 +62,55 @@ def _with_preview(request, proposal, *, form=None, errors=None):
 # --- the review queue ---------------------------------------------------------------------------------------
 
 
-@require_GET
-@require(READ)
-@vary_on_headers("HX-Request")
-def queue(request):
-    context = _context(request)
-    filters = SkillFilters()
-    try:
-        filters = parse_filters(request.GET)
-        page = selectors_skills.skill_queue(request.user, filters, cursor=request.GET.get("after", ""))
-    except ValidationError as exc:
-        context.update(filter_errors=exc.message_dict, filters=filters, page=None)
-        return render(request, "curation/skills_queue.html", context, status=400)
-    except BadCursor as exc:
-        context.update(filter_errors={"after": [str(exc)]}, filters=filters, page=None)
-        return render(request, "curation/skills_queue.html", context, status=400)
-    for proposal in page.proposals:
-        _with_preview(request, proposal)
-    query = request.GET.copy()
-    query.pop("after", None)
-    context.update(page=page, filters=filters, filter_query=query.urlencode())
-    if request.htmx and not request.htmx.boosted and request.htmx.target == "queue":
-        return render(request, "curation/partials/skill_list.html", context)
-    return render(request, "curation/skills_queue.html", context)
+class SkillPromotions(Queue):
+    url_name = "skills-queue"
+    card_url_name = "skill-card"
+    page_template = "curation/skills_queue.html"
+    card_template = "curation/partials/skill_card.html"
+    decided_template = "curation/partials/skill_decided.html"
+    filter_form = SkillFilterForm
+    label = "skill proposals"
+    empty = "No nominated skills"
+    card_title = "Skill proposal"
+    back_label = "the skill promotions"
+    item_noun = "proposal"
+    outcome_id = "proposal_id"
+    dom_prefix = "skill"
+    keys = (
+        ("j / k", "next / previous proposal"), ("a", "approve and publish (leads, once the trials passed)"),
+        ("e", "edit the draft (Ctrl+Enter saves)"), ("r", "reject (Enter sends)"),
+        ("o", "open the nominated entry's page"),
+    )
+    missing = (SkillProposal.DoesNotExist,)
+    not_found = "No such skill proposal in your scopes."
+    refusals = (StaleProposal, InvalidTransition)
+
+    def read_page(self, request, filters, cursor):
+        page = selectors_skills.skill_queue(request.user, filters, cursor=cursor)
+        for proposal in page.items:
+            _with_preview(request, proposal)
+        return page
+
+    def read_count(self, user, filters):
+        return selectors_skills.skill_count(user, filters)
+
+    def read_card(self, request, pk, *, form=None, errors=None):
+        return _with_preview(request, selectors_skills.skill_card(request.user, pk), form=form, errors=errors)
+
+    def context(self, request):
+        return {"trials_required": skill_gates().trials_required}
+
+    def count_noun(self, filters):
+        return "nominated"
+
+    def decided_item(self, outcome):
+        return outcome.proposal
+
+    def decided_message(self, outcome, verb):
+        return f"Skill {outcome.proposal.slug}: {verb}."
 
 
-@require_GET
-@require(READ)
-def card(request, proposal_id):
-    return _card_response(request, proposal_id)
-
-
-def _card_response(request, proposal_id, *, status=200, errors=None, refused=None, form=None, open_panel="",
-                   saved=""):
-    try:
-        proposal = _with_preview(request, selectors_skills.skill_card(request.user, proposal_id), form=form,
-                                 errors=errors)
-    except SkillProposal.DoesNotExist:
-        raise Http404("No such skill proposal in your scopes.") from None
-    context = {**_context(request), "proposal": proposal, "errors": errors or {}, "refused": refused,
-               "form": form or {}, "open_panel": open_panel, "saved": saved}
-    template = "curation/partials/skill_card.html" if request.htmx else "curation/skill_card_page.html"
-    return render(request, template, context, status=status)
-
-
-def _back(request) -> str:
-    """Where the user was: the queue (with its filters) or the card page, never an action URL."""
-    back = request.POST.get("next", "")
-    if back.startswith("/review/skills/") and not back.startswith("//"):
-        try:
-            if resolve(back.split("?")[0]).url_name in ("skills-queue", "skill-card"):
-                return back
-        except Resolver404:
-            pass
-    return reverse("curation:skills-queue")
+QUEUE = SkillPromotions()
 
 
 def _version(request) -> int:
@@ -140,71 +120,41 @@ def _version(request) -> int:
     return int(raw)
 
 
-def _decide(request, proposal_id, decision, verb, call, *, panel="", form=None):
-    """Run one decision and answer: the decided card, or the card again with what went wrong."""
-    service.require_allowed(request.user, decision)
-    try:
-        outcome = call(_version(request))
-    except SkillProposal.DoesNotExist:
-        raise Http404("No such skill proposal in your scopes.") from None
-    except (StaleProposal, InvalidTransition) as exc:
-        return _card_response(request, proposal_id, status=409, refused=exc)
-    except ValidationError as exc:
-        return _card_response(request, proposal_id, status=422, errors=exc.message_dict, form=form or {},
-                              open_panel=panel)
-    proposal = outcome.proposal
-    if not request.htmx:
-        messages.success(request, f"Skill {proposal.slug}: {verb}.")
-        return redirect(_back(request))
-    try:
-        filters = parse_filters(request.POST)
-    except ValidationError:
-        filters = SkillFilters()
-    count, capped = selectors_skills.skill_count(request.user, filters)
-    page = selectors_skills.SkillPage([], count=count, count_is_capped=capped)
-    return render(request, "curation/partials/skill_decided.html",
-                  {"proposal": proposal, "verb": verb, "page": page, "oob": True})
-
-
-@require_POST
-@require(READ)
+@decision(*service.ALLOWED["edit"])
 def edit(request, proposal_id):
     """Save the draft (reviewers and leads); the card comes back with the changes."""
-    service.require_allowed(request.user, "edit")
     form = {f: request.POST[f] for f in service.DRAFT_FIELDS if f in request.POST}
-    try:
-        outcome = service.edit_skill_draft(proposal_id, actor=request.user, expected_version=_version(request),
-                                           changes=form, note=request.POST.get("note", ""))
-    except SkillProposal.DoesNotExist:
-        raise Http404("No such skill proposal in your scopes.") from None
-    except (StaleProposal, InvalidTransition) as exc:
-        return _card_response(request, proposal_id, status=409, refused=exc)
-    except ValidationError as exc:
-        return _card_response(request, proposal_id, status=422, errors=exc.message_dict, form=form, open_panel="edit")
-    saved = f"Draft {outcome.summary}."
-    if not request.htmx:
-        messages.success(request, f"Skill {outcome.proposal.slug}: {saved}")
-        return redirect(_back(request))
-    return _card_response(request, proposal_id, saved=saved)
 
+    def saved(outcome):
+        summary = f"Draft {outcome.summary}."
+        if not request.htmx:
+            messages.success(request, f"Skill {outcome.proposal.slug}: {summary}")
+            return redirect(QUEUE.back_url(request))
+        return QUEUE.card_response(request, proposal_id, saved=summary)
 
-@require_POST
-@require(READ)
-def approve(request, proposal_id):
-    return _decide(
-        request, proposal_id, "approve", "approved and published",
-        lambda version: service.approve_skill(proposal_id, actor=request.user, expected_version=version,
-                                              note=request.POST.get("note", "")),
+    return QUEUE.decide(
+        request, proposal_id, "saved",
+        lambda: service.edit_skill_draft(proposal_id, actor=request.user, expected_version=_version(request),
+                                         changes=form, note=request.POST.get("note", "")),
+        panel="edit", form=form, answer=saved,
     )
 
 
-@require_POST
-@require(READ)
+@decision(*service.ALLOWED["approve"])
+def approve(request, proposal_id):
+    return QUEUE.decide(
+        request, proposal_id, "approved and published",
+        lambda: service.approve_skill(proposal_id, actor=request.user, expected_version=_version(request),
+                                      note=request.POST.get("note", "")),
+    )
+
+
+@decision(*service.ALLOWED["reject"])
 def reject(request, proposal_id):
-    return _decide(
-        request, proposal_id, "reject", "rejected, never nominated again",
-        lambda version: service.reject_skill(proposal_id, actor=request.user, expected_version=version,
-                                             reason=request.POST.get("reason", "")),
+    return QUEUE.decide(
+        request, proposal_id, "rejected, never nominated again",
+        lambda: service.reject_skill(proposal_id, actor=request.user, expected_version=_version(request),
+                                     reason=request.POST.get("reason", "")),
         panel="reject", form={"reason": request.POST.get("reason", "")},
     )
 
@@ -220,8 +170,7 @@ def skill_list(request):
         raise Http404("The skills list shows approved or retired skills.")
     scope = (request.GET.get("scope") or "").strip()[:255]
     found = [_with_preview(request, p) for p in selectors_skills.skills_list(request.user, status=status, scope=scope)]
-    return render(request, "curation/skills.html", {**_context(request), "skills": found, "status": status,
-                                                    "scope": scope})
+    return render(request, "curation/skills.html", {"skills": found, "status": status, "scope": scope})
 
 
 def _visible_skill(request, slug) -> SkillProposal:
@@ -237,7 +186,7 @@ def skill_page(request, slug):
     skill = _visible_skill(request, slug)
     if skill.status in (SkillProposal.Status.NOMINATED, SkillProposal.Status.REJECTED):
         return redirect("curation:skill-card", skill.pk)  # never a skill: its card tells its story
-    return render(request, "curation/skill.html", {**_context(request), "skill": skill})
+    return render(request, "curation/skill.html", {"skill": skill})
 
 
 @require_GET
@@ -265,13 +214,12 @@ def export_zip(request):
 
 
 @require_POST
-@require(READ)
+@require(*service.ALLOWED["retire"])
 def retire(request, slug):
     """Retire an approved skill (leads only): its source entries return to retrieval."""
-    service.require_allowed(request.user, "retire")
     try:
-        proposal = SkillProposal.objects.only("pk", "scope").get(slug=slug)
-        outcome = service.retire_skill(proposal.pk, actor=request.user, expected_version=_version(request),
+        proposal_id = selectors_skills.skill_id_by_slug(request.user, slug)
+        outcome = service.retire_skill(proposal_id, actor=request.user, expected_version=_version(request),
                                        reason=request.POST.get("reason", ""))
     except SkillProposal.DoesNotExist:
         raise Http404("No such skill in your scopes.") from None
