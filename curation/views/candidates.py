@@ -23,6 +23,7 @@ class Candidates(Queue):
     item_noun = "card"
     outcome_id = "entry_id"
     dom_prefix = "card"
+    bulk_parts = 2
     bulk_url_name = "candidates-bulk"
     keys = (
         ("j / k", "next / previous card"), ("a", "approve"), ("e", "edit, then approve (Ctrl+Enter saves)"),
@@ -32,23 +33,20 @@ class Candidates(Queue):
     missing = (Entry.DoesNotExist,)
     not_found = "No such entry in your scopes."
 
-    def read_page(self, request, filters, cursor):
-        return selectors.candidate_queue(request.user, filters, cursor=cursor)
+    read_list = staticmethod(selectors.candidate_queue)
+    read_count = staticmethod(selectors.queue_count)
+    read_one = staticmethod(selectors.queue_card)
+    decided_text = "{Verb} {item.label}."
 
-    def read_count(self, user, filters):
-        return selectors.queue_count(user, filters)
-
-    def read_card(self, request, pk, *, form=None, errors=None):
-        return selectors.queue_card(request.user, pk)
-
-    def count_noun(self, filters) -> str:
+    def counted(self, filters):
         return "deferred" if filters.deferred else "waiting"
 
-    def decided_message(self, entry, verb):
-        return f"{verb.capitalize()} {entry.label}."
-
-    def bulk_parts(self):
-        return 2
+    def versions(self, request):
+        try:
+            return {"expected_version": int(request.POST.get("version", ""))}
+        except ValueError:
+            raise ValidationError(
+                {"version": ["The form is missing the entry's version; reload the queue."]}) from None
 
     def bulk_decide(self, request, items, action):
         return services.bulk_decide(items, actor=request.user, action=action, reason=request.POST.get("reason", ""))
@@ -61,58 +59,33 @@ class Candidates(Queue):
 QUEUE = Candidates()
 
 
-def _version(request) -> int:
-    try:
-        return int(request.POST.get("version", ""))
-    except ValueError:
-        raise ValidationError({"version": ["The form is missing the entry's version; reload the queue."]}) from None
-
-
 @decision(REVIEW)
 def approve(request, entry_id):
-    return QUEUE.decide(
-        request, entry_id, "approved",
-        lambda: services.approve_candidate(entry_id, actor=request.user, expected_version=_version(request)),
-    )
+    return QUEUE.decide(request, entry_id, "approved", services.approve_candidate)
 
 
 @decision(REVIEW)
 def edit_approve(request, entry_id):
     changes = {f: request.POST.get(f, "") for f in services.candidates.EDITABLE_FIELDS if f in request.POST}
-    return QUEUE.decide(
-        request, entry_id, "edited and approved",
-        lambda: services.edit_and_approve(entry_id, actor=request.user, expected_version=_version(request),
-                                          changes=changes, reason=request.POST.get("note", "")),
-        panel="edit", form=changes,
-    )
+    return QUEUE.decide(request, entry_id, "edited and approved", services.edit_and_approve, panel="edit",
+                        form=changes, changes=changes, reason=request.POST.get("note", ""))
 
 
 @decision(REVIEW)
 def reject(request, entry_id):
     reason = request.POST.get("reason", "")
-    return QUEUE.decide(
-        request, entry_id, "rejected",
-        lambda: services.reject_candidate(entry_id, actor=request.user, expected_version=_version(request),
-                                          reason=reason),
-        panel="reject", form={"reason": reason},
-    )
+    return QUEUE.decide(request, entry_id, "rejected", services.reject_candidate, panel="reject",
+                        form={"reason": reason}, reason=reason)
 
 
 @decision(REVIEW)
 def defer(request, entry_id):
-    return QUEUE.decide(
-        request, entry_id, "deferred",
-        lambda: services.defer_candidate(entry_id, actor=request.user, expected_version=_version(request),
-                                         reason=request.POST.get("reason", "")),
-    )
+    return QUEUE.decide(request, entry_id, "deferred", services.defer_candidate,
+                        reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
 def merge(request, entry_id):
     target = request.POST.get("target", "")
-    return QUEUE.decide(
-        request, entry_id, f"merged into #{target}",
-        lambda: services.merge_into(entry_id, target_id=int(target) if target.isdigit() else None,
-                                    actor=request.user, expected_version=_version(request),
-                                    reason=request.POST.get("note", "")),
-    )
+    return QUEUE.decide(request, entry_id, f"merged into #{target}", services.merge_into,
+                        target_id=int(target) if target.isdigit() else None, reason=request.POST.get("note", ""))

@@ -24,6 +24,7 @@ class Conflicts(Queue):
     item_noun = "conflict"
     outcome_id = "conflict_id"
     dom_prefix = "conflict"
+    bulk_parts = 3
     bulk_url_name = "conflicts-bulk"
     keys = (
         ("j / k", "next / previous conflict"), ("1 / 2", "keep the left / the right entry (the other is superseded)"),
@@ -34,32 +35,26 @@ class Conflicts(Queue):
     missing = (Conflict.DoesNotExist, Entry.DoesNotExist)
     not_found = "No such conflict in your scopes."
 
-    def read_page(self, request, filters, cursor):
-        return selectors.conflict_queue(request.user, filters, cursor=cursor)
-
-    def read_count(self, user, filters):
-        return selectors.conflict_count(user, filters)
-
-    def read_card(self, request, pk, *, form=None, errors=None):
-        return selectors.conflict_card(request.user, pk)
+    read_list = staticmethod(selectors.conflict_queue)
+    read_count = staticmethod(selectors.conflict_count)
+    read_one = staticmethod(selectors.conflict_card)
+    count_noun = "open"
+    decided_text = "Conflict #{item.pk}: {verb}."
+    decided_attr = "conflict"
 
     def context(self, request):
         return {"kinds": Kind.choices}  # the merge form's kinds
 
-    def count_noun(self, filters):
-        return "open"
-
-    def decided_item(self, result):
-        return result.conflict
-
-    def decided_message(self, result, verb):
-        return f"Conflict #{result.conflict.pk}: {verb}."
+    def versions(self, request):
+        try:
+            return {"version_a": int(request.POST.get("version_a", "")),
+                    "version_b": int(request.POST.get("version_b", ""))}
+        except ValueError:
+            raise ValidationError(
+                {"version": ["The form is missing the entries' versions; reload the queue."]}) from None
 
     def bulk_action(self, request):
         return "dismiss"  # the one bulk action here
-
-    def bulk_parts(self):
-        return 3
 
     def bulk_decide(self, request, items, action):
         return service.bulk_dismiss_conflicts(items, actor=request.user, reason=request.POST.get("reason", ""))
@@ -68,24 +63,14 @@ class Conflicts(Queue):
 QUEUE = Conflicts()
 
 
-def _versions(request) -> dict:
-    try:
-        return {"version_a": int(request.POST.get("version_a", "")), "version_b": int(request.POST.get("version_b", ""))}
-    except ValueError:
-        raise ValidationError({"version": ["The form is missing the entries' versions; reload the queue."]}) from None
-
-
 @decision(REVIEW)
 def keep(request, conflict_id):
     raw = request.POST.get("keep", "")
     if not raw.isdigit():
         return QUEUE.card_response(request, conflict_id, status=422, errors={"keep": ["Say which entry to keep."]})
     kept = int(raw)
-    return QUEUE.decide(
-        request, conflict_id, f"kept #{kept}, the other is superseded",
-        lambda: service.keep_entry(conflict_id, actor=request.user, keep=kept, reason=request.POST.get("reason", ""),
-                                   **_versions(request)),
-    )
+    return QUEUE.decide(request, conflict_id, f"kept #{kept}, the other is superseded", service.keep_entry,
+                        keep=kept, reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
@@ -95,30 +80,21 @@ def split(request, conflict_id):
         for side in ("a", "b")
     }
     form = {f"{side}_{f}": v for side, fields in changes.items() for f, v in fields.items()}
-    return QUEUE.decide(
-        request, conflict_id, "split, both entries narrowed",
-        lambda: service.split_conflict(conflict_id, actor=request.user, changes_a=changes["a"], changes_b=changes["b"],
-                                       reason=request.POST.get("reason", ""), **_versions(request)),
-        panel="split", form=form,
-    )
+    return QUEUE.decide(request, conflict_id, "split, both entries narrowed", service.split_conflict, panel="split",
+                        form=form, changes_a=changes["a"], changes_b=changes["b"],
+                        reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
 def merge(request, conflict_id):
     # Prefixed: the queue's filters (scope, kind) are posted along with every action.
     data = {f: request.POST.get(f"merge_{f}", "") for f in service.MERGE_FIELDS}
-    return QUEUE.decide(
-        request, conflict_id, "merged into a new entry",
-        lambda: service.merge_conflict(conflict_id, actor=request.user, data=data,
-                                       reason=request.POST.get("reason", ""), **_versions(request)),
-        panel="merge", form={f"merge_{k}": v for k, v in data.items()},
-    )
+    return QUEUE.decide(request, conflict_id, "merged into a new entry", service.merge_conflict, panel="merge",
+                        form={f"merge_{k}": v for k, v in data.items()}, data=data,
+                        reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
 def dismiss(request, conflict_id):
-    return QUEUE.decide(
-        request, conflict_id, "dismissed, never raised again",
-        lambda: service.dismiss_conflict(conflict_id, actor=request.user, reason=request.POST.get("reason", ""),
-                                         **_versions(request)),
-    )
+    return QUEUE.decide(request, conflict_id, "dismissed, never raised again", service.dismiss_conflict,
+                        reason=request.POST.get("reason", ""))

@@ -32,23 +32,12 @@ class Consolidation(Queue):
     missing = (ConsolidationProposal.DoesNotExist, Entry.DoesNotExist)
     not_found = "No such proposal in your scopes."
 
-    def read_page(self, request, filters, cursor):
-        return selectors.consolidation_queue(request.user, filters, cursor=cursor)
-
-    def read_count(self, user, filters):
-        return selectors.proposal_count(user, filters)
-
-    def read_card(self, request, pk, *, form=None, errors=None):
-        return selectors.proposal_card(request.user, pk)
-
-    def count_noun(self, filters):
-        return "open"
-
-    def decided_item(self, outcome):
-        return outcome.proposal
-
-    def decided_message(self, outcome, verb):
-        return f"Proposal #{outcome.proposal.pk}: {verb}."
+    read_list = staticmethod(selectors.consolidation_queue)
+    read_count = staticmethod(selectors.proposal_count)
+    read_one = staticmethod(selectors.proposal_card)
+    count_noun = "open"
+    decided_text = "Proposal #{item.pk}: {verb}."
+    decided_attr = "proposal"
 
     def bulk_decide(self, request, items, action):
         return service.bulk_decide_proposals([pk for (pk,) in items], actor=request.user, action=action,
@@ -62,16 +51,12 @@ QUEUE = Consolidation()
 def accept(request, proposal_id):
     edited = request.POST.get("edited") == "1"
     edits = {f: request.POST.get(f, "") for f in service.EDITABLE if f in request.POST} if edited else None
-    return QUEUE.decide(
-        request, proposal_id, "accepted after editing" if edited else "accepted",
-        lambda: service.accept_proposal(proposal_id, actor=request.user, edits=edits, note=request.POST.get("note", "")),
-        panel="edit", form=edits,
-    )
+    return QUEUE.decide(request, proposal_id, "accepted after editing" if edited else "accepted",
+                        service.accept_proposal, panel="edit", form=edits, edits=edits,
+                        note=request.POST.get("note", ""))
 
 
 @decision(REVIEW)
 def dismiss(request, proposal_id):
-    return QUEUE.decide(
-        request, proposal_id, "dismissed, never proposed again",
-        lambda: service.dismiss_proposal(proposal_id, actor=request.user, note=request.POST.get("note", "")),
-    )
+    return QUEUE.decide(request, proposal_id, "dismissed, never proposed again", service.dismiss_proposal,
+                        note=request.POST.get("note", ""))

@@ -61,6 +61,7 @@ class Queue:
     outcome_id: str                # the attribute of a bulk outcome that names its item
     dom_prefix: str                # a card's element id is "<dom_prefix>-<pk>"
     bulk_url_name: str = ""        # the bulk form's URL, when the queue has one
+    bulk_parts: int = 1            # the numbers a selected checkbox carries: the id, then its versions
     keys: tuple[tuple[str, str], ...] = ()  # the keyboard help: (keys, what they do)
     missing: tuple[type[Exception], ...]   # a card outside the user's scopes (or gone): 404
     not_found: str
@@ -74,35 +75,33 @@ class Queue:
     def bulk_url(self) -> str:
         return reverse(f"curation:{self.bulk_url_name}") if self.bulk_url_name else ""
 
-    # --- what each queue says -----------------------------------------------------------------------
+    # --- what each queue reads and says -------------------------------------------------------------
+
+    read_list = None    # the selector of a page: (user, filters, *, cursor) -> Page
+    read_count = None   # the selector of the count: (user, filters) -> (count, capped)
+    read_one = None     # the selector of one card: (user, pk) -> the item
+    count_noun = ""     # "12 waiting": what the count counts
+    decided_text = ""   # the message after a decision without htmx; formatted with item, verb and Verb
+    decided_attr = ""   # where the decided item is in a decision's outcome ("": the outcome itself)
 
     def read_page(self, request, filters, cursor: str) -> Page:
-        raise NotImplementedError
-
-    def read_count(self, user, filters) -> tuple[int, bool]:
-        raise NotImplementedError
+        return self.read_list(request.user, filters, cursor=cursor)
 
     def read_card(self, request, pk, *, form=None, errors=None):
-        raise NotImplementedError
+        return self.read_one(request.user, pk)
 
     def context(self, request) -> dict:
         return {}
 
-    def count_noun(self, filters) -> str:
-        raise NotImplementedError
+    def counted(self, filters) -> str:
+        return self.count_noun
 
-    def decided_item(self, outcome):
-        return outcome
-
-    def decided_message(self, outcome, verb: str) -> str:
-        raise NotImplementedError
+    def versions(self, request) -> dict:
+        """The versions a decision was made on, as its service takes them; ValidationError when missing."""
+        return {}
 
     def bulk_decide(self, request, items, action: str) -> list:
         raise NotImplementedError
-
-    def bulk_parts(self) -> int:
-        """How many numbers a selected checkbox carries (id, then the versions it was decided on)."""
-        return 1
 
     # --- the page and its list ----------------------------------------------------------------------
 
@@ -124,7 +123,7 @@ class Queue:
                           status=400)
         query = params.copy()
         query.pop("after", None)
-        context.update(page=page, filter_query=query.urlencode(), count_noun=self.count_noun(filters))
+        context.update(page=page, filter_query=query.urlencode(), count_noun=self.counted(filters))
         # Filtering and paging with htmx swap only the list; a full load (or a boosted one) gets the page.
         if request.htmx and not request.htmx.boosted and request.htmx.target == "queue":
             return render(request, "curation/partials/queue_list.html", context, status=status)
@@ -150,11 +149,12 @@ class Queue:
 
     # --- a decision ---------------------------------------------------------------------------------
 
-    def decide(self, request, pk, verb: str, call, *, panel: str = "", form=None, answer=None):
-        """Run one decision and answer: the decided card (or `answer(outcome)`), or the card again with
-        what went wrong."""
+    def decide(self, request, pk, verb: str, act, *, panel: str = "", form=None, answer=None, **fields):
+        """Run one decision, `act(pk, actor=..., <the versions>, **fields)` (a service), and answer: the
+        decided card (or `answer(outcome)`), or the card again with what went wrong (`panel` reopened with
+        what was typed, `form`)."""
         try:
-            outcome = call()
+            outcome = act(pk, actor=request.user, **self.versions(request), **fields)
         except self.missing:
             raise Http404(self.not_found) from None
         except self.refusals as exc:
@@ -164,15 +164,16 @@ class Queue:
                                       open_panel=panel)
         if answer:
             return answer(outcome)
+        item = getattr(outcome, self.decided_attr) if self.decided_attr else outcome
         if not request.htmx:
-            messages.success(request, self.decided_message(outcome, verb))
+            messages.success(request, self.decided_text.format(item=item, verb=verb, Verb=verb.capitalize()))
             return redirect(self.back_url(request))
         filters = self.filter_form(request.POST).filters()  # the queue's filters, posted along
         count, capped = self.read_count(request.user, filters)
         return render(request, self.decided_template, {
-            "queue": self, "outcome": outcome, "item": self.decided_item(outcome), "verb": verb,
+            "queue": self, "outcome": outcome, "item": item, "verb": verb,
             "page": Page([], count=count, count_is_capped=capped, filters=filters),
-            "count_noun": self.count_noun(filters), "oob": True,
+            "count_noun": self.counted(filters), "oob": True,
         })
 
     def back_url(self, request) -> str:
@@ -212,7 +213,7 @@ class Queue:
         items = []
         for value in request.POST.getlist("selected"):
             parts = value.split(":")
-            if len(parts) != self.bulk_parts() or not all(p.isdigit() for p in parts):
+            if len(parts) != self.bulk_parts or not all(p.isdigit() for p in parts):
                 raise ValidationError({"selected": [f"A selected {self.item_noun} is malformed; reload the queue."]})
             items.append(tuple(int(p) for p in parts))
         if not items:

@@ -85,14 +85,16 @@ class SkillPromotions(Queue):
     not_found = "No such skill proposal in your scopes."
     refusals = (StaleProposal, InvalidTransition)
 
+    read_count = staticmethod(selectors_skills.skill_count)
+    count_noun = "nominated"
+    decided_text = "Skill {item.slug}: {verb}."
+    decided_attr = "proposal"
+
     def read_page(self, request, filters, cursor):
         page = selectors_skills.skill_queue(request.user, filters, cursor=cursor)
         for proposal in page.items:
             _with_preview(request, proposal)
         return page
-
-    def read_count(self, user, filters):
-        return selectors_skills.skill_count(user, filters)
 
     def read_card(self, request, pk, *, form=None, errors=None):
         return _with_preview(request, selectors_skills.skill_card(request.user, pk), form=form, errors=errors)
@@ -100,14 +102,8 @@ class SkillPromotions(Queue):
     def context(self, request):
         return {"trials_required": skill_gates().trials_required}
 
-    def count_noun(self, filters):
-        return "nominated"
-
-    def decided_item(self, outcome):
-        return outcome.proposal
-
-    def decided_message(self, outcome, verb):
-        return f"Skill {outcome.proposal.slug}: {verb}."
+    def versions(self, request):
+        return {"expected_version": _version(request)}
 
 
 QUEUE = SkillPromotions()
@@ -132,31 +128,21 @@ def edit(request, proposal_id):
             return redirect(QUEUE.back_url(request))
         return QUEUE.card_response(request, proposal_id, saved=summary)
 
-    return QUEUE.decide(
-        request, proposal_id, "saved",
-        lambda: service.edit_skill_draft(proposal_id, actor=request.user, expected_version=_version(request),
-                                         changes=form, note=request.POST.get("note", "")),
-        panel="edit", form=form, answer=saved,
-    )
+    return QUEUE.decide(request, proposal_id, "saved", service.edit_skill_draft, panel="edit", form=form,
+                        answer=saved, changes=form, note=request.POST.get("note", ""))
 
 
 @decision(*service.ALLOWED["approve"])
 def approve(request, proposal_id):
-    return QUEUE.decide(
-        request, proposal_id, "approved and published",
-        lambda: service.approve_skill(proposal_id, actor=request.user, expected_version=_version(request),
-                                      note=request.POST.get("note", "")),
-    )
+    return QUEUE.decide(request, proposal_id, "approved and published", service.approve_skill,
+                        note=request.POST.get("note", ""))
 
 
 @decision(*service.ALLOWED["reject"])
 def reject(request, proposal_id):
-    return QUEUE.decide(
-        request, proposal_id, "rejected, never nominated again",
-        lambda: service.reject_skill(proposal_id, actor=request.user, expected_version=_version(request),
-                                     reason=request.POST.get("reason", "")),
-        panel="reject", form={"reason": request.POST.get("reason", "")},
-    )
+    reason = request.POST.get("reason", "")
+    return QUEUE.decide(request, proposal_id, "rejected, never nominated again", service.reject_skill,
+                        panel="reject", form={"reason": reason}, reason=reason)
 
 
 # --- approved skills --------------------------------------------------------------------------------------
