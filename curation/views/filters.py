@@ -8,8 +8,7 @@ from django import forms
 
 from curation.lifecycle import SKILL_KINDS
 from curation.models import ConsolidationProposal, Kind, Signal
-from curation.selectors import ConflictFilters, ProposalFilters, QueueFilters
-from curation.selectors.skills import SkillFilters
+from curation.selectors import ConflictFilters, ProposalFilters, QueueFilters, SkillFilters
 
 
 class TruncatedText(forms.CharField):

@@ -50,7 +50,7 @@ class Queue:
     url_name: str                  # the queue's page, e.g. "candidates"
     card_url_name: str             # one card on its own page, e.g. "candidate-card"
     page_template: str             # extends curation/queue.html
-    card_template: str             # one card; the item is `item`
+    card_template: str             # one card, extending partials/card_frame.html; the item is `item`
     decided_template: str          # extends curation/partials/decided.html
     filter_form: type[QueueFilterForm]
     label: str                     # the list's accessible name
@@ -77,9 +77,10 @@ class Queue:
 
     # --- what each queue reads and says -------------------------------------------------------------
 
-    read_list = None    # the selector of a page: (user, filters, *, cursor) -> Page
-    read_count = None   # the selector of the count: (user, filters) -> (count, capped)
-    read_one = None     # the selector of one card: (user, pk) -> the item
+    # The selectors, each given as a staticmethod (so that it is not bound to the queue):
+    read_list = None    # a page: (user, filters, *, cursor) -> Page
+    read_count = None   # the count: (user, filters) -> (count, capped)
+    read_one = None     # one card: (user, pk) -> the item
     count_noun = ""     # "12 waiting": what the count counts
     decided_text = ""   # the message after a decision without htmx; formatted with item, verb and Verb
     decided_attr = ""   # where the decided item is in a decision's outcome ("": the outcome itself)
