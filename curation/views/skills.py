@@ -1,8 +1,7 @@
 """Skill promotions: the review queue (/review/skills/) and the approved skills (/skills/), with their SKILL.md
-downloads. Every decision is one service call; the services check the roles (only a lead approves or
-retires) and the trials gate, whatever a template shows. As in the other queues, htmx gets the card's
-fragment (and the count, out of band), a plain form post redirects back; bad input answers 422 and a stale
-or refused decision 409, both with the card and its message."""
+downloads. The review queue is a Queue (queues.py) like the other three. Every decision is one service call;
+its decorator checks the role before the form is read (only a lead approves or retires), and the service
+checks it again with the trials gate, whatever a template shows."""
 
 from __future__ import annotations
 
