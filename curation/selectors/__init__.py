@@ -31,10 +31,10 @@ from .sql import any_word_tsquery_sql, outer_params, outer_rows_sql, overlapping
 __all__ = [
     "BadCursor", "CHAIN_LIMIT", "ConflictFilters", "NEAR_DUPLICATE", "Page", "ProposalFilters", "QueueFilters",
     "RETRIEVAL_POOL_FACTOR", "RETRIEVED_FIELDS", "Ranked", "SIMILAR_POOL", "SIMILAR_POOL_POSTGRES", "SkillFilters",
-    "TimelineItem", "any_word_tsquery_sql", "candidate_queue", "capped_count", "conflict_card", "conflict_count", "conflict_queue",
-    "consolidation_queue", "decode_cursor", "encode_cursor", "encode_keyset", "entry_history", "entry_page_timeline",
-    "entry_timeline", "event_changes", "merge_defaults", "outer_params", "outer_rows_sql", "overlapping_entries_sql",
-    "proposal_card", "proposal_count", "queue_card", "queue_count", "retrievable_scopes", "retrieve_memory",
-    "similar_active_entries", "similar_active_entries_many", "supersedes_chain", "visible_entries", "visible_entry",
-    "withheld_by_skill",
+    "TimelineItem", "any_word_tsquery_sql", "candidate_queue", "capped_count", "conflict_card", "conflict_count",
+    "conflict_queue", "consolidation_queue", "decode_cursor", "encode_cursor", "encode_keyset", "entry_history",
+    "entry_page_timeline", "entry_timeline", "event_changes", "merge_defaults", "outer_params", "outer_rows_sql",
+    "overlapping_entries_sql", "proposal_card", "proposal_count", "queue_card", "queue_count", "retrievable_scopes",
+    "retrieve_memory", "similar_active_entries", "similar_active_entries_many", "supersedes_chain",
+    "visible_entries", "visible_entry", "withheld_by_skill",
 ]

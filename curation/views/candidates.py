@@ -60,32 +60,37 @@ QUEUE = Candidates()
 
 
 @decision(REVIEW)
-def approve(request, entry_id):
-    return QUEUE.decide(request, entry_id, "approved", services.approve_candidate)
+def approve(request, pk):
+    return QUEUE.decide(request, pk, "approved", services.approve_candidate)
 
 
 @decision(REVIEW)
-def edit_approve(request, entry_id):
+def edit_approve(request, pk):
     changes = {f: request.POST.get(f, "") for f in services.candidates.EDITABLE_FIELDS if f in request.POST}
-    return QUEUE.decide(request, entry_id, "edited and approved", services.edit_and_approve, panel="edit",
+    return QUEUE.decide(request, pk, "edited and approved", services.edit_and_approve, panel="edit",
                         form=changes, changes=changes, reason=request.POST.get("note", ""))
 
 
 @decision(REVIEW)
-def reject(request, entry_id):
+def reject(request, pk):
     reason = request.POST.get("reason", "")
-    return QUEUE.decide(request, entry_id, "rejected", services.reject_candidate, panel="reject",
+    return QUEUE.decide(request, pk, "rejected", services.reject_candidate, panel="reject",
                         form={"reason": reason}, reason=reason)
 
 
 @decision(REVIEW)
-def defer(request, entry_id):
-    return QUEUE.decide(request, entry_id, "deferred", services.defer_candidate,
+def defer(request, pk):
+    return QUEUE.decide(request, pk, "deferred", services.defer_candidate,
                         reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
-def merge(request, entry_id):
+def merge(request, pk):
     target = request.POST.get("target", "")
-    return QUEUE.decide(request, entry_id, f"merged into #{target}", services.merge_into,
+    return QUEUE.decide(request, pk, f"merged into #{target}", services.merge_into,
                         target_id=int(target) if target.isdigit() else None, reason=request.POST.get("note", ""))
+
+
+urlpatterns = QUEUE.urls("review/candidates/", {
+    "approve": approve, "edit": edit_approve, "reject": reject, "defer": defer, "merge": merge,
+})

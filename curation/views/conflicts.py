@@ -28,7 +28,8 @@ class Conflicts(Queue):
     bulk_url_name = "conflicts-bulk"
     keys = (
         ("j / k", "next / previous conflict"), ("1 / 2", "keep the left / the right entry (the other is superseded)"),
-        ("s", "split: narrow scopes or conditions (Ctrl+Enter saves)"), ("m", "merge into one new entry (Ctrl+Enter saves)"),
+        ("s", "split: narrow scopes or conditions (Ctrl+Enter saves)"),
+        ("m", "merge into one new entry (Ctrl+Enter saves)"),
         ("n", "not a conflict: dismiss (Enter sends)"), ("x", 'select for "Dismiss selected"'),
         ("o", "open the left entry's page"),
     )
@@ -64,37 +65,40 @@ QUEUE = Conflicts()
 
 
 @decision(REVIEW)
-def keep(request, conflict_id):
+def keep(request, pk):
     raw = request.POST.get("keep", "")
     if not raw.isdigit():
-        return QUEUE.card_response(request, conflict_id, status=422, errors={"keep": ["Say which entry to keep."]})
+        return QUEUE.card_response(request, pk, status=422, errors={"keep": ["Say which entry to keep."]})
     kept = int(raw)
-    return QUEUE.decide(request, conflict_id, f"kept #{kept}, the other is superseded", service.keep_entry,
+    return QUEUE.decide(request, pk, f"kept #{kept}, the other is superseded", service.keep_entry,
                         keep=kept, reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
-def split(request, conflict_id):
+def split(request, pk):
     changes = {
         side: {f: request.POST[f"{side}_{f}"] for f in service.SPLIT_FIELDS if f"{side}_{f}" in request.POST}
         for side in ("a", "b")
     }
     form = {f"{side}_{f}": v for side, fields in changes.items() for f, v in fields.items()}
-    return QUEUE.decide(request, conflict_id, "split, both entries narrowed", service.split_conflict, panel="split",
+    return QUEUE.decide(request, pk, "split, both entries narrowed", service.split_conflict, panel="split",
                         form=form, changes_a=changes["a"], changes_b=changes["b"],
                         reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
-def merge(request, conflict_id):
+def merge(request, pk):
     # Prefixed: the queue's filters (scope, kind) are posted along with every action.
     data = {f: request.POST.get(f"merge_{f}", "") for f in service.MERGE_FIELDS}
-    return QUEUE.decide(request, conflict_id, "merged into a new entry", service.merge_conflict, panel="merge",
+    return QUEUE.decide(request, pk, "merged into a new entry", service.merge_conflict, panel="merge",
                         form={f"merge_{k}": v for k, v in data.items()}, data=data,
                         reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
-def dismiss(request, conflict_id):
-    return QUEUE.decide(request, conflict_id, "dismissed, never raised again", service.dismiss_conflict,
+def dismiss(request, pk):
+    return QUEUE.decide(request, pk, "dismissed, never raised again", service.dismiss_conflict,
                         reason=request.POST.get("reason", ""))
+
+
+urlpatterns = QUEUE.urls("review/conflicts/", {"keep": keep, "split": split, "merge": merge, "dismiss": dismiss})

@@ -48,15 +48,18 @@ QUEUE = Consolidation()
 
 
 @decision(REVIEW)
-def accept(request, proposal_id):
+def accept(request, pk):
     edited = request.POST.get("edited") == "1"
     edits = {f: request.POST.get(f, "") for f in service.EDITABLE if f in request.POST} if edited else None
-    return QUEUE.decide(request, proposal_id, "accepted after editing" if edited else "accepted",
+    return QUEUE.decide(request, pk, "accepted after editing" if edited else "accepted",
                         service.accept_proposal, panel="edit", form=edits, edits=edits,
                         note=request.POST.get("note", ""))
 
 
 @decision(REVIEW)
-def dismiss(request, proposal_id):
-    return QUEUE.decide(request, proposal_id, "dismissed, never proposed again", service.dismiss_proposal,
+def dismiss(request, pk):
+    return QUEUE.decide(request, pk, "dismissed, never proposed again", service.dismiss_proposal,
                         note=request.POST.get("note", ""))
+
+
+urlpatterns = QUEUE.urls("review/consolidation/", {"accept": accept, "dismiss": dismiss})

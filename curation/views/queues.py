@@ -13,7 +13,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import Resolver404, resolve, reverse
+from django.urls import Resolver404, path, resolve, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -66,6 +66,17 @@ class Queue:
     missing: tuple[type[Exception], ...]   # a card outside the user's scopes (or gone): 404
     not_found: str
     refusals: tuple[type[Exception], ...] = (StaleDecision, InvalidTransition)  # 409, with the card
+
+    def urls(self, prefix: str, decisions: dict) -> list:
+        """The queue's URLs under `prefix`: its page, its bulk form, a card, and each decision view at
+        `<pk>/<name>/`, named like the card ("conflict-card" -> "conflict-keep")."""
+        item = self.card_url_name.removesuffix("-card")
+        patterns = [path(prefix, self.page, name=self.url_name)]
+        if self.bulk_url_name:
+            patterns.append(path(f"{prefix}bulk/", self.bulk, name=self.bulk_url_name))
+        patterns.append(path(f"{prefix}<int:pk>/", self.card, name=self.card_url_name))
+        patterns += [path(f"{prefix}<int:pk>/{name}/", view, name=f"{item}-{name}") for name, view in decisions.items()]
+        return patterns
 
     @property
     def page_url(self) -> str:

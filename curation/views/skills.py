@@ -116,7 +116,7 @@ def _version(request) -> int:
 
 
 @decision(*service.ALLOWED["edit"])
-def edit(request, proposal_id):
+def edit(request, pk):
     """Save the draft (reviewers and leads); the card comes back with the changes."""
     form = {f: request.POST[f] for f in service.DRAFT_FIELDS if f in request.POST}
 
@@ -125,23 +125,26 @@ def edit(request, proposal_id):
         if not request.htmx:
             messages.success(request, f"Skill {outcome.proposal.slug}: {summary}")
             return redirect(QUEUE.back_url(request))
-        return QUEUE.card_response(request, proposal_id, saved=summary)
+        return QUEUE.card_response(request, pk, saved=summary)
 
-    return QUEUE.decide(request, proposal_id, "saved", service.edit_skill_draft, panel="edit", form=form,
+    return QUEUE.decide(request, pk, "saved", service.edit_skill_draft, panel="edit", form=form,
                         answer=saved, changes=form, note=request.POST.get("note", ""))
 
 
 @decision(*service.ALLOWED["approve"])
-def approve(request, proposal_id):
-    return QUEUE.decide(request, proposal_id, "approved and published", service.approve_skill,
+def approve(request, pk):
+    return QUEUE.decide(request, pk, "approved and published", service.approve_skill,
                         note=request.POST.get("note", ""))
 
 
 @decision(*service.ALLOWED["reject"])
-def reject(request, proposal_id):
+def reject(request, pk):
     reason = request.POST.get("reason", "")
-    return QUEUE.decide(request, proposal_id, "rejected, never nominated again", service.reject_skill,
+    return QUEUE.decide(request, pk, "rejected, never nominated again", service.reject_skill,
                         panel="reject", form={"reason": reason}, reason=reason)
+
+
+urlpatterns = QUEUE.urls("review/skills/", {"edit": edit, "approve": approve, "reject": reject})
 
 
 # --- approved skills --------------------------------------------------------------------------------------
