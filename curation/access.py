@@ -1,11 +1,18 @@
 """Who may see which scopes. A scope prefix covers itself and everything below it:
-`acme/billing-api` covers `acme/billing-api/container`, never `acme/billing-api-v2` or `acme/web`."""
+`acme/billing-api` covers `acme/billing-api/container`, never `acme/billing-api-v2` or `acme/web`.
+
+People are limited by their scope grants (none: every scope); an agent token by its own prefixes (none:
+nothing). Both checks are written here once."""
 
 from django.db.models import Q
 
 
 def scope_covers(prefix: str, scope: str) -> bool:
     return scope == prefix or scope.startswith(prefix + "/")
+
+
+def covered_by_any(prefixes, scope: str) -> bool:
+    return any(scope_covers(prefix, scope) for prefix in prefixes)
 
 
 def scope_ancestors(scope: str) -> list[str]:
@@ -31,7 +38,18 @@ def user_scope_prefixes(user) -> list[str] | None:
 
 def user_can_see_scope(user, scope: str) -> bool:
     prefixes = user_scope_prefixes(user)
-    return prefixes is None or any(scope_covers(p, scope) for p in prefixes)
+    return prefixes is None or covered_by_any(prefixes, scope)
+
+
+def token_covers(token, scope: str) -> bool:
+    """May this agent token read and write `scope`? Only under one of its own prefixes."""
+    return covered_by_any(token.scopes, scope)
+
+
+def under_scope(prefix: str, field: str = "scope") -> Q:
+    """Rows whose `field` is the scope `prefix` or lies below it (a trailing slash is ignored)."""
+    prefix = prefix.rstrip("/")
+    return Q(**{field: prefix}) | Q(**{f"{field}__startswith": prefix + "/"})
 
 
 def scope_q(prefixes: list[str] | None, field: str = "scope") -> Q:
@@ -40,5 +58,10 @@ def scope_q(prefixes: list[str] | None, field: str = "scope") -> Q:
         return Q()
     q = Q(pk__in=[])
     for prefix in prefixes:
-        q |= Q(**{field: prefix}) | Q(**{f"{field}__startswith": prefix + "/"})
+        q |= under_scope(prefix, field)
     return q
+
+
+def token_scope_q(token, field: str = "scope") -> Q:
+    """A filter for rows under the token's prefixes (no prefixes: no rows)."""
+    return scope_q(list(token.scopes), field)

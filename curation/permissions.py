@@ -1,23 +1,41 @@
-"""Role checks for views. Roles are groups with permissions (made by a data migration); every view
-checks on the server. Anonymous users are sent to log in; a signed-in user without the permission gets 403."""
+"""Role checks, written once. Roles are groups with permissions (made by a data migration, see roles.py);
+every view checks on the server, and templates ask the same constants through `can` (the context
+processor below), never a permission string. Anonymous users are sent to log in; a signed-in user
+without the permission gets 403."""
 
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
-REVIEW = "curation.review_entry"
+# One constant per action.
 READ = "curation.view_entry"
-PROMOTE = "curation.promote_skill"
+REVIEW = "curation.review_entry"
 EXPORT = "curation.export_history"
+PROMOTE = "curation.promote_skill"
+PUBLISH = "curation.publish_memory"
+FORGET = "curation.handle_forget"
+MANAGE_TOKENS = "curation.add_agenttoken"
+# Starting background work changes what agents are served, like publishing: leads only.
+RUN_TASKS = PUBLISH
 
 
-def require(perm: str):
+def can_view_maintenance(user) -> bool:
+    """Leads (who may run tasks) and auditors (who read everything but decide nothing)."""
+    return user.has_perm(RUN_TASKS) or (user.has_perm(READ) and not user.has_perm(REVIEW))
+
+
+def require(perm, message: str = ""):
+    """A view for users with `perm` (a permission, or a check of the user); `message` says who may, on the
+    403 page."""
+    allowed = perm if callable(perm) else (lambda user: user.has_perm(perm))
+    refusal = message or f"Your role does not allow this ({str(perm).split('.')[-1].replace('_', ' ')})."
+
     def decorator(view):
         @wraps(view)
         def wrapped(request, *args, **kwargs):
-            if not request.user.has_perm(perm):
-                raise PermissionDenied(f"Your role does not allow this ({perm.split('.')[-1].replace('_', ' ')}).")
+            if not allowed(request.user):
+                raise PermissionDenied(refusal)
             return view(request, *args, **kwargs)
 
         return login_required(wrapped)
@@ -25,5 +43,26 @@ def require(perm: str):
     return decorator
 
 
-def role_names(user) -> list[str]:
-    return sorted(g.name for g in user.groups.all()) if user.is_authenticated else []
+class Abilities:
+    """What the signed-in user may do, for templates: `{% if can.review %}`."""
+
+    CHECKS = {
+        "review": REVIEW,
+        "promote": PROMOTE,
+        "export": EXPORT,
+        "run_tasks": RUN_TASKS,
+        "manage_tokens": MANAGE_TOKENS,
+        "view_maintenance": can_view_maintenance,
+    }
+
+    def __init__(self, user):
+        self._user = user
+
+    def __getitem__(self, action: str) -> bool:
+        check = self.CHECKS[action]
+        return check(self._user) if callable(check) else self._user.has_perm(check)
+
+
+def abilities(request) -> dict:
+    """Context processor: `can`, what the user may do."""
+    return {"can": Abilities(request.user)} if hasattr(request, "user") else {}

@@ -6,7 +6,8 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from curation import selectors_review, services
+from curation import services
+from curation.selectors import dashboard as board_reads
 from curation.models import Entry, TaskRun
 from curation.services import conflicts
 from tests.conftest import active, candidate_data, client_for, make_user
@@ -41,13 +42,13 @@ def world(reviewer):
 
 
 def test_dashboard_numbers(world, lead):
-    board = selectors_review.dashboard(lead)
+    board = board_reads.dashboard(lead)
     candidates, conflict_q, proposals, skill_q = board.queues
     assert (candidates.count, conflict_q.count, proposals.count, skill_q.count) == (2, 1, 0, 0)  # deferred: not waiting
     assert candidates.oldest == Entry.objects.get(pk=world["old"].pk).queued_at
     assert dict(board.by_state) == {"pending": 3, "active": 3, "rejected": 1, "archived": 0, "superseded": 0, "retired": 0}
     assert [bar.n for bar in board.histogram] == [0, 0, 0, 1, 0, 1, 0, 0, 1, 0]
-    assert board.histogram_max == 1 and board.histogram[3].height == selectors_review.HISTOGRAM_HEIGHT
+    assert board.histogram_max == 1 and board.histogram[3].height == board_reads.HISTOGRAM_HEIGHT
     assert [e.pk for e in board.due_rechecks] == [world["due"].pk] and board.due_count == 1
     assert [c.entry_b_id for c in board.open_conflicts] == [world["b"].pk]
     assert [e.trigger for e in board.flagged] == ["Token in the text"] and board.flagged_count == 1
@@ -56,12 +57,12 @@ def test_dashboard_numbers(world, lead):
 
 def test_dashboard_query_count_is_fixed(world, lead, reviewer, django_assert_max_num_queries):
     with django_assert_max_num_queries(18):
-        selectors_review.dashboard(lead)
+        board_reads.dashboard(lead)
     for i in range(10):  # more of everything: the same number of queries
         active(reviewer, scope=f"acme/s{i}", trigger=f"Merging branch {i}", content="Never rebase.", conditions=[])
         services.create_candidate(data=candidate_data(trigger=f"Waiting {i}"), actor_label="agent:ci")
     with django_assert_max_num_queries(18):
-        selectors_review.dashboard(lead)
+        board_reads.dashboard(lead)
 
 
 def test_the_page(world, lead, django_assert_max_num_queries):
@@ -74,13 +75,13 @@ def test_the_page(world, lead, django_assert_max_num_queries):
     assert 'id="queue-candidates"' in page and "oldest 3" in page and "days ago" in page
     assert "<svg" in page and 'data-n="1"' in page and "retrieved from 0.5" in page
     assert "Review me" in page and "Token in the text" in page and "lock timeout" in page
-    [conflict] = selectors_review.dashboard(lead).open_conflicts
+    [conflict] = board_reads.dashboard(lead).open_conflicts
     assert f'href="/review/conflicts/{conflict.pk}/"' in page
 
 
 def test_scopes_limit_what_the_dashboard_counts(world):
     web_only = make_user("wes", "reviewer", scopes=["acme/web"])
-    board = selectors_review.dashboard(web_only)
+    board = board_reads.dashboard(web_only)
     assert [q.count for q in board.queues] == [0, 0, 0, 0]
     assert dict(board.by_state)["active"] == 1 and [e.pk for e in board.due_rechecks] == [world["due"].pk]
 
@@ -96,7 +97,7 @@ def test_empty_dashboard(lead):
 
 
 def test_histogram_bars_edges():
-    bars, top = selectors_review.histogram_bars({9: 4, 0: 2})
-    assert top == 4 and bars[9].height == selectors_review.HISTOGRAM_HEIGHT and bars[0].height == 60
+    bars, top = board_reads.histogram_bars({9: 4, 0: 2})
+    assert top == 4 and bars[9].height == board_reads.HISTOGRAM_HEIGHT and bars[0].height == 60
     assert bars[9].y == 0 and bars[5].height == 0
-    assert selectors_review.histogram_bars({})[1] == 0
+    assert board_reads.histogram_bars({})[1] == 0

@@ -191,7 +191,8 @@ def test_summary_and_agent_token(seeded):
 
 
 def test_the_skill_promotions_queue_has_something_to_show(seeded):
-    from curation import lifecycle, selectors, selectors_skills
+    from curation import lifecycle, selectors
+    from curation.selectors import skills as selectors_skills
     from curation.models import SkillProposal
     from curation.sweeps.skill_nomination import recent_outcomes
 

@@ -163,7 +163,7 @@ def test_sweep_ignores_archived_and_superseded_entries(reviewer):
 from django.core.exceptions import PermissionDenied, ValidationError  # noqa: E402
 
 from curation.models import Evidence  # noqa: E402
-from curation.selectors_review import merge_defaults  # noqa: E402
+from curation.selectors import merge_defaults  # noqa: E402
 from curation.services import InvalidTransition, StaleDecision  # noqa: E402
 
 EXTERNAL = {"kind": "test_result", "signal": "external", "polarity": "supports", "excerpt": "CI green after rebase",

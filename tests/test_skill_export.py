@@ -9,7 +9,8 @@ from django.core.management import CommandError, call_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curation import selectors_skills, skill_format
+from curation import skill_format
+from curation.selectors import skills as selectors_skills
 from curation.models import SkillProposal
 from curation.services import skills
 from tests.skill_factories import nominated, report

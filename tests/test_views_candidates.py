@@ -134,7 +134,7 @@ def test_keyset_pagination_walks_every_entry_once(reviewer, make_candidate, sett
     while url:
         response = client.get(url)
         page = response.context["page"]
-        seen += [e.pk for e in page.entries]
+        seen += [e.pk for e in page.items]
         url = reverse("curation:candidates") + f"?after={page.next_cursor}" if page.next_cursor else None
     assert seen == [e.pk for e in made]
 

@@ -215,12 +215,12 @@ def test_keyset_pages(reviewer):
         a = active(reviewer, scope=f"acme/p{i}", **REBASE)
         b = active(reviewer, scope=f"acme/p{i}/x", **NO_REBASE)
         conflicts.detect_conflicts_for(b)
-    from curation import selectors_review
+    from curation import selectors
 
-    first = selectors_review.conflict_queue(reviewer, page_size=2)
-    second = selectors_review.conflict_queue(reviewer, page_size=2, cursor=first.next_cursor)
-    assert len(first.conflicts) == 2 and len(second.conflicts) == 1 and not second.next_cursor
-    assert {c.pk for c in first.conflicts}.isdisjoint({c.pk for c in second.conflicts})
+    first = selectors.conflict_queue(reviewer, page_size=2)
+    second = selectors.conflict_queue(reviewer, page_size=2, cursor=first.next_cursor)
+    assert len(first.items) == 2 and len(second.items) == 1 and not second.next_cursor
+    assert {c.pk for c in first.items}.isdisjoint({c.pk for c in second.items})
     assert first.count == 3 and a and b
 
 
@@ -236,7 +236,7 @@ def test_recent_outcomes_are_the_last_five_reported_uses(open_conflict, reviewer
 
     from django.utils import timezone
 
-    from curation import selectors_review
+    from curation import selectors
     from curation.models import AgentToken, Feedback, Retrieval, RetrievedEntry
 
     conflict, a, b = open_conflict()
@@ -252,8 +252,8 @@ def test_recent_outcomes_are_the_last_five_reported_uses(open_conflict, reviewer
     RetrievedEntry.objects.create(retrieval=unreported, entry=a, rank=1)
 
     with django_assert_max_num_queries(5):  # grants, page, evidence, outcomes, count
-        page = selectors_review.conflict_queue(reviewer)
-    [card] = page.conflicts
+        page = selectors.conflict_queue(reviewer)
+    [card] = page.items
     assert [u.retrieval.feedback.outcome for u in card.entry_a.recent_uses] == ["failure"] * 3 + ["success"] * 2
     assert card.entry_b.recent_uses == []
     html = client_for(reviewer).get(reverse("curation:conflicts")).content.decode()

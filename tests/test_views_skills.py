@@ -7,7 +7,7 @@ import pytest
 import yaml
 from django.urls import reverse
 
-from curation import selectors_review
+from curation.selectors import dashboard as board_reads
 from curation.models import Entry, SkillProposal
 from curation.services import skills
 from tests.conftest import client_for, make_user
@@ -248,7 +248,7 @@ def test_skills_list_query_count(lead, reviewer, django_assert_max_num_queries):
 
 def test_the_dashboard_counts_the_skills_queue(lead):
     p = nominated()
-    *_, skill_q = selectors_review.dashboard(lead).queues
+    *_, skill_q = board_reads.dashboard(lead).queues
     assert (skill_q.name, skill_q.count, skill_q.oldest) == ("Skills", 1, fresh(p).created_at)
     page = client_for(lead).get("/").content.decode()
     assert 'id="queue-skills"' in page and 'href="/review/skills/"' in page

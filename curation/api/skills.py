@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import re
 
-from django.core.exceptions import PermissionDenied, ValidationError
 
-from curation import selectors_skills
 from curation.models import SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SkillProposal
 from curation.selectors import retrievable_scopes
+from curation.selectors import skills as selectors_skills
 from curation.services import skills as service
 from curation.services.errors import InvalidTransition
-from curation.services.validation import clean_scope
 
-from .http import ApiError, NotFound, api_view, query_int, token_covers
+from .http import ApiError, NotFound, api_view, query_int, readable_scope
 
 _SLUG = re.compile(SKILL_SLUG_PATTERN)
 NO_SKILL = "No such skill in this token's scopes."
@@ -63,13 +61,7 @@ def skill_list(request, token):
     scopes = None
     raw = request.GET.get("scope")
     if raw is not None:
-        try:
-            scope = clean_scope(raw)
-        except ValidationError as exc:
-            raise ApiError(422, "Some parameters are not valid.", {"scope": exc.messages}) from None
-        if not token_covers(token, scope):
-            raise PermissionDenied(f"This token may not read scope {scope!r}.")
-        scopes = retrievable_scopes(scope, token.scopes)
+        scopes = retrievable_scopes(readable_scope(token, raw), token.scopes)
     limit = query_int(request, "limit", 100, 1, 200)
     after = request.GET.get("after", "")
     if after and (len(after) > SKILL_SLUG_MAX or not _SLUG.match(after)):

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.views.decorators.csrf import csrf_exempt
 
-from curation import selectors
+from curation import access, selectors
 from curation.context_block import build_context
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
 from curation.services.submissions import EVIDENCE_KEYS, submit_batch, submit_candidate
 from curation.services.usage import record_feedback, record_retrieval
-from curation.services.validation import clean_scope, unknown_fields
+from curation.services.validation import unknown_fields
 
-from .http import ApiError, NotFound, api_view, error_response, query_float, query_int, token_covers
+from .http import ApiError, NotFound, api_view, error_response, query_float, query_int, readable_scope
 from .serializers import entry_json, event_json, evidence_json
 
 FEEDBACK_KEYS = frozenset({"retrieval_id", "outcome", "utility", "used"})
@@ -48,12 +48,7 @@ def candidates_batch(request, token, body):
 
 @api_view("GET")
 def memory(request, token):
-    try:
-        scope = clean_scope(request.GET.get("scope", ""))
-    except ValidationError as exc:
-        raise ApiError(422, "Some parameters are not valid.", {"scope": exc.messages}) from None
-    if not token_covers(token, scope):
-        raise PermissionDenied(f"This token may not read scope {scope!r}.")
+    scope = readable_scope(token, request.GET.get("scope", ""))
     c = settings.CURATION
     k = query_int(request, "k", c["RETRIEVE_LIMIT"], 1, c["API_RETRIEVE_MAX_K"])
     floor = c["RETRIEVE_AT_LEAST"]
@@ -96,7 +91,7 @@ def feedback(request, token, body):
 
 def _entry_for_token(token, entry_id) -> Entry:
     entry = Entry.objects.filter(pk=entry_id).first()
-    if entry is None or not token_covers(token, entry.scope):
+    if entry is None or not access.token_covers(token, entry.scope):
         raise NotFound("No such entry in this token's scopes.")  # never reveal an entry outside them
     return entry
 

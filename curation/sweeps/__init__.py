@@ -7,6 +7,6 @@ record and the lock, `registry` the list of tasks; each sweep is a short module 
 
 from .engine import SAMPLE_LIMIT, Sweep
 from .registry import SWEEPS, TASK_DESCRIPTIONS, TASK_NAMES
-from .runs import recent_runs, run_sweep
+from .runs import run_sweep
 
-__all__ = ["SAMPLE_LIMIT", "SWEEPS", "TASK_DESCRIPTIONS", "TASK_NAMES", "Sweep", "recent_runs", "run_sweep"]
+__all__ = ["SAMPLE_LIMIT", "SWEEPS", "TASK_DESCRIPTIONS", "TASK_NAMES", "Sweep", "run_sweep"]

@@ -114,7 +114,3 @@ def _close_abandoned_runs(task: str) -> None:
     ).update(state=TaskRun.State.FAILED, finished_at=now,
              error="the worker was lost: no end was recorded within the hard time limit")
 
-
-def recent_runs(limit: int = 5) -> dict[str, list[TaskRun]]:
-    """The latest runs of each task, newest first (one indexed query per task)."""
-    return {task: list(TaskRun.objects.filter(task=task).order_by("-started_at", "-id")[:limit]) for task in TASK_NAMES}

@@ -1,11 +1,11 @@
-"""The home page: the lead's dashboard (issue 5 §4). Every role that reads sees it, within its scopes."""
+"""The home page: the lead's dashboard. Every role that reads sees it, within its scopes."""
 
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from curation import selectors_review
 from curation.lifecycle import rules
 from curation.permissions import READ, require
+from curation.selectors import dashboard as board_reads
 
 
 @require_GET
@@ -17,15 +17,15 @@ def home(request):
 
 @require(READ)
 def _dashboard(request):
-    r = rules()
-    board = selectors_review.dashboard(request.user)
-    scale = selectors_review.HISTOGRAM_BINS * selectors_review.HISTOGRAM_BAR
+    lifecycle_rules = rules()
+    board = board_reads.dashboard(request.user)
+    scale = board_reads.HISTOGRAM_BINS * board_reads.HISTOGRAM_BAR
     return render(request, "curation/dashboard.html", {
         "board": board,
         "chart_width": scale,
-        "chart_height": selectors_review.HISTOGRAM_HEIGHT,
-        "archive_x": round(r.archive_below * scale),
-        "retrieve_x": round(r.retrieve_at_least * scale),
-        "archive_below": r.archive_below,
-        "retrieve_at_least": r.retrieve_at_least,
+        "chart_height": board_reads.HISTOGRAM_HEIGHT,
+        "archive_x": round(lifecycle_rules.archive_below * scale),
+        "retrieve_x": round(lifecycle_rules.retrieve_at_least * scale),
+        "archive_below": lifecycle_rules.archive_below,
+        "retrieve_at_least": lifecycle_rules.retrieve_at_least,
     })

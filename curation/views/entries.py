@@ -6,9 +6,10 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from curation import selectors, selectors_skills, services
+from curation import selectors, services
 from curation.models import Entry, Evidence, Signal
 from curation.permissions import EXPORT, READ, REVIEW, require
+from curation.selectors import skills as selectors_skills
 
 
 def _entry_or_404(request, entry_id) -> Entry:
@@ -25,12 +26,10 @@ def _render_detail(request, entry, *, status=200, evidence_errors=None, evidence
         "curation/entry.html",
         {
             "entry": entry,
-            "timeline": selectors.entry_timeline(entry),
+            "timeline": selectors.entry_page_timeline(entry, show_all=request.GET.get("timeline") == "all"),
             "older": older,
             "newer": newer,
             "skill_sources": selectors_skills.skills_of_entry(request.user, entry),
-            "can_review": request.user.has_perm(REVIEW),
-            "can_export": request.user.has_perm(EXPORT),
             "evidence_kinds": Evidence.EvidenceKind.choices,
             "signals": Signal.choices,
             "evidence_errors": evidence_errors or {},

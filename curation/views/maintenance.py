@@ -3,24 +3,16 @@ start any task now (it is queued for a worker, as of the moment the button was p
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from curation.permissions import READ, REVIEW
-from curation import sweeps
-
-# Starting background work changes what agents are served, like publishing: leads only.
-RUN_TASKS = "curation.publish_memory"
-
-
-def can_view_maintenance(user) -> bool:
-    """Leads (who may run tasks) and auditors (who read everything but decide nothing)."""
-    return user.has_perm(RUN_TASKS) or (user.has_perm(READ) and not user.has_perm(REVIEW))
+from curation.permissions import RUN_TASKS, can_view_maintenance, require
+from curation.selectors.maintenance import recent_runs
+from curation.sweeps import TASK_DESCRIPTIONS, TASK_NAMES
+from curation.tasks import TASKS
 
 
 def _schedules() -> dict[str, str]:
@@ -41,33 +33,26 @@ def _seconds(run) -> float | None:
 
 
 @require_GET
-@login_required
+@require(can_view_maintenance, "The Maintenance page is for leads and auditors.")
 def page(request):
-    if not can_view_maintenance(request.user):
-        raise PermissionDenied("The Maintenance page is for leads and auditors.")
-    runs = sweeps.recent_runs()
+    runs = recent_runs(TASK_NAMES)
     schedules = _schedules()
     tasks = [
-        {"name": name, "description": sweeps.TASK_DESCRIPTIONS[name], "schedule": schedules.get(name, "not scheduled"),
+        {"name": name, "description": TASK_DESCRIPTIONS[name], "schedule": schedules.get(name, "not scheduled"),
          "runs": [(run, _seconds(run)) for run in runs[name]]}
-        for name in sweeps.TASK_NAMES
+        for name in TASK_NAMES
     ]
     return render(request, "curation/maintenance.html", {
         "tasks": tasks,
-        "can_run": request.user.has_perm(RUN_TASKS),
         "capacity": sorted(settings.CURATION["SCOPE_CAPACITY"].items()),
     })
 
 
 @require_POST
-@login_required
+@require(RUN_TASKS, "Only leads start background tasks.")
 def run_now(request, task):
-    if not request.user.has_perm(RUN_TASKS):
-        raise PermissionDenied("Only leads start background tasks.")
-    if task not in sweeps.TASK_NAMES:
+    if task not in TASK_NAMES:
         raise Http404(f"There is no background task called {task!r}.")
-    from curation.tasks import TASKS
-
     as_of = timezone.now()
     try:
         TASKS[task].apply_async(kwargs={"as_of": as_of.isoformat(), "triggered_by": f"lead:{request.user.get_username()}"})

@@ -1,8 +1,7 @@
 """Skill promotions: the review queue (/review/skills/) and the approved skills (/skills/), with their SKILL.md
-downloads. Every decision is one service call; the services check the roles (only a lead approves or
-retires) and the trials gate, whatever a template shows. As in the other queues, htmx gets the card's
-fragment (and the count, out of band), a plain form post redirects back; bad input answers 422 and a stale
-or refused decision 409, both with the card and its message."""
+downloads. The review queue is a Queue (queues.py) like the other three. Every decision is one service call;
+its decorator checks the role before the form is read (only a lead approves or retires), and the service
+checks it again with the trials gate, whatever a template shows."""
 
 from __future__ import annotations
 
@@ -13,33 +12,18 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import Resolver404, resolve, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django.views.decorators.vary import vary_on_headers
 
-from curation import selectors_skills
-from curation.lifecycle import SKILL_KINDS, skill_gates
-from curation.models import Kind, SkillProposal
-from curation.permissions import PROMOTE, READ, REVIEW, require
-from curation.selectors import BadCursor
-from curation.selectors_skills import SkillFilters
+from curation.lifecycle import skill_gates
+from curation.models import SkillProposal
+from curation.permissions import READ, require
+from curation.selectors import skills as selectors_skills
 from curation.services import InvalidTransition
 from curation.services import skills as service
 from curation.services.errors import StaleProposal
-
-KINDS = [(k, Kind(k).label) for k in SKILL_KINDS]
-
-
-def parse_filters(params) -> SkillFilters:
-    kind = params.get("kind", "")
-    if kind and kind not in SKILL_KINDS:
-        raise ValidationError({"kind": [f"one of {', '.join(SKILL_KINDS)}"]})
-    return SkillFilters(scope=(params.get("scope") or "").strip()[:255], kind=kind, ready=params.get("ready") == "1")
-
-
-def _context(request) -> dict:
-    return {"can_review": request.user.has_perm(REVIEW), "can_promote": request.user.has_perm(PROMOTE),
-            "kinds": KINDS, "trials_required": skill_gates().trials_required}
+from curation.views.filters import SkillFilterForm
+from curation.views.queues import Queue, decision
 
 
 def _entry_url(request):
@@ -77,60 +61,51 @@ def _with_preview(request, proposal, *, form=None, errors=None):
 # --- the review queue ---------------------------------------------------------------------------------------
 
 
-@require_GET
-@require(READ)
-@vary_on_headers("HX-Request")
-def queue(request):
-    context = _context(request)
-    filters = SkillFilters()
-    try:
-        filters = parse_filters(request.GET)
-        page = selectors_skills.skill_queue(request.user, filters, cursor=request.GET.get("after", ""))
-    except ValidationError as exc:
-        context.update(filter_errors=exc.message_dict, filters=filters, page=None)
-        return render(request, "curation/skills_queue.html", context, status=400)
-    except BadCursor as exc:
-        context.update(filter_errors={"after": [str(exc)]}, filters=filters, page=None)
-        return render(request, "curation/skills_queue.html", context, status=400)
-    for proposal in page.proposals:
-        _with_preview(request, proposal)
-    query = request.GET.copy()
-    query.pop("after", None)
-    context.update(page=page, filters=filters, filter_query=query.urlencode())
-    if request.htmx and not request.htmx.boosted and request.htmx.target == "queue":
-        return render(request, "curation/partials/skill_list.html", context)
-    return render(request, "curation/skills_queue.html", context)
+class SkillPromotions(Queue):
+    url_name = "skills-queue"
+    card_url_name = "skill-card"
+    page_template = "curation/skills_queue.html"
+    card_template = "curation/partials/skill_card.html"
+    decided_template = "curation/partials/skill_decided.html"
+    filter_form = SkillFilterForm
+    label = "skill proposals"
+    empty = "No nominated skills"
+    card_title = "Skill proposal"
+    back_label = "the skill promotions"
+    item_noun = "proposal"
+    outcome_id = "proposal_id"
+    dom_prefix = "skill"
+    keys = (
+        ("j / k", "next / previous proposal"), ("a", "approve and publish (leads, once the trials passed)"),
+        ("e", "edit the draft (Ctrl+Enter saves)"), ("r", "reject (Enter sends)"),
+        ("o", "open the nominated entry's page"),
+    )
+    missing = (SkillProposal.DoesNotExist,)
+    not_found = "No such skill proposal in your scopes."
+    refusals = (StaleProposal, InvalidTransition)
+
+    read_count = staticmethod(selectors_skills.skill_count)
+    count_noun = "nominated"
+    decided_text = "Skill {item.slug}: {verb}."
+    decided_attr = "proposal"
+
+    def read_page(self, request, filters, cursor):
+        page = selectors_skills.skill_queue(request.user, filters, cursor=cursor)
+        for proposal in page.items:
+            _with_preview(request, proposal)
+        return page
+
+    def read_card(self, request, pk, *, form=None, errors=None):
+        return _with_preview(request, selectors_skills.skill_card(request.user, pk), form=form, errors=errors)
+
+    def context(self, request):
+        return {"trials_required": skill_gates().trials_required}
+
+    def versions(self, request):
+        return {"expected_version": _version(request)}
 
 
-@require_GET
-@require(READ)
-def card(request, proposal_id):
-    return _card_response(request, proposal_id)
-
-
-def _card_response(request, proposal_id, *, status=200, errors=None, refused=None, form=None, open_panel="",
-                   saved=""):
-    try:
-        proposal = _with_preview(request, selectors_skills.skill_card(request.user, proposal_id), form=form,
-                                 errors=errors)
-    except SkillProposal.DoesNotExist:
-        raise Http404("No such skill proposal in your scopes.") from None
-    context = {**_context(request), "proposal": proposal, "errors": errors or {}, "refused": refused,
-               "form": form or {}, "open_panel": open_panel, "saved": saved}
-    template = "curation/partials/skill_card.html" if request.htmx else "curation/skill_card_page.html"
-    return render(request, template, context, status=status)
-
-
-def _back(request) -> str:
-    """Where the user was: the queue (with its filters) or the card page, never an action URL."""
-    back = request.POST.get("next", "")
-    if back.startswith("/review/skills/") and not back.startswith("//"):
-        try:
-            if resolve(back.split("?")[0]).url_name in ("skills-queue", "skill-card"):
-                return back
-        except Resolver404:
-            pass
-    return reverse("curation:skills-queue")
+QUEUE = SkillPromotions()
 
 
 def _version(request) -> int:
@@ -140,73 +115,36 @@ def _version(request) -> int:
     return int(raw)
 
 
-def _decide(request, proposal_id, decision, verb, call, *, panel="", form=None):
-    """Run one decision and answer: the decided card, or the card again with what went wrong."""
-    service.require_allowed(request.user, decision)
-    try:
-        outcome = call(_version(request))
-    except SkillProposal.DoesNotExist:
-        raise Http404("No such skill proposal in your scopes.") from None
-    except (StaleProposal, InvalidTransition) as exc:
-        return _card_response(request, proposal_id, status=409, refused=exc)
-    except ValidationError as exc:
-        return _card_response(request, proposal_id, status=422, errors=exc.message_dict, form=form or {},
-                              open_panel=panel)
-    proposal = outcome.proposal
-    if not request.htmx:
-        messages.success(request, f"Skill {proposal.slug}: {verb}.")
-        return redirect(_back(request))
-    try:
-        filters = parse_filters(request.POST)
-    except ValidationError:
-        filters = SkillFilters()
-    count, capped = selectors_skills.skill_count(request.user, filters)
-    page = selectors_skills.SkillPage([], count=count, count_is_capped=capped)
-    return render(request, "curation/partials/skill_decided.html",
-                  {"proposal": proposal, "verb": verb, "page": page, "oob": True})
-
-
-@require_POST
-@require(READ)
-def edit(request, proposal_id):
+@decision(*service.ALLOWED["edit"])
+def edit(request, pk):
     """Save the draft (reviewers and leads); the card comes back with the changes."""
-    service.require_allowed(request.user, "edit")
     form = {f: request.POST[f] for f in service.DRAFT_FIELDS if f in request.POST}
-    try:
-        outcome = service.edit_skill_draft(proposal_id, actor=request.user, expected_version=_version(request),
-                                           changes=form, note=request.POST.get("note", ""))
-    except SkillProposal.DoesNotExist:
-        raise Http404("No such skill proposal in your scopes.") from None
-    except (StaleProposal, InvalidTransition) as exc:
-        return _card_response(request, proposal_id, status=409, refused=exc)
-    except ValidationError as exc:
-        return _card_response(request, proposal_id, status=422, errors=exc.message_dict, form=form, open_panel="edit")
-    saved = f"Draft {outcome.summary}."
-    if not request.htmx:
-        messages.success(request, f"Skill {outcome.proposal.slug}: {saved}")
-        return redirect(_back(request))
-    return _card_response(request, proposal_id, saved=saved)
+
+    def saved(outcome):
+        summary = f"Draft {outcome.summary}."
+        if not request.htmx:
+            messages.success(request, f"Skill {outcome.proposal.slug}: {summary}")
+            return redirect(QUEUE.back_url(request))
+        return QUEUE.card_response(request, pk, saved=summary)
+
+    return QUEUE.decide(request, pk, "saved", service.edit_skill_draft, panel="edit", form=form,
+                        answer=saved, changes=form, note=request.POST.get("note", ""))
 
 
-@require_POST
-@require(READ)
-def approve(request, proposal_id):
-    return _decide(
-        request, proposal_id, "approve", "approved and published",
-        lambda version: service.approve_skill(proposal_id, actor=request.user, expected_version=version,
-                                              note=request.POST.get("note", "")),
-    )
+@decision(*service.ALLOWED["approve"])
+def approve(request, pk):
+    return QUEUE.decide(request, pk, "approved and published", service.approve_skill,
+                        note=request.POST.get("note", ""))
 
 
-@require_POST
-@require(READ)
-def reject(request, proposal_id):
-    return _decide(
-        request, proposal_id, "reject", "rejected, never nominated again",
-        lambda version: service.reject_skill(proposal_id, actor=request.user, expected_version=version,
-                                             reason=request.POST.get("reason", "")),
-        panel="reject", form={"reason": request.POST.get("reason", "")},
-    )
+@decision(*service.ALLOWED["reject"])
+def reject(request, pk):
+    reason = request.POST.get("reason", "")
+    return QUEUE.decide(request, pk, "rejected, never nominated again", service.reject_skill,
+                        panel="reject", form={"reason": reason}, reason=reason)
+
+
+urlpatterns = QUEUE.urls("review/skills/", {"edit": edit, "approve": approve, "reject": reject})
 
 
 # --- approved skills --------------------------------------------------------------------------------------
@@ -220,8 +158,7 @@ def skill_list(request):
         raise Http404("The skills list shows approved or retired skills.")
     scope = (request.GET.get("scope") or "").strip()[:255]
     found = [_with_preview(request, p) for p in selectors_skills.skills_list(request.user, status=status, scope=scope)]
-    return render(request, "curation/skills.html", {**_context(request), "skills": found, "status": status,
-                                                    "scope": scope})
+    return render(request, "curation/skills.html", {"skills": found, "status": status, "scope": scope})
 
 
 def _visible_skill(request, slug) -> SkillProposal:
@@ -237,7 +174,7 @@ def skill_page(request, slug):
     skill = _visible_skill(request, slug)
     if skill.status in (SkillProposal.Status.NOMINATED, SkillProposal.Status.REJECTED):
         return redirect("curation:skill-card", skill.pk)  # never a skill: its card tells its story
-    return render(request, "curation/skill.html", {**_context(request), "skill": skill})
+    return render(request, "curation/skill.html", {"skill": skill})
 
 
 @require_GET
@@ -265,13 +202,12 @@ def export_zip(request):
 
 
 @require_POST
-@require(READ)
+@require(*service.ALLOWED["retire"])
 def retire(request, slug):
     """Retire an approved skill (leads only): its source entries return to retrieval."""
-    service.require_allowed(request.user, "retire")
     try:
-        proposal = SkillProposal.objects.only("pk", "scope").get(slug=slug)
-        outcome = service.retire_skill(proposal.pk, actor=request.user, expected_version=_version(request),
+        proposal_id = selectors_skills.skill_id_by_slug(request.user, slug)
+        outcome = service.retire_skill(proposal_id, actor=request.user, expected_version=_version(request),
                                        reason=request.POST.get("reason", ""))
     except SkillProposal.DoesNotExist:
         raise Http404("No such skill in your scopes.") from None

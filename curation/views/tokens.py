@@ -8,26 +8,26 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from curation.models import AgentToken
-from curation.permissions import require
-from curation.services.tokens import MANAGE, create_agent_token, parse_duration, revoke_agent_token
+from curation.permissions import MANAGE_TOKENS, require
+from curation.selectors.maintenance import agent_tokens
+from curation.services.tokens import create_agent_token, parse_duration, revoke_agent_token
 
 
 def _render(request, *, form=None, errors=None, new_key=None, new_token=None, status=200):
-    tokens = AgentToken.objects.order_by("revoked_at", "name")
     return render(request, "curation/tokens.html", {
-        "tokens": tokens, "now": timezone.now(), "form": form or {}, "errors": errors or {},
+        "tokens": agent_tokens(), "now": timezone.now(), "form": form or {}, "errors": errors or {},
         "new_key": new_key, "new_token": new_token,
     }, status=status)
 
 
 @require_GET
-@require(MANAGE)
+@require(MANAGE_TOKENS)
 def token_list(request):
     return _render(request)
 
 
 @require_POST
-@require(MANAGE)
+@require(MANAGE_TOKENS)
 def token_create(request):
     form = {k: request.POST.get(k, "") for k in ("name", "scopes", "expires")}
     scopes = [s.strip() for s in re.split(r"[,\s]+", form["scopes"]) if s.strip()]
@@ -43,7 +43,7 @@ def token_create(request):
 
 
 @require_POST
-@require(MANAGE)
+@require(MANAGE_TOKENS)
 def token_revoke(request, token_id):
     token = get_object_or_404(AgentToken, pk=token_id)
     revoke_agent_token(token.pk, actor=request.user)

@@ -1,7 +1,10 @@
 """Two tokens, two scopes: neither sees the other by retrieval, by id, or through evidence."""
 
+from types import SimpleNamespace
+
 import pytest
 
+from curation import access
 from curation.models import Evidence
 
 pytestmark = pytest.mark.django_db
@@ -54,3 +57,12 @@ def test_an_exact_duplicate_in_another_scope_is_not_merged_across(two_worlds):
     body = billing.submit(scope="acme/billing-api/container", trigger="Deploying the service",
                           content="Web secret sauce.").json()
     assert body["created"] is True and body["id"] != web_entry.pk
+
+
+def test_a_token_covers_its_prefixes_and_what_lies_below_them_only():
+    token = SimpleNamespace(scopes=["acme/billing-api", "beta"])
+    assert access.token_covers(token, "acme/billing-api") and access.token_covers(token, "acme/billing-api/container")
+    assert access.token_covers(token, "beta/x")
+    for outside in ("acme", "acme/billing-api-v2", "acme/web", "betamax"):
+        assert not access.token_covers(token, outside), outside
+    assert not access.token_covers(SimpleNamespace(scopes=[]), "acme")

@@ -14,7 +14,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from curation import selectors_skills
+from curation.selectors import skills as selectors_skills
 from curation.models import SkillProposal
 from curation.services.validation import clean_scope
 

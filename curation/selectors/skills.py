@@ -6,14 +6,14 @@ A proposal read here carries what its card shows: `current_sources` (with their 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.db.models import Count, F, Prefetch, Q, prefetch_related_objects
 
 from curation import access, lifecycle, skill_format
 from curation.models import AgentToken, SkillProposal, SkillSource, SkillTrial, Status
-from curation.selectors import decode_cursor, encode_keyset
-from curation.selectors_review import _capped_count
+
+from .paging import Page, capped_count, read_page
 
 PAGE_SIZE = 20
 RECENT_TRIALS = 20
@@ -42,9 +42,9 @@ def _with_parts(proposals: list[SkillProposal]) -> list[SkillProposal]:
         Prefetch("trials", queryset=SkillTrial.objects.order_by("-created_at", "-id")[:RECENT_TRIALS],
                  to_attr="recent_trials"),
     )
-    g = lifecycle.skill_gates()
+    gates = lifecycle.skill_gates()
     for p in proposals:
-        p.progress = lifecycle.TrialProgress(p.trials_reported, p.trials_succeeded, g.trials_required)
+        p.progress = lifecycle.TrialProgress(p.trials_reported, p.trials_succeeded, gates.trials_required)
         inactive = [(s.entry_id, s.entry.status) for s in p.current_sources if s.entry.status != Status.ACTIVE]
         p.blockers = lifecycle.approval_blockers(progress=p.progress, rollback=p.rollback, steps=p.steps,
                                                  inactive_sources=inactive)
@@ -64,53 +64,38 @@ class SkillFilters:
     def as_q(self) -> Q:
         q = Q(status=SkillProposal.Status.NOMINATED)
         if self.scope:
-            prefix = self.scope.rstrip("/")
-            q &= Q(scope=prefix) | Q(scope__startswith=prefix + "/")
+            q &= access.under_scope(self.scope)
         if self.kind:
             q &= Q(nominated_entry__kind=self.kind)
         return q
 
-
-@dataclass
-class SkillPage:
-    proposals: list
-    next_cursor: str = ""
-    count: int = 0
-    count_is_capped: bool = False
-    filters: SkillFilters = field(default_factory=SkillFilters)
-
     @property
-    def count_label(self) -> str:
-        return f"{self.count:,}+" if self.count_is_capped else f"{self.count:,}"
+    def active(self) -> bool:
+        return bool(self.scope or self.kind or self.ready)
 
 
 def _nominated(user, filters: SkillFilters):
     qs = visible_skills(user).filter(filters.as_q())
     if filters.ready:
-        g = lifecycle.skill_gates()
+        gates = lifecycle.skill_gates()
         on_revision = Q(trials__revision=F("revision"))
         qs = qs.alias(
             reported=Count("trials", filter=on_revision),
             failed=Count("trials", filter=on_revision & Q(trials__outcome=SkillTrial.Outcome.FAILURE)),
-        ).filter(reported__gte=g.trials_required, failed=0).exclude(rollback="")
+        ).filter(reported__gte=gates.trials_required, failed=0).exclude(rollback="")
     return qs
 
 
 def skill_count(user, filters: SkillFilters = SkillFilters()) -> tuple[int, bool]:
-    return _capped_count(_nominated(user, filters))
+    return capped_count(_nominated(user, filters))
 
 
-def skill_queue(user, filters: SkillFilters = SkillFilters(), *, cursor: str = "", page_size: int = PAGE_SIZE) -> SkillPage:
+def skill_queue(user, filters: SkillFilters = SkillFilters(), *, cursor: str = "", page_size: int = PAGE_SIZE) -> Page:
     """One page of nominated proposals, oldest first, keyset on (created_at, id): 4 queries (proposals with
     their trial counts, their sources and entries, their recent trials, the capped count)."""
     qs = _nominated(user, filters)
-    if cursor:
-        moment, pk = decode_cursor(cursor)
-        qs = qs.filter(Q(created_at__gte=moment), Q(created_at__gt=moment) | Q(pk__gt=pk))
-    rows = list(_annotated(qs).order_by("created_at", "id")[: page_size + 1])
-    next_cursor = encode_keyset(rows[page_size - 1].created_at, rows[page_size - 1].pk) if len(rows) > page_size else ""
-    count, capped = skill_count(user, filters)
-    return SkillPage(_with_parts(rows[:page_size]), next_cursor, count, capped, filters)
+    return read_page(_annotated(qs), qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters,
+                     prepare=_with_parts)
 
 
 def skill_card(user, proposal_id) -> SkillProposal:
@@ -125,9 +110,13 @@ def skills_list(user, *, status: str = SkillProposal.Status.APPROVED, scope: str
     """Approved (or retired) skills in the user's scopes, by name: 3 queries, at most LIST_LIMIT skills."""
     qs = visible_skills(user).filter(status=status)
     if scope:
-        prefix = scope.rstrip("/")
-        qs = qs.filter(Q(scope=prefix) | Q(scope__startswith=prefix + "/"))
+        qs = qs.filter(access.under_scope(scope))
     return _with_parts(list(_annotated(qs).order_by("slug")[:LIST_LIMIT]))
+
+
+def skill_id_by_slug(user, slug: str) -> int:
+    """The id of the proposal with this slug in the user's scopes; SkillProposal.DoesNotExist otherwise."""
+    return visible_skills(user).values_list("pk", flat=True).get(slug=slug)
 
 
 def skill_by_slug(user, slug: str) -> SkillProposal:
@@ -138,7 +127,7 @@ def exported_skills(*, scope: str = "") -> list[SkillProposal]:
     """Every approved skill (for `export_skills`), optionally under a scope prefix."""
     qs = SkillProposal.objects.filter(status=SkillProposal.Status.APPROVED)
     if scope:
-        qs = qs.filter(Q(scope=scope) | Q(scope__startswith=scope + "/"))
+        qs = qs.filter(access.under_scope(scope))
     return _with_parts(list(_annotated(qs).order_by("slug")))
 
 
@@ -152,16 +141,12 @@ def skills_of_entry(user, entry) -> list[SkillSource]:
 # --- for agents --------------------------------------------------------------------------------------------
 
 
-def _token_q(token: AgentToken) -> Q:
-    return access.scope_q(list(token.scopes), "scope")  # no prefixes: nothing
-
-
 def skills_for_token(token: AgentToken, *, scopes: list[str] | None, after: str = "", limit: int = 100) -> list:
     """Approved skills an agent may read: of `scopes` exactly (a scope and its ancestors that the token
     covers, as retrieval reads them), or every one under the token's prefixes when `scopes` is None.
     By name, keyset on the slug: 3 queries."""
     qs = SkillProposal.objects.filter(status=SkillProposal.Status.APPROVED)
-    qs = qs.filter(scope__in=scopes) if scopes is not None else qs.filter(_token_q(token))
+    qs = qs.filter(scope__in=scopes) if scopes is not None else qs.filter(access.token_scope_q(token))
     if after:
         qs = qs.filter(slug__gt=after)
     return _with_parts(list(_annotated(qs).order_by("slug")[:limit]))
@@ -170,7 +155,7 @@ def skills_for_token(token: AgentToken, *, scopes: list[str] | None, after: str 
 def skill_for_token(token: AgentToken, slug: str) -> SkillProposal:
     """A skill in any state under the token's prefixes (a nominated one is what trials run); DoesNotExist
     otherwise, whether it is missing or outside them."""
-    return _with_parts([_annotated(SkillProposal.objects.filter(_token_q(token))).get(slug=slug)])[0]
+    return _with_parts([_annotated(SkillProposal.objects.filter(access.token_scope_q(token))).get(slug=slug)])[0]
 
 
 # --- SKILL.md ------------------------------------------------------------------------------------------------

@@ -1,0 +1,89 @@
+"""Reads for the candidates queue: a page of waiting entries, their count and one card, each in a fixed
+number of queries whatever the size of the page or of the table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Prefetch, Q
+from django.utils import timezone
+
+from curation import access
+from curation.models import Entry, Evidence, SimilarEntry, Status
+
+from .entries import visible_entries
+from .paging import Page, capped_count, encode_keyset, read_page
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    scope: str = ""
+    kind: str = ""
+    signal: str = ""
+    reason: str = ""           # "new" or "recheck"
+    min_confidence: float | None = None
+    max_confidence: float | None = None
+    q: str = ""
+    deferred: bool = False     # show the deferred entries instead of the ready ones
+
+    def as_q(self, now) -> Q:
+        q = Q(queued_at__gt=now) if self.deferred else Q(queued_at__isnull=False, queued_at__lte=now)
+        if self.scope:
+            q &= access.under_scope(self.scope)
+        if self.kind:
+            q &= Q(kind=self.kind)
+        if self.signal:
+            q &= Q(signal=self.signal)
+        if self.reason == "new":
+            q &= Q(queue_reason__in=["new", "deferred"])
+        elif self.reason == "recheck":
+            q &= Q(queue_reason__startswith="recheck")
+        if self.min_confidence is not None:
+            q &= Q(confidence__gte=self.min_confidence)
+        if self.max_confidence is not None:
+            q &= Q(confidence__lte=self.max_confidence)
+        if self.q:
+            for word in self.q.split()[:8]:
+                q &= Q(trigger__icontains=word) | Q(content__icontains=word) | Q(boundary__icontains=word)
+        return q
+
+    @property
+    def active(self) -> bool:
+        return self != QueueFilters(deferred=self.deferred)
+
+
+def encode_cursor(entry: Entry) -> str:
+    return encode_keyset(entry.queued_at, entry.pk)
+
+
+def queue_base(user, filters: QueueFilters, now=None):
+    now = now or timezone.now()
+    return visible_entries(user).filter(filters.as_q(now))
+
+
+def queue_count(user, filters: QueueFilters, now=None) -> tuple[int, bool]:
+    """How many entries match, counted up to a cap."""
+    return capped_count(queue_base(user, filters, now))
+
+
+def _card_prefetches() -> tuple[Prefetch, Prefetch]:
+    """What a queue card shows besides the entry: its evidence and its still-active similar entries."""
+    similar = SimilarEntry.objects.filter(similar__status=Status.ACTIVE).select_related("similar").order_by("-score")
+    return (
+        Prefetch("evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
+        Prefetch("similar_links", queryset=similar),
+    )
+
+
+def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size: int | None = None, now=None) -> Page:
+    """One page of the queue, oldest first, keyset-paginated on (queued_at, id): 4 queries
+    (entries, their evidence, their similar entries, the capped count) whatever the page size."""
+    qs = queue_base(user, filters, now or timezone.now())
+    return read_page(qs.prefetch_related(*_card_prefetches()), qs, stamp="queued_at", cursor=cursor,
+                     page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
+
+
+def queue_card(user, entry_id) -> Entry:
+    """One card of the queue, with what the card shows."""
+    return visible_entries(user).prefetch_related(*_card_prefetches()).get(pk=entry_id)

@@ -1,0 +1,123 @@
+"""Reads for the conflicts queue: pairs of active entries whose advice contradicts, each read in a fixed
+number of queries whatever the size of the page or of the table."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from django.db.models import Prefetch, Q, prefetch_related_objects
+from django.utils import timezone
+
+from curation import access
+from curation.models import Conflict, Evidence, RetrievedEntry
+
+from .entries import summarise_evidence
+from .paging import Page, capped_count, read_page
+
+PAGE_SIZE = 20
+RECENT_OUTCOMES = 5
+
+
+@dataclass(frozen=True)
+class ConflictFilters:
+    """Each filter on an entry matches when either entry of the pair matches it."""
+
+    scope: str = ""
+    kind: str = ""
+    signal: str = ""
+    detected_by: str = ""
+    max_confidence: float | None = None   # either entry at most this confident
+    older_than_days: int | None = None    # opened at least this many days ago
+
+    def as_q(self, now=None) -> Q:
+        q = Q()
+        if self.scope:
+            q &= access.under_scope(self.scope, "entry_a__scope") | access.under_scope(self.scope, "entry_b__scope")
+        if self.kind:
+            q &= Q(entry_a__kind=self.kind) | Q(entry_b__kind=self.kind)
+        if self.signal:
+            q &= Q(entry_a__signal=self.signal) | Q(entry_b__signal=self.signal)
+        if self.detected_by:
+            q &= Q(detected_by=self.detected_by)
+        if self.max_confidence is not None:
+            q &= Q(entry_a__confidence__lte=self.max_confidence) | Q(entry_b__confidence__lte=self.max_confidence)
+        if self.older_than_days:
+            q &= Q(created_at__lte=(now or timezone.now()) - datetime.timedelta(days=self.older_than_days))
+        return q
+
+    @property
+    def active(self) -> bool:
+        return bool(self.scope or self.kind or self.signal or self.detected_by or self.max_confidence is not None
+                    or self.older_than_days)
+
+
+def visible_conflicts(user):
+    """Conflicts whose two entries both lie in the user's scopes: one outside means the whole pair is."""
+    prefixes = access.user_scope_prefixes(user)
+    return Conflict.objects.filter(access.scope_q(prefixes, "entry_a__scope"), access.scope_q(prefixes, "entry_b__scope"))
+
+
+def open_conflicts(user, filters: ConflictFilters):
+    return visible_conflicts(user).filter(state=Conflict.State.OPEN).filter(filters.as_q())
+
+
+def conflict_count(user, filters: ConflictFilters = ConflictFilters()) -> tuple[int, bool]:
+    return capped_count(open_conflicts(user, filters))
+
+
+def _with_sides(conflicts: list[Conflict]) -> list[Conflict]:
+    """Both entries' evidence and their recent task outcomes, in two queries for the whole page."""
+    entries = [c.entry_a for c in conflicts] + [c.entry_b for c in conflicts]
+    uses = (
+        RetrievedEntry.objects.filter(retrieval__feedback__isnull=False)
+        .select_related("retrieval__feedback")
+        .order_by("-created_at", "-id")
+    )
+    prefetch_related_objects(
+        entries,
+        Prefetch("evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
+        Prefetch("retrievals", queryset=uses[:RECENT_OUTCOMES], to_attr="recent_uses"),
+    )
+    for conflict in conflicts:
+        conflict.merge_form = merge_defaults(conflict.entry_a, conflict.entry_b)
+    summarise_evidence(entries)
+    return conflicts
+
+
+def conflict_queue(user, filters: ConflictFilters = ConflictFilters(), *, cursor: str = "",
+                   page_size: int = PAGE_SIZE) -> Page:
+    """One page of open conflicts, oldest first, keyset on (created_at, id): 4 queries (conflicts with
+    both entries, their evidence, their recent outcomes, the capped count) whatever the page size."""
+    qs = open_conflicts(user, filters)
+    return read_page(qs.select_related("entry_a", "entry_b"), qs, stamp="created_at", cursor=cursor,
+                     page_size=page_size, filters=filters, prepare=_with_sides)
+
+
+def conflict_card(user, conflict_id) -> Conflict:
+    """One conflict (in any state) with what its card shows; Conflict.DoesNotExist outside the user's scopes."""
+    conflict = visible_conflicts(user).select_related("entry_a", "entry_b", "resolved_by").get(pk=conflict_id)
+    return _with_sides([conflict])[0]
+
+
+def merge_defaults(a, b) -> dict:
+    """What the merge form starts from: the broader scope (or the deepest common one), both texts."""
+    if access.scope_covers(a.scope, b.scope):
+        scope = a.scope
+    elif access.scope_covers(b.scope, a.scope):
+        scope = b.scope
+    else:
+        common = []
+        for x, y in zip(a.scope.split("/"), b.scope.split("/")):
+            if x != y:
+                break
+            common.append(x)
+        scope = "/".join(common) or a.scope
+    return {
+        "kind": a.kind,
+        "scope": scope,
+        "trigger": a.trigger,
+        "content": f"{a.content}\n{b.content}",
+        "boundary": "\n".join(x for x in (a.boundary, b.boundary) if x),
+        "conditions": ", ".join(dict.fromkeys([*a.conditions, *b.conditions])),
+    }

@@ -1,0 +1,72 @@
+"""Reads for the consolidation queue: the merge and supersede proposals of the background sweep, each
+read in a fixed number of queries whatever the size of the page or of the table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Prefetch, Q, prefetch_related_objects
+
+from curation import access
+from curation.models import ConsolidationProposal, Entry, Evidence
+
+from .entries import summarise_evidence
+from .paging import Page, capped_count, read_page
+
+PAGE_SIZE = 20
+
+
+@dataclass(frozen=True)
+class ProposalFilters:
+    kind: str = ""
+    scope: str = ""
+
+    def as_q(self) -> Q:
+        q = Q(state=ConsolidationProposal.State.OPEN)
+        if self.kind:
+            q &= Q(kind=self.kind)
+        if self.scope:
+            q &= access.under_scope(self.scope)
+        return q
+
+    @property
+    def active(self) -> bool:
+        return bool(self.kind or self.scope)
+
+
+def visible_proposals(user):
+    return ConsolidationProposal.objects.filter(access.scope_q(access.user_scope_prefixes(user), "scope"))
+
+
+def open_proposals(user, filters: ProposalFilters = ProposalFilters()):
+    return visible_proposals(user).filter(filters.as_q())
+
+
+def proposal_count(user, filters: ProposalFilters = ProposalFilters()) -> tuple[int, bool]:
+    return capped_count(open_proposals(user, filters))
+
+
+def _with_members(proposals: list) -> list:
+    """The proposals' entries (in id order) with their evidence: two queries for the whole page."""
+    prefetch_related_objects(
+        proposals,
+        Prefetch("entries", queryset=Entry.objects.order_by("id")),
+        Prefetch("entries__evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
+    )
+    summarise_evidence([e for p in proposals for e in p.entries.all()])
+    for p in proposals:
+        p.proposed_conditions_text = ", ".join(p.proposed_conditions)
+    return proposals
+
+
+def consolidation_queue(user, filters: ProposalFilters = ProposalFilters(), *, cursor: str = "",
+                        page_size: int = PAGE_SIZE) -> Page:
+    """One page of open proposals, oldest first, keyset on (created_at, id): 4 queries whatever the page size."""
+    qs = open_proposals(user, filters)
+    return read_page(qs, qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters,
+                     prepare=_with_members)
+
+
+def proposal_card(user, proposal_id):
+    proposal = visible_proposals(user).select_related("decided_by").get(pk=proposal_id)
+    return _with_members([proposal])[0]

@@ -1,0 +1,166 @@
+"""Reads about entries: which ones a user may see, and the entry page (its timeline and its supersedes
+chain), each in a fixed number of queries whatever the length of the history or of the chain."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Q
+
+from curation import access
+from curation.lifecycle import SIGNAL_STRENGTH
+from curation.models import Entry, Event, Evidence, SkillSource
+
+from .sql import supersedes_chain_sql
+
+CHAIN_LIMIT = 50
+TIMELINE_LIMIT = 100  # the entry page shows the newest items of the history; the export has them all
+
+
+def visible_entries(user):
+    """Every entry the user may see: all of them, or those under the user's scope prefixes."""
+    return Entry.objects.filter(access.scope_q(access.user_scope_prefixes(user)))
+
+
+def visible_entry(user, entry_id) -> Entry:
+    """The entry, or Entry.DoesNotExist when it does not exist *or* lies outside the user's scopes."""
+    return visible_entries(user).get(pk=entry_id)
+
+
+def summarise_evidence(entries) -> None:
+    """From the prefetched evidence: the strongest supporting signal, and how much evidence is against."""
+    for entry in entries:
+        supporting = [e.signal for e in entry.evidence.all() if e.polarity == Evidence.Polarity.SUPPORTS]
+        entry.evidence_strength = max(supporting, key=SIGNAL_STRENGTH.__getitem__) if supporting else "none"
+        entry.contradicting_evidence = sum(1 for e in entry.evidence.all() if e.polarity == Evidence.Polarity.CONTRADICTS)
+
+
+# --- the entry page ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimelineItem:
+    at: datetime.datetime
+    kind: str            # "event" or "evidence"
+    item: Event | Evidence
+    changes: tuple = ()  # (field, before, after) for the fields an event changed
+
+
+def event_changes(event: Event) -> tuple:
+    before, after = event.before or {}, event.after or {}
+    if not before:
+        return ()
+    return tuple(
+        (key, before.get(key), value) for key, value in after.items() if key != "version" and before.get(key) != value
+    )
+
+
+def entry_timeline(entry: Entry, *, limit: int | None = None) -> list[TimelineItem]:
+    """The entry's Events, with those of the skills it is a source of, and its Evidence in the order they
+    were recorded (2 queries): all of them, or the newest `limit` items."""
+    its_skills = SkillSource.objects.filter(entry=entry).values("proposal_id")
+    events = Event.objects.filter(Q(entry=entry) | Q(skill__in=its_skills)).order_by("-created_at", "-id")
+    evidence = Evidence.objects.filter(entry=entry).order_by("-created_at", "-id")
+    if limit is not None:
+        events, evidence = events[:limit], evidence[:limit]
+    items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in events]
+    items += [TimelineItem(e.created_at, "evidence", e) for e in evidence]
+    # Evidence first at equal times: it arrived with (and caused) the event beside it.
+    items.sort(key=lambda t: (t.at, 0 if t.kind == "evidence" else 1, t.item.pk))
+    return items[-limit:] if limit is not None else items
+
+
+@dataclass(frozen=True)
+class TimelinePage:
+    items: list[TimelineItem]
+    complete: bool  # False: older items exist and are not shown
+
+
+def entry_page_timeline(entry: Entry, *, show_all: bool = False, limit: int = TIMELINE_LIMIT) -> TimelinePage:
+    """What the entry page shows of the history: the newest `limit` items, unless all are asked for."""
+    if show_all:
+        return TimelinePage(entry_timeline(entry), complete=True)
+    items = entry_timeline(entry, limit=limit + 1)
+    return TimelinePage(items[-limit:], complete=len(items) <= limit)
+
+
+def supersedes_chain(user, entry: Entry) -> tuple[list[Entry], list[Entry]]:
+    """(older entries this one replaces, newest last; newer entries that replace it), within the user's
+    scopes: the walk stops at an entry outside them. At most CHAIN_LIMIT steps each way, in 2 queries
+    (the chain's ids in one recursive query, then the visible entries among them)."""
+    with connection.cursor() as cursor:
+        cursor.execute(supersedes_chain_sql(), {"id": entry.pk, "limit": CHAIN_LIMIT})
+        links = cursor.fetchall()
+    replaces = {pk: supersedes_id for direction, pk, supersedes_id in links if direction == "older"}
+    replaced_by: dict[int, list[int]] = {}
+    for direction, pk, supersedes_id in links:
+        if direction == "newer":
+            replaced_by.setdefault(supersedes_id, []).append(pk)
+    visible = visible_entries(user).in_bulk([pk for _, pk, _ in links])
+
+    older: list[Entry] = []
+    current = entry.supersedes_id
+    while current in visible and len(older) < CHAIN_LIMIT:
+        older.insert(0, visible[current])
+        current = replaces.get(current)
+    newer: list[Entry] = []
+    frontier = [entry.pk]
+    while frontier and len(newer) < CHAIN_LIMIT:
+        step = sorted(pk for parent in frontier for pk in replaced_by.get(parent, ()) if pk in visible)[:CHAIN_LIMIT]
+        newer += [visible[pk] for pk in step]
+        frontier = step
+    return older, newer
+
+
+def entry_history(user, entry: Entry) -> dict:
+    """The entry page as data: what the JSON export returns."""
+    older, newer = supersedes_chain(user, entry)
+
+    def stamp(value):
+        return value.isoformat() if value else None
+
+    return {
+        "entry": {
+            "id": entry.pk,
+            **entry.snapshot(),
+            "last_verified_at": stamp(entry.last_verified_at),
+            "hit_count": entry.hit_count,
+            "retrieval_count": entry.retrieval_count,
+            "utility_sum": entry.utility_sum,
+            "utility_n": entry.utility_n,
+            "last_retrieved_at": stamp(entry.last_retrieved_at),
+            "source_task": entry.source_task,
+            "created_by": entry.created_by_label,
+            "created_at": stamp(entry.created_at),
+            "updated_at": stamp(entry.updated_at),
+            "supersedes": entry.supersedes_id,
+        },
+        "supersedes_chain": {"older": [e.pk for e in older], "newer": [e.pk for e in newer]},
+        "timeline": [
+            {
+                "type": "event",
+                "at": stamp(t.at),
+                "actor": t.item.actor_label,
+                "action": t.item.action,
+                "reason": t.item.reason,
+                "before": t.item.before,
+                "after": t.item.after,
+                "request_id": t.item.request_id,
+            }
+            if t.kind == "event"
+            else {
+                "type": "evidence",
+                "at": stamp(t.at),
+                "recorded_by": t.item.recorded_by_label,
+                "kind": t.item.kind,
+                "signal": t.item.signal,
+                "polarity": t.item.polarity,
+                "excerpt": t.item.excerpt,
+                "task_ref": t.item.task_ref,
+                "observed_at": stamp(t.item.observed_at),
+            }
+            for t in entry_timeline(entry)
+        ],
+    }

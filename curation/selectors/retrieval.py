@@ -1,0 +1,91 @@
+"""Retrieval for agents: one selector, so that a later "published versions" feature can read a snapshot
+instead of live rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q
+
+from curation import access
+from curation.models import Entry, SkillSource, Status
+from curation.similarity import jaccard, words
+
+from .similar import SIMILAR_POOL
+from .sql import ranked_by_confidence_sql, ranked_by_words_sql
+
+RETRIEVAL_POOL_FACTOR = 4
+NEAR_DUPLICATE = 0.8
+_QUERY_WORDS = 12
+
+
+@dataclass(frozen=True)
+class Ranked:
+    entry: Entry
+    score: float
+
+
+def retrievable_scopes(scope: str, token_scopes) -> list[str]:
+    """The asked scope and its ancestors, cut to what the token's prefixes cover."""
+    return [s for s in access.scope_ancestors(scope) if access.covered_by_any(token_scopes, s)]
+
+
+# What an answer and its context block show of an entry: the ranking query fetches these and no more.
+RETRIEVED_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "boundary", "confidence", "signal",
+                    "last_verified_at", "fingerprint")
+
+
+def withheld_by_skill():
+    """For Exists(): the approved skill an entry is a source of (a source taken out of the draft is not)."""
+    return SkillSource.objects.filter(entry=OuterRef("pk"), live=True, proposal__status="approved")
+
+
+def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
+    """One query that ranks and fetches: by the query's words when there is a query, else by confidence."""
+    columns = ", ".join(f"e.{name}" for name in RETRIEVED_FIELDS)
+    sql = ranked_by_words_sql(columns) if q else ranked_by_confidence_sql(columns)
+    params = {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2}
+    return [Ranked(entry, float(entry.score)) for entry in Entry.objects.raw(sql, params)]
+
+
+def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
+    """SQLite: filter by any query word in the database, score by word overlap × confidence here."""
+    rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence).exclude(
+        Exists(withheld_by_skill()))
+    query_words = sorted(words(q))[:_QUERY_WORDS]
+    if not query_words:
+        return [Ranked(e, e.confidence) for e in rows.order_by("-confidence", "-id")[:pool]]
+    match = Q(pk__in=[])
+    for word in query_words:
+        match |= Q(trigger__icontains=word) | Q(content__icontains=word)
+    ranked = []
+    for entry in rows.filter(match).order_by("-confidence", "-id")[:SIMILAR_POOL]:
+        trigger, content = words(entry.trigger), words(entry.content) | words(" ".join(entry.conditions))
+        relevance = sum(2 if w in trigger else 1 if w in content else 0 for w in query_words) / len(query_words)
+        if relevance:
+            ranked.append(Ranked(entry, relevance * entry.confidence))
+    ranked.sort(key=lambda r: (-r.score, -r.entry.pk))
+    return ranked[:pool]
+
+
+def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
+    """Active entries of the given scopes, ranked by relevance × confidence, near-duplicates dropped,
+    at most k; not the sources of an approved skill. One query on PostgreSQL whatever the table size
+    (the (scope, word) index bounds the scan)."""
+    if not scopes:
+        return []
+    q = (q or "").strip()[:500]
+    pool = k * RETRIEVAL_POOL_FACTOR
+    ranked = (_ranked_postgres if connection.vendor == "postgresql" else _ranked_portable)(
+        scopes, q, min_confidence, pool)
+    chosen: list[tuple[Ranked, frozenset]] = []
+    for candidate in ranked:
+        text = words(f"{candidate.entry.trigger} {candidate.entry.content}")
+        if any(c.entry.fingerprint == candidate.entry.fingerprint or jaccard(text, seen) >= NEAR_DUPLICATE
+               for c, seen in chosen):
+            continue
+        chosen.append((candidate, text))
+        if len(chosen) == k:
+            break
+    return [c for c, _ in chosen]

@@ -1,0 +1,66 @@
+"""Near duplicates: the active entries of overlapping scopes that say nearly the same thing as an entry.
+Trigram similarity on PostgreSQL (one statement for a whole batch), word Jaccard elsewhere."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q
+
+from curation import access
+from curation.models import Entry, Status
+from curation.similarity import similarity
+
+from .sql import outer_params, similar_entries_sql
+
+SIMILAR_POOL = 500
+SIMILAR_POOL_POSTGRES = 20
+
+
+def _situation_words(entry: Entry) -> str:
+    """What a near duplicate must mention: a word of the trigger or the conditions (the situation)."""
+    return " ".join([entry.trigger, *(c for c in entry.conditions or () if isinstance(c, str))])
+
+
+def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tuple[int, float]]]:
+    """similar_active_entries for many entries at once: on PostgreSQL one query (a LATERAL join over
+    the entries; the index keys pick the few entries of the overlapping scopes that share words with
+    each, trigram similarity is computed on the best-ranked of those only), planned once for a whole
+    batch; elsewhere one lookup per entry."""
+    entries = list(entries)
+    if connection.vendor != "postgresql" or not entries:
+        return {entry.pk: _similar_portable(entry, limit) for entry in entries}
+    found: dict[int, list[tuple[int, float]]] = {entry.pk: [] for entry in entries}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            similar_entries_sql(),
+            {**outer_params(entries, _situation_words, lambda e: f"{e.trigger} {e.content}"),
+             "pool": SIMILAR_POOL_POSTGRES,
+             "threshold": settings.CURATION["SIMILAR_THRESHOLD"], "limit": limit},
+        )
+        for entry_id, other_id, score in cursor.fetchall():
+            found[entry_id].append((other_id, round(float(score), 3)))
+    return found
+
+
+def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, float]]:
+    """(id, score) of active entries in overlapping scopes that say nearly the same thing: trigram
+    similarity on PostgreSQL, the portable word measure elsewhere. Reads a bounded pool."""
+    return similar_active_entries_many([entry], limit=limit)[entry.pk]
+
+
+def _similar_portable(entry: Entry, limit: int) -> list[tuple[int, float]]:
+    """Word Jaccard over the most recent active entries of the overlapping scopes."""
+    threshold = settings.CURATION["SIMILAR_THRESHOLD"]
+    text = f"{entry.trigger} {entry.content}"
+    pool = (
+        Entry.objects.filter(status=Status.ACTIVE)
+        .filter(Q(scope__in=access.scope_ancestors(entry.scope)) | Q(scope__startswith=entry.scope + "/"))
+        .exclude(pk=entry.pk)
+        .order_by("-id")
+        .values_list("id", "trigger", "content")[:SIMILAR_POOL]
+    )
+    scored = [(pk, round(similarity(text, f"{trigger} {content}"), 3)) for pk, trigger, content in pool]
+    scored = [(pk, score) for pk, score in scored if score >= threshold]
+    scored.sort(key=lambda pair: -pair[1])
+    return scored[:limit]

@@ -1,0 +1,171 @@
+"""The raw SQL of the reads, in one place: PostgreSQL full-text and trigram lookups that the ORM cannot
+say. Each function returns a fragment or a statement with named parameters (%(name)s); the selectors
+run them."""
+
+from curation import access
+
+
+def any_word_tsquery_sql(text_sql: str) -> str:
+    """SQL for the English tsquery that matches any word of `text_sql` (plainto_tsquery ANDs them), NULL
+    when no word is left after the stop words."""
+    return f"CAST(NULLIF(replace(CAST(plainto_tsquery('english', {text_sql}) AS text), '&', '|'), '') AS tsquery)"
+
+
+def overlapping_entries_sql(columns: str) -> str:
+    """For each row of `c` (see outer_rows_sql): the active entries of its scope, its ancestors and the
+    scopes below it that mention one of its lookup words. Two halves, each one index lookup: the
+    (scope, word) keys of migration 0010 for the scope and its ancestors (only entries that mention a
+    word are read), and the scope-prefix range below it (~>=~ / ~<~ compare bytes: the scopes that start
+    with "<scope>/", served by the varchar_pattern_ops index). Apart, neither half re-evaluates the
+    other's condition on every row, as an OR of the two would."""
+    return f"""
+        SELECT {columns} FROM curation_entry e
+        WHERE e.status = 'active' AND e.id <> c.id
+          AND curation_scoped_lexemes(e.scope, e.search_vector) && c.keys
+        UNION ALL
+        SELECT {columns} FROM curation_entry e
+        WHERE e.status = 'active' AND e.id <> c.id AND e.scope ~>=~ c.below AND e.scope ~<~ c.below_end
+          AND COALESCE(e.search_vector @@ c.lookup, false)
+    """
+
+
+def outer_rows_sql() -> str:
+    """The `c` rows of overlapping_entries_sql, from the parallel arrays of outer_params: the entry's
+    id and text, the index keys and the query of its lookup words (any may match; the fallback words
+    when none is left after PostgreSQL drops its stop words), the query its partners are ranked by, and
+    the bounds of the range below its scope."""
+    return f"""
+        WITH c AS MATERIALIZED (  -- computed once per row, not once per entry compared with it
+            SELECT w.id, w.text, w.below, w.below_end,
+                   curation_scoped_query(string_to_array(w.ancestors, '|'), w.words) AS keys,
+                   {any_word_tsquery_sql("w.words")} AS lookup,
+                   {any_word_tsquery_sql("COALESCE(w.rank, w.words)")} AS query
+            FROM (
+                -- the lookup words, or the fallback words when PostgreSQL keeps none of them (all stop
+                -- words, such as "over" in "never over-provision the pool")
+                SELECT u.*, CASE WHEN numnode(plainto_tsquery('english', u.lookup)) = 0 THEN u.fallback
+                                 ELSE u.lookup END AS words
+                FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[]), CAST(%(lookup)s AS text[]),
+                            CAST(%(fallback)s AS text[]), CAST(%(rank)s AS text[]), CAST(%(ancestors)s AS text[]),
+                            CAST(%(below)s AS text[]), CAST(%(below_end)s AS text[]))
+                     AS u(id, text, lookup, fallback, rank, ancestors, below, below_end)
+            ) AS w
+        )
+    """
+
+
+def outer_params(entries, lookup_of, rank_of=None, fallback_of=None) -> dict:
+    """Parameters of outer_rows_sql: `lookup_of(entry)` the words a partner must mention, `rank_of(entry)`
+    the words partners are ranked by (the lookup words unless given), `fallback_of(entry)` the words
+    looked up instead when PostgreSQL keeps none of the lookup words (the ranking words unless given)."""
+    fallback_of = fallback_of or rank_of or lookup_of
+    return {
+        "ids": [e.pk for e in entries],
+        "texts": [f"{e.trigger} {e.content}" for e in entries],
+        "lookup": [lookup_of(e) for e in entries],
+        "fallback": [fallback_of(e) for e in entries],
+        "rank": [rank_of(e) if rank_of else None for e in entries],  # None: the words looked up
+        "ancestors": ["|".join(access.scope_ancestors(e.scope)) for e in entries],
+        "below": [e.scope + "/" for e in entries],
+        "below_end": [e.scope + "0" for e in entries],  # "0" is the character after "/"
+    }
+
+
+def similar_entries_sql() -> str:
+    """For each row of outer_rows_sql: (its id, a similar active entry's id, the score), at most
+    %(limit)s per row, scoring the %(pool)s best-ranked overlapping entries only."""
+    return outer_rows_sql() + f"""
+        SELECT c.id, s.id, s.score
+        FROM c CROSS JOIN LATERAL (
+            SELECT scored.id, scored.score
+            FROM (
+                -- similarity() outside the ranked pool: computed for its few rows, not every match;
+                -- OFFSET 0 keeps it computed once per row (not again in the WHERE below)
+                SELECT pool.id, similarity(pool.trigger || ' ' || pool.content, c.text) AS score
+                FROM (
+                    SELECT m.id, m.trigger, m.content
+                    FROM ({overlapping_entries_sql("e.id, e.trigger, e.content, e.search_vector")}) AS m
+                    ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
+                    LIMIT %(pool)s
+                ) AS pool
+                OFFSET 0
+            ) AS scored
+            WHERE scored.score >= %(threshold)s
+            ORDER BY scored.score DESC, scored.id DESC
+            LIMIT %(limit)s
+        ) AS s
+    """
+
+
+# An approved skill replaces its source entries: agents read the skill (GET /api/v1/skills), and the entries
+# come back when the skill is retired. Skills are few, so this anti-join costs a probe of a tiny table.
+NOT_WITHHELD_SQL = """NOT EXISTS (
+    SELECT 1 FROM curation_skillsource ss JOIN curation_skillproposal sp ON sp.id = ss.proposal_id
+    WHERE ss.entry_id = {entry_id} AND ss.live AND sp.status = 'approved')"""
+
+
+def ranked_by_words_sql(columns: str) -> str:
+    """Active entries of %(scopes)s that mention a word of %(q)s, with their score: one lookup of the
+    (scope, word) keys of migration 0010, so only the asked scopes' entries that mention a query word are
+    read. Any query word may match (OR), more matching words rank higher; trigram word similarity to the
+    trigger then refines the order of the best of them."""
+    return f"""
+        WITH query AS (
+            SELECT {any_word_tsquery_sql("%(q)s")} AS tsq
+        ), matched AS (
+            SELECT e.id, ts_rank(e.search_vector, query.tsq) AS rank
+            FROM query, curation_entry e
+            WHERE e.status = 'active'
+              AND curation_scoped_lexemes(e.scope, e.search_vector)
+                  && curation_scoped_query(CAST(%(scopes)s AS text[]), %(q)s)
+              AND e.confidence >= %(min)s
+              AND {NOT_WITHHELD_SQL.format(entry_id="e.id")}
+            ORDER BY ts_rank(e.search_vector, query.tsq) * e.confidence DESC, e.id DESC
+            LIMIT %(wide)s
+        )
+        SELECT {columns}, (matched.rank + word_similarity(%(q)s, e.trigger)) * e.confidence AS score
+        FROM matched JOIN curation_entry e ON e.id = matched.id
+        ORDER BY score DESC, e.id DESC
+        LIMIT %(pool)s
+    """
+
+
+def ranked_by_confidence_sql(columns: str) -> str:
+    """Active entries of %(scopes)s, highest confidence first: each scope is its own index range (a
+    LATERAL join over the scopes)."""
+    return f"""
+        SELECT {columns}, e.confidence AS score
+        FROM unnest(CAST(%(scopes)s AS text[])) AS s(scope)
+        CROSS JOIN LATERAL (
+            SELECT * FROM curation_entry
+            WHERE status = 'active' AND scope = s.scope AND confidence >= %(min)s
+              AND {NOT_WITHHELD_SQL.format(entry_id="curation_entry.id")}
+            ORDER BY confidence DESC, id DESC
+            LIMIT %(pool)s
+        ) AS e
+        ORDER BY e.confidence DESC, e.id DESC
+        LIMIT %(pool)s
+    """
+
+
+def supersedes_chain_sql() -> str:
+    """("older" | "newer", id, supersedes_id) of the entries entry %(id)s replaces, step by step, and of
+    those that replace it, at most %(limit)s steps each way: one recursive query instead of one a step."""
+    return """
+        WITH RECURSIVE older(id, supersedes_id, depth) AS (
+            SELECT id, supersedes_id, 0 FROM curation_entry WHERE id = %(id)s
+            UNION ALL
+            SELECT e.id, e.supersedes_id, o.depth + 1
+            FROM curation_entry e JOIN older o ON e.id = o.supersedes_id
+            WHERE o.depth < %(limit)s
+        ), newer(id, supersedes_id, depth) AS (
+            SELECT id, supersedes_id, 0 FROM curation_entry WHERE id = %(id)s
+            UNION ALL
+            SELECT e.id, e.supersedes_id, n.depth + 1
+            FROM curation_entry e JOIN newer n ON e.supersedes_id = n.id
+            WHERE n.depth < %(limit)s
+        )
+        SELECT 'older', id, supersedes_id FROM older WHERE depth > 0
+        UNION ALL
+        SELECT 'newer', id, supersedes_id FROM newer WHERE depth > 0
+    """

@@ -1,0 +1,240 @@
+"""One review queue, one shape: its page, its list fragment, a card, the decided card and the bulk form.
+
+A queue is a subclass that names its selectors, its filter form and its card template (candidates.py,
+conflicts.py, consolidation.py, skills.py); its decisions are short views that call one service through
+`decide`. With htmx a decision answers with the card's fragment (and the queue count, out of band);
+without JavaScript the same form posts and redirects back. Bad input answers 422 and a stale or refused
+decision 409, both with the card and its message: htmx is configured (base.html) to swap them. A page,
+a card and a decision answer differently with and without htmx, so each says `Vary: HX-Request`."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import Resolver404, path, resolve, reverse
+from django.utils.decorators import method_decorator
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from curation.permissions import READ, REVIEW, require
+from curation.selectors import BadCursor, Page
+from curation.services import InvalidTransition, StaleDecision
+from curation.views.filters import QueueFilterForm
+
+BULK_LIMIT = 200
+PAST = {"approve": "Approved", "reject": "Rejected", "accept": "Accepted", "dismiss": "Dismissed"}
+
+
+def by_htmx(view):
+    """The view answers a page or a fragment from one URL: caches keep the two apart."""
+    return vary_on_headers("HX-Request")(view)
+
+
+def decision(perm: str, message: str = ""):
+    """A decision view: POST only, the role checked before the form is read, the answer varies with htmx."""
+
+    def decorator(view):
+        return require_POST(require(perm, message)(by_htmx(view)))
+
+    return decorator
+
+
+def reading(view):
+    """A queue's page or card: GET, for every role that reads."""
+    return require_GET(require(READ)(by_htmx(view)))
+
+
+class Queue:
+    url_name: str                  # the queue's page, e.g. "candidates"
+    card_url_name: str             # one card on its own page, e.g. "candidate-card"
+    page_template: str             # extends curation/queue.html
+    card_template: str             # one card, extending partials/card_frame.html; the item is `item`
+    decided_template: str          # extends curation/partials/decided.html
+    filter_form: type[QueueFilterForm]
+    label: str                     # the list's accessible name
+    empty: str                     # what the list says when nothing is waiting
+    card_title: str                # "Conflict" for "Conflict #12"
+    back_label: str                # the card page's link back
+    item_noun: str                 # what a bulk selection selects, e.g. "card"
+    outcome_id: str                # the attribute of a bulk outcome that names its item
+    dom_prefix: str                # a card's element id is "<dom_prefix>-<pk>"
+    bulk_url_name: str = ""        # the bulk form's URL, when the queue has one
+    bulk_parts: int = 1            # the numbers a selected checkbox carries: the id, then its versions
+    keys: tuple[tuple[str, str], ...] = ()  # the keyboard help: (keys, what they do)
+    missing: tuple[type[Exception], ...]   # a card outside the user's scopes (or gone): 404
+    not_found: str
+    refusals: tuple[type[Exception], ...] = (StaleDecision, InvalidTransition)  # 409, with the card
+
+    def urls(self, prefix: str, decisions: dict) -> list:
+        """The queue's URLs under `prefix`: its page, its bulk form, a card, and each decision view at
+        `<pk>/<name>/`, named like the card ("conflict-card" -> "conflict-keep")."""
+        item = self.card_url_name.removesuffix("-card")
+        patterns = [path(prefix, self.page, name=self.url_name)]
+        if self.bulk_url_name:
+            patterns.append(path(f"{prefix}bulk/", self.bulk, name=self.bulk_url_name))
+        patterns.append(path(f"{prefix}<int:pk>/", self.card, name=self.card_url_name))
+        patterns += [path(f"{prefix}<int:pk>/{name}/", view, name=f"{item}-{name}") for name, view in decisions.items()]
+        return patterns
+
+    @property
+    def page_url(self) -> str:
+        return reverse(f"curation:{self.url_name}")
+
+    @property
+    def bulk_url(self) -> str:
+        return reverse(f"curation:{self.bulk_url_name}") if self.bulk_url_name else ""
+
+    # --- what each queue reads and says -------------------------------------------------------------
+
+    # The selectors, each given as a staticmethod (so that it is not bound to the queue):
+    read_list = None    # a page: (user, filters, *, cursor) -> Page
+    read_count = None   # the count: (user, filters) -> (count, capped)
+    read_one = None     # one card: (user, pk) -> the item
+    count_noun = ""     # "12 waiting": what the count counts
+    decided_text = ""   # the message after a decision without htmx; formatted with item, verb and Verb
+    decided_attr = ""   # where the decided item is in a decision's outcome ("": the outcome itself)
+
+    def read_page(self, request, filters, cursor: str) -> Page:
+        return self.read_list(request.user, filters, cursor=cursor)
+
+    def read_card(self, request, pk, *, form=None, errors=None):
+        return self.read_one(request.user, pk)
+
+    def context(self, request) -> dict:
+        return {}
+
+    def counted(self, filters) -> str:
+        return self.count_noun
+
+    def versions(self, request) -> dict:
+        """The versions a decision was made on, as its service takes them; ValidationError when missing."""
+        return {}
+
+    def bulk_decide(self, request, items, action: str) -> list:
+        raise NotImplementedError
+
+    # --- the page and its list ----------------------------------------------------------------------
+
+    @method_decorator(reading)
+    def page(self, request):
+        return self.render_page(request, request.GET)
+
+    def render_page(self, request, params, *, status=200, bulk_errors=()):
+        form = self.filter_form(params)
+        filters = form.filters()
+        context = {**self.context(request), "queue": self, "filter_form": form, "filters": filters, "page": None,
+                   "bulk_errors": bulk_errors}
+        if not form.is_valid():
+            return render(request, self.page_template, {**context, "filter_errors": form.errors}, status=400)
+        try:
+            page = self.read_page(request, filters, params.get("after", ""))
+        except BadCursor as exc:
+            return render(request, self.page_template, {**context, "filter_errors": {"after": [str(exc)]}},
+                          status=400)
+        query = params.copy()
+        query.pop("after", None)
+        context.update(page=page, filter_query=query.urlencode(), count_noun=self.counted(filters))
+        # Filtering and paging with htmx swap only the list; a full load (or a boosted one) gets the page.
+        if request.htmx and not request.htmx.boosted and request.htmx.target == "queue":
+            return render(request, "curation/partials/queue_list.html", context, status=status)
+        return render(request, self.page_template, context, status=status)
+
+    # --- one card -----------------------------------------------------------------------------------
+
+    @method_decorator(reading)
+    def card(self, request, pk):
+        """One card on its own page: where a no-JavaScript reviewer lands after a refused decision."""
+        return self.card_response(request, pk)
+
+    def card_response(self, request, pk, *, status=200, errors=None, refused=None, form=None, open_panel="",
+                      **extra):
+        try:
+            item = self.read_card(request, pk, form=form, errors=errors)
+        except self.missing:
+            raise Http404(self.not_found) from None
+        context = {**self.context(request), "queue": self, "item": item, "errors": errors or {},
+                   "refused": refused, "form": form or {}, "open_panel": open_panel, **extra}
+        template = self.card_template if request.htmx else "curation/card_page.html"
+        return render(request, template, context, status=status)
+
+    # --- a decision ---------------------------------------------------------------------------------
+
+    def decide(self, request, pk, verb: str, act, *, panel: str = "", form=None, answer=None, **fields):
+        """Run one decision, `act(pk, actor=..., <the versions>, **fields)` (a service), and answer: the
+        decided card (or `answer(outcome)`), or the card again with what went wrong (`panel` reopened with
+        what was typed, `form`)."""
+        try:
+            outcome = act(pk, actor=request.user, **self.versions(request), **fields)
+        except self.missing:
+            raise Http404(self.not_found) from None
+        except self.refusals as exc:
+            return self.card_response(request, pk, status=409, refused=exc)
+        except ValidationError as exc:
+            return self.card_response(request, pk, status=422, errors=exc.message_dict, form=form,
+                                      open_panel=panel)
+        if answer:
+            return answer(outcome)
+        item = getattr(outcome, self.decided_attr) if self.decided_attr else outcome
+        if not request.htmx:
+            messages.success(request, self.decided_text.format(item=item, verb=verb, Verb=verb.capitalize()))
+            return redirect(self.back_url(request))
+        filters = self.filter_form(request.POST).filters()  # the queue's filters, posted along
+        count, capped = self.read_count(request.user, filters)
+        return render(request, self.decided_template, {
+            "queue": self, "outcome": outcome, "item": item, "verb": verb,
+            "page": Page([], count=count, count_is_capped=capped, filters=filters),
+            "count_noun": self.counted(filters), "oob": True,
+        })
+
+    def back_url(self, request) -> str:
+        """Back to where the reviewer was: the queue (with its filters) or a card page, never an action URL."""
+        back = request.POST.get("next", "")
+        if back.startswith("/") and not back.startswith("//"):
+            try:
+                view_name = resolve(back.split("?")[0]).view_name
+            except Resolver404:
+                view_name = ""
+            if view_name in (f"curation:{self.url_name}", f"curation:{self.card_url_name}"):
+                return back
+        return self.page_url
+
+    # --- the bulk form ------------------------------------------------------------------------------
+
+    @method_decorator(decision(REVIEW))
+    def bulk(self, request):
+        """Decide the selected cards at once: a plain form post, answered by a redirect with what happened."""
+        action = self.bulk_action(request)
+        try:
+            outcomes = self.bulk_decide(request, self.selected(request), action)
+        except ValidationError as exc:
+            return self.bulk_refused(request, exc)
+        refused = [o for o in outcomes if not o.ok]
+        summary = f"{PAST[action]} {len(outcomes) - len(refused)} of {len(outcomes)}."
+        if refused:
+            summary += " Not changed: " + "; ".join(f"#{getattr(o, self.outcome_id)}: {o.message}" for o in refused)
+        (messages.warning if refused else messages.success)(request, summary)
+        return redirect(self.back_url(request))
+
+    def bulk_action(self, request) -> str:
+        return request.POST.get("action", "")
+
+    def selected(self, request) -> list[tuple[int, ...]]:
+        """The selected checkboxes, each "id[:version...]"; at least one, at most BULK_LIMIT."""
+        items = []
+        for value in request.POST.getlist("selected"):
+            parts = value.split(":")
+            if len(parts) != self.bulk_parts or not all(p.isdigit() for p in parts):
+                raise ValidationError({"selected": [f"A selected {self.item_noun} is malformed; reload the queue."]})
+            items.append(tuple(int(p) for p in parts))
+        if not items:
+            raise ValidationError(
+                {"selected": [f"Select at least one {self.item_noun} (x, or the checkbox on the card)."]})
+        if len(items) > BULK_LIMIT:
+            raise ValidationError({"selected": [f"At most {BULK_LIMIT} {self.item_noun}s at once."]})
+        return items
+
+    def bulk_refused(self, request, exc: ValidationError):
+        messages.error(request, " ".join(exc.messages))
+        return redirect(self.back_url(request))
