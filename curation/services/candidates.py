@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from curation import access, lifecycle
+from curation.permissions import REVIEW
 from curation.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, QueueReason, SimilarEntry, Signal, Status
 from curation.selectors import similar_active_entries
@@ -168,7 +169,7 @@ def insert_candidate_with_links(
 
 def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
     """Lock the entry, check who may decide, and refuse a decision made on an old version."""
-    if not actor.has_perm("curation.review_entry"):
+    if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads decide on candidates.")
     entry = Entry.objects.select_for_update().get(pk=entry_id)
     if not access.user_can_see_scope(actor, entry.scope):
@@ -310,7 +311,7 @@ def bulk_decide(
         raise ValidationError({"action": ["Bulk actions are approve or reject."]})
     if action == "reject" and not (reason or "").strip():
         raise ValidationError({"reason": ["Say why they are rejected."]})
-    if not actor.has_perm("curation.review_entry"):
+    if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads decide on candidates.")
     outcomes = []
     for entry_id, version in items:

@@ -22,6 +22,7 @@ from django.utils import timezone
 from curation import access
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
 from curation.models import Conflict, Entry, Event, EventAction, Status
+from curation.permissions import REVIEW
 from curation.redaction import redact_fields
 from curation.selectors import outer_params, outer_rows_sql, overlapping_entries_sql
 
@@ -313,7 +314,7 @@ class Resolution:
 def _load_open_conflict(conflict_id: int, actor, version_a: int, version_b: int) -> tuple[Conflict, Entry, Entry]:
     """Lock the conflict and its two entries (lower id first, as every resolution does: no deadlock),
     check who may decide, and refuse a decision made on what has changed since."""
-    if not actor.has_perm("curation.review_entry"):
+    if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads resolve conflicts.")
     conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
     a = Entry.objects.select_for_update().get(pk=conflict.entry_a_id)
@@ -526,7 +527,7 @@ class BulkOutcome:
 def bulk_dismiss_conflicts(items: list[tuple[int, int, int]], *, actor, reason: str = "", at=None) -> list[BulkOutcome]:
     """Dismiss many (conflict id, version a, version b). Each is its own decision with its Events, so one
     stale or out-of-scope conflict never blocks the others."""
-    if not actor.has_perm("curation.review_entry"):
+    if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads resolve conflicts.")
     outcomes = []
     for conflict_id, version_a, version_b in items:

@@ -22,6 +22,7 @@ from django.utils import timezone
 from curation import access
 from curation.contradiction import contradiction, parse_lesson
 from curation.models import ConsolidationProposal, Entry, EventAction, Status
+from curation.permissions import REVIEW
 from curation.redaction import redact_fields
 from curation.similarity import normalise, words
 
@@ -285,7 +286,7 @@ class ProposalOutcome:
 
 
 def _load_open_proposal(proposal_id: int, actor) -> tuple[ConsolidationProposal, list[Entry]]:
-    if not actor.has_perm("curation.review_entry"):
+    if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads decide on consolidation proposals.")
     proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal_id)
     if not access.user_can_see_scope(actor, proposal.scope):
@@ -396,7 +397,7 @@ def bulk_decide_proposals(ids: list[int], *, actor, action: str, note: str = "",
     """Accept (as proposed) or dismiss many proposals; each is its own decision with its Events."""
     if action not in ("accept", "dismiss"):
         raise ValidationError({"action": ["Bulk actions are accept or dismiss."]})
-    if not actor.has_perm("curation.review_entry"):
+    if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads decide on consolidation proposals.")
     decide = accept_proposal if action == "accept" else dismiss_proposal
     outcomes = []

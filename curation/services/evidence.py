@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from curation import access
 from curation.models import Entry, EventAction, Evidence
+from curation.permissions import REVIEW
 from curation.redaction import redact_fields
 
 from .events import actor_label_for, record_event
@@ -23,7 +24,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
         if actor is not None:
             if not access.user_can_see_scope(actor, entry.scope):
                 raise Entry.DoesNotExist
-            if not actor.has_perm("curation.review_entry"):
+            if not actor.has_perm(REVIEW):
                 raise PermissionDenied("Only reviewers and leads add evidence in the console.")
         label = actor_label or actor_label_for(actor)
         evidence = Evidence.objects.create(

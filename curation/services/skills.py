@@ -12,28 +12,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import reduce
-from operator import or_
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Q, Value, Window
-from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from curation import access, lifecycle, skill_format
 from curation.models import (
-    SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SKILL_TEXT_MAX, AgentToken, Conflict, Entry, Event,
+    SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SKILL_TEXT_MAX, AgentToken, Entry, Event,
     EventAction, SkillProposal, SkillSource, SkillTrial, Status,
 )
+from curation.permissions import PROMOTE, REVIEW
 from curation.redaction import redact_fields
 
 from .errors import GateNotMet, InvalidTransition, StaleProposal
-from .events import build_event, record_event
+from .events import record_event
 from .validation import unknown_fields
 
-REVIEW = "curation.review_entry"
-PROMOTE = "curation.promote_skill"
 SWEEP_ACTOR = "lifecycle:skill_nomination"
 OUTCOME_ACTIONS = EventAction.outcomes()
 
@@ -373,10 +368,6 @@ class TrialReport:
     proposal: SkillProposal
 
 
-def token_may_read(token: AgentToken, scope: str) -> bool:
-    return any(access.scope_covers(prefix, scope) for prefix in token.scopes)
-
-
 def clean_trial(data) -> dict:
     if not isinstance(data, dict):
         raise ValidationError({"_": ["The body is an object: {outcome, task_ref, notes}."]})
@@ -402,7 +393,7 @@ def record_skill_trial(*, token: AgentToken, slug: str, data, at=None) -> TrialR
     gates = lifecycle.skill_gates()
     with transaction.atomic():
         proposal = SkillProposal.objects.select_for_update().filter(slug=slug).first()
-        if proposal is None or not token_may_read(token, proposal.scope):
+        if proposal is None or not access.token_covers(token, proposal.scope):
             raise SkillProposal.DoesNotExist
         if proposal.status != SkillProposal.Status.NOMINATED:
             raise InvalidTransition(f"Skill {proposal.slug} is {proposal.status}: trials are reported while a "

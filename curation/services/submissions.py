@@ -55,10 +55,6 @@ class Submission:
         }
 
 
-def _covers(token: AgentToken, scope: str) -> bool:
-    return any(access.scope_covers(prefix, scope) for prefix in token.scopes)
-
-
 def _existing_duplicate(prepared: PreparedCandidate) -> Entry | None:
     """An active (or still pending) entry of the same scope with the same normalised text, locked."""
     key = (prepared.fields["scope"], prepared.fingerprint)
@@ -100,7 +96,7 @@ def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
     evidence = data.pop("evidence", [])
     prepared = prepare_candidate(data, evidence if evidence is not None else [])
     scope = prepared.fields["scope"]
-    if not _covers(token, scope):
+    if not access.token_covers(token, scope):
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")
     return prepared
 

@@ -12,12 +12,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from curation.models import AgentToken, EventAction
+from curation.permissions import MANAGE_TOKENS
 
 from .events import record_event
 from .validation import clean_scope
 
 TOKEN_PREFIX = "ma_"
-MANAGE = "curation.add_agenttoken"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _DURATION = re.compile(r"^(\d{1,5})([dhm])$")
 
@@ -41,7 +41,7 @@ def create_agent_token(
 ) -> tuple[AgentToken, str]:
     """A new token and its secret. Only the hash is stored: the caller shows the secret once.
     `key` lets a demo set-up choose the secret; it must still be long and random-looking."""
-    if actor is not None and not actor.has_perm(MANAGE):
+    if actor is not None and not actor.has_perm(MANAGE_TOKENS):
         raise PermissionDenied("Only leads manage agent tokens.")
     errors = {}
     name = (name or "").strip()
@@ -86,7 +86,7 @@ def create_agent_token(
 
 def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
     """The token stops working now. Revoking a revoked token changes nothing and writes nothing."""
-    if not actor.has_perm(MANAGE):
+    if not actor.has_perm(MANAGE_TOKENS):
         raise PermissionDenied("Only leads manage agent tokens.")
     now = at or timezone.now()
     with transaction.atomic():
