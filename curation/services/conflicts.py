@@ -213,6 +213,10 @@ class SweepResult:
     compared: int
     opened: list
 
+    @property
+    def found(self) -> list:  # what the detecting sweep reports, as for consolidation
+        return self.opened
+
 
 def sweep_conflicts(
     *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None

@@ -147,6 +147,10 @@ class ConsolidationSweep:
     examined: int
     proposed: list
 
+    @property
+    def found(self) -> list:  # what the detecting sweep reports, as for conflicts
+        return self.proposed
+
 
 def sweep_consolidation(
     *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None

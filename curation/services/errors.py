@@ -6,14 +6,27 @@ class InvalidTransition(DecisionError):
     pass
 
 
-class StaleDecision(DecisionError):
-    """Someone else changed the entry after the reviewer loaded it. Nothing was written."""
+class Stale(DecisionError):
+    """Someone else changed what the user loaded; nothing was written. `changes` are the Events since
+    the version the user saw, so the message can say who did what."""
 
-    def __init__(self, entry, changes):
-        self.entry = entry
+    what = "This item"
+
+    def __init__(self, subject, changes):
+        self.subject = subject
         self.changes = list(changes)
         who = ", ".join(sorted({f"{e.actor_label} ({e.action})" for e in self.changes})) or "someone"
-        super().__init__(f"This entry changed since you loaded it: {who}. Nothing of yours was saved.")
+        super().__init__(f"{self.what} changed since you loaded it: {who}. Nothing of yours was saved.")
+
+
+class StaleDecision(Stale):
+    """An entry changed after the reviewer loaded it."""
+
+    what = "This entry"
+
+    @property
+    def entry(self):
+        return self.subject
 
 
 class GateNotMet(InvalidTransition):
@@ -24,14 +37,14 @@ class GateNotMet(InvalidTransition):
         super().__init__(f"{message}: {'; '.join(self.reasons)}.")
 
 
-class StaleProposal(DecisionError):
-    """Someone else changed the skill proposal after the user loaded it. Nothing was written."""
+class StaleProposal(Stale):
+    """A skill proposal changed after the user loaded it."""
 
-    def __init__(self, proposal, changes):
-        self.proposal = proposal
-        self.changes = list(changes)
-        who = ", ".join(sorted({f"{e.actor_label} ({e.action})" for e in self.changes})) or "someone"
-        super().__init__(f"This skill proposal changed since you loaded it: {who}. Nothing of yours was saved.")
+    what = "This skill proposal"
+
+    @property
+    def proposal(self):
+        return self.subject
 
 
 class ConcurrentChange(Exception):

@@ -12,8 +12,4 @@ DESCRIPTION = ("Open a conflict for each pair of active entries that overlap and
 
 
 def run(sweep: Sweep) -> None:
-    def detect(since):
-        result = conflicts.sweep_conflicts(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since)
-        return result.examined, result.opened
-
-    detecting_sweep(sweep, detect, lambda c: f"#{c.entry_a_id} and #{c.entry_b_id}: {c.reason}")
+    detecting_sweep(sweep, conflicts.sweep_conflicts, lambda c: f"#{c.entry_a_id} and #{c.entry_b_id}: {c.reason}")

@@ -11,8 +11,4 @@ DESCRIPTION = ("Propose merging clusters of near-duplicate active entries of a s
 
 
 def run(sweep: Sweep) -> None:
-    def detect(since):
-        result = consolidation.sweep_consolidation(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since)
-        return result.examined, result.proposed
-
-    detecting_sweep(sweep, detect, lambda p: f"{p.kind} in {p.scope}: {p.reason}")
+    detecting_sweep(sweep, consolidation.sweep_consolidation, lambda p: f"{p.kind} in {p.scope}: {p.reason}")

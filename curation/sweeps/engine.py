@@ -132,19 +132,18 @@ class _DryRun(Exception):
     """Rolls back what a dry run of a detecting sweep wrote."""
 
 
-def detecting_sweep(sweep: Sweep, detect: Callable[[datetime.datetime | None], tuple[int, list]],
-                    describe: Callable[[object], str]) -> None:
-    """Run a detecting sweep: `detect(changed_since)` answers (entries examined, queue items opened).
-    Conflict and consolidation detection write what they find as they go (each pair or proposal is its
+def detecting_sweep(sweep: Sweep, detect: Callable, describe: Callable[[object], str]) -> None:
+    """Run a detecting sweep: `detect(at=, batch_size=, changed_since=)` answers what it examined and the
+    queue items it opened (`.examined`, `.found`). Conflict and consolidation detection write what they find as they go (each pair or proposal is its
     own savepoint, so a concurrent duplicate is skipped); a dry run does the same work in one
     transaction and rolls it back, so its counts and samples say what a real run would open."""
     since = changed_since_last_run(sweep)
 
     def body():
-        examined, found = detect(since)
-        for item in found:
+        result = detect(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since)
+        for item in result.found:
             sweep.sample(describe(item))
-        return examined, len(found)
+        return result.examined, len(result.found)
 
     if sweep.dry_run:
         try:
