@@ -9,8 +9,7 @@ from django.utils import timezone
 
 from curation.models import Entry, Event, Evidence, QueueReason, Retrieval, RetrievedEntry, Status
 from curation.services.tokens import revoke_agent_token
-
-from .conftest import Agent, api_candidate
+from tests.factories import Agent, api_candidate
 
 pytestmark = pytest.mark.django_db
 

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curation.models import Kind, Signal
+from tests.factories import nominated
 
 pytestmark = pytest.mark.django_db
 
@@ -92,8 +93,6 @@ def test_raw_bodies_never_500(agent, raw, content_type):
 
 @pytest.fixture
 def skill(db):
-    from tests.skill_factories import nominated
-
     return nominated(scope="acme/billing-api")
 
 

@@ -5,7 +5,7 @@ import yaml
 
 from curation.models import Entry, SkillTrial
 from curation.services import skills
-from tests.skill_factories import nominated, report
+from tests.factories import nominated, report
 
 pytestmark = pytest.mark.django_db
 

@@ -7,11 +7,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from conftest import PASSWORD
 from curation.models import AgentToken
 from curation.services.tokens import hash_key
-
-from .conftest import Agent
+from tests.factories import PASSWORD, Agent
 
 pytestmark = pytest.mark.django_db
 

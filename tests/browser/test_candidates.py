@@ -1,42 +1,15 @@
 """A reviewer triages the queue in real Chromium (Debian's /usr/bin/chromium, driven by Playwright)."""
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from curation import services
 from curation.models import Entry, Event, Status
-from tests.conftest import PASSWORD, candidate_data, make_user
-
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+from tests.factories import candidate_data, log_in, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    if not CHROMIUM.exists():
-        message = f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + ": browser tests are required in CI")
-        pytest.skip(message)
-    return {
-        **browser_type_launch_args,
-        "executable_path": str(CHROMIUM),
-        "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"],
-    }
-
-
-def log_in(page, live_server, username):
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("User name").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(re.compile(r"/review/candidates/$"))
 
 
 def test_reviewer_triages_with_the_keyboard(live_server, page):

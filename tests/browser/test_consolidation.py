@@ -7,8 +7,7 @@ from playwright.sync_api import expect
 
 from curation.models import ConsolidationProposal, Entry, Status
 from curation.services import consolidation
-from tests.conftest import PASSWORD, active, make_user
-from tests.test_browser_candidates import browser_type_launch_args  # noqa: F401 - launches /usr/bin/chromium
+from tests.factories import PASSWORD, active, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -8,9 +8,7 @@ from playwright.sync_api import expect
 
 from curation import selectors
 from curation.models import Entry, Event, SkillProposal
-from tests.conftest import make_user
-from tests.skill_factories import nominated, report
-from tests.test_browser_candidates import browser_type_launch_args, log_in  # noqa: F401 - launches /usr/bin/chromium
+from tests.factories import log_in, make_user, nominated, report
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -9,7 +9,7 @@ from django.db import connection
 from curation import selectors
 from curation.models import Entry, Status
 from curation.services import conflicts
-from tests.conftest import active
+from tests.factories import active
 
 pytestmark = pytest.mark.django_db
 

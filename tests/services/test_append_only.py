@@ -3,7 +3,8 @@
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from curation.models import Event, Evidence
+from curation.models import Event, Evidence, SkillTrial
+from tests.factories import nominated, report
 
 pytestmark = pytest.mark.django_db
 
@@ -30,9 +31,6 @@ def test_inserts_still_work(on_postgres, entry_with_history, model):
 
 
 def test_postgres_refuses_to_rewrite_a_skill_trial(on_postgres):
-    from curation.models import SkillTrial
-    from tests.skill_factories import nominated, report
-
     report(nominated(), ["success"])
     trial = SkillTrial.objects.get()
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():

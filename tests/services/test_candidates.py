@@ -9,7 +9,7 @@ from django.utils import timezone
 from curation import services
 from curation.models import Entry, Event, Evidence, SimilarEntry, Status
 from curation.services import InvalidTransition, StaleDecision
-from tests.conftest import candidate_data
+from tests.factories import candidate_data
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from django.db import connection
 from curation import services
 from curation.models import Entry, Event, Status
 from curation.services import StaleDecision
-from tests.conftest import candidate_data, make_user
+from tests.factories import candidate_data, make_user
 
 
 def test_two_reviewers_loaded_the_same_version(make_candidate, reviewer, second_reviewer):

@@ -5,7 +5,7 @@ import pytest
 from curation import services
 from curation.models import Conflict, Entry, Event, Status
 from curation.services import conflicts
-from tests.conftest import active, candidate_data
+from tests.factories import active, candidate_data, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -345,7 +345,6 @@ def test_an_auditor_resolves_nothing(pair, auditor, resolution):
 
 @pytest.mark.parametrize("resolution", list(RESOLUTIONS))
 def test_a_reviewer_outside_the_scopes_sees_no_conflict(pair, resolution, db):
-    from tests.conftest import make_user
 
     outsider = make_user("wes", "reviewer", scopes=["acme/web"])
     conflict, a, b = pair()

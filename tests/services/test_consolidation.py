@@ -10,7 +10,7 @@ from curation import services
 from curation.models import ConsolidationProposal, Entry, Event, Evidence, Status
 from curation.services import InvalidTransition, StaleDecision
 from curation.services import consolidation
-from tests.conftest import active, make_user
+from tests.factories import active, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from conftest import PASSWORD
+from tests.factories import PASSWORD
 from curation import services
 from curation.models import Event, Evidence, Status
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from curation import selectors_skills, skill_format
 from curation.models import SkillProposal
 from curation.services import skills
-from tests.skill_factories import nominated, report
+from tests.factories import nominated, report
 
 EXPECTED = '''---
 name: "migrate-billing"

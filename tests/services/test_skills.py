@@ -10,9 +10,7 @@ from curation.models import Entry, Event, SkillProposal, SkillSource, SkillTrial
 from curation.services import skills
 from curation.services.errors import GateNotMet, InvalidTransition, StaleProposal
 from curation.sweeps import run_sweep
-from tests.conftest import make_user
-from tests.maintenance_factories import AS_OF, days_before, make_entry
-from tests.skill_factories import agent_token, nominated, ready_entry, report
+from tests.factories import AS_OF, agent_token, days_before, make_entry, make_user, nominated, ready_entry, report
 
 pytestmark = pytest.mark.django_db
 

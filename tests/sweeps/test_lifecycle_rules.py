@@ -8,7 +8,7 @@ import pytest
 from curation import lifecycle
 from curation.models import Entry, Status
 from curation.sweeps import run_sweep
-from tests.maintenance_factories import AS_OF, add_evidence_row, days_before, make_archived, make_entry, retrieve
+from tests.factories import AS_OF, add_evidence_row, days_before, make_archived, make_entry, retrieve
 
 pytestmark = pytest.mark.django_db
 

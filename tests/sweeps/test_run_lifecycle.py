@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 
 from curation.models import Entry, Event, Status, TaskRun
 from curation import sweeps
-from tests.maintenance_factories import AS_OF, days_before, make_entry
+from tests.factories import AS_OF, days_before, holding_lock, make_entry
 
 pytestmark = pytest.mark.django_db
 
@@ -62,8 +62,6 @@ def test_all_runs_every_task_in_order():
 
 
 def test_a_locked_task_says_it_skipped():
-    from tests.test_maintenance_sweeps import holding_lock
-
     with holding_lock("decay"):
         output = run("decay")
     assert output.startswith("decay: skipped: another decay run holds the lock")

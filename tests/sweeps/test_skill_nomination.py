@@ -4,12 +4,11 @@ an entry already proposed, a bounded number of queries whatever the number of no
 import pytest
 from django.db import connection
 
-from curation.models import Entry, Event, SkillProposal, SkillSource, TaskRun
 from curation import sweeps
-from curation.services import conflicts
+from curation.models import Entry, Event, SkillProposal, SkillSource, TaskRun
+from curation.services import conflicts, skills
 from curation.sweeps import run_sweep
-from tests.maintenance_factories import AS_OF, make_entry
-from tests.skill_factories import MIGRATE, nominate, ready_entry
+from tests.factories import AS_OF, MIGRATE, make_entry, nominate, ready_entry, record_uses
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +48,6 @@ def test_idempotent_and_never_an_entry_already_proposed(lead):
     nominate()
     assert SkillProposal.objects.count() == 1 and Event.objects.filter(action="skill_nominated").count() == 1
     # A decided proposal is not made again either: a rejected nomination stays rejected.
-    from curation.services import skills
     proposal = SkillProposal.objects.get()
     skills.reject_skill(proposal.pk, actor=lead, expected_version=1, reason="too specific to one container")
     assert nominate().changed == 0 and SkillProposal.objects.count() == 1
@@ -87,7 +85,6 @@ def test_dry_run_describes_and_changes_nothing():
 
 
 def test_outcomes_after_the_run_moment_do_not_count():
-    from tests.skill_factories import record_uses
     entry = ready_entry()
     record_uses(entry, ["failure"], end=AS_OF.replace(year=2027))  # reported after the moment replayed
     assert nominate().changed == 1

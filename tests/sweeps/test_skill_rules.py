@@ -5,7 +5,7 @@ import pytest
 
 from curation import lifecycle
 from curation.models import SkillProposal
-from tests.skill_factories import nominate, ready_entry
+from tests.factories import nominate, ready_entry
 
 G = lifecycle.SkillGates(min_hits=10, min_avg_utility=0.8, recent_window=10, trials_required=5)
 

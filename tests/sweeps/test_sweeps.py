@@ -5,15 +5,15 @@ once do the work once."""
 import datetime
 import threading
 
-import psycopg
 import pytest
+from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
-from curation import lifecycle, services
-from curation.models import Entry, Event, QueueReason, Status, TaskRun
-from curation import sweeps
+from curation import lifecycle, services, sweeps
+from curation.models import Conflict, ConsolidationProposal, Entry, Event, QueueReason, Status, TaskRun
 from curation.sweeps import run_sweep
-from tests.maintenance_factories import AS_OF, add_evidence_row, days_before, make_archived, make_entry, retrieve
+from tests.factories import AS_OF, add_evidence_row, days_before, holding_lock, make_archived, make_entry, retrieve
 
 pytestmark = pytest.mark.django_db
 
@@ -204,29 +204,6 @@ def test_a_lost_worker_neither_blocks_nor_stays_running(settings):
     assert lost.state == TaskRun.State.FAILED and "worker was lost" in lost.error and lost.finished_at
 
 
-class holding_lock:
-    """Another worker in the middle of a run: an advisory lock from a second connection on PostgreSQL,
-    an older TaskRun still running elsewhere."""
-
-    def __init__(self, task):
-        self.task = task
-
-    def __enter__(self):
-        if connection.vendor == "postgresql":
-            s = connection.settings_dict
-            self.conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"] or None,
-                                        port=s["PORT"] or None, password=s["PASSWORD"] or None, autocommit=True)
-            assert self.conn.execute("SELECT pg_try_advisory_lock(%s)", [sweeps.runs.lock_key(self.task)]).fetchone()[0]
-        else:
-            self.run = TaskRun.objects.create(task=self.task, as_of=AS_OF)
-
-    def __exit__(self, *exc):
-        if connection.vendor == "postgresql":
-            self.conn.close()
-        else:
-            TaskRun.objects.filter(pk=self.run.pk).update(state=TaskRun.State.SUCCEEDED)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_two_runs_at_once_change_each_row_once(on_postgres):
     """Real threads and connections: the second run starts while the first is between batches."""
@@ -315,8 +292,6 @@ def _contradicting_and_duplicated_entries():
 
 
 def test_conflict_and_consolidation_detection_run_as_recorded_lifecycle_tasks():
-    from curation.models import Conflict, ConsolidationProposal
-
     rebase, no_rebase, twins = _contradicting_and_duplicated_entries()
     before = state_of_all()
     conflicts_run, conflicts_sweep = run_sweep("conflicts", as_of=AS_OF, triggered_by="test")
@@ -339,8 +314,6 @@ def test_conflict_and_consolidation_detection_run_as_recorded_lifecycle_tasks():
 
 
 def test_a_dry_run_of_detection_says_what_it_would_open_and_opens_nothing():
-    from curation.models import Conflict, ConsolidationProposal
-
     _contradicting_and_duplicated_entries()
     runs = [run_sweep(task, as_of=AS_OF, dry_run=True) for task in ("conflicts", "consolidation")]
     assert [(run.dry_run, run.rows_changed, len(sweep.samples)) for run, sweep in runs] == [(True, 1, 1), (True, 1, 1)]
@@ -348,10 +321,6 @@ def test_a_dry_run_of_detection_says_what_it_would_open_and_opens_nothing():
 
 
 def test_after_a_successful_run_detection_reads_only_what_changed_since():
-    from django.utils import timezone
-
-    from curation.models import Conflict, ConsolidationProposal
-
     rebase, _, _ = _contradicting_and_duplicated_entries()
     alone = make_entry(scope="acme/api", trigger="Rotating the signing keys of the api gateway",
                        content="Announce the rotation in the ops channel a day before rotating the keys.")
@@ -381,8 +350,6 @@ def test_after_a_successful_run_detection_reads_only_what_changed_since():
 
 
 def test_an_entry_revived_in_a_replay_of_the_past_is_read_by_the_next_detection_run():
-    from curation.models import Conflict
-
     rebase = make_entry(scope="acme/billing-api", trigger="Merging a feature branch into main",
                         content="Always rebase before merging.", last_verified_at=days_before(1))
     run_sweep("conflicts", as_of=AS_OF)  # the first run: nothing to find yet
@@ -397,10 +364,6 @@ def test_an_entry_revived_in_a_replay_of_the_past_is_read_by_the_next_detection_
 
 
 def test_a_full_run_reads_every_active_entry_again():
-    from django.core.management import call_command
-
-    from curation.models import Conflict
-
     _contradicting_and_duplicated_entries()
     run_sweep("conflicts", as_of=AS_OF)
     # A pair the first run could not see (written behind its back, stamped long ago), as after a change

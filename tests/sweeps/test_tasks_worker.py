@@ -15,7 +15,7 @@ from curation import tasks
 from curation.models import Entry, QueueReason, Status, TaskRun
 from curation import sweeps
 from memoryadmin.celery import app
-from tests.maintenance_factories import AS_OF, days_before, make_entry
+from tests.factories import AS_OF, days_before, make_entry
 
 
 def test_every_sweep_is_a_task_on_the_beat_schedule():

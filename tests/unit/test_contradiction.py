@@ -6,6 +6,7 @@ from curation.contradiction import (
     conditions_overlap,
     directives,
     find_contradiction,
+    parse_lesson,
     stem,
     triggers_overlap,
 )
@@ -114,7 +115,5 @@ def test_statements_are_not_orders():
 
 
 def test_search_words_are_heads_or_the_objects_of_weak_heads():
-    from curation.contradiction import parse_lesson
-
     assert parse_lesson("t", "Always restart the worker; it saved 34 minutes.").search_words == {"restart"}
     assert parse_lesson("t", "The cache should be cleared.").search_words == {"clear"}

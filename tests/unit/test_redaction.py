@@ -4,11 +4,12 @@ import logging
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from curation import services
 from curation.models import Entry, Event, Evidence
 from curation.redaction import redact
-from tests.conftest import candidate_data
+from tests.factories import candidate_data
 
 SECRETS = {
     "aws access key": "AKIAIOSFODNN7EXAMPLE",
@@ -72,8 +73,6 @@ def test_secrets_never_reach_the_database_or_the_logs(caplog, capsys, tmp_path):
 
 @pytest.mark.django_db
 def test_queue_card_shows_the_flag(reviewer):
-    from django.test import Client
-
     services.create_candidate(data=candidate_data(content="Token: ghp_abcdefghijklmnopqrstuvwxyz0123456789 works"),
                               actor_label="agent:ci")
     client = Client()

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from curation import services
 from curation.models import Entry, Event, Status
-from conftest import client_for
+from tests.factories import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from django.urls import reverse
 from curation import services
 from curation.models import Conflict, Entry, Event, Status
 from curation.services import conflicts
-from tests.conftest import active, client_for, make_user
+from tests.factories import active, client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

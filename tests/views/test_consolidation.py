@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from curation.models import ConsolidationProposal, Entry, Status
 from curation.services import consolidation
-from tests.conftest import active, client_for, make_user
+from tests.factories import active, client_for, make_user
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -9,7 +9,7 @@ from django.utils import timezone
 from curation import selectors_review, services
 from curation.models import Entry, TaskRun
 from curation.services import conflicts
-from tests.conftest import active, candidate_data, client_for, make_user
+from tests.factories import active, candidate_data, client_for, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,7 @@ from curation import tasks
 from curation.models import TaskRun
 from curation import sweeps
 from curation.sweeps import run_sweep
-from tests.maintenance_factories import AS_OF, days_before, make_entry
-from conftest import client_for
+from tests.factories import AS_OF, client_for, days_before, make_entry
 
 pytestmark = pytest.mark.django_db
 

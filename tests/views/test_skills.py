@@ -10,8 +10,7 @@ from django.urls import reverse
 from curation import selectors_review
 from curation.models import Entry, SkillProposal
 from curation.services import skills
-from tests.conftest import client_for, make_user
-from tests.skill_factories import nominated, report
+from tests.factories import client_for, make_user, nominated, report
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
