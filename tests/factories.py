@@ -4,6 +4,7 @@ retrievals, outcomes), skill nominations and trial reports, and another worker's
 
 import datetime
 import json
+import math
 import re
 import uuid
 
@@ -13,13 +14,10 @@ from django.db import connection
 from django.test import Client
 from playwright.sync_api import expect
 
-from curation import services, sweeps
-from curation.models import (
-    AgentToken, Entry, Event, Evidence, Retrieval, RetrievedEntry, ScopeGrant, SkillProposal, Status, TaskRun,
-)
-from curation.services import skills
+from curation import lifecycle, services, sweeps
+from curation.models import AgentToken, Entry, Evidence, ScopeGrant, SkillProposal, Status, TaskRun
+from curation.services import skills, usage
 from curation.services.tokens import create_agent_token
-from curation.similarity import fingerprint
 from curation.sweeps import run_sweep
 
 PASSWORD = "correct-horse-battery"
@@ -118,44 +116,172 @@ def days_before(days: float, moment: datetime.datetime = AS_OF) -> datetime.date
     return moment - datetime.timedelta(days=days)
 
 
-def make_entry(**fields) -> Entry:
-    base = fields.pop("base_confidence", 0.8)
-    values = {
+CI_AGENT = "ci"  # the agent token that retrieves, reports outcomes and adds evidence: "agent:ci"
+CURATOR = "curator"  # the reviewer who approves the entries made here (and confirms them after a recheck)
+_DEFAULT = object()
+
+
+def _curator() -> User:
+    user = User.objects.filter(username=CURATOR).first()
+    return user or make_user(CURATOR, "reviewer")
+
+
+def _ci_token() -> AgentToken:
+    return AgentToken.objects.filter(name=CI_AGENT).first() or agent_token(CI_AGENT, scopes=["acme", "globex"])
+
+
+def _starting_base(target: float, outcomes) -> float:
+    """The proposed confidence from which `outcomes` (each success +step, each failure -step) end at `target`."""
+    rules = lifecycle.rules()
+    base = target
+    for outcome in reversed(outcomes):
+        base += -rules.success_step if outcome == "success" else rules.failure_step
+    return round(base, 12)
+
+
+def _days_to_fade(base: float) -> float:
+    """Days without verification after which `base` has decayed to 0.29, just under the archive threshold."""
+    rules = lifecycle.rules()
+    return rules.decay_period_days * math.log((rules.archive_below - 0.01) / base) / math.log(rules.decay_factor)
+
+
+def make_entry(*, base_confidence: float = _DEFAULT, last_verified_at=_DEFAULT, created_at=None, updated_at=None,
+               status: str = Status.ACTIVE, archived_at=None, review_by=None, retrieval_count: int = 0,
+               hit_count: int | None = None, utility_sum: float = 0.0, utility_n: int = 0, outcomes=None,
+               confirm_failures: bool = True, signal: str = "independent", **text) -> Entry:
+    """An entry in the state the sweeps find, reached the way the product reaches it.
+
+    An agent submits it (at `created_at`, 400 days before AS_OF unless said) and the curator approves it, which
+    verifies it at `last_verified_at` (10 days before AS_OF unless said; `updated_at` names the same moment
+    for a test that cares when the row was written). Its uses (`utility_n` outcomes, successes unless
+    `outcomes` says, at `utility_sum / utility_n` each, plus retrievals without an outcome up to
+    `retrieval_count`) are retrievals and feedback in the hours before that verification, the last one at it;
+    after a failure the curator confirms the entry again, as a reviewer does after a recheck, unless
+    `confirm_failures` is False (then it waits in the queue, sent back by the first failure). The proposed
+    confidence is chosen so that the base after those uses is `base_confidence` (0.8 unless said; None: the
+    agent proposes 0.8 and the uses move the base as the rules say); a base
+    above the self cap gets a piece of external supporting evidence, which lifts the cap, unless the signal
+    is external. An archived entry (`status`, `archived_at`) is verified long enough before `archived_at` to
+    have decayed under the threshold then, and archived by the archive sweep run as of that moment: every
+    active entry decayed that far by then is archived with it. Answers the entry as stored."""
+    if status not in (Status.ACTIVE, Status.ARCHIVED):
+        raise ValueError(f"make_entry makes active or archived entries; reach {status} through the services")
+    outcomes = list(outcomes) if outcomes is not None else ["success"] * utility_n
+    if len(outcomes) != utility_n and utility_n:
+        raise ValueError("utility_n counts the outcomes: give one or the other")
+    if hit_count is not None and hit_count != len(outcomes):
+        raise ValueError("every reported outcome is a hit: hit_count must equal the number of outcomes")
+    if retrieval_count < len(outcomes):
+        retrieval_count = len(outcomes)  # every outcome is reported on a retrieval
+    archived = status == Status.ARCHIVED
+    if base_confidence is _DEFAULT:
+        base_confidence = 0.4 if archived else 0.8
+    if archived:
+        archived_at = archived_at or days_before(1)
+        if last_verified_at is _DEFAULT:
+            fading = base_confidence or lifecycle.rules().self_signal_cap  # None: as high as uses take it
+            last_verified_at = archived_at - datetime.timedelta(days=_days_to_fade(fading))
+    if updated_at is not None:
+        if last_verified_at not in (_DEFAULT, updated_at):
+            raise ValueError("an approval writes the row when it verifies it: updated_at is last_verified_at")
+        last_verified_at = updated_at
+    if last_verified_at is None:
+        return never_verified_entry(base_confidence=base_confidence, created_at=created_at, review_by=review_by,
+                                    signal=signal, **text)
+    verified = days_before(10) if last_verified_at is _DEFAULT else last_verified_at
+    approved_at = verified - datetime.timedelta(hours=len(outcomes))
+    created_at = created_at or min(days_before(400), approved_at)
+    if created_at > approved_at:
+        raise ValueError("an entry is approved after it is submitted: created_at is after its approval")
+
+    start = 0.8 if base_confidence is None else _starting_base(base_confidence, outcomes)
+    entry = submitted(created_at, base=start, review_by=review_by, signal=signal, **text)
+    curator = _curator()
+    entry = services.approve_candidate(entry.pk, actor=curator, expected_version=entry.version, at=approved_at)
+    token = _ci_token()
+    for _ in range(retrieval_count - len(outcomes)):
+        usage.record_retrieval(token=token, scope=entry.scope, query="", task_ref="", entries=[entry],
+                               at=approved_at)
+    record_uses(entry, outcomes, end=verified, utility=utility_sum / utility_n if utility_n else None,
+                confirm_failures=confirm_failures)
+    if archived:
+        run_sweep("archive", as_of=archived_at)
+    entry = Entry.objects.get(pk=entry.pk)
+    reached = base_confidence is None or abs(entry.base_confidence - base_confidence) < 1e-9
+    if not reached or entry.status != status:
+        raise ValueError(f"not reachable through the services: base {base_confidence} and {status} asked, "
+                         f"base {entry.base_confidence:.4f} and {entry.status} reached")
+    return entry
+
+
+def submitted(created_at, *, base: float, review_by=None, signal: str = "independent", **text) -> Entry:
+    """A pending procedure, as an agent submits it, proposing `base` as its confidence."""
+    fields = {
         "kind": "procedure",
         "scope": "acme/billing-api/container",
         "trigger": f"When deploying {uuid.uuid4().hex[:8]}",
         "content": "Run the smoke tests first.",
-        "signal": "independent",
-        "base_confidence": base,
-        "confidence": fields.pop("confidence", base),
-        "status": Status.ACTIVE,
-        "created_at": days_before(400),
-        "updated_at": days_before(400),
-        "last_verified_at": days_before(10),
+        "boundary": "",
+        "conditions": [],
+        **text,
     }
-    values.update(fields)
-    return Entry.objects.create(**values)
+    lift_cap = base > lifecycle.rules().self_signal_cap and signal != "external"
+    evidence = [{"kind": "tool_output", "signal": "external", "excerpt": "CI run 4410 passed",
+                 "observed_at": created_at.isoformat()}] if lift_cap else []
+    return services.create_candidate(
+        data={**fields, "signal": signal, "confidence": base, "review_by": review_by.isoformat() if review_by else None},
+        evidence=evidence, actor_label=f"agent:{CI_AGENT}", at=created_at,
+    )
 
 
-def make_archived(*, archived_at, reason="decayed", **fields) -> Entry:
-    return make_entry(status=Status.ARCHIVED, archived_at=archived_at, archive_reason=reason,
-                      base_confidence=fields.pop("base_confidence", 0.4), confidence=fields.pop("confidence", 0.29),
-                      **fields)
+def never_verified_entry(*, base_confidence: float, created_at=None, **fields) -> Entry:
+    """An active entry that was never verified (last_verified_at empty), as rows imported before approvals
+    stamped a verification are. No service leaves an active entry unverified, so after a real submission
+    and approval the verification is cleared in place; decay then counts from the creation."""
+    created_at = created_at or days_before(400)
+    entry = submitted(created_at, base=base_confidence, **fields)
+    services.approve_candidate(entry.pk, actor=_curator(), expected_version=entry.version, at=created_at)
+    Entry.objects.filter(pk=entry.pk).update(last_verified_at=None)
+    return Entry.objects.get(pk=entry.pk)
+
+
+def make_archived(*, archived_at, **fields) -> Entry:
+    """An entry archived because its confidence decayed (base 0.4 unless said)."""
+    return make_entry(status=Status.ARCHIVED, archived_at=archived_at, **fields)
 
 
 def add_evidence_row(entry, *, signal, polarity="supports", observed_at, created_at=None) -> Evidence:
-    return Evidence.objects.create(
-        entry=entry, kind="test_result", signal=signal, polarity=polarity, excerpt="CI run 4411 passed",
-        observed_at=observed_at, created_at=created_at or observed_at, recorded_by_label="agent:ci",
+    """A test result the CI agent adds to the entry, observed at `observed_at` and recorded at `created_at`."""
+    return services.add_evidence(
+        entry.pk, data={"kind": "test_result", "signal": signal, "polarity": polarity, "excerpt": "CI run 4411 passed",
+                        "observed_at": observed_at.isoformat()},
+        actor_label=f"agent:{CI_AGENT}", at=created_at or observed_at,
     )
 
 
 def retrieve(entry, *, at, times=1) -> None:
-    token, _ = AgentToken.objects.get_or_create(name="ci", defaults={"key_prefix": "ci", "key_hash": "0" * 64})
+    """The CI agent is given the entry `times` times at `at`."""
+    token = _ci_token()
     for _ in range(times):
-        retrieval = Retrieval.objects.create(id=uuid.uuid4(), token=token, scope=entry.scope, entry_ids=[entry.pk],
-                                             created_at=at)
-        RetrievedEntry.objects.create(retrieval=retrieval, entry=entry, rank=1, created_at=at)
+        usage.record_retrieval(token=token, scope=entry.scope, query="", task_ref="", entries=[entry], at=at)
+
+
+def record_uses(entry: Entry, outcomes, *, end: datetime.datetime = AS_OF, utility: float | None = None,
+                confirm_failures: bool = True) -> None:
+    """Tasks that used the entry: for each outcome, oldest first, one hour apart and the last at `end`, the CI
+    agent retrieves it and reports the outcome (at `utility`, else 1 for a success and 0 for a failure).
+    A failure sends the entry back for a recheck; the curator confirms it then unless `confirm_failures` is
+    False."""
+    outcomes = list(outcomes)
+    token = _ci_token()
+    for i, outcome in enumerate(outcomes):
+        at = end - datetime.timedelta(hours=len(outcomes) - 1 - i)
+        retrieval = usage.record_retrieval(token=token, scope=entry.scope, query="", task_ref="", entries=[entry],
+                                           at=at)
+        usage.record_feedback(token=token, retrieval_id=retrieval.pk, outcome=outcome, utility=utility, at=at)
+        if outcome != "success" and confirm_failures:
+            queued = Entry.objects.get(pk=entry.pk)
+            services.approve_candidate(entry.pk, actor=_curator(), expected_version=queued.version, at=at)
 
 
 class holding_lock:
@@ -195,27 +321,15 @@ MIGRATE = dict(
 )
 
 
-def record_uses(entry: Entry, outcomes, *, end: datetime.datetime = AS_OF) -> None:
-    """Outcome Events as services/usage.py writes them, oldest first, one hour apart, the last at `end`."""
-    outcomes = list(outcomes)
-    Event.objects.bulk_create(
-        Event(entry=entry, entry_label=entry.label, actor_label="agent:ci", action=f"outcome_{outcome}",
-              entry_version=entry.version, created_at=end - datetime.timedelta(hours=len(outcomes) - 1 - i))
-        for i, outcome in enumerate(outcomes)
-    )
-
-
 def ready_entry(*, hits: int = 12, utility: float = 0.9, outcomes=None, **fields) -> Entry:
     """An active procedure that passes every nomination gate unless a field says otherwise: `hits` uses,
-    all successful (or `outcomes`, oldest first), at `utility` on average."""
+    all successful (or `outcomes`, oldest first), at `utility` each, the last one a day before AS_OF."""
     outcomes = list(outcomes) if outcomes is not None else ["success"] * hits
-    values = {**MIGRATE, "hit_count": hits, "utility_n": hits, "utility_sum": utility * hits,
-              "last_verified_at": days_before(1), "trigger": MIGRATE["trigger"]}
-    values.update(fields)
-    values.setdefault("fingerprint", fingerprint(values["trigger"], values["content"]))
-    entry = make_entry(**values)
-    record_uses(entry, outcomes)
-    return entry
+    values = {**MIGRATE, "outcomes": outcomes, "utility_n": len(outcomes), "utility_sum": utility * len(outcomes),
+              "base_confidence": None}
+    if fields.get("status", Status.ACTIVE) == Status.ACTIVE:
+        values["last_verified_at"] = days_before(1)
+    return make_entry(**{**values, **fields})
 
 
 def nominate(at: datetime.datetime = AS_OF):

@@ -197,7 +197,8 @@ def test_auditor_changes_nothing(auditor):
     for call in calls:
         with pytest.raises(PermissionDenied):
             call()
-    assert fresh(p).version == 1 and not Event.objects.exclude(action__in=["skill_nominated", "outcome_success"]).exists()
+    assert fresh(p).version == 1 and not Event.objects.exclude(
+        action__in=["submit", "approve", "skill_nominated", "outcome_success"]).exists()
 
 
 def test_outside_the_actors_scopes_the_proposal_does_not_exist():
@@ -259,7 +260,7 @@ def test_an_approved_skill_withholds_its_sources_until_retired(lead, q):
     p = nominated()
     entry = Entry.objects.get(pk=p.nominated_entry_id)
     other = make_entry(scope="acme/billing-api/container", trigger="Running migrations on the container host",
-                       content="Stop the worker before running migrations in the container.", fingerprint="other")
+                       content="Stop the worker before running migrations in the container.")
     assert retrievable(entry, q) and retrievable(other, q)  # nominated: still retrieved
     report(p, ["success"] * 5)
     approve(p, lead)
@@ -272,7 +273,7 @@ def test_an_approved_skill_withholds_its_sources_until_retired(lead, q):
 def test_a_source_taken_out_of_the_draft_is_not_withheld(lead, reviewer, q):
     p = nominated()
     taken_out = make_entry(scope="acme/billing-api/container", trigger="Running migrations on the container host",
-                           content="Stop the worker before running migrations in the container.", fingerprint="out")
+                           content="Stop the worker before running migrations in the container.")
     skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1,
                             changes={"sources": [p.nominated_entry_id, taken_out.pk]})
     skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=2, changes={"sources": [p.nominated_entry_id]})

@@ -43,8 +43,9 @@ def test_decayed_rule(base, days, expected):
 
 
 def test_decay_sql_equals_the_rule():
-    entries = [(make_entry(base_confidence=base, confidence=0.5, last_verified_at=days_before(days)), base, days)
+    entries = [(make_entry(base_confidence=base, last_verified_at=days_before(days)), base, days)
                for base, days, _ in DECAY_CASES]
+    run_sweep("decay", as_of=AS_OF + datetime.timedelta(days=3000))  # every stored confidence is stale now
     run_sweep("decay", as_of=AS_OF)
     for entry, base, days in entries:
         stored = Entry.objects.get(pk=entry.pk).confidence
@@ -133,7 +134,7 @@ W = 30  # days, the default window
     "created_days, verified_days, retrievals, expected",
     [
         (W, W, 0, True),           # exactly W old, never retrieved: archived
-        (W - 0.01, W, 0, False),   # younger than W
+        (W - 0.01, W - 0.01, 0, False),   # younger than W (approved when submitted)
         (400, W - 1, 0, False),    # verified inside the window
         (400, None, 0, True),
         (400, 100, 1, False),      # retrieved once: more than alpha = 0
@@ -211,10 +212,10 @@ def test_displacement_order_sql_equals_the_rule(settings):
     rows = [
         ("external", [], 0.40, 0.0, 0),
         ("self", ["external"], 0.30, 0.0, 0),      # strength from its evidence: external
-        ("self", [], 0.90, 0.9, 1),                # self, merit 0.81
+        ("self", [], 0.85, 0.9, 1),                # self, merit 0.765 (0.85: the self cap)
         ("self", [], 0.60, 0.1, 1),                # self, merit 0.06: the weakest
         ("independent", [], 0.50, 0.0, 0),         # merit 0.25 (unknown utility counts 0.5)
-        ("independent", ["self"], 0.90, 1.0, 2),   # merit 0.45
+        ("independent", ["self"], 0.85, 1.0, 2),   # merit 0.425
         ("self", [], 0.50, 0.0, 0),                # self, merit 0.25
     ]
     entries = []

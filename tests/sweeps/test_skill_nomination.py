@@ -8,7 +8,7 @@ from curation import sweeps
 from curation.models import Entry, Event, SkillProposal, SkillSource, TaskRun
 from curation.services import conflicts, skills
 from curation.sweeps import run_sweep
-from tests.factories import AS_OF, MIGRATE, make_entry, nominate, ready_entry, record_uses
+from tests.factories import AS_OF, MIGRATE, days_before, make_entry, nominate, ready_entry, record_uses
 
 pytestmark = pytest.mark.django_db
 
@@ -16,6 +16,7 @@ pytestmark = pytest.mark.django_db
 def test_a_nomination_is_a_prefilled_draft_with_its_source_and_event():
     entry = ready_entry()
     bystander = make_entry()  # a procedure without any use
+    bystander_history = Event.objects.filter(entry=bystander).count()
     sweep = nominate()
     [proposal] = SkillProposal.objects.all()
     assert (sweep.examined, sweep.changed) == (2, 1)
@@ -37,7 +38,7 @@ def test_a_nomination_is_a_prefilled_draft_with_its_source_and_event():
     assert event.after["draft"]["rollback"] == proposal.rollback
     assert event.request_id.startswith("taskrun-") and event.created_at == AS_OF
     assert Entry.objects.get(pk=entry.pk).version == entry.version  # the entry itself does not change
-    assert not Event.objects.filter(entry=bystander).exists()
+    assert Event.objects.filter(entry=bystander).count() == bystander_history
     run = TaskRun.objects.get(task="skill_nomination")
     assert (run.state, run.rows_examined, run.rows_changed) == ("succeeded", 2, 1)
 
@@ -64,7 +65,9 @@ def test_an_entry_in_an_open_conflict_is_not_nominated(reviewer):
 
 
 def test_an_entry_waiting_for_a_recheck_is_not_nominated():
-    ready_entry(queued_at=AS_OF, queue_reason="recheck_review_due")
+    entry = ready_entry(last_verified_at=days_before(5), review_by=days_before(2).date())
+    run_sweep("review_due", as_of=AS_OF)
+    assert Entry.objects.get(pk=entry.pk).queue_reason == "recheck_review_due"
     assert nominate().changed == 0
 
 
