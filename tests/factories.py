@@ -1,6 +1,9 @@
-"""Every helper that builds test data, in one module: users and clients, candidates and active entries,
-the background-curation state the sweeps find (entries with exact numbers, archived entries, evidence,
-retrievals, outcomes), skill nominations and trial reports, and another worker's sweep lock."""
+"""Every helper that builds test data, in one module: users and clients, the agent API client, candidates
+and active entries, the state the background sweeps find (entries with a history of use, archived entries,
+evidence, retrievals, outcomes), skill nominations and trial reports, and another worker's sweep lock.
+
+State is built through the public services and sweeps, as the product reaches it, with `at` moments
+relative to AS_OF; the one state no service reaches (an active entry never verified) says so."""
 
 import datetime
 import json
@@ -15,7 +18,7 @@ from django.test import Client
 from playwright.sync_api import expect
 
 from curation import lifecycle, services, sweeps
-from curation.models import AgentToken, Entry, Evidence, ScopeGrant, SkillProposal, Status, TaskRun
+from curation.models import AgentToken, Entry, Evidence, Retrieval, ScopeGrant, SkillProposal, Status, TaskRun
 from curation.services import skills, usage
 from curation.services.tokens import create_agent_token
 from curation.sweeps import run_sweep
@@ -149,28 +152,29 @@ def make_entry(*, base_confidence: float = _DEFAULT, last_verified_at=_DEFAULT, 
                status: str = Status.ACTIVE, archived_at=None, review_by=None, retrieval_count: int = 0,
                hit_count: int | None = None, utility_sum: float = 0.0, utility_n: int = 0, outcomes=None,
                confirm_failures: bool = True, signal: str = "independent", **text) -> Entry:
-    """An entry in the state the sweeps find, reached the way the product reaches it.
+    """An entry in the state the sweeps find, reached the way the product reaches it:
 
-    An agent submits it (at `created_at`, 400 days before AS_OF unless said) and the curator approves it, which
-    verifies it at `last_verified_at` (10 days before AS_OF unless said; `updated_at` names the same moment
-    for a test that cares when the row was written). Its uses (`utility_n` outcomes, successes unless
-    `outcomes` says, at `utility_sum / utility_n` each, plus retrievals without an outcome up to
-    `retrieval_count`) are retrievals and feedback in the hours before that verification, the last one at it;
-    after a failure the curator confirms the entry again, as a reviewer does after a recheck, unless
-    `confirm_failures` is False (then it waits in the queue, sent back by the first failure). The proposed
-    confidence is chosen so that the base after those uses is `base_confidence` (0.8 unless said; None: the
-    agent proposes 0.8 and the uses move the base as the rules say); a base
-    above the self cap gets a piece of external supporting evidence, which lifts the cap, unless the signal
-    is external. An archived entry (`status`, `archived_at`) is verified long enough before `archived_at` to
-    have decayed under the threshold then, and archived by the archive sweep run as of that moment: every
-    active entry decayed that far by then is archived with it. Answers the entry as stored."""
+    - an agent submits it at `created_at` (400 days before AS_OF unless said) and the curator approves it,
+      which verifies it at `last_verified_at` (10 days before AS_OF unless said; `updated_at` names the same
+      moment, for a test that cares when the row was written);
+    - its uses are retrievals and reported outcomes in the hours before that verification, the last one at
+      it: `utility_n` (or `hit_count`) outcomes, successes unless `outcomes` says, at `utility_sum / utility_n`
+      each, and retrievals without an outcome up to `retrieval_count`. A failure sends the entry back for a
+      recheck and the curator confirms it, unless `confirm_failures` is False (then it waits in the queue);
+    - the agent proposes the confidence from which those uses end at `base_confidence` (0.8 unless said;
+      None: it proposes 0.8 and the uses move the base as the rules say). A base above the self cap comes
+      with a piece of external supporting evidence, which lifts the cap, unless the signal is external;
+    - an archived entry was verified long enough before `archived_at` to have decayed under the threshold,
+      and the archive sweep run as of `archived_at` archives it (and any other entry as faded by then).
+
+    Raises ValueError for a state no service reaches. Answers the entry as stored."""
     if status not in (Status.ACTIVE, Status.ARCHIVED):
         raise ValueError(f"make_entry makes active or archived entries; reach {status} through the services")
-    outcomes = list(outcomes) if outcomes is not None else ["success"] * utility_n
+    outcomes = list(outcomes) if outcomes is not None else ["success"] * (utility_n or hit_count or 0)
     if len(outcomes) != utility_n and utility_n:
         raise ValueError("utility_n counts the outcomes: give one or the other")
     if hit_count is not None and hit_count != len(outcomes):
-        raise ValueError("every reported outcome is a hit: hit_count must equal the number of outcomes")
+        raise ValueError("every reported outcome is a hit: hit_count is the number of outcomes")
     if retrieval_count < len(outcomes):
         retrieval_count = len(outcomes)  # every outcome is reported on a retrieval
     archived = status == Status.ARCHIVED
@@ -198,10 +202,7 @@ def make_entry(*, base_confidence: float = _DEFAULT, last_verified_at=_DEFAULT, 
     entry = submitted(created_at, base=start, review_by=review_by, signal=signal, **text)
     curator = _curator()
     entry = services.approve_candidate(entry.pk, actor=curator, expected_version=entry.version, at=approved_at)
-    token = _ci_token()
-    for _ in range(retrieval_count - len(outcomes)):
-        usage.record_retrieval(token=token, scope=entry.scope, query="", task_ref="", entries=[entry],
-                               at=approved_at)
+    retrieve(entry, at=approved_at, times=retrieval_count - len(outcomes))
     record_uses(entry, outcomes, end=verified, utility=utility_sum / utility_n if utility_n else None,
                 confirm_failures=confirm_failures)
     if archived:
@@ -228,16 +229,16 @@ def submitted(created_at, *, base: float, review_by=None, signal: str = "indepen
     lift_cap = base > lifecycle.rules().self_signal_cap and signal != "external"
     evidence = [{"kind": "tool_output", "signal": "external", "excerpt": "CI run 4410 passed",
                  "observed_at": created_at.isoformat()}] if lift_cap else []
-    return services.create_candidate(
-        data={**fields, "signal": signal, "confidence": base, "review_by": review_by.isoformat() if review_by else None},
-        evidence=evidence, actor_label=f"agent:{CI_AGENT}", at=created_at,
-    )
+    review_by = review_by.isoformat() if review_by else None
+    return services.create_candidate(data={**fields, "signal": signal, "confidence": base, "review_by": review_by},
+                                     evidence=evidence, actor_label=f"agent:{CI_AGENT}", at=created_at)
 
 
 def never_verified_entry(*, base_confidence: float, created_at=None, **fields) -> Entry:
-    """An active entry that was never verified (last_verified_at empty), as rows imported before approvals
-    stamped a verification are. No service leaves an active entry unverified, so after a real submission
-    and approval the verification is cleared in place; decay then counts from the creation."""
+    """An active entry that was never verified (last_verified_at empty). No service leaves an active entry
+    unverified (an approval verifies it, so does a revival), but the column allows it and the sweeps handle
+    it (decay counts from the creation), so after a real submission and approval the verification is
+    cleared in place: the one state here written directly."""
     created_at = created_at or days_before(400)
     entry = submitted(created_at, base=base_confidence, **fields)
     services.approve_candidate(entry.pk, actor=_curator(), expected_version=entry.version, at=created_at)
@@ -261,9 +262,12 @@ def add_evidence_row(entry, *, signal, polarity="supports", observed_at, created
 
 def retrieve(entry, *, at, times=1) -> None:
     """The CI agent is given the entry `times` times at `at`."""
-    token = _ci_token()
     for _ in range(times):
-        usage.record_retrieval(token=token, scope=entry.scope, query="", task_ref="", entries=[entry], at=at)
+        _retrieval(entry, at)
+
+
+def _retrieval(entry: Entry, at) -> Retrieval:
+    return usage.record_retrieval(token=_ci_token(), scope=entry.scope, query="", task_ref="", entries=[entry], at=at)
 
 
 def record_uses(entry: Entry, outcomes, *, end: datetime.datetime = AS_OF, utility: float | None = None,
@@ -273,12 +277,10 @@ def record_uses(entry: Entry, outcomes, *, end: datetime.datetime = AS_OF, utili
     A failure sends the entry back for a recheck; the curator confirms it then unless `confirm_failures` is
     False."""
     outcomes = list(outcomes)
-    token = _ci_token()
     for i, outcome in enumerate(outcomes):
         at = end - datetime.timedelta(hours=len(outcomes) - 1 - i)
-        retrieval = usage.record_retrieval(token=token, scope=entry.scope, query="", task_ref="", entries=[entry],
-                                           at=at)
-        usage.record_feedback(token=token, retrieval_id=retrieval.pk, outcome=outcome, utility=utility, at=at)
+        retrieval = _retrieval(entry, at)
+        usage.record_feedback(token=retrieval.token, retrieval_id=retrieval.pk, outcome=outcome, utility=utility, at=at)
         if outcome != "success" and confirm_failures:
             queued = Entry.objects.get(pk=entry.pk)
             services.approve_candidate(entry.pk, actor=_curator(), expected_version=queued.version, at=at)
