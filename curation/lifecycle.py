@@ -99,7 +99,7 @@ def is_retrievable(confidence: float, rules: Rules) -> bool:
 
 
 # --- Background policies -----------------------------------------------------------------------------------
-# The sweeps in curation/sweeps/ implement these predicates in SQL; tests/test_maintenance_rules.py
+# The sweeps in curation/sweeps/ implement these predicates in SQL; tests/sweeps/test_lifecycle_rules.py
 # checks, case by case, that the SQL and these functions agree.
 
 # Averages are compared with this margin so that 1.2 / 3 counts as 0.4 (not below 0.4), as a person reads it.

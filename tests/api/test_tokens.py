@@ -1,0 +1,97 @@
+"""Agent tokens: the command prints the secret once, the console lets leads create and revoke."""
+
+import datetime
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from curation.models import AgentToken, Event
+from curation.services.tokens import hash_key
+from tests.factories import PASSWORD, Agent
+
+pytestmark = pytest.mark.django_db
+
+
+def test_command_prints_the_token_once_and_stores_only_its_hash():
+    out, err = StringIO(), StringIO()
+    call_command("create_agent_token", "ci-bot", "--scope", "acme/billing", "--scope", "acme/web",
+                 "--expires", "30d", stdout=out, stderr=err)
+    key = out.getvalue().strip()
+    token = AgentToken.objects.get(name="ci-bot")
+    assert key.startswith("ma_") and len(key) > 40
+    assert token.key_hash == hash_key(key) and key not in str(AgentToken.objects.values().get())
+    assert token.scopes == ["acme/billing", "acme/web"]
+    assert abs(token.expires_at - (timezone.now() + datetime.timedelta(days=30))) < datetime.timedelta(minutes=1)
+    assert "shown once" in err.getvalue()
+    assert Agent(key).get("memory", scope="acme/web").status_code == 200
+
+
+@pytest.mark.parametrize("args, message", [
+    (["bad name!", "--scope", "acme"], "name"),
+    (["ok", "--scope", "Acme Corp"], "Illegal scope segment"),
+    (["ok"], "at least one scope"),
+    (["ok", "--scope", "acme", "--expires", "forever"], "30d"),
+])
+def test_command_refuses_bad_input(args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("create_agent_token", *args, stdout=StringIO(), stderr=StringIO())
+    assert not AgentToken.objects.exists()
+
+
+def test_a_lead_creates_a_token_in_the_console_and_sees_it_once(client, lead):
+    client.login(username=lead.username, password=PASSWORD)
+    response = client.post("/agents/tokens/new/", {"name": "web-agent", "scopes": "acme/web, acme/docs",
+                                                   "expires": "12h"})
+    assert response.status_code == 201
+    page = response.content.decode()
+    key = page.split('id="new-token-secret">')[1].split("<")[0]
+    assert key.startswith("ma_") and "will not be shown again" in page
+    assert response["Cache-Control"] == "no-store"
+    listing = client.get("/agents/tokens/").content.decode()
+    assert "web-agent" in listing and key not in listing and key[:10] in listing
+    assert Agent(key).get("memory", scope="acme/docs").status_code == 200
+    token = AgentToken.objects.get(name="web-agent")
+    [created] = Event.objects.filter(token=token)
+    assert (created.action, created.actor, created.entry_id, created.entry_label) == (
+        "token_created", lead, None, "agent:web-agent")
+    assert created.after["scopes"] == ["acme/docs", "acme/web"] and created.after["key_prefix"] == key[:10]
+    assert key not in str(created.after) + created.reason  # the secret is never stored, not even in history
+
+
+def test_console_form_errors_are_422(client, lead):
+    client.login(username=lead.username, password=PASSWORD)
+    response = client.post("/agents/tokens/new/", {"name": "", "scopes": "", "expires": "soon"})
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "A duration such as 30d" in page
+    assert not AgentToken.objects.exists()
+
+
+def test_a_lead_revokes_a_token_and_it_stops_working(client, lead, make_agent):
+    agent = make_agent("to-revoke")
+    assert agent.retrieve(scope="acme/billing-api").status_code == 200
+    client.login(username=lead.username, password=PASSWORD)
+    response = client.post(f"/agents/tokens/{agent.token.pk}/revoke/")
+    assert response.status_code == 302
+    token = AgentToken.objects.get(pk=agent.token.pk)
+    assert token.revoked_at is not None and token.revoked_by == lead
+    revoked = Event.objects.get(token=token, action="token_revoked")
+    assert (revoked.actor, revoked.after) == (lead, {"revoked_at": token.revoked_at.isoformat()})
+    client.post(f"/agents/tokens/{agent.token.pk}/revoke/")  # again: nothing changes, nothing is written
+    assert Event.objects.filter(token=token, action="token_revoked").count() == 1
+    assert agent.retrieve(scope="acme/billing-api").status_code == 401
+    assert "revoked" in client.get("/agents/tokens/").content.decode()
+
+
+@pytest.mark.parametrize("role", ["reviewer", "auditor"])
+def test_only_leads_manage_tokens(client, request, role, make_agent):
+    user = request.getfixturevalue(role)
+    agent = make_agent("kept")
+    client.login(username=user.username, password=PASSWORD)
+    assert client.get("/agents/tokens/").status_code == 403
+    assert client.post("/agents/tokens/new/", {"name": "x", "scopes": "acme"}).status_code == 403
+    assert client.post(f"/agents/tokens/{agent.token.pk}/revoke/").status_code == 403
+    assert AgentToken.objects.get(pk=agent.token.pk).revoked_at is None
+    assert AgentToken.objects.count() == 1

@@ -1,0 +1,74 @@
+"""A lead resolves conflicts in real Chromium (Debian's /usr/bin/chromium, driven by Playwright)."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from curation.models import Conflict, Entry, Event, Status
+from curation.services import conflicts
+from tests.factories import PASSWORD, active, make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_lead_splits_a_conflict_by_scope_then_keeps_one_by_key(live_server, page):
+    lead = make_user("lena", "lead")
+    a = active(lead, scope="acme/billing-api", trigger="Merging a feature branch into main",
+               content="Always rebase before merging.", conditions=[])
+    b = active(lead, scope="acme/billing-api", trigger="Merging feature branches into main",
+               content="Never rebase shared branches.", conditions=[])
+    [split_me] = conflicts.detect_conflicts_for(b)
+    c = active(lead, scope="acme/web", trigger="Restarting the web worker", content="Restart the worker first.")
+    d = active(lead, scope="acme/web/frontend", trigger="Restarting the web worker during deploys",
+               content="Do not restart the worker while a deploy runs.")
+    [keep_me] = conflicts.detect_conflicts_for(d)
+
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("User name").fill("lena")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("link", name="Conflicts").click()
+    expect(page).to_have_url(re.compile(r"/review/conflicts/$"))
+    expect(page.locator("#queue-count")).to_contain_text("2 open")
+
+    card = page.locator(f"#conflict-{split_me.pk}")
+    expect(card).to_have_class(re.compile("is-current"))
+    expect(card.locator(".side-a")).to_contain_text("Always rebase before merging.")
+    expect(card.locator(".side-b")).to_contain_text("Never rebase shared branches.")
+
+    # s opens the split form on the first scope; a split that still overlaps is refused in place.
+    page.keyboard.press("s")
+    a_scope = card.locator("input[name=a_scope]")
+    expect(a_scope).to_be_focused()
+    a_scope.fill("acme/billing-api/host")
+    card.locator("input[name=b_scope]").fill("acme/billing-api/host/ci")
+    page.keyboard.press("Control+Enter")
+    expect(card.locator(".field-error")).to_contain_text("Still overlapping")
+    assert Conflict.objects.get(pk=split_me.pk).state == "open"
+
+    # The form kept what was typed; narrow the second entry to a sibling scope instead.
+    expect(card.locator("input[name=a_scope]")).to_have_value("acme/billing-api/host")
+    card.locator("input[name=b_scope]").fill("acme/billing-api/container")
+    card.locator("input[name=b_scope]").press("Control+Enter")
+    expect(card).to_contain_text("split, both entries narrowed")
+    expect(page.locator("#queue-count")).to_contain_text("1 open")
+
+    # The next conflict is current: 2 keeps the right-hand entry.
+    other = page.locator(f"#conflict-{keep_me.pk}")
+    expect(other).to_have_class(re.compile("is-current"))
+    page.keyboard.press("2")
+    expect(other).to_contain_text(f"kept #{d.pk}")
+    expect(page.locator("#queue-count")).to_contain_text("0 open")
+
+    # Each resolution is on the entries' pages.
+    page.goto(f"{live_server.url}/entries/{a.pk}/")
+    expect(page.locator("h1")).to_contain_text("acme/billing-api/host")
+    expect(page.locator(".timeline")).to_contain_text("conflict_split")
+    page.goto(f"{live_server.url}/entries/{c.pk}/")
+    expect(page.locator("#entry-status")).to_have_text("superseded")
+
+    assert Entry.objects.get(pk=b.pk).scope == "acme/billing-api/container"
+    assert {Entry.objects.get(pk=a.pk).status, Entry.objects.get(pk=b.pk).status} == {Status.ACTIVE}
+    assert Entry.objects.get(pk=c.pk).status == Status.SUPERSEDED
+    assert Event.objects.filter(actor=lead, action__in=["conflict_split", "conflict_keep", "supersede"]).count() == 4

@@ -1,0 +1,57 @@
+"""Two reviewers decide the same entry at the same moment: one wins, the other is told, nothing is lost."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from curation import services
+from curation.models import Entry, Event, Status
+from curation.services import StaleDecision
+from tests.factories import candidate_data, make_user
+
+
+def test_two_reviewers_loaded_the_same_version(make_candidate, reviewer, second_reviewer):
+    """The sequential form, on every database: both saw version 1, the second is told what happened."""
+    entry = make_candidate()
+    services.approve_candidate(entry.pk, actor=reviewer, expected_version=1)
+    with pytest.raises(StaleDecision) as exc:
+        services.reject_candidate(entry.pk, actor=second_reviewer, expected_version=1, reason="wrong")
+    assert "rita (approve)" in str(exc.value)
+    assert Entry.objects.get(pk=entry.pk).status == Status.ACTIVE
+    assert list(Event.objects.filter(entry=entry).values_list("action", flat=True).order_by("id")) == ["submit", "approve"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_truly_concurrent_decisions(on_postgres):
+    """Real threads and connections on PostgreSQL, released at the same instant by a barrier."""
+    first, second = make_user("one", "reviewer"), make_user("two", "reviewer")
+    entry = services.create_candidate(data=candidate_data(), actor_label="agent:ci")
+    barrier = threading.Barrier(2)
+    results = {}
+
+    def decide(user, call):
+        try:
+            barrier.wait()
+            call(user)
+            results[user.username] = "won"
+        except StaleDecision as exc:
+            results[user.username] = str(exc)
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=decide, args=(first, lambda u: services.approve_candidate(entry.pk, actor=u, expected_version=1))),
+        threading.Thread(target=decide, args=(second, lambda u: services.reject_candidate(entry.pk, actor=u, expected_version=1, reason="no"))),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(v == "won" for v in results.values()) == [False, True]
+    winner = next(name for name, v in results.items() if v == "won")
+    loser_message = next(v for v in results.values() if v != "won")
+    assert f"{winner} (" in loser_message and "Nothing of yours was saved" in loser_message
+    fresh = Entry.objects.get(pk=entry.pk)
+    assert fresh.version == 2 and fresh.status == (Status.ACTIVE if winner == "one" else Status.REJECTED)
+    assert Event.objects.filter(entry=entry).count() == 2

@@ -1,0 +1,191 @@
+"""The one write path of entries: write_entry for a decision, write_entries (its bulk twin) for a sweep's
+batch, each checking what it expects, bumping the version and writing one Event per entry with the one
+snapshot shape; and nothing else in curation/ writing an entry."""
+
+import ast
+import datetime
+import pathlib
+
+import pytest
+from django.db import transaction
+from django.db.models import F, Value
+from django.utils import timezone
+
+from curation.models import SNAPSHOT_FIELDS, Entry, Event, Status
+from curation.services.entry_writes import write_entries, write_entry
+from curation.services.errors import ConcurrentChange, StaleDecision
+from tests.factories import AS_OF, days_before, make_archived, make_entry
+
+pytestmark = pytest.mark.django_db
+
+# The one shape of an entry in an Event, whoever writes it.
+SNAPSHOT_KEYS = {
+    "status", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
+    "base_confidence", "confidence", "last_verified_at", "queue_reason", "queued_at", "archive_reason", "supersedes",
+    "version",
+}
+
+
+def fresh(entry) -> Entry:
+    return Entry.objects.get(pk=entry.pk)
+
+
+# --- write_entry ------------------------------------------------------------------------------------------
+
+
+def test_write_entry_bumps_the_version_stamps_the_time_and_writes_the_event(reviewer):
+    entry = make_entry(base_confidence=0.6)
+    version, events = entry.version, Event.objects.count()
+    at = days_before(2)
+    event = write_entry(entry, {"status": Status.RETIRED}, expected_version=version, action="retire", actor=reviewer,
+                        reason="wrong advice", after_extra={"note": 1}, at=at)
+    stored = fresh(entry)
+    assert (stored.status, stored.version, stored.updated_at) == (Status.RETIRED, version + 1, at)
+    assert Event.objects.count() == events + 1 and Event.objects.latest("id") == event
+    assert (event.entry_id, event.action, event.actor, event.reason, event.entry_version, event.created_at) == (
+        entry.pk, "retire", reviewer, "wrong advice", version + 1, at)
+    assert set(event.before) == SNAPSHOT_KEYS and set(event.after) == SNAPSHOT_KEYS | {"note"}
+    assert (event.before["status"], event.after["status"], event.after["version"]) == (
+        "active", "retired", version + 1)
+
+
+def test_write_entry_refuses_an_old_version_and_writes_nothing(reviewer):
+    entry = make_entry()
+    version = entry.version
+    write_entry(fresh(entry), {"queue_reason": ""}, action="confirm", actor=reviewer, at=AS_OF)
+    events = Event.objects.count()
+    with pytest.raises(StaleDecision) as stale, transaction.atomic():
+        write_entry(entry, {"status": Status.RETIRED}, expected_version=version, action="retire", actor=reviewer,
+                    at=AS_OF)
+    assert [e.action for e in stale.value.changes] == ["confirm"]
+    assert (fresh(entry).status, fresh(entry).version, Event.objects.count()) == (Status.ACTIVE, version + 1, events)
+
+
+# --- write_entries, the bulk twin ----------------------------------------------------------------------
+
+
+def _locked(*entries):
+    return list(Entry.objects.select_for_update().filter(pk__in=[e.pk for e in entries])
+                .only("id", "status", "version").order_by("id"))
+
+
+def test_the_same_values_for_every_row_with_an_expression(django_assert_max_num_queries):
+    one, two = make_entry(base_confidence=0.5), make_entry(base_confidence=0.3)
+    started = timezone.now()
+    with transaction.atomic():
+        rows = _locked(one, two)
+        with django_assert_max_num_queries(6):  # a savepoint and its release, before, the UPDATE, after, the Events
+            written = write_entries(
+                rows, expected_status=Status.ACTIVE, action="archive", reason_of=lambda e: f"#{e.pk} decayed",
+                actor_label="lifecycle:archive", at=AS_OF, request_id="taskrun-7",
+                values={"status": Status.ARCHIVED, "confidence": F("base_confidence") * Value(0.5),
+                        "archived_at": AS_OF, "archive_reason": "decayed"},
+            )
+    assert written == 2
+    for entry, confidence in ((one, 0.25), (two, 0.15)):
+        stored = fresh(entry)
+        assert (stored.status, stored.confidence, stored.archive_reason, stored.version) == (
+            Status.ARCHIVED, pytest.approx(confidence), "decayed", entry.version + 1)
+        assert stored.updated_at >= started  # the wall clock: the detecting sweeps read changes by it
+        event = Event.objects.get(entry=entry, action="archive")
+        assert (event.action, event.reason, event.actor_label, event.request_id, event.created_at) == (
+            "archive", f"#{entry.pk} decayed", "lifecycle:archive", "taskrun-7", AS_OF)
+        assert set(event.before) == set(event.after) == SNAPSHOT_KEYS
+        assert (event.before["status"], event.after["status"], event.after["confidence"], event.entry_version) == (
+            "active", "archived", round(confidence, 4), entry.version + 1)
+        assert event.entry_label == stored.label
+
+
+def test_values_per_row_then_an_expression_over_them():
+    one, two = make_archived(archived_at=days_before(30)), make_archived(archived_at=days_before(30))
+    verified = {one.pk: days_before(3), two.pk: days_before(1)}
+    with transaction.atomic():
+        write_entries(
+            _locked(one, two), expected_status=Status.ARCHIVED, action="revive", reason_of=lambda e: "fresh evidence",
+            actor_label="lifecycle:revive", at=AS_OF,
+            values={"status": Status.ACTIVE, "archived_at": None, "archive_reason": ""},
+            row_values={one.pk: {"base_confidence": 0.7, "last_verified_at": verified[one.pk]},
+                        two.pk: {"base_confidence": 0.6, "last_verified_at": verified[two.pk]}},
+            then={"confidence": F("base_confidence") - Value(0.1)},  # reads the base just written
+        )
+    for entry, base in ((one, 0.7), (two, 0.6)):
+        stored = fresh(entry)
+        assert (stored.status, stored.base_confidence, stored.last_verified_at, stored.version) == (
+            Status.ACTIVE, base, verified[entry.pk], entry.version + 1)
+        assert stored.confidence == pytest.approx(base - 0.1)
+        event = Event.objects.get(entry=entry, action="revive")
+        assert (event.before["base_confidence"], event.after["base_confidence"]) == (entry.base_confidence, base)
+        assert event.after["confidence"] == round(base - 0.1, 4)
+        assert event.after["last_verified_at"] == verified[entry.pk].isoformat()
+
+
+@pytest.mark.parametrize("underneath", [{"status": Status.RETIRED}, {"version": F("version") + 1}])
+def test_a_row_changed_underneath_is_refused_and_nothing_is_written(underneath):
+    one, two = make_entry(), make_entry()
+    events = Event.objects.count()
+    with pytest.raises(ConcurrentChange, match="1 of 2 rows changed"), transaction.atomic():
+        rows = _locked(one, two)
+        Entry.objects.filter(pk=two.pk).update(**underneath)  # what an unlocked writer could do meanwhile
+        write_entries(rows, expected_status=Status.ACTIVE, action="archive", reason_of=lambda e: "",
+                      actor_label="lifecycle:archive", at=AS_OF, values={"status": Status.ARCHIVED})
+    assert fresh(one).status == Status.ACTIVE and fresh(one).version == one.version
+    assert Event.objects.count() == events
+
+
+def test_a_batch_of_nothing_writes_nothing(django_assert_num_queries):
+    with django_assert_num_queries(0):
+        assert write_entries([], expected_status=Status.ACTIVE, action="archive", reason_of=str,
+                             actor_label="lifecycle:archive", at=AS_OF) == 0
+
+
+# --- nothing else writes an entry -------------------------------------------------------------------------
+
+CURATION = pathlib.Path(__file__).resolve().parents[2] / "curation"
+WRITE_PATH = CURATION / "services" / "entry_writes.py"
+ENTRY_NAMES = {"entry", "entries", "e", "kept", "target", "merged", "other", "older", "old", "a", "b"}
+
+
+def _root_name(node) -> str:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _writes_an_entry(call: ast.Call) -> bool:
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    method, receiver = call.func.attr, call.func.value
+    if method in ("update", "bulk_update", "create", "bulk_create", "get_or_create", "update_or_create"):
+        return _root_name(receiver) == "Entry"
+    if method == "save":
+        return isinstance(receiver, ast.Name) and receiver.id in ENTRY_NAMES
+    return False
+
+
+def test_no_entry_is_written_outside_the_write_path():
+    found = []
+    for path in sorted(CURATION.rglob("*.py")):
+        if path == WRITE_PATH or "migrations" in path.parts:
+            continue
+        source = path.read_text()
+        found += [f"{path.relative_to(CURATION)}:{node.lineno}" for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Call) and _writes_an_entry(node)]
+        found += [f"{path.relative_to(CURATION)}: raw SQL" for _ in [1] if "UPDATE curation_entry" in source]
+    assert found == []
+
+
+def test_the_check_finds_what_it_looks_for():
+    calls = [node for node in ast.walk(ast.parse(
+        "Entry.objects.filter(pk=1).update(status='x')\nentry.save()\nEntry.objects.create()\n"
+        "Event.objects.filter().update()\nproposal.save()"
+    )) if isinstance(node, ast.Call)]
+    assert sum(_writes_an_entry(c) for c in calls) == 3
+
+
+def test_a_row_loaded_with_the_snapshot_fields_makes_its_snapshot_and_label_without_a_query(
+        django_assert_num_queries):
+    entry = make_entry(last_verified_at=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+    loaded = Entry.objects.only(*SNAPSHOT_FIELDS).get(pk=entry.pk)
+    with django_assert_num_queries(0):
+        assert (loaded.snapshot(), loaded.label) == (entry.snapshot(), entry.label)
+    assert set(entry.snapshot()) == SNAPSHOT_KEYS

@@ -1,0 +1,109 @@
+"""The shape of the code, checked: what a reviewer would otherwise have to remember."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "curation"
+
+
+def _modules() -> dict[str, ast.Module]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = ast.parse(path.read_text(), filename=str(path))
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return (ROOT / Path(*name.split(".")) / "__init__.py").exists()
+
+
+def _imports(name: str, node: ast.AST) -> list[tuple[str, list[str], ast.stmt]]:
+    """(module imported, names taken from it, the statement) for every import statement below `node`."""
+    found = []
+    base = name if _is_package(name) else name.rpartition(".")[0]
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.Import):
+            found += [(alias.name, [], stmt) for alias in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom):
+            if stmt.level:
+                anchor = base.split(".")
+                anchor = anchor[: len(anchor) - (stmt.level - 1)]
+                target = ".".join(anchor + ([stmt.module] if stmt.module else []))
+            else:
+                target = stmt.module
+            names = [alias.name for alias in stmt.names]
+            # `from pkg import module` imports the module itself
+            submodules = [f"{target}.{n}" for n in names if f"{target}.{n}" in MODULES]
+            found += [(target, names, stmt)] + [(sub, [], stmt) for sub in submodules]
+    return [item for item in found if item[0] in MODULES or item[0].startswith("curation.")]
+
+
+def _top_level_imports(name: str, tree: ast.Module) -> set[str]:
+    graph = set()
+    for stmt in tree.body:  # module level, including inside `if`/`try` at the top
+        for target, _, _ in _imports(name, stmt):
+            if target in MODULES and target != name:
+                graph.add(target)
+    return graph
+
+
+def test_no_import_cycles_in_curation():
+    graph = {name: _top_level_imports(name, tree) for name, tree in MODULES.items()}
+    # A package's __init__ importing its own submodules is how a package exposes them, not a cycle.
+    for name in graph:
+        graph[name] = {t for t in graph[name] if not (t.startswith(name + ".") and _is_package(name))}
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_no_import_of_curation_inside_a_function():
+    """An import inside a function hides a cycle; the only one allowed is AppConfig.ready, which Django
+    calls once the models are loaded."""
+    found = []
+    for name, tree in MODULES.items():
+        for func in ast.walk(tree):
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and func.name != "ready":
+                found += [f"{name}.{func.name} imports {target}" for target, _, _ in _imports(name, func)]
+    assert found == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = []
+    for name, tree in MODULES.items():
+        for target, names, stmt in _imports(name, tree):
+            found += [f"{name} imports {target}.{n}" for n in names if n.startswith("_") and target != name]
+    assert found == []
+
+
+@pytest.mark.parametrize("name", ["curation.sweeps.engine", "curation.sweeps.runs"])
+def test_the_sweep_engine_knows_no_sweep(name):
+    """A sweep builds on the engine; the engine never imports a sweep (the registry lists them)."""
+    sweeps = {m for m in MODULES if m.startswith("curation.sweeps.")} - {
+        "curation.sweeps.engine", "curation.sweeps.runs", "curation.sweeps.registry", "curation.sweeps.expressions",
+        "curation.sweeps.writes"}
+    assert not _top_level_imports(name, MODULES[name]) & sweeps

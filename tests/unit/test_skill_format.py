@@ -1,0 +1,118 @@
+"""SKILL.md as a pure format: the front matter any YAML parser reads back, the sections in order, and the
+text rules a draft is made with (rollback note, sections of the content, slugs)."""
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curation import skill_format
+
+EXPECTED = '''---
+name: "migrate-billing"
+description: "Run migrate from /srv/app: \\"not\\" #workspace. Use when migrating."
+---
+
+# Migrate billing
+
+## When to use
+
+Running migrations in the billing-api container.
+
+## Steps
+
+1. Run `python manage.py migrate` from /srv/app.
+2. Check showmigrations.
+
+## Parameters
+
+None.
+
+## Verification
+
+`python manage.py showmigrations` shows every migration applied.
+
+## Rollback
+
+`python manage.py migrate billing <previous>`
+
+## Pitfalls
+
+None.
+
+## Sources
+
+- memoryadmin [entry #12](https://memory.example.com/entries/12/) (`acme/billing-api/container`): Running migrations in the billing-api container
+
+Curated in memoryadmin.
+'''
+
+
+def test_the_file_coding_agents_load():
+    text = skill_format.render_skill_md(
+        slug="migrate-billing", description='Run migrate from /srv/app: "not" #workspace.\nUse when migrating.',
+        sections={"when_to_use": "Running migrations in the billing-api container.",
+                  "steps": "1. Run `python manage.py migrate` from /srv/app.\r\n2. Check showmigrations.",
+                  "verification": "`python manage.py showmigrations` shows every migration applied.",
+                  "rollback": "`python manage.py migrate billing <previous>`", "parameters": "", "pitfalls": "  "},
+        sources=[skill_format.SourceLine(12, "acme/billing-api/container",
+                                         "Running migrations in the billing-api container",
+                                         "https://memory.example.com/entries/12/")],
+        footer="Curated in memoryadmin.",
+    )
+    assert text == EXPECTED
+    front = yaml.safe_load(text.split("---\n")[1])
+    assert front == {"name": "migrate-billing", "description": 'Run migrate from /srv/app: "not" #workspace. Use when migrating.'}
+
+
+@pytest.mark.parametrize("slug", ["yes", "null", "123", "1e3", "on", "true"])
+def test_names_yaml_would_read_as_something_else_stay_strings(slug):
+    text = skill_format.render_skill_md(slug=slug, description="d", sections={}, sources=[])
+    assert yaml.safe_load(text.split("---\n")[1])["name"] == slug
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=200))
+def test_any_text_survives_the_front_matter(text):
+    assert yaml.safe_load(f"description: {skill_format.yaml_quoted(text)}") == {"description": text}
+
+
+@pytest.mark.parametrize("content, rollback, steps", [
+    ("Do A. Then B. Rollback: undo A.", "undo A.", "Do A. Then B."),
+    ("Do A.\n- Roll back: undo A\n  and B", "undo A\n  and B", "Do A."),
+    ("## Rollback\nrestore the dump\n## Verify\ncurl /health", "restore the dump", ""),
+    ("**Undo:** git revert HEAD", "git revert HEAD", ""),
+    ("Do not revert: ever.", "", "Do not revert: ever."),        # not a label: the sentence goes on
+    ("Rollbacks are slow here.", "", "Rollbacks are slow here."),
+])
+def test_the_rollback_note_is_a_labelled_part_of_the_content(content, rollback, steps):
+    parts = skill_format.content_sections(content)
+    assert (parts["rollback"], parts["steps"]) == (rollback, steps)
+    assert skill_format.rollback_note(content) == rollback
+
+
+def test_a_draft_from_an_entry():
+    draft = skill_format.draft_from_entry(
+        kind="procedure", scope="acme/web", trigger="Deploying the web app on Fridays",
+        content="Freeze the release branch. Deploy with `make deploy`.\nVerify: the smoke test passes.\n"
+                "Parameters: RELEASE the tag to deploy.\nRollback: `make rollback RELEASE=<previous>`.\n"
+                "Pitfalls: the CDN caches for 10 minutes.",
+        boundary="Not during an incident.", conditions=["deploy"])
+    assert draft == {
+        "slug": "deploying-the-web-app-on-fridays",
+        "description": "Freeze the release branch. Use when deploying the web app on Fridays (acme/web).",
+        "when_to_use": "Deploying the web app on Fridays.\nKeywords: deploy.\nApplies in `acme/web` and the scopes below it.",
+        "steps": "1. Freeze the release branch.\n2. Deploy with `make deploy`.",
+        "parameters": "RELEASE the tag to deploy.",
+        "verification": "the smoke test passes.",
+        "rollback": "`make rollback RELEASE=<previous>`.",
+        "pitfalls": "the CDN caches for 10 minutes.\nDoes not hold: Not during an incident.",
+    }
+
+
+def test_slugs():
+    assert skill_format.slug_base("Running `make` in the CI — fast!") == "running-make-in-the-ci-fast"
+    long = skill_format.slug_base("word " * 30)
+    assert len(long) <= 64 and not long.endswith("-") and long.startswith("word-word")
+    assert skill_format.slug_base("???") == "skill"
+    assert skill_format.unique_slug("a" * 64, {"a" * 64}) == "a" * 62 + "-2"

@@ -1,0 +1,282 @@
+"""The candidates queue as each role sees it, through the real URL, middleware and templates."""
+
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from curation import services
+from curation.models import Entry, Event, Status
+from tests.factories import client_for
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+ACTIONS = {
+    "approve": {},
+    "edit": {"scope": "acme/billing-api", "trigger": "Editing config in the container",
+             "content": "Confirm the repo root first.", "boundary": "Not on the host.", "conditions": "config"},
+    "reject": {"reason": "too vague"},
+    "defer": {},
+}
+EXPECTED_STATUS = {"approve": Status.ACTIVE, "edit": Status.ACTIVE, "reject": Status.REJECTED, "defer": Status.PENDING}
+
+
+def action_url(action, entry):
+    return reverse(f"curation:candidate-{action}", args=[entry.pk])
+
+
+def test_anonymous_users_are_sent_to_log_in(client, make_candidate):
+    entry = make_candidate()
+    for url in (reverse("curation:candidates"), reverse("curation:entry", args=[entry.pk]), action_url("approve", entry)):
+        response = client.post(url) if "approve" in url else client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
+
+
+@pytest.mark.parametrize("role", ["reviewer", "lead"])
+@pytest.mark.parametrize("action", list(ACTIONS))
+def test_reviewers_and_leads_decide(request, make_candidate, role, action):
+    user = request.getfixturevalue(role)
+    entry = make_candidate()
+    response = client_for(user).post(action_url(action, entry), {"version": entry.version, **ACTIONS[action]})
+    assert response.status_code == 302 and response["Location"] == reverse("curation:candidates")
+    fresh = Entry.objects.get(pk=entry.pk)
+    assert fresh.status == EXPECTED_STATUS[action] and fresh.version == 2
+    assert Event.objects.filter(entry=entry, actor=user).count() == 1
+
+
+@pytest.mark.parametrize("role", ["auditor", "nobody"])
+@pytest.mark.parametrize("action", list(ACTIONS) + ["bulk"])
+def test_auditors_and_roleless_users_get_403_on_every_write(request, make_candidate, role, action):
+    entry = make_candidate()
+    client = client_for(request.getfixturevalue(role))
+    if action == "bulk":
+        response = client.post(reverse("curation:candidates-bulk"), {"action": "approve", "selected": f"{entry.pk}:1"})
+    else:
+        response = client.post(action_url(action, entry), {"version": 1, **ACTIONS[action]})
+    assert response.status_code == 403
+    assert Entry.objects.get(pk=entry.pk).version == 1
+
+
+def test_auditor_reads_the_queue_without_action_buttons(make_candidate, auditor):
+    make_candidate(trigger="Rotating the staging TLS certificate")
+    page = client_for(auditor).get(reverse("curation:candidates")).content.decode()
+    assert "Rotating the staging TLS certificate" in page
+    assert "Approve" not in page and "bulk-form" not in page
+
+
+def test_roleless_user_cannot_read(nobody, make_candidate):
+    assert client_for(nobody).get(reverse("curation:candidates")).status_code == 403
+    assert client_for(nobody).get(reverse("curation:entry", args=[make_candidate().pk])).status_code == 403
+
+
+@pytest.mark.parametrize("action", list(ACTIONS))
+def test_scoped_reviewer_gets_404_outside_scope(scoped_reviewer, make_candidate, action):
+    outside = make_candidate(scope="acme/web", trigger="Deploying the web frontend")
+    client = client_for(scoped_reviewer)
+    assert client.post(action_url(action, outside), {"version": 1, **ACTIONS[action]}).status_code == 404
+    assert client.get(reverse("curation:entry", args=[outside.pk])).status_code == 404
+    assert client.get(reverse("curation:entry-history", args=[outside.pk])).status_code == 404
+    assert "Deploying the web frontend" not in client.get(reverse("curation:candidates")).content.decode()
+    assert Entry.objects.get(pk=outside.pk).version == 1
+
+
+def test_queue_lists_pending_oldest_first_with_card_details(reviewer, make_candidate, lead):
+    active = make_candidate(trigger="Running migrations in the billing-api container",
+                            content="Run migrations with the --plan flag first and read the plan.")
+    services.approve_candidate(active.pk, actor=lead, expected_version=1)
+    older = make_candidate(trigger="First in", evidence=[
+        {"kind": "test_result", "signal": "external", "polarity": "contradicts", "excerpt": "FAILED test_config"}])
+    make_candidate(trigger="Running migrations in the billing-api container again",
+                   content="Run migrations with the --plan flag first and read the plan carefully.")
+    page = client_for(reviewer).get(reverse("curation:candidates")).content.decode()
+    assert page.index("First in") < page.index("container again")
+    assert "FAILED test_config" in page and "contradicts" in page
+    assert "Similar active entries" in page and f"#{active.pk}" in page
+    assert "2 waiting" in page
+    assert f'name="version" value="{older.version}"' in page
+
+
+def test_filters(reviewer, make_candidate):
+    make_candidate(scope="acme/web", kind="preference", signal="external", trigger="Web preference A", confidence=0.9)
+    make_candidate(scope="acme/billing-api", kind="fact", signal="self", trigger="Billing fact B", confidence=0.4)
+    client = client_for(reviewer)
+
+    def shown(**params):
+        page = client.get(reverse("curation:candidates"), params).content.decode()
+        return [t for t in ("Web preference A", "Billing fact B") if t in page]
+
+    assert shown(scope="acme/web") == ["Web preference A"]
+    assert shown(kind="fact") == ["Billing fact B"]
+    assert shown(signal="external") == ["Web preference A"]
+    assert shown(min_confidence="0.5") == ["Web preference A"]
+    assert shown(max_confidence="0.5") == ["Billing fact B"]
+    assert shown(q="billing fact") == ["Billing fact B"]
+    assert shown(scope="acme") == ["Web preference A", "Billing fact B"]
+
+
+def test_bad_filter_is_a_400_with_a_message(reviewer):
+    response = client_for(reviewer).get(reverse("curation:candidates"), {"min_confidence": "lots", "after": "x"})
+    assert response.status_code == 400
+    assert "a number from 0 to 1" in response.content.decode()
+    response = client_for(reviewer).get(reverse("curation:candidates"), {"after": "garbage"})
+    assert response.status_code == 400 and "page link is broken" in response.content.decode()
+
+
+def test_keyset_pagination_walks_every_entry_once(reviewer, make_candidate, settings):
+    settings.CURATION = {**settings.CURATION, "QUEUE_PAGE_SIZE": 3}
+    made = [make_candidate(trigger=f"Lesson number {i:02d}") for i in range(8)]
+    client, url, seen = client_for(reviewer), reverse("curation:candidates"), []
+    while url:
+        response = client.get(url)
+        page = response.context["page"]
+        seen += [e.pk for e in page.items]
+        url = reverse("curation:candidates") + f"?after={page.next_cursor}" if page.next_cursor else None
+    assert seen == [e.pk for e in made]
+
+
+def test_htmx_approve_returns_decided_card_and_count(reviewer, make_candidate):
+    entry, _other = make_candidate(), make_candidate()
+    response = client_for(reviewer).post(action_url("approve", entry), {"version": 1}, **HTMX)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert f'id="card-{entry.pk}"' in body and "Approved" in body
+    assert 'id="queue-count"' in body and 'hx-swap-oob="true"' in body and "1 waiting" in body
+
+
+def test_htmx_count_respects_the_filters_the_action_carries(reviewer, make_candidate):
+    entry = make_candidate(scope="acme/web")
+    make_candidate(scope="acme/web")
+    make_candidate(scope="acme/billing-api")
+    body = client_for(reviewer).post(action_url("approve", entry), {"version": 1, "scope": "acme/web"}, **HTMX).content.decode()
+    assert "1 waiting" in body
+
+
+def test_stale_decision_shows_conflict_inside_the_card(reviewer, second_reviewer, make_candidate):
+    entry = make_candidate()
+    services.reject_candidate(entry.pk, actor=second_reviewer, expected_version=1, reason="duplicate")
+    for extra in (HTMX, {}):
+        response = client_for(reviewer).post(action_url("approve", entry), {"version": 1}, **extra)
+        body = response.content.decode()
+        assert response.status_code == 409
+        assert f'id="card-{entry.pk}"' in body and "changed since you loaded it" in body
+        assert "rob" in body and "duplicate" in body and "rejected" in body
+    assert Entry.objects.get(pk=entry.pk).status == Status.REJECTED
+
+
+@pytest.mark.parametrize("action, data, field, message", [
+    ("reject", {"reason": ""}, "reason", "Say why it is rejected"),
+    ("edit", {"scope": "acme/Billing", "trigger": "t", "content": "c"}, "scope", "Illegal scope segment"),
+    ("edit", {"scope": "acme/web", "trigger": "", "content": "c"}, "trigger", "This field is required."),
+    ("edit", {"scope": "acme/web", "trigger": "t", "content": ""}, "content", "This field is required."),
+])
+def test_bad_input_gets_422_with_the_message_in_the_card(reviewer, make_candidate, action, data, field, message):
+    entry = make_candidate()
+    for extra in (HTMX, {}):
+        response = client_for(reviewer).post(action_url(action, entry), {"version": 1, **data}, **extra)
+        assert response.status_code == 422
+        assert message in response.content.decode()
+    fresh = Entry.objects.get(pk=entry.pk)
+    assert (fresh.status, fresh.version, fresh.scope) == (Status.PENDING, 1, "acme/billing-api/container")
+    assert Event.objects.filter(entry=entry).count() == 1
+
+
+def test_missing_version_is_a_422(reviewer, make_candidate):
+    entry = make_candidate()
+    response = client_for(reviewer).post(action_url("approve", entry), {}, **HTMX)
+    assert response.status_code == 422 and "missing the entry&#x27;s version" in response.content.decode()
+
+
+def test_csrf_is_enforced(reviewer, make_candidate):
+    entry = make_candidate()
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer)
+    assert client.post(action_url("approve", entry), {"version": 1}).status_code == 403
+    assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
+
+
+def test_bulk_approve_and_reject(reviewer, second_reviewer, make_candidate):
+    a, b, c = make_candidate(), make_candidate(), make_candidate()
+    services.approve_candidate(c.pk, actor=second_reviewer, expected_version=1)
+    client = client_for(reviewer)
+    response = client.post(reverse("curation:candidates-bulk"),
+                           {"action": "reject", "reason": "", "selected": [f"{a.pk}:1"]})
+    assert response.status_code == 422 and "Say why they are rejected" in response.content.decode()
+    response = client.post(reverse("curation:candidates-bulk"),
+                           {"action": "approve", "selected": [f"{a.pk}:1", f"{b.pk}:1", f"{c.pk}:1"]}, follow=True)
+    body = response.content.decode()
+    assert "Approved 2 of 3." in body and f"#{c.pk}" in body
+    assert Entry.objects.get(pk=a.pk).status == Entry.objects.get(pk=b.pk).status == Status.ACTIVE
+    response = client.post(reverse("curation:candidates-bulk"), {"action": "approve"})
+    assert response.status_code == 422 and "Select at least one card" in response.content.decode()
+
+
+def _queue_queries(django_assert_max_num_queries, client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(reverse("curation:candidates"))
+    assert response.status_code == 200
+    return len(ctx.captured_queries)
+
+
+def test_queue_query_count_does_not_grow_with_the_queue(reviewer, lead, make_candidate, django_assert_max_num_queries):
+    active = make_candidate(trigger="Shared trigger words for similarity", content="Shared content words here")
+    services.approve_candidate(active.pk, actor=lead, expected_version=1)
+
+    def fill(n):
+        for i in range(n):
+            make_candidate(trigger=f"Shared trigger words for similarity {i}", content="Shared content words here",
+                           evidence=[{"kind": "tool_output", "signal": "self", "excerpt": f"log {i}"}])
+
+    client = client_for(reviewer)
+    fill(10)
+    with_10 = _queue_queries(django_assert_max_num_queries, client)
+    fill(190)
+    with_200 = _queue_queries(django_assert_max_num_queries, client)
+    assert with_10 == with_200 <= 12
+
+
+def test_entry_page_and_history_export(auditor, reviewer, make_candidate):
+    old = make_candidate(trigger="Old way of running migrations")
+    services.approve_candidate(old.pk, actor=reviewer, expected_version=1)
+    new = make_candidate(trigger="New way of running migrations")
+    Entry.objects.filter(pk=new.pk).update(supersedes=old)
+    services.edit_and_approve(new.pk, actor=reviewer, expected_version=1,
+                              changes={"scope": "acme/billing-api"}, reason="it holds for the whole service")
+    client = client_for(auditor)
+    page = client.get(reverse("curation:entry", args=[new.pk])).content.decode()
+    assert "edit_approve" in page and "it holds for the whole service" in page
+    assert "acme/billing-api/container" in page  # before → after
+    assert f"#{old.pk}" in page and "Old way of running migrations" in page
+    assert "Add evidence" not in page  # auditors read, never write
+    old_page = client.get(reverse("curation:entry", args=[old.pk])).content.decode()
+    assert f"#{new.pk}" in old_page and f"replaces #{old.pk}" in old_page
+    response = client.get(reverse("curation:entry-history", args=[new.pk]))
+    data = json.loads(response.content)
+    assert response["Content-Disposition"].startswith("attachment")
+    assert [t["action"] for t in data["timeline"] if t["type"] == "event"] == ["submit", "edit_approve"]
+    assert data["timeline"][-1]["before"]["scope"] == "acme/billing-api/container"
+    assert data["supersedes_chain"] == {"older": [old.pk], "newer": []}
+
+
+def test_entry_page_add_evidence(reviewer, auditor, make_candidate):
+    entry = make_candidate()
+    url = reverse("curation:entry-evidence", args=[entry.pk])
+    data = {"kind": "test_result", "signal": "external", "polarity": "supports", "excerpt": "CI green on main"}
+    assert client_for(auditor).post(url, data).status_code == 403
+    response = client_for(reviewer).post(url, {**data, "excerpt": ""})
+    assert response.status_code == 422 and "This field is required." in response.content.decode()
+    response = client_for(reviewer).post(url, data, follow=True)
+    assert "CI green on main" in response.content.decode()
+
+
+def test_nothing_is_editable_through_admin(lead):
+    from django.contrib import admin
+
+    assert Entry not in admin.site._registry and Event not in admin.site._registry
