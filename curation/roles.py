@@ -1,4 +1,4 @@
-"""The console's roles (DESIGN.md §1) as groups with permissions.
+"""The console's roles (reviewer, lead, auditor) as groups with permissions.
 
 Made by the data migration 0002_roles, and made again after every migrate or flush (post_migrate),
 so a database emptied by a test flush or a restore still has its roles."""

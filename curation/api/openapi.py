@@ -260,7 +260,7 @@ def schema() -> dict:
             }},
             "/skills": {"get": {
                 "summary": "Approved skills for a scope",
-                "description": "Skills a lead approved (seed 001 §5.3: enough hits, high utility, "
+                "description": "Skills a lead approved (enough hits, high utility, "
                                f"{c['SKILL_TRIALS_REQUIRED']} successful trial runs, a rollback path), of the scope and "
                                "its ancestors within the token's scopes; without `scope`, of every scope of the token. "
                                "While a skill is approved, its source entries are no longer returned by /memory. "

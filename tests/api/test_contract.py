@@ -4,10 +4,13 @@ import datetime
 import json
 
 import pytest
+from django.db import DatabaseError, connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from curation.models import Entry, Event, Evidence, QueueReason, Retrieval, RetrievedEntry, Status
+from curation.models import Conflict, Entry, Event, Evidence, QueueReason, Retrieval, RetrievedEntry, Status
+from curation.services import submissions
 from curation.services.tokens import revoke_agent_token
 from tests.factories import Agent, api_candidate
 
@@ -312,7 +315,6 @@ def test_openapi_schema_and_docs_page(client):
 
 
 def test_a_contradiction_with_an_active_entry_opens_a_conflict(agent, approved):
-    from curation.models import Conflict
 
     active = approved(scope="acme/billing-api", trigger="Updating a feature branch before review",
                       content="Always rebase the feature branch onto main.", conditions=[])
@@ -342,9 +344,7 @@ def test_batch_handles_duplicates_of_existing_entries_and_within_the_batch(agent
 
 
 def test_batch_falls_back_to_item_by_item_when_the_database_refuses(agent, monkeypatch):
-    from django.db import DatabaseError
 
-    from curation.services import submissions
 
     def refuse(*args, **kwargs):
         raise DatabaseError("simulated")
@@ -370,7 +370,6 @@ def test_batch_links_near_duplicates_like_single_submissions(agent, approved):
 
 
 def test_batch_finds_conflicts_above_and_below_each_candidates_scope(agent, approved):
-    from curation.models import Conflict
 
     parent = approved(scope="acme", trigger="Updating a feature branch before review",
                       content="Always rebase the feature branch onto main.", conditions=[])
@@ -404,8 +403,6 @@ def test_an_exact_duplicate_is_one_of_the_same_scope_only(agent, approved):
 
 
 def test_a_batch_costs_the_same_number_of_queries_whatever_its_size(agent, approved):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     approved(scope="acme/billing-api", trigger="Editing config in the container", content="Confirm the root first.")
 
@@ -428,7 +425,6 @@ def test_a_batch_costs_the_same_number_of_queries_whatever_its_size(agent, appro
 def test_a_contradiction_about_an_action_postgres_does_not_index_is_still_found(agent, approved):
     """"over" is an English stop word: PostgreSQL keeps no index key for it, so partners are looked up by
     the action's objects instead."""
-    from curation.models import Conflict
 
     active = approved(scope="acme/billing-api", trigger="Sizing the worker pool of billing",
                       content="Always over-provision the worker pool.", conditions=[])

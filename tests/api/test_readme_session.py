@@ -7,9 +7,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from curation.models import Entry, Event
+from curation.models import Entry, Event, SkillTrial
 from curation.services import approve_candidate
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -30,7 +31,6 @@ def run(script: str, env: dict) -> str:
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp_path):
-    from django.contrib.auth import get_user_model
 
     token = re.search(r"TOKEN=(\S+)", block("env")).group(1)
     call_command("seed_demo", "--agent-token", token, stdout=open("/dev/null", "w"))
@@ -57,7 +57,6 @@ def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_readme_skills_session_works_as_printed(live_server, transactional_db):
-    from curation.models import SkillTrial
 
     token = re.search(r"TOKEN=(\S+)", block("env")).group(1)
     call_command("seed_demo", "--agent-token", token, stdout=open("/dev/null", "w"))

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from curation.models import Conflict, Entry, Event, Status
 from curation.services import conflicts
-from tests.factories import PASSWORD, active, make_user
+from tests.factories import active, log_in, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -24,10 +24,7 @@ def test_lead_splits_a_conflict_by_scope_then_keeps_one_by_key(live_server, page
                content="Do not restart the worker while a deploy runs.")
     [keep_me] = conflicts.detect_conflicts_for(d)
 
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("User name").fill("lena")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    log_in(page, live_server, "lena")
     page.get_by_role("link", name="Conflicts").click()
     expect(page).to_have_url(re.compile(r"/review/conflicts/$"))
     expect(page.locator("#queue-count")).to_contain_text("2 open")

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from curation.models import ConsolidationProposal, Entry, Status
 from curation.services import consolidation
-from tests.factories import PASSWORD, active, make_user
+from tests.factories import active, log_in, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -19,10 +19,7 @@ def test_reviewer_accepts_a_merge_proposal_after_editing(live_server, page):
     b = active(rita, content="Probe port 5432 with nc before connecting!", confidence=0.8, **port)
     [proposal] = consolidation.sweep_consolidation().proposed
 
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("User name").fill("rita")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    log_in(page, live_server, "rita")
     page.get_by_role("link", name="Consolidation").click()
     expect(page).to_have_url(re.compile(r"/review/consolidation/$"))
     expect(page.locator("#queue-count")).to_contain_text("1 open")

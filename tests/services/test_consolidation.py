@@ -1,6 +1,7 @@
 """The consolidation sweep proposes, and only an accepted proposal changes entries (with Events)."""
 
 import datetime
+import random
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -8,8 +9,7 @@ from django.utils import timezone
 
 from curation import services
 from curation.models import ConsolidationProposal, Entry, Event, Evidence, Status
-from curation.services import InvalidTransition, StaleDecision
-from curation.services import consolidation
+from curation.services import InvalidTransition, StaleDecision, consolidation
 from tests.factories import active, make_user
 
 pytestmark = pytest.mark.django_db
@@ -167,7 +167,6 @@ def test_roles_and_scopes(merge_proposal, auditor, reviewer, second_reviewer):
 
 @pytest.mark.parametrize("threshold", [0.3, 0.6, 0.8])
 def test_the_prefix_index_misses_no_pair_above_the_threshold(threshold):
-    import random
 
     rng = random.Random(threshold)
     vocab = [f"w{i}" for i in range(30)]

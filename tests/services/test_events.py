@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from curation import services
 from curation.models import Entry, Event, EventAction, QueueReason, Status
 from curation.sweeps import run_sweep
-from tests.factories import AS_OF, days_before, make_archived, make_entry
+from tests.factories import AS_OF, days_before, make_entry
 
 pytestmark = pytest.mark.django_db
 

@@ -2,10 +2,11 @@
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
-from tests.factories import PASSWORD
 from curation import services
-from curation.models import Event, Evidence, Status
+from curation.models import Entry, Event, Evidence, QueueReason, Status
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -64,9 +65,7 @@ def test_an_auditor_cannot_merge(client, pair, auditor):
 
 
 def test_a_reviewer_keeps_an_entry_archived_for_low_utility(make_candidate, reviewer):
-    from django.utils import timezone
 
-    from curation.models import Entry, QueueReason
 
     entry = make_candidate(scope="acme/billing-api")
     entry = services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)

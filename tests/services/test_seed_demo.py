@@ -8,8 +8,24 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db.models import Count, Min
 
+from curation import lifecycle, selectors
 from curation.management.commands.seed_demo import DEFAULT_PASSWORD, DEMO_TASK_PREFIX
-from curation.models import AgentToken, Entry, Event, Evidence, QueueReason, ScopeGrant, SimilarEntry, Status
+from curation.models import (
+    AgentToken,
+    Conflict,
+    ConsolidationProposal,
+    Entry,
+    Event,
+    Evidence,
+    QueueReason,
+    ScopeGrant,
+    SimilarEntry,
+    SkillProposal,
+    Status,
+    TaskRun,
+)
+from curation.selectors import skills as selectors_skills
+from curation.sweeps.skill_nomination import recent_outcomes
 
 PASSWORD = "demo-pass-123"
 
@@ -191,10 +207,6 @@ def test_summary_and_agent_token(seeded):
 
 
 def test_the_skill_promotions_queue_has_something_to_show(seeded):
-    from curation import lifecycle, selectors
-    from curation.selectors import skills as selectors_skills
-    from curation.models import SkillProposal
-    from curation.sweeps.skill_nomination import recent_outcomes
 
     approved = SkillProposal.objects.get(status="approved")
     nominated = SkillProposal.objects.get(status="nominated")
@@ -218,7 +230,6 @@ def test_the_skill_promotions_queue_has_something_to_show(seeded):
 
 
 def test_the_conflict_and_consolidation_queues_have_something_to_show(seeded):
-    from curation.models import Conflict, ConsolidationProposal, TaskRun
 
     [conflict] = Conflict.objects.filter(state="open")
     assert {conflict.entry_a.trigger, conflict.entry_b.trigger} == {

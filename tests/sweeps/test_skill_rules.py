@@ -1,4 +1,4 @@
-"""The skill promotion gates (seed 001 §5.3) at their boundaries: first the pure rules of lifecycle.py, then
+"""The skill promotion gates at their boundaries: first the pure rules of lifecycle.py, then
 the nomination sweep on the same cases, so the SQL half of the gate and the rule agree."""
 
 import pytest

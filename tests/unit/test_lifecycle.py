@@ -1,4 +1,4 @@
-"""The confidence rules of DESIGN.md §2 as a table: each row is one case a reviewer could check by hand."""
+"""The confidence rules as a table: each row is one case a reviewer could check by hand."""
 
 import datetime
 

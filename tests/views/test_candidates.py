@@ -3,7 +3,10 @@
 import json
 
 import pytest
+from django.contrib import admin
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from curation import services
@@ -216,8 +219,6 @@ def test_bulk_approve_and_reject(reviewer, second_reviewer, make_candidate):
 
 
 def _queue_queries(django_assert_max_num_queries, client):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as ctx:
         response = client.get(reverse("curation:candidates"))
@@ -277,6 +278,5 @@ def test_entry_page_add_evidence(reviewer, auditor, make_candidate):
 
 
 def test_nothing_is_editable_through_admin(lead):
-    from django.contrib import admin
 
     assert Entry not in admin.site._registry and Event not in admin.site._registry

@@ -1,10 +1,14 @@
 """The conflicts queue as each role sees it, through the real URL, middleware and templates."""
 
+import datetime
+import uuid
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from curation import services
-from curation.models import Conflict, Entry, Event, Status
+from curation import selectors, services
+from curation.models import AgentToken, Conflict, Entry, Event, Feedback, Retrieval, RetrievedEntry, Status
 from curation.services import conflicts
 from tests.factories import active, client_for, make_user
 
@@ -215,7 +219,6 @@ def test_keyset_pages(reviewer):
         a = active(reviewer, scope=f"acme/p{i}", **REBASE)
         b = active(reviewer, scope=f"acme/p{i}/x", **NO_REBASE)
         conflicts.detect_conflicts_for(b)
-    from curation import selectors
 
     first = selectors.conflict_queue(reviewer, page_size=2)
     second = selectors.conflict_queue(reviewer, page_size=2, cursor=first.next_cursor)
@@ -231,13 +234,8 @@ def test_the_card_page_without_javascript(open_conflict, auditor):
 
 
 def test_recent_outcomes_are_the_last_five_reported_uses(open_conflict, reviewer, django_assert_max_num_queries):
-    import datetime
-    import uuid
 
-    from django.utils import timezone
 
-    from curation import selectors
-    from curation.models import AgentToken, Feedback, Retrieval, RetrievedEntry
 
     conflict, a, b = open_conflict()
     token = AgentToken.objects.create(name="ci", key_prefix="ci", key_hash="x" * 64, scopes=["acme"])
@@ -289,7 +287,6 @@ def test_bulk_is_for_reviewers(auditor):
 
 
 def test_signal_confidence_and_age_filters(open_conflict, reviewer):
-    import datetime
 
     conflict, a, b = open_conflict()
     client = client_for(reviewer)
