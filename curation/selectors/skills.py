@@ -13,6 +13,7 @@ from django.db.models import Count, F, Prefetch, Q, prefetch_related_objects
 from curation import access, lifecycle, skill_format
 from curation.models import AgentToken, SkillProposal, SkillSource, SkillTrial, Status
 
+from .entries import TIMELINE_LIMIT, TimelineItem, TimelinePage, event_changes
 from .paging import Page, capped_count, read_page
 
 PAGE_SIZE = 20
@@ -182,3 +183,11 @@ def skill_md(p: SkillProposal, *, source_url=None) -> str:
         sections={key: getattr(p, key) for _, key in skill_format.BODY_SECTIONS},
         sources=sources, footer=skill_footer(p),
     )
+
+
+def skill_history(proposal: SkillProposal, *, limit: int = TIMELINE_LIMIT) -> TimelinePage:
+    """The skill's own Events, oldest first: its nomination, draft edits, trials and decisions (one
+    query, the newest `limit`)."""
+    events = list(proposal.events.order_by("-created_at", "-id")[:limit + 1])
+    items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in reversed(events[:limit])]
+    return TimelinePage(items, complete=len(events) <= limit)

@@ -174,7 +174,7 @@ def skill_page(request, slug):
     skill = _visible_skill(request, slug)
     if skill.status in (SkillProposal.Status.NOMINATED, SkillProposal.Status.REJECTED):
         return redirect("curation:skill-card", skill.pk)  # never a skill: its card tells its story
-    return render(request, "curation/skill.html", {"skill": skill})
+    return render(request, "curation/skill.html", {"skill": skill, "history": selectors_skills.skill_history(skill)})
 
 
 @require_GET

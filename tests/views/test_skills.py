@@ -227,6 +227,20 @@ def test_lead_retires_a_skill_and_its_entries_come_back(lead):
     assert client.get("/skills/", {"status": "nominated"}).status_code == 404
 
 
+def test_the_skill_page_tells_its_history_from_its_own_events(lead, auditor, django_assert_max_num_queries):
+    skill = approved_skill(lead)
+    skills.retire_skill(skill.pk, actor=lead, expected_version=fresh(skill).version, reason="scripted now")
+    client = client_for(auditor)
+    with django_assert_max_num_queries(12):
+        page = client.get(f"/skills/{skill.slug}/").content.decode()
+    history = page[page.index('id="history"'):]
+    actions = [a for a in ("skill_nominated", "skill_trial", "skill_approved", "skill_retired") if a in history]
+    assert actions == ["skill_nominated", "skill_trial", "skill_approved", "skill_retired"]
+    assert history.count('class="event action-skill_trial"') == 5
+    assert [history.index(f"action-{a}") for a in actions] == sorted(history.index(f"action-{a}") for a in actions)
+    assert "scripted now" in history and "lena" in history
+
+
 def test_a_reviewer_retiring_gets_403(lead, reviewer):
     skill = approved_skill(lead)
     response = client_for(reviewer).post(f"/skills/{skill.slug}/retire/", {"version": skill.version, "reason": "x"})
