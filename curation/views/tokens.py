@@ -3,7 +3,8 @@
 import re
 
 from django.core.exceptions import ValidationError
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -45,6 +46,8 @@ def token_create(request):
 @require_POST
 @require(MANAGE_TOKENS)
 def token_revoke(request, token_id):
-    token = get_object_or_404(AgentToken, pk=token_id)
-    revoke_agent_token(token.pk, actor=request.user)
+    try:
+        revoke_agent_token(token_id, actor=request.user)
+    except AgentToken.DoesNotExist:
+        raise Http404("No such agent token.") from None
     return redirect("curation:tokens")

@@ -83,6 +83,7 @@ def test_a_lead_revokes_a_token_and_it_stops_working(client, lead, make_agent):
     assert Event.objects.filter(token=token, action="token_revoked").count() == 1
     assert agent.retrieve(scope="acme/billing-api").status_code == 401
     assert "revoked" in client.get("/agents/tokens/").content.decode()
+    assert client.post("/agents/tokens/987654/revoke/").status_code == 404  # an unknown token, not a 500
 
 
 @pytest.mark.parametrize("role", ["reviewer", "auditor"])
