@@ -12,7 +12,7 @@ Measured side by side in one run, on the same table, as of the same moment:
               on a sample of --sample rows, scaled to the table.
 --fillfactor below 100 leaves room in each page, so an UPDATE that changes no indexed column (decay
 changes only confidence) is a HOT update and skips the table's nine indexes.
-Targets (issue 4): sweep <= 2 × raw SQL, and ORM loop (scaled) >= 50 × sweep.
+Targets: sweep <= 2 × raw SQL, and ORM loop (scaled) >= 50 × sweep.
 
 The table is refilled on every run (generate_series INSERT) in a database of its own (DATABASE_URL,
 default memoryadmin_lifecycle_bench). It is the state a daily schedule keeps: every active entry was
