@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.views.decorators.csrf import csrf_exempt
 
-from curation import access, selectors
+from curation import selectors
 from curation.context_block import build_context
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
@@ -18,6 +18,7 @@ from .http import ApiError, NotFound, api_view, error_response, query_float, que
 from .serializers import entry_json, event_json, evidence_json
 
 FEEDBACK_KEYS = frozenset({"retrieval_id", "outcome", "utility", "used"})
+API_HISTORY_LIMIT = 200  # events and evidence an entry's detail answers: its newest events, its first evidence
 
 
 def _refuse_unknown(body: dict, allowed: frozenset) -> None:
@@ -90,8 +91,8 @@ def feedback(request, token, body):
 
 
 def _entry_for_token(token, entry_id) -> Entry:
-    entry = Entry.objects.filter(pk=entry_id).first()
-    if entry is None or not access.token_covers(token, entry.scope):
+    entry = selectors.entry_for_token(token, entry_id)
+    if entry is None:
         raise NotFound("No such entry in this token's scopes.")  # never reveal an entry outside them
     return entry
 
@@ -107,11 +108,9 @@ def entry_evidence(request, token, entry_id, body):
 @api_view("GET")
 def entry_detail(request, token, entry_id):
     entry = _entry_for_token(token, entry_id)
-    evidence = entry.evidence.order_by("observed_at", "id")[:200]
-    events = entry.events.order_by("created_at", "id")[:200]
     return 200, {**entry_json(entry, full=True),
-                 "evidence": [evidence_json(e) for e in evidence],
-                 "events": [event_json(e) for e in events]}
+                 "evidence": [evidence_json(e) for e in selectors.entry_evidence(entry, limit=API_HISTORY_LIMIT)],
+                 "events": [event_json(e) for e in reversed(selectors.entry_events(entry, limit=API_HISTORY_LIMIT))]}
 
 
 @csrf_exempt

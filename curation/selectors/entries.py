@@ -7,7 +7,6 @@ import datetime
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Q
 
 from curation import access
 from curation.lifecycle import SIGNAL_STRENGTH
@@ -57,15 +56,40 @@ def event_changes(event: Event) -> tuple:
     )
 
 
+def entry_events(entry: Entry, *, limit: int | None = None) -> list[Event]:
+    """The entry's Events and those of the skills it is a source of (a skill's decisions and trials are
+    about the skill, and they explain why the entry is withheld from agents), newest first: all of them,
+    or the newest `limit`. At most 3 queries, each on its own history index: an OR of the two links would
+    make PostgreSQL read the whole Event table."""
+    newest_first = ("-created_at", "-id")
+    own = Event.objects.filter(entry=entry).order_by(*newest_first)
+    events = list(own[:limit] if limit is not None else own)
+    skills = list(SkillSource.objects.filter(entry=entry).values_list("proposal_id", flat=True))
+    if skills:
+        theirs = Event.objects.filter(skill_id__in=skills).exclude(entry=entry).order_by(*newest_first)
+        events += list(theirs[:limit] if limit is not None else theirs)
+        events.sort(key=lambda e: (e.created_at, e.pk), reverse=True)
+    return events[:limit] if limit is not None else events
+
+
+def entry_evidence(entry: Entry, *, limit: int) -> list[Evidence]:
+    """The entry's evidence in the order it was observed, the first `limit` pieces."""
+    return list(entry.evidence.order_by("observed_at", "id")[:limit])
+
+
+def entry_for_token(token, entry_id) -> Entry | None:
+    """The entry, if the agent token's scopes cover it; None as for an unknown one."""
+    entry = Entry.objects.filter(pk=entry_id).first()
+    return entry if entry is not None and access.token_covers(token, entry.scope) else None
+
+
 def entry_timeline(entry: Entry, *, limit: int | None = None) -> list[TimelineItem]:
-    """The entry's Events, with those of the skills it is a source of, and its Evidence in the order they
-    were recorded (2 queries): all of them, or the newest `limit` items."""
-    its_skills = SkillSource.objects.filter(entry=entry).values("proposal_id")
-    events = Event.objects.filter(Q(entry=entry) | Q(skill__in=its_skills)).order_by("-created_at", "-id")
+    """entry_events and the entry's Evidence in the order they were recorded: all of them, or the newest
+    `limit` items."""
     evidence = Evidence.objects.filter(entry=entry).order_by("-created_at", "-id")
     if limit is not None:
-        events, evidence = events[:limit], evidence[:limit]
-    items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in events]
+        evidence = evidence[:limit]
+    items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in entry_events(entry, limit=limit)]
     items += [TimelineItem(e.created_at, "evidence", e) for e in evidence]
     # Evidence first at equal times: it arrived with (and caused) the event beside it.
     items.sort(key=lambda t: (t.at, 0 if t.kind == "evidence" else 1, t.item.pk))

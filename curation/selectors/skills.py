@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Prefetch, Q, prefetch_related_objects
+from django.db.models import Count, F, Prefetch, Q, QuerySet, prefetch_related_objects
 
 from curation import access, lifecycle, skill_format
-from curation.models import AgentToken, SkillProposal, SkillSource, SkillTrial, Status
+from curation.models import AgentToken, Event, SkillProposal, SkillSource, SkillTrial, Status
 
 from .entries import TIMELINE_LIMIT, TimelineItem, TimelinePage, event_changes
 from .paging import Page, capped_count, read_page
@@ -185,9 +185,20 @@ def skill_md(p: SkillProposal, *, source_url=None) -> str:
     )
 
 
+def skill_events(proposal: SkillProposal) -> QuerySet[Event]:
+    """The skill's Events. Before Events had subjects, a skill's decisions were written on each of its
+    source entries with the proposal's id in `after`: those on its nominated entry (always a source) are
+    read as the skill's own, once each, so a skill decided then keeps its history."""
+    return Event.objects.filter(
+        Q(skill=proposal)
+        | Q(skill__isnull=True, entry_id=proposal.nominated_entry_id, action__startswith="skill_",
+            after__proposal=proposal.pk)
+    )
+
+
 def skill_history(proposal: SkillProposal, *, limit: int = TIMELINE_LIMIT) -> TimelinePage:
-    """The skill's own Events, oldest first: its nomination, draft edits, trials and decisions (one
-    query, the newest `limit`)."""
-    events = list(proposal.events.order_by("-created_at", "-id")[:limit + 1])
+    """The skill's Events, oldest first: its nomination, draft edits, trials and decisions (one query,
+    the newest `limit`)."""
+    events = list(skill_events(proposal).order_by("-created_at", "-id")[:limit + 1])
     items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in reversed(events[:limit])]
     return TimelinePage(items, complete=len(events) <= limit)

@@ -24,6 +24,7 @@ from curation.models import (
 )
 from curation.permissions import PROMOTE, REVIEW
 from curation.redaction import redact_fields
+from curation.selectors.skills import skill_events
 
 from .errors import GateNotMet, InvalidTransition, StaleProposal
 from .events import record_event
@@ -108,7 +109,7 @@ def _live_sources(proposal: SkillProposal) -> list[SkillSource]:
 
 def changes_since(proposal: SkillProposal, version: int) -> list[Event]:
     """The decisions on the proposal after `version`, from its own Events (at most 20)."""
-    events = proposal.events.filter(after__proposal_version__gt=version).order_by("-created_at", "-id")[:20]
+    events = skill_events(proposal).filter(after__proposal_version__gt=version).order_by("-created_at", "-id")[:20]
     return sorted(events, key=lambda e: (e.created_at, e.pk))
 
 

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from curation.middleware import current_request_id
 from curation.models import TaskRun
 
 from .engine import Sweep
@@ -94,11 +95,15 @@ def run_sweep(
             finish(TaskRun.State.SKIPPED, f"another {task} run held the lock; this one did nothing")
             logger.info("lifecycle %s skipped: another run holds the lock", task)
             return run, sweep
+        # Every Event the run writes, through the sweep or through a service it calls, names the run.
+        request = current_request_id.set(sweep.request_id)
         try:
             SWEEPS[task].run(sweep)
         except BaseException as exc:  # SoftTimeLimitExceeded is not an Exception subclass in every version
             finish(TaskRun.State.FAILED, f"{type(exc).__name__}: {exc}"[:2000])
             raise
+        finally:
+            current_request_id.reset(request)
         finish(TaskRun.State.SUCCEEDED)
     logger.info("lifecycle %s as of %s: examined %s, changed %s", task, as_of.isoformat(), sweep.examined, sweep.changed)
     return run, sweep

@@ -168,3 +168,12 @@ def test_memory_no_longer_returns_an_approved_skills_sources(agent, lead):
     skills.retire_skill(p.pk, actor=lead, expected_version=2, reason="replaced by a script")
     ids = [e["id"] for e in agent.retrieve(q="running migrations container").json()["entries"]]
     assert entry.pk in ids
+
+
+def test_an_entrys_history_names_its_skills_decisions(agent, lead):
+    """An agent asking why an entry is no longer retrieved finds the skill that replaced it."""
+    p = approved_skill(lead)
+    events = agent.get(f"entries/{p.nominated_entry_id}").json()["events"]
+    actions = [e["action"] for e in events]
+    assert actions[-7:] == ["skill_nominated", *["skill_trial"] * 5, "skill_approved"]
+    assert [e["at"] for e in events] == sorted(e["at"] for e in events)

@@ -5,7 +5,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db.models import Count, Min
 
 from curation import lifecycle, selectors
@@ -26,6 +26,7 @@ from curation.models import (
 )
 from curation.selectors import skills as selectors_skills
 from curation.sweeps.skill_nomination import recent_outcomes
+from tests.factories import active
 
 PASSWORD = "demo-pass-123"
 
@@ -238,3 +239,12 @@ def test_the_conflict_and_consolidation_queues_have_something_to_show(seeded):
     [proposal] = ConsolidationProposal.objects.filter(state="open")
     assert proposal.kind == "merge" and proposal.scope == "acme/web" and proposal.entries.count() == 2
     assert set(TaskRun.objects.filter(triggered_by="demo").values_list("task", flat=True)) >= {"conflicts", "consolidation"}
+
+
+def test_a_database_with_entries_of_its_own_is_left_alone(lead):
+    """The replay's sweeps would act on those entries too: it refuses, says why, and adds nothing."""
+    own = active(lead, scope="acme/web", trigger="Building the web bundle", content="Run `npm ci` first.")
+    with pytest.raises(CommandError, match="fills an empty database, and this one holds 1 entries"):
+        seed()
+    assert list(Entry.objects.values_list("pk", flat=True)) == [own.pk]
+    assert Entry.objects.get(pk=own.pk).version == own.version

@@ -313,6 +313,9 @@ def test_conflict_and_consolidation_detection_run_as_recorded_lifecycle_tasks():
         assert (run.state, run.rows_examined, run.rows_changed) == (TaskRun.State.SUCCEEDED, 4, 1)
     assert conflicts_sweep.samples == [f"#{rebase.pk} and #{no_rebase.pk}: {conflict.reason}"]
     assert state_of_all() == before  # detection opens queue items; it changes no entry
+    # What each run opened is traced to it by its Events.
+    assert {e.request_id for e in Event.objects.filter(conflict=conflict)} == {f"taskrun-{conflicts_run.pk}"}
+    assert {e.request_id for e in Event.objects.filter(proposal=proposal)} == {f"taskrun-{proposals_run.pk}"}
 
     again = [run_sweep(task, as_of=AS_OF)[0] for task in ("conflicts", "consolidation")]
     assert [run.rows_changed for run in again] == [0, 0]

@@ -8,9 +8,9 @@ import yaml
 from django.urls import reverse
 
 from curation.selectors import dashboard as board_reads
-from curation.models import Entry, SkillProposal
+from curation.models import Entry, Event, SkillProposal
 from curation.services import skills
-from tests.factories import client_for, make_user, nominated, report
+from tests.factories import client_for, make_entry, make_user, nominated, report
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -239,6 +239,19 @@ def test_the_skill_page_tells_its_history_from_its_own_events(lead, auditor, dja
     assert history.count('class="event action-skill_trial"') == 5
     assert [history.index(f"action-{a}") for a in actions] == sorted(history.index(f"action-{a}") for a in actions)
     assert "scripted now" in history and "lena" in history
+
+
+def test_a_skill_decided_before_events_had_subjects_keeps_its_history(lead, auditor):
+    """Such decisions were written on each source entry, naming the proposal in `after`; the nominated
+    entry's copy is the skill's history (once, though every source has one)."""
+    skill = approved_skill(lead)
+    legacy = {"entry_label": "old", "actor_label": "lena", "action": "skill_retired", "reason": "retired long ago",
+              "after": {"proposal": skill.pk, "proposal_version": 99}}
+    Event.objects.create(entry_id=skill.nominated_entry_id, **legacy)
+    Event.objects.create(entry=make_entry(), **legacy)  # the copy on another source entry
+    history = client_for(auditor).get(f"/skills/{skill.slug}/").content.decode()
+    history = history[history.index('id="history"'):]
+    assert history.count("retired long ago") == 1
 
 
 def test_a_reviewer_retiring_gets_403(lead, reviewer):

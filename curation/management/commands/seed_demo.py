@@ -153,6 +153,12 @@ class Command(BaseCommand):
             logins = self.seed_users(password)
             if Entry.objects.filter(source_task__startswith=DEMO_TASK_PREFIX).exists():
                 self.stdout.write("Demo entries already present; no entries added.")
+            elif Entry.objects.exists():
+                # The replay runs the real sweeps as of past moments: they would archive, queue and propose
+                # on the entries already here too.
+                raise CommandError(
+                    f"seed_demo fills an empty database, and this one holds {Entry.objects.count()} entries of its "
+                    "own; nothing was added. Point MEMORYADMIN_DATA_DIR (or DATABASE_URL) at an empty one.")
             else:
                 self.seed_entries()
         if agent_token:
