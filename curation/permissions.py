@@ -20,6 +20,15 @@ MANAGE_TOKENS = "curation.add_agenttoken"
 RUN_TASKS = PUBLISH
 
 
+# Who may make each skill decision, and what a refused user reads.
+SKILL_DECISIONS = {
+    "edit": (REVIEW, "Only reviewers and leads edit skill drafts."),
+    "reject": (REVIEW, "Only reviewers and leads reject skill proposals."),
+    "approve": (PROMOTE, "Only a lead may approve a skill promotion."),
+    "retire": (PROMOTE, "Only a lead may retire a skill."),
+}
+
+
 def can_view_maintenance(user) -> bool:
     """Leads (who may run tasks) and auditors (who read everything but decide nothing)."""
     return user.has_perm(RUN_TASKS) or (user.has_perm(READ) and not user.has_perm(REVIEW))

@@ -52,14 +52,5 @@ def _lifecycle_task(task_name: str):
     )(body)
 
 
+# One task per sweep of the registry, named curation.lifecycle.<sweep> (the beat schedule's names).
 TASKS = {name: _lifecycle_task(name) for name in sweeps.TASK_NAMES}
-
-decay = TASKS["decay"]
-archive = TASKS["archive"]
-revive = TASKS["revive"]
-unused = TASKS["unused"]
-low_utility = TASKS["low_utility"]
-review_due = TASKS["review_due"]
-capacity = TASKS["capacity"]
-conflicts = TASKS["conflicts"]
-consolidation = TASKS["consolidation"]

@@ -8,7 +8,7 @@ import re
 
 from curation.models import SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SkillProposal
 from curation.selectors import retrievable_scopes
-from curation.selectors import skills as selectors_skills
+from curation.selectors import skills as skill_reads
 from curation.services import skills as service
 from curation.services.errors import InvalidTransition
 
@@ -44,7 +44,7 @@ def skill_json(request, p: SkillProposal) -> dict:
         "trials": progress_json(p.progress),
         "approved_at": p.decided_at.isoformat() if p.status != "nominated" and p.decided_at else None,
         "path": f"skills/{p.slug}/SKILL.md",
-        "skill_md": selectors_skills.skill_md(p, source_url=entry_url),
+        "skill_md": skill_reads.skill_md(p, source_url=entry_url),
     }
 
 
@@ -66,7 +66,7 @@ def skill_list(request, token):
     after = request.GET.get("after", "")
     if after and (len(after) > SKILL_SLUG_MAX or not _SLUG.match(after)):
         raise ApiError(422, "Some parameters are not valid.", {"after": ["The next_after of the previous page."]})
-    found = selectors_skills.skills_for_token(token, scopes=scopes, after=after, limit=limit + 1)
+    found = skill_reads.skills_for_token(token, scopes=scopes, after=after, limit=limit + 1)
     page = found[:limit]
     return 200, {"skills": [skill_json(request, p) for p in page],
                  "next_after": page[-1].slug if len(found) > limit else None}
@@ -75,7 +75,7 @@ def skill_list(request, token):
 @api_view("GET")
 def skill_detail(request, token, slug):
     try:
-        proposal = selectors_skills.skill_for_token(token, _slug(slug))
+        proposal = skill_reads.skill_for_token(token, _slug(slug))
     except SkillProposal.DoesNotExist:
         raise NotFound(NO_SKILL) from None
     return 200, skill_json(request, proposal)

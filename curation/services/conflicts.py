@@ -21,14 +21,14 @@ from django.utils import timezone
 
 from curation import access
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
-from curation.models import Conflict, Entry, Event, EventAction, Status
+from curation.models import Conflict, Entry, EventAction, Status
 from curation.permissions import REVIEW
 from curation.redaction import redact_fields
 from curation.selectors import outer_params, outer_rows_sql, overlapping_entries_sql
 
 from .entry_writes import changes_since, write_entry
 from .errors import InvalidTransition, StaleDecision
-from .events import build_event, record_event
+from .events import build_event, record_event, record_events
 from .merging import merge_entries, supersede_entry
 from .validation import clean_entry_fields
 
@@ -366,7 +366,7 @@ def close_moot_conflicts(superseded: list[Entry], *, actor, now, except_id: int)
     Conflict.objects.filter(pk__in=[c.pk for c in moot]).update(
         state=Conflict.State.RESOLVED, resolution="moot", resolved_by=actor, resolved_at=now
     )
-    Event.objects.bulk_create(
+    record_events(
         build_event(
             conflict, actor=actor, action=EventAction.CONFLICT_MOOT, at=now,
             reason=f"moot: {', '.join(f'#{pk}' for pk in (conflict.entry_a_id, conflict.entry_b_id) if pk in ids)} "

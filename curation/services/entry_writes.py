@@ -37,7 +37,7 @@ from django.utils import timezone
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry
 
 from .errors import ConcurrentChange, StaleDecision
-from .events import build_event, record_event
+from .events import build_event, record_event, record_events
 
 # What write_entry writes back: everything a decision may change. Not the usage counters
 # (retrieval_count, last_retrieved_at), which agents' reads bump without a version, nor what an entry
@@ -93,7 +93,7 @@ def insert_entry(
 def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str) -> list[Event]:
     """insert_entry for many (entry, its Event's reason): one insert for the entries, one for their Events."""
     Entry.objects.bulk_create([entry for entry, _ in new])
-    return Event.objects.bulk_create(
+    return record_events(
         build_event(entry, actor=None, actor_label=actor_label, action=action, reason=reason, after=entry.snapshot(),
                     at=at)
         for entry, reason in new
@@ -130,7 +130,7 @@ def write_entries(
             raise ConcurrentChange(
                 f"{actor_label}: {max(len(ids) - written, len(moved))} of {len(ids)} rows changed under the sweep"
             )
-        Event.objects.bulk_create(
+        record_events(
             build_event(after[e.pk], actor=None, actor_label=actor_label, action=action, reason=reason_of(e),
                         before=before[e.pk], after=after[e.pk].snapshot(), at=at, request_id=request_id)
             for e in rows

@@ -44,6 +44,11 @@ def record_event(
     return event
 
 
+def record_events(events) -> list[Event]:
+    """Write many Events built with build_event in one insert (a sweep's batch, a bulk decision)."""
+    return Event.objects.bulk_create(list(events))
+
+
 def build_event(
     subject, *, actor, action: EventAction, reason: str = "", before=None, after=None, actor_label: str = "",
     at=None, also=(), request_id: str | None = None,

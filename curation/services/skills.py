@@ -22,7 +22,7 @@ from curation.models import (
     SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SKILL_TEXT_MAX, AgentToken, Entry, Event,
     EventAction, SkillProposal, SkillSource, SkillTrial, Status,
 )
-from curation.permissions import PROMOTE, REVIEW
+from curation.permissions import SKILL_DECISIONS
 from curation.redaction import redact_fields
 from curation.selectors.skills import skill_events
 
@@ -30,8 +30,6 @@ from .errors import GateNotMet, InvalidTransition, StaleProposal
 from .events import record_event
 from .validation import unknown_fields
 
-SWEEP_ACTOR = "lifecycle:skill_nomination"
-OUTCOME_ACTIONS = EventAction.outcomes()
 
 DRAFT_TEXT_FIELDS = ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
 DRAFT_FIELDS = ("slug", *DRAFT_TEXT_FIELDS, "sources")
@@ -72,18 +70,10 @@ class SkillOutcome:
         return f"saved {', '.join(parts)}" if parts else "nothing changed"
 
 
-# Who may make each decision, and what a refused user reads.
-ALLOWED = {
-    "edit": (REVIEW, "Only reviewers and leads edit skill drafts."),
-    "reject": (REVIEW, "Only reviewers and leads reject skill proposals."),
-    "approve": (PROMOTE, "Only a lead may approve a skill promotion."),
-    "retire": (PROMOTE, "Only a lead may retire a skill."),
-}
-
-
 def require_allowed(actor, decision: str) -> None:
-    """PermissionDenied unless the actor's role makes this decision (views call it before reading a form)."""
-    perm, message = ALLOWED[decision]
+    """PermissionDenied unless the actor's role makes this skill decision (the views' decorators ask the
+    same table before they read a form)."""
+    perm, message = SKILL_DECISIONS[decision]
     if not actor.has_perm(perm):
         raise PermissionDenied(message)
 

@@ -12,7 +12,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from curation import access
-from curation.models import AgentToken, Entry, Event, EventAction, Evidence, SimilarEntry, Status
+from curation.models import AgentToken, Entry, EventAction, Evidence, SimilarEntry, Status
 from curation.selectors import similar_active_entries_many
 
 from .candidates import (
@@ -21,7 +21,7 @@ from .candidates import (
 )
 from .conflicts import detect_conflicts_for, detect_conflicts_many
 from .entry_writes import insert_entries
-from .events import build_event
+from .events import build_event, record_events
 from .validation import unknown_fields
 
 CANDIDATE_KEYS = frozenset({
@@ -209,7 +209,7 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
     evidence = [row for _, p, entry in new_entries + duplicates
                 for row in evidence_rows(entry, p.evidence, label=label, now=now)]
     Evidence.objects.bulk_create(evidence)
-    Event.objects.bulk_create(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
+    record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
     links, submissions = [], {}
     similar_by_entry = similar_active_entries_many(entry for _, _, entry in new_entries)
     conflicts_by_entry = detect_conflicts_many([entry for _, _, entry in new_entries], detected_by="ingest", at=now)

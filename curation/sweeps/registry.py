@@ -6,10 +6,10 @@ from types import ModuleType
 
 from . import archive, capacity, conflicts, consolidation, decay, low_utility, review_due, revive, skill_nomination, unused
 
-_MODULES: tuple[ModuleType, ...] = (
+SWEEP_MODULES: tuple[ModuleType, ...] = (
     decay, archive, revive, unused, low_utility, review_due, capacity, conflicts, consolidation, skill_nomination,
 )
 
-SWEEPS: dict[str, ModuleType] = {module.NAME: module for module in _MODULES}
+SWEEPS: dict[str, ModuleType] = {module.NAME: module for module in SWEEP_MODULES}
 TASK_NAMES: tuple[str, ...] = tuple(SWEEPS)
 TASK_DESCRIPTIONS: dict[str, str] = {name: module.DESCRIPTION for name, module in SWEEPS.items()}

@@ -13,8 +13,8 @@ from django.db.models.functions import RowNumber
 
 from curation import lifecycle, skill_format
 from curation.models import SKILL_SLUG_MAX, Conflict, Entry, Event, EventAction, SkillProposal, SkillSource, Status
-from curation.services.events import build_event
-from curation.services.skills import OUTCOME_ACTIONS, SWEEP_ACTOR, draft_of, proposal_ref
+from curation.services.events import build_event, record_events
+from curation.services.skills import draft_of, proposal_ref
 
 from .engine import Sweep, keyset_batches
 
@@ -43,7 +43,7 @@ def recent_outcomes(entry_ids, *, window: int, as_of) -> dict[int, list[str]]:
     """Each entry's latest `window` task outcomes, newest first, in one query (a window function over the
     entries' outcome Events)."""
     rows = (
-        Event.objects.filter(entry_id__in=list(entry_ids), action__in=OUTCOME_ACTIONS, created_at__lte=as_of)
+        Event.objects.filter(entry_id__in=list(entry_ids), action__in=EventAction.outcomes(), created_at__lte=as_of)
         .annotate(nth=Window(RowNumber(), partition_by=[F("entry_id")], order_by=[F("created_at").desc(), F("id").desc()]))
         .filter(nth__lte=window)
         .order_by("entry_id", "nth")
@@ -135,18 +135,18 @@ def _nominate(sweep, entries: list[Entry], gates) -> int:
         taken.add(slug)
         proposals.append(SkillProposal(
             slug=slug, scope=e.scope, nominated_entry_id=e.pk, reason=_nomination_reason(e, gates),
-            created_at=sweep.as_of, updated_at=sweep.as_of, created_by_label=SWEEP_ACTOR, **draft,
+            created_at=sweep.as_of, updated_at=sweep.as_of, created_by_label=sweep.actor_label, **draft,
         ))
     SkillProposal.objects.bulk_create(proposals)
     by_entry = {p.nominated_entry_id: p for p in proposals}
     SkillSource.objects.bulk_create(
         SkillSource(proposal=by_entry[e.pk], entry_id=e.pk, entry_version=e.version, added_at=sweep.as_of,
-                    added_by_label=SWEEP_ACTOR)
+                    added_by_label=sweep.actor_label)
         for e in locked
     )
     # One Event each, about the new skill proposal and its entry: both histories show the nomination.
-    Event.objects.bulk_create(
-        build_event(by_entry[e.pk], also=(e,), actor=None, actor_label=SWEEP_ACTOR, action=EventAction.SKILL_NOMINATED,
+    record_events(
+        build_event(by_entry[e.pk], also=(e,), actor=None, actor_label=sweep.actor_label, action=EventAction.SKILL_NOMINATED,
                     reason=f"nominated as skill {by_entry[e.pk].slug}: {by_entry[e.pk].reason}",
                     after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])}, at=sweep.as_of,
                     request_id=sweep.request_id)

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 from curation import selectors, services
 from curation.models import Entry, Evidence, Signal
 from curation.permissions import EXPORT, READ, REVIEW, require
-from curation.selectors import skills as selectors_skills
+from curation.selectors import skills as skill_reads
 
 
 def _entry_or_404(request, entry_id) -> Entry:
@@ -29,7 +29,7 @@ def _render_detail(request, entry, *, status=200, evidence_errors=None, evidence
             "timeline": selectors.entry_page_timeline(entry, show_all=request.GET.get("timeline") == "all"),
             "older": older,
             "newer": newer,
-            "skill_sources": selectors_skills.skills_of_entry(request.user, entry),
+            "skill_sources": skill_reads.skills_of_entry(request.user, entry),
             "evidence_kinds": Evidence.EvidenceKind.choices,
             "signals": Signal.choices,
             "evidence_errors": evidence_errors or {},

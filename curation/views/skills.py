@@ -17,8 +17,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from curation.lifecycle import skill_gates
 from curation.models import SkillProposal
-from curation.permissions import READ, require
-from curation.selectors import skills as selectors_skills
+from curation.permissions import READ, SKILL_DECISIONS, require
+from curation.selectors import skills as skill_reads
 from curation.services import InvalidTransition
 from curation.services import skills as service
 from curation.services.errors import StaleProposal
@@ -47,7 +47,7 @@ DRAFT_FORM = (
 def _with_preview(request, proposal, *, form=None, errors=None):
     """What a card shows besides the proposal itself: its SKILL.md preview and the draft form's fields
     (what was typed, after a refused edit; else the draft)."""
-    proposal.skill_md = selectors_skills.skill_md(proposal, source_url=_entry_url(request))
+    proposal.skill_md = skill_reads.skill_md(proposal, source_url=_entry_url(request))
     form, errors = form or {}, errors or {}
     current = {**service.draft_of(proposal), "sources": proposal.sources_text}
     proposal.form_fields = [
@@ -84,19 +84,19 @@ class SkillPromotions(Queue):
     not_found = "No such skill proposal in your scopes."
     refusals = (StaleProposal, InvalidTransition)
 
-    read_count = staticmethod(selectors_skills.skill_count)
+    read_count = staticmethod(skill_reads.skill_count)
     count_noun = "nominated"
     decided_text = "Skill {item.slug}: {verb}."
     decided_attr = "proposal"
 
     def read_page(self, request, filters, cursor):
-        page = selectors_skills.skill_queue(request.user, filters, cursor=cursor)
+        page = skill_reads.skill_queue(request.user, filters, cursor=cursor)
         for proposal in page.items:
             _with_preview(request, proposal)
         return page
 
     def read_card(self, request, pk, *, form=None, errors=None):
-        return _with_preview(request, selectors_skills.skill_card(request.user, pk), form=form, errors=errors)
+        return _with_preview(request, skill_reads.skill_card(request.user, pk), form=form, errors=errors)
 
     def context(self, request):
         return {"trials_required": skill_gates().trials_required}
@@ -115,7 +115,7 @@ def _version(request) -> int:
     return int(raw)
 
 
-@decision(*service.ALLOWED["edit"])
+@decision(*SKILL_DECISIONS["edit"])
 def edit(request, pk):
     """Save the draft (reviewers and leads); the card comes back with the changes."""
     form = {f: request.POST[f] for f in service.DRAFT_FIELDS if f in request.POST}
@@ -131,13 +131,13 @@ def edit(request, pk):
                         answer=saved, changes=form, note=request.POST.get("note", ""))
 
 
-@decision(*service.ALLOWED["approve"])
+@decision(*SKILL_DECISIONS["approve"])
 def approve(request, pk):
     return QUEUE.decide(request, pk, "approved and published", service.approve_skill,
                         note=request.POST.get("note", ""))
 
 
-@decision(*service.ALLOWED["reject"])
+@decision(*SKILL_DECISIONS["reject"])
 def reject(request, pk):
     reason = request.POST.get("reason", "")
     return QUEUE.decide(request, pk, "rejected, never nominated again", service.reject_skill,
@@ -157,13 +157,13 @@ def skill_list(request):
     if status not in (SkillProposal.Status.APPROVED, SkillProposal.Status.RETIRED):
         raise Http404("The skills list shows approved or retired skills.")
     scope = (request.GET.get("scope") or "").strip()[:255]
-    found = [_with_preview(request, p) for p in selectors_skills.skills_list(request.user, status=status, scope=scope)]
+    found = [_with_preview(request, p) for p in skill_reads.skills_list(request.user, status=status, scope=scope)]
     return render(request, "curation/skills.html", {"skills": found, "status": status, "scope": scope})
 
 
 def _visible_skill(request, slug) -> SkillProposal:
     try:
-        return _with_preview(request, selectors_skills.skill_by_slug(request.user, slug))
+        return _with_preview(request, skill_reads.skill_by_slug(request.user, slug))
     except SkillProposal.DoesNotExist:
         raise Http404("No such skill in your scopes.") from None
 
@@ -174,7 +174,7 @@ def skill_page(request, slug):
     skill = _visible_skill(request, slug)
     if skill.status in (SkillProposal.Status.NOMINATED, SkillProposal.Status.REJECTED):
         return redirect("curation:skill-card", skill.pk)  # never a skill: its card tells its story
-    return render(request, "curation/skill.html", {"skill": skill, "history": selectors_skills.skill_history(skill)})
+    return render(request, "curation/skill.html", {"skill": skill, "history": skill_reads.skill_history(skill)})
 
 
 @require_GET
@@ -193,20 +193,20 @@ def export_zip(request):
     """Every approved skill in the user's scopes as `skills/<slug>/SKILL.md` in one zip."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for skill in selectors_skills.skills_list(request.user):
+        for skill in skill_reads.skills_list(request.user):
             archive.writestr(f"skills/{skill.slug}/SKILL.md",
-                             selectors_skills.skill_md(skill, source_url=_entry_url(request)))
+                             skill_reads.skill_md(skill, source_url=_entry_url(request)))
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = 'attachment; filename="skills.zip"'
     return response
 
 
 @require_POST
-@require(*service.ALLOWED["retire"])
+@require(*SKILL_DECISIONS["retire"])
 def retire(request, slug):
     """Retire an approved skill (leads only): its source entries return to retrieval."""
     try:
-        proposal_id = selectors_skills.skill_id_by_slug(request.user, slug)
+        proposal_id = skill_reads.skill_id_by_slug(request.user, slug)
         outcome = service.retire_skill(proposal_id, actor=request.user, expected_version=_version(request),
                                        reason=request.POST.get("reason", ""))
     except SkillProposal.DoesNotExist:

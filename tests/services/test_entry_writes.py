@@ -189,3 +189,22 @@ def test_a_row_loaded_with_the_snapshot_fields_makes_its_snapshot_and_label_with
     with django_assert_num_queries(0):
         assert (loaded.snapshot(), loaded.label) == (entry.snapshot(), entry.label)
     assert set(entry.snapshot()) == SNAPSHOT_KEYS
+
+
+def test_no_event_is_written_outside_services_events():
+    """Events are built and written by services/events.py (record_event, record_events), so every one
+    carries its subject's label, the actor's name and the request id the same way."""
+    events_module = CURATION / "services" / "events.py"
+    found = []
+    for path in sorted(CURATION.rglob("*.py")):
+        if path == events_module or "migrations" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id == "Event":
+                found.append(f"{path.relative_to(CURATION)}:{node.lineno} Event(...)")
+            elif (isinstance(node.func, ast.Attribute) and node.func.attr in ("create", "bulk_create", "update")
+                  and _root_name(node.func.value) == "Event"):
+                found.append(f"{path.relative_to(CURATION)}:{node.lineno} Event.objects.{node.func.attr}")
+    assert found == []

@@ -24,7 +24,7 @@ from curation.models import (
     Status,
     TaskRun,
 )
-from curation.selectors import skills as selectors_skills
+from curation.selectors import skills as skill_reads
 from curation.sweeps.skill_nomination import recent_outcomes
 from tests.factories import active
 
@@ -212,9 +212,9 @@ def test_the_skill_promotions_queue_has_something_to_show(seeded):
     approved = SkillProposal.objects.get(status="approved")
     nominated = SkillProposal.objects.get(status="nominated")
     assert approved.decided_by.username == "lead" and approved.rollback.startswith("`pg_restore")
-    assert selectors_skills.skill_card(approved.decided_by, approved.pk).progress.label == "5 of 5 trials succeeded"
+    assert skill_reads.skill_card(approved.decided_by, approved.pk).progress.label == "5 of 5 trials succeeded"
     lead = User.objects.get(username="lead")
-    card = selectors_skills.skill_card(lead, nominated.pk)
+    card = skill_reads.skill_card(lead, nominated.pk)
     assert card.progress.label == "3 of 5 trials succeeded" and card.blockers == ["3 of 5 trials reported: 2 more needed"]
     # the nominated entry passes the gates the way the sweep saw it
     entry = nominated.nominated_entry

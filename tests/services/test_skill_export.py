@@ -7,7 +7,7 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
-from curation.selectors import skills as selectors_skills
+from curation.selectors import skills as skill_reads
 from curation.models import SkillProposal
 from curation.services import skills
 from tests.factories import nominated, report
@@ -39,8 +39,8 @@ def test_export_writes_one_directory_per_skill(approved, tmp_path):
     assert "Exported 2 skills" in out and "2 written" in out
     assert sorted(p.name for p in target.iterdir()) == sorted([one.slug, two.slug])
     text = (target / one.slug / "SKILL.md").read_text()
-    [read] = [s for s in selectors_skills.exported_skills() if s.slug == one.slug]
-    assert text == selectors_skills.skill_md(read, source_url=lambda pk: f"https://memory.example.com/entries/{pk}/")
+    [read] = [s for s in skill_reads.exported_skills() if s.slug == one.slug]
+    assert text == skill_reads.skill_md(read, source_url=lambda pk: f"https://memory.example.com/entries/{pk}/")
     assert "approved by lena" in text and "after 5 of 5 trials succeeded" in text
     assert f"[entry #{one.nominated_entry_id}](https://memory.example.com/entries/{one.nominated_entry_id}/)" in text
     front = yaml.safe_load(text.split("---\n")[1])

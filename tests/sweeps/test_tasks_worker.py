@@ -37,7 +37,7 @@ def test_task_options(name):
 @pytest.mark.django_db
 def test_task_body_runs_the_sweep_as_of_the_given_time():
     entry = make_entry(base_confidence=0.3, last_verified_at=days_before(90))
-    result = tasks.archive(as_of=AS_OF.isoformat(), triggered_by="lead:lena")
+    result = tasks.TASKS["archive"](as_of=AS_OF.isoformat(), triggered_by="lead:lena")
     run = TaskRun.objects.get(pk=result["task_run"])
     assert (result["state"], result["changed"]) == ("succeeded", 1)
     assert (run.as_of, run.triggered_by) == (AS_OF, "lead:lena")
@@ -55,9 +55,9 @@ def test_only_lost_connections_are_retried(monkeypatch, error, attempts):
         raise error
 
     monkeypatch.setattr(sweeps, "run_sweep", failing)
-    result = tasks.decay.apply(kwargs={"as_of": AS_OF.isoformat()})  # retries run inline here
+    result = tasks.TASKS["decay"].apply(kwargs={"as_of": AS_OF.isoformat()})  # retries run inline here
     assert result.state == "FAILURE"
-    assert len(calls) == attempts == (tasks.decay.max_retries + 1 if isinstance(error, OperationalError) else 1)
+    assert len(calls) == attempts == (tasks.TASKS["decay"].max_retries + 1 if isinstance(error, OperationalError) else 1)
 
 
 @pytest.mark.django_db(transaction=True)

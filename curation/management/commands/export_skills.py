@@ -14,7 +14,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from curation.selectors import skills as selectors_skills
+from curation.selectors import skills as skill_reads
 from curation.models import SkillProposal
 from curation.services.validation import clean_scope
 
@@ -42,9 +42,9 @@ class Command(BaseCommand):
         base_url = base_url.rstrip("/")
         link = (lambda entry_id: f"{base_url}/entries/{entry_id}/") if base_url else None
         written, unchanged = [], []
-        for skill in selectors_skills.exported_skills(scope=scope or ""):
+        for skill in skill_reads.exported_skills(scope=scope or ""):
             path = root / skill.slug / "SKILL.md"
-            text = selectors_skills.skill_md(skill, source_url=link)
+            text = skill_reads.skill_md(skill, source_url=link)
             if path.is_file() and path.read_text(encoding="utf-8") == text:
                 unchanged.append(skill.slug)
                 continue
