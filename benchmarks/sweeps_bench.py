@@ -44,7 +44,7 @@ def entry_row(rng, now):
     from psycopg.types.json import Jsonb
 
     verb, situation = rng.choice(VERBS), rng.choice(SITUATIONS)
-    # Mostly plain orders; opposite advice is rare, as in seed 001's library (6% of entries in some conflict).
+    # Mostly plain orders; opposite advice is rare, as in the curated libraries the product's design starts from (6% of entries in some conflict).
     marker = rng.choices(["Always", "Never", "Do not", "Make sure to", ""], weights=[25, 3, 2, 10, 60])[0]
     content = f"{marker} {verb} first; it saved {rng.randint(2, 40)} minutes last time.".strip().capitalize()
     trigger = f"When {situation} in {rng.choice(SERVICES)}"
@@ -97,6 +97,7 @@ def main() -> int:
     django.setup()
     from django.core.management import call_command
 
+    from curation import access
     from curation.services import conflicts, consolidation
 
     call_command("migrate", verbosity=0)
@@ -133,7 +134,7 @@ def main() -> int:
     from django.db.models.expressions import RawSQL
 
     scope = "acme/billing-api/container"
-    qs = (Entry.objects.filter(status="active").filter(conflicts.overlapping_scopes_q(scope))
+    qs = (Entry.objects.filter(status="active").filter(access.overlapping_scopes_q(scope))
           .alias(m=RawSQL("search_vector @@ to_tsquery('simple', %s)", ("reba:* | forc:*",), output_field=BooleanField()))
           .filter(m=True).only("id", "scope", "trigger", "content").order_by("-id")[:500])
     sql, params = qs.query.sql_with_params()

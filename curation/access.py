@@ -65,3 +65,9 @@ def scope_q(prefixes: list[str] | None, field: str = "scope") -> Q:
 def token_scope_q(token, field: str = "scope") -> Q:
     """A filter for rows under the token's prefixes (no prefixes: no rows)."""
     return scope_q(list(token.scopes), field)
+
+
+def overlapping_scopes_q(scope: str) -> Q:
+    """Entries that apply together with one in `scope`: an ancestor, the same scope, or below it.
+    Both halves are index lookups (exact scope IN, and a prefix range)."""
+    return Q(scope__in=scope_ancestors(scope)) | Q(scope__startswith=scope + "/")

@@ -19,7 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from curation import access
 from curation.models import AgentToken
-from curation.services.tokens import token_for_key
+from curation.selectors.tokens import token_for_key
 from curation.services.validation import clean_scope
 
 log = logging.getLogger("curation.api")

@@ -1,4 +1,4 @@
-"""Skill promotions (issue 5 §3): proposals with their draft, their source entries (one live proposal per
+"""Skill promotions: proposals with their draft, their source entries (one live proposal per
 entry, kept by a partial unique index) and the agents' trial runs, append-only on PostgreSQL like events."""
 
 import django.core.validators

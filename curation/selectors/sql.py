@@ -5,6 +5,25 @@ run them."""
 from curation import access
 
 
+# An API call's token, by the hash of the secret it presents (the unique index on key_hash).
+TOKEN_BY_HASH_SQL = "SELECT * FROM curation_agenttoken WHERE key_hash = %s"
+
+# The live entries (active before pending, then oldest) of many (scope, fingerprint) pairs, locked: one
+# probe of the (scope, fingerprint) index per pair. `scope IN (...) AND fingerprint IN (...)` would probe
+# every combination of the two lists, 250,000 for a batch of 500.
+LIVE_BY_FINGERPRINT_SQL = """
+    SELECT e.* FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(scope, fingerprint)
+    JOIN curation_entry e ON e.scope = k.scope AND e.fingerprint = k.fingerprint
+    WHERE e.status = ANY(%s)
+    ORDER BY e.status, e.id
+    FOR UPDATE OF e
+"""
+
+# Does the entry's text mention one of the words (a tsquery in 'simple' prefix form), and how much?
+MENTIONS_ANY_SQL = "COALESCE(search_vector @@ to_tsquery('simple', %s), false)"
+MENTION_RANK_SQL = "ts_rank(search_vector, to_tsquery('simple', %s))"
+
+
 def any_word_tsquery_sql(text_sql: str) -> str:
     """SQL for the English tsquery that matches any word of `text_sql` (plainto_tsquery ANDs them), NULL
     when no word is left after the stop words."""

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, connection, transaction
-from django.db.models import BooleanField, FloatField, Q
-from django.db.models.expressions import RawSQL
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from curation import access
@@ -24,7 +23,7 @@ from curation.contradiction import Lesson, conditions_overlap, contradiction, pa
 from curation.models import Conflict, Entry, EventAction, Status
 from curation.permissions import REVIEW
 from curation.redaction import redact_fields
-from curation.selectors import outer_params, outer_rows_sql, overlapping_entries_sql
+from curation.selectors.partners import DETECTION_FIELDS, partner_pool, partner_pools
 
 from .entry_writes import changes_since, write_entry
 from .errors import InvalidTransition, StaleDecision
@@ -38,57 +37,6 @@ PARTNER_POOL = 500
 INGEST_PARTNER_POOL = 10
 # The incremental sweep looks up this many changed entries' partners per query (at most PARTNER_POOL each).
 CHANGED_PER_QUERY = 100
-# More action words than this in one lookup and the text filter is dropped (the scope filter and the
-# pool bound still hold): a long OR is no longer an index lookup, and SQLite limits expression depth.
-MAX_SEARCH_WORDS = 64
-# What detection reads of an entry: enough to compare it and to label its Event.
-_DETECTION_FIELDS = ("id", "scope", "trigger", "content", "conditions", "status", "version")
-
-
-def overlapping_scopes_q(scope: str) -> Q:
-    """Entries that apply together with one in `scope`: an ancestor, the same scope, or below it.
-    Both halves are index lookups (exact scope IN, and a prefix range)."""
-    return Q(scope__in=access.scope_ancestors(scope)) | Q(scope__startswith=scope + "/")
-
-
-def _mentioning(qs, stems):
-    """Entries whose text mentions one of the action words: a partner can only contradict about those."""
-    stems = sorted(stems)
-    if len(stems) > MAX_SEARCH_WORDS:
-        return qs
-    if connection.vendor == "postgresql":
-        # The GIN index on search_vector (active entries only, migration 0005). A prefix query tolerates
-        # the difference between our light stemmer and PostgreSQL's English one (queue/queu, copy/copi);
-        # six characters at most keep a stem such as "unit9" from matching every word that starts "unit".
-        query = " | ".join(f"{s[:6]}:*" for s in stems)
-        # Written so that no text index can serve it: the scope index finds the few hundred entries of the
-        # overlapping scopes and each is checked, which is far cheaper than reading a common word's
-        # posting list across the whole table.
-        match = RawSQL("COALESCE(search_vector @@ to_tsquery('simple', %s), false)", (query,),
-                       output_field=BooleanField())
-        rank = RawSQL("ts_rank(search_vector, to_tsquery('simple', %s))", (query,), output_field=FloatField())
-        return qs.alias(mentions=match, mention_rank=rank).filter(mentions=True).order_by("-mention_rank", "-id")
-    q = Q(pk__in=[])
-    for s in stems:
-        q |= Q(content__icontains=s)
-    return qs.filter(q)
-
-
-def _partner_pool(scope: str, stems, *, exclude=(), limit: int | None = None, descendants: bool = True) -> list[Entry]:
-    """Active entries that apply together with `scope` and mention an action word, newest first, bounded.
-
-    Without descendants the scope part is an equality lookup on the active-scope index only (a prefix
-    LIKE is no index range on PostgreSQL unless the collation is C): the sweep needs no more, because of
-    two overlapping entries one is at or below the other's scope and finds it among its ancestors."""
-    where = overlapping_scopes_q(scope) if descendants else Q(scope__in=access.scope_ancestors(scope))
-    qs = _mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(where), stems)
-    if exclude:
-        qs = qs.exclude(pk__in=list(exclude))
-    if not qs.query.order_by:
-        qs = qs.order_by("-id")
-    return list(qs.only(*_DETECTION_FIELDS)[: limit or PARTNER_POOL])
-
-
 def _pair(a: Entry, b: Entry) -> tuple[int, int]:
     return (a.pk, b.pk) if a.pk < b.pk else (b.pk, a.pk)
 
@@ -135,29 +83,6 @@ def _contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesso
     return contradiction(lesson, other_lesson)
 
 
-def _partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int) -> dict[int, list[Entry]]:
-    """_partner_pool of each entry (its scope, ancestors and descendants), most mentioning first. On
-    PostgreSQL one query for them all, through the (scope, word) index keys of the action words as
-    written (PostgreSQL stems them as it stemmed the entries); elsewhere one query per entry."""
-    if connection.vendor != "postgresql":
-        return {e.pk: _partner_pool(e.scope, lessons[e.pk].search_words, exclude=[e.pk], limit=limit) for e in entries}
-    columns = ", ".join(f"e.{name}" for name in (*_DETECTION_FIELDS, "search_vector"))
-    sql = outer_rows_sql() + f"""
-        SELECT p.for_id, {", ".join(f"p.{name}" for name in _DETECTION_FIELDS)}
-        FROM c CROSS JOIN LATERAL (
-            SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(columns)}) AS m
-            ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
-            LIMIT %(pool)s
-        ) AS p
-    """
-    params = {**outer_params(entries, lambda e: " ".join(sorted(lessons[e.pk].search_terms)),
-                             fallback_of=lambda e: " ".join(sorted(lessons[e.pk].object_terms))), "pool": limit}
-    pools: dict[int, list[Entry]] = {e.pk: [] for e in entries}
-    for partner in Entry.objects.raw(sql, params):
-        pools[partner.for_id].append(partner)
-    return pools
-
-
 def detect_conflicts_many(
     entries, *, detected_by: str = "ingest", at=None, pool: int | None = None
 ) -> dict[int, list[Conflict]]:
@@ -182,7 +107,7 @@ def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None
     searching = [e for e in entries if lessons[e.pk].search_words]
     found: dict[tuple[int, int], str] = {}
     members = {e.pk: e for e in entries}
-    pools = _partner_pools(searching, lessons, pool) if searching else {}
+    pools = partner_pools(searching, lessons, pool) if searching else {}
     compared = 0
     for entry in searching:
         for other in pools[entry.pk]:
@@ -239,7 +164,7 @@ def sweep_conflicts(
     opened: list[Conflict] = []
     while True:
         batch = list(
-            Entry.objects.filter(status=Status.ACTIVE, pk__gt=after).only(*_DETECTION_FIELDS).order_by("id")[:batch_size]
+            Entry.objects.filter(status=Status.ACTIVE, pk__gt=after).only(*DETECTION_FIELDS).order_by("id")[:batch_size]
         )
         if not batch:
             break
@@ -254,7 +179,7 @@ def sweep_conflicts(
         entries: dict[int, Entry] = {}
         for scope, group in by_scope.items():
             stems = set().union(*(lessons[e.pk].search_words for e in group))
-            partners = _partner_pool(scope, stems, limit=pool_limit, descendants=False)
+            partners = partner_pool(scope, stems, limit=pool_limit or PARTNER_POOL, descendants=False)
             # An in-memory index of the partners by (action word, polarity): only opposite pairs meet.
             index: dict[tuple[str, bool], list[Entry]] = defaultdict(list)
             for p in partners:
@@ -284,7 +209,7 @@ def _sweep_changed(changed_since, *, now, batch_size: int, pool: int) -> SweepRe
     examined = compared = 0
     opened: list[Conflict] = []
     changed = Entry.objects.filter(status=Status.ACTIVE, updated_at__gte=changed_since)
-    while batch := list(changed.filter(pk__gt=after).only(*_DETECTION_FIELDS).order_by("id")[:batch_size]):
+    while batch := list(changed.filter(pk__gt=after).only(*DETECTION_FIELDS).order_by("id")[:batch_size]):
         after = batch[-1].pk
         examined += len(batch)
         # Each entry brings up to `pool` partners: a few entries per query keep the rows in memory bounded.

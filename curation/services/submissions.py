@@ -14,6 +14,7 @@ from django.utils import timezone
 from curation import access
 from curation.models import AgentToken, Entry, EventAction, Evidence, SimilarEntry, Status
 from curation.selectors import similar_active_entries_many
+from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
 from .candidates import (
     PreparedCandidate, evidence_rows, insert_candidate_with_links, new_candidate_entry, prepare_candidate,
@@ -163,23 +164,12 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
 
 
 def _live_by_fingerprint(keys: set[tuple[str, str]]) -> dict[tuple[str, str], Entry]:
-    """The live entry (active before pending, then oldest) of each (scope, fingerprint), locked.
-
-    On PostgreSQL one probe of the (scope, fingerprint) index per key: `scope IN (...) AND fingerprint
-    IN (...)` would probe every combination of the two lists, 250,000 for a batch of 500."""
+    """The live entry (active before pending, then oldest) of each (scope, fingerprint), locked: on
+    PostgreSQL one index probe per key (LIVE_BY_FINGERPRINT_SQL)."""
     live = [Status.ACTIVE, Status.PENDING]
     if connection.vendor == "postgresql":
         scopes, fingerprints = zip(*keys) if keys else ((), ())
-        rows = Entry.objects.raw(
-            """
-            SELECT e.* FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(scope, fingerprint)
-            JOIN curation_entry e ON e.scope = k.scope AND e.fingerprint = k.fingerprint
-            WHERE e.status = ANY(%s)
-            ORDER BY e.status, e.id
-            FOR UPDATE OF e
-            """,
-            [list(scopes), list(fingerprints), live],
-        )
+        rows = Entry.objects.raw(LIVE_BY_FINGERPRINT_SQL, [list(scopes), list(fingerprints), live])
     else:
         rows = (Entry.objects.select_for_update()
                 .filter(fingerprint__in={f for _, f in keys}, status__in=live).order_by("status", "id"))

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from curation.models import AgentToken
 from curation.permissions import MANAGE_TOKENS, require
-from curation.selectors.maintenance import agent_tokens
+from curation.selectors.tokens import agent_tokens
 from curation.services.tokens import create_agent_token, parse_duration, revoke_agent_token
 
 

@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from curation.models import AgentToken, Event
-from curation.services.tokens import hash_key
+from curation.selectors.tokens import hash_key
 from tests.factories import PASSWORD, Agent
 
 pytestmark = pytest.mark.django_db

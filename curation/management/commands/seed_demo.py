@@ -29,7 +29,8 @@ from curation.models import (
 from curation.services.consolidation import accept_proposal
 from curation.sweeps import run_sweep
 from curation.services.skills import approve_skill, record_skill_trial
-from curation.services.tokens import create_agent_token, hash_key
+from curation.selectors.tokens import hash_key
+from curation.services.tokens import create_agent_token
 from curation.services.usage import record_feedback, record_retrieval
 
 DEFAULT_PASSWORD = "memoryadmin"
