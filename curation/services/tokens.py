@@ -15,7 +15,7 @@ from curation.models import AgentToken, EventAction
 from curation.permissions import MANAGE_TOKENS
 
 from .events import record_event
-from .validation import clean_scope
+from curation.access import clean_scope
 
 TOKEN_PREFIX = "ma_"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
