@@ -75,6 +75,12 @@ def user_can_see_scope(user, scope: str) -> bool:
     return prefixes is None or covered_by_any(prefixes, scope)
 
 
+def user_can_see_all(user, scopes) -> bool:
+    """Does everything in `scopes` lie within the user's grants? What a lead may hand out, and manage, in
+    an agent token: a token never reaches further than the person who made it."""
+    return all(user_can_see_scope(user, scope) for scope in scopes)
+
+
 def token_covers(token, scope: str) -> bool:
     """May this agent token read and write `scope`? Only under one of its own prefixes."""
     return covered_by_any(token.scopes, scope)

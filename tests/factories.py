@@ -44,6 +44,12 @@ def client_for(user):
     return client
 
 
+def page_text(response) -> str:
+    """A console page without its CSRF token (masked afresh in every answer), so that two answers that
+    must say the same thing can be compared whole."""
+    return re.sub(r"""("X-CSRFToken": "|name="csrfmiddlewaretoken" value=")[^"]+""", r"\1", response.content.decode())
+
+
 def log_in(page, live_server, username):
     """Sign in through the login form in a real browser; lands on the candidates queue."""
     page.goto(f"{live_server.url}/accounts/login/")

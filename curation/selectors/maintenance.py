@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from curation import access
 from curation.models import AgentToken, TaskRun
 
 
@@ -10,6 +11,9 @@ def recent_runs(task_names, limit: int = 5) -> dict[str, list[TaskRun]]:
     return {task: list(TaskRun.objects.filter(task=task).order_by("-started_at", "-id")[:limit]) for task in task_names}
 
 
-def agent_tokens() -> list[AgentToken]:
-    """Every agent token, the live ones first, by name."""
-    return list(AgentToken.objects.order_by("revoked_at", "name"))
+def agent_tokens(user) -> list[AgentToken]:
+    """The agent tokens whose scopes all lie within the user's grants (every token for a user without
+    grants), the live ones first, by name. Filtered here rather than in SQL: the scopes are a JSON list,
+    and the tokens are a short list."""
+    tokens = AgentToken.objects.order_by("revoked_at", "name")
+    return [token for token in tokens if access.user_can_see_all(user, token.scopes)]
