@@ -57,10 +57,12 @@ def event_changes(event: Event) -> tuple:
     )
 
 
-def entry_timeline(entry: Entry, *, limit: int | None = None) -> list[TimelineItem]:
-    """The entry's Events, with those of the skills it is a source of, and its Evidence in the order they
-    were recorded (2 queries): all of them, or the newest `limit` items."""
-    its_skills = SkillSource.objects.filter(entry=entry).values("proposal_id")
+def entry_timeline(user, entry: Entry, *, limit: int | None = None) -> list[TimelineItem]:
+    """The entry's Events, with those of the skills it is a source of within the user's scopes (a skill
+    above them stays unknown), and its Evidence in the order they were recorded (2 queries): all of them,
+    or the newest `limit` items."""
+    its_skills = (SkillSource.objects.filter(entry=entry)
+                  .filter(access.scope_q(access.user_scope_prefixes(user), "proposal__scope")).values("proposal_id"))
     events = Event.objects.filter(Q(entry=entry) | Q(skill__in=its_skills)).order_by("-created_at", "-id")
     evidence = Evidence.objects.filter(entry=entry).order_by("-created_at", "-id")
     if limit is not None:
@@ -78,11 +80,11 @@ class TimelinePage:
     complete: bool  # False: older items exist and are not shown
 
 
-def entry_page_timeline(entry: Entry, *, show_all: bool = False, limit: int = TIMELINE_LIMIT) -> TimelinePage:
+def entry_page_timeline(user, entry: Entry, *, show_all: bool = False, limit: int = TIMELINE_LIMIT) -> TimelinePage:
     """What the entry page shows of the history: the newest `limit` items, unless all are asked for."""
     if show_all:
-        return TimelinePage(entry_timeline(entry), complete=True)
-    items = entry_timeline(entry, limit=limit + 1)
+        return TimelinePage(entry_timeline(user, entry), complete=True)
+    items = entry_timeline(user, entry, limit=limit + 1)
     return TimelinePage(items[-limit:], complete=len(items) <= limit)
 
 
@@ -161,6 +163,6 @@ def entry_history(user, entry: Entry) -> dict:
                 "task_ref": t.item.task_ref,
                 "observed_at": stamp(t.item.observed_at),
             }
-            for t in entry_timeline(entry)
+            for t in entry_timeline(user, entry)
         ],
     }
