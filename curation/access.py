@@ -32,9 +32,8 @@ def clean_scope(value) -> str:
         return value
     segments = value.split("/")
     if illegal := [seg for seg in segments if not _SEGMENT_CHARACTERS.fullmatch(seg)]:
-        raise ValidationError(
-            f"Illegal scope segment {', '.join(map(repr, illegal))}: segments use only a-z, 0-9, '.', '_' or '-', joined by '/'."
-        )
+        raise ValidationError(f"Illegal scope segment {', '.join(map(repr, illegal))}: segments use only a-z, 0-9, "
+                              "'.', '_' or '-', joined by '/'.")
     dotted = ", ".join(repr(seg) for seg in segments if seg.startswith(".") or seg.endswith("."))
     raise ValidationError(
         f"Illegal scope segment {dotted}: a segment may not be '.' or '..', nor start or end with '.'."

@@ -108,7 +108,7 @@ def entry_evidence(request, token, entry_id, body):
 def entry_detail(request, token, entry_id):
     entry = _entry_for_token(token, entry_id)
     evidence = entry.evidence.order_by("observed_at", "id")[:200]
-    events = entry.events.order_by("created_at", "id")[:200]
+    events = selectors.entry_events_for_token(token, entry, limit=200)
     return 200, {**entry_json(entry, full=True),
                  "evidence": [evidence_json(e) for e in evidence],
                  "events": [event_json(e) for e in events]}

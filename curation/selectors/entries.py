@@ -3,6 +3,7 @@ chain), each in a fixed number of queries whatever the length of the history or 
 
 from __future__ import annotations
 
+import copy
 import datetime
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ from django.db.models import Q
 
 from curation import access
 from curation.lifecycle import SIGNAL_STRENGTH
-from curation.models import Entry, Event, Evidence, SkillSource
+from curation.models import Conflict, Entry, Event, Evidence, SkillSource
 
 from .sql import supersedes_chain_sql
 
@@ -57,16 +58,56 @@ def event_changes(event: Event) -> tuple:
     )
 
 
+# What an Event about a conflict says of the other entry: its id, or the contradiction read from its text.
+_PARTNER_KEYS = ("conflict", "with", "superseded", "reason")
+
+
+def _conflicts_beyond(prefixes: list[str] | None, events: list[Event]) -> set[int]:
+    """The conflicts these Events are about whose other entry lies outside `prefixes` (one query, none
+    when nothing is out of reach)."""
+    ids = {e.conflict_id for e in events if e.conflict_id}
+    if prefixes is None or not ids:
+        return set()
+    both_inside = access.scope_q(prefixes, "entry_a__scope") & access.scope_q(prefixes, "entry_b__scope")
+    return set(Conflict.objects.filter(pk__in=ids).exclude(both_inside).values_list("pk", flat=True))
+
+
+def _without_partner(event: Event) -> Event:
+    """The Event as a reader who may not see the conflict's other entry reads it: what happened to this
+    entry, never who it conflicted with or why (the reason quotes the other entry's text)."""
+    masked = copy.copy(event)
+    masked.reason = "about a conflict with an entry outside your scopes"
+    masked.before, masked.after = ({k: v for k, v in (part or {}).items() if k not in _PARTNER_KEYS} or None
+                                   for part in (event.before, event.after))
+    return masked
+
+
+def events_as_read(prefixes: list[str] | None, events) -> list[Event]:
+    """Events of an entry's history as a reader limited to `prefixes` (None: every scope) may read them:
+    those about a conflict with an entry beyond them keep only what they did to this entry."""
+    events = list(events)
+    beyond = _conflicts_beyond(prefixes, events)
+    return [_without_partner(e) if e.conflict_id in beyond else e for e in events]
+
+
+def entry_events_for_token(token, entry: Entry, *, limit: int) -> list[Event]:
+    """The entry's own Events, oldest first, as the agent token reads them (the API's entry detail)."""
+    return events_as_read(list(token.scopes), entry.events.order_by("created_at", "id")[:limit])
+
+
 def entry_timeline(user, entry: Entry, *, limit: int | None = None) -> list[TimelineItem]:
     """The entry's Events, with those of the skills it is a source of within the user's scopes (a skill
-    above them stays unknown), and its Evidence in the order they were recorded (2 queries): all of them,
-    or the newest `limit` items."""
+    above them stays unknown), and its Evidence in the order they were recorded (2 queries, and one more
+    when a conflict's other entry may lie beyond the user's scopes): all of them, or the newest `limit`
+    items."""
+    prefixes = access.user_scope_prefixes(user)
     its_skills = (SkillSource.objects.filter(entry=entry)
-                  .filter(access.scope_q(access.user_scope_prefixes(user), "proposal__scope")).values("proposal_id"))
+                  .filter(access.scope_q(prefixes, "proposal__scope")).values("proposal_id"))
     events = Event.objects.filter(Q(entry=entry) | Q(skill__in=its_skills)).order_by("-created_at", "-id")
     evidence = Evidence.objects.filter(entry=entry).order_by("-created_at", "-id")
     if limit is not None:
         events, evidence = events[:limit], evidence[:limit]
+    events = events_as_read(prefixes, events)
     items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in events]
     items += [TimelineItem(e.created_at, "evidence", e) for e in evidence]
     # Evidence first at equal times: it arrived with (and caused) the event beside it.

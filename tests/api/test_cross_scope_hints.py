@@ -50,3 +50,13 @@ def test_a_token_that_reads_the_other_scope_is_told(make_agent, above):
     assert wide.submit(scope="acme/billing-api/container", **NEAR).json()["duplicates"] == [similar.pk]
     [conflict] = wide.submit(scope="acme/billing-api", **NO_REBASE).json()["conflicts"]
     assert Conflict.objects.get(pk=conflict).entry_a_id == contradicted.pk
+
+
+def test_an_entry_s_history_does_not_name_a_conflict_partner_the_token_cannot_read(agent, approved):
+    parent = approved(scope="acme", **REBASE)
+    child_id = agent.submit(scope="acme/billing-api", **NO_REBASE).json()["id"]
+    [conflict] = Conflict.objects.filter(entry_a=parent)
+    events = agent.get(f"entries/{child_id}").json()["events"]
+    [opened] = [e for e in events if e["action"] == "conflict_opened"]
+    assert opened["reason"] == "about a conflict with an entry outside your scopes"
+    assert not any(f"#{parent.pk}" in e["reason"] or "onto main" in e["reason"] for e in events) and conflict

@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from curation import services
 from curation.models import ConsolidationProposal, Entry, Status
-from curation.services import consolidation
-from tests.factories import active, client_for, page_text, record_uses
+from curation.services import conflicts, consolidation
+from tests.factories import active, client_for, make_user, page_text, record_uses
 
 pytestmark = pytest.mark.django_db
 
@@ -69,3 +69,30 @@ def test_a_proposal_with_an_entry_moved_out_of_the_scopes_is_hidden(reviewer, le
         assert response.status_code == 404
     assert ConsolidationProposal.objects.get(pk=proposal.pk).state == ConsolidationProposal.State.OPEN
     assert client_for(reviewer).get(card).status_code == 200 and a
+
+
+REBASE = dict(trigger="Updating a feature branch before review", content="Always rebase the feature branch onto main.",
+              conditions=[])
+NO_REBASE = dict(trigger="Updating a feature branch before review",
+                 content="Never rebase the feature branch; merge main into it.", conditions=[])
+
+
+@pytest.fixture
+def conflict_above(reviewer):
+    """An entry of acme/billing-api in conflict with one of acme, above a billing reviewer's scopes."""
+    parent = active(reviewer, scope="acme", **REBASE)
+    child = active(reviewer, scope="acme/billing-api", **NO_REBASE)
+    [conflict] = conflicts.detect_conflicts_for(child)
+    return conflict, parent, child
+
+
+def test_the_entry_page_does_not_name_a_conflict_partner_outside_the_scopes(conflict_above, reviewer):
+    conflict, parent, child = conflict_above
+    lead = make_user("bill", "lead", scopes=["acme/billing-api"])
+    client = client_for(lead)
+    page = client.get(reverse("curation:entry", args=[child.pk]) + "?timeline=all").content.decode()
+    history = client.get(reverse("curation:entry-history", args=[child.pk])).content.decode()
+    for text in (page, history):
+        assert "about a conflict with an entry outside your scopes" in text
+        assert f"with #{parent.pk}" not in text and "onto main" not in text and f'"with": {parent.pk}' not in text
+    assert f"with #{parent.pk}" in client_for(reviewer).get(reverse("curation:entry", args=[child.pk])).content.decode()
