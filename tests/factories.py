@@ -317,6 +317,16 @@ class holding_lock:
 
 # --- skill promotions ---------------------------------------------------------------------------------------
 
+# Two lessons the near-duplicate measure pairs, on both databases, and two the contradiction detector does.
+CONFIG = dict(trigger="Editing config files inside the billing-api container",
+              content="Confirm the repository root with git rev-parse before editing config.")
+NEAR = dict(trigger="Editing config files in the billing-api container",
+            content="Confirm the repository root with git rev-parse before you edit config files.")
+REBASE = dict(trigger="Updating a feature branch before review", content="Always rebase the feature branch onto main.",
+              conditions=[])
+NO_REBASE = dict(trigger="Updating a feature branch before review",
+                 content="Never rebase the feature branch; merge main into it.", conditions=[])
+
 MIGRATE = dict(
     kind="procedure",
     scope="acme/billing-api/container",

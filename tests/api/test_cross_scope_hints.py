@@ -4,18 +4,9 @@ links and conflicts themselves are kept for the reviewers who may read both."""
 import pytest
 
 from curation.models import Conflict, SimilarEntry
-from tests.factories import api_candidate
+from tests.factories import CONFIG, NEAR, NO_REBASE, REBASE, api_candidate
 
 pytestmark = pytest.mark.django_db
-
-CONFIG = dict(trigger="Editing config files inside the billing-api container",
-              content="Confirm the repository root with git rev-parse before editing config.")
-NEAR = dict(trigger="Editing config files in the billing-api container",
-            content="Confirm the repository root with git rev-parse before you edit config files.")
-REBASE = dict(trigger="Updating a feature branch before review", content="Always rebase the feature branch onto main.",
-              conditions=[])
-NO_REBASE = dict(trigger="Updating a feature branch before review",
-                 content="Never rebase the feature branch; merge main into it.", conditions=[])
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""Hints never cross a reviewer's scopes: a card's similar entries and merge targets, and a consolidation
-proposal's entries, show only what the reviewer may read (a user without grants still sees them all)."""
+"""Hints never cross a reviewer's scopes: a card's similar entries and merge targets, a consolidation
+proposal's entries and an entry history's conflict partners show only what the reviewer may read (a user
+without grants still sees them all)."""
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -8,14 +9,9 @@ from django.urls import reverse
 from curation import services
 from curation.models import ConsolidationProposal, Entry, Status
 from curation.services import conflicts, consolidation
-from tests.factories import active, client_for, make_user, page_text, record_uses
+from tests.factories import CONFIG, NEAR, NO_REBASE, REBASE, active, client_for, make_user, page_text, record_uses
 
 pytestmark = pytest.mark.django_db
-
-CONFIG = dict(trigger="Editing config files inside the billing-api container",
-              content="Confirm the repository root with git rev-parse before editing config.")
-NEAR = dict(trigger="Editing config files in the billing-api container",
-            content="Confirm the repository root with git rev-parse before you edit config files.")
 
 
 @pytest.fixture
@@ -69,12 +65,6 @@ def test_a_proposal_with_an_entry_moved_out_of_the_scopes_is_hidden(reviewer, le
         assert response.status_code == 404
     assert ConsolidationProposal.objects.get(pk=proposal.pk).state == ConsolidationProposal.State.OPEN
     assert client_for(reviewer).get(card).status_code == 200 and a
-
-
-REBASE = dict(trigger="Updating a feature branch before review", content="Always rebase the feature branch onto main.",
-              conditions=[])
-NO_REBASE = dict(trigger="Updating a feature branch before review",
-                 content="Never rebase the feature branch; merge main into it.", conditions=[])
 
 
 @pytest.fixture
