@@ -35,8 +35,8 @@ class ProposalFilters:
 
 
 def visible_proposals(user):
-    """Proposals in the user's scopes whose entries all lie there too: one outside (moved by a split since
-    the sweep) means the whole proposal is, as with a conflict's pair."""
+    """Proposals in the user's scopes whose entries all lie there too: one outside (moved since the sweep,
+    by an edit on recheck) means the whole proposal is, as with a conflict's pair."""
     prefixes = access.user_scope_prefixes(user)
     proposals = ConsolidationProposal.objects.filter(access.scope_q(prefixes, "scope"))
     if prefixes is None:

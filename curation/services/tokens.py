@@ -12,12 +12,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from curation import access
+from curation.access import clean_scope
 from curation.models import AgentToken, EventAction
 from curation.permissions import MANAGE_TOKENS
 
 from .events import record_event
-from curation import access
-from curation.access import clean_scope
 
 TOKEN_PREFIX = "ma_"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
