@@ -2,9 +2,42 @@
 `acme/billing-api` covers `acme/billing-api/container`, never `acme/billing-api-v2` or `acme/web`.
 
 People are limited by their scope grants (none: every scope); an agent token by its own prefixes (none:
-nothing). Both checks are written here once."""
+nothing). Both checks are written here once, and so is what a scope may look like (`clean_scope`), which
+every way a scope comes in uses: a submission, a retrieval, a filter, a form, a token, a grant."""
 
+import re
+
+from django.core.exceptions import ValidationError
 from django.db.models import Q
+
+SCOPE_MAX = 255
+# Segments of a-z, 0-9, '.', '_' and '-', joined by '/'. A segment neither starts nor ends with '.': a scope
+# is compared by prefix, so `acme/../globex` or `acme/./billing-api` would be one scope to the covering rule
+# and another to whoever reads it as a path.
+_SEGMENT = r"[a-z0-9_-](?:[a-z0-9._-]*[a-z0-9_-])?"
+SCOPE_PATTERN = rf"^{_SEGMENT}(/{_SEGMENT})*$"
+_SCOPE = re.compile(SCOPE_PATTERN)
+_SEGMENT_CHARACTERS = re.compile(r"[a-z0-9._-]+")
+
+
+def clean_scope(value) -> str:
+    """The scope, stripped; ValidationError saying what is wrong with it otherwise. Also the model fields'
+    validator, so that a grant made in the admin is held to the same rule."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("A scope is required, e.g. acme/billing-api.")
+    value = value.strip()
+    if len(value) > SCOPE_MAX:
+        raise ValidationError(f"At most {SCOPE_MAX} characters.")
+    if _SCOPE.match(value):
+        return value
+    segments = value.split("/")
+    if illegal := [seg for seg in segments if not _SEGMENT_CHARACTERS.fullmatch(seg)]:
+        raise ValidationError(f"Illegal scope segment {', '.join(map(repr, illegal))}: segments use only a-z, 0-9, "
+                              "'.', '_' or '-', joined by '/'.")
+    dotted = ", ".join(repr(seg) for seg in segments if seg.startswith(".") or seg.endswith("."))
+    raise ValidationError(
+        f"Illegal scope segment {dotted}: a segment may not be '.' or '..', nor start or end with '.'."
+    )
 
 
 def scope_covers(prefix: str, scope: str) -> bool:
@@ -39,6 +72,12 @@ def user_scope_prefixes(user) -> list[str] | None:
 def user_can_see_scope(user, scope: str) -> bool:
     prefixes = user_scope_prefixes(user)
     return prefixes is None or covered_by_any(prefixes, scope)
+
+
+def user_can_see_all(user, scopes) -> bool:
+    """Does everything in `scopes` lie within the user's grants? What a lead may hand out, and manage, in
+    an agent token: a token never reaches further than the person who made it."""
+    return all(user_can_see_scope(user, scope) for scope in scopes)
 
 
 def token_covers(token, scope: str) -> bool:

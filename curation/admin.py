@@ -10,3 +10,11 @@ from curation.models import ScopeGrant
 class ScopeGrantAdmin(admin.ModelAdmin):
     list_display = ("user", "prefix")
     search_fields = ("user__username", "prefix")
+
+    def changeform_view(self, request, *args, **kwargs):
+        """A refused grant (a prefix that is not a scope) answers 422, as a refused scope does everywhere."""
+        response = super().changeform_view(request, *args, **kwargs)
+        form = getattr(response, "context_data", None) and response.context_data.get("adminform")
+        if request.method == "POST" and form and form.form.errors:
+            response.status_code = 422
+        return response

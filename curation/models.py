@@ -1,16 +1,11 @@
 """The data of memoryadmin, nothing else: rules live in lifecycle.py, writes in services/."""
 
 from django.conf import settings
-from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-SCOPE_PATTERN = r"^[a-z0-9._-]+(/[a-z0-9._-]+)*$"
-scope_validator = RegexValidator(
-    SCOPE_PATTERN,
-    "A scope is path segments of a-z, 0-9, '.', '_' or '-', joined by '/' (e.g. acme/billing-api/container).",
-)
+from curation.access import clean_scope
 
 TRIGGER_MAX = 500
 CONTENT_MAX = 4000
@@ -56,7 +51,7 @@ class Entry(models.Model):
     """One fact or one action rule, with its provenance and usage."""
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    scope = models.CharField(max_length=255, validators=[scope_validator])
+    scope = models.CharField(max_length=255, validators=[clean_scope])
     trigger = models.TextField(max_length=TRIGGER_MAX)
     content = models.TextField(max_length=CONTENT_MAX)
     conditions = models.JSONField(default=list, blank=True)
@@ -344,7 +339,7 @@ class ScopeGrant(models.Model):
     """Limits a user to scope prefixes. A user without grants sees every scope."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scope_grants")
-    prefix = models.CharField(max_length=255, validators=[scope_validator])
+    prefix = models.CharField(max_length=255, validators=[clean_scope])
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "prefix"], name="scope_grant_unique")]
@@ -544,7 +539,7 @@ class SkillProposal(models.Model):
         RETIRED = "retired", "retired"
 
     slug = models.CharField(max_length=SKILL_SLUG_MAX, unique=True)
-    scope = models.CharField(max_length=255, validators=[scope_validator])
+    scope = models.CharField(max_length=255, validators=[clean_scope])
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.NOMINATED)
     # The draft: the sections of SKILL.md.
     description = models.TextField(max_length=SKILL_DESCRIPTION_MAX)

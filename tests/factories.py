@@ -44,6 +44,12 @@ def client_for(user):
     return client
 
 
+def page_text(response) -> str:
+    """A console page without its CSRF token (masked afresh in every answer), so that two answers that
+    must say the same thing can be compared whole."""
+    return re.sub(r"""("X-CSRFToken": "|name="csrfmiddlewaretoken" value=")[^"]+""", r"\1", response.content.decode())
+
+
 def log_in(page, live_server, username):
     """Sign in through the login form in a real browser; lands on the candidates queue."""
     page.goto(f"{live_server.url}/accounts/login/")
@@ -310,6 +316,16 @@ class holding_lock:
 
 
 # --- skill promotions ---------------------------------------------------------------------------------------
+
+# Two lessons the near-duplicate measure pairs, on both databases, and two the contradiction detector does.
+CONFIG = dict(trigger="Editing config files inside the billing-api container",
+              content="Confirm the repository root with git rev-parse before editing config.")
+NEAR = dict(trigger="Editing config files in the billing-api container",
+            content="Confirm the repository root with git rev-parse before you edit config files.")
+REBASE = dict(trigger="Updating a feature branch before review", content="Always rebase the feature branch onto main.",
+              conditions=[])
+NO_REBASE = dict(trigger="Updating a feature branch before review",
+                 content="Never rebase the feature branch; merge main into it.", conditions=[])
 
 MIGRATE = dict(
     kind="procedure",

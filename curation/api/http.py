@@ -20,7 +20,6 @@ from django.views.decorators.csrf import csrf_exempt
 from curation import access
 from curation.models import AgentToken
 from curation.selectors.tokens import token_for_key
-from curation.services.validation import clean_scope
 
 log = logging.getLogger("curation.api")
 
@@ -162,7 +161,7 @@ def api_view(*methods: str, body: bool = False):
 def readable_scope(token: AgentToken, raw: str) -> str:
     """The scope a read asks for, cleaned: 422 when it is not a scope, 403 when the token does not cover it."""
     try:
-        scope = clean_scope(raw)
+        scope = access.clean_scope(raw)
     except ValidationError as exc:
         raise ApiError(422, "Some parameters are not valid.", {"scope": exc.messages}) from None
     if not access.token_covers(token, scope):

@@ -2,11 +2,12 @@
 
 from django.conf import settings
 
+from curation.access import SCOPE_MAX, SCOPE_PATTERN
 from curation.models import (
-    CONTENT_MAX, SCOPE_PATTERN, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, TRIGGER_MAX, Evidence, Kind, Signal, SkillProposal,
+    CONTENT_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, TRIGGER_MAX, Evidence, Kind, Signal, SkillProposal,
 )
 
-SCOPE = {"type": "string", "pattern": SCOPE_PATTERN, "maxLength": 255, "example": "acme/billing-api"}
+SCOPE = {"type": "string", "pattern": SCOPE_PATTERN, "maxLength": SCOPE_MAX, "example": "acme/billing-api"}
 SLUG = {"type": "string", "pattern": SKILL_SLUG_PATTERN, "maxLength": SKILL_SLUG_MAX,
         "example": "running-migrations-in-the-billing-api-container"}
 

@@ -67,9 +67,13 @@ def queue_count(user, filters: QueueFilters, now=None) -> tuple[int, bool]:
     return capped_count(queue_base(user, filters, now))
 
 
-def _card_prefetches() -> tuple[Prefetch, Prefetch]:
-    """What a queue card shows besides the entry: its evidence and its still-active similar entries."""
-    similar = SimilarEntry.objects.filter(similar__status=Status.ACTIVE).select_related("similar").order_by("-score")
+def _card_prefetches(user) -> tuple[Prefetch, Prefetch]:
+    """What a queue card shows besides the entry: its evidence and its still-active similar entries within
+    the user's scopes (one in an ancestor or sibling scope the user does not review is neither shown nor
+    offered as a merge target)."""
+    similar = (SimilarEntry.objects.filter(similar__status=Status.ACTIVE)
+               .filter(access.scope_q(access.user_scope_prefixes(user), "similar__scope"))
+               .select_related("similar").order_by("-score"))
     return (
         Prefetch("evidence", queryset=Evidence.objects.order_by("observed_at", "id")),
         Prefetch("similar_links", queryset=similar),
@@ -80,10 +84,10 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
     """One page of the queue, oldest first, keyset-paginated on (queued_at, id): 4 queries
     (entries, their evidence, their similar entries, the capped count) whatever the page size."""
     qs = queue_base(user, filters, now or timezone.now())
-    return read_page(qs.prefetch_related(*_card_prefetches()), qs, stamp="queued_at", cursor=cursor,
+    return read_page(qs.prefetch_related(*_card_prefetches(user)), qs, stamp="queued_at", cursor=cursor,
                      page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
 
 
 def queue_card(user, entry_id) -> Entry:
     """One card of the queue, with what the card shows."""
-    return visible_entries(user).prefetch_related(*_card_prefetches()).get(pk=entry_id)
+    return visible_entries(user).prefetch_related(*_card_prefetches(user)).get(pk=entry_id)

@@ -35,7 +35,13 @@ class ProposalFilters:
 
 
 def visible_proposals(user):
-    return ConsolidationProposal.objects.filter(access.scope_q(access.user_scope_prefixes(user), "scope"))
+    """Proposals in the user's scopes whose entries all lie there too: one outside (moved since the sweep,
+    by an edit on recheck) means the whole proposal is, as with a conflict's pair."""
+    prefixes = access.user_scope_prefixes(user)
+    proposals = ConsolidationProposal.objects.filter(access.scope_q(prefixes, "scope"))
+    if prefixes is None:
+        return proposals
+    return proposals.exclude(entries__in=Entry.objects.exclude(access.scope_q(prefixes)))
 
 
 def open_proposals(user, filters: ProposalFilters = ProposalFilters()):

@@ -3,6 +3,7 @@ chain), each in a fixed number of queries whatever the length of the history or 
 
 from __future__ import annotations
 
+import copy
 import datetime
 from dataclasses import dataclass
 
@@ -10,7 +11,7 @@ from django.db import connection
 
 from curation import access
 from curation.lifecycle import SIGNAL_STRENGTH
-from curation.models import Entry, Event, Evidence, SkillSource
+from curation.models import Conflict, Entry, Event, Evidence, SkillSource
 
 from .sql import supersedes_chain_sql
 
@@ -56,20 +57,60 @@ def event_changes(event: Event) -> tuple:
     )
 
 
-def entry_events(entry: Entry, *, limit: int | None = None) -> list[Event]:
-    """The entry's Events and those of the skills it is a source of (a skill's decisions and trials are
-    about the skill, and they explain why the entry is withheld from agents), newest first: all of them,
-    or the newest `limit`. At most 3 queries, each on its own history index: an OR of the two links would
-    make PostgreSQL read the whole Event table."""
+# What an Event about a conflict says of the other entry: its id, or the contradiction read from its text.
+_PARTNER_KEYS = ("conflict", "with", "superseded", "reason")
+
+
+def _conflicts_beyond(prefixes: list[str] | None, events: list[Event]) -> set[int]:
+    """The conflicts these Events are about whose other entry lies outside `prefixes` (one query, none
+    when nothing is out of reach)."""
+    ids = {e.conflict_id for e in events if e.conflict_id}
+    if prefixes is None or not ids:
+        return set()
+    both_inside = access.scope_q(prefixes, "entry_a__scope") & access.scope_q(prefixes, "entry_b__scope")
+    return set(Conflict.objects.filter(pk__in=ids).exclude(both_inside).values_list("pk", flat=True))
+
+
+def _without_partner(event: Event) -> Event:
+    """The Event as a reader who may not see the conflict's other entry reads it: what happened to this
+    entry, never who it conflicted with or why (the reason quotes the other entry's text)."""
+    masked = copy.copy(event)
+    masked.reason = "about a conflict with an entry outside your scopes"
+    masked.before, masked.after = ({k: v for k, v in (part or {}).items() if k not in _PARTNER_KEYS} or None
+                                   for part in (event.before, event.after))
+    return masked
+
+
+def events_as_read(prefixes: list[str] | None, events) -> list[Event]:
+    """Events of an entry's history as a reader limited to `prefixes` (None: every scope) may read them:
+    those about a conflict with an entry beyond them keep only what they did to this entry."""
+    events = list(events)
+    beyond = _conflicts_beyond(prefixes, events)
+    return [_without_partner(e) if e.conflict_id in beyond else e for e in events]
+
+
+def entry_events(entry: Entry, *, prefixes: list[str] | None, limit: int | None = None) -> list[Event]:
+    """The entry's Events and those of the skills it is a source of within `prefixes` (None: every scope;
+    a skill beyond them stays unknown), newest first, as a reader limited to `prefixes` reads them
+    (events_as_read): all of them, or the newest `limit`. A skill's decisions and trials are about the
+    skill, and they explain why the entry is withheld from agents. Each read is on its own history index
+    (an OR of the two links would make PostgreSQL read the whole Event table): at most 4 queries."""
     newest_first = ("-created_at", "-id")
     own = Event.objects.filter(entry=entry).order_by(*newest_first)
     events = list(own[:limit] if limit is not None else own)
-    skills = list(SkillSource.objects.filter(entry=entry).values_list("proposal_id", flat=True))
+    skills = list(SkillSource.objects.filter(entry=entry).filter(access.scope_q(prefixes, "proposal__scope"))
+                  .values_list("proposal_id", flat=True))
     if skills:
         theirs = Event.objects.filter(skill_id__in=skills).exclude(entry=entry).order_by(*newest_first)
         events += list(theirs[:limit] if limit is not None else theirs)
         events.sort(key=lambda e: (e.created_at, e.pk), reverse=True)
-    return events[:limit] if limit is not None else events
+    return events_as_read(prefixes, events[:limit] if limit is not None else events)
+
+
+def entry_events_for_token(token, entry: Entry, *, limit: int) -> list[Event]:
+    """The entry's newest `limit` Events, oldest first, as the agent token reads them (the API's entry
+    detail)."""
+    return list(reversed(entry_events(entry, prefixes=list(token.scopes), limit=limit)))
 
 
 def entry_evidence(entry: Entry, *, limit: int) -> list[Evidence]:
@@ -83,13 +124,14 @@ def entry_for_token(token, entry_id) -> Entry | None:
     return entry if entry is not None and access.token_covers(token, entry.scope) else None
 
 
-def entry_timeline(entry: Entry, *, limit: int | None = None) -> list[TimelineItem]:
-    """entry_events and the entry's Evidence in the order they were recorded: all of them, or the newest
-    `limit` items."""
+def entry_timeline(user, entry: Entry, *, limit: int | None = None) -> list[TimelineItem]:
+    """entry_events as the user reads them, and the entry's Evidence, in the order they were recorded:
+    all of them, or the newest `limit` items."""
     evidence = Evidence.objects.filter(entry=entry).order_by("-created_at", "-id")
     if limit is not None:
         evidence = evidence[:limit]
-    items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in entry_events(entry, limit=limit)]
+    events = entry_events(entry, prefixes=access.user_scope_prefixes(user), limit=limit)
+    items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in events]
     items += [TimelineItem(e.created_at, "evidence", e) for e in evidence]
     # Evidence first at equal times: it arrived with (and caused) the event beside it.
     items.sort(key=lambda t: (t.at, 0 if t.kind == "evidence" else 1, t.item.pk))
@@ -102,11 +144,11 @@ class TimelinePage:
     complete: bool  # False: older items exist and are not shown
 
 
-def entry_page_timeline(entry: Entry, *, show_all: bool = False, limit: int = TIMELINE_LIMIT) -> TimelinePage:
+def entry_page_timeline(user, entry: Entry, *, show_all: bool = False, limit: int = TIMELINE_LIMIT) -> TimelinePage:
     """What the entry page shows of the history: the newest `limit` items, unless all are asked for."""
     if show_all:
-        return TimelinePage(entry_timeline(entry), complete=True)
-    items = entry_timeline(entry, limit=limit + 1)
+        return TimelinePage(entry_timeline(user, entry), complete=True)
+    items = entry_timeline(user, entry, limit=limit + 1)
     return TimelinePage(items[-limit:], complete=len(items) <= limit)
 
 
@@ -185,6 +227,6 @@ def entry_history(user, entry: Entry) -> dict:
                 "task_ref": t.item.task_ref,
                 "observed_at": stamp(t.item.observed_at),
             }
-            for t in entry_timeline(entry)
+            for t in entry_timeline(user, entry)
         ],
     }

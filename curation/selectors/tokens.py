@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from curation import access
 from curation.models import AgentToken
 
 from .sql import TOKEN_BY_HASH_SQL
@@ -23,6 +24,9 @@ def token_for_key(key: str, now) -> AgentToken | None:
     return token
 
 
-def agent_tokens() -> list[AgentToken]:
-    """Every agent token, the live ones first, by name."""
-    return list(AgentToken.objects.order_by("revoked_at", "name"))
+def agent_tokens(user) -> list[AgentToken]:
+    """The agent tokens whose scopes all lie within the user's grants (every token for a user without
+    grants), the live ones first, by name. Filtered here rather than in SQL: the scopes are a JSON list,
+    and the tokens are a short list."""
+    tokens = AgentToken.objects.order_by("revoked_at", "name")
+    return [token for token in tokens if access.user_can_see_all(user, token.scopes)]

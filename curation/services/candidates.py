@@ -271,11 +271,13 @@ def merge_into(
         if entry.status != Status.PENDING:
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status}: only pending candidates are merged.")
         try:
-            target = Entry.objects.select_for_update().get(pk=target_id)
-        except (Entry.DoesNotExist, ValueError, TypeError):
+            target = Entry.objects.select_for_update().filter(pk=target_id).first()
+        except (ValueError, TypeError):
             raise ValidationError({"target": ["Merge into an existing active entry."]}) from None
-        if target.pk == entry.pk or target.status != Status.ACTIVE or not access.user_can_see_scope(actor, target.scope):
-            raise ValidationError({"target": [f"#{target.pk} is not an active entry you review."]})
+        # Missing and out of scope read alike: the answer must not tell which ids exist elsewhere.
+        if (target is None or target.pk == entry.pk or target.status != Status.ACTIVE
+                or not access.user_can_see_scope(actor, target.scope)):
+            raise ValidationError({"target": [f"#{target_id} is not an active entry you review."]})
         copied = Evidence.objects.bulk_create(
             Evidence(entry=target, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=e.excerpt,
                      task_ref=e.task_ref or f"candidate #{entry.pk}", observed_at=e.observed_at, recorded_by=actor,

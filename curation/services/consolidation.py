@@ -293,13 +293,15 @@ def _load_open_proposal(proposal_id: int, actor) -> tuple[ConsolidationProposal,
     if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads decide on consolidation proposals.")
     proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal_id)
-    if not access.user_can_see_scope(actor, proposal.scope):
-        raise ConsolidationProposal.DoesNotExist  # outside the actor's scopes: as if it did not exist
+    ids = [int(i) for i in proposal.entry_versions]
+    members = list(Entry.objects.select_for_update().filter(pk__in=ids).order_by("id"))
+    if not access.user_can_see_all(actor, [proposal.scope, *(e.scope for e in members)]):
+        # outside the actor's scopes, or an entry of it is (moved since the sweep, by an edit on recheck):
+        # as if it did not exist
+        raise ConsolidationProposal.DoesNotExist
     if proposal.state != ConsolidationProposal.State.OPEN:
         who = proposal.decided_by.get_username() if proposal.decided_by_id else "someone"
         raise InvalidTransition(f"Proposal #{proposal.pk} was already {proposal.state} by {who}. Nothing of yours was saved.")
-    ids = [int(i) for i in proposal.entry_versions]
-    members = list(Entry.objects.select_for_update().filter(pk__in=ids).order_by("id"))
     return proposal, members
 
 

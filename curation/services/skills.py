@@ -161,7 +161,7 @@ def _source_ids(value) -> list[int] | None:
     return None
 
 
-def clean_draft(data: dict, *, proposal: SkillProposal) -> dict:
+def clean_draft(data: dict, *, proposal: SkillProposal, actor) -> dict:
     """The draft fields present in `data`, checked; one ValidationError with a message per bad field."""
     errors = unknown_fields(data, DRAFT_FIELDS)
     cleaned: dict = {}
@@ -177,8 +177,10 @@ def clean_draft(data: dict, *, proposal: SkillProposal) -> dict:
                                   f"{SKILL_SLUG_MAX} characters (e.g. {skill_format.slug_base(slug)})."]
             else:
                 other = SkillProposal.objects.filter(slug=slug).exclude(pk=proposal.pk).first()
-                if other:
+                if other and access.user_can_see_scope(actor, other.scope):
                     errors["slug"] = [f"Already the name of skill #{other.pk} ({other.status}); choose another."]
+                elif other:  # a name is unique everywhere; a skill outside the actor's scopes stays unnamed
+                    errors["slug"] = ["This name is not available; choose another."]
         cleaned["slug"] = slug
     if "sources" in data:
         ids = _source_ids(data["sources"])
@@ -197,19 +199,22 @@ def clean_draft(data: dict, *, proposal: SkillProposal) -> dict:
 def _check_new_sources(proposal: SkillProposal, ids: list[int], actor) -> list[Entry]:
     """Entries to add: visible to the actor, active, at or below the proposal's scope (so that withholding
     them never takes a lesson away from an agent the skill does not reach), and in no other live proposal."""
-    entries = {e.pk: e for e in Entry.objects.select_for_update().filter(pk__in=ids)}
+    entries = {e.pk: e for e in Entry.objects.select_for_update().filter(pk__in=ids)
+               if access.user_can_see_scope(actor, e.scope)}
     problems = []
     for pk in ids:
         entry = entries.get(pk)
-        if entry is None or not access.user_can_see_scope(actor, entry.scope):
+        if entry is None:
             problems.append(f"#{pk}: no such entry in your scopes")
         elif entry.status != Status.ACTIVE:
             problems.append(f"#{pk} is {entry.status}, not active")
         elif not access.scope_covers(proposal.scope, entry.scope):
             problems.append(f"#{pk} is in {entry.scope}, outside the skill's scope {proposal.scope}")
-    held = dict(SkillSource.objects.filter(entry_id__in=ids, live=True).exclude(proposal=proposal)
-                .values_list("entry_id", "proposal__slug"))
-    problems += [f"#{pk} is already a source of skill {slug}" for pk, slug in sorted(held.items())]
+    held = (SkillSource.objects.filter(entry_id__in=list(entries), live=True).exclude(proposal=proposal)
+            .values_list("entry_id", "proposal__slug", "proposal__scope"))
+    problems += [f"#{pk} is already a source of "
+                 + (f"skill {slug}" if access.user_can_see_scope(actor, scope) else "another skill")
+                 for pk, slug, scope in sorted(held)]
     if problems:
         raise ValidationError({"sources": problems})
     return [entries[pk] for pk in ids]
@@ -229,7 +234,7 @@ def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes:
         _require_nominated(proposal, "edited")
         texts = [f for f in DRAFT_TEXT_FIELDS if isinstance(changes.get(f), str)]
         changes, findings = redact_fields(changes, texts)
-        cleaned = clean_draft(changes, proposal=proposal)
+        cleaned = clean_draft(changes, proposal=proposal, actor=actor)
         before = draft_of(proposal)
         changed = [f for f in ("slug", *DRAFT_TEXT_FIELDS) if f in cleaned and cleaned[f] != before[f]]
         current = [s.entry_id for s in sources]

@@ -1,7 +1,8 @@
 """What an agent's submission becomes: a new candidate, or fresh evidence for the lesson it repeats.
 
 Checks in order: fields (with secrets redacted first), the token's scopes, exact duplicates, then the
-new candidate with its near-duplicate links and the conflicts it opens."""
+new candidate with its near-duplicate links and the conflicts it opens. An answer names only the near
+duplicates and conflict partners the token may read."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from curation import access
-from curation.models import AgentToken, Entry, EventAction, Evidence, SimilarEntry, Status
+from curation.models import AgentToken, Conflict, Entry, EventAction, Evidence, SimilarEntry, Status
 from curation.selectors import similar_active_entries_many
 from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
@@ -114,14 +115,32 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
                               flags=prepared.flags)
         entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now)
         conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
-        return Submission(
+        return _named_for(token, [Submission(
             entry,
             created=True,
             evidence_added=len(prepared.evidence),
             similar_ids=similar_ids,
-            conflict_ids=[c.pk for c in conflicts],
+            conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts),
             flags=prepared.flags,
-        )
+        )])[0]
+
+
+def _conflicts_with_readable_partners(token: AgentToken, entry: Entry, conflicts: list[Conflict]) -> list[int]:
+    """The conflicts an answer names: those whose other entry the token may read."""
+    return [c.pk for c in conflicts
+            if access.token_covers(token, (c.entry_b if c.entry_a_id == entry.pk else c.entry_a).scope)]
+
+
+def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submission]:
+    """Cut the near duplicates an answer names to those the token may read: one in a scope it does not
+    cover (an ancestor scope, say) stays unnamed, as it is to a GET by id. The links themselves stay, for
+    the reviewers who may read both. One query for all the submissions."""
+    named = {pk for s in submissions for pk in s.similar_ids}
+    readable = set(Entry.objects.filter(access.token_scope_q(token), pk__in=named).values_list("pk", flat=True)
+                   if named else ())
+    for submission in submissions:
+        submission.similar_ids = [pk for pk in submission.similar_ids if pk in readable]
+    return submissions
 
 
 def _refusal(index: int, exc: Exception) -> dict:
@@ -206,10 +225,11 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
         links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
-        submissions[index] = Submission(entry, created=True, evidence_added=len(p.evidence),
-                                        similar_ids=[other_id for other_id, _ in similar],
-                                        conflict_ids=[c.pk for c in conflicts_by_entry[entry.pk]], flags=p.flags)
+        submissions[index] = Submission(
+            entry, created=True, evidence_added=len(p.evidence), similar_ids=[other_id for other_id, _ in similar],
+            conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]), flags=p.flags)
     SimilarEntry.objects.bulk_create(links)
+    _named_for(token, list(submissions.values()))
     for index, p, entry in duplicates:
         submissions[index] = Submission(entry, created=False, duplicate_of=entry.pk, evidence_added=len(p.evidence),
                                         flags=p.flags)

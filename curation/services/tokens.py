@@ -1,4 +1,5 @@
-"""Agent tokens: made once (the secret is shown then and never again), revoked by a lead."""
+"""Agent tokens: made once (the secret is shown then and never again), revoked by a lead. A lead limited
+to scope prefixes makes and revokes only tokens within them; the operator's command (no actor) any."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from curation import access
+from curation.access import clean_scope
 from curation.models import AgentToken, EventAction
 from curation.permissions import MANAGE_TOKENS
 from curation.selectors.tokens import hash_key
 
 from .events import record_event
-from .validation import clean_scope
 
 TOKEN_PREFIX = "ma_"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -51,6 +53,10 @@ def create_agent_token(
             errors.setdefault("scopes", []).append(f"{scope!r}: {exc.messages[0]}")
     if not cleaned_scopes and "scopes" not in errors:
         errors["scopes"] = ["A token needs at least one scope, e.g. acme/billing-api."]
+    if actor is not None and (beyond := [s for s in cleaned_scopes if not access.user_can_see_scope(actor, s)]):
+        errors.setdefault("scopes", []).append(
+            f"Outside your scopes ({', '.join(access.user_scope_prefixes(actor))}): {', '.join(beyond)}. "
+            "A token reaches no further than its maker's grants.")
     if key is not None and len(key) < 16:
         errors["key"] = ["A chosen token must be at least 16 characters."]
     if errors:
@@ -81,12 +87,15 @@ def create_agent_token(
 
 
 def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
-    """The token stops working now. Revoking a revoked token changes nothing and writes nothing."""
+    """The token stops working now. Revoking a revoked token changes nothing and writes nothing.
+    AgentToken.DoesNotExist for a token reaching beyond the actor's grants, as for an unknown one."""
     if not actor.has_perm(MANAGE_TOKENS):
         raise PermissionDenied("Only leads manage agent tokens.")
     now = at or timezone.now()
     with transaction.atomic():
         token = AgentToken.objects.select_for_update().get(pk=token_id)
+        if not access.user_can_see_all(actor, token.scopes):
+            raise AgentToken.DoesNotExist
         if token.revoked_at is None:
             token.revoked_at = now
             token.revoked_by = actor

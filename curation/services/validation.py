@@ -5,10 +5,9 @@ import re
 
 from django.core.exceptions import ValidationError
 
-from curation.models import CONTENT_MAX, SCOPE_PATTERN, TRIGGER_MAX, Evidence, Kind, Signal
+from curation.access import clean_scope
+from curation.models import CONTENT_MAX, TRIGGER_MAX, Evidence, Kind, Signal
 
-_SCOPE = re.compile(SCOPE_PATTERN)
-SCOPE_MAX = 255
 TEXT_MAX = 2000
 
 
@@ -24,21 +23,6 @@ def _text(errors, data, field, *, required, max_length):
         errors[field] = "This field is required."
     elif len(value) > max_length:
         errors[field] = f"At most {max_length} characters (this has {len(value)})."
-    return value
-
-
-def clean_scope(value) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("A scope is required, e.g. acme/billing-api.")
-    value = value.strip()
-    if len(value) > SCOPE_MAX:
-        raise ValidationError(f"At most {SCOPE_MAX} characters.")
-    if not _SCOPE.match(value):
-        bad = [seg for seg in value.split("/") if not re.fullmatch(r"[a-z0-9._-]+", seg)]
-        shown = ", ".join(repr(seg) for seg in bad) or repr(value)
-        raise ValidationError(
-            f"Illegal scope segment {shown}: segments use only a-z, 0-9, '.', '_' or '-', joined by '/'."
-        )
     return value
 
 

@@ -1,11 +1,13 @@
 """The queues' filters as Django forms, one per queue. A form reads the GET parameters of the page (or
 the filters an action carries along, hx-include), renders the filter bar, and gives the selector its
-filters dataclass. A value out of range is an error, shown above the queue with a 400."""
+filters dataclass. A value out of range is an error, shown above the queue with a 400 (a scope that is not
+one, 422)."""
 
 from __future__ import annotations
 
 from django import forms
 
+from curation import access
 from curation.lifecycle import SKILL_KINDS
 from curation.models import ConsolidationProposal, Kind, Signal
 from curation.selectors import ConflictFilters, ProposalFilters, QueueFilters, SkillFilters
@@ -63,8 +65,24 @@ def fraction(placeholder: str) -> forms.FloatField:
     )
 
 
-def scope_field() -> TruncatedText:
-    return TruncatedText(255, widget=forms.TextInput(attrs={"placeholder": "acme/billing-api", "size": 18}))
+class ScopeFilter(forms.CharField):
+    """A scope prefix, held to the same rule as every scope that comes in (access.clean_scope)."""
+
+    def __init__(self):
+        super().__init__(required=False, widget=forms.TextInput(attrs={"placeholder": "acme/billing-api", "size": 18}))
+
+    def clean(self, value):
+        value = super().clean(value)
+        return access.clean_scope(value) if value else value
+
+
+def scope_field() -> ScopeFilter:
+    return ScopeFilter()
+
+
+def refusal_status(form: forms.Form) -> int:
+    """A refused scope is a 422 wherever a scope comes in; another bad filter value is a 400."""
+    return 422 if "scope" in form.errors else 400
 
 
 class QueueFilterForm(forms.Form):

@@ -21,7 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 from curation.permissions import READ, REVIEW, require
 from curation.selectors import BadCursor, Page
 from curation.services import InvalidTransition, StaleDecision
-from curation.views.filters import QueueFilterForm
+from curation.views.filters import QueueFilterForm, refusal_status
 
 BULK_LIMIT = 200
 PAST = {"approve": "Approved", "reject": "Rejected", "accept": "Accepted", "dismiss": "Dismissed"}
@@ -127,7 +127,8 @@ class Queue:
         context = {**self.context(request), "queue": self, "filter_form": form, "filters": filters, "page": None,
                    "bulk_errors": bulk_errors}
         if not form.is_valid():
-            return render(request, self.page_template, {**context, "filter_errors": form.errors}, status=400)
+            return render(request, self.page_template, {**context, "filter_errors": form.errors},
+                          status=refusal_status(form))
         try:
             page = self.read_page(request, filters, params.get("after", ""))
         except BadCursor as exc:

@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from curation.access import clean_scope
 from curation.lifecycle import skill_gates
 from curation.models import SkillProposal
 from curation.permissions import READ, SKILL_DECISIONS, require
@@ -156,7 +157,12 @@ def skill_list(request):
     status = request.GET.get("status", SkillProposal.Status.APPROVED)
     if status not in (SkillProposal.Status.APPROVED, SkillProposal.Status.RETIRED):
         raise Http404("The skills list shows approved or retired skills.")
-    scope = (request.GET.get("scope") or "").strip()[:255]
+    scope = (request.GET.get("scope") or "").strip()
+    try:
+        scope = clean_scope(scope) if scope else ""
+    except ValidationError as exc:
+        return render(request, "curation/skills.html", {"skills": [], "status": status, "scope": scope,
+                                                        "filter_errors": {"scope": exc.messages}}, status=422)
     found = [_with_preview(request, p) for p in skill_reads.skills_list(request.user, status=status, scope=scope)]
     return render(request, "curation/skills.html", {"skills": found, "status": status, "scope": scope})
 

@@ -369,8 +369,8 @@ def test_batch_links_near_duplicates_like_single_submissions(agent, approved):
     assert body["results"][1]["status"] == 403
 
 
-def test_batch_finds_conflicts_above_and_below_each_candidates_scope(agent, approved):
-
+def test_batch_finds_conflicts_above_and_below_each_candidates_scope(make_agent, approved):
+    agent = make_agent("acme-agent", scopes=["acme"])  # reads the parent scope, so the answer may name it
     parent = approved(scope="acme", trigger="Updating a feature branch before review",
                       content="Always rebase the feature branch onto main.", conditions=[])
     child = approved(scope="acme/billing-api/container", trigger="Restarting the billing worker after deploys",

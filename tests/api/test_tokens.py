@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from curation.models import AgentToken, Event
 from curation.selectors.tokens import hash_key
-from tests.factories import PASSWORD, Agent
+from tests.factories import PASSWORD, Agent, client_for, make_user, page_text
 
 pytestmark = pytest.mark.django_db
 
@@ -96,3 +96,47 @@ def test_only_leads_manage_tokens(client, request, role, make_agent):
     assert client.post(f"/agents/tokens/{agent.token.pk}/revoke/").status_code == 403
     assert AgentToken.objects.get(pk=agent.token.pk).revoked_at is None
     assert AgentToken.objects.count() == 1
+
+
+@pytest.fixture
+def billing_lead(db):
+    """A lead limited to acme/billing-api."""
+    return make_user("bill", "lead", scopes=["acme/billing-api"])
+
+
+def test_a_scoped_lead_cannot_mint_a_token_beyond_their_grants(billing_lead):
+    client = client_for(billing_lead)
+    for scopes in ("globex", "acme", "acme/billing-api, globex", "acme/billing-api-v2"):
+        response = client.post("/agents/tokens/new/", {"name": "reach", "scopes": scopes, "expires": ""})
+        assert response.status_code == 422
+        assert "Outside your scopes (acme/billing-api)" in response.content.decode()
+    assert not AgentToken.objects.exists()
+    response = client.post("/agents/tokens/new/", {"name": "own", "scopes": "acme/billing-api/container",
+                                                   "expires": ""})
+    assert response.status_code == 201
+    assert AgentToken.objects.get().scopes == ["acme/billing-api/container"]
+
+
+def test_a_scoped_lead_sees_and_revokes_only_tokens_within_their_grants(billing_lead, make_agent):
+    own = make_agent("billing-bot", scopes=["acme/billing-api/container"])
+    other = make_agent("globex-bot", scopes=["globex"])
+    mixed = make_agent("mixed-bot", scopes=["acme/billing-api", "globex"])
+    client = client_for(billing_lead)
+    listing = client.get("/agents/tokens/").content.decode()
+    assert "billing-bot" in listing and "globex-bot" not in listing and "mixed-bot" not in listing
+    unknown = client.post("/agents/tokens/999999/revoke/")
+    for agent in (other, mixed):
+        response = client.post(f"/agents/tokens/{agent.token.pk}/revoke/")
+        assert (response.status_code, page_text(response)) == (404, page_text(unknown))  # as if it did not exist
+        assert AgentToken.objects.get(pk=agent.token.pk).revoked_at is None
+        assert not Event.objects.filter(token=agent.token, action="token_revoked").exists()
+    assert other.retrieve(scope="globex").status_code == 200
+    assert client.post(f"/agents/tokens/{own.token.pk}/revoke/").status_code == 302
+    assert AgentToken.objects.get(pk=own.token.pk).revoked_by == billing_lead
+
+
+def test_a_lead_without_grants_still_manages_every_token(lead, make_agent):
+    make_agent("globex-bot", scopes=["globex"])
+    client = client_for(lead)
+    assert "globex-bot" in client.get("/agents/tokens/").content.decode()
+    assert client.post("/agents/tokens/new/", {"name": "any", "scopes": "globex/web", "expires": ""}).status_code == 201

@@ -105,7 +105,8 @@ def test_sources_can_be_added_within_the_scope_and_removed(reviewer):
     # One Event about the skill names the new source, and the source's own timeline shows it.
     [edit] = Event.objects.filter(skill=p, action="skill_draft_edited")
     assert edit.after["sources"] == [p.nominated_entry_id, sibling.pk]
-    assert edit in [t.item for t in selectors.entry_timeline(Entry.objects.get(pk=sibling.pk)) if t.kind == "event"]
+    timeline = selectors.entry_timeline(reviewer, Entry.objects.get(pk=sibling.pk))
+    assert edit in [t.item for t in timeline if t.kind == "event"]
     # Another proposal cannot take a live source.
     other = nominated(scope="acme/billing-api/container/ci", trigger="Running the CI migrations")
     with pytest.raises(ValidationError, match="already a source of skill"):

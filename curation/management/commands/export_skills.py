@@ -14,9 +14,9 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from curation.selectors import skills as skill_reads
+from curation.access import clean_scope
 from curation.models import SkillProposal
-from curation.services.validation import clean_scope
+from curation.selectors import skills as skill_reads
 
 
 class Command(BaseCommand):

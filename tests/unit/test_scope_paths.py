@@ -1,0 +1,28 @@
+"""What a scope may look like: one rule (access.clean_scope), no database."""
+
+import re
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from curation import access
+
+DOTTED = ["acme/../globex", "acme/./billing-api", "..", ".", "./acme", "acme/.", "acme/..", ".acme", "acme.",
+          "acme/billing-api.", "acme/.hidden"]
+
+
+@pytest.mark.parametrize("scope", DOTTED)
+def test_dot_segments_are_refused_and_the_message_says_why(scope):
+    with pytest.raises(ValidationError, match=r"may not be '\.' or '\.\.', nor start or end with '\.'"):
+        access.clean_scope(scope)
+
+
+@pytest.mark.parametrize("scope", ["acme", "acme/billing-api", "acme/v1.2/api", "a/b.c_d-e", "x1..2"])
+def test_dots_inside_a_segment_stay_allowed(scope):
+    assert access.clean_scope(f" {scope} ") == scope
+
+
+def test_the_pattern_published_for_clients_refuses_them_too():
+    pattern = re.compile(access.SCOPE_PATTERN)
+    assert not any(pattern.match(scope) for scope in DOTTED)
+    assert pattern.match("acme/v1.2/api")
