@@ -20,6 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from curation import access
 from curation.models import AgentToken
 from curation.selectors.tokens import token_for_key
+from curation.storable_text import unstorable_fields
 
 log = logging.getLogger("curation.api")
 
@@ -120,6 +121,8 @@ def _json_body(request) -> dict:
         raise ApiError(400, f"The body is not valid JSON: {exc}.") from None
     if not isinstance(body, dict):
         raise ApiError(400, "The body must be a JSON object.")
+    if errors := unstorable_fields(body):
+        raise ApiError(422, "Some fields are not valid.", errors)
     return body
 
 
