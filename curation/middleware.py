@@ -2,6 +2,7 @@ import contextvars
 import uuid
 
 from django.http import HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 
 from curation.storable_text import text_problem, unstorable_parameters
 
@@ -39,8 +40,11 @@ class UnstorableInputMiddleware:
     def __call__(self, request):
         errors = {"path": [problem]} if (problem := text_problem(request.path)) else {}
         errors.update(unstorable_parameters(request.GET))
-        if request.method == "POST" and request.content_type in FORM_TYPES:
-            errors.update(unstorable_parameters(request.POST))
+        if request.method == "POST" and request.content_type in FORM_TYPES and not request.path.startswith("/api/"):
+            try:
+                errors.update(unstorable_parameters(request.POST))
+            except MultiPartParserError:
+                pass  # a broken form body: the view answers it as it did before
         if not errors:
             return self.get_response(request)
         if request.path.startswith("/api/"):

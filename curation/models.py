@@ -37,6 +37,9 @@ class Status(models.TextChoices):
     RETIRED = "retired", "retired"
 
 
+ONE_PENDING_PER_FINGERPRINT = "entry_one_pending_per_fingerprint"
+
+
 class QueueReason(models.TextChoices):
     """Why an entry sits in the candidates queue."""
 
@@ -124,6 +127,15 @@ class Entry(models.Model):
             models.CheckConstraint(
                 condition=~Q(status="pending") | Q(queued_at__isnull=False),
                 name="entry_pending_is_queued",
+            ),
+            # One lesson per scope and text waiting for review: a submission repeating a live one (pending
+            # or active) adds evidence to it instead. The submission checks under lock before it inserts;
+            # this holds against two that both checked before either inserted. Only pending rows: new
+            # candidates are the only rows born pending, while two active entries of one text can come of
+            # an edit or a merge and are the consolidation queue's to merge.
+            models.UniqueConstraint(
+                fields=["scope", "fingerprint"], condition=Q(status="pending") & ~Q(fingerprint=""),
+                name=ONE_PENDING_PER_FINGERPRINT,
             ),
         ]
 
