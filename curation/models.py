@@ -389,6 +389,23 @@ class AgentToken(models.Model):
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
 
+class IdempotentAnswer(models.Model):
+    """The first answer to a submission sent with an `Idempotency-Key` header: a retry with the same key
+    (after a timeout, a lost connection, a restart on either side) gets this answer again instead of
+    submitting twice. Kept IDEMPOTENCY_KEEP_HOURS; `request_hash` tells a retry from another request
+    that reuses the key."""
+
+    token = models.ForeignKey(AgentToken, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)  # sha256 of the path and the JSON body
+    status = models.PositiveSmallIntegerField()
+    answer = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["token", "key"], name="idempotent_answer_once_per_key")]
+
+
 class Retrieval(models.Model):
     """One read of memory by an agent: what it asked, what it was given. Feedback refers to it."""
 

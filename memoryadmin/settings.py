@@ -221,6 +221,7 @@ CURATION = {
     "API_BATCH_MAX": 500,
     "API_RETRIEVE_MAX_K": 20,
     "API_RATE_LIMIT": int(os.environ.get("MEMORYADMIN_API_RATE_LIMIT", "600")),  # requests per token per minute
+    "IDEMPOTENCY_KEEP_HOURS": 24,     # how long a submission's answer is kept for a retry with its Idempotency-Key
 }
 
 LOGGING = {
