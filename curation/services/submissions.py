@@ -113,7 +113,7 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
         with transaction.atomic():
             return _submit_prepared(prepared, token, now)
     except IntegrityError as exc:
-        if not _lost_to_a_live_twin(exc):
+        if not _lost_to_a_pending_twin(exc):
             raise
     # The same lesson, sent at the same moment, was inserted by another submission between this one's
     # check and its insert (the database kept the second out): written again, it is that one's duplicate.
@@ -121,7 +121,7 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
         return _submit_prepared(prepared, token, now)
 
 
-def _lost_to_a_live_twin(exc: IntegrityError) -> bool:
+def _lost_to_a_pending_twin(exc: IntegrityError) -> bool:
     """Was the insert refused because the same lesson already waits for review in its scope? PostgreSQL
     names the constraint; SQLite names its columns."""
     message = str(exc)

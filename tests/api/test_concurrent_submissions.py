@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from curation import services
 from curation.models import Entry, Event, Evidence
@@ -75,3 +75,14 @@ def test_a_submission_while_a_sweep_holds_the_write_lock_waits_for_it(agent, rev
     assert swept == "written"
     assert getattr(response, "status_code", response) == 201
     assert Entry.objects.count() == 3
+
+
+def test_sqlite_writes_ahead_waits_for_the_lock_and_takes_it_at_begin():
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's locking settings (PostgreSQL locks rows)")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        assert cursor.fetchone()[0] == "wal"
+        cursor.execute("PRAGMA busy_timeout")
+        assert cursor.fetchone()[0] == 20_000
+    assert connection.transaction_mode == "IMMEDIATE"
