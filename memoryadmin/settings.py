@@ -92,7 +92,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # "database is locked" when it came to write after another writer (SQLite does not wait for a lock
     # it cannot get without a deadlock), so the loser of a race would answer 500 instead of being told.
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "init_command": "PRAGMA journal_mode=WAL;",
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
