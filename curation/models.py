@@ -37,6 +37,9 @@ class Status(models.TextChoices):
     RETIRED = "retired", "retired"
 
 
+ONE_PENDING_PER_FINGERPRINT = "entry_one_pending_per_fingerprint"
+
+
 class QueueReason(models.TextChoices):
     """Why an entry sits in the candidates queue."""
 
@@ -124,6 +127,15 @@ class Entry(models.Model):
             models.CheckConstraint(
                 condition=~Q(status="pending") | Q(queued_at__isnull=False),
                 name="entry_pending_is_queued",
+            ),
+            # One lesson per scope and text waiting for review: a submission repeating a live one (pending
+            # or active) adds evidence to it instead. The submission checks under lock before it inserts;
+            # this holds against two that both checked before either inserted. Only pending rows: new
+            # candidates are the only rows born pending, while two active entries of one text can come of
+            # an edit or a merge and are the consolidation queue's to merge.
+            models.UniqueConstraint(
+                fields=["scope", "fingerprint"], condition=Q(status="pending") & ~Q(fingerprint=""),
+                name=ONE_PENDING_PER_FINGERPRINT,
             ),
         ]
 
@@ -375,6 +387,23 @@ class AgentToken(models.Model):
 
     def is_usable(self, now) -> bool:
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+class IdempotentAnswer(models.Model):
+    """The first answer to a submission sent with an `Idempotency-Key` header: a retry with the same key
+    (after a timeout, a lost connection, a restart on either side) gets this answer again instead of
+    submitting twice. Kept IDEMPOTENCY_KEEP_HOURS; `request_hash` tells a retry from another request
+    that reuses the key."""
+
+    token = models.ForeignKey(AgentToken, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)  # sha256 of the path and the JSON body
+    status = models.PositiveSmallIntegerField()
+    answer = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["token", "key"], name="idempotent_answer_once_per_key")]
 
 
 class Retrieval(models.Model):

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "curation.middleware.UnstorableInputMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -85,9 +86,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL lets the web server and the worker read while one of them writes.
-    DATABASES["default"]["OPTIONS"] = {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20}
+    # WAL lets the web server and the worker read while one of them writes. Writers take turns: a
+    # transaction takes the write lock when it begins (IMMEDIATE), and one that finds it taken waits up to
+    # `timeout` seconds for it. A deferred transaction would read first and then fail at once with
+    # "database is locked" when it came to write after another writer (SQLite does not wait for a lock
+    # it cannot get without a deadlock), so the loser of a race would answer 500 instead of being told.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # The tests' database is a file too, so that their threads meet the same locking as the web server
+    # and the worker do (an in-memory database shared between threads locks by table instead).
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-memoryadmin.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -209,6 +221,7 @@ CURATION = {
     "API_BATCH_MAX": 500,
     "API_RETRIEVE_MAX_K": 20,
     "API_RATE_LIMIT": int(os.environ.get("MEMORYADMIN_API_RATE_LIMIT", "600")),  # requests per token per minute
+    "IDEMPOTENCY_KEEP_HOURS": 24,     # how long a submission's answer is kept for a retry with its Idempotency-Key
 }
 
 LOGGING = {

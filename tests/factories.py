@@ -9,6 +9,7 @@ import datetime
 import json
 import math
 import re
+import threading
 import uuid
 
 import psycopg
@@ -57,6 +58,32 @@ def log_in(page, live_server, username):
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page).to_have_url(re.compile(r"/review/candidates/$"))
+
+
+# --- concurrent requests ---------------------------------------------------------------------------------
+
+def run_together(calls, timeout: float = 60) -> list:
+    """Run each call in its own thread (its own database connection), all released at once by a barrier;
+    the result of each, or the exception it raised, in order. Needs django_db(transaction=True): the
+    threads see only what is committed."""
+    barrier = threading.Barrier(len(calls))
+    results: list = [None] * len(calls)
+
+    def run(index, call):
+        try:
+            barrier.wait()
+            results[index] = call()
+        except Exception as exc:  # handed back to the test, which says what it expected
+            results[index] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    return results
 
 
 # --- the agent API ---------------------------------------------------------------------------------------

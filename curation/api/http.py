@@ -20,6 +20,8 @@ from django.views.decorators.csrf import csrf_exempt
 from curation import access
 from curation.models import AgentToken
 from curation.selectors.tokens import token_for_key
+from curation.services import idempotency
+from curation.storable_text import unstorable_fields
 
 log = logging.getLogger("curation.api")
 
@@ -120,6 +122,8 @@ def _json_body(request) -> dict:
         raise ApiError(400, f"The body is not valid JSON: {exc}.") from None
     if not isinstance(body, dict):
         raise ApiError(400, "The body must be a JSON object.")
+    if errors := unstorable_fields(body):
+        raise ApiError(422, "Some fields are not valid.", errors)
     return body
 
 
@@ -129,8 +133,10 @@ def validation_errors(exc: ValidationError) -> dict:
     return {"_": exc.messages}
 
 
-def api_view(*methods: str, body: bool = False):
-    """An agent API handler: `handler(request, token, [body,] **kwargs)` returns (status, data)."""
+def api_view(*methods: str, body: bool = False, idempotent: bool = False):
+    """An agent API handler: `handler(request, token, [body,] **kwargs)` returns (status, data). An
+    idempotent one (it takes a body) answers a request with an `Idempotency-Key` header once: a retry
+    with the key gets the first answer again, marked `Idempotent-Replayed: true`."""
 
     def decorator(handler):
         @csrf_exempt
@@ -144,14 +150,26 @@ def api_view(*methods: str, body: bool = False):
                 request.agent_token = token
                 if body:
                     kwargs["body"] = _json_body(request)
-                status, data = handler(request, token, *args, **kwargs)
+                key = request.headers.get("Idempotency-Key") if idempotent else None
+                if key is None:
+                    status, data = handler(request, token, *args, **kwargs)
+                    replayed = False
+                else:
+                    answer = idempotency.answer_once(
+                        token=token, key=idempotency.clean_key(key),
+                        digest=idempotency.request_hash(request.path, kwargs["body"]),
+                        produce=lambda: handler(request, token, *args, **kwargs))
+                    status, data, replayed = answer.status, answer.data, answer.replayed
             except ApiError as exc:
                 return error_response(exc.status, exc.message, exc.errors, exc.headers)
             except ValidationError as exc:
                 return error_response(422, "Some fields are not valid.", validation_errors(exc))
             except PermissionDenied as exc:
                 return error_response(403, str(exc) or "This token may not do that.")
-            return JsonResponse(data, status=status, json_dumps_params={"ensure_ascii": False})
+            response = JsonResponse(data, status=status, json_dumps_params={"ensure_ascii": False})
+            if replayed:
+                response["Idempotent-Replayed"] = "true"
+            return response
 
         return view
 

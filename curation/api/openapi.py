@@ -12,6 +12,15 @@ SLUG = {"type": "string", "pattern": SKILL_SLUG_PATTERN, "maxLength": SKILL_SLUG
         "example": "running-migrations-in-the-billing-api-container"}
 
 
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+    "description": "A key of the client's choosing (a UUID) to retry this request safely: a request with a key "
+                   "already used by this token is answered with the first answer (header Idempotent-Replayed: "
+                   f"true) and writes nothing, for {settings.CURATION['IDEMPOTENCY_KEEP_HOURS']} hours. The same "
+                   "key with another body is a 422. A refused request (4xx) is not kept.",
+}
+
 def _error(description: str) -> dict:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
@@ -211,13 +220,17 @@ def schema() -> dict:
                 "summary": "Submit one candidate lesson",
                 "description": "Secrets and personal data are redacted before storage and flagged. An exact "
                                "duplicate of an active (or pending) entry creates nothing: its evidence is added.",
+                "parameters": [IDEMPOTENCY_KEY],
                 "requestBody": _json_body("#/components/schemas/Candidate", EXAMPLE_CANDIDATE),
                 "responses": {"201": _ok("Created, or added to its duplicate.", "#/components/schemas/Submission"),
                               **BODY_ERRORS, **COMMON_ERRORS, "403": _error("The scope is outside the token's scopes.")},
             }},
             "/candidates/batch": {"post": {
                 "summary": f"Submit up to {c['API_BATCH_MAX']} candidates",
-                "description": "One result per item, in order; one bad item never blocks the others.",
+                "description": "One result per item, in order; one bad item never blocks the others. Text no "
+                               "database stores (a NUL character, a lone surrogate) anywhere in the body refuses "
+                               "the whole request with a 422 naming the item's field, e.g. candidates[3].trigger.",
+                "parameters": [IDEMPOTENCY_KEY],
                 "requestBody": _json_body("#/components/schemas/Batch", {"candidates": [EXAMPLE_CANDIDATE]}),
                 "responses": {"200": _ok("One result per candidate.", "#/components/schemas/BatchResult"),
                               **BODY_ERRORS, **COMMON_ERRORS},

@@ -26,12 +26,12 @@ def _refuse_unknown(body: dict, allowed: frozenset) -> None:
         raise ValidationError(errors)
 
 
-@api_view("POST", body=True)
+@api_view("POST", body=True, idempotent=True)
 def candidates(request, token, body):
     return 201, submit_candidate(data=body, token=token).as_json()
 
 
-@api_view("POST", body=True)
+@api_view("POST", body=True, idempotent=True)
 def candidates_batch(request, token, body):
     _refuse_unknown(body, frozenset({"candidates"}))
     items = body.get("candidates")

@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from curation import access
-from curation.models import AgentToken, Conflict, Entry, EventAction, Evidence, SimilarEntry, Status
+from curation.models import (
+    ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, SimilarEntry, Status,
+)
 from curation.selectors import similar_active_entries_many
 from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
@@ -107,22 +109,41 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
     """One candidate from an agent. Raises ValidationError (bad fields) or PermissionDenied (scope)."""
     prepared = _prepare_for(data, token)
     now = at or timezone.now()
-    with transaction.atomic(savepoint=False):
-        existing = _existing_duplicate(prepared)
-        if existing is not None:
-            added = _add_to_duplicate(existing, prepared, token.label, now)
-            return Submission(existing, created=False, duplicate_of=existing.pk, evidence_added=added,
-                              flags=prepared.flags)
-        entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now)
-        conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
-        return _named_for(token, [Submission(
-            entry,
-            created=True,
-            evidence_added=len(prepared.evidence),
-            similar_ids=similar_ids,
-            conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts),
-            flags=prepared.flags,
-        )])[0]
+    try:
+        with transaction.atomic():
+            return _submit_prepared(prepared, token, now)
+    except IntegrityError as exc:
+        if not _lost_to_a_pending_twin(exc):
+            raise
+    # The same lesson, sent at the same moment, was inserted by another submission between this one's
+    # check and its insert (the database kept the second out): written again, it is that one's duplicate.
+    with transaction.atomic():
+        return _submit_prepared(prepared, token, now)
+
+
+def _lost_to_a_pending_twin(exc: IntegrityError) -> bool:
+    """Was the insert refused because the same lesson already waits for review in its scope? PostgreSQL
+    names the constraint; SQLite names its columns."""
+    message = str(exc)
+    return ONE_PENDING_PER_FINGERPRINT in message or "curation_entry.scope, curation_entry.fingerprint" in message
+
+
+def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now) -> Submission:
+    existing = _existing_duplicate(prepared)
+    if existing is not None:
+        added = _add_to_duplicate(existing, prepared, token.label, now)
+        return Submission(existing, created=False, duplicate_of=existing.pk, evidence_added=added,
+                          flags=prepared.flags)
+    entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now)
+    conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
+    return _named_for(token, [Submission(
+        entry,
+        created=True,
+        evidence_added=len(prepared.evidence),
+        similar_ids=similar_ids,
+        conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts),
+        flags=prepared.flags,
+    )])[0]
 
 
 def _conflicts_with_readable_partners(token: AgentToken, entry: Entry, conflicts: list[Conflict]) -> list[int]:

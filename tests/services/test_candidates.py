@@ -181,7 +181,7 @@ def test_active_recheck_confirm_and_retire(make_candidate, reviewer):
 
 
 def test_bulk_decide_reports_each_item(make_candidate, reviewer, second_reviewer):
-    a, b, c = make_candidate(), make_candidate(), make_candidate()
+    a, b, c = (make_candidate(trigger=f"Editing config files, case {i}") for i in "abc")
     services.approve_candidate(b.pk, actor=second_reviewer, expected_version=1)
     outcomes = services.bulk_decide([(a.pk, 1), (b.pk, 1), (c.pk, 1), (999999, 1)], actor=reviewer,
                                     action="reject", reason="not specific enough")

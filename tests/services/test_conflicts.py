@@ -69,9 +69,9 @@ def test_no_conflict_outside_overlap_or_without_opposite_advice(reviewer, other_
 
 
 def test_only_active_entries_are_partners(reviewer):
-    pending(scope="acme/billing-api", **REBASE)  # a pending candidate is not yet advice anyone follows
     rejected = pending(scope="acme/billing-api", **REBASE)
     services.reject_candidate(rejected.pk, actor=reviewer, expected_version=1, reason="wrong")
+    pending(scope="acme/billing-api", **REBASE)  # a pending candidate is not yet advice anyone follows
     new = pending(scope="acme/billing-api", **NO_REBASE)
     assert conflicts.detect_conflicts_for(new) == []
 

@@ -143,7 +143,7 @@ def test_keyset_pagination_walks_every_entry_once(reviewer, make_candidate, sett
 
 
 def test_htmx_approve_returns_decided_card_and_count(reviewer, make_candidate):
-    entry, _other = make_candidate(), make_candidate()
+    entry, _other = make_candidate(), make_candidate(trigger="Another trigger waiting in the queue")
     response = client_for(reviewer).post(action_url("approve", entry), {"version": 1}, **HTMX)
     body = response.content.decode()
     assert response.status_code == 200
@@ -153,7 +153,7 @@ def test_htmx_approve_returns_decided_card_and_count(reviewer, make_candidate):
 
 def test_htmx_count_respects_the_filters_the_action_carries(reviewer, make_candidate):
     entry = make_candidate(scope="acme/web")
-    make_candidate(scope="acme/web")
+    make_candidate(scope="acme/web", trigger="Another trigger waiting in the web queue")
     make_candidate(scope="acme/billing-api")
     body = client_for(reviewer).post(action_url("approve", entry), {"version": 1, "scope": "acme/web"}, **HTMX).content.decode()
     assert "1 waiting" in body
@@ -203,7 +203,7 @@ def test_csrf_is_enforced(reviewer, make_candidate):
 
 
 def test_bulk_approve_and_reject(reviewer, second_reviewer, make_candidate):
-    a, b, c = make_candidate(), make_candidate(), make_candidate()
+    a, b, c = (make_candidate(trigger=f"Editing config files, case {i}") for i in "abc")
     services.approve_candidate(c.pk, actor=second_reviewer, expected_version=1)
     client = client_for(reviewer)
     response = client.post(reverse("curation:candidates-bulk"),
@@ -230,15 +230,15 @@ def test_queue_query_count_does_not_grow_with_the_queue(reviewer, lead, make_can
     active = make_candidate(trigger="Shared trigger words for similarity", content="Shared content words here")
     services.approve_candidate(active.pk, actor=lead, expected_version=1)
 
-    def fill(n):
-        for i in range(n):
+    def fill(start, n):
+        for i in range(start, start + n):
             make_candidate(trigger=f"Shared trigger words for similarity {i}", content="Shared content words here",
                            evidence=[{"kind": "tool_output", "signal": "self", "excerpt": f"log {i}"}])
 
     client = client_for(reviewer)
-    fill(10)
+    fill(0, 10)
     with_10 = _queue_queries(django_assert_max_num_queries, client)
-    fill(190)
+    fill(10, 190)
     with_200 = _queue_queries(django_assert_max_num_queries, client)
     assert with_10 == with_200 <= 12
 
