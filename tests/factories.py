@@ -425,5 +425,17 @@ SECRET_CORPUS = [
     ("compact IBAN", "DE89370400440532013000", "DE89370400440532013000"),
     ("US social security number", "123-45-6789", "123-45-6789"),
 ]
+
+
+def database_dump() -> str:
+    """Every row of every table, as text: what a pg_dump or sqlite .dump of this transaction would hold."""
+    lines = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names():
+            cursor.execute(f'SELECT * FROM "{table}"')
+            lines += [repr(row) for row in cursor.fetchall()]
+    return "\n".join(lines)
+
+
 # How a value sits in a sentence: the detectors must find it with any of these around it.
 SECRET_SURROUNDINGS = ["{}", "({})", "{}.", "'{}',", '"{}";', "<{}>", "[{}]!", "see {}. Then", "{}:"]

@@ -3,9 +3,9 @@
 import logging
 
 import pytest
-from django.db import connection
 
 from curation.models import Entry
+from tests.factories import database_dump
 
 pytestmark = pytest.mark.django_db
 
@@ -16,16 +16,6 @@ PHONE = "+44 20 7946 0958"
 BEARER = "eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd"
 PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----"
 SECRETS = (AWS_KEY, PASSWORD, EMAIL, PHONE, BEARER, "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun")
-
-
-def database_dump() -> str:
-    """Every row of every table, as text: what a pg_dump or sqlite .dump of this transaction would hold."""
-    lines = []
-    with connection.cursor() as cursor:
-        for table in connection.introspection.table_names():
-            cursor.execute(f'SELECT * FROM "{table}"')
-            lines += [repr(row) for row in cursor.fetchall()]
-    return "\n".join(lines)
 
 
 def test_secrets_are_redacted_everywhere_and_never_stored_or_logged(agent, approved, caplog):
