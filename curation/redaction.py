@@ -64,7 +64,10 @@ _known_clean: dict[str, None] = {}
 def _remember_clean(text: str) -> None:
     _known_clean[text] = None
     if len(_known_clean) > _KNOWN_CLEAN_MAX:
-        del _known_clean[next(iter(_known_clean))]
+        try:
+            del _known_clean[next(iter(_known_clean))]
+        except (KeyError, RuntimeError, StopIteration):  # another thread of the server forgot it first
+            pass
 
 
 @dataclass(frozen=True)
