@@ -27,4 +27,5 @@ USER app
 RUN python manage.py collectstatic --noinput
 
 EXPOSE 8000
-CMD ["gunicorn", "memoryadmin.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]
+# gunicorn.conf.py: the bind address and an access log without query strings.
+CMD ["gunicorn", "memoryadmin.wsgi", "--config", "gunicorn.conf.py"]

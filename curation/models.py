@@ -1,4 +1,5 @@
-"""The data of memoryadmin, nothing else: rules live in lifecycle.py, writes in services/."""
+"""The data of memoryadmin, nothing else: rules live in lifecycle.py, writes in services/. Every free-text
+column redacts secrets and personal data on its way to the database (redacted_fields.py)."""
 
 from django.conf import settings
 from django.db import models
@@ -6,6 +7,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from curation.access import clean_scope
+from curation.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
 
 TRIGGER_MAX = 500
 CONTENT_MAX = 4000
@@ -55,11 +57,11 @@ class Entry(models.Model):
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     scope = models.CharField(max_length=255, validators=[clean_scope])
-    trigger = models.TextField(max_length=TRIGGER_MAX)
-    content = models.TextField(max_length=CONTENT_MAX)
-    conditions = models.JSONField(default=list, blank=True)
-    boundary = models.TextField(blank=True)
-    recheck_when = models.TextField(blank=True)
+    trigger = RedactedTextField(max_length=TRIGGER_MAX)
+    content = RedactedTextField(max_length=CONTENT_MAX)
+    conditions = RedactedJSONField(default=list, blank=True)
+    boundary = RedactedTextField(blank=True)
+    recheck_when = RedactedTextField(blank=True)
     review_by = models.DateField(null=True, blank=True)
 
     signal = models.CharField(max_length=16, choices=Signal.choices)
@@ -83,12 +85,12 @@ class Entry(models.Model):
     fingerprint = models.CharField(max_length=64, blank=True)
     # Set while archived: when, and why ("decayed", "unused", "low utility", "displaced by #12").
     archived_at = models.DateTimeField(null=True, blank=True)
-    archive_reason = models.CharField(max_length=120, blank=True)
+    archive_reason = RedactedCharField(max_length=120, blank=True)
 
     supersedes = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by"
     )
-    source_task = models.CharField(max_length=255, blank=True)
+    source_task = RedactedCharField(max_length=255, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -204,8 +206,8 @@ class Evidence(models.Model):
     kind = models.CharField(max_length=32, choices=EvidenceKind.choices)
     signal = models.CharField(max_length=16, choices=Signal.choices)
     polarity = models.CharField(max_length=16, choices=Polarity.choices, default=Polarity.SUPPORTS)
-    excerpt = models.TextField(max_length=4000)
-    task_ref = models.CharField(max_length=255, blank=True)
+    excerpt = RedactedTextField(max_length=4000)
+    task_ref = RedactedCharField(max_length=255, blank=True)
     observed_at = models.DateTimeField()
     recorded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -303,15 +305,15 @@ class Event(models.Model):
     proposal = _subject_link("ConsolidationProposal")
     skill = _subject_link("SkillProposal")
     token = _subject_link("AgentToken")
-    entry_label = models.CharField(max_length=400)
+    entry_label = RedactedCharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     actor_label = models.CharField(max_length=150)
     action = models.CharField(max_length=48, choices=EventAction.choices)
-    reason = models.TextField(blank=True)
-    before = models.JSONField(null=True, blank=True)
-    after = models.JSONField(null=True, blank=True)
+    reason = RedactedTextField(blank=True)
+    before = RedactedJSONField(null=True, blank=True)
+    after = RedactedJSONField(null=True, blank=True)
     request_id = models.CharField(max_length=64, blank=True)
     # The entry's version after this change: "what changed since version N" is a range query.
     entry_version = models.PositiveIntegerField(null=True, blank=True)
@@ -363,7 +365,7 @@ class ScopeGrant(models.Model):
 class AgentToken(models.Model):
     """An agent's key to the API. Only a hash of the secret is stored; the secret is shown once."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = RedactedCharField(max_length=100, unique=True)
     key_prefix = models.CharField(max_length=16)  # the first characters, to recognise a token in lists
     key_hash = models.CharField(max_length=64, unique=True)
     scopes = models.JSONField(default=list)  # scope prefixes it may read and write
@@ -412,8 +414,8 @@ class Retrieval(models.Model):
     id = models.UUIDField(primary_key=True)
     token = models.ForeignKey(AgentToken, on_delete=models.PROTECT, related_name="retrievals")
     scope = models.CharField(max_length=255)
-    query = models.TextField(blank=True)
-    task_ref = models.CharField(max_length=255, blank=True)
+    query = RedactedTextField(blank=True)
+    task_ref = RedactedCharField(max_length=255, blank=True)
     entry_ids = models.JSONField(default=list)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -458,7 +460,7 @@ class Conflict(models.Model):
     entry_a = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
     entry_b = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
-    reason = models.TextField(blank=True)  # what the detector saw, e.g. "always rebase" against "never rebase"
+    reason = RedactedTextField(blank=True)  # what the detector saw, e.g. "always rebase" against "never rebase"
     detected_by = models.CharField(max_length=32)  # "ingest" or "sweep"
     created_at = models.DateTimeField(default=timezone.now)
     resolved_at = models.DateTimeField(null=True, blank=True)
@@ -497,7 +499,7 @@ class TaskRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     rows_examined = models.PositiveIntegerField(default=0)
     rows_changed = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
+    error = RedactedTextField(blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["task", "-started_at"], name="task_run_recent_idx")]
@@ -525,11 +527,11 @@ class ConsolidationProposal(models.Model):
     entry_versions = models.JSONField(default=dict)
     # supersede: the newer entry that stays and replaces the others
     target = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    proposed_trigger = models.TextField(blank=True)
-    proposed_content = models.TextField(blank=True)
-    proposed_boundary = models.TextField(blank=True)
-    proposed_conditions = models.JSONField(default=list, blank=True)
-    reason = models.TextField(blank=True)  # what the sweep saw, e.g. "3 entries, 0.82 alike"
+    proposed_trigger = RedactedTextField(blank=True)
+    proposed_content = RedactedTextField(blank=True)
+    proposed_boundary = RedactedTextField(blank=True)
+    proposed_conditions = RedactedJSONField(default=list, blank=True)
+    reason = RedactedTextField(blank=True)  # what the sweep saw, e.g. "3 entries, 0.82 alike"
     score = models.FloatField(default=0.0)
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
     created_at = models.DateTimeField(default=timezone.now)
@@ -537,7 +539,7 @@ class ConsolidationProposal(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
-    decision_note = models.TextField(blank=True)
+    decision_note = RedactedTextField(blank=True)
     # accepted merge: the new entry it made
     result = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
@@ -571,17 +573,17 @@ class SkillProposal(models.Model):
     scope = models.CharField(max_length=255, validators=[clean_scope])
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.NOMINATED)
     # The draft: the sections of SKILL.md.
-    description = models.TextField(max_length=SKILL_DESCRIPTION_MAX)
-    when_to_use = models.TextField(blank=True)
-    steps = models.TextField()
-    parameters = models.TextField(blank=True)
-    verification = models.TextField(blank=True)
-    rollback = models.TextField(blank=True)
-    pitfalls = models.TextField(blank=True)
+    description = RedactedTextField(max_length=SKILL_DESCRIPTION_MAX)
+    when_to_use = RedactedTextField(blank=True)
+    steps = RedactedTextField()
+    parameters = RedactedTextField(blank=True)
+    verification = RedactedTextField(blank=True)
+    rollback = RedactedTextField(blank=True)
+    pitfalls = RedactedTextField(blank=True)
     entries = models.ManyToManyField(Entry, through="SkillSource", related_name="skill_proposals")
     # The entry the sweep nominated; it stays among the sources.
     nominated_entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
-    reason = models.TextField(blank=True)  # what the sweep saw: hits, average utility, recent uses
+    reason = RedactedTextField(blank=True)  # what the sweep saw: hits, average utility, recent uses
     flags = models.JSONField(default=list, blank=True)  # what was redacted from edits
     # Trials count for the current revision only: it goes up when the steps, parameters, verification or
     # rollback change, since trials of other steps prove nothing about these.
@@ -594,12 +596,12 @@ class SkillProposal(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
-    decision_note = models.TextField(blank=True)
+    decision_note = RedactedTextField(blank=True)
     retired_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     retired_at = models.DateTimeField(null=True, blank=True)
-    retire_reason = models.TextField(blank=True)
+    retire_reason = RedactedTextField(blank=True)
 
     class Meta:
         indexes = [
@@ -650,8 +652,8 @@ class SkillTrial(models.Model):
     proposal = models.ForeignKey(SkillProposal, on_delete=models.PROTECT, related_name="trials")
     revision = models.PositiveIntegerField()
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    task_ref = models.CharField(max_length=255)
-    notes = models.TextField(max_length=4000, blank=True)
+    task_ref = RedactedCharField(max_length=255)
+    notes = RedactedTextField(max_length=4000, blank=True)
     token = models.ForeignKey(AgentToken, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     reported_by_label = models.CharField(max_length=150)
     created_at = models.DateTimeField(default=timezone.now)

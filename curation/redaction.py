@@ -16,23 +16,58 @@ from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.settings import default_settings, get_plugins
 from detect_secrets.util.code_snippet import get_code_snippet
 
-_PATTERNS: list[tuple[str, re.Pattern]] = [
+_VALUE_END = r"[^\s'\".,;:!?)\]}>]"  # a value's last character: never the sentence's punctuation after it
+# Credentials, found before any personal-data pattern runs: a phone or card pattern must never cut a token
+# (a Slack token's digit groups look like a phone number) and leave its other parts behind.
+_CREDENTIALS: list[tuple[str, re.Pattern]] = [
     ("private key", re.compile(
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)),
     ("bearer token", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9\-._~+/]{16,}=*)")),
+    ("basic auth", re.compile(r"(?i)\bauthorization\s*[:=]\s*basic\s+(?P<value>[A-Za-z0-9+/]{4,}={0,2})")),
+    # "password: x", "api_key=x", and in prose: "the admin password is x", "the password for prod was x"
     ("password", re.compile(
-        r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|token)\b\s*[:=]\s*['\"]?(?P<value>[^\s'\"]{6,})")),
+        r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|token)\b"
+        r"(?:\s+(?:for|of|on|to)\s+(?:the\s+)?[\w.-]+)?"
+        r"(?:\s*[:=]\s*|\s+(?:is|was|are|were|reads|=)\s+)['\"]?"
+        rf"(?P<value>[^\s'\"]{{4,}}{_VALUE_END})")),
+    ("API key", re.compile(r"(?<![\w-])sk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{20,}")),
+    ("npm token", re.compile(r"(?<![\w-])npm_[A-Za-z0-9]{36}(?!\w)")),
     ("credential in URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<value>[^\s@/]+)@")),
+]
+# Personal data, most specific first: a card or an IBAN is never left half taken by the phone pattern.
+_PERSONAL: list[tuple[str, re.Pattern]] = [
     ("e-mail address", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
-    ("phone number", re.compile(r"(?<![\w.])\+?\d[\d ().-]{7,}\d(?![\w.])")),
+    ("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")),
+    ("card number", re.compile(r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?!\w|[.,-]\d)")),
+    ("US social security number", re.compile(r"(?<![\w.-])\d{3}-\d{2}-\d{4}(?!\w|[.-]\d)")),
+    # A full stop or comma after the number ends the sentence; one followed by a digit is part of it.
+    ("phone number", re.compile(r"(?<![\w.+-])\+?\d[\d ().-]{7,}\d(?!\w|[.,-]?\d)")),
 ]
 _MIN_PHONE_DIGITS = 9
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}")
+_TOKEN_EDGES = ".,;:!?()[]{}<>'\"`"
 # Entropy plugins flag ordinary words and identifiers in prose; credentials keep their own plugins.
 _SKIPPED_PLUGINS = {"Base64HighEntropyString", "HexHighEntropyString"}
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{32,}")
 # The keyword plugin is most of the scanning time and only fires near one of its words (api_key,
 # password, pwd, secret, ...): lines without any of these stems skip it.
 _KEYWORD_STEMS = re.compile(r"(?i)key|pass|pwd|secret|contrase")
+
+
+# Texts known to hold nothing to redact (redact's outputs included: redacting twice changes nothing), so
+# that the same text written again (an entry's text in each Event's snapshot, a checked input stored by
+# the models' redacting fields) is not scanned again. Bounded: the oldest are forgotten first.
+_KNOWN_CLEAN_MAX = 4096
+_known_clean: dict[str, None] = {}
+
+
+def _remember_clean(text: str) -> None:
+    _known_clean[text] = None
+    if len(_known_clean) > _KNOWN_CLEAN_MAX:
+        try:
+            del _known_clean[next(iter(_known_clean))]
+        except (KeyError, RuntimeError, StopIteration):  # another thread of the server forgot it first
+            pass
 
 
 @dataclass(frozen=True)
@@ -87,14 +122,41 @@ def _high_entropy_tokens(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def redact(text: str, field: str) -> tuple[str, list[Finding]]:
-    """The text with every secret or personal datum replaced by [REDACTED: kind], and what was found."""
-    if not text:
-        return text, []
-    findings: list[Finding] = []
-    for kind, pattern in _PATTERNS:
-        def replace(match, kind=kind):
-            if kind == "phone number" and sum(c.isdigit() for c in match.group(0)) < _MIN_PHONE_DIGITS:
+def _luhn(digits: str) -> bool:
+    total = 0
+    for index, digit in enumerate(int(d) for d in reversed(digits)):
+        total += digit if index % 2 == 0 else (digit * 2 - 9 if digit > 4 else digit * 2)
+    return total % 10 == 0
+
+
+def _iban_valid(text: str) -> bool:
+    compact = text.replace(" ", "")
+    rearranged = compact[4:] + compact[:4]
+    return 15 <= len(compact) <= 34 and int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
+def _is_match(kind: str, match: re.Match) -> bool:
+    """Checks a pattern alone cannot make: a checksum, the shapes of dates and versions, prose."""
+    found = match.group(0)
+    digits = "".join(c for c in found if c.isdigit())
+    if kind == "password" and not re.search(r"[:=]", found[: match.start("value") - match.start()]):
+        value = match.group("value")  # "the password is rotated monthly" names no password
+        return not (value.isalpha() and value.islower())
+    if kind == "card number":
+        return _luhn(digits)
+    if kind == "IBAN":
+        return _iban_valid(found)
+    if kind == "phone number":
+        separators = set(re.sub(r"\d", "", found))
+        return (len(digits) >= _MIN_PHONE_DIGITS and not _DATE.search(found)
+                and not separators <= {"."})  # 10.20.30.40 and 1.2.345.6789 are addresses and versions
+    return True
+
+
+def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
+    for kind, pattern in patterns:
+        def replace(match, kind=kind, pattern=pattern):
+            if not _is_match(kind, match):
                 return match.group(0)
             findings.append(Finding(kind, field))
             if "value" not in pattern.groupindex:
@@ -105,11 +167,27 @@ def redact(text: str, field: str) -> tuple[str, list[Finding]]:
             return whole[: start - offset] + f"[REDACTED: {kind}]" + whole[end - offset:]
 
         text = pattern.sub(replace, text)
+    return text
+
+
+def redact(text: str, field: str) -> tuple[str, list[Finding]]:
+    """The text with every secret or personal datum replaced by [REDACTED: kind], and what was found.
+
+    Credentials first (our patterns, then detect-secrets' plugins and long random tokens), personal data
+    after: each detector sees whole values, never one another's leftovers."""
+    if not text or text in _known_clean:
+        return text, []
+    findings: list[Finding] = []
+    text = _apply(_CREDENTIALS, text, field, findings)
     for kind, value in _detect_secrets_values(text) + _high_entropy_tokens(text):
-        # A plugin may report only part of a token (a prefix such as "ghp"): redact the whole token.
-        for token in {t for t in re.findall(r"\S+", text) if value in t and "[REDACTED" not in t}:
-            text = text.replace(token, f"[REDACTED: {kind.lower()}]")
-            findings.append(Finding(kind.lower(), field))
+        # A plugin may report only part of a token (a prefix such as "ghp"): redact the whole token, but
+        # not the punctuation around it.
+        for token in {t.strip(_TOKEN_EDGES) for t in re.findall(r"\S+", text) if value in t}:
+            if value in token and "[REDACTED" not in token:
+                text = text.replace(token, f"[REDACTED: {kind.lower()}]")
+                findings.append(Finding(kind.lower(), field))
+    text = _apply(_PERSONAL, text, field, findings)
+    _remember_clean(text)
     return text, findings
 
 

@@ -398,3 +398,71 @@ def report(proposal: SkillProposal, outcomes=("success",) * 5, *, token=None, pr
     return [skills.record_skill_trial(token=token, slug=proposal.slug,
                                       data={"outcome": o, "task_ref": f"{prefix}-{i}", "notes": ""})
             for i, o in enumerate(outcomes)]
+
+
+# --- secrets and personal data ------------------------------------------------------------------------------
+
+# The redaction suite's corpus: (format, how it appears in text, the value that must never be stored). Every
+# format is tried in every text field, with punctuation around it (tests/unit/test_redaction.py,
+# tests/api/test_secrets.py, tests/services/test_console_redaction.py).
+SECRET_CORPUS = [
+    ("AWS access key", "AKIAZ3MPLE7QWERTY123", "AKIAZ3MPLE7QWERTY123"),
+    ("AWS secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("GitHub token", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("GitHub fine-grained token", "github_pat_11ABCDEFG0abcdefghijklmn_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU",
+     "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU"),
+    ("GitLab token", "glpat-abcdefghij0123456789", "glpat-abcdefghij0123456789"),
+    ("Slack bot token", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("Slack webhook", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+     "XXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("Stripe key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("OpenAI key", "sk-proj-abcdefghijklmnopqrstuvwxyz012345", "abcdefghijklmnopqrstuvwxyz012345"),
+    ("Google API key", "AIzaSyA-abcdefghijklmnopqrstuvwxyz01234", "abcdefghijklmnopqrstuvwxyz01234"),
+    ("JWT", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abc123def456ghi789", "eyJzdWIiOiIxMjM0In0"),
+    ("bearer header", "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd",
+     "eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd"),
+    ("basic auth header", "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw"),
+    ("password assignment", "password: Tr0ub4dor-and-3-more", "Tr0ub4dor-and-3-more"),
+    ("password in prose", "the admin password is Sup3rS3cret!x", "Sup3rS3cret!x"),
+    ("credential in URL", "postgres://admin:s3cr3tpass@db.internal/app", "s3cr3tpass"),
+    ("RSA private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+                        "-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"),
+    ("OpenSSH private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n"
+                            "-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"),
+    ("npm token", "npm_abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("PyPI token", "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0",
+     "AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0"),
+    ("SendGrid key", "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDE",
+     "abcdefghijklmnopqrstuvwxyz0123456789ABCDE"),
+    ("Twilio key", "SKabcdef0123456789abcdef0123456789", "SKabcdef0123456789abcdef0123456789"),
+    ("Discord bot token", "MTAxMDEwMTAxMDEwMTAxMDEw.GhIjKl.abcdefghijklmnopqrstuvwxyzABCDEF",
+     "abcdefghijklmnopqrstuvwxyzABCDEF"),
+    ("Telegram bot token", "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"),
+    ("Mailchimp key", "abcdef0123456789abcdef0123456789-us6", "abcdef0123456789abcdef0123456789"),
+    ("Azure storage key", "AccountKey=abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij==",
+     "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+    ("session id", "session=Zk3mQ9pL2xV7rT4nB8wY1cH6jD5sF0gA", "Zk3mQ9pL2xV7rT4nB8wY1cH6jD5sF0gA"),
+    ("e-mail address", "jane.doe@example-corp.com", "jane.doe@example-corp.com"),
+    ("international phone", "+44 20 7946 0958", "7946 0958"),
+    ("US phone", "(415) 555-0134", "555-0134"),
+    ("card number", "4111 1111 1111 1111", "4111 1111 1111 1111"),
+    ("compact card number", "5500005555555559", "5500005555555559"),
+    ("IBAN", "GB82 WEST 1234 5698 7654 32", "1234 5698 7654"),
+    ("compact IBAN", "DE89370400440532013000", "DE89370400440532013000"),
+    ("US social security number", "123-45-6789", "123-45-6789"),
+]
+
+
+def database_dump() -> str:
+    """Every row of every table, as text: what a pg_dump or sqlite .dump of this transaction would hold."""
+    lines = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names():
+            cursor.execute(f'SELECT * FROM "{table}"')
+            lines += [repr(row) for row in cursor.fetchall()]
+    return "\n".join(lines)
+
+
+# How a value sits in a sentence: the detectors must find it with any of these around it.
+SECRET_SURROUNDINGS = ["{}", "({})", "{}.", "'{}',", '"{}";', "<{}>", "[{}]!", "see {}. Then", "{}:"]

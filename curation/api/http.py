@@ -187,8 +187,8 @@ def readable_scope(token: AgentToken, raw: str) -> str:
     return scope
 
 
-def _query_number(request, name: str, default, low, high, parse, kind: str):
-    value = request.GET.get(name)
+def _query_number(params, name: str, default, low, high, parse, kind: str):
+    value = params.get(name)
     if value in (None, ""):
         return default
     try:
@@ -200,9 +200,10 @@ def _query_number(request, name: str, default, low, high, parse, kind: str):
     return number
 
 
-def query_int(request, name: str, default: int, low: int, high: int) -> int:
-    return _query_number(request, name, default, low, high, int, "A whole number.")
+def query_int(params, name: str, default: int, low: int, high: int) -> int:
+    """`params`: the query string (request.GET), or a JSON body read as one."""
+    return _query_number(params, name, default, low, high, int, "A whole number.")
 
 
-def query_float(request, name: str, default: float, low: float, high: float) -> float:
-    return _query_number(request, name, default, low, high, float, "A number.")
+def query_float(params, name: str, default: float, low: float, high: float) -> float:
+    return _query_number(params, name, default, low, high, float, "A number.")

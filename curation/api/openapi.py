@@ -159,6 +159,22 @@ def schema() -> dict:
             "notes": {"type": "string", "maxLength": 4000},
         },
     }
+    # The parameters of a retrieval: a GET's query string or a POST's JSON body.
+    memory_parameters = {
+        "scope": {"schema": SCOPE},
+        "q": {"schema": {"type": "string", "maxLength": 2000}, "description": "What the task is about: keywords or a sentence."},
+        "k": {"schema": {"type": "integer", "minimum": 1, "maximum": c["API_RETRIEVE_MAX_K"], "default": c["RETRIEVE_LIMIT"]}},
+        "min_confidence": {"schema": {"type": "number", "minimum": 0, "maximum": 1, "default": c["RETRIEVE_AT_LEAST"]},
+                           "description": f"Raised to {c['RETRIEVE_AT_LEAST']} if lower."},
+        "budget_chars": {"schema": {"type": "integer", "minimum": 200, "maximum": 50000, "default": 2000}},
+        "task_ref": {"schema": {"type": "string", "maxLength": 255}},
+    }
+    retrieval = ("Active entries of the scope and its ancestors (within the token's scopes), at "
+                 f"confidence {c['RETRIEVE_AT_LEAST']} or more, ranked by relevance × confidence, "
+                 "near-duplicates dropped. The retrieval is recorded; report its outcome to /feedback.")
+    memory_responses = {"200": _ok("The entries and the context block.", "#/components/schemas/Memory"),
+                        "403": _error("The scope is outside the token's scopes."),
+                        "422": _error("A parameter is not valid."), **COMMON_ERRORS}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -188,6 +204,9 @@ def schema() -> dict:
                                 "In order: {index, ok: true, ...Submission} or {index, ok: false, status, errors}."}},
                     "created": {"type": "integer"}, "duplicates": {"type": "integer"}, "failed": {"type": "integer"}}},
                 "Entry": entry,
+                "MemoryQuery": {"type": "object", "required": ["scope"], "additionalProperties": False, "properties": {
+                    name: {**spec["schema"], **({"description": spec["description"]} if "description" in spec else {})}
+                    for name, spec in memory_parameters.items()}},
                 "Memory": {"type": "object", "properties": {
                     "retrieval_id": {"type": "string", "format": "uuid"},
                     "scope": SCOPE,
@@ -237,25 +256,19 @@ def schema() -> dict:
             }},
             "/memory": {"get": {
                 "summary": "Retrieve curated memory for a scope",
-                "description": "Active entries of the scope and its ancestors (within the token's scopes), at "
-                               f"confidence {c['RETRIEVE_AT_LEAST']} or more, ranked by relevance × confidence, "
-                               "near-duplicates dropped. The retrieval is recorded; report its outcome to /feedback.",
-                "parameters": [
-                    {"name": "scope", "in": "query", "required": True, "schema": SCOPE},
-                    {"name": "q", "in": "query", "schema": {"type": "string", "maxLength": 2000},
-                     "description": "What the task is about: keywords or a sentence."},
-                    {"name": "k", "in": "query", "schema": {"type": "integer", "minimum": 1,
-                                                            "maximum": c["API_RETRIEVE_MAX_K"], "default": c["RETRIEVE_LIMIT"]}},
-                    {"name": "min_confidence", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1,
-                                                                         "default": c["RETRIEVE_AT_LEAST"]},
-                     "description": f"Raised to {c['RETRIEVE_AT_LEAST']} if lower."},
-                    {"name": "budget_chars", "in": "query", "schema": {"type": "integer", "minimum": 200,
-                                                                       "maximum": 50000, "default": 2000}},
-                    {"name": "task_ref", "in": "query", "schema": {"type": "string", "maxLength": 255}},
-                ],
-                "responses": {"200": _ok("The entries and the context block.", "#/components/schemas/Memory"),
-                              "403": _error("The scope is outside the token's scopes."),
-                              "422": _error("A parameter is not valid."), **COMMON_ERRORS},
+                "description": retrieval + " The query string lands in access logs: prefer POST /memory/search.",
+                "parameters": [{"name": name, "in": "query", **({"required": True} if name == "scope" else {}), **spec}
+                               for name, spec in memory_parameters.items()],
+                "responses": memory_responses,
+            }},
+            "/memory/search": {"post": {
+                "summary": "Retrieve curated memory for a scope, the parameters in a JSON body",
+                "description": retrieval + " The same parameters, answer and errors as GET /memory; the query "
+                               "and the task reference stay out of URLs and access logs.",
+                "requestBody": _json_body("#/components/schemas/MemoryQuery", {
+                    "scope": "acme/billing-api", "q": "webhook signing key rotation", "k": 3, "task_ref": "task-1234"}),
+                "responses": {**memory_responses, "400": BODY_ERRORS["400"], "413": BODY_ERRORS["413"],
+                              "415": BODY_ERRORS["415"]},
             }},
             "/feedback": {"post": {
                 "summary": "Report the outcome of a task that used a retrieval",

@@ -62,7 +62,7 @@ def skill_list(request, token):
     raw = request.GET.get("scope")
     if raw is not None:
         scopes = retrievable_scopes(readable_scope(token, raw), token.scopes)
-    limit = query_int(request, "limit", 100, 1, 200)
+    limit = query_int(request.GET, "limit", 100, 1, 200)
     after = request.GET.get("after", "")
     if after and (len(after) > SKILL_SLUG_MAX or not _SLUG.match(after)):
         raise ApiError(422, "Some parameters are not valid.", {"after": ["The next_after of the previous page."]})

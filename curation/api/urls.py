@@ -8,6 +8,7 @@ urlpatterns = [
     path("candidates", views.candidates, name="candidates"),
     path("candidates/batch", views.candidates_batch, name="candidates-batch"),
     path("memory", views.memory, name="memory"),
+    path("memory/search", views.memory_search, name="memory-search"),
     path("feedback", views.feedback, name="feedback"),
     path("entries/<int:entry_id>", views.entry_detail, name="entry"),
     path("entries/<int:entry_id>/evidence", views.entry_evidence, name="entry-evidence"),

@@ -47,24 +47,55 @@ def candidates_batch(request, token, body):
                  "failed": sum(1 for r in results if not r["ok"])}
 
 
+MEMORY_PARAMETERS = frozenset({"scope", "q", "k", "min_confidence", "budget_chars", "task_ref"})
+
+
 @api_view("GET")
 def memory(request, token):
-    scope = readable_scope(token, request.GET.get("scope", ""))
+    return _retrieve(token, request.GET)
+
+
+@api_view("POST", body=True)
+def memory_search(request, token, body):
+    """GET /memory with its parameters in a JSON body: the query and the task reference, which may hold
+    anything an agent pastes, then never sit in a URL, and so in no access log or proxy log."""
+    _refuse_unknown(body, MEMORY_PARAMETERS)
+    return _retrieve(token, _as_query_parameters(body))
+
+
+def _as_query_parameters(body: dict) -> dict[str, str]:
+    """A JSON body's values as a query string would carry them (text as is, a number as written, null as
+    absent), so that both forms go through the one validation of _retrieve."""
+    params, errors = {}, {}
+    for name, value in body.items():
+        if isinstance(value, str):
+            params[name] = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            params[name] = str(value)
+        elif value is not None:
+            errors[name] = ["Text or a number."]
+    if errors:
+        raise ApiError(422, "Some parameters are not valid.", errors)
+    return params
+
+
+def _retrieve(token, params) -> tuple[int, dict]:
+    scope = readable_scope(token, params.get("scope", ""))
     c = settings.CURATION
-    k = query_int(request, "k", c["RETRIEVE_LIMIT"], 1, c["API_RETRIEVE_MAX_K"])
+    k = query_int(params, "k", c["RETRIEVE_LIMIT"], 1, c["API_RETRIEVE_MAX_K"])
     floor = c["RETRIEVE_AT_LEAST"]
-    min_confidence = max(floor, query_float(request, "min_confidence", floor, 0.0, 1.0))
-    budget = query_int(request, "budget_chars", 2000, 200, 50000)
-    q = request.GET.get("q", "")
+    min_confidence = max(floor, query_float(params, "min_confidence", floor, 0.0, 1.0))
+    budget = query_int(params, "budget_chars", 2000, 200, 50000)
+    q = params.get("q", "")
     if len(q) > 2000:
         raise ApiError(422, "Some parameters are not valid.", {"q": ["At most 2,000 characters."]})
-    task_ref = request.GET.get("task_ref", "")[:255]
     ranked = selectors.retrieve_memory(
         scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence
     )
     included, context = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}
-    retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=task_ref, entries=included)
+    retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=params.get("task_ref", ""),
+                                 entries=included)
     return 200, {
         "retrieval_id": str(retrieval.pk),
         "scope": scope,
@@ -78,7 +109,7 @@ def memory(request, token):
 def feedback(request, token, body):
     _refuse_unknown(body, FEEDBACK_KEYS)
     if not isinstance(body.get("retrieval_id"), str):
-        raise ValidationError({"retrieval_id": ["The retrieval_id a GET /api/v1/memory answer gave."]})
+        raise ValidationError({"retrieval_id": ["The retrieval_id a /api/v1/memory answer gave."]})
     try:
         result = record_feedback(token=token, retrieval_id=body["retrieval_id"], outcome=body.get("outcome"),
                                  utility=body.get("utility"), used=body.get("used"))

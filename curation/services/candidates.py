@@ -208,6 +208,9 @@ def edit_and_approve(
 ) -> Entry:
     """Narrow or correct a candidate (scope, trigger, content, boundary, conditions), then approve it."""
     now = at or timezone.now()
+    # Redacted before the checks: lengths are those of what is stored, and what was found is flagged, as
+    # an agent's submission is, so the approved entry never serves a secret a reviewer pasted.
+    changes, findings = redact_fields(changes, _REDACTED_FIELDS)
     cleaned = clean_entry_fields(changes, fields=[f for f in EDITABLE_FIELDS if f in changes])
     if "scope" in cleaned and not access.user_can_see_scope(actor, cleaned["scope"]):
         raise ValidationError({"scope": ["You can only move an entry to a scope you review."]})
@@ -217,8 +220,10 @@ def edit_and_approve(
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         edited = [f for f in EDITABLE_FIELDS if f in cleaned and getattr(entry, f) != cleaned[f]]
         text = {"trigger": entry.trigger, "content": entry.content, **cleaned}
+        flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
         write_entry(
-            entry, {**cleaned, "fingerprint": fingerprint(text["trigger"], text["content"]), **_activation(entry, now)},
+            entry, {**cleaned, **flags, "fingerprint": fingerprint(text["trigger"], text["content"]),
+                    **_activation(entry, now)},
             expected_version=expected_version, action=EventAction.EDIT_APPROVE, actor=actor,
             reason=reason.strip() or (f"edited {', '.join(edited)}" if edited else "approved without changes"), at=now,
         )

@@ -345,6 +345,7 @@ def keep_entry(
 
 def _clean_split(prefix: str, entry: Entry, changes: dict, actor) -> dict:
     present = [f for f in SPLIT_FIELDS if f in changes]
+    changes, findings = redact_fields(changes, ("conditions",))  # flagged as an edit-and-approve is
     try:
         cleaned = clean_entry_fields(changes, fields=present)
     except ValidationError as exc:
@@ -356,7 +357,8 @@ def _clean_split(prefix: str, entry: Entry, changes: dict, actor) -> dict:
         ]})
     if not access.user_can_see_scope(actor, scope):
         raise ValidationError({f"{prefix}_scope": ["You can only move an entry to a scope you review."]})
-    return {"scope": scope, "conditions": cleaned.get("conditions", list(entry.conditions))}
+    flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
+    return {"scope": scope, "conditions": cleaned.get("conditions", list(entry.conditions)), **flags}
 
 
 def _describe(entry_id: int, fields: dict) -> str:

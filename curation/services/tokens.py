@@ -15,6 +15,7 @@ from curation import access
 from curation.access import clean_scope
 from curation.models import AgentToken, EventAction
 from curation.permissions import MANAGE_TOKENS
+from curation.redaction import redact
 from curation.selectors.tokens import hash_key
 
 from .events import record_event
@@ -43,7 +44,10 @@ def create_agent_token(
         raise PermissionDenied("Only leads manage agent tokens.")
     errors = {}
     name = (name or "").strip()
-    if not _NAME.match(name):
+    if findings := redact(name, "name")[1]:  # a pasted key, say: refused, so never stored or logged
+        errors["name"] = [f"This looks like a secret ({findings[0].kind}), not a name: name the token after its "
+                          "agent; its secret is made for you."]
+    elif not _NAME.match(name):
         errors["name"] = ["1 to 100 characters: letters, digits, '.', '_' or '-'."]
     cleaned_scopes = []
     for scope in scopes or []:

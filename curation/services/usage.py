@@ -25,9 +25,11 @@ def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str
     """Remember what the agent was given (feedback refers to it) and count the retrieval on each entry."""
     now = at or timezone.now()
     ids = [e.pk for e in entries]
-    query, _ = redact(query[:2000], "q")  # an agent may paste anything into its query
-    task_ref, _ = redact(task_ref[:255], "task_ref")
-    retrieval = Retrieval(id=uuid.uuid4(), token=token, scope=scope, query=query, task_ref=task_ref[:255],
+    # An agent may paste anything into its query. Redacted whole, then cut to the column: a secret cut
+    # first could lose the part a detector needs, and its rest would be stored.
+    query, _ = redact(query, "q")
+    task_ref, _ = redact(task_ref, "task_ref")
+    retrieval = Retrieval(id=uuid.uuid4(), token=token, scope=scope, query=query[:2000], task_ref=task_ref[:255],
                           entry_ids=ids, created_at=now)
     if connection.vendor == "postgresql":
         insert_counted_retrieval(retrieval)

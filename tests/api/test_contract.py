@@ -253,12 +253,16 @@ def test_context_fits_the_budget_and_lists_only_what_fits(agent, approved):
     assert sorted(Retrieval.objects.get(pk=body["retrieval_id"]).entry_ids) == sorted(e["id"] for e in body["entries"])
 
 
-@pytest.mark.parametrize("params, field", [
+# Shared with POST /memory/search, which refuses the same parameters with the same answer.
+MEMORY_PARAMETER_ERRORS = [
     ({"scope": "Not A Scope"}, "scope"), ({"scope": "acme/billing-api", "k": "21"}, "k"),
     ({"scope": "acme/billing-api", "k": "many"}, "k"), ({"scope": "acme/billing-api", "min_confidence": "2"},
                                                         "min_confidence"),
     ({"scope": "acme/billing-api", "budget_chars": "10"}, "budget_chars"), ({}, "scope"),
-])
+]
+
+
+@pytest.mark.parametrize("params, field", MEMORY_PARAMETER_ERRORS)
 def test_memory_parameter_errors(agent, params, field):
     response = agent.get("memory", **params)
     assert response.status_code == 422 and field in response.json()["errors"]
@@ -307,8 +311,8 @@ def test_add_evidence_to_an_entry(agent, approved):
 def test_openapi_schema_and_docs_page(client):
     schema = client.get("/api/v1/openapi.json").json()
     assert schema["openapi"].startswith("3.1")
-    assert set(schema["paths"]) == {"/candidates", "/candidates/batch", "/memory", "/feedback", "/entries/{id}",
-                                    "/entries/{id}/evidence", "/skills", "/skills/{slug}", "/skills/{slug}/trials"}
+    assert set(schema["paths"]) == {"/candidates", "/candidates/batch", "/memory", "/memory/search", "/feedback",
+                                    "/entries/{id}", "/entries/{id}/evidence", "/skills", "/skills/{slug}", "/skills/{slug}/trials"}
     page = client.get("/api/v1/docs").content.decode()
     assert "GET /api/v1/memory" in page and "POST /api/v1/feedback" in page
     assert "GET /api/v1/skills" in page and "POST /api/v1/skills/{slug}/trials" in page

@@ -3,9 +3,9 @@
 import logging
 
 import pytest
-from django.db import connection
 
-from curation.models import Entry
+from curation.models import Entry, Retrieval
+from tests.factories import SECRET_CORPUS, SECRET_SURROUNDINGS, database_dump
 
 pytestmark = pytest.mark.django_db
 
@@ -16,16 +16,6 @@ PHONE = "+44 20 7946 0958"
 BEARER = "eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd"
 PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----"
 SECRETS = (AWS_KEY, PASSWORD, EMAIL, PHONE, BEARER, "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun")
-
-
-def database_dump() -> str:
-    """Every row of every table, as text: what a pg_dump or sqlite .dump of this transaction would hold."""
-    lines = []
-    with connection.cursor() as cursor:
-        for table in connection.introspection.table_names():
-            cursor.execute(f'SELECT * FROM "{table}"')
-            lines += [repr(row) for row in cursor.fetchall()]
-    return "\n".join(lines)
 
 
 def test_secrets_are_redacted_everywhere_and_never_stored_or_logged(agent, approved, caplog):
@@ -60,3 +50,35 @@ def test_secrets_are_redacted_everywhere_and_never_stored_or_logged(agent, appro
         assert secret not in dump, secret
         assert secret not in logged, secret
     assert "[REDACTED" in dump  # the dump really holds the submitted rows
+
+
+# --- the redaction suite through the API: every format in every field, with punctuation around it ---------
+
+@pytest.mark.parametrize("name, text, secret", SECRET_CORPUS, ids=[name for name, *_ in SECRET_CORPUS])
+def test_every_format_in_every_field_is_redacted_before_it_is_stored(agent, approved, caplog, name, text, secret):
+    caplog.set_level(logging.DEBUG)
+    around = iter(SECRET_SURROUNDINGS * 2)
+    placed = lambda: next(around).format(text)  # noqa: E731 (each field gets other punctuation)
+    response = agent.submit(
+        scope="acme/billing-api", trigger=f"When {placed()} shows up", content=f"Do not paste {placed()}",
+        boundary=placed(), recheck_when=placed(), conditions=[placed(), "deploy"], source_task=placed()[:200],
+        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": placed(), "task_ref": placed()[:200]}])
+    assert response.status_code == 201, response.json()
+    flagged = {flag["detail"].rsplit(" removed from ", 1)[1] for flag in response.json()["flags"]}
+    assert {"trigger", "content", "boundary", "recheck_when", "conditions", "evidence[0].excerpt"} <= flagged
+    entry = approved(scope="acme/billing-api")
+    assert agent.post(f"entries/{entry.pk}/evidence", {"kind": "review", "signal": "external", "excerpt": placed(),
+                                                       "task_ref": placed()[:200]}).status_code == 201
+    assert agent.post("memory/search", {"scope": "acme/billing-api", "q": placed(),
+                                        "task_ref": placed()[:200]}).status_code == 200
+    dump = database_dump()
+    assert secret not in dump and secret not in caplog.text
+
+
+def test_a_value_longer_than_its_column_is_redacted_before_it_is_cut(agent):
+    # The key straddles the task_ref column's 255 characters: cut first, its first part would be stored.
+    task_ref = "t" * 240 + " " + AWS_KEY
+    body = agent.post("memory/search", {"scope": "acme/billing-api", "task_ref": task_ref}).json()
+    stored = Retrieval.objects.get(pk=body["retrieval_id"]).task_ref
+    assert len(stored) == 255 and stored.startswith("t" * 240 + " [REDACTED")
+    assert AWS_KEY[:12] not in stored

@@ -48,6 +48,16 @@ def test_commands(services):
     assert "migrate" in web
 
 
+def test_the_web_server_and_the_image_use_the_shipped_gunicorn_configuration(services):
+    # gunicorn.conf.py keeps query strings out of the access log (tests/unit/test_access_log.py)
+    web = [word.strip('"') for word in words(services["web"])]
+    assert web[web.index("gunicorn"):] == ["gunicorn", "memoryadmin.wsgi", "--config", "gunicorn.conf.py"]
+    dockerfile = (ROOT / "Dockerfile").read_text().splitlines()
+    assert [line for line in dockerfile if line.startswith("CMD")] == [
+        'CMD ["gunicorn", "memoryadmin.wsgi", "--config", "gunicorn.conf.py"]']
+    assert "gunicorn.conf.py" not in (ROOT / ".dockerignore").read_text()
+
+
 def test_exactly_one_beat(services):
     # Two beats would send every scheduled task twice.
     assert [name for name, s in services.items() if "beat" in words(s)] == ["beat"]

@@ -9,7 +9,7 @@ from django.test import Client
 from curation import services
 from curation.models import Entry, Event, Evidence
 from curation.redaction import redact
-from tests.factories import candidate_data
+from tests.factories import SECRET_CORPUS, SECRET_SURROUNDINGS, candidate_data
 
 SECRETS = {
     "aws access key": "AKIAIOSFODNN7EXAMPLE",
@@ -80,3 +80,48 @@ def test_queue_card_shows_the_flag(reviewer):
     page = client.get("/review/candidates/").content.decode()
     assert "⚑ redacted: " in page and "removed from content" in page
     assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in page
+
+
+# --- the redaction suite: every format of the corpus, with punctuation around it ------------------------------
+
+@pytest.mark.parametrize("surrounding", SECRET_SURROUNDINGS)
+@pytest.mark.parametrize("name, text, secret", SECRET_CORPUS, ids=[name for name, *_ in SECRET_CORPUS])
+def test_the_corpus_is_redacted_whatever_surrounds_it(name, text, secret, surrounding):
+    redacted, findings = redact(f"Before the deploy {surrounding.format(text)} and after it.", "content")
+    assert secret not in redacted and "[REDACTED" in redacted and findings
+    assert redacted.startswith("Before the deploy ") and redacted.endswith(" and after it.")
+
+
+def test_the_corpus_has_at_least_25_formats():
+    assert len({name for name, *_ in SECRET_CORPUS}) >= 25
+
+
+@pytest.mark.parametrize("text", [
+    "Deferred until 2026-12-03 15:50 UTC, then retried at 2026-12-04 09:05.",
+    "The password is rotated monthly by the vault job.",
+    "Version 1.22.333.4444 of the client; the API host is 192.168.100.200 on port 8443.",
+    "Order 12345 shipped; it weighs 1.5 kg and costs 12.50.",
+    "The token is refreshed every hour.",
+    "Basic configuration: set the basic settings first.",
+])
+def test_ordinary_text_with_numbers_and_words_is_left_alone(text):
+    assert redact(text, "reason") == (text, [])
+
+
+@pytest.mark.parametrize("text, secret, kind", [
+    # the phone pattern once took the token's digit groups and left its last part behind
+    ("use xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx.", "AbCdEfGhIjKlMnOpQrStUvWx", "slack token"),
+    ("call +44 20 7946 0958.", "7946 0958", "phone number"),
+    ("pay with 4111 1111 1111 1111.", "1111 1111", "card number"),
+    ("transfer to GB82WEST12345698765432, then", "GB82WEST12345698765432", "IBAN"),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw", "basic auth"),
+    ("the admin password is Sup3rS3cret!x.", "Sup3rS3cret!x", "password"),
+])
+def test_the_gaps_an_outside_probe_found(text, secret, kind):
+    redacted, findings = redact(text, "content")
+    assert secret not in redacted and [f.kind for f in findings] == [kind]
+
+
+def test_redacting_twice_changes_nothing():
+    once, _ = redact(" ".join(text for _, text, _ in SECRET_CORPUS), "content")
+    assert redact(once, "content") == (once, [])

@@ -1,0 +1,81 @@
+"""Every free-text column redacts what it stores, whichever path writes it: a new text column fails here
+until it is a redacting one (redacted_fields.py) or is named below with why no typed text reaches it."""
+
+import pytest
+from django.apps import apps
+from django.db import connection, models
+
+from curation.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
+from tests.factories import SECRET_CORPUS
+
+REDACTING = (RedactedCharField, RedactedTextField, RedactedJSONField)
+
+# Columns that hold no text anyone types: validated names and paths, hashes, ids, and copies of labels
+# made from usernames and token names (themselves checked when they are made).
+NOT_FREE_TEXT = {
+    "Entry.scope": "a scope path, validated by access.clean_scope",
+    "Entry.flags": "what redaction found: a kind and a field name",
+    "Entry.fingerprint": "a sha256",
+    "Entry.created_by_label": "a username or an agent token's label",
+    "Evidence.recorded_by_label": "a username or a token's label, and the entry it was merged from",
+    "Event.actor_label": "a username, a token's label or a sweep's name",
+    "Event.request_id": "a uuid the middleware makes",
+    "ScopeGrant.prefix": "a scope path, validated by access.clean_scope",
+    "AgentToken.key_prefix": "the token's first characters, kept on purpose to recognise it in lists",
+    "AgentToken.key_hash": "a sha256",
+    "AgentToken.scopes": "scope paths, validated by access.clean_scope",
+    "Retrieval.scope": "a scope path, validated by access.clean_scope",
+    "Retrieval.entry_ids": "entry ids",
+    "Feedback.used_entry_ids": "entry ids",
+    "Conflict.detected_by": "the detector's name",
+    "Conflict.resolution": "the resolution's name",
+    "TaskRun.task": "a sweep's name",
+    "TaskRun.triggered_by": "beat, command, or a username",
+    "ConsolidationProposal.scope": "a scope path, validated by access.clean_scope",
+    "ConsolidationProposal.key": "a sha256",
+    "ConsolidationProposal.entry_versions": "entry ids and versions",
+    "SkillProposal.slug": "validated against SKILL_SLUG_PATTERN",
+    "SkillProposal.scope": "a scope path, validated by access.clean_scope",
+    "SkillProposal.flags": "what redaction found: a kind and a field name",
+    "SkillProposal.created_by_label": "a sweep's name or a username",
+    "SkillSource.added_by_label": "a username or a sweep's name",
+    "SkillTrial.reported_by_label": "a token's label",
+}
+
+
+def text_columns():
+    for model in apps.get_app_config("curation").get_models():
+        for field in model._meta.concrete_fields:
+            if isinstance(field, (models.CharField, models.TextField, models.JSONField)) and not field.choices:
+                yield f"{model.__name__}.{field.name}", field
+
+
+def test_every_free_text_column_redacts_what_it_stores():
+    assert [name for name, field in text_columns()
+            if not isinstance(field, REDACTING) and name not in NOT_FREE_TEXT] == []
+
+
+def test_the_named_exceptions_exist_and_do_not_redact():
+    plain = {name for name, field in text_columns() if not isinstance(field, REDACTING)}
+    assert set(NOT_FREE_TEXT) == plain
+
+
+@pytest.mark.parametrize("name, field", [(n, f) for n, f in text_columns() if isinstance(f, REDACTING)],
+                         ids=lambda value: value if isinstance(value, str) else "")
+def test_each_redacting_column_redacts_on_every_way_to_the_database(name, field):
+    text = " ".join(value for _, value, _ in SECRET_CORPUS)
+    value = {"note": [text]} if isinstance(field, models.JSONField) else text
+    stored = str(field.get_db_prep_save(value, connection))  # what update() and bulk_create() send
+    instance = field.model()
+    setattr(instance, field.attname, value)
+    kept = str(field.pre_save(instance, add=True))  # what save() sends, and the instance then holds
+    assert str(getattr(instance, field.attname)) == kept
+    for _, _, secret in SECRET_CORPUS:
+        assert secret not in stored and secret not in kept, (name, secret)
+    if field.max_length and not isinstance(field, models.TextField):
+        assert len(kept) <= field.max_length  # cut to the column after redaction, never before
+
+
+def test_migrations_see_plain_columns():
+    field = apps.get_model("curation", "Entry")._meta.get_field("trigger")
+    assert field.deconstruct()[1] == "django.db.models.TextField"
