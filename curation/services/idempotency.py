@@ -30,10 +30,11 @@ class Answer:
 
 
 def clean_key(raw: str) -> str:
+    """What is stored of an Idempotency-Key: its sha256, never the key (a client may send anything there)."""
     key = raw.strip()
     if not 0 < len(key) <= KEY_MAX or not key.isascii() or not key.isprintable():
         raise ValidationError({"Idempotency-Key": [f"1 to {KEY_MAX} printable ASCII characters, e.g. a UUID."]})
-    return key
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def request_hash(path: str, body: dict) -> str:

@@ -23,6 +23,9 @@ LEAKED = ("AKIAZ3MPLE7QWERTY123", "jane.doe@example-corp.com", "Sup3rS3cret!x", 
 
 
 def pending(**fields):
+    """A new pending candidate, its trigger its own (the database keeps one pending entry per text)."""
+    pending.made = getattr(pending, "made", 0) + 1
+    fields.setdefault("trigger", f"{candidate_data()['trigger']} (case {pending.made})")
     return services.create_candidate(data=candidate_data(**fields), actor_label="agent:ci")
 
 
