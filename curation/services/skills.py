@@ -25,6 +25,7 @@ from curation.models import (
 from curation.permissions import SKILL_DECISIONS
 from curation.redaction import redact_fields
 from curation.selectors.skills import skill_events
+from curation.storable_text import text_problem
 
 from .errors import GateNotMet, InvalidTransition, StaleProposal
 from .events import record_event
@@ -131,23 +132,13 @@ def _text(errors: dict, data: dict, field: str, *, max_length: int) -> str | Non
         errors[field] = ["Must be text."]
         return None
     value = value.replace("\r\n", "\n").strip()
-    if "\x00" in value:
-        errors[field] = ["Must not contain NUL characters."]
-    elif not _encodable(value):
-        errors[field] = ["Must be valid Unicode text."]
+    if problem := text_problem(value):
+        errors[field] = [problem]
     elif len(value) > max_length:
         errors[field] = [f"At most {max_length:,} characters (this has {len(value):,})."]
     elif not value and field in REQUIRED_FIELDS:
         errors[field] = [REQUIRED_FIELDS[field]]
     return value
-
-
-def _encodable(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate, e.g. "\ud800" in JSON
-        return False
-    return True
 
 
 def _source_ids(value) -> list[int] | None:
