@@ -102,7 +102,7 @@ def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, act
 
 def write_entries(
     rows: list[Entry], *, expected_status: str, action: EventAction, reason_of: Callable[[Entry], str],
-    actor_label: str, at, request_id: str = "", values: dict | None = None,
+    actor_label: str, at, request_id: str | None = None, values: dict | None = None,
     row_values: dict[int, dict] | None = None, then: dict | None = None,
 ) -> int:
     """The bulk twin of write_entry, for a sweep's batch of rows it has locked, loaded with at least their

@@ -21,7 +21,6 @@ from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
 
 from curation import lifecycle
-from curation.middleware import current_request_id
 from curation.models import Entry, EventAction, TaskRun
 from curation.services.entry_writes import write_entries
 
@@ -51,10 +50,6 @@ class Sweep:
     @property
     def actor_label(self) -> str:
         return f"lifecycle:{self.task}"
-
-    @property
-    def request_id(self) -> str:
-        return f"taskrun-{self.run.pk}" if self.run else (current_request_id.get() or "")
 
     @property
     def samples_left(self) -> int:
@@ -106,10 +101,11 @@ def locked(qs: QuerySet) -> list[Entry]:
 
 def write_batch(sweep: Sweep, rows: list[Entry], *, expected_status: str, action: EventAction,
                 reason_of: Callable[[Entry], str], **changes) -> int:
-    """The sweep's batch through the one bulk write: its Events carry the sweep's label, its as-of time and
-    its run's request id. `changes` are write_entries' values / row_values / then."""
+    """The sweep's batch through the one bulk write: its Events carry the sweep's label and its as-of time
+    (and, as every Event of a run, its run's request id: runs.run_sweep sets it). `changes` are
+    write_entries' values / row_values / then."""
     return write_entries(rows, expected_status=expected_status, action=action, reason_of=reason_of,
-                         actor_label=sweep.actor_label, at=sweep.as_of, request_id=sweep.request_id, **changes)
+                         actor_label=sweep.actor_label, at=sweep.as_of, **changes)
 
 
 def state_sweep(sweep: Sweep, *, status: str, matching: Callable[[Q], QuerySet], describe: Callable[[Entry], str],

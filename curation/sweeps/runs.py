@@ -96,7 +96,7 @@ def run_sweep(
             logger.info("lifecycle %s skipped: another run holds the lock", task)
             return run, sweep
         # Every Event the run writes, through the sweep or through a service it calls, names the run.
-        request = current_request_id.set(sweep.request_id)
+        request = current_request_id.set(f"taskrun-{run.pk}")
         try:
             SWEEPS[task].run(sweep)
         except BaseException as exc:  # SoftTimeLimitExceeded is not an Exception subclass in every version

@@ -148,8 +148,7 @@ def _nominate(sweep, entries: list[Entry], gates) -> int:
     record_events(
         build_event(by_entry[e.pk], also=(e,), actor=None, actor_label=sweep.actor_label, action=EventAction.SKILL_NOMINATED,
                     reason=f"nominated as skill {by_entry[e.pk].slug}: {by_entry[e.pk].reason}",
-                    after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])}, at=sweep.as_of,
-                    request_id=sweep.request_id)
+                    after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])}, at=sweep.as_of)
         for e in locked
     )
     return len(locked)
