@@ -208,6 +208,7 @@ CURATION = {
     "LOW_UTILITY_BELOW": 0.4,         # ... with average utility < beta
     "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
     "SWEEP_BATCH_SIZE": 5000,
+    "SWEEP_LEASE_SECONDS": 300,       # a run with no heartbeat for this long (one per batch) holds no lock
     # Skill promotion gates. Nominated: a procedure or success pattern with at least
     # SKILL_MIN_HITS hits, average utility at least SKILL_MIN_AVG_UTILITY, no failure among its last
     # SKILL_RECENT_WINDOW uses, a rollback note and no open conflict. Approved (by a lead): at least
