@@ -1,11 +1,13 @@
 from django.urls import path
 
-from curation.views import candidates, conflicts, consolidation, dashboard, entries, maintenance, skills, tokens
+from curation.views import (candidates, conflicts, consolidation, dashboard, entries, health, maintenance, skills,
+                            tokens)
 
 app_name = "curation"
 
 urlpatterns = [
     path("", dashboard.home, name="home"),
+    path("healthz/", health.healthz, name="healthz"),
     *candidates.urlpatterns,
     *conflicts.urlpatterns,
     *consolidation.urlpatterns,
