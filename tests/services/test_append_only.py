@@ -41,8 +41,16 @@ def test_postgres_refuses_to_rewrite_a_skill_trial(on_postgres):
     assert SkillTrial.objects.get(pk=trial.pk).outcome == "success"
 
 
+@pytest.fixture
+def back_to_the_latest_schema():
+    """The tests after this one run on the whole schema, not the one this test stopped at."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 @pytest.mark.django_db(transaction=True)
-def test_events_gain_subjects_without_a_row_rewritten():
+def test_events_gain_subjects_without_a_row_rewritten(back_to_the_latest_schema):
     """Migration 0014 changes the events table's schema only: the history written before it stays as it was
     (on PostgreSQL the append-only trigger would refuse any UPDATE), and an Event about a token alone fits."""
     before, after = [("curation", "0013_retrieved_entry_one_index")], [("curation", "0014_event_subjects_and_actions")]

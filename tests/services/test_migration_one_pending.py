@@ -13,7 +13,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE, AFTER = [("curation", "0015_scope_segments")], [("curation", "0016_one_pending_entry_per_fingerprint")]
 
 
-def test_raced_duplicates_are_rejected_and_the_constraint_holds():
+@pytest.fixture
+def back_to_the_latest_schema():
+    """The tests after this one run on the whole schema, not the one this test stopped at."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_raced_duplicates_are_rejected_and_the_constraint_holds(back_to_the_latest_schema):
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
     OldEntry = executor.loader.project_state(BEFORE).apps.get_model("curation", "Entry")
