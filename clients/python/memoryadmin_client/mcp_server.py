@@ -251,8 +251,10 @@ def _memory_document(scope: str, answer: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_server(client_for: ClientFor, *, version: str = "") -> Server[Any]:
-    """The MCP server; `client_for(ctx)` opens the API client for one request."""
+def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version: str = "") -> Server[Any]:
+    """The MCP server; `client_for(ctx)` opens the API client for one request. The memory resources are
+    the token's scopes and `scopes` (e.g. the project's own, below the token's); any other scope is
+    read through the resource template."""
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[spec.tool() for spec in TOOLS.values()])
@@ -279,7 +281,7 @@ def build_server(client_for: ClientFor, *, version: str = "") -> Server[Any]:
             skills = await _all_skills(api, None)
         resources = [types.Resource(uri=memory_uri(scope), name=f"memory: {scope}", mime_type="text/markdown",
                                     description=f"The reviewed lessons of {scope}, as one document.")
-                     for scope in token["scopes"]]
+                     for scope in dict.fromkeys([*token["scopes"], *scopes])]
         resources += [types.Resource(uri=skill_uri(s["slug"]), name=f"skill: {s['slug']}", mime_type="text/markdown",
                                      description=s["description"]) for s in skills]
         return types.ListResourcesResult(resources=resources)

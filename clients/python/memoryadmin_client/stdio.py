@@ -1,7 +1,8 @@
 """`memoryadmin-mcp`: the MCP server over stdio, for an agent on its own machine.
 
 Reads MEMORYADMIN_URL (the memoryadmin server, e.g. https://memory.example.com) and MEMORYADMIN_TOKEN
-(an agent token) from the environment, and answers every tool and resource through the agent API."""
+(an agent token) from the environment, and MEMORYADMIN_SCOPES (optional, comma-separated: scopes to offer
+as memory resources besides the token's own, e.g. the project's `acme/billing-api`), and answers every tool and resource through the agent API."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ def _package_version() -> str:
         return ""
 
 
-async def serve(url: str, token: str) -> None:
+async def serve(url: str, token: str, scopes: tuple[str, ...] = ()) -> None:
     async with AsyncMemoryAdmin(url, token, user_agent="memoryadmin-mcp") as api:
-        server = build_server(lambda ctx: nullcontext(api), version=_package_version())
+        server = build_server(lambda ctx: nullcontext(api), scopes=scopes, version=_package_version())
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
@@ -41,7 +42,8 @@ def main() -> int:
         return 2
     # stdout carries the protocol; warnings go to stderr. httpx's INFO lines would name every request.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    anyio.run(serve, url, token)
+    scopes = tuple(s.strip() for s in os.environ.get("MEMORYADMIN_SCOPES", "").split(",") if s.strip())
+    anyio.run(serve, url, token, scopes)
     return 0
 
 
