@@ -80,6 +80,13 @@ def mcp_application(django_application):
     return BearerTokenGate(app)
 
 
-def routes_to_mcp(scope) -> bool:
-    """The ASGI events /mcp answers: its requests, and the lifespan (which starts the MCP session manager)."""
-    return scope["type"] == "lifespan" or (scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH)
+def with_mcp(django_application):
+    """The site's ASGI app: /mcp and the lifespan events (which start the MCP session manager; Django has no
+    lifespan) go to the MCP app, everything else to Django."""
+    mcp = mcp_application(django_application)
+
+    async def application(scope, receive, send):
+        serves_mcp = scope["type"] == "lifespan" or (scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH)
+        await (mcp if serves_mcp else django_application)(scope, receive, send)
+
+    return application
