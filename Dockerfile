@@ -5,10 +5,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    MEMORYADMIN_DATA_DIR=/app/data \
-    CONN_MAX_AGE=0
-# CONN_MAX_AGE=0: the web server is ASGI (uvicorn workers), where Django keeps a connection per request
-# context, so a persistent one would be left open, never reused (Django's docs: disable them under ASGI).
+    MEMORYADMIN_DATA_DIR=/app/data
 
 # A fixed uid, so files on a mounted volume have a predictable owner.
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin app

@@ -108,7 +108,7 @@ def ensure_token(scopes: int) -> None:
 
 
 def start_server(workers: int):
-    env = {**os.environ, "CONN_MAX_AGE": "0"}  # as the image sets it: the server is ASGI (see Dockerfile)
+    env = {**os.environ}
     proc = subprocess.Popen(
         [str(ROOT / ".venv/bin/gunicorn"), "memoryadmin.asgi:application", "--bind", f"127.0.0.1:{PORT}", "--workers",
          str(workers), "--timeout", "300", "--log-level", "warning"], cwd=ROOT, env=env)

@@ -1,16 +1,21 @@
 """The ASGI entry point (gunicorn's uvicorn workers, and `make demo`): Django, with the MCP server at /mcp.
 
-Django answers every path but /mcp (curation/api/mcp_http.py)."""
+Django answers every path but /mcp (curation/api/mcp_http.py), as its WSGI application on a pool of
+threads (threaded_wsgi.py), which keep their database connections as a WSGI server's threads do."""
 
 import logging
 import os
 
-from django.core.asgi import get_asgi_application
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-django_application = get_asgi_application()
+django_wsgi_application = get_wsgi_application()
 
 from curation.api.mcp_http import with_mcp  # noqa: E402  (needs Django set up)
+
+from .threaded_wsgi import ThreadedWSGI  # noqa: E402
+
+DJANGO_THREADS = int(os.environ.get("WEB_THREADS", "8"))  # per worker process; each holds a database connection
 
 
 class PathOnlyAccessLog(logging.Filter):
@@ -26,4 +31,5 @@ class PathOnlyAccessLog(logging.Filter):
 
 logging.getLogger("uvicorn.access").addFilter(PathOnlyAccessLog())
 
+django_application = ThreadedWSGI(django_wsgi_application, threads=DJANGO_THREADS)
 application = with_mcp(django_application)

@@ -4,7 +4,6 @@ database."""
 
 from __future__ import annotations
 
-import gc
 import os
 import socket
 import sys
@@ -12,13 +11,15 @@ import threading
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 import uvicorn
 from django.db import connections
 
 from curation.api.mcp_http import with_mcp
 from curation.services.tokens import create_agent_token
-from memoryadmin.asgi import django_application
+from memoryadmin.asgi import django_wsgi_application
+from memoryadmin.threaded_wsgi import ThreadedWSGI
 
 MEMORYADMIN_MCP = Path(sys.executable).parent / "memoryadmin-mcp"  # the console script of clients/python
 
@@ -31,14 +32,41 @@ def stdio_environment(url: str, key: str) -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", ""), "MEMORYADMIN_URL": url, "MEMORYADMIN_TOKEN": key}
 
 
+THREADS = 4
+
+
+def run_async(scenario) -> None:
+    """anyio.run(scenario), closing the database connections it opened: a test's ORM calls inside it run in
+    the task's own context, where Django keeps a connection of its own that would outlive the test."""
+
+    async def closing():
+        try:
+            await scenario()
+        finally:
+            connections.close_all()
+
+    anyio.run(closing)
+
+
+def close_connections(django_application: ThreadedWSGI) -> None:
+    """Close the database connection of each of the pool's threads (a barrier makes each take one task)."""
+    barrier = threading.Barrier(THREADS)
+
+    def close():
+        barrier.wait(10)
+        connections.close_all()
+
+    for done in [django_application.pool.submit(close) for _ in range(THREADS)]:
+        done.result()
+    django_application.pool.shutdown()
+
+
 @pytest.fixture
 def asgi_server(transactional_db):
     """The site's ASGI app (a fresh one: an MCP session manager runs once) on a free port; its URL."""
-    # As in production (Dockerfile): under ASGI a connection belongs to its request and is closed with it.
-    database = connections.settings["default"]
-    conn_max_age, database["CONN_MAX_AGE"] = database["CONN_MAX_AGE"], 0
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    django_application = ThreadedWSGI(django_wsgi_application, threads=THREADS)
     server = uvicorn.Server(uvicorn.Config(with_mcp(django_application), lifespan="on", log_level="warning",
                                            access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -51,6 +79,7 @@ def asgi_server(transactional_db):
     yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     server.should_exit = True
     thread.join(10)
-    database["CONN_MAX_AGE"] = conn_max_age
     sock.close()
-    gc.collect()  # a request's connection that Django dropped without closing is closed when collected
+    # Django's threads keep their connections (CONN_MAX_AGE): close them, so that none holds the test
+    # database open when it is flushed or dropped.
+    close_connections(django_application)

@@ -47,10 +47,9 @@ def error_response(status: int, message: str, errors: dict | None = None, header
     return response
 
 
-def authenticate(authorization: str) -> AgentToken:
-    """The agent token an `Authorization` header names, or a 401 ApiError. The one token check of the agent
-    API, and of the MCP endpoint that serves the same tokens (api/mcp_http.py)."""
-    scheme, _, key = authorization.partition(" ")
+def _authenticate(request) -> AgentToken:
+    header = request.headers.get("Authorization", "")
+    scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise ApiError(401, "Send the agent token as 'Authorization: Bearer <token>'.",
                        headers={"WWW-Authenticate": 'Bearer realm="memoryadmin"'})
@@ -146,7 +145,7 @@ def api_view(*methods: str, body: bool = False, idempotent: bool = False):
             try:
                 if request.method not in methods:
                     raise ApiError(405, f"Use {' or '.join(methods)}.", headers={"Allow": ", ".join(methods)})
-                token = authenticate(request.headers.get("Authorization", ""))
+                token = _authenticate(request)
                 _check_rate(token)
                 request.agent_token = token
                 if body:

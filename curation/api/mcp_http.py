@@ -2,9 +2,9 @@
 
 The tools and resources are the stdio server's (`memoryadmin_client.mcp_server`): each is one call of the
 agent API, sent in this process (httpx's ASGI transport into Django, no socket) with the caller's own
-`Authorization` header. So a request to /mcp is authenticated by the API's token check (`http.authenticate`,
-here once at the door, then on every API call), limited to the token's scopes and rate limit, and
-validated, exactly as `/api/v1/` is. Stateless, answering JSON: any worker answers any request, and no
+`Authorization` header. So a request to /mcp is authenticated by the API's own token check (at the door,
+GET /api/v1/token, then on every API call), limited to the token's scopes and rate limit, and validated,
+exactly as `/api/v1/` is; there is no second token check. Stateless, answering JSON: any worker answers any request, and no
 session outlives one. Nothing here logs a token or a query."""
 
 from __future__ import annotations
@@ -12,61 +12,52 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 import httpx
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 from memoryadmin_client import AsyncMemoryAdmin
 from memoryadmin_client.mcp_server import build_server
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.responses import JSONResponse
-
-from .http import ApiError, authenticate
+from starlette.responses import Response
 
 MCP_PATH = "/mcp"
+FORWARDED = ("host", "x-forwarded-proto", "x-forwarded-for")  # what the API calls carry on
 
 
-def _check_token(authorization: str) -> None:
-    """The API's token check, with the connection handling Django's request cycle would give it."""
-    close_old_connections()
-    try:
-        authenticate(authorization)
-    finally:
-        close_old_connections()
-
-
-def _authorization(scope) -> str:
-    return next((value.decode("latin-1") for name, value in scope["headers"] if name == b"authorization"), "")
+def _api_headers(headers) -> dict[str, str]:
+    """The caller's address, for the API calls made on its behalf (ALLOWED_HOSTS and a proxy's
+    X-Forwarded-Proto then see them as the caller's)."""
+    return {name: headers[name] for name in FORWARDED if name in headers}
 
 
 class BearerTokenGate:
-    """Refuses a request to /mcp without a usable agent token, answering as the API does (401 JSON)."""
+    """Lets a request to /mcp in only with a token the API accepts: it asks the API (GET /api/v1/token,
+    in this process) with the caller's Authorization, and answers the API's refusal (401, 429) as is."""
 
-    def __init__(self, app):
-        self.app = app
+    def __init__(self, app, api: httpx.AsyncClient):
+        self.app, self.api = app, api
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            try:
-                await sync_to_async(_check_token)(_authorization(scope))
-            except ApiError as exc:
-                response = JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
-                await response(scope, receive, send)
+            headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+            answer = await self.api.get("/api/v1/token", headers={
+                **_api_headers(headers), "authorization": headers.get("authorization", "")})
+            if answer.status_code != 200:
+                kept = {k: v for k, v in answer.headers.items() if k.lower() in ("www-authenticate", "retry-after")}
+                await Response(answer.content, answer.status_code, kept, media_type="application/json")(
+                    scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
 def mcp_application(django_application):
-    """The ASGI app of /mcp (with the lifespan that runs the MCP session manager). Its tools call the API
-    through `django_application`, addressed with the caller's Host so that ALLOWED_HOSTS applies."""
+    """The ASGI app of /mcp (with the lifespan that runs the MCP session manager). Its gate and its tools
+    call the API through `django_application`, in this process."""
     transport = httpx.ASGITransport(app=django_application)
 
     @asynccontextmanager
     async def client_for(ctx):
         request = ctx.request
         token = request.headers.get("authorization", "").partition(" ")[2].strip()  # the gate checked it
-        # A proxy's X-Forwarded-Proto goes along, so Django sees the request as secure as the caller's was.
-        forwarded = {name: request.headers[name] for name in ("x-forwarded-proto",) if name in request.headers}
         async with AsyncMemoryAdmin(f"{request.url.scheme}://{request.headers.get('host', 'localhost')}", token,
-                                    transport=transport, headers=forwarded,
+                                    transport=transport, headers=_api_headers(request.headers),
                                     user_agent="memoryadmin-mcp-http") as api:
             yield api
 
@@ -77,7 +68,7 @@ def mcp_application(django_application):
         # each API call, so the SDK's localhost-only DNS-rebinding guard would only refuse real hosts.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return BearerTokenGate(app)
+    return BearerTokenGate(app, httpx.AsyncClient(transport=transport, base_url="http://localhost"))
 
 
 def with_mcp(django_application):

@@ -16,7 +16,7 @@ from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidIn
 
 from curation.models import Entry, IdempotentAnswer
 from curation.services import approve_candidate
-from tests.live import token_key
+from tests.live import run_async, token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -112,7 +112,7 @@ def test_the_async_client_makes_the_same_calls(live_server, lead):
                 await api.search_memory("acme/../x")
             assert "scope" in bad.value.errors
 
-    anyio.run(scenario)
+    run_async(scenario)
     assert Entry.objects.get(trigger=LESSON["trigger"]).queued_at is not None  # the failure sent it to a recheck
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 
-import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
@@ -17,7 +16,7 @@ from curation.models import Entry
 from curation.services import approve_candidate
 from curation.services.skills import approve_skill
 from tests.factories import nominated, report
-from tests.live import MEMORYADMIN_MCP, stdio_environment, token_key
+from tests.live import MEMORYADMIN_MCP, run_async, stdio_environment, token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -116,7 +115,7 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
                 "name": approved_skill.slug, "outcome": "success", "task_ref": "task-9"})
             assert trial.is_error and "is approved: trials are reported while a skill is nominated" in text(trial)
 
-    anyio.run(scenario)
+    run_async(scenario)
 
 
 def test_bad_arguments_come_back_as_tool_errors_that_say_what_to_fix(connect):
@@ -138,7 +137,7 @@ def test_bad_arguments_come_back_as_tool_errors_that_say_what_to_fix(connect):
                 "retrieval_id": "6f1c0000-0000-0000-0000-000000000000", "outcome": "success"})
             assert unknown.is_error and "No such retrieval" in text(unknown)
 
-    anyio.run(scenario)
+    run_async(scenario)
 
 
 def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, approved_skill):
@@ -192,7 +191,7 @@ def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, appro
             assert nothing == []
             assert "No reviewed lessons" in own
 
-    anyio.run(scenario)
+    run_async(scenario)
     entry = Entry.objects.get(content__contains=secret_word)
     assert entry.evidence.count() == 1 and entry.hit_count == 0  # the second token changed nothing
 
@@ -220,7 +219,7 @@ def test_the_http_server_logs_no_token_and_no_query(asgi_server, caplog):
             await c.call_tool("search_memory", {"scope": "acme/billing-api", "query": query, "k": 99})
 
     with caplog.at_level(logging.DEBUG):
-        anyio.run(scenario)
+        run_async(scenario)
     # The SDK's client (mcp.client, over httpx2) is the agent's side, in this process only for the test.
     server_side = [r for r in caplog.records if not r.name.startswith(("mcp.client", "httpx2", "httpcore2"))]
     logged = "\n".join(f"{record.name} {record.getMessage()}" for record in server_side)
