@@ -9,6 +9,7 @@ session outlives one. Nothing here logs a token or a query."""
 
 from __future__ import annotations
 
+import logging
 from contextlib import asynccontextmanager
 
 import httpx
@@ -18,6 +19,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import Response
 
 MCP_PATH = "/mcp"
+
+# A line per in-process API call (httpx) and per stateless MCP request (the SDK) would only repeat the
+# access log's /mcp line; warnings and errors still show.
+for _name in ("httpx", "mcp"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 FORWARDED = ("host", "x-forwarded-proto", "x-forwarded-for")  # what the API calls carry on
 
 
