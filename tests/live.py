@@ -8,6 +8,7 @@ import os
 import socket
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 from pathlib import Path
 
@@ -35,17 +36,18 @@ def stdio_environment(url: str, key: str) -> dict[str, str]:
 THREADS = 4
 
 
-def run_async(scenario) -> None:
-    """anyio.run(scenario), closing the database connections it opened: a test's ORM calls inside it run in
-    the task's own context, where Django keeps a connection of its own that would outlive the test."""
+def run_async(scenario):
+    """anyio.run(scenario) in a thread of its own, since Playwright's sync API may have left an event loop in
+    this one; closes the database connections the scenario's ORM calls opened there. Answers its result."""
 
     async def closing():
         try:
-            await scenario()
+            return await scenario()
         finally:
             connections.close_all()
 
-    anyio.run(closing)
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(anyio.run, closing).result()
 
 
 def close_connections(django_application: ThreadedWSGI) -> None:

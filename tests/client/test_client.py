@@ -8,7 +8,6 @@ import threading
 import time
 import uuid
 
-import anyio
 import httpx
 import pytest
 from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidInput, MemoryAdmin, NotFound,
@@ -172,7 +171,7 @@ def test_a_429_and_a_503_are_retried_with_the_same_idempotency_key(flaky_server,
         async def submit():
             async with AsyncMemoryAdmin(flaky_server, "token", retry=retry) as api:
                 return await api.submit_candidate(**LESSON)
-        answer = anyio.run(submit)
+        answer = run_async(submit)
     assert answer == {"id": 7, "status": "pending", "created": True}
     (path, key, first), (_, key2, second), (_, key3, third) = Flaky.seen
     assert path == "/api/v1/candidates" and key and key == key2 == key3
