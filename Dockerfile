@@ -15,6 +15,9 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin app
 # the dependencies only, and the code runs from /app (manage.py's directory) below.
 COPY pyproject.toml /tmp/build/
 RUN pip install /tmp/build && rm -rf /tmp/build
+# The Python client: /mcp serves its MCP tools (clients/python/memoryadmin_client/mcp_server.py).
+COPY clients/python /tmp/client
+RUN pip install /tmp/client && rm -rf /tmp/client
 
 # /app itself belongs to the app user: settings create data/ inside it at start-up.
 RUN install -d -o app -g app /app
@@ -27,5 +30,6 @@ USER app
 RUN python manage.py collectstatic --noinput
 
 EXPOSE 8000
-# gunicorn.conf.py: the bind address and an access log without query strings.
-CMD ["gunicorn", "memoryadmin.wsgi", "--config", "gunicorn.conf.py"]
+# gunicorn.conf.py: uvicorn workers serving memoryadmin.asgi (Django and /mcp), the bind address, and an
+# access log without query strings.
+CMD ["gunicorn", "--config", "gunicorn.conf.py"]

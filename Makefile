@@ -4,13 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-lifecycle clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e ./clients/python   # the Python client and memoryadmin-mcp; /mcp uses it
 	@touch $@
 
 install: $(STAMP)
@@ -32,6 +33,9 @@ bench: $(STAMP)
 
 bench-api: $(STAMP)
 	$(BIN)/python benchmarks/api_bench.py
+
+bench-mcp: $(STAMP)
+	$(BIN)/python benchmarks/mcp_bench.py
 
 bench-lifecycle: $(STAMP)
 	$(BIN)/python benchmarks/lifecycle_bench.py

@@ -110,7 +110,7 @@ def ensure_token(scopes: int) -> None:
 def start_server(workers: int):
     env = {**os.environ}
     proc = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "memoryadmin.wsgi", "--bind", f"127.0.0.1:{PORT}", "--workers",
+        [str(ROOT / ".venv/bin/gunicorn"), "memoryadmin.asgi:application", "--bind", f"127.0.0.1:{PORT}", "--workers",
          str(workers), "--timeout", "300", "--log-level", "warning"], cwd=ROOT, env=env)
     for _ in range(100):
         try:

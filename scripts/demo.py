@@ -27,7 +27,8 @@ def main() -> int:
     manage("seed_demo", "--agent-token", DEMO_AGENT_TOKEN)
     data = Path(os.environ.get("MEMORYADMIN_DATA_DIR", ROOT / "data"))
     commands = {
-        "web": [PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        # The ASGI entry point, as in production: Django, and the MCP server at /mcp.
+        "web": [PY, "-m", "uvicorn", "memoryadmin.asgi:application", "--host", "127.0.0.1", "--port", port],
         "worker": [PY, "-m", "celery", "-A", "memoryadmin", "worker", "--loglevel=warning", "--concurrency=1"],
         "beat": [PY, "-m", "celery", "-A", "memoryadmin", "beat", "--loglevel=warning",
                  "--schedule", str(data / "celerybeat-schedule")],
@@ -41,6 +42,7 @@ def main() -> int:
         f"  log in as reviewer, lead or auditor (reviewer-billing sees acme/billing-api only); "
         f"password: {DEFAULT_PASSWORD}\n"
         f"  agent API: http://127.0.0.1:{port}/api/v1/docs with 'Authorization: Bearer {DEMO_AGENT_TOKEN}'\n"
+        f"  MCP server: http://127.0.0.1:{port}/mcp (Streamable HTTP, the same token); README: Connect your agent\n"
         "  web server, Celery worker and beat are running; Ctrl-C stops all of them.\n",
         flush=True,
     )

@@ -1,7 +1,9 @@
 import os
 
 import pytest
+import redis
 from django.conf import settings as django_settings
+from django.core.cache import cache
 from django.db import connection
 
 from curation import services
@@ -17,6 +19,21 @@ def pytest_collection_modifyitems(config, items):
         engine = django_settings.DATABASES["default"]["ENGINE"]
         if "postgresql" not in engine:
             raise pytest.UsageError(f"MEMORYADMIN_REQUIRE_POSTGRES=1 but the database engine is {engine}")
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    """Rate-limit counters live in the cache, which outlives a test's database (where token ids are reused):
+    each test starts with none. On Redis only those keys go: the broker may share the database."""
+    config = django_settings.CACHES["default"]
+    if config["BACKEND"].endswith(".RedisCache"):
+        client = redis.Redis.from_url(config["LOCATION"])
+        keys = list(client.scan_iter(match="*:api-*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    else:
+        cache.clear()
 
 
 @pytest.fixture(autouse=True)

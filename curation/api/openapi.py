@@ -235,6 +235,14 @@ def schema() -> dict:
             },
         },
         "paths": {
+            "/token": {"get": {
+                "summary": "This token's label, scopes and expiry",
+                "responses": {"200": {"description": "The token.", "content": {"application/json": {"schema": {
+                    "type": "object", "properties": {
+                        "label": {"type": "string"}, "scopes": {"type": "array", "items": SCOPE},
+                        "expires_at": {"type": ["string", "null"], "format": "date-time"}}}}}},
+                              **COMMON_ERRORS},
+            }},
             "/candidates": {"post": {
                 "summary": "Submit one candidate lesson",
                 "description": "Secrets and personal data are redacted before storage and flagged. An exact "

@@ -5,6 +5,7 @@ from . import docs, skills, views
 app_name = "api"
 
 urlpatterns = [
+    path("token", views.token_detail, name="token"),
     path("candidates", views.candidates, name="candidates"),
     path("candidates/batch", views.candidates_batch, name="candidates-batch"),
     path("memory", views.memory, name="memory"),

@@ -26,6 +26,14 @@ def _refuse_unknown(body: dict, allowed: frozenset) -> None:
         raise ValidationError(errors)
 
 
+@api_view("GET")
+def token_detail(request, token):
+    """What a client needs to know of its own token: the scopes it reads and writes (the MCP server lists
+    one memory resource per scope)."""
+    return 200, {"label": token.label, "scopes": list(token.scopes),
+                 "expires_at": token.expires_at.isoformat() if token.expires_at else None}
+
+
 @api_view("POST", body=True, idempotent=True)
 def candidates(request, token, body):
     return 201, submit_candidate(data=body, token=token).as_json()

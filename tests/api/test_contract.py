@@ -312,7 +312,8 @@ def test_openapi_schema_and_docs_page(client):
     schema = client.get("/api/v1/openapi.json").json()
     assert schema["openapi"].startswith("3.1")
     assert set(schema["paths"]) == {"/candidates", "/candidates/batch", "/memory", "/memory/search", "/feedback",
-                                    "/entries/{id}", "/entries/{id}/evidence", "/skills", "/skills/{slug}", "/skills/{slug}/trials"}
+                                    "/entries/{id}", "/entries/{id}/evidence", "/skills", "/skills/{slug}", "/skills/{slug}/trials",
+                                    "/token"}
     page = client.get("/api/v1/docs").content.decode()
     assert "GET /api/v1/memory" in page and "POST /api/v1/feedback" in page
     assert "GET /api/v1/skills" in page and "POST /api/v1/skills/{slug}/trials" in page

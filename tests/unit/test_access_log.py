@@ -42,3 +42,31 @@ def test_the_access_log_names_the_path_without_the_query_string():
     # gunicorn's own default writes the query string: the shipped configuration is what removes it
     assert "AKIA" in access_line(Config(), environ)
 
+
+
+def test_the_shipped_server_is_the_asgi_entry_point_on_uvicorn_workers():
+    config = shipped_config()
+    assert config.wsgi_app == "memoryadmin.asgi:application"
+    assert config.worker_class_str == "uvicorn_worker.UvicornWorker"
+
+
+def test_uvicorns_access_log_names_the_path_without_the_query_string():
+    import logging
+
+    import memoryadmin.asgi  # noqa: F401  (installs the filter on uvicorn's access logger)
+
+    lines = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logger = logging.getLogger("uvicorn.access")
+    logger.addHandler(handler)
+    level, logger.level = logger.level, logging.INFO
+    try:
+        # uvicorn's own call (a query with a credential in it is redacted anyway: this one holds only what an
+        # agent typed)
+        logger.info('%s - "%s %s HTTP/%s" %d', "10.0.0.7:5123", "GET", "/api/v1/memory?q=rotate+the+webhook+key&k=3",
+                    "1.1", 200)
+    finally:
+        logger.removeHandler(handler)
+        logger.level = level
+    assert lines == ['10.0.0.7:5123 - "GET /api/v1/memory HTTP/1.1" 200']

@@ -81,16 +81,17 @@ def test_commands(services):
     assert {"celery", "worker"} <= set(words(services["worker"]))
     assert {"celery", "beat"} <= set(words(services["beat"]))
     web = words(services["web"])
-    assert "memoryadmin.wsgi" in web or "runserver" in web
+    assert "gunicorn" in web
 
 
 def test_the_web_server_and_the_image_use_the_shipped_gunicorn_configuration(services):
     # gunicorn.conf.py keeps query strings out of the access log (tests/unit/test_access_log.py)
     web = [word.strip('"') for word in words(services["web"])]
-    assert web[web.index("gunicorn"):] == ["gunicorn", "memoryadmin.wsgi", "--config", "gunicorn.conf.py"]
+    # and names the app: memoryadmin.asgi (Django and /mcp) on uvicorn workers
+    assert web[web.index("gunicorn"):] == ["gunicorn", "--config", "gunicorn.conf.py"]
     dockerfile = (ROOT / "Dockerfile").read_text().splitlines()
     assert [line for line in dockerfile if line.startswith("CMD")] == [
-        'CMD ["gunicorn", "memoryadmin.wsgi", "--config", "gunicorn.conf.py"]']
+        'CMD ["gunicorn", "--config", "gunicorn.conf.py"]']
     assert "gunicorn.conf.py" not in (ROOT / ".dockerignore").read_text()
 
 

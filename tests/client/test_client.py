@@ -1,0 +1,186 @@
+"""The Python client (clients/python) against a live memoryadmin (pytest-django's live_server)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+import uuid
+
+import httpx
+import pytest
+from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidInput, MemoryAdmin, NotFound,
+                                PermissionDenied, RateLimited, RetryPolicy, TransportError)
+
+from curation.models import Entry, IdempotentAnswer
+from curation.services import approve_candidate
+from tests.live import run_async, token_key
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LESSON = dict(scope="acme/billing-api", kind="failure_lesson", signal="external",
+              trigger="Rotating the billing-api webhook signing key",
+              content="Deploy the new signing key to every worker before revoking the old one.",
+              evidence=[{"kind": "tool_output", "signal": "external",
+                         "excerpt": "worker-3: webhook signature mismatch after rotation"}])
+
+
+class Recording(httpx.HTTPTransport):
+    """The real transport, noting each request's method, URL and headers."""
+
+    def __init__(self):
+        super().__init__()
+        self.requests: list[httpx.Request] = []
+
+    def handle_request(self, request):
+        self.requests.append(request)
+        return super().handle_request(request)
+
+
+def test_the_sync_client_submits_searches_and_reports(live_server, lead):
+    transport = Recording()
+    with MemoryAdmin(live_server.url, token_key("py-agent", ["acme/billing-api"]), transport=transport) as api:
+        assert api.token()["scopes"] == ["acme/billing-api"]
+        submitted = api.submit_candidate(**LESSON)
+        assert submitted["status"] == "pending" and submitted["created"] is True
+        entry = Entry.objects.get(pk=submitted["id"])
+        approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+
+        found = api.search_memory("acme/billing-api", "webhook signing key rotation", k=3, task_ref="task-7")
+        assert [e["id"] for e in found["entries"]] == [entry.pk] and LESSON["content"] in found["context"]
+        search = transport.requests[-1]
+        assert search.method == "POST" and search.url.path == "/api/v1/memory/search" and not search.url.query
+        assert json.loads(search.content)["q"] == "webhook signing key rotation"
+
+        outcome = api.report_outcome(found["retrieval_id"], "success", utility=0.9)
+        assert outcome["recorded"] is True
+        assert api.report_outcome(found["retrieval_id"], "success")["recorded"] is False
+        detail = api.get_entry(entry.pk)
+        assert detail["confidence"] == pytest.approx(entry.confidence + 0.05)
+        added = api.add_evidence(entry.pk, kind="test_result", signal="external", excerpt="drill passed")
+        assert added["evidence"]["excerpt"] == "drill passed"
+        assert api.list_skills("acme/billing-api") == {"skills": [], "next_after": None}
+    # Every submission carried an idempotency key; nothing else did.
+    keyed = [(r.method, r.url.path) for r in transport.requests if "Idempotency-Key" in r.headers]
+    assert keyed == [("POST", "/api/v1/candidates")]
+
+
+def test_a_repeated_submission_with_its_key_writes_once(live_server):
+    key = str(uuid.uuid4())
+    with MemoryAdmin(live_server.url, token_key("py-agent", ["acme/billing-api"])) as api:
+        first = api.submit_candidate(**LESSON, idempotency_key=key)
+        again = api.submit_candidate(**LESSON, idempotency_key=key)
+    assert again == first
+    assert Entry.objects.filter(trigger=LESSON["trigger"]).count() == 1
+    assert IdempotentAnswer.objects.count() == 1
+
+
+def test_refusals_are_exceptions_with_the_apis_per_field_messages(live_server):
+    with MemoryAdmin(live_server.url, token_key("py-agent", ["acme/billing-api"])) as api:
+        with pytest.raises(InvalidInput) as bad:
+            api.submit_candidate(**{**LESSON, "kind": "rumour", "trigger": ""})
+        assert bad.value.status == 422 and set(bad.value.errors) >= {"kind", "trigger"}
+        assert "kind:" in str(bad.value)
+        with pytest.raises(InvalidInput) as bad_k:
+            api.search_memory("acme/billing-api", "x", k=0)
+        assert bad_k.value.errors == {"k": ["From 1 to 20."]}
+        with pytest.raises(PermissionDenied):
+            api.search_memory("globex", "x")
+        with pytest.raises(NotFound):
+            api.get_entry(999999)
+        with pytest.raises(NotFound):
+            api.get_skill("no-such-skill")
+    with pytest.raises(AuthenticationError) as unknown:
+        MemoryAdmin(live_server.url, "not-a-token").token()
+    assert unknown.value.message == "This token is unknown, revoked or expired."
+
+
+def test_the_async_client_makes_the_same_calls(live_server, lead):
+    key = token_key("async-agent", ["acme/billing-api"])
+
+    async def scenario():
+        async with AsyncMemoryAdmin(live_server.url, key) as api:
+            submitted = await api.submit_candidate(**LESSON)
+            entry = Entry.objects.get(pk=submitted["id"])
+            approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+            found = await api.search_memory("acme/billing-api", "webhook")
+            assert [e["id"] for e in found["entries"]] == [entry.pk]
+            assert (await api.report_outcome(found["retrieval_id"], "failure"))["recorded"] is True
+            with pytest.raises(InvalidInput) as bad:
+                await api.search_memory("acme/../x")
+            assert "scope" in bad.value.errors
+
+    run_async(scenario)
+    assert Entry.objects.get(trigger=LESSON["trigger"]).queued_at is not None  # the failure sent it to a recheck
+
+
+def test_the_live_rate_limit_answers_rate_limited_with_retry_after(live_server, settings):
+    settings.CURATION = {**settings.CURATION, "API_RATE_LIMIT": 2}
+    with MemoryAdmin(live_server.url, token_key("busy-agent", ["acme"]),
+                     retry=RetryPolicy(attempts=2, max_wait=0.5)) as api:
+        api.token()
+        api.token()
+        with pytest.raises(RateLimited) as limited:
+            api.token()  # the server's Retry-After (the rest of the minute) is over max_wait: raised at once
+    assert limited.value.status == 429 and 1 <= limited.value.retry_after <= 61
+    assert "Rate limit of 2 requests a minute reached" in limited.value.message
+
+
+class Flaky(http.server.BaseHTTPRequestHandler):
+    """Answers 429 (Retry-After: 1), then 503 without Retry-After, then the created answer."""
+
+    answers = []
+    seen: list[tuple[str, str | None, float]] = []
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        Flaky.seen.append((self.path, self.headers.get("Idempotency-Key"), time.monotonic()))
+        status, headers, body = Flaky.answers.pop(0)
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(json.dumps(body).encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def flaky_server():
+    Flaky.seen = []
+    Flaky.answers = [(429, {"Retry-After": "1"}, {"error": "Rate limit of 600 requests a minute reached."}),
+                     (503, {}, {"error": "Service unavailable."}),
+                     (201, {}, {"id": 7, "status": "pending", "created": True})]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_429_and_a_503_are_retried_with_the_same_idempotency_key(flaky_server, flavour):
+    retry = RetryPolicy(attempts=3, backoff=0.05)
+    if flavour == "sync":
+        with MemoryAdmin(flaky_server, "token", retry=retry) as api:
+            answer = api.submit_candidate(**LESSON)
+    else:
+        async def submit():
+            async with AsyncMemoryAdmin(flaky_server, "token", retry=retry) as api:
+                return await api.submit_candidate(**LESSON)
+        answer = run_async(submit)
+    assert answer == {"id": 7, "status": "pending", "created": True}
+    (path, key, first), (_, key2, second), (_, key3, third) = Flaky.seen
+    assert path == "/api/v1/candidates" and key and key == key2 == key3
+    assert second - first >= 0.95  # it waited what Retry-After said
+    assert third - second < 0.5    # then backed off on its own schedule
+
+
+def test_an_unreachable_server_is_a_transport_error():
+    with MemoryAdmin("http://127.0.0.1:9", "token", retry=RetryPolicy(attempts=2, backoff=0.01)) as api:
+        with pytest.raises(TransportError) as unreachable:
+            api.token()
+    assert unreachable.value.status == 0 and "Could not reach" in unreachable.value.message

@@ -1,0 +1,227 @@
+"""The MCP server through the official SDK's own client, over both transports, against a live memoryadmin:
+stdio (the `memoryadmin-mcp` console script, talking to pytest-django's live_server) and Streamable HTTP
+(/mcp, served by the ASGI entry point)."""
+
+from __future__ import annotations
+
+import logging
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from curation.models import Entry
+from curation.services import approve_candidate
+from curation.services.skills import approve_skill
+from tests.factories import nominated, report
+from tests.live import MEMORYADMIN_MCP, run_async, stdio_environment, token_key
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOLS = {"search_memory", "submit_lesson", "report_outcome", "add_evidence", "list_skills", "get_skill",
+         "report_skill_trial"}
+LESSON = {
+    "scope": "acme/billing-api", "kind": "failure_lesson", "signal": "external",
+    "trigger": "Rotating the billing-api webhook signing key",
+    "content": "Deploy the new signing key to every worker before revoking the old one.",
+    "evidence": [{"kind": "tool_output", "signal": "external",
+                  "excerpt": "worker-3: webhook signature mismatch after rotation"}],
+}
+QUERY = "webhook signing key rotation"
+
+
+@pytest.fixture(params=["stdio", "http"])
+def connect(request):
+    """connect(token key) -> an MCP client over the parametrized transport, against a live memoryadmin."""
+    if request.param == "stdio":
+        live_server = request.getfixturevalue("live_server")
+        return lambda key: Client(StdioServerParameters(command=str(MEMORYADMIN_MCP),
+                                                        env=stdio_environment(live_server.url, key)))
+    url = request.getfixturevalue("asgi_server")
+    return lambda key: Client(streamable_http_client(
+        f"{url}/mcp", http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"})))
+
+
+@pytest.fixture
+def approved_skill(lead):
+    proposal = nominated()  # scope acme/billing-api/container
+    report(proposal)
+    approve_skill(proposal.pk, actor=lead, expected_version=type(proposal).objects.get(pk=proposal.pk).version)
+    return proposal
+
+
+def text(result) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skill):
+    key = token_key("mcp-agent", ["acme/billing-api"])
+
+    async def scenario():
+        async with connect(key) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == TOOLS
+            assert tools["search_memory"].input_schema["required"] == ["scope"]
+            assert "query" in tools["search_memory"].input_schema["properties"]
+
+            uris = {str(r.uri) for r in (await client.list_resources()).resources}
+            skill_uri = f"memoryadmin://skills/{approved_skill.slug}/SKILL.md"
+            assert uris == {"memoryadmin://memory/acme/billing-api", skill_uri}
+            skill_md = (await client.read_resource(skill_uri)).contents[0].text
+            assert skill_md.startswith("---\nname: ") and "## Rollback" in skill_md
+
+            submitted = await client.call_tool("submit_lesson", LESSON)
+            assert not submitted.is_error, text(submitted)
+            assert submitted.structured_content["status"] == "pending"
+            entry_id = submitted.structured_content["id"]
+
+            # Before review, the lesson is given to no agent.
+            before = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY})
+            assert entry_id not in before.structured_content["entry_ids"]
+
+            entry = Entry.objects.get(pk=entry_id)
+            approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+
+            found = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY, "k": 3})
+            assert not found.is_error, text(found)
+            assert found.structured_content["entry_ids"] == [entry_id]
+            assert LESSON["content"] in found.structured_content["context"]
+            assert LESSON["content"] in text(found) and found.structured_content["retrieval_id"] in text(found)
+
+            memory = (await client.read_resource("memoryadmin://memory/acme/billing-api")).contents[0].text
+            assert memory.startswith("# Curated memory: acme/billing-api") and LESSON["content"] in memory
+
+            confidence = Entry.objects.get(pk=entry_id).confidence
+            outcome = await client.call_tool("report_outcome", {
+                "retrieval_id": found.structured_content["retrieval_id"], "outcome": "success", "utility": 0.9})
+            assert not outcome.is_error, text(outcome)
+            assert outcome.structured_content["recorded"] is True
+            assert Entry.objects.get(pk=entry_id).confidence == pytest.approx(confidence + 0.05)
+
+            evidence = await client.call_tool("add_evidence", {
+                "entry_id": entry_id, "kind": "test_result", "signal": "external",
+                "excerpt": "rotation drill passed on all 6 workers"})
+            assert not evidence.is_error, text(evidence)
+            assert Entry.objects.get(pk=entry_id).evidence.filter(excerpt__startswith="rotation drill").exists()
+
+            listed = await client.call_tool("list_skills", {})
+            assert [s["name"] for s in listed.structured_content["skills"]] == [approved_skill.slug]
+            skill = await client.call_tool("get_skill", {"name": approved_skill.slug})
+            assert text(skill) == skill_md
+
+            trial = await client.call_tool("report_skill_trial", {
+                "name": approved_skill.slug, "outcome": "success", "task_ref": "task-9"})
+            assert trial.is_error and "is approved: trials are reported while a skill is nominated" in text(trial)
+
+    run_async(scenario)
+
+
+def test_bad_arguments_come_back_as_tool_errors_that_say_what_to_fix(connect):
+    key = token_key("mcp-agent", ["acme/billing-api"])
+
+    async def scenario():
+        async with connect(key) as client:
+            too_many = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": "x", "k": 500})
+            assert too_many.is_error and "k: From 1 to 20." in text(too_many)
+            bad_scope = await client.call_tool("search_memory", {"scope": "acme/../globex", "query": "x"})
+            assert bad_scope.is_error and "scope:" in text(bad_scope) and "'..'" in text(bad_scope)
+            long_query = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": "x" * 2001})
+            assert long_query.is_error and "query: At most 2,000 characters." in text(long_query)
+            missing = await client.call_tool("submit_lesson", {"scope": "acme/billing-api", "kind": "fact"})
+            assert missing.is_error and "trigger: Field required" in text(missing)
+            wrong = await client.call_tool("report_outcome", {"retrieval_id": "nope", "outcome": "meh"})
+            assert wrong.is_error and "outcome:" in text(wrong)
+            unknown = await client.call_tool("report_outcome", {
+                "retrieval_id": "6f1c0000-0000-0000-0000-000000000000", "outcome": "success"})
+            assert unknown.is_error and "No such retrieval" in text(unknown)
+
+    run_async(scenario)
+
+
+def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, approved_skill):
+    first = token_key("acme-agent", ["acme/billing-api"])
+    second = token_key("globex-agent", ["globex"])
+    secret_word = "zanzibar"
+    lesson = {**LESSON, "content": f"Deploy the {secret_word} key to every worker before revoking the old one."}
+
+    async def scenario():
+        async with connect(first) as client:
+            submitted = await client.call_tool("submit_lesson", lesson)
+            entry_id = submitted.structured_content["id"]
+            entry = Entry.objects.get(pk=entry_id)
+            approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+            found = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY})
+            assert found.structured_content["entry_ids"] == [entry_id]
+            retrieval_id = found.structured_content["retrieval_id"]
+
+        async with connect(second) as client:
+            answers = []
+            uris = [str(r.uri) for r in (await client.list_resources()).resources]
+            assert uris == ["memoryadmin://memory/globex"]
+            own = (await client.read_resource("memoryadmin://memory/globex")).contents[0].text
+            answers.append(own)
+            for uri in ("memoryadmin://memory/acme/billing-api", "memoryadmin://memory/acme",
+                        f"memoryadmin://skills/{approved_skill.slug}/SKILL.md"):
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource(uri)
+                answers.append(refused.value.message)
+            calls = [
+                ("search_memory", {"scope": "acme/billing-api", "query": QUERY}, "may not read scope"),
+                ("search_memory", {"scope": "globex", "query": secret_word}, None),
+                ("list_skills", {}, None),
+                ("list_skills", {"scope": "acme/billing-api"}, "may not read scope"),
+                ("get_skill", {"name": approved_skill.slug}, "No such skill"),
+                ("report_skill_trial", {"name": approved_skill.slug, "outcome": "success", "task_ref": "t-1"},
+                 "No such skill"),
+                ("add_evidence", {"entry_id": entry_id, "kind": "review", "excerpt": "seen"}, "No such entry"),
+                ("report_outcome", {"retrieval_id": retrieval_id, "outcome": "failure"}, "No such retrieval"),
+                ("submit_lesson", {**lesson, "content": "Anything at all."}, "may not write to scope"),
+            ]
+            for name, arguments, refusal in calls:
+                result = await client.call_tool(name, arguments)
+                answers.append(text(result))
+                if refusal:
+                    assert result.is_error and refusal in text(result), (name, text(result))
+                else:
+                    assert not result.is_error, (name, text(result))
+            nothing = [a for a in answers if secret_word in a or approved_skill.slug in a or str(entry_id) in a
+                       and "acme" in a]
+            assert nothing == []
+            assert "No reviewed lessons" in own
+
+    run_async(scenario)
+    entry = Entry.objects.get(content__contains=secret_word)
+    assert entry.evidence.count() == 1 and entry.hit_count == 0  # the second token changed nothing
+
+
+def test_the_http_endpoint_wants_an_agent_token(asgi_server):
+    import httpx
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    missing = httpx.post(f"{asgi_server}/mcp", json=body, headers=headers)
+    assert missing.status_code == 401 and missing.headers["WWW-Authenticate"].startswith("Bearer")
+    assert missing.json() == {"error": "Send the agent token as 'Authorization: Bearer <token>'."}
+    unknown = httpx.post(f"{asgi_server}/mcp", json=body, headers={**headers, "Authorization": "Bearer nope"})
+    assert unknown.status_code == 401 and unknown.json() == {"error": "This token is unknown, revoked or expired."}
+
+
+def test_the_http_server_logs_no_token_and_no_query(asgi_server, caplog):
+    key = token_key("quiet-agent", ["acme/billing-api"])
+    query = "the quarterly reconciliation of vendor 4471"
+
+    async def scenario():
+        async with Client(streamable_http_client(
+                f"{asgi_server}/mcp", http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}))) as c:
+            await c.call_tool("search_memory", {"scope": "acme/billing-api", "query": query})
+            await c.call_tool("search_memory", {"scope": "acme/billing-api", "query": query, "k": 99})
+
+    with caplog.at_level(logging.DEBUG):
+        run_async(scenario)
+    # The SDK's client (mcp.client, over httpx2) is the agent's side, in this process only for the test.
+    server_side = [r for r in caplog.records if not r.name.startswith(("mcp.client", "httpx2", "httpcore2"))]
+    logged = "\n".join(f"{record.name} {record.getMessage()}" for record in server_side)
+    assert "django.request" in logged  # the server did log (the 422): none of it names the token or the query
+    assert key not in logged and "reconciliation" not in logged
