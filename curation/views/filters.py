@@ -86,9 +86,14 @@ def refusal_status(form: forms.Form) -> int:
 
 
 class QueueFilterForm(forms.Form):
-    """A queue's filter bar. `filters()` is the selector's filters (the defaults when the form is not valid)."""
+    """A queue's filter bar. `filters()` is the selector's filters (the defaults when the form is not valid).
+
+    Its parameters have their own namespace ("f-scope", "f-reason"): a decision posts the filters along
+    (hx-include) next to its own fields, and a reject's `reason` or an edit's `scope` must not read as a
+    filter."""
 
     dataclass: type
+    prefix = "f"
 
     def filters(self):
         if not self.is_valid():

@@ -139,7 +139,7 @@ class Queue:
         context.update(page=page, filter_query=query.urlencode(), count_noun=self.counted(filters))
         # Filtering and paging with htmx swap only the list; a full load (or a boosted one) gets the page.
         if request.htmx and not request.htmx.boosted and request.htmx.target == "queue":
-            return render(request, "curation/partials/queue_list.html", context, status=status)
+            return render(request, "curation/partials/queue_list.html", {**context, "oob": True}, status=status)
         return render(request, self.page_template, context, status=status)
 
     # --- one card -----------------------------------------------------------------------------------

@@ -68,6 +68,18 @@
     ev.preventDefault();
   });
 
+  // One notion of "current card": wherever focus goes (Tab, a click, a link inside a card), that card is
+  // current, so a key never acts on a card other than the one the reviewer is on.
+  function markCurrent(card) {
+    if (!card || card.classList.contains("is-current")) return;
+    cards().forEach(function (c) { c.classList.remove("is-current"); });
+    card.classList.add("is-current");
+  }
+  document.addEventListener("focusin", function (ev) {
+    var card = ev.target.closest && ev.target.closest("#queue [data-card]");
+    if (card) markCurrent(card);
+  });
+
   document.addEventListener("change", function (ev) { if (ev.target.matches("[data-select]")) updateSelected(); });
   document.addEventListener("click", function (ev) {
     var help = ev.target.closest("[data-keys-help]");

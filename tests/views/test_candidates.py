@@ -110,7 +110,7 @@ def test_filters(reviewer, make_candidate):
     client = client_for(reviewer)
 
     def shown(**params):
-        page = client.get(reverse("curation:candidates"), params).content.decode()
+        page = client.get(reverse("curation:candidates"), {f"f-{k}": v for k, v in params.items()}).content.decode()
         return [t for t in ("Web preference A", "Billing fact B") if t in page]
 
     assert shown(scope="acme/web") == ["Web preference A"]
@@ -123,7 +123,7 @@ def test_filters(reviewer, make_candidate):
 
 
 def test_bad_filter_is_a_400_with_a_message(reviewer):
-    response = client_for(reviewer).get(reverse("curation:candidates"), {"min_confidence": "lots", "after": "x"})
+    response = client_for(reviewer).get(reverse("curation:candidates"), {"f-min_confidence": "lots", "after": "x"})
     assert response.status_code == 400
     assert "a number from 0 to 1" in response.content.decode()
     response = client_for(reviewer).get(reverse("curation:candidates"), {"after": "garbage"})
@@ -155,8 +155,31 @@ def test_htmx_count_respects_the_filters_the_action_carries(reviewer, make_candi
     entry = make_candidate(scope="acme/web")
     make_candidate(scope="acme/web", trigger="Another trigger waiting in the web queue")
     make_candidate(scope="acme/billing-api")
-    body = client_for(reviewer).post(action_url("approve", entry), {"version": 1, "scope": "acme/web"}, **HTMX).content.decode()
+    body = client_for(reviewer).post(action_url("approve", entry), {"version": 1, "f-scope": "acme/web"}, **HTMX).content.decode()
     assert "1 waiting" in body
+
+
+def test_an_actions_own_fields_never_read_as_filters(reviewer, make_candidate):
+    """A reject's `reason` and an edit's `scope` sit next to the filters the action carries (hx-include):
+    the count is still the count of what the filters select."""
+    web = [make_candidate(scope="acme/web", trigger=f"Web lesson number {i}") for i in range(3)]
+    make_candidate(scope="acme/billing-api")
+    client = client_for(reviewer)
+    filters = {"f-scope": "acme/web", "f-reason": "", "f-kind": ""}
+    body = client.post(action_url("reject", web[0]), {"version": 1, "reason": "too vague", **filters}, **HTMX)
+    assert "2 waiting" in body.content.decode()
+    edit = {**ACTIONS["edit"], "scope": "acme/billing-api/container"}
+    body = client.post(action_url("edit", web[1]), {"version": 1, **edit, **filters}, **HTMX).content.decode()
+    assert "Edited and approved" in body and "1 waiting" in body
+
+
+def test_filtering_with_htmx_updates_the_count(reviewer, make_candidate):
+    make_candidate(scope="acme/web")
+    make_candidate(scope="acme/billing-api")
+    fragment = client_for(reviewer).get(reverse("curation:candidates"), {"f-scope": "acme/web"},
+                                        HTTP_HX_TARGET="queue", **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<section id="queue"')
+    assert '<span id="queue-count" class="count" hx-swap-oob="true">1 waiting' in fragment
 
 
 def test_stale_decision_shows_conflict_inside_the_card(reviewer, second_reviewer, make_candidate):

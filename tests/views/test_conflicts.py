@@ -148,7 +148,7 @@ def test_bad_merge_fields_answer_422_per_field(open_conflict, reviewer):
     conflict, a, b = open_conflict()
     response = client_for(reviewer).post(url("merge", conflict), {
         "merge_kind": "rumour", "merge_scope": "Acme", "merge_trigger": "", "merge_content": "x", "merge_boundary": "",
-        "merge_conditions": "", "scope": "", "kind": "",
+        "merge_conditions": "", "f-scope": "", "f-kind": "",
         **versions(a, b)}, **HTMX)
     body = response.content.decode()
     assert response.status_code == 422
@@ -161,7 +161,7 @@ def test_merge_through_the_form(open_conflict, reviewer):
     response = client_for(reviewer).post(url("merge", conflict), {
         "merge_kind": "procedure", "merge_scope": "acme/billing-api", "merge_trigger": "Merging into main",
         "merge_content": "Rebase feature branches; never rebase shared ones.", "merge_boundary": "", "merge_conditions": "git",
-        "scope": "", "kind": "", "detected_by": "",  # the queue's filters, posted along (hx-include)
+        "f-scope": "", "f-kind": "", "f-detected_by": "",  # the queue's filters, posted along (hx-include)
         **versions(a, b)}, **HTMX)
     assert response.status_code == 200
     merged = Entry.objects.get(supersedes=a)
@@ -204,12 +204,12 @@ def test_malformed_forms_answer_422(open_conflict, reviewer, data, message):
 def test_filters_and_bad_filters(open_conflict, reviewer):
     conflict, a, b = open_conflict()
     client = client_for(reviewer)
-    assert f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), {"scope": "acme/billing-api/container"}).content.decode()
-    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"scope": "acme/web"}).content.decode()
-    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"detected_by": "sweep"}).content.decode()
-    assert client.get(reverse("curation:conflicts"), {"kind": "rumour"}).status_code == 400
+    assert f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), {"f-scope": "acme/billing-api/container"}).content.decode()
+    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"f-scope": "acme/web"}).content.decode()
+    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"f-detected_by": "sweep"}).content.decode()
+    assert client.get(reverse("curation:conflicts"), {"f-kind": "rumour"}).status_code == 400
     assert client.get(reverse("curation:conflicts"), {"after": "garbage"}).status_code == 400
-    fragment = client.get(reverse("curation:conflicts"), {"scope": "acme"}, HTTP_HX_TARGET="queue", **HTMX)
+    fragment = client.get(reverse("curation:conflicts"), {"f-scope": "acme"}, HTTP_HX_TARGET="queue", **HTMX)
     assert fragment.content.decode().lstrip().startswith('<section id="queue"')
     assert "HX-Request" in fragment["Vary"]
 
@@ -290,11 +290,11 @@ def test_signal_confidence_and_age_filters(open_conflict, reviewer):
 
     conflict, a, b = open_conflict()
     client = client_for(reviewer)
-    shown = lambda **params: f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), params).content.decode()  # noqa: E731
+    shown = lambda **params: f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), {f"f-{k}": v for k, v in params.items()}).content.decode()  # noqa: E731
     assert shown(signal="self") and not shown(signal="external")
     assert shown(max_confidence="0.7") and not shown(max_confidence="0.5")
     assert not shown(older_than_days="2")
     Conflict.objects.filter(pk=conflict.pk).update(created_at=conflict.created_at - datetime.timedelta(days=3))
     assert shown(older_than_days="2")
-    for bad in ({"max_confidence": "2"}, {"older_than_days": "-1"}, {"signal": "gossip"}):
+    for bad in ({"f-max_confidence": "2"}, {"f-older_than_days": "-1"}, {"f-signal": "gossip"}):
         assert client.get(reverse("curation:conflicts"), bad).status_code == 400

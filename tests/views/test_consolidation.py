@@ -92,9 +92,9 @@ def test_roles(proposal, auditor, nobody):
 def test_filters(proposal, reviewer):
     p, a, b = proposal()
     client = client_for(reviewer)
-    assert f'id="proposal-{p.pk}"' not in client.get(reverse("curation:consolidation"), {"kind": "supersede"}).content.decode()
-    assert f'id="proposal-{p.pk}"' in client.get(reverse("curation:consolidation"), {"scope": "acme"}).content.decode()
-    assert client.get(reverse("curation:consolidation"), {"kind": "nope"}).status_code == 400
+    assert f'id="proposal-{p.pk}"' not in client.get(reverse("curation:consolidation"), {"f-kind": "supersede"}).content.decode()
+    assert f'id="proposal-{p.pk}"' in client.get(reverse("curation:consolidation"), {"f-scope": "acme"}).content.decode()
+    assert client.get(reverse("curation:consolidation"), {"f-kind": "nope"}).status_code == 400
     assert client.get(reverse("curation:consolidation"), {"after": "nope"}).status_code == 400
 
 

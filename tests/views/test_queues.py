@@ -75,5 +75,5 @@ def test_each_queue_lists_its_cards_and_says_when_nothing_matches(reviewer):
         make(reviewer)
         client = client_for(reviewer)
         assert card_id in client.get(reverse(f"curation:{queue}")).content.decode()
-        empty = client.get(reverse(f"curation:{queue}"), {"scope": "nowhere"}).content.decode()
+        empty = client.get(reverse(f"curation:{queue}"), {"f-scope": "nowhere"}).content.decode()
         assert card_id not in empty and "with these filters." in empty

