@@ -237,6 +237,7 @@ class EventAction(models.TextChoices):
     DEFER = "defer", "deferred"
     MERGE_INTO = "merge_into", "merged into another entry"
     MERGE_IN = "merge_in", "a candidate merged in"
+    UNDO = "undo", "decision undone"
     # An agent reports the outcome of a task that used the entry.
     OUTCOME_SUCCESS = "outcome_success", "task succeeded"
     OUTCOME_FAILURE = "outcome_failure", "task failed"
@@ -276,6 +277,12 @@ class EventAction(models.TextChoices):
             cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REACTIVATE, cls.REVIVE,
             cls.CONFLICT_KEEP, cls.CONFLICT_MERGE, cls.CONSOLIDATION_MERGE, cls.CONSOLIDATION_KEEP,
         })
+
+    @classmethod
+    def undoable(cls) -> frozenset["EventAction"]:
+        """A reviewer's decisions on the candidates queue that the reviewer may take back for a short while:
+        each changes only the entry itself (a merge also writes its target, a reactivation its archive)."""
+        return frozenset({cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REJECT, cls.RETIRE, cls.DEFER})
 
     @classmethod
     def outcomes(cls) -> frozenset["EventAction"]:

@@ -10,6 +10,7 @@ from .candidates import (
     edit_and_approve,
     merge_into,
     reject_candidate,
+    undo_decision,
 )
 from .errors import DecisionError, InvalidTransition, StaleDecision
 from .evidence import add_evidence
@@ -26,4 +27,5 @@ __all__ = [
     "edit_and_approve",
     "merge_into",
     "reject_candidate",
+    "undo_decision",
 ]

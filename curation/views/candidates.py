@@ -28,7 +28,7 @@ class Candidates(Queue):
     keys = (
         ("j / k", "next / previous card"), ("a", "approve"), ("e", "edit, then approve (Ctrl+Enter saves)"),
         ("r", "reject with a reason (Enter sends)"), ("d", "defer"), ("x", "select for a bulk action"),
-        ("o", "open the entry page"),
+        ("o", "open the entry page"), ("z", f"undo the last decision (for {services.candidates.UNDO_SECONDS} seconds)"),
     )
     missing = (Entry.DoesNotExist,)
     not_found = "No such entry in your scopes."
@@ -50,6 +50,13 @@ class Candidates(Queue):
 
     def bulk_decide(self, request, items, action):
         return services.bulk_decide(items, actor=request.user, action=action, reason=request.POST.get("reason", ""))
+
+    def decided_context(self, request):
+        return {"undo_seconds": services.candidates.UNDO_SECONDS}
+
+    def reopened(self, request, entry):
+        """After an undo with htmx: the card again, open for a decision, and the queue's new count."""
+        return self.card_response(request, entry.pk, undone=True, **self.new_count(request))
 
     def bulk_refused(self, request, exc):
         """The queue again, with what was wrong above the bulk form."""
@@ -91,6 +98,12 @@ def merge(request, pk):
                         target_id=int(target) if target.isdigit() else None, reason=request.POST.get("note", ""))
 
 
+@decision(REVIEW)
+def undo(request, pk):
+    return QUEUE.decide(request, pk, "undone", services.undo_decision,
+                        answer=(lambda entry: QUEUE.reopened(request, entry)) if request.htmx else None)
+
+
 urlpatterns = QUEUE.urls("review/candidates/", {
-    "approve": approve, "edit": edit_approve, "reject": reject, "defer": defer, "merge": merge,
+    "approve": approve, "edit": edit_approve, "reject": reject, "defer": defer, "merge": merge, "undo": undo,
 })

@@ -181,13 +181,21 @@ class Queue:
         if not request.htmx:
             messages.success(request, self.decided_text.format(item=item, verb=verb, Verb=verb.capitalize()))
             return redirect(self.back_url(request))
-        filters = self.filter_form(request.POST).filters()  # the queue's filters, posted along
-        count, capped = self.read_count(request.user, filters)
         return render(request, self.decided_template, {
-            "queue": self, "outcome": outcome, "item": item, "verb": verb,
-            "page": Page([], count=count, count_is_capped=capped, filters=filters),
-            "count_noun": self.counted(filters), "oob": True,
+            "queue": self, "outcome": outcome, "item": item, "verb": verb, **self.new_count(request),
+            **self.decided_context(request),
         })
+
+    def decided_context(self, request) -> dict:
+        """What a queue's decided card shows besides the item (the candidates' Undo)."""
+        return {}
+
+    def new_count(self, request) -> dict:
+        """The queue's count under the filters a decision posted along, for the out-of-band swap."""
+        filters = self.filter_form(request.POST).filters()
+        count, capped = self.read_count(request.user, filters)
+        return {"page": Page([], count=count, count_is_capped=capped, filters=filters),
+                "count_noun": self.counted(filters), "oob": True}
 
     def back_url(self, request) -> str:
         """Back to where the reviewer was: the queue (with its filters) or a card page, never an action URL."""

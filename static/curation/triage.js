@@ -1,5 +1,5 @@
 // Keyboard triage for the candidates queue: j/k move, a approve, e edit, r reject, d defer,
-// x select, o open, ? help. Other queues' cards declare their keys with data-key (the conflicts
+// x select, o open, z undo the last decision, ? help. Other queues' cards declare their keys with data-key (the conflicts
 // queue: 1/2 keep, s split, m merge, n dismiss). Every key presses a real button or link, so the server decides.
 (function () {
   "use strict";
@@ -63,10 +63,28 @@
       case "r": if (open(card)) openPanel(card, "reject"); break;
       case "x": if (open(card)) { var s = card.querySelector("[data-select]"); if (s) { s.checked = !s.checked; updateSelected(); } } break;
       case "o": if (card) window.location = card.dataset.entryUrl; break;
+      case "z": undoLast(); break;
       default: return;
     }
     ev.preventDefault();
   });
+
+  // Undo: a decided card offers it for data-undo-seconds (the server refuses it after that too); z presses
+  // the Undo of the latest decision still offering one.
+  var decidedOrder = [];
+  function offerUndo(card) {
+    var form = card.querySelector("form[data-undo-seconds]");
+    if (!form) return;
+    decidedOrder.push(card.id);
+    setTimeout(function () { if (form.isConnected) form.remove(); }, Number(form.dataset.undoSeconds) * 1000);
+  }
+  function undoLast() {
+    while (decidedOrder.length) {
+      var card = document.getElementById(decidedOrder.pop());
+      var button = card && card.querySelector('form[data-undo-seconds] [data-action="undo"]');
+      if (button) { button.click(); return; }
+    }
+  }
 
   // One notion of "current card": wherever focus goes (Tab, a click, a link inside a card), that card is
   // current, so a key never acts on a card other than the one the reviewer is on.
@@ -89,12 +107,15 @@
   });
 
   // After a decision the card is swapped for its decided stub: move on to the next open card.
-  document.addEventListener("htmx:afterSwap", function (ev) {
+  // (After the settle, not the swap: htmx's settle puts back the server's class on an element it replaced
+  // by one with the same id, which would drop "is-current" from a card that came back.)
+  document.addEventListener("htmx:afterSettle", function (ev) {
     var el = ev.detail.elt && ev.detail.elt.id ? document.getElementById(ev.detail.elt.id) : null;
     var swapped = ev.detail.target && document.getElementById(ev.detail.target.id);
     var card = swapped || el;
     if (!card || !card.matches || !card.matches("[data-card]")) { if (!current()) move(1); return; }
     if (card.hasAttribute("data-decided")) {
+      offerUndo(card);
       card.classList.add("is-current");
       move(1);
       if (current() === card) card.classList.remove("is-current");

@@ -63,3 +63,26 @@ def test_focus_moves_the_current_card_and_keys_act_on_it(live_server, page):
     expect(page.locator(f"#card-{second.pk}")).to_contain_text("Approved")
     assert Entry.objects.get(pk=second.pk).status == Status.ACTIVE
     assert Entry.objects.get(pk=first.pk).status == Status.PENDING
+
+
+def test_undo_a_decision_with_the_button_or_z(live_server, page):
+    make_user("rita", "reviewer")
+    first, second = lessons(2)
+    log_in(page, live_server, "rita")
+    page.keyboard.press("a")
+    expect(page.locator(f"#card-{first.pk}")).to_contain_text("Approved")
+    expect(page.locator("#queue-count")).to_contain_text("1 waiting")
+    # z takes the last decision back: the card is open again, current, and counted.
+    page.keyboard.press("z")
+    expect(page.locator(f"#card-{first.pk}")).to_contain_text("is back in the queue")
+    expect(page.locator(f"#card-{first.pk} [data-action=approve]")).to_be_visible()
+    expect(page.locator(f"#card-{first.pk}")).to_have_class(re.compile("is-current"))
+    expect(page.locator("#queue-count")).to_contain_text("2 waiting")
+    assert Entry.objects.get(pk=first.pk).status == Status.PENDING
+
+    # The decided card's Undo button does the same.
+    page.locator(f"#card-{second.pk} [data-action=defer]").click()
+    expect(page.locator(f"#card-{second.pk}")).to_contain_text("Deferred")
+    page.locator(f"#card-{second.pk} [data-action=undo]").click()
+    expect(page.locator(f"#card-{second.pk}")).to_contain_text("is back in the queue")
+    assert Entry.objects.get(pk=second.pk).version == 3

@@ -303,3 +303,22 @@ def test_entry_page_add_evidence(reviewer, auditor, make_candidate):
 def test_nothing_is_editable_through_admin(lead):
 
     assert Entry not in admin.site._registry and Event not in admin.site._registry
+
+
+def test_undo_from_the_decided_card(reviewer, second_reviewer, make_candidate):
+    entry = make_candidate()
+    client = client_for(reviewer)
+    decided = client.post(action_url("reject", entry), {"version": 1, "reason": "too vague"}, **HTMX).content.decode()
+    assert "Undo" in decided and f'action="/review/candidates/{entry.pk}/undo/"' in decided
+    assert "0 waiting" in decided
+    back = client.post(action_url("undo", entry), {"version": 2}, **HTMX)
+    body = back.content.decode()
+    assert back.status_code == 200 and "is back in the queue" in body and 'data-action="approve"' in body
+    assert "1 waiting" in body
+    assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
+
+    services.approve_candidate(entry.pk, actor=second_reviewer, expected_version=3)
+    refused = client.post(action_url("undo", entry), {"version": 3}, **HTMX)
+    assert refused.status_code == 409 and "changed since you loaded it" in refused.content.decode()
+    assert client_for(second_reviewer).post(action_url("undo", entry), {"version": 4}).status_code == 302
+    assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
