@@ -28,6 +28,8 @@ class Candidates(Queue):
     keys = (
         ("j / k", "next / previous card"), ("a", "approve"), ("e", "edit, then approve (Ctrl+Enter saves)"),
         ("r", "reject with a reason (Enter sends)"), ("d", "defer"), ("x", "select for a bulk action"),
+        ("Shift+j / Shift+k", "extend the selection down / up"), ("A", "approve the selection"),
+        ("R", "reject the selection (type the reason, Enter rejects)"),
         ("o", "open the entry page"), ("z", f"undo the last decision (for {services.candidates.UNDO_SECONDS} seconds)"),
     )
     missing = (Entry.DoesNotExist,)
@@ -57,6 +59,9 @@ class Candidates(Queue):
     def reopened(self, request, entry):
         """After an undo with htmx: the card again, open for a decision, and the queue's new count."""
         return self.card_response(request, entry.pk, undone=True, **self.new_count(request))
+
+    def bulk_decided_item(self, outcome):
+        return outcome.entry
 
     def bulk_refused(self, request, exc):
         """The queue again, with what was wrong above the bulk form."""

@@ -218,13 +218,32 @@ class Queue:
         try:
             outcomes = self.bulk_decide(request, self.selected(request), action)
         except ValidationError as exc:
+            if request.htmx:
+                return render(request, "curation/partials/bulk_result.html",
+                              {"queue": self, "errors": exc.messages}, status=422)
             return self.bulk_refused(request, exc)
         refused = [o for o in outcomes if not o.ok]
         summary = f"{PAST[action]} {len(outcomes) - len(refused)} of {len(outcomes)}."
+        if request.htmx:
+            return self.bulk_answer(request, action, outcomes, summary)
         if refused:
             summary += " Not changed: " + "; ".join(f"#{getattr(o, self.outcome_id)}: {o.message}" for o in refused)
         (messages.warning if refused else messages.success)(request, summary)
         return redirect(self.back_url(request))
+
+    def bulk_answer(self, request, action: str, outcomes: list, summary: str):
+        """With htmx, a bulk decision answers in place: each decided card swapped (out of band) for its
+        decided card, what happened to each listed, and the queue's new count."""
+        rows = [{"id": getattr(o, self.outcome_id), "ok": o.ok, "message": o.message,
+                 "item": self.bulk_decided_item(o) if o.ok else None} for o in outcomes]
+        return render(request, "curation/partials/bulk_result.html", {
+            "queue": self, "summary": summary, "rows": rows, "verb": PAST[action].lower(),
+            "refused": any(not o.ok for o in outcomes), **self.new_count(request), **self.decided_context(request),
+        })
+
+    def bulk_decided_item(self, outcome):
+        """The decided item of a bulk outcome, for the queue's decided card (None: a plain decided stub)."""
+        return None
 
     def bulk_action(self, request) -> str:
         return request.POST.get("action", "")

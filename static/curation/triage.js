@@ -1,5 +1,5 @@
 // Keyboard triage for the candidates queue: j/k move, a approve, e edit, r reject, d defer,
-// x select, o open, z undo the last decision, ? help. Other queues' cards declare their keys with data-key (the conflicts
+// x select (Shift+j/k extend it; A approves it, R rejects it), o open, z undo the last decision, ? help. Other queues' cards declare their keys with data-key (the conflicts
 // queue: 1/2 keep, s split, m merge, n dismiss). Every key presses a real button or link, so the server decides.
 (function () {
   "use strict";
@@ -27,6 +27,15 @@
     card.querySelectorAll("details[data-panel]").forEach(function (d) { d.open = d === panel; });
     var field = panel.querySelector("input:not([type=hidden]), textarea");
     if (field) { field.focus(); if (field.select) field.select(); }
+  }
+  function select(card, on) {
+    var box = open(card) && card.querySelector("[data-select]");
+    if (box) { box.checked = on; updateSelected(); }
+  }
+  // A and R act on the selection: A presses "Approve selected", R asks the reason (Enter rejects).
+  function bulkButton(action) {
+    var button = document.querySelector('#bulk-form [data-bulk="' + action + '"]');
+    if (button && document.querySelectorAll("[data-select]:checked").length) button.click();
   }
   function updateSelected() {
     var n = document.querySelectorAll("[data-select]:checked").length;
@@ -61,8 +70,12 @@
       case "d": if (open(card)) { var b2 = card.querySelector('[data-action="defer"]'); if (b2) b2.click(); } break;
       case "e": if (open(card)) openPanel(card, "edit"); break;
       case "r": if (open(card)) openPanel(card, "reject"); break;
-      case "x": if (open(card)) { var s = card.querySelector("[data-select]"); if (s) { s.checked = !s.checked; updateSelected(); } } break;
-      case "o": if (card) window.location = card.dataset.entryUrl; break;
+      case "x": if (open(card)) { var s = card.querySelector("[data-select]"); if (s) select(card, !s.checked); } break;
+      case "o": if (card && card.dataset.entryUrl) window.location = card.dataset.entryUrl; break;
+      case "J": select(card, true); move(1); select(current(), true); break;
+      case "K": select(card, true); move(-1); select(current(), true); break;
+      case "A": bulkButton("approve"); break;
+      case "R": var why = document.querySelector("[data-bulk-reason]"); if (why) why.focus(); break;
       case "z": undoLast(); break;
       default: return;
     }
@@ -74,7 +87,8 @@
   var decidedOrder = [];
   function offerUndo(card) {
     var form = card.querySelector("form[data-undo-seconds]");
-    if (!form) return;
+    if (!form || form.dataset.offered) return;
+    form.dataset.offered = "1";
     decidedOrder.push(card.id);
     setTimeout(function () { if (form.isConnected) form.remove(); }, Number(form.dataset.undoSeconds) * 1000);
   }
@@ -111,6 +125,14 @@
   // by one with the same id, which would drop "is-current" from a card that came back.)
   document.addEventListener("htmx:afterSettle", function (ev) {
     var el = ev.detail.elt && ev.detail.elt.id ? document.getElementById(ev.detail.elt.id) : null;
+    if (ev.detail.target && ev.detail.target.id === "bulk-result") {  // a bulk decision, answered in place
+      document.querySelectorAll("#queue [data-decided]").forEach(offerUndo);
+      // What was refused stays on screen, listed, and is no longer selected: a new selection starts empty.
+      document.querySelectorAll("[data-select]:checked").forEach(function (box) { box.checked = false; });
+      if (!open(current())) move(1);
+      updateSelected();
+      return;
+    }
     var swapped = ev.detail.target && document.getElementById(ev.detail.target.id);
     var card = swapped || el;
     if (!card || !card.matches || !card.matches("[data-card]")) { if (!current()) move(1); return; }

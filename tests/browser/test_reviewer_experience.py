@@ -86,3 +86,39 @@ def test_undo_a_decision_with_the_button_or_z(live_server, page):
     page.locator(f"#card-{second.pk} [data-action=undo]").click()
     expect(page.locator(f"#card-{second.pk}")).to_contain_text("is back in the queue")
     assert Entry.objects.get(pk=second.pk).version == 3
+
+
+def test_bulk_by_keyboard_answers_in_place(live_server, page):
+    make_user("rita", "reviewer")
+    other = make_user("rob", "reviewer")
+    cards = lessons(5)
+    log_in(page, live_server, "rita")
+    # x selects the current card, Shift+j extends the selection down.
+    page.keyboard.press("x")
+    page.keyboard.press("Shift+J")
+    page.keyboard.press("Shift+J")
+    expect(page.locator("[data-selected-count]")).to_have_text("3")
+    services.approve_candidate(cards[1].pk, actor=other, expected_version=1)  # someone else got there first
+
+    page.keyboard.press("Shift+A")
+    result = page.locator("#bulk-result")
+    expect(result).to_contain_text("Approved 2 of 3.")
+    expect(result).to_contain_text(f"#{cards[0].pk}: approved")
+    expect(result).to_contain_text(f"#{cards[1].pk}: not changed")
+    expect(page.locator(f"#card-{cards[0].pk}")).to_contain_text("Approved")
+    expect(page.locator(f"#card-{cards[2].pk}")).to_contain_text("Approved")
+    expect(page.locator("#queue-count")).to_contain_text("2 waiting")
+    assert page.url.endswith("/review/candidates/")  # no reload: the page is the same one
+
+    # R asks the reason; Enter rejects the selection.
+    page.locator(f"#card-{cards[3].pk}").click()
+    page.keyboard.press("x")
+    page.keyboard.press("Shift+J")
+    page.keyboard.press("Shift+R")
+    expect(page.get_by_label("Reason to reject the selection")).to_be_focused()
+    page.keyboard.type("duplicates of an older lesson")
+    page.keyboard.press("Enter")
+    expect(result).to_contain_text("Rejected 2 of 2.")
+    expect(page.locator(f"#card-{cards[4].pk}")).to_contain_text("Rejected")
+    expect(page.locator("#queue-count")).to_contain_text("0 waiting")
+    assert Entry.objects.filter(status=Status.REJECTED).count() == 2

@@ -322,3 +322,16 @@ def test_undo_from_the_decided_card(reviewer, second_reviewer, make_candidate):
     assert refused.status_code == 409 and "changed since you loaded it" in refused.content.decode()
     assert client_for(second_reviewer).post(action_url("undo", entry), {"version": 4}).status_code == 302
     assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
+
+
+def test_bulk_with_htmx_answers_in_place(reviewer, make_candidate):
+    a, b = make_candidate(), make_candidate(trigger="A second lesson in the queue")
+    client = client_for(reviewer)
+    url = reverse("curation:candidates-bulk")
+    body = client.post(url, {"action": "approve", "selected": [f"{a.pk}:1", f"{b.pk}:1"]}, **HTMX).content.decode()
+    assert "Approved 2 of 2." in body and f"#{b.pk}</a>: approved" in body
+    assert body.count('hx-swap-oob="true"') == 3  # two decided cards and the count
+    assert f'id="card-{a.pk}"' in body and "Undo" in body and "0 waiting" in body
+    refused = client.post(url, {"action": "reject", "reason": "", "selected": [f"{a.pk}:2"]}, **HTMX)
+    assert refused.status_code == 422 and "Say why they are rejected." in refused.content.decode()
+    assert Entry.objects.get(pk=a.pk).status == Status.ACTIVE
