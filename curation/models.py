@@ -670,3 +670,18 @@ class SkillTrial(models.Model):
             models.UniqueConstraint(fields=["proposal", "revision", "task_ref"], name="skill_trial_once_per_task"),
         ]
         indexes = [models.Index(fields=["proposal", "revision", "created_at"], name="skill_trial_recent_idx")]
+
+
+class QueuePreference(models.Model):
+    """How a reviewer last left a queue: its filters (the page's filter parameters) and whether it was the
+    compact list, so that coming back to the queue, on any device, finds it as it was. A preference, not
+    a decision: no Event."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="queue_preferences")
+    queue = models.CharField(max_length=40)
+    filters = RedactedCharField(max_length=1000, blank=True)
+    compact = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "queue"], name="one_queue_preference_per_user")]

@@ -14,6 +14,7 @@ from .candidates import (
 )
 from .errors import DecisionError, InvalidTransition, StaleDecision
 from .evidence import add_evidence
+from .preferences import remember_queue
 
 __all__ = [
     "DecisionError",
@@ -27,5 +28,6 @@ __all__ = [
     "edit_and_approve",
     "merge_into",
     "reject_candidate",
+    "remember_queue",
     "undo_decision",
 ]

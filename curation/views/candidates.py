@@ -14,6 +14,7 @@ class Candidates(Queue):
     card_url_name = "candidate-card"
     page_template = "curation/candidates.html"
     card_template = "curation/partials/card.html"
+    lines_template = "curation/partials/card_lines.html"
     decided_template = "curation/partials/card_decided.html"
     filter_form = CandidateFilterForm
     label = "candidates"
@@ -30,7 +31,7 @@ class Candidates(Queue):
         ("r", "reject with a reason (Enter sends)"), ("d", "defer"), ("x", "select for a bulk action"),
         ("Shift+j / Shift+k", "extend the selection down / up"), ("A", "approve the selection"),
         ("R", "reject the selection (type the reason, Enter rejects)"),
-        ("o", "open the entry page"), ("z", f"undo the last decision (for {services.candidates.UNDO_SECONDS} seconds)"),
+        ("Enter / Space", "expand a line of the compact list"), ("o", "open the entry page"), ("z", f"undo the last decision (for {services.candidates.UNDO_SECONDS} seconds)"),
     )
     missing = (Entry.DoesNotExist,)
     not_found = "No such entry in your scopes."
@@ -38,6 +39,7 @@ class Candidates(Queue):
     read_list = staticmethod(selectors.candidate_queue)
     read_count = staticmethod(selectors.queue_count)
     read_one = staticmethod(selectors.queue_card)
+    read_lines = staticmethod(selectors.candidate_lines)
     decided_text = "{Verb} {item.label}."
 
     def counted(self, filters):

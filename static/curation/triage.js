@@ -71,7 +71,8 @@
       case "e": if (open(card)) openPanel(card, "edit"); break;
       case "r": if (open(card)) openPanel(card, "reject"); break;
       case "x": if (open(card)) { var s = card.querySelector("[data-select]"); if (s) select(card, !s.checked); } break;
-      case "o": if (card && card.dataset.entryUrl) window.location = card.dataset.entryUrl; break;
+      case "o": if (card && card.dataset.entryUrl) { keepPosition(card); window.location = card.dataset.entryUrl; } break;
+      case "Enter": case " ": if (card && card.hasAttribute("data-line")) card.querySelector("[data-expand]").click(); else return; break;
       case "J": select(card, true); move(1); select(current(), true); break;
       case "K": select(card, true); move(-1); select(current(), true); break;
       case "A": bulkButton("approve"); break;
@@ -149,5 +150,19 @@
     updateSelected();
   });
 
-  document.addEventListener("DOMContentLoaded", function () { if (document.getElementById("queue")) move(1); });
+  // Position: the current card is in the URL's fragment when the reviewer leaves with o, so Back returns to it.
+  function keepPosition(card) { history.replaceState(history.state, "", "#" + card.id); }
+  // The end state: once no card on the page is open, say so (all done, or where the rest is).
+  function updateEnd() {
+    var end = document.querySelector("[data-queue-end]");
+    if (end) end.hidden = !cards().length || cards().some(open);
+  }
+  document.addEventListener("htmx:afterSettle", updateEnd);
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!document.getElementById("queue")) return;
+    var kept = location.hash && document.querySelector("#queue #" + CSS.escape(location.hash.slice(1)) + "[data-card]");
+    if (kept && open(kept)) focusCard(kept); else move(1);
+    updateEnd();
+  });
 })();

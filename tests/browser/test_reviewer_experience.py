@@ -122,3 +122,74 @@ def test_bulk_by_keyboard_answers_in_place(live_server, page):
     expect(page.locator(f"#card-{cards[4].pk}")).to_contain_text("Rejected")
     expect(page.locator("#queue-count")).to_contain_text("0 waiting")
     assert Entry.objects.filter(status=Status.REJECTED).count() == 2
+
+
+def test_compact_list_progress_and_the_end_state(live_server, page):
+    make_user("rita", "reviewer")
+    first, second = lessons(2, scope="acme/web")
+    log_in(page, live_server, "rita")
+    page.get_by_role("button", name="Show a compact list").click()
+    line = page.locator(f"#card-{first.pk}")
+    expect(line).to_have_class(re.compile(r"\bline\b"))
+    expect(line).to_contain_text("acme/web")
+    expect(line).to_contain_text("Lesson number 0")
+    box = line.bounding_box()
+    assert box and box["height"] < 60, box  # one line per lesson
+    expect(line.locator("[data-action=approve]")).to_have_count(0)
+
+    # The mode is remembered: a new visit is compact too.
+    page.goto(f"{live_server.url}/review/candidates/")
+    expect(page.locator(f"#card-{first.pk}")).to_have_class(re.compile(r"\bline\b"))
+
+    # Enter expands the current line in place into the full card; then a decides as usual.
+    expect(page.locator(f"#card-{first.pk}")).to_have_class(re.compile("is-current"))
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#card-{first.pk} [data-action=approve]")).to_be_visible()
+    expect(page.locator(f"#card-{first.pk}")).to_contain_text("Evidence")
+    page.locator(f"#card-{first.pk}").focus()
+    page.keyboard.press("a")
+    expect(page.locator("#queue-progress")).to_contain_text("1 decided this session · 1 left under these filters")
+    expect(page.locator("#queue-end")).to_be_hidden()
+
+    # Space expands too; the last decision on the page shows the end state instead of a list of grey cards.
+    expect(page.locator(f"#card-{second.pk}")).to_have_class(re.compile("is-current"))
+    page.keyboard.press(" ")
+    expect(page.locator(f"#card-{second.pk} [data-action=approve]")).to_be_visible()
+    page.locator(f"#card-{second.pk}").focus()
+    page.keyboard.press("a")
+    expect(page.locator("#queue-end")).to_be_visible()
+    expect(page.locator("#queue-end")).to_contain_text("All done")
+    expect(page.locator("#queue-progress")).to_contain_text("2 decided this session · 0 left")
+
+    page.get_by_role("button", name="Show full cards").click()
+    expect(page.locator(".card.line")).to_have_count(0)
+
+
+def test_filters_and_position_persist(live_server, page):
+    make_user("rita", "reviewer")
+    web = lessons(3, scope="acme/web")
+    lessons(1, scope="acme/billing-api")
+    log_in(page, live_server, "rita")
+    page.get_by_label("Scope").first.fill("acme/web")
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"f-scope=acme%2Fweb"))
+
+    # Leave for the dashboard and come back: the filters are in the URL again, and applied.
+    page.get_by_role("link", name="Dashboard").click()
+    page.get_by_role("link", name="Candidates", exact=True).click()
+    expect(page).to_have_url(re.compile(r"f-scope=acme%2Fweb"))
+    expect(page.get_by_label("Scope").first).to_have_value("acme/web")
+    expect(page.locator("#queue-count")).to_contain_text("3 waiting")
+
+    # o opens the current card's entry; Back returns to the same card.
+    page.locator(f"#card-{web[2].pk}").click()
+    page.keyboard.press("o")
+    expect(page).to_have_url(re.compile(rf"/entries/{web[2].pk}/$"))
+    page.go_back()
+    expect(page.locator(f"#card-{web[2].pk}")).to_have_class(re.compile("is-current"))
+
+    # Clear forgets them.
+    page.get_by_role("link", name="Clear").click()
+    expect(page.locator("#queue-count")).to_contain_text("4 waiting")
+    page.goto(f"{live_server.url}/review/candidates/")
+    expect(page.locator("#queue-count")).to_contain_text("4 waiting")

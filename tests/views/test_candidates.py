@@ -330,7 +330,7 @@ def test_bulk_with_htmx_answers_in_place(reviewer, make_candidate):
     url = reverse("curation:candidates-bulk")
     body = client.post(url, {"action": "approve", "selected": [f"{a.pk}:1", f"{b.pk}:1"]}, **HTMX).content.decode()
     assert "Approved 2 of 2." in body and f"#{b.pk}</a>: approved" in body
-    assert body.count('hx-swap-oob="true"') == 3  # two decided cards and the count
+    assert body.count('hx-swap-oob="true"') == 5  # two decided cards, the count, the progress, the end state
     assert f'id="card-{a.pk}"' in body and "Undo" in body and "0 waiting" in body
     refused = client.post(url, {"action": "reject", "reason": "", "selected": [f"{a.pk}:2"]}, **HTMX)
     assert refused.status_code == 422 and "Say why they are rejected." in refused.content.decode()

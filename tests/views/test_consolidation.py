@@ -42,7 +42,8 @@ def test_queue_query_count(reviewer, django_assert_max_num_queries):
     consolidation.sweep_consolidation()
     client = client_for(reviewer)
     client.get(reverse("curation:consolidation"))
-    with django_assert_max_num_queries(10):  # session, user, permissions, grants, then 4: page, members, evidence, count
+    # session, user, permissions, grants, the reviewer's queue preference, then 4: page, members, evidence, count
+    with django_assert_max_num_queries(11):
         page = client.get(reverse("curation:consolidation")).content.decode()
     assert page.count('class="card proposal-card') == 5 and a
 

@@ -163,9 +163,9 @@ def test_queue_query_count(reviewer, django_assert_max_num_queries):
         report(nominated(trigger=f"Procedure {i} in the container"), ["success", "failure"], prefix=f"p{i}")
     client = client_for(reviewer)
     client.get(QUEUE)
-    # session, user, permissions (2), grants, the roles in the top bar, then 4: proposals with their trial
-    # counts, their sources, their trials, the count
-    with django_assert_max_num_queries(10) as few:
+    # session, user, permissions (2), grants, the roles in the top bar, the reviewer's queue preference,
+    # then 4: proposals with their trial counts, their sources, their trials, the count
+    with django_assert_max_num_queries(11) as few:
         client.get(QUEUE)
     for i in range(3, 12):
         report(nominated(trigger=f"Procedure {i} in the container"), ["success"], prefix=f"p{i}")
