@@ -56,12 +56,13 @@ def choice(choices, *, message: str = "") -> forms.ChoiceField:
                              error_messages={"invalid_choice": message})
 
 
-def fraction(placeholder: str) -> forms.FloatField:
+def fraction(placeholder: str, label: str) -> forms.FloatField:
+    """A confidence bound; `label` is its accessible name (two bounds share one visible label)."""
     message = "a number from 0 to 1"
     return forms.FloatField(
         required=False, min_value=0, max_value=1,
         error_messages={"invalid": message, "min_value": message, "max_value": message},
-        widget=forms.TextInput(attrs={"size": 4, "placeholder": placeholder}),
+        widget=forms.TextInput(attrs={"size": 4, "placeholder": placeholder, "aria-label": label}),
     )
 
 
@@ -107,8 +108,8 @@ class CandidateFilterForm(QueueFilterForm):
     kind = choice(Kind.choices)
     signal = choice(Signal.choices)
     reason = choice([("new", "new"), ("recheck", "recheck")], message="new or recheck")
-    min_confidence = fraction("0")
-    max_confidence = fraction("1")
+    min_confidence = fraction("0", "Minimum confidence")
+    max_confidence = fraction("1", "Maximum confidence")
     q = TruncatedText(200, widget=forms.TextInput(
         attrs={"type": "search", "placeholder": "words in trigger or content", "size": 22}))
     deferred = Flag()
@@ -120,7 +121,7 @@ class ConflictFilterForm(QueueFilterForm):
     scope = scope_field()
     kind = choice(Kind.choices)
     signal = choice(Signal.choices)
-    max_confidence = fraction("1")
+    max_confidence = fraction("1", "Maximum confidence")
     older_than_days = forms.IntegerField(
         required=False, min_value=0, max_value=3650,
         error_messages={key: "a whole number of days (at most 3650)" for key in ("invalid", "min_value", "max_value")},

@@ -127,6 +127,8 @@
   document.addEventListener("htmx:afterSettle", function (ev) {
     var el = ev.detail.elt && ev.detail.elt.id ? document.getElementById(ev.detail.elt.id) : null;
     if (ev.detail.target && ev.detail.target.id === "bulk-result") {  // a bulk decision, answered in place
+      var summary = ev.detail.target.isConnected ? ev.detail.target : document.getElementById("bulk-result");
+      lastDecision = summary ? (summary.querySelector(".flash") || summary).textContent : "";
       document.querySelectorAll("#queue [data-decided]").forEach(offerUndo);
       // What was refused stays on screen, listed, and is no longer selected: a new selection starts empty.
       document.querySelectorAll("[data-select]:checked").forEach(function (box) { box.checked = false; });
@@ -138,6 +140,7 @@
     var card = swapped || el;
     if (!card || !card.matches || !card.matches("[data-card]")) { if (!current()) move(1); return; }
     if (card.hasAttribute("data-decided")) {
+      lastDecision = card.querySelector("[role=status]").textContent;
       offerUndo(card);
       card.classList.add("is-current");
       move(1);
@@ -158,6 +161,18 @@
     if (end) end.hidden = !cards().length || cards().some(open);
   }
   document.addEventListener("htmx:afterSettle", updateEnd);
+
+  // The live region: after a decision, what happened and the new count; after filtering, the count.
+  var announced = "", lastDecision = "";
+  function announce() {
+    var region = document.getElementById("announce"), count = document.getElementById("queue-count");
+    if (!region || !count) return;
+    var text = (lastDecision + " " + count.textContent).replace(/\s+/g, " ").trim();
+    if (text !== announced) { region.textContent = text; announced = text; }
+  }
+  // One answer settles several elements (the card, the count, the progress): say it once, for the answer.
+  document.addEventListener("htmx:beforeRequest", function () { lastDecision = ""; });
+  document.addEventListener("htmx:afterSettle", function () { setTimeout(announce, 0); });
 
   document.addEventListener("DOMContentLoaded", function () {
     if (!document.getElementById("queue")) return;
