@@ -101,6 +101,20 @@
     }
   }
 
+  // A copy button (a new token's secret): the clipboard, or the text selected for Ctrl+C where it is refused.
+  function copyText(button) {
+    var source = document.getElementById(button.dataset.copy), said = button.parentNode.querySelector("[data-copied]");
+    function selectIt() {
+      var range = document.createRange(); range.selectNodeContents(source);
+      var sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
+      if (said) said.textContent = "Selected: press Ctrl+C to copy.";
+    }
+    if (!navigator.clipboard) { selectIt(); return; }
+    navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+      if (said) said.textContent = "Copied.";
+    }, selectIt);
+  }
+
   // One notion of "current card": wherever focus goes (Tab, a click, a link inside a card), that card is
   // current, so a key never acts on a card other than the one the reviewer is on.
   function markCurrent(card) {
@@ -115,6 +129,8 @@
 
   document.addEventListener("change", function (ev) { if (ev.target.matches("[data-select]")) updateSelected(); });
   document.addEventListener("click", function (ev) {
+    var copy = ev.target.closest("[data-copy]");
+    if (copy) { copyText(copy); return; }
     var help = ev.target.closest("[data-keys-help]");
     if (help) { document.getElementById("keys-help").showModal(); return; }
     var card = ev.target.closest("#queue [data-card]");

@@ -192,7 +192,7 @@ def test_skill_md_download(lead, auditor):
     skill = approved_skill(lead)
     response = client_for(auditor).get(f"/skills/{skill.slug}/SKILL.md")
     assert response.status_code == 200 and response["Content-Type"] == "text/markdown; charset=utf-8"
-    assert response["Content-Disposition"] == 'attachment; filename="SKILL.md"'
+    assert response["Content-Disposition"] == f'attachment; filename="{skill.slug}-SKILL.md"'
     text = response.content.decode()
     assert yaml.safe_load(text.split("---\n")[1]) == {"name": skill.slug, "description": skill.description}
     assert f"(http://testserver/entries/{skill.nominated_entry_id}/)" in text
