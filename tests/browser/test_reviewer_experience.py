@@ -193,3 +193,17 @@ def test_filters_and_position_persist(live_server, page):
     expect(page.locator("#queue-count")).to_contain_text("4 waiting")
     page.goto(f"{live_server.url}/review/candidates/")
     expect(page.locator("#queue-count")).to_contain_text("4 waiting")
+
+
+@pytest.mark.parametrize("path", ["/", "/review/candidates/", "/review/conflicts/", "/skills/", "/agents/tokens/",
+                                  "/maintenance/"])
+def test_at_390_px_the_navigation_wraps_and_nothing_leaves_the_screen(live_server, page, path):
+    make_user("lena", "lead")
+    lessons(2, scope="acme/billing-api/container/a-rather-long-scope-name-that-could-push-the-page-wide")
+    log_in(page, live_server, "lena")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(live_server.url + path)
+    for link in ("Dashboard", "Candidates", "Maintenance"):
+        box = page.locator(".topbar nav").get_by_role("link", name=link, exact=True).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (link, box)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
