@@ -335,3 +335,20 @@ def test_bulk_with_htmx_answers_in_place(reviewer, make_candidate):
     refused = client.post(url, {"action": "reject", "reason": "", "selected": [f"{a.pk}:2"]}, **HTMX)
     assert refused.status_code == 422 and "Say why they are rejected." in refused.content.decode()
     assert Entry.objects.get(pk=a.pk).status == Status.ACTIVE
+
+
+def test_labels_say_what_happens(reviewer, auditor, make_candidate):
+    from django.utils import timezone
+
+    entry = make_candidate()
+    client = client_for(reviewer)
+    page = client.get(reverse("curation:candidates")).content.decode()
+    assert "Reason queued" in page and "Why" not in page and 'placeholder="any scope"' in page
+    assert ">Reject</button>" in page
+    services.approve_candidate(entry.pk, actor=reviewer, expected_version=1)
+    Entry.objects.filter(pk=entry.pk).update(queued_at=timezone.now(), queue_reason="recheck_review_due", version=3)
+    page = client.get(reverse("curation:candidates")).content.decode()
+    assert "Retire (no longer served)</button>" in page and ">Reject</button>" not in page
+    refused = client_for(auditor).post(action_url("approve", entry), {"version": 3})
+    assert refused.status_code == 403
+    assert "Your role does not allow you to decide on review queues" in refused.content.decode()
