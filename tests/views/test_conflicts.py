@@ -299,3 +299,14 @@ def test_signal_confidence_and_age_filters(open_conflict, reviewer):
     assert shown(older_than_days="2")
     for bad in ({"f-max_confidence": "2"}, {"f-older_than_days": "-1"}, {"f-signal": "gossip"}):
         assert client.get(reverse("curation:conflicts"), bad).status_code == 400
+
+
+def test_the_merge_form_starts_from_a_real_merge_and_says_what_came_from_where(open_conflict, reviewer):
+    conflict, a, b = open_conflict()
+    page = client_for(reviewer).get(reverse("curation:conflict-card", args=[conflict.pk]), **HTMX).content.decode()
+    assert "(the better supported); added from #" in page and "Keywords and boundaries from both." in page
+    from django.utils.html import escape
+
+    merge_text = page.split('name="merge_content"')[1].split("</textarea>")[0].split(">", 1)[1]
+    assert merge_text.startswith((escape(a.content), escape(b.content)))  # the better-supported text, whole
+    assert f"{escape(a.content)}\n{escape(b.content)}" not in merge_text  # not both pasted together
