@@ -1,4 +1,4 @@
-"""The candidates queue at scale: is a page under 100 ms with 100,000 pending entries?
+"""The candidates queue at scale: is a page under 100 ms (the compact list: 50 ms) with 100,000 pending entries?
 
     .venv/bin/python benchmarks/queue_bench.py [--entries N] [--reps N]      (make bench)
 
@@ -29,6 +29,7 @@ os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key")
 os.environ["ALLOWED_HOSTS"] = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1") + ",testserver"
 
 TARGET_MS = 100.0
+COMPACT_TARGET_MS = 50.0  # the compact list (one line a lesson), 50 lines a page
 QUEUE_URL = "/review/candidates/"
 
 
@@ -65,6 +66,7 @@ ENTRY_COLUMNS = (
     "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "signal",
     "base_confidence", "confidence", "hit_count", "retrieval_count", "utility_sum", "utility_n", "status",
     "queued_at", "queue_reason", "flags", "source_task", "created_by_label", "version", "created_at", "updated_at",
+    "archive_reason", "fingerprint",
 )
 EVIDENCE_COLUMNS = ("entry_id", "kind", "signal", "polarity", "excerpt", "task_ref", "observed_at",
                     "recorded_by_label", "created_at")
@@ -84,7 +86,7 @@ def entry_row(rng: random.Random, now: datetime.datetime) -> tuple:
         rng.choices(KINDS, weights=KIND_WEIGHTS)[0], scope, trigger, content, Jsonb([tool, action.split()[0]]),
         boundary, "", rng.choices(SIGNALS, weights=SIGNAL_WEIGHTS)[0], confidence, confidence, 0, 0, 0.0, 0,
         "pending", queued, "new", Jsonb([]), f"task-{rng.randint(1, 10**6)}", f"agent:bench-{rng.randint(1, 40)}",
-        1, queued, queued,
+        1, queued, queued, "", "",  # no fingerprint: random lessons repeat, and one pending per fingerprint holds
     )
 
 
@@ -154,14 +156,20 @@ def timed(client, urls: list[str], reps: int) -> list[float]:
     return samples
 
 
-def summary(name: str, samples: list[float]) -> bool:
+def summary(name: str, samples: list[float], target: float = TARGET_MS) -> bool:
     ordered = sorted(samples)
     p50 = statistics.median(ordered)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    ok = p95 < TARGET_MS
+    ok = p95 < target
     print(f"  {name:<30} n={len(ordered):<4} p50 {p50:7.1f}  p95 {p95:7.1f}  max {ordered[-1]:7.1f} ms"
-          f"   {'PASS' if ok else 'FAIL'} (p95 < {TARGET_MS:.0f} ms)")
+          f"   {'PASS' if ok else 'FAIL'} (p95 < {target:.0f} ms)")
     return ok
+
+
+def set_compact(user, compact: bool) -> None:
+    from curation import services
+
+    services.remember_queue(user, "candidates", compact=compact, filters="")
 
 
 def explain(sql: str) -> str:
@@ -200,7 +208,9 @@ def main() -> int:
         cursor.execute("VACUUM (ANALYZE) curation_evidence")
 
     client = Client()
-    client.force_login(reviewer())
+    bench_reviewer = reviewer()
+    client.force_login(bench_reviewer)
+    set_compact(bench_reviewer, False)
     page_size = settings.CURATION["QUEUE_PAGE_SIZE"]
 
     # The 20 pages after the first, by following each page's own "Next page" link.
@@ -216,6 +226,13 @@ def main() -> int:
     ok = summary("first page", timed(client, [QUEUE_URL], args.reps))
     ok &= summary("pages 2-21 (next links)", timed(client, later, args.reps))
     ok &= summary(f"deep page (~{depth:,} rows in)", timed(client, [deep_url], args.reps))
+    set_compact(bench_reviewer, True)
+    compact_page = get(client, QUEUE_URL).content.decode()
+    assert compact_page.count('class="card line"') == page_size, "the compact list did not render"
+    print(f"\nthe same, as the compact list ({page_size} lines a page):")
+    ok &= summary("compact first page", timed(client, [QUEUE_URL], args.reps), COMPACT_TARGET_MS)
+    ok &= summary("compact pages 2-21", timed(client, later, args.reps), COMPACT_TARGET_MS)
+    set_compact(bench_reviewer, False)
 
     # One request's SQL: a fixed number of queries, and no unbounded COUNT(*).
     for name, url in (("first page", QUEUE_URL), ("deep page", deep_url)):
@@ -243,7 +260,8 @@ def main() -> int:
             print("\n  EXPLAIN ANALYZE of the capped count:")
             print("    " + explain(counts[0]).replace("\n", "\n    "))
 
-    print(f"\n{'PASS' if ok else 'FAIL'}: queue pages under {TARGET_MS:.0f} ms at p95, bounded SQL")
+    print(f"\n{'PASS' if ok else 'FAIL'}: queue pages under {TARGET_MS:.0f} ms at p95 ({COMPACT_TARGET_MS:.0f} ms as the"
+          " compact list), bounded SQL")
     return 0 if ok else 1
 
 

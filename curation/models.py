@@ -237,6 +237,7 @@ class EventAction(models.TextChoices):
     DEFER = "defer", "deferred"
     MERGE_INTO = "merge_into", "merged into another entry"
     MERGE_IN = "merge_in", "a candidate merged in"
+    UNDO = "undo", "decision undone"
     # An agent reports the outcome of a task that used the entry.
     OUTCOME_SUCCESS = "outcome_success", "task succeeded"
     OUTCOME_FAILURE = "outcome_failure", "task failed"
@@ -276,6 +277,12 @@ class EventAction(models.TextChoices):
             cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REACTIVATE, cls.REVIVE,
             cls.CONFLICT_KEEP, cls.CONFLICT_MERGE, cls.CONSOLIDATION_MERGE, cls.CONSOLIDATION_KEEP,
         })
+
+    @classmethod
+    def undoable(cls) -> frozenset["EventAction"]:
+        """A reviewer's decisions on the candidates queue that the reviewer may take back for a short while:
+        each changes only the entry itself (a merge also writes its target, a reactivation its archive)."""
+        return frozenset({cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REJECT, cls.RETIRE, cls.DEFER})
 
     @classmethod
     def outcomes(cls) -> frozenset["EventAction"]:
@@ -667,3 +674,18 @@ class SkillTrial(models.Model):
             models.UniqueConstraint(fields=["proposal", "revision", "task_ref"], name="skill_trial_once_per_task"),
         ]
         indexes = [models.Index(fields=["proposal", "revision", "created_at"], name="skill_trial_recent_idx")]
+
+
+class QueuePreference(models.Model):
+    """How a reviewer last left a queue: its filters (the page's filter parameters) and whether it was the
+    compact list, so that coming back to the queue, on any device, finds it as it was. A preference, not
+    a decision: no Event."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="queue_preferences")
+    queue = models.CharField(max_length=40)
+    filters = RedactedCharField(max_length=1000, blank=True)
+    compact = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "queue"], name="one_queue_preference_per_user")]

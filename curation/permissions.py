@@ -20,6 +20,18 @@ MANAGE_TOKENS = "curation.add_agenttoken"
 RUN_TASKS = PUBLISH
 
 
+# Each action in words, for the 403 page ("Your role does not allow you to ..."): the page names what was
+# refused, not a permission's code name.
+ACTION_WORDS = {
+    READ: "read the review console",
+    REVIEW: "decide on review queues (approve, reject, defer, merge, resolve); reviewers and leads do",
+    EXPORT: "export an entry's history",
+    PROMOTE: "approve or retire skills; leads do",
+    PUBLISH: "publish memory or start background tasks; leads do",
+    FORGET: "handle forget requests",
+    MANAGE_TOKENS: "manage agent tokens; leads do",
+}
+
 # Who may make each skill decision, and what a refused user reads.
 SKILL_DECISIONS = {
     "edit": (REVIEW, "Only reviewers and leads edit skill drafts."),
@@ -38,7 +50,7 @@ def require(perm, message: str = ""):
     """A view for users with `perm` (a permission, or a check of the user); `message` says who may, on the
     403 page."""
     allowed = perm if callable(perm) else (lambda user: user.has_perm(perm))
-    refusal = message or f"Your role does not allow this ({str(perm).split('.')[-1].replace('_', ' ')})."
+    refusal = message or f"Your role does not allow you to {ACTION_WORDS.get(perm, 'do this')}."
 
     def decorator(view):
         @wraps(view)

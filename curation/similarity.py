@@ -30,3 +30,42 @@ def jaccard(wa: frozenset, wb: frozenset) -> float:
 def fingerprint(trigger: str, content: str) -> str:
     """Equal for lessons that differ only in case, punctuation and spacing: the exact-duplicate key."""
     return hashlib.sha256(f"{normalise(trigger)}\n{normalise(content)}".encode()).hexdigest()
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+SAME_SENTENCE = 0.5  # word-set Jaccard at or above which two sentences say the same thing
+
+
+def _stem(word: str) -> str:
+    """A rough stem, enough to see "merging" and "merge", "branches" and "branch" as one word."""
+    for suffix in ("ing", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word.removesuffix("e")
+
+
+def sentence_words(sentence: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in words(sentence))
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def merged_content(contents: list[str]) -> tuple[str, list[list[str]]]:
+    """One lesson's content from several, the best-supported first: its text whole, then only the other
+    texts' sentences that say something new (alike no sentence kept so far). Also answers, per text after
+    the first, the sentences it added: what came from where, for the reviewer."""
+    kept = [sentence_words(s) for s in sentences(contents[0])]
+    merged, added = [contents[0].strip()], []
+    for other in contents[1:]:
+        new = []
+        for sentence in sentences(other):
+            ws = sentence_words(sentence)
+            if ws and all(jaccard(ws, k) < SAME_SENTENCE for k in kept):
+                kept.append(ws)
+                new.append(sentence)
+        merged += new
+        added.append(new)
+    return " ".join(merged), added

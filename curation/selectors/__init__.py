@@ -12,13 +12,14 @@ number of queries whatever the size of the page or of the table.
 
 The names below are what services, the API, tasks and commands import from `curation.selectors`."""
 
-from .candidates import QueueFilters, candidate_queue, encode_cursor, queue_card, queue_count
+from .candidates import QueueFilters, candidate_lines, candidate_queue, encode_cursor, queue_card, queue_count
 from .conflicts import ConflictFilters, conflict_card, conflict_count, conflict_queue, merge_defaults
 from .consolidation import ProposalFilters, consolidation_queue, proposal_card, proposal_count
 from .entries import (
     CHAIN_LIMIT, TimelineItem, entry_events, entry_events_for_token, entry_evidence, entry_for_token, entry_history, entry_page_timeline, entry_timeline, event_changes, supersedes_chain,
     visible_entries, visible_entry,
 )
+from .preferences import queue_preference
 from .paging import BadCursor, Page, capped_count, decode_cursor, encode_keyset
 from .retrieval import (
     NEAR_DUPLICATE, RETRIEVAL_POOL_FACTOR, RETRIEVED_FIELDS, Ranked, retrievable_scopes, retrieve_memory,
@@ -31,10 +32,10 @@ from .sql import any_word_tsquery_sql, outer_params, outer_rows_sql, overlapping
 __all__ = [
     "BadCursor", "CHAIN_LIMIT", "ConflictFilters", "NEAR_DUPLICATE", "Page", "ProposalFilters", "QueueFilters",
     "RETRIEVAL_POOL_FACTOR", "RETRIEVED_FIELDS", "Ranked", "SIMILAR_POOL", "SIMILAR_POOL_POSTGRES", "SkillFilters",
-    "TimelineItem", "any_word_tsquery_sql", "candidate_queue", "capped_count", "conflict_card", "conflict_count",
+    "TimelineItem", "any_word_tsquery_sql", "candidate_lines", "candidate_queue", "capped_count", "conflict_card", "conflict_count",
     "conflict_queue", "consolidation_queue", "decode_cursor", "encode_cursor", "encode_keyset", "entry_events", "entry_events_for_token", "entry_evidence", "entry_for_token", "entry_history",
     "entry_page_timeline", "entry_timeline", "event_changes", "merge_defaults", "outer_params", "outer_rows_sql",
-    "overlapping_entries_sql", "proposal_card", "proposal_count", "queue_card", "queue_count", "retrievable_scopes",
+    "overlapping_entries_sql", "proposal_card", "proposal_count", "queue_card", "queue_count", "queue_preference", "retrievable_scopes",
     "retrieve_memory", "similar_active_entries", "similar_active_entries_many", "supersedes_chain",
     "visible_entries", "visible_entry", "withheld_by_skill",
 ]

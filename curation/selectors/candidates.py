@@ -88,6 +88,18 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
                      page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
 
 
+# What a line of the compact list shows (and its keyset): not the content, nor the search columns.
+LINE_FIELDS = ("id", "scope", "kind", "signal", "confidence", "trigger", "version", "queued_at")
+
+
+def candidate_lines(user, filters: QueueFilters, *, cursor: str = "", page_size: int | None = None, now=None) -> Page:
+    """One page of the queue as the compact list shows it (one line a lesson): the entries and the capped
+    count, 2 queries; a line's evidence and similar entries load when it is expanded (queue_card)."""
+    qs = queue_base(user, filters, now or timezone.now())
+    return read_page(qs.only(*LINE_FIELDS), qs, stamp="queued_at", cursor=cursor,
+                     page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
+
+
 def queue_card(user, entry_id) -> Entry:
     """One card of the queue, with what the card shows."""
     return visible_entries(user).prefetch_related(*_card_prefetches(user)).get(pk=entry_id)

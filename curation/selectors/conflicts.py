@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from curation import access
 from curation.models import Conflict, Evidence, RetrievedEntry
+from curation.similarity import merged_content
 
 from .entries import summarise_evidence
 from .paging import Page, capped_count, read_page
@@ -100,8 +101,17 @@ def conflict_card(user, conflict_id) -> Conflict:
     return _with_sides([conflict])[0]
 
 
+def _support(entry) -> tuple:
+    """How well supported an entry is: its supporting evidence (prefetched), then its confidence."""
+    return (sum(1 for e in entry.evidence.all() if e.polarity == "supports"), entry.confidence, -entry.pk)
+
+
 def merge_defaults(a, b) -> dict:
-    """What the merge form starts from: the broader scope (or the deepest common one), both texts."""
+    """What the merge form starts from: the broader scope (or the deepest common one); the better-supported
+    entry's kind, trigger and text, with only the other's sentences that say something new; both entries'
+    keywords and boundaries; and `sources`, what came from where."""
+    best, other = (a, b) if _support(a) >= _support(b) else (b, a)
+    content, (added,) = merged_content([best.content, other.content])
     if access.scope_covers(a.scope, b.scope):
         scope = a.scope
     elif access.scope_covers(b.scope, a.scope):
@@ -113,11 +123,15 @@ def merge_defaults(a, b) -> dict:
                 break
             common.append(x)
         scope = "/".join(common) or a.scope
+    boundaries = list(dict.fromkeys(x for x in (best.boundary, other.boundary) if x))
+    added_text = f"{len(added)} sentence(s) that say something new: “{' '.join(added)}”" if added else "nothing"
     return {
-        "kind": a.kind,
+        "kind": best.kind,
         "scope": scope,
-        "trigger": a.trigger,
-        "content": f"{a.content}\n{b.content}",
-        "boundary": "\n".join(x for x in (a.boundary, b.boundary) if x),
-        "conditions": ", ".join(dict.fromkeys([*a.conditions, *b.conditions])),
+        "trigger": best.trigger,
+        "content": content,
+        "boundary": "\n".join(boundaries),
+        "conditions": ", ".join(dict.fromkeys([*best.conditions, *other.conditions])),
+        "sources": f"Kind, trigger and text from #{best.pk} (the better supported); added from #{other.pk}: "
+                   f"{added_text}. Keywords and boundaries from both.",
     }

@@ -10,9 +10,11 @@ from .candidates import (
     edit_and_approve,
     merge_into,
     reject_candidate,
+    undo_decision,
 )
 from .errors import DecisionError, InvalidTransition, StaleDecision
 from .evidence import add_evidence
+from .preferences import remember_queue
 
 __all__ = [
     "DecisionError",
@@ -26,4 +28,6 @@ __all__ = [
     "edit_and_approve",
     "merge_into",
     "reject_candidate",
+    "remember_queue",
+    "undo_decision",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from curation import access, lifecycle
@@ -298,6 +298,50 @@ def merge_into(
         record_event(target, actor=actor, action=EventAction.MERGE_IN,
                      reason=f"candidate #{entry.pk} merged in; {len(copied)} piece(s) of evidence copied",
                      after={"merged_from": entry.pk, "evidence_ids": [e.pk for e in copied]}, at=now)
+    return entry
+
+
+# How long a reviewer may take a decision back (the decided card's Undo, or z).
+UNDO_SECONDS = 30
+# What an undo puts back: the queue's state and the text an edit changed, as the decision's Event saw them.
+_UNDONE_FIELDS = ("status", "queue_reason", "archive_reason", "confidence", "scope", "trigger", "content",
+                  "boundary", "conditions")
+_UNDONE_TIMES = ("queued_at", "last_verified_at")
+
+
+def undo_decision(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:
+    """Take back the actor's own last decision on a candidate, within UNDO_SECONDS: the entry returns to
+    what it was before (the decision's Event's `before`), with an "undo" Event of its own. Refused as
+    stale when anyone acted on the entry since (its version moved)."""
+    if not actor.has_perm(REVIEW):
+        raise PermissionDenied("Only reviewers and leads decide on candidates.")
+    now = at or timezone.now()
+    try:
+        return _undo(entry_id, actor, expected_version, reason, now)
+    except IntegrityError:  # back to pending, it would repeat a candidate submitted since
+        raise InvalidTransition(f"A pending candidate now says what #{entry_id} said; decide on that one.") from None
+
+
+def _undo(entry_id: int, actor, expected_version: int, reason: str, now) -> Entry:
+    with transaction.atomic():
+        entry = Entry.objects.select_for_update().get(pk=entry_id)
+        if not access.user_can_see_scope(actor, entry.scope):
+            raise Entry.DoesNotExist
+        if entry.version != expected_version:
+            raise StaleDecision(entry, changes_since(entry, expected_version))
+        last = entry.events.filter(entry_version=expected_version).order_by("-id").first()
+        if last is None or last.action not in EventAction.undoable() or last.actor_id != actor.pk:
+            raise InvalidTransition(f"Entry #{entry.pk}'s last change is not a decision of yours to undo.")
+        if (now - last.created_at).total_seconds() > UNDO_SECONDS:
+            raise InvalidTransition(f"Undo is for {UNDO_SECONDS} seconds after a decision; decide on #{entry.pk} again.")
+        before = last.before
+        restored = {field: before[field] for field in _UNDONE_FIELDS}
+        restored.update({field: datetime.datetime.fromisoformat(before[field]) if before[field] else None
+                         for field in _UNDONE_TIMES})
+        restored["fingerprint"] = fingerprint(restored["trigger"], restored["content"])
+        verb = EventAction(last.action).label
+        write_entry(entry, restored, expected_version=expected_version, action=EventAction.UNDO, actor=actor,
+                    reason=reason.strip() or f"undid \"{verb}\"", at=now)
     return entry
 
 

@@ -25,7 +25,7 @@ from curation.contradiction import contradiction, parse_lesson
 from curation.models import ConsolidationProposal, Entry, EventAction, Status
 from curation.permissions import REVIEW
 from curation.redaction import redact_fields
-from curation.similarity import normalise, words
+from curation.similarity import merged_content, normalise, words
 
 from .conflicts import close_moot_conflicts, detect_conflicts_for
 from .entry_writes import changes_since, write_entry
@@ -61,19 +61,18 @@ def _jaccard(a: frozenset, b: frozenset) -> float:
 
 
 def merged_text(members: list[Entry]) -> dict:
-    """The merge form's starting text: the strongest entry's trigger and content, then every other
-    distinct content, boundary and keyword, so nothing a source said is lost before a person edits it."""
+    """The merge form's starting text: the strongest entry's trigger and content, then only the sentences
+    of the others that say something new (similarity.merged_content), and every distinct boundary and
+    keyword, so nothing a source said is lost and nothing is said twice before a person edits it."""
     ordered = sorted(members, key=lambda e: (-e.base_confidence, e.pk))
-    contents, boundaries, seen_c, seen_b = [], [], set(), set()
+    content, _ = merged_content([e.content for e in ordered])
+    boundaries, seen_b = [], set()
     for e in ordered:
-        if normalise(e.content) not in seen_c:
-            seen_c.add(normalise(e.content))
-            contents.append(e.content)
         if e.boundary and normalise(e.boundary) not in seen_b:
             seen_b.add(normalise(e.boundary))
             boundaries.append(e.boundary)
     conditions = list(dict.fromkeys(c for e in ordered for c in e.conditions))
-    return {"trigger": ordered[0].trigger, "content": "\n".join(contents), "boundary": "\n".join(boundaries),
+    return {"trigger": ordered[0].trigger, "content": content, "boundary": "\n".join(boundaries),
             "conditions": conditions}
 
 

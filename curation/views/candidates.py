@@ -14,6 +14,7 @@ class Candidates(Queue):
     card_url_name = "candidate-card"
     page_template = "curation/candidates.html"
     card_template = "curation/partials/card.html"
+    lines_template = "curation/partials/card_lines.html"
     decided_template = "curation/partials/card_decided.html"
     filter_form = CandidateFilterForm
     label = "candidates"
@@ -28,7 +29,9 @@ class Candidates(Queue):
     keys = (
         ("j / k", "next / previous card"), ("a", "approve"), ("e", "edit, then approve (Ctrl+Enter saves)"),
         ("r", "reject with a reason (Enter sends)"), ("d", "defer"), ("x", "select for a bulk action"),
-        ("o", "open the entry page"),
+        ("Shift+j / Shift+k", "extend the selection down / up"), ("A", "approve the selection"),
+        ("R", "reject the selection (type the reason, Enter rejects)"),
+        ("Enter / Space", "expand a line of the compact list"), ("o", "open the entry page"), ("z", f"undo the last decision (for {services.candidates.UNDO_SECONDS} seconds)"),
     )
     missing = (Entry.DoesNotExist,)
     not_found = "No such entry in your scopes."
@@ -36,6 +39,7 @@ class Candidates(Queue):
     read_list = staticmethod(selectors.candidate_queue)
     read_count = staticmethod(selectors.queue_count)
     read_one = staticmethod(selectors.queue_card)
+    read_lines = staticmethod(selectors.candidate_lines)
     decided_text = "{Verb} {item.label}."
 
     def counted(self, filters):
@@ -50,6 +54,16 @@ class Candidates(Queue):
 
     def bulk_decide(self, request, items, action):
         return services.bulk_decide(items, actor=request.user, action=action, reason=request.POST.get("reason", ""))
+
+    def decided_context(self, request):
+        return {"undo_seconds": services.candidates.UNDO_SECONDS}
+
+    def reopened(self, request, entry):
+        """After an undo with htmx: the card again, open for a decision, and the queue's new count."""
+        return self.card_response(request, entry.pk, undone=True, **self.new_count(request))
+
+    def bulk_decided_item(self, outcome):
+        return outcome.entry
 
     def bulk_refused(self, request, exc):
         """The queue again, with what was wrong above the bulk form."""
@@ -91,6 +105,12 @@ def merge(request, pk):
                         target_id=int(target) if target.isdigit() else None, reason=request.POST.get("note", ""))
 
 
+@decision(REVIEW)
+def undo(request, pk):
+    return QUEUE.decide(request, pk, "undone", services.undo_decision,
+                        answer=(lambda entry: QUEUE.reopened(request, entry)) if request.htmx else None)
+
+
 urlpatterns = QUEUE.urls("review/candidates/", {
-    "approve": approve, "edit": edit_approve, "reject": reject, "defer": defer, "merge": merge,
+    "approve": approve, "edit": edit_approve, "reject": reject, "defer": defer, "merge": merge, "undo": undo,
 })

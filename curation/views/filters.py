@@ -56,12 +56,13 @@ def choice(choices, *, message: str = "") -> forms.ChoiceField:
                              error_messages={"invalid_choice": message})
 
 
-def fraction(placeholder: str) -> forms.FloatField:
+def fraction(placeholder: str, label: str) -> forms.FloatField:
+    """A confidence bound; `label` is its accessible name (two bounds share one visible label)."""
     message = "a number from 0 to 1"
     return forms.FloatField(
         required=False, min_value=0, max_value=1,
         error_messages={"invalid": message, "min_value": message, "max_value": message},
-        widget=forms.TextInput(attrs={"size": 4, "placeholder": placeholder}),
+        widget=forms.TextInput(attrs={"size": 4, "placeholder": placeholder, "aria-label": label}),
     )
 
 
@@ -69,7 +70,8 @@ class ScopeFilter(forms.CharField):
     """A scope prefix, held to the same rule as every scope that comes in (access.clean_scope)."""
 
     def __init__(self):
-        super().__init__(required=False, widget=forms.TextInput(attrs={"placeholder": "acme/billing-api", "size": 18}))
+        # The placeholder says what to type, and cannot be taken for a filter already set.
+        super().__init__(required=False, widget=forms.TextInput(attrs={"placeholder": "any scope", "size": 18}))
 
     def clean(self, value):
         value = super().clean(value)
@@ -86,9 +88,14 @@ def refusal_status(form: forms.Form) -> int:
 
 
 class QueueFilterForm(forms.Form):
-    """A queue's filter bar. `filters()` is the selector's filters (the defaults when the form is not valid)."""
+    """A queue's filter bar. `filters()` is the selector's filters (the defaults when the form is not valid).
+
+    Its parameters have their own namespace ("f-scope", "f-reason"): a decision posts the filters along
+    (hx-include) next to its own fields, and a reject's `reason` or an edit's `scope` must not read as a
+    filter."""
 
     dataclass: type
+    prefix = "f"
 
     def filters(self):
         if not self.is_valid():
@@ -102,8 +109,8 @@ class CandidateFilterForm(QueueFilterForm):
     kind = choice(Kind.choices)
     signal = choice(Signal.choices)
     reason = choice([("new", "new"), ("recheck", "recheck")], message="new or recheck")
-    min_confidence = fraction("0")
-    max_confidence = fraction("1")
+    min_confidence = fraction("0", "Minimum confidence")
+    max_confidence = fraction("1", "Maximum confidence")
     q = TruncatedText(200, widget=forms.TextInput(
         attrs={"type": "search", "placeholder": "words in trigger or content", "size": 22}))
     deferred = Flag()
@@ -115,7 +122,7 @@ class ConflictFilterForm(QueueFilterForm):
     scope = scope_field()
     kind = choice(Kind.choices)
     signal = choice(Signal.choices)
-    max_confidence = fraction("1")
+    max_confidence = fraction("1", "Maximum confidence")
     older_than_days = forms.IntegerField(
         required=False, min_value=0, max_value=3650,
         error_messages={key: "a whole number of days (at most 3650)" for key in ("invalid", "min_value", "max_value")},

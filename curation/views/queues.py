@@ -14,16 +14,22 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, path, resolve, reverse
+from django.utils.http import urlencode
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from curation import selectors, services
 from curation.permissions import READ, REVIEW, require
 from curation.selectors import BadCursor, Page
 from curation.services import InvalidTransition, StaleDecision
 from curation.views.filters import QueueFilterForm, refusal_status
 
 BULK_LIMIT = 200
+# What a successful call of decide() adds to "decided in this session": an undo takes one back, a saved
+# draft is no decision.
+PROGRESS = {"undone": -1, "saved": 0}
+FILTERS_KEPT = 1000  # the longest filter query remembered (QueuePreference.filters)
 PAST = {"approve": "Approved", "reject": "Rejected", "accept": "Accepted", "dismiss": "Dismissed"}
 
 
@@ -66,12 +72,15 @@ class Queue:
     missing: tuple[type[Exception], ...]   # a card outside the user's scopes (or gone): 404
     not_found: str
     refusals: tuple[type[Exception], ...] = (StaleDecision, InvalidTransition)  # 409, with the card
+    lines_template: str = ""       # the compact list, one line an item ("": the queue has no compact list)
 
     def urls(self, prefix: str, decisions: dict) -> list:
-        """The queue's URLs under `prefix`: its page, its bulk form, a card, and each decision view at
-        `<pk>/<name>/`, named like the card ("conflict-card" -> "conflict-keep")."""
+        """The queue's URLs under `prefix`: its page, its view switch (cards or compact list), its bulk form,
+        a card, and each decision view at `<pk>/<name>/`, named like the card ("conflict-card" -> "conflict-keep")."""
         item = self.card_url_name.removesuffix("-card")
         patterns = [path(prefix, self.page, name=self.url_name)]
+        if self.lines_template:
+            patterns.append(path(f"{prefix}view/", self.switch_view, name=f"{self.url_name}-view"))
         if self.bulk_url_name:
             patterns.append(path(f"{prefix}bulk/", self.bulk, name=self.bulk_url_name))
         patterns.append(path(f"{prefix}<int:pk>/", self.card, name=self.card_url_name))
@@ -92,6 +101,7 @@ class Queue:
     read_list = None    # a page: (user, filters, *, cursor) -> Page
     read_count = None   # the count: (user, filters) -> (count, capped)
     read_one = None     # one card: (user, pk) -> the item
+    read_lines = None   # a page of the compact list: (user, filters, *, cursor) -> Page
     count_noun = ""     # "12 waiting": what the count counts
     decided_text = ""   # the message after a decision without htmx; formatted with item, verb and Verb
     decided_attr = ""   # where the decided item is in a decision's outcome ("": the outcome itself)
@@ -119,18 +129,43 @@ class Queue:
 
     @method_decorator(reading)
     def page(self, request):
-        return self.render_page(request, request.GET)
+        """The queue as the reviewer left it: without filters in the URL, the filters they last used here
+        (a redirect, so that the URL says them); with filters, those, remembered for the next visit."""
+        preference = selectors.queue_preference(request.user, self.url_name)
+        filters = self.filter_params(request.GET)
+        if not filters and "after" not in request.GET and preference.filters and not request.htmx:
+            return redirect(f"{self.page_url}?{preference.filters}")
+        response = self.render_page(request, request.GET, compact=preference.compact)
+        remembered = urlencode([(name, value) for name, value in filters if value])
+        if filters and response.status_code == 200 and len(remembered) <= FILTERS_KEPT:
+            services.remember_queue(request.user, self.url_name, filters=remembered)
+        return response
 
-    def render_page(self, request, params, *, status=200, bulk_errors=()):
+    def filter_params(self, params) -> list[tuple[str, str]]:
+        """The filter form's parameters in `params` (each "f-<field>"), as (name, value) pairs."""
+        names = {f"{QueueFilterForm.prefix}-{field}" for field in self.filter_form.base_fields}
+        return [(name, value) for name, values in params.lists() if name in names for value in values]
+
+    @method_decorator(require_POST)
+    @method_decorator(require(READ))
+    def switch_view(self, request):
+        """Cards or the compact list: remembered per reviewer, then back to the queue with its filters."""
+        services.remember_queue(request.user, self.url_name, compact=request.POST.get("view") == "compact")
+        return redirect(self.back_url(request))
+
+    def render_page(self, request, params, *, status=200, bulk_errors=(), compact=False):
         form = self.filter_form(params)
         filters = form.filters()
+        compact = compact and bool(self.lines_template)
         context = {**self.context(request), "queue": self, "filter_form": form, "filters": filters, "page": None,
-                   "bulk_errors": bulk_errors}
+                   "bulk_errors": bulk_errors, "compact": compact, "decided_here": self.decided_here(request)}
         if not form.is_valid():
             return render(request, self.page_template, {**context, "filter_errors": form.errors},
                           status=refusal_status(form))
         try:
-            page = self.read_page(request, filters, params.get("after", ""))
+            cursor = params.get("after", "")
+            page = (self.read_lines(request.user, filters, cursor=cursor) if compact
+                    else self.read_page(request, filters, cursor))
         except BadCursor as exc:
             return render(request, self.page_template, {**context, "filter_errors": {"after": [str(exc)]}},
                           status=400)
@@ -139,7 +174,7 @@ class Queue:
         context.update(page=page, filter_query=query.urlencode(), count_noun=self.counted(filters))
         # Filtering and paging with htmx swap only the list; a full load (or a boosted one) gets the page.
         if request.htmx and not request.htmx.boosted and request.htmx.target == "queue":
-            return render(request, "curation/partials/queue_list.html", context, status=status)
+            return render(request, "curation/partials/queue_list.html", {**context, "oob": True}, status=status)
         return render(request, self.page_template, context, status=status)
 
     # --- one card -----------------------------------------------------------------------------------
@@ -175,19 +210,37 @@ class Queue:
         except ValidationError as exc:
             return self.card_response(request, pk, status=422, errors=exc.message_dict, form=form,
                                       open_panel=panel)
+        self.count_decided(request, PROGRESS.get(verb, 1))
         if answer:
             return answer(outcome)
         item = getattr(outcome, self.decided_attr) if self.decided_attr else outcome
         if not request.htmx:
             messages.success(request, self.decided_text.format(item=item, verb=verb, Verb=verb.capitalize()))
             return redirect(self.back_url(request))
-        filters = self.filter_form(request.POST).filters()  # the queue's filters, posted along
-        count, capped = self.read_count(request.user, filters)
         return render(request, self.decided_template, {
-            "queue": self, "outcome": outcome, "item": item, "verb": verb,
-            "page": Page([], count=count, count_is_capped=capped, filters=filters),
-            "count_noun": self.counted(filters), "oob": True,
+            "queue": self, "outcome": outcome, "item": item, "verb": verb, **self.new_count(request),
+            **self.decided_context(request),
         })
+
+    # --- progress: decided in this session, left under these filters ---------------------------------
+
+    def decided_here(self, request) -> int:
+        return request.session.get(f"decided:{self.url_name}", 0)
+
+    def count_decided(self, request, n: int) -> None:
+        request.session[f"decided:{self.url_name}"] = max(0, self.decided_here(request) + n)
+
+    def decided_context(self, request) -> dict:
+        """What a queue's decided card shows besides the item (the candidates' Undo)."""
+        return {}
+
+    def new_count(self, request) -> dict:
+        """The queue's count under the filters a decision posted along, for the out-of-band swap."""
+        filters = self.filter_form(request.POST).filters()
+        count, capped = self.read_count(request.user, filters)
+        return {"page": Page([], count=count, count_is_capped=capped, filters=filters),
+                "count_noun": self.counted(filters), "oob": True, "with_end": True, "decided_here": self.decided_here(request),
+                "filter_query": urlencode(self.filter_params(request.POST))}
 
     def back_url(self, request) -> str:
         """Back to where the reviewer was: the queue (with its filters) or a card page, never an action URL."""
@@ -210,13 +263,33 @@ class Queue:
         try:
             outcomes = self.bulk_decide(request, self.selected(request), action)
         except ValidationError as exc:
+            if request.htmx:
+                return render(request, "curation/partials/bulk_result.html",
+                              {"queue": self, "errors": exc.messages}, status=422)
             return self.bulk_refused(request, exc)
         refused = [o for o in outcomes if not o.ok]
         summary = f"{PAST[action]} {len(outcomes) - len(refused)} of {len(outcomes)}."
+        self.count_decided(request, len(outcomes) - len(refused))
+        if request.htmx:
+            return self.bulk_answer(request, action, outcomes, summary)
         if refused:
             summary += " Not changed: " + "; ".join(f"#{getattr(o, self.outcome_id)}: {o.message}" for o in refused)
         (messages.warning if refused else messages.success)(request, summary)
         return redirect(self.back_url(request))
+
+    def bulk_answer(self, request, action: str, outcomes: list, summary: str):
+        """With htmx, a bulk decision answers in place: each decided card swapped (out of band) for its
+        decided card, what happened to each listed, and the queue's new count."""
+        rows = [{"id": getattr(o, self.outcome_id), "ok": o.ok, "message": o.message,
+                 "item": self.bulk_decided_item(o) if o.ok else None} for o in outcomes]
+        return render(request, "curation/partials/bulk_result.html", {
+            "queue": self, "summary": summary, "rows": rows, "verb": PAST[action].lower(),
+            "refused": any(not o.ok for o in outcomes), **self.new_count(request), **self.decided_context(request),
+        })
+
+    def bulk_decided_item(self, outcome):
+        """The decided item of a bulk outcome, for the queue's decided card (None: a plain decided stub)."""
+        return None
 
     def bulk_action(self, request) -> str:
         return request.POST.get("action", "")

@@ -186,10 +186,11 @@ def skill_page(request, slug):
 @require_GET
 @require(READ)
 def skill_md(request, slug):
-    """The skill's SKILL.md, as a download: it goes to `<skills dir>/<slug>/SKILL.md`."""
+    """The skill's SKILL.md, as a download named `<slug>-SKILL.md` (several downloads do not overwrite
+    one another); it goes to `<skills dir>/<slug>/SKILL.md`. The slug is validated (SKILL_SLUG_PATTERN)."""
     skill = _visible_skill(request, slug)
     response = HttpResponse(skill.skill_md, content_type="text/markdown; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="SKILL.md"'
+    response["Content-Disposition"] = f'attachment; filename="{skill.slug}-SKILL.md"'
     return response
 
 

@@ -3,6 +3,7 @@ here may be kept by a browser's or a proxy's cache: one of them carries a secret
 
 import re
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -49,8 +50,12 @@ def token_create(request):
 @never_cache
 @require(MANAGE_TOKENS)
 def token_revoke(request, token_id):
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, "Nothing revoked: confirm with the token's “Revoke … now” button.")
+        return redirect("curation:tokens")
     try:
-        revoke_agent_token(token_id, actor=request.user)
+        token = revoke_agent_token(token_id, actor=request.user)
     except AgentToken.DoesNotExist:
         raise Http404("No such agent token.") from None
+    messages.success(request, f"Revoked “{token.name}” ({token.key_prefix}…): agents using it now get 401.")
     return redirect("curation:tokens")

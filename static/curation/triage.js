@@ -1,5 +1,5 @@
 // Keyboard triage for the candidates queue: j/k move, a approve, e edit, r reject, d defer,
-// x select, o open, ? help. Other queues' cards declare their keys with data-key (the conflicts
+// x select (Shift+j/k extend it; A approves it, R rejects it), o open, z undo the last decision, ? help. Other queues' cards declare their keys with data-key (the conflicts
 // queue: 1/2 keep, s split, m merge, n dismiss). Every key presses a real button or link, so the server decides.
 (function () {
   "use strict";
@@ -27,6 +27,15 @@
     card.querySelectorAll("details[data-panel]").forEach(function (d) { d.open = d === panel; });
     var field = panel.querySelector("input:not([type=hidden]), textarea");
     if (field) { field.focus(); if (field.select) field.select(); }
+  }
+  function select(card, on) {
+    var box = open(card) && card.querySelector("[data-select]");
+    if (box) { box.checked = on; updateSelected(); }
+  }
+  // A and R act on the selection: A presses "Approve selected", R asks the reason (Enter rejects).
+  function bulkButton(action) {
+    var button = document.querySelector('#bulk-form [data-bulk="' + action + '"]');
+    if (button && document.querySelectorAll("[data-select]:checked").length) button.click();
   }
   function updateSelected() {
     var n = document.querySelectorAll("[data-select]:checked").length;
@@ -61,15 +70,67 @@
       case "d": if (open(card)) { var b2 = card.querySelector('[data-action="defer"]'); if (b2) b2.click(); } break;
       case "e": if (open(card)) openPanel(card, "edit"); break;
       case "r": if (open(card)) openPanel(card, "reject"); break;
-      case "x": if (open(card)) { var s = card.querySelector("[data-select]"); if (s) { s.checked = !s.checked; updateSelected(); } } break;
-      case "o": if (card) window.location = card.dataset.entryUrl; break;
+      case "x": if (open(card)) { var s = card.querySelector("[data-select]"); if (s) select(card, !s.checked); } break;
+      case "o": if (card && card.dataset.entryUrl) { keepPosition(card); window.location = card.dataset.entryUrl; } break;
+      case "Enter": case " ": if (card && card.hasAttribute("data-line")) card.querySelector("[data-expand]").click(); else return; break;
+      case "J": select(card, true); move(1); select(current(), true); break;
+      case "K": select(card, true); move(-1); select(current(), true); break;
+      case "A": bulkButton("approve"); break;
+      case "R": var why = document.querySelector("[data-bulk-reason]"); if (why) why.focus(); break;
+      case "z": undoLast(); break;
       default: return;
     }
     ev.preventDefault();
   });
 
+  // Undo: a decided card offers it for data-undo-seconds (the server refuses it after that too); z presses
+  // the Undo of the latest decision still offering one.
+  var decidedOrder = [];
+  function offerUndo(card) {
+    var form = card.querySelector("form[data-undo-seconds]");
+    if (!form || form.dataset.offered) return;
+    form.dataset.offered = "1";
+    decidedOrder.push(card.id);
+    setTimeout(function () { if (form.isConnected) form.remove(); }, Number(form.dataset.undoSeconds) * 1000);
+  }
+  function undoLast() {
+    while (decidedOrder.length) {
+      var card = document.getElementById(decidedOrder.pop());
+      var button = card && card.querySelector('form[data-undo-seconds] [data-action="undo"]');
+      if (button) { button.click(); return; }
+    }
+  }
+
+  // A copy button (a new token's secret): the clipboard, or the text selected for Ctrl+C where it is refused.
+  function copyText(button) {
+    var source = document.getElementById(button.dataset.copy), said = button.parentNode.querySelector("[data-copied]");
+    function selectIt() {
+      var range = document.createRange(); range.selectNodeContents(source);
+      var sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
+      if (said) said.textContent = "Selected: press Ctrl+C to copy.";
+    }
+    if (!navigator.clipboard) { selectIt(); return; }
+    navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+      if (said) said.textContent = "Copied.";
+    }, selectIt);
+  }
+
+  // One notion of "current card": wherever focus goes (Tab, a click, a link inside a card), that card is
+  // current, so a key never acts on a card other than the one the reviewer is on.
+  function markCurrent(card) {
+    if (!card || card.classList.contains("is-current")) return;
+    cards().forEach(function (c) { c.classList.remove("is-current"); });
+    card.classList.add("is-current");
+  }
+  document.addEventListener("focusin", function (ev) {
+    var card = ev.target.closest && ev.target.closest("#queue [data-card]");
+    if (card) markCurrent(card);
+  });
+
   document.addEventListener("change", function (ev) { if (ev.target.matches("[data-select]")) updateSelected(); });
   document.addEventListener("click", function (ev) {
+    var copy = ev.target.closest("[data-copy]");
+    if (copy) { copyText(copy); return; }
     var help = ev.target.closest("[data-keys-help]");
     if (help) { document.getElementById("keys-help").showModal(); return; }
     var card = ev.target.closest("#queue [data-card]");
@@ -77,12 +138,26 @@
   });
 
   // After a decision the card is swapped for its decided stub: move on to the next open card.
-  document.addEventListener("htmx:afterSwap", function (ev) {
+  // (After the settle, not the swap: htmx's settle puts back the server's class on an element it replaced
+  // by one with the same id, which would drop "is-current" from a card that came back.)
+  document.addEventListener("htmx:afterSettle", function (ev) {
     var el = ev.detail.elt && ev.detail.elt.id ? document.getElementById(ev.detail.elt.id) : null;
+    if (ev.detail.target && ev.detail.target.id === "bulk-result") {  // a bulk decision, answered in place
+      var summary = ev.detail.target.isConnected ? ev.detail.target : document.getElementById("bulk-result");
+      lastDecision = summary ? (summary.querySelector(".flash") || summary).textContent : "";
+      document.querySelectorAll("#queue [data-decided]").forEach(offerUndo);
+      // What was refused stays on screen, listed, and is no longer selected: a new selection starts empty.
+      document.querySelectorAll("[data-select]:checked").forEach(function (box) { box.checked = false; });
+      if (!open(current())) move(1);
+      updateSelected();
+      return;
+    }
     var swapped = ev.detail.target && document.getElementById(ev.detail.target.id);
     var card = swapped || el;
     if (!card || !card.matches || !card.matches("[data-card]")) { if (!current()) move(1); return; }
     if (card.hasAttribute("data-decided")) {
+      lastDecision = card.querySelector("[role=status]").textContent;
+      offerUndo(card);
       card.classList.add("is-current");
       move(1);
       if (current() === card) card.classList.remove("is-current");
@@ -94,5 +169,31 @@
     updateSelected();
   });
 
-  document.addEventListener("DOMContentLoaded", function () { if (document.getElementById("queue")) move(1); });
+  // Position: the current card is in the URL's fragment when the reviewer leaves with o, so Back returns to it.
+  function keepPosition(card) { history.replaceState(history.state, "", "#" + card.id); }
+  // The end state: once no card on the page is open, say so (all done, or where the rest is).
+  function updateEnd() {
+    var end = document.querySelector("[data-queue-end]");
+    if (end) end.hidden = !cards().length || cards().some(open);
+  }
+  document.addEventListener("htmx:afterSettle", updateEnd);
+
+  // The live region: after a decision, what happened and the new count; after filtering, the count.
+  var announced = "", lastDecision = "";
+  function announce() {
+    var region = document.getElementById("announce"), count = document.getElementById("queue-count");
+    if (!region || !count) return;
+    var text = (lastDecision + " " + count.textContent).replace(/\s+/g, " ").trim();
+    if (text !== announced) { region.textContent = text; announced = text; }
+  }
+  // One answer settles several elements (the card, the count, the progress): say it once, for the answer.
+  document.addEventListener("htmx:beforeRequest", function () { lastDecision = ""; });
+  document.addEventListener("htmx:afterSettle", function () { setTimeout(announce, 0); });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!document.getElementById("queue")) return;
+    var kept = location.hash && document.querySelector("#queue #" + CSS.escape(location.hash.slice(1)) + "[data-card]");
+    if (kept && open(kept)) focusCard(kept); else move(1);
+    updateEnd();
+  });
 })();

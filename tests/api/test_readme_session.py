@@ -36,9 +36,12 @@ def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp
     call_command("seed_demo", "--agent-token", token, stdout=open("/dev/null", "w"))
     env = {"MA": live_server.url, "TOKEN": token}
 
-    submitted = json.loads(run(block("submit"), env))
+    answer, _, follow = run(block("submit"), env).partition("\ncandidate #")
+    submitted = json.loads(answer)
     assert submitted["status"] == "pending" and submitted["confidence"] == 0.85
     entry = Entry.objects.get(pk=submitted["id"])
+    # The line to follow names this candidate and its page on this server, whatever its id and port.
+    assert follow.strip() == f"{entry.pk}: open {live_server.url}/review/candidates/{entry.pk}/ and press Approve"
 
     # "Approve it in the browser": the reviewer's approval, through the same service the button calls
     reviewer = get_user_model().objects.get(username="reviewer")

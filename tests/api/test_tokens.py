@@ -73,17 +73,17 @@ def test_a_lead_revokes_a_token_and_it_stops_working(client, lead, make_agent):
     agent = make_agent("to-revoke")
     assert agent.retrieve(scope="acme/billing-api").status_code == 200
     client.force_login(lead)
-    response = client.post(f"/agents/tokens/{agent.token.pk}/revoke/")
+    response = client.post(f"/agents/tokens/{agent.token.pk}/revoke/", {"confirm": "yes"})
     assert response.status_code == 302
     token = AgentToken.objects.get(pk=agent.token.pk)
     assert token.revoked_at is not None and token.revoked_by == lead
     revoked = Event.objects.get(token=token, action="token_revoked")
     assert (revoked.actor, revoked.after) == (lead, {"revoked_at": token.revoked_at.isoformat()})
-    client.post(f"/agents/tokens/{agent.token.pk}/revoke/")  # again: nothing changes, nothing is written
+    client.post(f"/agents/tokens/{agent.token.pk}/revoke/", {"confirm": "yes"})  # again: nothing changes, nothing is written
     assert Event.objects.filter(token=token, action="token_revoked").count() == 1
     assert agent.retrieve(scope="acme/billing-api").status_code == 401
     assert "revoked" in client.get("/agents/tokens/").content.decode()
-    assert client.post("/agents/tokens/987654/revoke/").status_code == 404  # an unknown token, not a 500
+    assert client.post("/agents/tokens/987654/revoke/", {"confirm": "yes"}).status_code == 404  # an unknown token, not a 500
 
 
 @pytest.mark.parametrize("role", ["reviewer", "auditor"])
@@ -93,7 +93,7 @@ def test_only_leads_manage_tokens(client, request, role, make_agent):
     client.force_login(user)
     assert client.get("/agents/tokens/").status_code == 403
     assert client.post("/agents/tokens/new/", {"name": "x", "scopes": "acme"}).status_code == 403
-    assert client.post(f"/agents/tokens/{agent.token.pk}/revoke/").status_code == 403
+    assert client.post(f"/agents/tokens/{agent.token.pk}/revoke/", {"confirm": "yes"}).status_code == 403
     assert AgentToken.objects.get(pk=agent.token.pk).revoked_at is None
     assert AgentToken.objects.count() == 1
 
@@ -124,14 +124,14 @@ def test_a_scoped_lead_sees_and_revokes_only_tokens_within_their_grants(billing_
     client = client_for(billing_lead)
     listing = client.get("/agents/tokens/").content.decode()
     assert "billing-bot" in listing and "globex-bot" not in listing and "mixed-bot" not in listing
-    unknown = client.post("/agents/tokens/999999/revoke/")
+    unknown = client.post("/agents/tokens/999999/revoke/", {"confirm": "yes"})
     for agent in (other, mixed):
-        response = client.post(f"/agents/tokens/{agent.token.pk}/revoke/")
+        response = client.post(f"/agents/tokens/{agent.token.pk}/revoke/", {"confirm": "yes"})
         assert (response.status_code, page_text(response)) == (404, page_text(unknown))  # as if it did not exist
         assert AgentToken.objects.get(pk=agent.token.pk).revoked_at is None
         assert not Event.objects.filter(token=agent.token, action="token_revoked").exists()
     assert other.retrieve(scope="globex").status_code == 200
-    assert client.post(f"/agents/tokens/{own.token.pk}/revoke/").status_code == 302
+    assert client.post(f"/agents/tokens/{own.token.pk}/revoke/", {"confirm": "yes"}).status_code == 302
     assert AgentToken.objects.get(pk=own.token.pk).revoked_by == billing_lead
 
 
@@ -140,3 +140,21 @@ def test_a_lead_without_grants_still_manages_every_token(lead, make_agent):
     client = client_for(lead)
     assert "globex-bot" in client.get("/agents/tokens/").content.decode()
     assert client.post("/agents/tokens/new/", {"name": "any", "scopes": "globex/web", "expires": ""}).status_code == 201
+
+
+def test_revoking_asks_for_confirmation_and_says_what_was_revoked(client, lead, make_agent):
+    agent = make_agent("ci-runner")
+    client.force_login(lead)
+    page = client.get("/agents/tokens/").content.decode()
+    assert "Agents using “ci-runner”" in page and 'name="confirm" value="yes"' in page
+    unconfirmed = client.post(f"/agents/tokens/{agent.token.pk}/revoke/", follow=True).content.decode()
+    assert "Nothing revoked" in unconfirmed
+    assert AgentToken.objects.get(pk=agent.token.pk).revoked_at is None
+    done = client.post(f"/agents/tokens/{agent.token.pk}/revoke/", {"confirm": "yes"}, follow=True).content.decode()
+    assert f"Revoked “ci-runner” ({agent.token.key_prefix}…): agents using it now get 401." in done
+
+
+def test_a_new_token_has_a_copy_button(client, lead):
+    client.force_login(lead)
+    page = client.post("/agents/tokens/new/", {"name": "fresh", "scopes": "acme/web", "expires": ""}).content.decode()
+    assert 'data-copy="new-token-secret"' in page and 'id="new-token-secret"' in page

@@ -51,7 +51,7 @@ def test_lead_approves_a_skill_with_five_successful_trials(live_server, page):
     expect(listed).to_contain_text("5 of 5 trials succeeded")
     with page.expect_download() as download:
         listed.get_by_role("link", name="Download SKILL.md").click()
-    assert download.value.suggested_filename == "SKILL.md"
+    assert download.value.suggested_filename == f"{proposal.slug}-SKILL.md"  # several downloads never collide
     text = open(download.value.path(), encoding="utf-8").read()
     assert yaml.safe_load(text.split("---\n")[1]) == {"name": proposal.slug, "description": proposal.description}
     assert "## Rollback" in text and "approved by lena" in text

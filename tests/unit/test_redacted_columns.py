@@ -30,6 +30,7 @@ NOT_FREE_TEXT = {
     "Conflict.detected_by": "the detector's name",
     "Conflict.resolution": "the resolution's name",
     "TaskRun.task": "a sweep's name",
+    "QueuePreference.queue": "a queue's URL name, from the code",
     "TaskRun.triggered_by": "beat, command, or a username",
     "TaskRun.holder": "the worker process: host name, pid and start time",
     "ConsolidationProposal.scope": "a scope path, validated by access.clean_scope",

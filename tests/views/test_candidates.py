@@ -110,7 +110,7 @@ def test_filters(reviewer, make_candidate):
     client = client_for(reviewer)
 
     def shown(**params):
-        page = client.get(reverse("curation:candidates"), params).content.decode()
+        page = client.get(reverse("curation:candidates"), {f"f-{k}": v for k, v in params.items()}).content.decode()
         return [t for t in ("Web preference A", "Billing fact B") if t in page]
 
     assert shown(scope="acme/web") == ["Web preference A"]
@@ -123,7 +123,7 @@ def test_filters(reviewer, make_candidate):
 
 
 def test_bad_filter_is_a_400_with_a_message(reviewer):
-    response = client_for(reviewer).get(reverse("curation:candidates"), {"min_confidence": "lots", "after": "x"})
+    response = client_for(reviewer).get(reverse("curation:candidates"), {"f-min_confidence": "lots", "after": "x"})
     assert response.status_code == 400
     assert "a number from 0 to 1" in response.content.decode()
     response = client_for(reviewer).get(reverse("curation:candidates"), {"after": "garbage"})
@@ -155,8 +155,31 @@ def test_htmx_count_respects_the_filters_the_action_carries(reviewer, make_candi
     entry = make_candidate(scope="acme/web")
     make_candidate(scope="acme/web", trigger="Another trigger waiting in the web queue")
     make_candidate(scope="acme/billing-api")
-    body = client_for(reviewer).post(action_url("approve", entry), {"version": 1, "scope": "acme/web"}, **HTMX).content.decode()
+    body = client_for(reviewer).post(action_url("approve", entry), {"version": 1, "f-scope": "acme/web"}, **HTMX).content.decode()
     assert "1 waiting" in body
+
+
+def test_an_actions_own_fields_never_read_as_filters(reviewer, make_candidate):
+    """A reject's `reason` and an edit's `scope` sit next to the filters the action carries (hx-include):
+    the count is still the count of what the filters select."""
+    web = [make_candidate(scope="acme/web", trigger=f"Web lesson number {i}") for i in range(3)]
+    make_candidate(scope="acme/billing-api")
+    client = client_for(reviewer)
+    filters = {"f-scope": "acme/web", "f-reason": "", "f-kind": ""}
+    body = client.post(action_url("reject", web[0]), {"version": 1, "reason": "too vague", **filters}, **HTMX)
+    assert "2 waiting" in body.content.decode()
+    edit = {**ACTIONS["edit"], "scope": "acme/billing-api/container"}
+    body = client.post(action_url("edit", web[1]), {"version": 1, **edit, **filters}, **HTMX).content.decode()
+    assert "Edited and approved" in body and "1 waiting" in body
+
+
+def test_filtering_with_htmx_updates_the_count(reviewer, make_candidate):
+    make_candidate(scope="acme/web")
+    make_candidate(scope="acme/billing-api")
+    fragment = client_for(reviewer).get(reverse("curation:candidates"), {"f-scope": "acme/web"},
+                                        HTTP_HX_TARGET="queue", **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<section id="queue"')
+    assert '<span id="queue-count" class="count" hx-swap-oob="true">1 waiting' in fragment
 
 
 def test_stale_decision_shows_conflict_inside_the_card(reviewer, second_reviewer, make_candidate):
@@ -280,3 +303,52 @@ def test_entry_page_add_evidence(reviewer, auditor, make_candidate):
 def test_nothing_is_editable_through_admin(lead):
 
     assert Entry not in admin.site._registry and Event not in admin.site._registry
+
+
+def test_undo_from_the_decided_card(reviewer, second_reviewer, make_candidate):
+    entry = make_candidate()
+    client = client_for(reviewer)
+    decided = client.post(action_url("reject", entry), {"version": 1, "reason": "too vague"}, **HTMX).content.decode()
+    assert "Undo" in decided and f'action="/review/candidates/{entry.pk}/undo/"' in decided
+    assert "0 waiting" in decided
+    back = client.post(action_url("undo", entry), {"version": 2}, **HTMX)
+    body = back.content.decode()
+    assert back.status_code == 200 and "is back in the queue" in body and 'data-action="approve"' in body
+    assert "1 waiting" in body
+    assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
+
+    services.approve_candidate(entry.pk, actor=second_reviewer, expected_version=3)
+    refused = client.post(action_url("undo", entry), {"version": 3}, **HTMX)
+    assert refused.status_code == 409 and "changed since you loaded it" in refused.content.decode()
+    assert client_for(second_reviewer).post(action_url("undo", entry), {"version": 4}).status_code == 302
+    assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
+
+
+def test_bulk_with_htmx_answers_in_place(reviewer, make_candidate):
+    a, b = make_candidate(), make_candidate(trigger="A second lesson in the queue")
+    client = client_for(reviewer)
+    url = reverse("curation:candidates-bulk")
+    body = client.post(url, {"action": "approve", "selected": [f"{a.pk}:1", f"{b.pk}:1"]}, **HTMX).content.decode()
+    assert "Approved 2 of 2." in body and f"#{b.pk}</a>: approved" in body
+    assert body.count('hx-swap-oob="true"') == 5  # two decided cards, the count, the progress, the end state
+    assert f'id="card-{a.pk}"' in body and "Undo" in body and "0 waiting" in body
+    refused = client.post(url, {"action": "reject", "reason": "", "selected": [f"{a.pk}:2"]}, **HTMX)
+    assert refused.status_code == 422 and "Say why they are rejected." in refused.content.decode()
+    assert Entry.objects.get(pk=a.pk).status == Status.ACTIVE
+
+
+def test_labels_say_what_happens(reviewer, auditor, make_candidate):
+    from django.utils import timezone
+
+    entry = make_candidate()
+    client = client_for(reviewer)
+    page = client.get(reverse("curation:candidates")).content.decode()
+    assert "Reason queued" in page and "Why" not in page and 'placeholder="any scope"' in page
+    assert ">Reject</button>" in page
+    services.approve_candidate(entry.pk, actor=reviewer, expected_version=1)
+    Entry.objects.filter(pk=entry.pk).update(queued_at=timezone.now(), queue_reason="recheck_review_due", version=3)
+    page = client.get(reverse("curation:candidates")).content.decode()
+    assert "Retire (no longer served)</button>" in page and ">Reject</button>" not in page
+    refused = client_for(auditor).post(action_url("approve", entry), {"version": 3})
+    assert refused.status_code == 403
+    assert "Your role does not allow you to decide on review queues" in refused.content.decode()

@@ -57,8 +57,9 @@ def test_the_queue_page_runs_a_fixed_number_of_queries(open_conflict, reviewer, 
         conflicts.detect_conflicts_for(b)
     client = client_for(reviewer)
     client.get(reverse("curation:conflicts"))  # warm the session and the user's permission cache
-    # session, user, groups/permissions, scope grants, then 4 of the selector: the same for 1 or 6 conflicts
-    with django_assert_max_num_queries(10):
+    # session, user, groups/permissions, scope grants, the reviewer's queue preference, then 4 of the
+    # selector: the same for 1 or 6 conflicts
+    with django_assert_max_num_queries(11):
         page = client.get(reverse("curation:conflicts")).content.decode()
     assert page.count('class="card conflict-card') == 6
     assert a and b
@@ -148,7 +149,7 @@ def test_bad_merge_fields_answer_422_per_field(open_conflict, reviewer):
     conflict, a, b = open_conflict()
     response = client_for(reviewer).post(url("merge", conflict), {
         "merge_kind": "rumour", "merge_scope": "Acme", "merge_trigger": "", "merge_content": "x", "merge_boundary": "",
-        "merge_conditions": "", "scope": "", "kind": "",
+        "merge_conditions": "", "f-scope": "", "f-kind": "",
         **versions(a, b)}, **HTMX)
     body = response.content.decode()
     assert response.status_code == 422
@@ -161,7 +162,7 @@ def test_merge_through_the_form(open_conflict, reviewer):
     response = client_for(reviewer).post(url("merge", conflict), {
         "merge_kind": "procedure", "merge_scope": "acme/billing-api", "merge_trigger": "Merging into main",
         "merge_content": "Rebase feature branches; never rebase shared ones.", "merge_boundary": "", "merge_conditions": "git",
-        "scope": "", "kind": "", "detected_by": "",  # the queue's filters, posted along (hx-include)
+        "f-scope": "", "f-kind": "", "f-detected_by": "",  # the queue's filters, posted along (hx-include)
         **versions(a, b)}, **HTMX)
     assert response.status_code == 200
     merged = Entry.objects.get(supersedes=a)
@@ -204,12 +205,12 @@ def test_malformed_forms_answer_422(open_conflict, reviewer, data, message):
 def test_filters_and_bad_filters(open_conflict, reviewer):
     conflict, a, b = open_conflict()
     client = client_for(reviewer)
-    assert f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), {"scope": "acme/billing-api/container"}).content.decode()
-    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"scope": "acme/web"}).content.decode()
-    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"detected_by": "sweep"}).content.decode()
-    assert client.get(reverse("curation:conflicts"), {"kind": "rumour"}).status_code == 400
+    assert f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), {"f-scope": "acme/billing-api/container"}).content.decode()
+    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"f-scope": "acme/web"}).content.decode()
+    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"f-detected_by": "sweep"}).content.decode()
+    assert client.get(reverse("curation:conflicts"), {"f-kind": "rumour"}).status_code == 400
     assert client.get(reverse("curation:conflicts"), {"after": "garbage"}).status_code == 400
-    fragment = client.get(reverse("curation:conflicts"), {"scope": "acme"}, HTTP_HX_TARGET="queue", **HTMX)
+    fragment = client.get(reverse("curation:conflicts"), {"f-scope": "acme"}, HTTP_HX_TARGET="queue", **HTMX)
     assert fragment.content.decode().lstrip().startswith('<section id="queue"')
     assert "HX-Request" in fragment["Vary"]
 
@@ -290,11 +291,22 @@ def test_signal_confidence_and_age_filters(open_conflict, reviewer):
 
     conflict, a, b = open_conflict()
     client = client_for(reviewer)
-    shown = lambda **params: f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), params).content.decode()  # noqa: E731
+    shown = lambda **params: f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), {f"f-{k}": v for k, v in params.items()}).content.decode()  # noqa: E731
     assert shown(signal="self") and not shown(signal="external")
     assert shown(max_confidence="0.7") and not shown(max_confidence="0.5")
     assert not shown(older_than_days="2")
     Conflict.objects.filter(pk=conflict.pk).update(created_at=conflict.created_at - datetime.timedelta(days=3))
     assert shown(older_than_days="2")
-    for bad in ({"max_confidence": "2"}, {"older_than_days": "-1"}, {"signal": "gossip"}):
+    for bad in ({"f-max_confidence": "2"}, {"f-older_than_days": "-1"}, {"f-signal": "gossip"}):
         assert client.get(reverse("curation:conflicts"), bad).status_code == 400
+
+
+def test_the_merge_form_starts_from_a_real_merge_and_says_what_came_from_where(open_conflict, reviewer):
+    conflict, a, b = open_conflict()
+    page = client_for(reviewer).get(reverse("curation:conflict-card", args=[conflict.pk]), **HTMX).content.decode()
+    assert "(the better supported); added from #" in page and "Keywords and boundaries from both." in page
+    from django.utils.html import escape
+
+    merge_text = page.split('name="merge_content"')[1].split("</textarea>")[0].split(">", 1)[1]
+    assert merge_text.startswith((escape(a.content), escape(b.content)))  # the better-supported text, whole
+    assert f"{escape(a.content)}\n{escape(b.content)}" not in merge_text  # not both pasted together

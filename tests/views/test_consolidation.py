@@ -42,7 +42,8 @@ def test_queue_query_count(reviewer, django_assert_max_num_queries):
     consolidation.sweep_consolidation()
     client = client_for(reviewer)
     client.get(reverse("curation:consolidation"))
-    with django_assert_max_num_queries(10):  # session, user, permissions, grants, then 4: page, members, evidence, count
+    # session, user, permissions, grants, the reviewer's queue preference, then 4: page, members, evidence, count
+    with django_assert_max_num_queries(11):
         page = client.get(reverse("curation:consolidation")).content.decode()
     assert page.count('class="card proposal-card') == 5 and a
 
@@ -92,9 +93,9 @@ def test_roles(proposal, auditor, nobody):
 def test_filters(proposal, reviewer):
     p, a, b = proposal()
     client = client_for(reviewer)
-    assert f'id="proposal-{p.pk}"' not in client.get(reverse("curation:consolidation"), {"kind": "supersede"}).content.decode()
-    assert f'id="proposal-{p.pk}"' in client.get(reverse("curation:consolidation"), {"scope": "acme"}).content.decode()
-    assert client.get(reverse("curation:consolidation"), {"kind": "nope"}).status_code == 400
+    assert f'id="proposal-{p.pk}"' not in client.get(reverse("curation:consolidation"), {"f-kind": "supersede"}).content.decode()
+    assert f'id="proposal-{p.pk}"' in client.get(reverse("curation:consolidation"), {"f-scope": "acme"}).content.decode()
+    assert client.get(reverse("curation:consolidation"), {"f-kind": "nope"}).status_code == 400
     assert client.get(reverse("curation:consolidation"), {"after": "nope"}).status_code == 400
 
 

@@ -75,5 +75,26 @@ def test_each_queue_lists_its_cards_and_says_when_nothing_matches(reviewer):
         make(reviewer)
         client = client_for(reviewer)
         assert card_id in client.get(reverse(f"curation:{queue}")).content.decode()
-        empty = client.get(reverse(f"curation:{queue}"), {"scope": "nowhere"}).content.decode()
+        empty = client.get(reverse(f"curation:{queue}"), {"f-scope": "nowhere"}).content.decode()
         assert card_id not in empty and "with these filters." in empty
+
+
+def test_a_queue_remembers_its_filters_and_view_per_reviewer(reviewer, second_reviewer):
+    from curation.models import QueuePreference
+
+    url = reverse("curation:candidates")
+    client = client_for(reviewer)
+    assert client.get(url, {"f-scope": "acme/web", "f-kind": ""}).status_code == 200
+    assert QueuePreference.objects.get(user=reviewer, queue="candidates").filters == "f-scope=acme%2Fweb"
+    back = client.get(url)
+    assert back.status_code == 302 and back["Location"] == f"{url}?f-scope=acme%2Fweb"
+    assert client_for(second_reviewer).get(url).status_code == 200  # per reviewer
+    assert client.get(url, {"f-kind": "rumour"}).status_code == 400  # a refused filter is not remembered
+    assert client.get(url).status_code == 302
+    client.get(url, {"f-scope": ""})  # Clear
+    assert client.get(url).status_code == 200
+
+    switched = client.post(reverse("curation:candidates-view"), {"view": "compact", "next": f"{url}?f-scope="})
+    assert switched.status_code == 302 and switched["Location"] == f"{url}?f-scope="
+    assert QueuePreference.objects.get(user=reviewer, queue="candidates").compact
+    assert client.get(reverse("curation:candidates-view")).status_code == 405

@@ -42,9 +42,10 @@ def test_a_split_refuses_a_dotted_scope(lead):
 @pytest.mark.parametrize("page", ["candidates", "conflicts", "consolidation", "skills-queue", "skills"])
 @pytest.mark.parametrize("scope", DOTTED)
 def test_every_scope_filter_refuses_a_dotted_scope(reviewer, page, scope):
-    response = client_for(reviewer).get(reverse(f"curation:{page}"), {"scope": scope})
+    name = "scope" if page == "skills" else "f-scope"  # a queue's filters have their own namespace
+    response = client_for(reviewer).get(reverse(f"curation:{page}"), {name: scope})
     assert response.status_code == 422 and WHY in response.content.decode()
-    assert client_for(reviewer).get(reverse(f"curation:{page}"), {"scope": "acme/v1.2"}).status_code == 200
+    assert client_for(reviewer).get(reverse(f"curation:{page}"), {name: "acme/v1.2"}).status_code == 200
 
 
 @pytest.mark.parametrize("scope", DOTTED)

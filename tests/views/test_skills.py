@@ -150,11 +150,11 @@ def test_filters(reviewer, lead):
     ready = nominated(scope="acme/billing-api/host", trigger="Running migrations on the host")
     report(ready, ["success"] * 5)
     client = client_for(reviewer)
-    page = client.get(QUEUE, {"ready": "1"}).content.decode()
+    page = client.get(QUEUE, {"f-ready": "1"}).content.decode()
     assert f'id="skill-{ready.pk}"' in page and f'id="skill-{p.pk}"' not in page and "1 nominated" in page
-    assert f'id="skill-{p.pk}"' not in client.get(QUEUE, {"scope": "acme/billing-api/host"}).content.decode()
-    assert f'id="skill-{p.pk}"' not in client.get(QUEUE, {"kind": "success_pattern"}).content.decode()
-    assert client.get(QUEUE, {"kind": "fact"}).status_code == 400
+    assert f'id="skill-{p.pk}"' not in client.get(QUEUE, {"f-scope": "acme/billing-api/host"}).content.decode()
+    assert f'id="skill-{p.pk}"' not in client.get(QUEUE, {"f-kind": "success_pattern"}).content.decode()
+    assert client.get(QUEUE, {"f-kind": "fact"}).status_code == 400
     assert client.get(QUEUE, {"after": "nope"}).status_code == 400
 
 
@@ -163,9 +163,9 @@ def test_queue_query_count(reviewer, django_assert_max_num_queries):
         report(nominated(trigger=f"Procedure {i} in the container"), ["success", "failure"], prefix=f"p{i}")
     client = client_for(reviewer)
     client.get(QUEUE)
-    # session, user, permissions (2), grants, the roles in the top bar, then 4: proposals with their trial
-    # counts, their sources, their trials, the count
-    with django_assert_max_num_queries(10) as few:
+    # session, user, permissions (2), grants, the roles in the top bar, the reviewer's queue preference,
+    # then 4: proposals with their trial counts, their sources, their trials, the count
+    with django_assert_max_num_queries(11) as few:
         client.get(QUEUE)
     for i in range(3, 12):
         report(nominated(trigger=f"Procedure {i} in the container"), ["success"], prefix=f"p{i}")
@@ -192,7 +192,7 @@ def test_skill_md_download(lead, auditor):
     skill = approved_skill(lead)
     response = client_for(auditor).get(f"/skills/{skill.slug}/SKILL.md")
     assert response.status_code == 200 and response["Content-Type"] == "text/markdown; charset=utf-8"
-    assert response["Content-Disposition"] == 'attachment; filename="SKILL.md"'
+    assert response["Content-Disposition"] == f'attachment; filename="{skill.slug}-SKILL.md"'
     text = response.content.decode()
     assert yaml.safe_load(text.split("---\n")[1]) == {"name": skill.slug, "description": skill.description}
     assert f"(http://testserver/entries/{skill.nominated_entry_id}/)" in text
