@@ -41,6 +41,7 @@ def test_the_count_is_the_count_of_what_the_filters_select(live_server, page):
     expect(page.locator("#queue-count")).to_contain_text("2 waiting")
 
     # Edit, then approve, moving the lesson out of the filtered scope: one fewer under these filters.
+    expect(page.locator(f"#card-{web[1].pk}")).to_have_class(re.compile("is-current"))
     page.keyboard.press("e")
     page.locator(f"#card-{web[1].pk} input[name=scope]").fill("acme/billing-api")
     page.keyboard.press("Control+Enter")
@@ -76,6 +77,7 @@ def test_undo_a_decision_with_the_button_or_z(live_server, page):
     page.keyboard.press("z")
     expect(page.locator(f"#card-{first.pk}")).to_contain_text("is back in the queue")
     expect(page.locator(f"#card-{first.pk} [data-action=approve]")).to_be_visible()
+    settled(page.locator(f"#card-{first.pk}"))
     expect(page.locator(f"#card-{first.pk}")).to_have_class(re.compile("is-current"))
     expect(page.locator("#queue-count")).to_contain_text("2 waiting")
     assert Entry.objects.get(pk=first.pk).status == Status.PENDING
@@ -124,6 +126,12 @@ def test_bulk_by_keyboard_answers_in_place(live_server, page):
     assert Entry.objects.filter(status=Status.REJECTED).count() == 2
 
 
+def settled(card):
+    """htmx binds a swapped-in card's buttons when the swap settles; a key pressed before that would post the
+    form without htmx (a full page load, as with scripts off)."""
+    expect(card).not_to_have_class(re.compile(r"htmx-(added|settling|swapping)"))
+
+
 def test_compact_list_progress_and_the_end_state(live_server, page):
     make_user("rita", "reviewer")
     first, second = lessons(2, scope="acme/web")
@@ -155,6 +163,7 @@ def test_compact_list_progress_and_the_end_state(live_server, page):
     expect(page.locator(f"#card-{second.pk}")).to_have_class(re.compile("is-current"))
     page.keyboard.press(" ")
     expect(page.locator(f"#card-{second.pk} [data-action=approve]")).to_be_visible()
+    settled(page.locator(f"#card-{second.pk}"))
     page.locator(f"#card-{second.pk}").focus()
     page.keyboard.press("a")
     expect(page.locator("#queue-end")).to_be_visible()
