@@ -224,6 +224,15 @@ CURATION = {
     "IDEMPOTENCY_KEEP_HOURS": 24,     # how long a submission's answer is kept for a retry with its Idempotency-Key
 }
 
+# Published memory versions (issue 13): the pre-publish checks and what auto-publish may release alone.
+CURATION_RELEASES = {
+    "FAILED_OUTCOME_DAYS": 14,        # a failed task outcome this recent is a pre-publish warning
+    # Auto-publish releases a pending entry alone only when every unreleased Event of it is one of these
+    # and no pre-publish check warns about it; anything else waits for a lead.
+    "AUTO_PUBLISH_ACTIONS": ["outcome_success", "add_evidence", "revive"],
+    "AUTO_PUBLISH_MINUTES": 60,
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

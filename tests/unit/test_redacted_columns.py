@@ -43,6 +43,12 @@ NOT_FREE_TEXT = {
     "SkillProposal.created_by_label": "a sweep's name or a username",
     "SkillSource.added_by_label": "a username or a sweep's name",
     "SkillTrial.reported_by_label": "a token's label",
+    "MemoryVersion.published_by_label": "a username or auto-publish",
+    "MemoryVersion.scope_prefix": "a scope path, validated by access.clean_scope",
+    "ReleasedEntry.scope": "a copy of a redacted entry's scope path",
+    "ReleasedEntry.fingerprint": "a sha256",
+    "ReleasedSkill.slug": "a copy of a skill's slug, validated against SKILL_SLUG_PATTERN",
+    "ReleasedSkill.scope": "a copy of a skill's scope path",
 }
 
 

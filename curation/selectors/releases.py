@@ -1,0 +1,245 @@
+"""Reads of published memory versions: the version agents read and its entries, what publishing would
+change (the pending draft), the pre-publish checks, the history and the diff of two versions.
+
+A version's content is the ReleasedEntry / ReleasedSkill rows valid in it: valid_from <= N and valid_to
+null or above N. Every read here is bounded by the number of changes (pending marks, rows that start or
+end between two versions), never by the size of the memory."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Exists, Max, OuterRef, Q
+from django.utils import timezone
+
+from curation import access
+from curation.models import (
+    Conflict, Entry, Event, EventAction, MemoryVersion, PendingRelease, PublishedVersion, ReleasedEntry,
+    ReleasedSkill, SkillProposal, SkillSource, Status,
+)
+from curation.versions import (
+    RELEASED_FIELDS, SKILL_RELEASED_FIELDS, Change, Warning, change_between, released_values,
+)
+
+from .retrieval import RETRIEVAL_POOL_FACTOR, Ranked, rank_by_words, without_near_duplicates
+
+PENDING_SHOWN = 500  # changes the releases page lists (a publish takes them all)
+HISTORY_SHOWN = 50
+
+
+def in_version(number: int) -> Q:
+    """The rows of version `number`."""
+    return Q(valid_from__lte=number) & (Q(valid_to__isnull=True) | Q(valid_to__gt=number))
+
+
+def published_version() -> MemoryVersion | None:
+    """The version agents read. The migration made version 1; None only in a database emptied since (a
+    test's flush), where agents read nothing until a first publish."""
+    pointer = PublishedVersion.objects.select_related("version").filter(pk=1).first()
+    return pointer.version if pointer else None
+
+
+def published_number() -> int:
+    """The published version's number, 0 when none is."""
+    version = published_version()
+    return version.number if version else 0
+
+
+def version_by_number(number: int) -> MemoryVersion:
+    """MemoryVersion.DoesNotExist for a number never published."""
+    return MemoryVersion.objects.get(number=number)
+
+
+def head_number() -> int:
+    return MemoryVersion.objects.aggregate(n=Max("number"))["n"] or 0
+
+
+def as_entry(row: ReleasedEntry) -> Entry:
+    """A released row as the Entry an answer and a context block are built from (not saved, never written)."""
+    return Entry(pk=row.entry_id, **{name: getattr(row, name) for name in RELEASED_FIELDS}, status=Status.ACTIVE)
+
+
+def released_entries(number: int, *, scopes=None, prefix: str = ""):
+    """The released rows of version `number`, of exactly `scopes` or under `prefix` when given."""
+    rows = ReleasedEntry.objects.filter(in_version(number))
+    if scopes is not None:
+        rows = rows.filter(scope__in=list(scopes))
+    if prefix:
+        rows = rows.filter(access.under_scope(prefix))
+    return rows
+
+
+def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
+    """retrieve_memory's answer, read from version `number` instead of the live rows."""
+    if not scopes:
+        return []
+    q = (q or "").strip()[:500]
+    rows = released_entries(number, scopes=scopes).filter(confidence__gte=min_confidence)
+    return without_near_duplicates(rank_by_words(rows, q, k * RETRIEVAL_POOL_FACTOR, as_entry), k)
+
+
+def released_skill_ids(number: int) -> list[int]:
+    return list(ReleasedSkill.objects.filter(in_version(number)).values_list("skill_id", flat=True))
+
+
+# --- what a release would change --------------------------------------------------------------------------
+
+
+def rows_at(number: int, entry_ids) -> dict[int, dict]:
+    return {r.entry_id: released_values(r) for r in ReleasedEntry.objects.filter(in_version(number),
+                                                                                  entry_id__in=list(entry_ids))}
+
+
+def skill_rows_at(number: int, skill_ids) -> dict[int, dict]:
+    return {r.skill_id: released_values(r, SKILL_RELEASED_FIELDS)
+            for r in ReleasedSkill.objects.filter(in_version(number), skill_id__in=list(skill_ids))}
+
+
+def entry_versions(entry_ids) -> list[tuple[int, int]]:
+    """(id, version) of the entries: the version a released row was read at."""
+    return list(Entry.objects.filter(pk__in=list(entry_ids)).values_list("pk", "version"))
+
+
+def live_released_values(entry_ids) -> dict[int, dict]:
+    """What the draft would release of these entries: the active ones that no approved skill withholds."""
+    withheld = SkillSource.objects.filter(entry=OuterRef("pk"), live=True, proposal__status="approved")
+    rows = Entry.objects.filter(pk__in=list(entry_ids), status=Status.ACTIVE).exclude(Exists(withheld))
+    return {e.pk: released_values(e) for e in rows.only("id", *RELEASED_FIELDS)}
+
+
+def live_skill_values(skill_ids) -> dict[int, dict]:
+    rows = SkillProposal.objects.filter(pk__in=list(skill_ids), status=SkillProposal.Status.APPROVED)
+    return {p.pk: released_values(p, SKILL_RELEASED_FIELDS) for p in rows.only("id", *SKILL_RELEASED_FIELDS)}
+
+
+@dataclass
+class PendingSet:
+    """The unreleased marks a publish under `prefix` takes, and the entries and skills they name."""
+
+    mark_ids: list[int]
+    entry_ids: set[int]
+    skill_ids: set[int]
+
+
+def pending_marks(prefix: str = "") -> PendingSet:
+    """The marks not yet released (of entries and skills under `prefix`), with the source entries of the
+    marked skills (approving a skill withholds its sources; retiring it gives them back)."""
+    marks = PendingRelease.objects.filter(released_in__isnull=True)
+    if prefix:
+        marks = marks.filter(access.under_scope(prefix, "entry__scope") | access.under_scope(prefix, "skill__scope"))
+    rows = list(marks.values_list("pk", "entry_id", "skill_id"))
+    entry_ids = {entry for _, entry, _ in rows if entry}
+    skill_ids = {skill for _, _, skill in rows if skill}
+    if skill_ids:
+        entry_ids |= set(SkillSource.objects.filter(proposal_id__in=skill_ids).values_list("entry_id", flat=True))
+    return PendingSet([pk for pk, _, _ in rows], entry_ids, skill_ids)
+
+
+def pending_changes(prefix: str = "", *, user=None) -> list[Change]:
+    """What publishing (under `prefix`) would change against the published version, each with the latest
+    Event that caused it; only what `user` may see when given."""
+    published = published_number()
+    marks = pending_marks(prefix)
+    before = rows_at(published, marks.entry_ids)
+    after = live_released_values(marks.entry_ids)
+    changes = [c for entry_id in sorted(marks.entry_ids)
+               if (c := change_between(entry_id, before.get(entry_id), after.get(entry_id)))]
+    skills_before = skill_rows_at(published, marks.skill_ids)
+    skills_after = live_skill_values(marks.skill_ids)
+    changes += [c for skill_id in sorted(marks.skill_ids)
+                if (c := change_between(skill_id, skills_before.get(skill_id), skills_after.get(skill_id),
+                                        is_skill=True))]
+    if user is not None:
+        changes = [c for c in changes if access.user_can_see_scope(user, c.scope)]
+    _attach_causes(changes)
+    return changes
+
+
+def _attach_causes(changes: list[Change]) -> None:
+    """The latest Event of each changed entry or skill: why it is in the draft."""
+    entry_ids = [c.subject_id for c in changes if not c.is_skill]
+    skill_ids = [c.subject_id for c in changes if c.is_skill]
+    latest = {}
+    for event in Event.objects.filter(Q(entry_id__in=entry_ids) | Q(skill_id__in=skill_ids)).filter(
+            pk__in=PendingRelease.objects.filter(released_in__isnull=True).values("event_id")).order_by("pk"):
+        if event.skill_id in skill_ids:
+            latest[("skill", event.skill_id)] = event
+        if event.entry_id in entry_ids:
+            latest[("entry", event.entry_id)] = event
+    for change in changes:
+        change.cause = latest.get(("skill" if change.is_skill else "entry", change.subject_id))
+
+
+def group_by_scope(changes: list[Change]) -> list[tuple[str, list[Change]]]:
+    groups: dict[str, list[Change]] = {}
+    for change in changes:
+        groups.setdefault(change.scope, []).append(change)
+    return sorted(groups.items())
+
+
+def pre_publish_checks(changes: list[Change], *, now=None) -> list[Warning]:
+    """What a lead must acknowledge before publishing these changes: open conflicts between entries of the
+    release, entries whose recent task outcomes failed, entries without a boundary. One query each."""
+    now = now or timezone.now()
+    released = [c for c in changes if not c.is_skill and c.after is not None]
+    ids = [c.subject_id for c in released]
+    warnings = []
+    if not ids:
+        return warnings
+    for conflict in Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids),
+                                            state=Conflict.State.OPEN).order_by("pk"):
+        entry_id = conflict.entry_a_id if conflict.entry_a_id in ids else conflict.entry_b_id
+        warnings.append(Warning("conflict", entry_id, f"#{entry_id} is in open {conflict.label}."))
+    since = now - datetime.timedelta(days=settings.CURATION_RELEASES["FAILED_OUTCOME_DAYS"])
+    failed = (Event.objects.filter(entry_id__in=ids, action=EventAction.OUTCOME_FAILURE, created_at__gte=since)
+              .values_list("entry_id", flat=True).distinct())
+    for entry_id in sorted(set(failed)):
+        warnings.append(Warning("failed_outcomes", entry_id, f"#{entry_id}: a task that used it failed recently."))
+    for change in released:
+        if not change.after["boundary"].strip():
+            warnings.append(Warning("no_boundary", change.subject_id,
+                                    f"#{change.subject_id} says nothing about when it does not hold."))
+    return warnings
+
+
+# --- history and diff -----------------------------------------------------------------------------------
+
+
+def version_history(limit: int = HISTORY_SHOWN) -> list[MemoryVersion]:
+    return list(MemoryVersion.objects.order_by("-number")[:limit])
+
+
+def drift_between(a: int, b: int) -> tuple[set[int], set[int]]:
+    """The entries and skills whose rows start or end between versions a and b: the only ones that may
+    differ between them (two indexed range reads)."""
+    low, high = min(a, b), max(a, b)
+    moved = Q(valid_from__gt=low, valid_from__lte=high) | Q(valid_to__gt=low, valid_to__lte=high)
+    return (set(ReleasedEntry.objects.filter(moved).values_list("entry_id", flat=True)),
+            set(ReleasedSkill.objects.filter(moved).values_list("skill_id", flat=True)))
+
+
+def version_diff(a: int, b: int, *, prefixes=None) -> list[Change]:
+    """What changes from version a to version b (either order), entries then skills, under the reader's
+    scope prefixes (None: all)."""
+    entry_ids, skill_ids = drift_between(a, b)
+    before, after = rows_at(a, entry_ids), rows_at(b, entry_ids)
+    changes = [c for i in sorted(entry_ids) if (c := change_between(i, before.get(i), after.get(i)))]
+    skills_before, skills_after = skill_rows_at(a, skill_ids), skill_rows_at(b, skill_ids)
+    changes += [c for i in sorted(skill_ids)
+                if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))]
+    if prefixes is not None:
+        changes = [c for c in changes if access.covered_by_any(prefixes, c.scope)]
+    return changes
+
+
+def change_json(change: Change) -> dict:
+    data = {"kind": change.kind, "scope": change.scope,
+            ("skill" if change.is_skill else "entry"): change.subject_id,
+            "before": change.before, "after": change.after,
+            "fields": [{"name": f.name, "before": f.before, "after": f.after} for f in change.fields]}
+    if change.cause is not None:
+        data["cause"] = {"event": change.cause.pk, "action": change.cause.action, "actor": change.cause.actor_label,
+                         "at": change.cause.created_at.isoformat(), "reason": change.cause.reason}
+    return data
