@@ -691,6 +691,10 @@ class MemoryVersion(models.Model):
     added = models.PositiveIntegerField(default=0)
     changed = models.PositiveIntegerField(default=0)
     removed = models.PositiveIntegerField(default=0)
+    # The draft on top of this version is read from the Events from this id on (and from what differs
+    # between it and the newest version, after a rollback): a full publish moves it past every Event it
+    # saw, a publish under a prefix keeps its base's, since what lies outside the prefix is still pending.
+    pending_from_event = models.PositiveBigIntegerField(default=0)
     # Pre-publish warnings the publisher acknowledged, as shown: [{"check": ..., "entry": id, "text": ...}].
     acknowledged = RedactedJSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -771,32 +775,4 @@ class ReleasedSkill(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["skill"], condition=Q(valid_to__isnull=True),
                                     name="released_skill_one_open_row"),
-        ]
-
-
-class PendingRelease(models.Model):
-    """An entry or a skill changed since it was last released (every Event about one marks it): what the
-    next publish looks at, so publishing reads the changes, not the memory. `released_in` is set when a
-    publish took it; a mark whose entry turns out unchanged is taken too."""
-
-    entry = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-                              db_index=False)
-    skill = models.ForeignKey(SkillProposal, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-                              db_index=False)
-    event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-                              db_index=False)
-    released_in = models.ForeignKey(MemoryVersion, null=True, blank=True, on_delete=models.PROTECT,
-                                    related_name="+", db_index=False)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        indexes = [
-            models.Index(fields=["entry", "id"], name="pending_release_entry_idx",
-                         condition=Q(released_in__isnull=True)),
-            models.Index(fields=["skill", "id"], name="pending_release_skill_idx",
-                         condition=Q(released_in__isnull=True, skill__isnull=False)),
-        ]
-        constraints = [
-            models.CheckConstraint(condition=Q(entry__isnull=False) | Q(skill__isnull=False),
-                                   name="pending_release_has_subject"),
         ]

@@ -20,7 +20,7 @@ from django.test import Client
 from playwright.sync_api import expect
 
 from curation import lifecycle, services, sweeps
-from curation.models import AgentToken, Entry, PendingRelease, Evidence, Retrieval, ScopeGrant, SkillProposal, Status, TaskRun
+from curation.models import AgentToken, Entry, Evidence, Retrieval, ScopeGrant, SkillProposal, Status, TaskRun
 from curation.services import skills, usage
 from curation.services.releases import publish_version
 from curation.services.tokens import create_agent_token
@@ -93,12 +93,11 @@ def run_together(calls, timeout: float = 60) -> list:
 def publish_pending(*, written_directly=(), **options):
     """Publish whatever is pending, as a lead would after reading the releases page: agents read only the
     published version, so a test that approves something and then reads it as an agent publishes between.
-    `written_directly`: entries a test changed with a plain UPDATE (no service, so no Event marked them).
+    `written_directly`: entries a test changed with a plain UPDATE (no service, so no Event names them).
     Answers the new version, or None when nothing was pending."""
-    PendingRelease.objects.bulk_create([PendingRelease(entry=entry) for entry in written_directly])
     try:
         return publish_version(actor=None, actor_label="tests:publish", summary="publish what the test did",
-                               acknowledge=True, **options)
+                               acknowledge=True, also_entry_ids=[e.pk for e in written_directly], **options)
     except ValidationError:
         return None
 

@@ -2,7 +2,7 @@
 change (the pending draft), the pre-publish checks, the history and the diff of two versions.
 
 A version's content is the ReleasedEntry / ReleasedSkill rows valid in it: valid_from <= N and valid_to
-null or above N. Every read here is bounded by the number of changes (pending marks, rows that start or
+null or above N. Every read here is bounded by the number of changes (Events since a publish, rows that start or
 end between two versions), never by the size of the memory."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from curation import access
 from curation.models import (
-    Conflict, Entry, Event, EventAction, MemoryVersion, PendingRelease, PublishedVersion, ReleasedEntry,
+    Conflict, Entry, Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry,
     ReleasedSkill, SkillProposal, SkillSource, Status,
 )
 from curation.versions import (
@@ -50,6 +50,10 @@ def published_number() -> int:
 def version_by_number(number: int) -> MemoryVersion:
     """MemoryVersion.DoesNotExist for a number never published."""
     return MemoryVersion.objects.get(number=number)
+
+
+def last_event_id() -> int:
+    return Event.objects.aggregate(n=Max("pk"))["n"] or 0
 
 
 def head_number() -> int:
@@ -102,6 +106,10 @@ def entry_versions(entry_ids) -> list[tuple[int, int]]:
     return list(Entry.objects.filter(pk__in=list(entry_ids)).values_list("pk", "version"))
 
 
+def skill_versions(skill_ids) -> list[tuple[int, int]]:
+    return list(SkillProposal.objects.filter(pk__in=list(skill_ids)).values_list("pk", "version"))
+
+
 def live_released_values(entry_ids) -> dict[int, dict]:
     """What the draft would release of these entries: the active ones that no approved skill withholds."""
     withheld = SkillSource.objects.filter(entry=OuterRef("pk"), live=True, proposal__status="approved")
@@ -115,55 +123,71 @@ def live_skill_values(skill_ids) -> dict[int, dict]:
 
 
 @dataclass
-class PendingSet:
-    """The unreleased marks a publish under `prefix` takes, and the entries and skills they name."""
+class Candidates:
+    """The entries and skills that may differ between the published version and the draft."""
 
-    mark_ids: list[int]
     entry_ids: set[int]
     skill_ids: set[int]
 
 
-def pending_marks(prefix: str = "") -> PendingSet:
-    """The marks not yet released (of entries and skills under `prefix`), with the source entries of the
-    marked skills (approving a skill withholds its sources; retiring it gives them back)."""
-    marks = PendingRelease.objects.filter(released_in__isnull=True)
+def draft_candidates(published: MemoryVersion | None, prefix: str = "", *, also_entry_ids=()) -> Candidates:
+    """What may have changed since the published version: the subjects of the Events since its
+    `pending_from_event`, what differs between it and the newest version (after a rollback), and the
+    source entries of those skills (approving a skill withholds its sources; retiring it gives them
+    back). Under `prefix`, only entries and skills whose live scope lies there. Bounded by the changes."""
+    since = published.pending_from_event if published else 0
+    subjects = (Event.objects.filter(pk__gte=since).filter(Q(entry__isnull=False) | Q(skill__isnull=False))
+                .values_list("entry_id", "skill_id").distinct())
+    entry_ids = {entry for entry, _ in subjects if entry} | set(also_entry_ids)
+    skill_ids = {skill for _, skill in subjects if skill}
+    head = head_number()
+    if published and published.number != head:
+        drift_entries, drift_skills = drift_between(published.number, head)
+        entry_ids |= drift_entries
+        skill_ids |= drift_skills
     if prefix:
-        marks = marks.filter(access.under_scope(prefix, "entry__scope") | access.under_scope(prefix, "skill__scope"))
-    rows = list(marks.values_list("pk", "entry_id", "skill_id"))
-    entry_ids = {entry for _, entry, _ in rows if entry}
-    skill_ids = {skill for _, _, skill in rows if skill}
+        skill_ids = set(SkillProposal.objects.filter(access.under_scope(prefix), pk__in=skill_ids)
+                        .values_list("pk", flat=True))
     if skill_ids:
         entry_ids |= set(SkillSource.objects.filter(proposal_id__in=skill_ids).values_list("entry_id", flat=True))
-    return PendingSet([pk for pk, _, _ in rows], entry_ids, skill_ids)
+    if prefix:
+        entry_ids = set(Entry.objects.filter(access.under_scope(prefix), pk__in=entry_ids)
+                        .values_list("pk", flat=True))
+    return Candidates(entry_ids, skill_ids)
+
+
+def changes_of(base: int, candidates: Candidates) -> list[Change]:
+    """How the draft differs from version `base` for these candidates: entries, then skills."""
+    before, after = rows_at(base, candidates.entry_ids), live_released_values(candidates.entry_ids)
+    changes = [c for i in sorted(candidates.entry_ids) if (c := change_between(i, before.get(i), after.get(i)))]
+    skills_before = skill_rows_at(base, candidates.skill_ids)
+    skills_after = live_skill_values(candidates.skill_ids)
+    changes += [c for i in sorted(candidates.skill_ids)
+                if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))]
+    return changes
 
 
 def pending_changes(prefix: str = "", *, user=None) -> list[Change]:
     """What publishing (under `prefix`) would change against the published version, each with the latest
     Event that caused it; only what `user` may see when given."""
-    published = published_number()
-    marks = pending_marks(prefix)
-    before = rows_at(published, marks.entry_ids)
-    after = live_released_values(marks.entry_ids)
-    changes = [c for entry_id in sorted(marks.entry_ids)
-               if (c := change_between(entry_id, before.get(entry_id), after.get(entry_id)))]
-    skills_before = skill_rows_at(published, marks.skill_ids)
-    skills_after = live_skill_values(marks.skill_ids)
-    changes += [c for skill_id in sorted(marks.skill_ids)
-                if (c := change_between(skill_id, skills_before.get(skill_id), skills_after.get(skill_id),
-                                        is_skill=True))]
+    published = published_version()
+    changes = changes_of(published.number if published else 0, draft_candidates(published, prefix))
     if user is not None:
         changes = [c for c in changes if access.user_can_see_scope(user, c.scope)]
-    _attach_causes(changes)
+    _attach_causes(changes, published.pending_from_event if published else 0)
     return changes
 
 
-def _attach_causes(changes: list[Change]) -> None:
-    """The latest Event of each changed entry or skill: why it is in the draft."""
+def _attach_causes(changes: list[Change], since_event: int) -> None:
+    """The latest Event of each changed entry or skill since the published version: why it is in the draft
+    (one query; a change a rollback brought back has its cause before that, and shows none)."""
     entry_ids = [c.subject_id for c in changes if not c.is_skill]
     skill_ids = [c.subject_id for c in changes if c.is_skill]
+    if not changes:
+        return
     latest = {}
-    for event in Event.objects.filter(Q(entry_id__in=entry_ids) | Q(skill_id__in=skill_ids)).filter(
-            pk__in=PendingRelease.objects.filter(released_in__isnull=True).values("event_id")).order_by("pk"):
+    events = Event.objects.filter(Q(entry_id__in=entry_ids) | Q(skill_id__in=skill_ids), pk__gte=since_event)
+    for event in events.order_by("pk"):
         if event.skill_id in skill_ids:
             latest[("skill", event.skill_id)] = event
         if event.entry_id in entry_ids:

@@ -13,7 +13,7 @@ from django.db import models
 from django.utils import timezone
 
 from curation.middleware import current_request_id
-from curation.models import EVENT_SUBJECT_FIELDS, Entry, Event, EventAction, PendingRelease
+from curation.models import EVENT_SUBJECT_FIELDS, Entry, Event, EventAction
 
 # Which Event link each kind of subject fills.
 SUBJECT_LINKS: dict[type[models.Model], str] = {
@@ -41,24 +41,12 @@ def record_event(
     event = build_event(subject, actor=actor, action=action, reason=reason, before=before, after=after,
                         actor_label=actor_label, at=at, also=also, request_id=request_id)
     event.save(force_insert=True)
-    mark_pending_release([event])
     return event
 
 
 def record_events(events) -> list[Event]:
     """Write many Events built with build_event in one insert (a sweep's batch, a bulk decision)."""
-    written = Event.objects.bulk_create(list(events))
-    mark_pending_release(written)
-    return written
-
-
-def mark_pending_release(events) -> None:
-    """Every Event about an entry or a skill may change what agents read: mark its subject for the next
-    publish, so publishing reads the marks (the changes), never the whole memory."""
-    PendingRelease.objects.bulk_create([
-        PendingRelease(entry_id=event.entry_id, skill_id=event.skill_id, event_id=event.pk, created_at=event.created_at)
-        for event in events if event.entry_id or event.skill_id
-    ])
+    return Event.objects.bulk_create(list(events))
 
 
 def build_event(
