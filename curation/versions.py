@@ -87,6 +87,10 @@ class Warning:
     def as_json(self) -> dict:
         return {"check": self.check, "entry": self.entry_id, "text": self.text}
 
+    @property
+    def title(self) -> str:
+        return CHECK_TITLES[self.check]
+
 
 CHECK_TITLES = {
     "conflict": "Open conflict within the release",

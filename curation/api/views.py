@@ -152,3 +152,16 @@ def entry_detail(request, token, entry_id):
 @csrf_exempt
 def unknown_endpoint(request):
     return error_response(404, f"No such endpoint: {request.path}. The endpoints are listed at /api/v1/docs.")
+
+
+@api_view("GET")
+def export(request, token):
+    """The published version (or `version=N`) as the files coding agents load: MEMORY.md, the topic files
+    and skills/<name>/SKILL.md, of the token's scopes only (under `scope` when given)."""
+    scope = readable_scope(token, request.GET["scope"]) if request.GET.get("scope") else ""
+    number = read_version(request.GET)
+    if not number:
+        raise NotFound("No memory version is published yet.")
+    version = releases.version_by_number(number)
+    files = releases.export_of(version, prefixes=list(token.scopes), scope=scope)
+    return 200, {"memory_version": number, "scope": scope, "files": files}

@@ -19,11 +19,13 @@ from curation.models import (
     Conflict, Entry, Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry,
     ReleasedSkill, SkillProposal, SkillSource, Status,
 )
+from curation.memory_export import Lesson, export_files
 from curation.versions import (
     RELEASED_FIELDS, SKILL_RELEASED_FIELDS, Change, Warning, change_between, released_values,
 )
 
 from .retrieval import RETRIEVAL_POOL_FACTOR, Ranked, rank_by_words, without_near_duplicates
+from .skills import exported_skills_of, skill_md
 
 PENDING_SHOWN = 500  # changes the releases page lists (a publish takes them all)
 HISTORY_SHOWN = 50
@@ -267,3 +269,23 @@ def change_json(change: Change) -> dict:
         data["cause"] = {"event": change.cause.pk, "action": change.cause.action, "actor": change.cause.actor_label,
                          "at": change.cause.created_at.isoformat(), "reason": change.cause.reason}
     return data
+
+
+# --- exports --------------------------------------------------------------------------------------------
+
+
+def export_of(version: MemoryVersion, *, prefixes=None, scope: str = "") -> dict[str, str]:
+    """The files of version `version`'s export (MEMORY.md, topics, skills), of the entries and skills under
+    `prefixes` (None: all) and `scope` (when given)."""
+    rows = released_entries(version.number, prefix=scope)
+    skills = SkillProposal.objects.filter(pk__in=released_skill_ids(version.number))
+    if scope:
+        skills = skills.filter(access.under_scope(scope))
+    if prefixes is not None:
+        rows = rows.filter(access.scope_q(list(prefixes)))
+        skills = skills.filter(access.scope_q(list(prefixes)))
+    lessons = [Lesson(r.entry_id, r.scope, r.kind, r.trigger, r.content, tuple(r.conditions), r.boundary, r.signal,
+                      r.confidence)
+               for r in rows.order_by("scope", "entry_id").iterator(chunk_size=2000)]
+    skill_files = [(p.slug, skill_md(p)) for p in exported_skills_of(skills)]
+    return export_files(lessons, skill_files, version_number=version.number, summary=version.summary)

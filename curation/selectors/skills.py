@@ -129,6 +129,11 @@ def exported_skills(*, scope: str = "") -> list[SkillProposal]:
     qs = SkillProposal.objects.filter(status=SkillProposal.Status.APPROVED)
     if scope:
         qs = qs.filter(access.under_scope(scope))
+    return exported_skills_of(qs)
+
+
+def exported_skills_of(qs) -> list[SkillProposal]:
+    """The proposals of `qs` with what SKILL.md shows, by name."""
     return _with_parts(list(_annotated(qs).order_by("slug")))
 
 

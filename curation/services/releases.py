@@ -36,6 +36,22 @@ class UnacknowledgedWarnings(Exception):
         super().__init__(f"{len(warnings)} pre-publish warning(s) must be acknowledged before publishing.")
 
 
+class OutsideScopes(Exception):
+    """A lead limited to some scopes publishes under one of them, and cannot roll back everyone's memory."""
+
+
+def _check_reach(actor, prefix: str | None) -> None:
+    """A scoped lead publishes only under a prefix within their grants; a rollback (prefix None) switches
+    every scope, so it is for an unrestricted lead."""
+    prefixes = access.user_scope_prefixes(actor) if actor is not None else None
+    if prefixes is None:
+        return
+    if prefix is None:
+        raise OutsideScopes("Rolling back switches every scope: only a lead without scope limits may.")
+    if not prefix or not access.covered_by_any(prefixes, prefix):
+        raise OutsideScopes(f"You publish only under your scopes ({', '.join(prefixes)}): give one as the prefix.")
+
+
 def _values_for_row(values: dict, names) -> dict:
     """Released values back as column values (the stored time is a datetime)."""
     row = {name: values[name] for name in names}
@@ -55,6 +71,7 @@ def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge:
     prefix = access.clean_scope(scope_prefix.strip().rstrip("/")) if scope_prefix.strip() else ""
     if not summary:
         raise ValidationError({"summary": ["Say what this release changes."]})
+    _check_reach(actor, prefix)
     with transaction.atomic():
         pointer = _locked_pointer()
         published = pointer.version if pointer.version_id else None
@@ -152,6 +169,7 @@ def rollback_version(number: int, *, actor, reason: str, at=None) -> MemoryVersi
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["Say why you roll back."]})
+    _check_reach(actor, None)
     with transaction.atomic():
         pointer = _locked_pointer()
         try:
