@@ -40,6 +40,10 @@ def write_export(root: Path, files: dict[str, str]) -> tuple[int, int]:
 class Command(BaseCommand):
     help = "Export a published memory version as MEMORY.md, topic files and skills/<name>/SKILL.md."
 
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # `--version N` names the memory version here; it replaces Django's --version (print and exit).
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
     def add_arguments(self, parser):
         parser.add_argument("directory", help="where to write (made if missing)")
         parser.add_argument("--version", type=int, dest="number", help="a version number (default: the published one)")
