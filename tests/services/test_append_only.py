@@ -42,6 +42,7 @@ def test_postgres_refuses_to_rewrite_a_skill_trial(on_postgres):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("migrates_back")
 def test_events_gain_subjects_without_a_row_rewritten():
     """Migration 0014 changes the events table's schema only: the history written before it stays as it was
     (on PostgreSQL the append-only trigger would refuse any UPDATE), and an Event about a token alone fits."""
@@ -56,7 +57,8 @@ def test_events_gain_subjects_without_a_row_rewritten():
         entry=entry, entry_label="#1 acme: t", actor_label="agent:ci", action="submit", after={"status": "pending"})
     executor = MigrationExecutor(connection)
     executor.migrate(after)
-    Token = executor.loader.project_state(after).apps.get_model("curation", "AgentToken")
+    new = executor.loader.project_state(after).apps
+    Token, Event = new.get_model("curation", "AgentToken"), new.get_model("curation", "Event")  # as of 0014
     token = Token.objects.create(name="t", key_prefix="ma_", key_hash="0" * 64)
     event = Event.objects.get(pk=kept.pk)
     assert (event.entry_id, event.token_id, event.action, event.after) == (entry.pk, None, "submit", {"status": "pending"})
