@@ -230,7 +230,10 @@ CURATION_RELEASES = {
     # Auto-publish releases a pending entry alone only when every unreleased Event of it is one of these
     # and no pre-publish check warns about it; anything else waits for a lead.
     "AUTO_PUBLISH_ACTIONS": ["outcome_success", "add_evidence", "revive"],
-    "AUTO_PUBLISH_MINUTES": 60,
+}
+CELERY_BEAT_SCHEDULE["lifecycle-auto_publish"] = {
+    "task": "curation.lifecycle.auto_publish", "schedule": crontab(minute=50),
+    "kwargs": {"triggered_by": "beat"}, "options": {"expires": 3600},
 }
 
 LOGGING = {

@@ -198,6 +198,21 @@ def _attach_causes(changes: list[Change], since_event: int) -> None:
         change.cause = latest.get(("skill" if change.is_skill else "entry", change.subject_id))
 
 
+def low_impact(changes: list[Change], actions) -> list[Change]:
+    """The entry changes auto-publish may release alone: still released (not a removal), every Event of the
+    entry since the published version one of `actions`, and no pre-publish warning."""
+    candidates = [c for c in changes if not c.is_skill and c.after is not None]
+    if not candidates:
+        return []
+    published = published_version()
+    since = published.pending_from_event if published else 0
+    ids = [c.subject_id for c in candidates]
+    other = set(Event.objects.filter(entry_id__in=ids, pk__gte=since).exclude(action__in=list(actions))
+                .values_list("entry_id", flat=True))
+    warned = {w.entry_id for w in pre_publish_checks(candidates)}
+    return [c for c in candidates if c.subject_id not in other | warned]
+
+
 def group_by_scope(changes: list[Change]) -> list[tuple[str, list[Change]]]:
     groups: dict[str, list[Change]] = {}
     for change in changes:
