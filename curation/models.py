@@ -741,6 +741,8 @@ class ReleasedEntry(models.Model):
         indexes = [
             # Reading version N of some scopes: the rows of a scope that start at or before N.
             models.Index(fields=["scope", "valid_from"], name="released_entry_scope_idx"),
+            # An entry's rows, in any version: what publishing and a diff compare (an IN list of the changes).
+            models.Index(fields=["entry", "valid_from"], name="released_entry_entry_idx"),
             # The diff of two versions: the rows that start or end between them.
             models.Index(fields=["valid_from"], name="released_entry_from_idx"),
             models.Index(fields=["valid_to"], name="released_entry_to_idx", condition=Q(valid_to__isnull=False)),

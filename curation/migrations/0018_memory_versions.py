@@ -192,5 +192,9 @@ class Migration(migrations.Migration):
             model_name='releasedskill',
             constraint=models.UniqueConstraint(condition=models.Q(('valid_to__isnull', True)), fields=('skill',), name='released_skill_one_open_row'),
         ),
+        migrations.AddIndex(
+            model_name='releasedentry',
+            index=models.Index(fields=['entry', 'valid_from'], name='released_entry_entry_idx'),
+        ),
         migrations.RunPython(make_version_one, migrations.RunPython.noop),
     ]
