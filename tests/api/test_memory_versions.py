@@ -1,7 +1,10 @@
 """Agents read the published memory version: which one, pinned versions, and the export's scopes."""
 
 from curation.models import Retrieval
+from curation.selectors import releases as reads
+from curation.services import skills
 from curation.services.releases import publish_version, rollback_version
+from tests.factories import nominated, publish_pending, report
 
 
 def _ids(response):
@@ -64,3 +67,22 @@ def test_the_export_holds_only_the_tokens_scopes(make_agent, approved, lead):
 
 def test_the_export_of_an_unknown_version_is_a_404(agent):
     assert agent.get("export", version=5).status_code == 404
+
+
+def test_an_approved_skill_reaches_agents_when_published_and_withholds_its_sources(agent, lead):
+    agent.publish_first = False
+    proposal = nominated()
+    report(proposal, ["success"] * 5)
+    publish_pending()  # the source entry as released before the skill
+    skills.approve_skill(proposal.pk, actor=lead, expected_version=1)
+    assert agent.get("skills").json()["skills"] == []  # pending: a skill approval waits for a lead
+    [change] = [c for c in reads.pending_changes() if c.is_skill]
+    assert change.kind == "added" and change.cause.action == "skill_approved"
+
+    version = publish_version(actor=lead, summary="the skill", acknowledge=True)
+    listed = agent.get("skills").json()
+    assert listed["memory_version"] == version.number and [s["slug"] for s in listed["skills"]] == [proposal.slug]
+    assert agent.get("skills", version=version.number - 1).json()["skills"] == []
+    released = reads.released_entries(version.number).values_list("entry_id", flat=True)
+    assert proposal.nominated_entry_id not in released  # the skill replaces its source in this version
+    assert proposal.nominated_entry_id in reads.released_entries(version.number - 1).values_list("entry_id", flat=True)

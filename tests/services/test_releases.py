@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from curation import services
-from curation.models import Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry
+from curation.models import Conflict, Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry
 from curation.selectors import releases as reads
 from curation.services.releases import UnacknowledgedWarnings, publish_version, rollback_version
 from django.utils import timezone
@@ -128,3 +128,16 @@ def test_rollback_needs_a_reason_and_a_known_other_version(lead):
         rollback_version(1, actor=lead, reason="x")
     assert "already the published one" in str(same.value)
     assert PublishedVersion.objects.get().version.number == 1
+
+
+def test_the_checks_name_open_conflicts_and_recent_failures(lead, reviewer):
+    entry = active(reviewer, scope="acme/billing-api", boundary="b", confidence=0.8)
+    publish_version(actor=lead, summary="v2")
+    record_uses(entry, ["failure"], end=timezone.now())  # the curator confirms it on recheck
+    other = active(reviewer, scope="acme/billing-api", boundary="b", trigger="Always rebase before merging",
+                   content="Never merge without a rebase")
+    Conflict.objects.create(entry_a=entry, entry_b=other, reason="rebase against merge", detected_by="sweep")
+    warnings = reads.pre_publish_checks(reads.pending_changes())
+    assert {(w.check, w.entry_id) for w in warnings} >= {("failed_outcomes", entry.pk), ("conflict", entry.pk)}
+    with pytest.raises(UnacknowledgedWarnings):
+        publish_version(actor=lead, summary="v3")
