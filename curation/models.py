@@ -506,6 +506,10 @@ class TaskRun(models.Model):
     rows_examined = models.PositiveIntegerField(default=0)
     rows_changed = models.PositiveIntegerField(default=0)
     error = RedactedTextField(blank=True)
+    # The run's lease: the worker process that holds it ("host:pid:start") and its last sign of life. A run
+    # whose process is gone, or whose heartbeat is older than the lease, holds nothing (sweeps/runs.py).
+    holder = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["task", "-started_at"], name="task_run_recent_idx")]

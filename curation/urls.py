@@ -1,13 +1,14 @@
 from django.urls import path
 
 from curation.views import (
-    candidates, conflicts, consolidation, dashboard, entries, maintenance, releases, skills, tokens,
+    candidates, conflicts, consolidation, dashboard, entries, health, maintenance, releases, skills, tokens,
 )
 
 app_name = "curation"
 
 urlpatterns = [
     path("", dashboard.home, name="home"),
+    path("healthz/", health.healthz, name="healthz"),
     *candidates.urlpatterns,
     *conflicts.urlpatterns,
     *consolidation.urlpatterns,

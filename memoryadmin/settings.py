@@ -2,10 +2,13 @@
 SQLite in ./data and a Celery broker on the filesystem (no server needed)."""
 
 import os
+import secrets
+import time
 from pathlib import Path
 
 import dj_database_url
 from celery.schedules import crontab
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("MEMORYADMIN_DATA_DIR", BASE_DIR / "data"))
@@ -18,12 +21,36 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-DEBUG = env_bool("DEBUG", True)
+def local_secret_key(folder: Path) -> str:
+    """A random key made on first start and kept in the data folder (readable by its owner only), for
+    an install that sets no SECRET_KEY. Of processes starting together, the first to create the file
+    wins and the others read it, so they all sign with one key."""
+    path = folder / "secret_key"
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for _ in range(50):
+            if key := path.read_text().strip():
+                return key
+            time.sleep(0.02)
+        raise RuntimeError(f"{path} is empty: delete it, or set SECRET_KEY") from None
+    key = secrets.token_urlsafe(50)
+    with os.fdopen(fd, "w") as out:
+        out.write(key)
+    return key
+
+
+# Django's debug pages only when asked for: every other install shows the custom 403/404/500 pages.
+DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise RuntimeError("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "insecure-development-key-only-for-the-embedded-default"
+SECRET_KEY_FROM_FILE = not SECRET_KEY
+if SECRET_KEY_FROM_FILE:
+    SECRET_KEY = local_secret_key(DATA_DIR)
+elif not DEBUG and (len(SECRET_KEY) < 50 or "insecure" in SECRET_KEY or "change-me" in SECRET_KEY):
+    # A shipped placeholder or a short key signs sessions anyone could forge: refuse to start.
+    raise RuntimeError("SECRET_KEY must be a random value of 50 or more characters "
+                       "(python -c 'import secrets; print(secrets.token_urlsafe(50))')")
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
 PORT = int(os.environ.get("PORT", "8000"))
 
@@ -36,6 +63,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_htmx",
+    "axes",
+    "csp",
     "curation",
 ]
 
@@ -51,6 +80,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "curation.middleware.RequestIdMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it turns a lockout into the lockout page
 ]
 
 ROOT_URLCONF = "memoryadmin.urls"
@@ -101,11 +132,31 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # and the worker do (an in-memory database shared between threads locks by table instead).
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-memoryadmin.sqlite3")}
 
+# PostgreSQL in production: `migrate` runs as the tables' owner and, when this names the role the web
+# server and workers connect as, grants that role only what it needs (curation/db_roles.py).
+APP_DB_ROLE = os.environ.get("MEMORYADMIN_APP_DB_ROLE", "")
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out user or address before checking
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling: after AXES_FAILURE_LIMIT failed sign-ins for one user name, or from one address, that
+# name or address is locked out for AXES_COOLOFF_TIME hours; a success resets the count.
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = float(os.environ.get("LOGIN_LOCKOUT_HOURS", "0.25"))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "curation.client_address.client_address"
+AXES_VERBOSE = False
+# Proxies in front of the web server that append to X-Forwarded-For (docker-compose.yml: its TLS proxy).
+TRUSTED_PROXIES = int(os.environ.get("TRUSTED_PROXIES", "0"))
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "curation:candidates"
 LOGOUT_REDIRECT_URL = "login"
@@ -118,11 +169,44 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
+WHITENOISE_USE_FINDERS = True  # static files straight from the project, collected or not (DEBUG is off)
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+
+# Content-Security-Policy on every page: scripts and styles only from this site's static files (no inline
+# script, style attribute or eval), nothing framed, forms posted only here.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
+# HTTPS. Off for the embedded default (plain http on localhost); docker-compose.yml turns each on, behind
+# its TLS proxy. Behind a proxy, HTTPS_PROXY_HEADER trusts its X-Forwarded-Proto: set it only when the
+# proxy is the sole way in.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz/$"]  # the container's own health check speaks plain http
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if env_bool("HTTPS_PROXY_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 # --- Celery ---------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
@@ -208,6 +292,7 @@ CURATION = {
     "LOW_UTILITY_BELOW": 0.4,         # ... with average utility < beta
     "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
     "SWEEP_BATCH_SIZE": 5000,
+    "SWEEP_LEASE_SECONDS": 300,       # a run with no heartbeat for this long (one per batch) holds no lock
     # Skill promotion gates. Nominated: a procedure or success pattern with at least
     # SKILL_MIN_HITS hits, average utility at least SKILL_MIN_AVG_UTILITY, no failure among its last
     # SKILL_RECENT_WINDOW uses, a rollback note and no open conflict. Approved (by a lead): at least
@@ -221,6 +306,7 @@ CURATION = {
     "API_BATCH_MAX": 500,
     "API_RETRIEVE_MAX_K": 20,
     "API_RATE_LIMIT": int(os.environ.get("MEMORYADMIN_API_RATE_LIMIT", "600")),  # requests per token per minute
+    "API_BAD_TOKEN_LIMIT": int(os.environ.get("MEMORYADMIN_API_BAD_TOKEN_LIMIT", "30")),  # per address per minute
     "IDEMPOTENCY_KEEP_HOURS": 24,     # how long a submission's answer is kept for a retry with its Idempotency-Key
 }
 

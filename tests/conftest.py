@@ -23,7 +23,7 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"MEMORYADMIN_REQUIRE_POSTGRES=1 but the database engine is {engine}")
 
 
-_MEMORY_VERSIONS = importlib.import_module("curation.migrations.0018_memory_versions")
+_MEMORY_VERSIONS = importlib.import_module("curation.migrations.0019_memory_versions")
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from curation import access
+from curation.client_address import client_address
 from curation.models import AgentToken, MemoryVersion
 from curation.selectors import releases
 from curation.selectors.tokens import token_for_key
@@ -43,6 +44,7 @@ def error_response(status: int, message: str, errors: dict | None = None, header
     if errors:
         body["errors"] = errors
     response = JsonResponse(body, status=status)
+    response["Cache-Control"] = "no-store"
     for name, value in (headers or {}).items():
         response[name] = value
     return response
@@ -57,6 +59,7 @@ def _authenticate(request) -> AgentToken:
     now = timezone.now()
     token = token_for_key(key.strip(), now)
     if token is None:
+        _check_bad_token_rate(request)
         raise ApiError(401, "This token is unknown, revoked or expired.",
                        headers={"WWW-Authenticate": 'Bearer realm="memoryadmin", error="invalid_token"'})
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
@@ -66,16 +69,25 @@ def _authenticate(request) -> AgentToken:
 
 def _check_rate(token: AgentToken) -> None:
     """A fixed one-minute window per token, counted in the cache (Redis in production)."""
-    limit = settings.CURATION["API_RATE_LIMIT"]
+    _limit_per_minute(f"api-rate:{token.pk}", settings.CURATION["API_RATE_LIMIT"],
+                      "Rate limit of {limit} requests a minute reached; retry in {retry} s.")
+
+
+def _check_bad_token_rate(request) -> None:
+    """Guessing tokens is throttled per client address; requests with a good token are never held back."""
+    _limit_per_minute(f"api-bad-token:{client_address(request)}", settings.CURATION["API_BAD_TOKEN_LIMIT"],
+                      "Too many requests with an unknown token from this address ({limit} a minute); "
+                      "retry in {retry} s.")
+
+
+def _limit_per_minute(key: str, limit: int, message: str) -> None:
     if not limit:
         return
     now = time.time()
     window = int(now // 60)
-    count = _count_request(f"api-rate:{token.pk}:{window}")
-    if count > limit:
+    if _count_request(f"{key}:{window}") > limit:
         retry_after = max(1, int((window + 1) * 60 - now) + 1)
-        raise ApiError(429, f"Rate limit of {limit} requests a minute reached; retry in {retry_after} s.",
-                       headers={"Retry-After": str(retry_after)})
+        raise ApiError(429, message.format(limit=limit, retry=retry_after), headers={"Retry-After": str(retry_after)})
 
 
 _redis_clients: dict[str, redis.Redis] = {}
@@ -168,6 +180,7 @@ def api_view(*methods: str, body: bool = False, idempotent: bool = False):
             except PermissionDenied as exc:
                 return error_response(403, str(exc) or "This token may not do that.")
             response = JsonResponse(data, status=status, json_dumps_params={"ensure_ascii": False})
+            response["Cache-Control"] = "no-store"  # an agent's memory is for that agent only
             if replayed:
                 response["Idempotent-Replayed"] = "true"
             return response

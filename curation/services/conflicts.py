@@ -10,6 +10,7 @@ again, so a dismissed pair stays dismissed.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -144,7 +145,8 @@ class SweepResult:
 
 
 def sweep_conflicts(
-    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None
+    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None,
+    heartbeat: Callable[[], None] = lambda: None,
 ) -> SweepResult:
     """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners in that
     scope and its ancestors that mention one of the group's action words (index lookups, at most
@@ -154,11 +156,13 @@ def sweep_conflicts(
 
     With `changed_since`, only the entries changed (activated, edited, revived, used) since then are
     walked: a pair of two unchanged entries was compared by an earlier run. Each is compared with the
-    partners above, at and below its scope, as at ingest but with the sweep's full pool."""
+    partners above, at and below its scope, as at ingest but with the sweep's full pool. `heartbeat` is
+    called after each batch (the sweep's run renews its lease)."""
     now = at or timezone.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
     if changed_since is not None:
-        return _sweep_changed(changed_since, now=now, batch_size=batch_size, pool=pool_limit or PARTNER_POOL)
+        return _sweep_changed(changed_since, now=now, batch_size=batch_size, pool=pool_limit or PARTNER_POOL,
+                              heartbeat=heartbeat)
     after = 0
     examined = compared = 0
     opened: list[Conflict] = []
@@ -201,10 +205,11 @@ def sweep_conflicts(
                             found[pair] = reason
                             entries[e.pk], entries[p.pk] = e, p
         opened += _open_conflicts(found, entries, detected_by="sweep", at=now)
+        heartbeat()
     return SweepResult(examined=examined, compared=compared, opened=opened)
 
 
-def _sweep_changed(changed_since, *, now, batch_size: int, pool: int) -> SweepResult:
+def _sweep_changed(changed_since, *, now, batch_size: int, pool: int, heartbeat: Callable[[], None]) -> SweepResult:
     after = 0
     examined = compared = 0
     opened: list[Conflict] = []
@@ -217,6 +222,7 @@ def _sweep_changed(changed_since, *, now, batch_size: int, pool: int) -> SweepRe
             found, n = _detect_many(batch[start:start + CHANGED_PER_QUERY], detected_by="sweep", at=now, pool=pool)
             opened += found
             compared += n
+        heartbeat()
     return SweepResult(examined=examined, compared=compared, opened=opened)
 
 

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -153,7 +154,8 @@ class ConsolidationSweep:
 
 
 def sweep_consolidation(
-    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None
+    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None,
+    heartbeat: Callable[[], None] = lambda: None,
 ) -> ConsolidationSweep:
     """Walk the active entries in keyset batches of id; per batch and scope, read that scope's active
     entries (the scope index, at most pool_limit) and compare each batch entry only with the candidates
@@ -162,7 +164,9 @@ def sweep_consolidation(
     for the same kind and entries is never made twice, and entries in an open proposal are left alone.
 
     With `changed_since`, only the entries changed since then are walked (each still against its whole
-    scope): a pair of two unchanged entries was compared by an earlier run."""
+    scope): a pair of two unchanged entries was compared by an earlier run. `heartbeat` (the run's lease) is called
+    once before the walk: the walk is one snapshot transaction, so a heartbeat written inside it would be
+    seen only when it ends."""
     now = at or timezone.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
     pool_limit = pool_limit or POOL
@@ -171,6 +175,7 @@ def sweep_consolidation(
     outdated: dict[tuple[int, int], str] = {}   # (older, newer) -> reason
     seen: dict[int, Entry] = {}  # only the entries found in a pair
     examined = 0
+    heartbeat()
     with _consistent_snapshot():
         walked = Entry.objects.filter(status=Status.ACTIVE)
         changed_ids = None  # every entry is walked: each pair is compared from its lower id

@@ -18,6 +18,7 @@ from typing import Callable
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from django.db.models import Count, Max, Q, QuerySet
 
 from curation import lifecycle
@@ -60,13 +61,20 @@ class Sweep:
             self.samples.append(line)
 
     def batch_done(self, examined: int = 0, changed: int = 0) -> None:
-        """Count a finished batch and record the progress on the run, so the Maintenance page shows it."""
+        """Count a finished batch and record the progress on the run, so the Maintenance page shows it;
+        the same write renews the run's lease."""
         self.examined += examined
         self.changed += changed
         if self.run is not None:
-            TaskRun.objects.filter(pk=self.run.pk).update(rows_examined=self.examined, rows_changed=self.changed)
+            TaskRun.objects.filter(pk=self.run.pk).update(rows_examined=self.examined, rows_changed=self.changed,
+                                                          heartbeat_at=timezone.now())
         if self.after_batch:
             self.after_batch(self)
+
+    def heartbeat(self) -> None:
+        """Renew the run's lease between the batches of a long step (a detecting sweep's walk)."""
+        if self.run is not None:
+            TaskRun.objects.filter(pk=self.run.pk).update(heartbeat_at=timezone.now())
 
 
 def keyset_batches(status: str, size: int):
@@ -129,14 +137,14 @@ class _DryRun(Exception):
 
 
 def detecting_sweep(sweep: Sweep, detect: Callable, describe: Callable[[object], str]) -> None:
-    """Run a detecting sweep: `detect(at=, batch_size=, changed_since=)` answers what it examined and the
+    """Run a detecting sweep: `detect(at=, batch_size=, changed_since=, heartbeat=)` answers what it examined and the
     queue items it opened (`.examined`, `.found`). Conflict and consolidation detection write what they find as they go (each pair or proposal is its
     own savepoint, so a concurrent duplicate is skipped); a dry run does the same work in one
     transaction and rolls it back, so its counts and samples say what a real run would open."""
     since = changed_since_last_run(sweep)
 
     def body():
-        result = detect(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since)
+        result = detect(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since, heartbeat=sweep.heartbeat)
         for item in result.found:
             sweep.sample(describe(item))
         return result.examined, len(result.found)

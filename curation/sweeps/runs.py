@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
+import socket
 import zlib
 from contextlib import contextmanager
 from typing import Callable
@@ -26,12 +28,54 @@ def lock_key(task: str) -> int:
     return zlib.crc32(f"memoryadmin.lifecycle.{task}".encode())
 
 
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of a live process (clock ticks since boot; "" where there is no /proc),
+    or None if there is no such process or it has exited and awaits reaping. Part of a holder's identity,
+    so a reused pid is not mistaken for the run's worker."""
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return ""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def this_holder() -> str:
+    """The identity a run records for its worker process: host, pid and the process's start time."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid) or ''}"[:200]
+
+
+def holder_alive(run: TaskRun, now: datetime.datetime) -> bool:
+    """Whether the process that holds a run may still be working on it. On this host the process itself
+    answers; from another host only the lease does: a heartbeat within SWEEP_LEASE_SECONDS. A record from
+    before leases (no holder) lives until the hard time limit."""
+    if not run.holder:
+        return run.started_at >= now - datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    host, _, rest = run.holder.partition(":")
+    pid, _, start = rest.partition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        found = _process_start(int(pid))
+        return found is not None and (not start or not found or found == start)
+    lease = datetime.timedelta(seconds=settings.CURATION["SWEEP_LEASE_SECONDS"])
+    return (run.heartbeat_at or run.started_at) >= now - lease
+
+
 @contextmanager
 def sweep_lock(task: str, run: TaskRun):
-    """Yields whether this run may work. On PostgreSQL a session advisory lock (released if the worker
-    dies with its connection). Elsewhere the oldest TaskRun still "running" within the hard time limit
-    holds the lock: this run's row is committed first, so of two runs that start together exactly one
-    sees the other as older."""
+    """Yields whether this run may work. On PostgreSQL a session advisory lock, which dies with its
+    holder's connection. Elsewhere the oldest TaskRun still "running" whose holder is alive holds the
+    lock: this run's row is committed first, so of two runs that start together exactly one sees the other
+    as older, and a run whose worker was killed stops holding it at once (on its host) or when its lease
+    runs out (from another)."""
     if connection.vendor == "postgresql":
         key = lock_key(task)
         with connection.cursor() as cursor:
@@ -44,11 +88,9 @@ def sweep_lock(task: str, run: TaskRun):
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
         return
-    horizon = timezone.now() - datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-    older = TaskRun.objects.filter(
-        task=task, state=TaskRun.State.RUNNING, dry_run=False, started_at__gte=horizon, pk__lt=run.pk
-    )
-    yield not older.exists()
+    now = timezone.now()
+    older = TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING, dry_run=False, pk__lt=run.pk)
+    yield not any(holder_alive(other, now) for other in older)
 
 
 @contextmanager
@@ -73,10 +115,9 @@ def run_sweep(
     as_of = as_of or timezone.now()
     if timezone.is_naive(as_of):
         raise ValueError("as_of must carry a time zone")
-    _close_abandoned_runs(task)
-    run = TaskRun.objects.create(
-        task=task, as_of=as_of, dry_run=dry_run, triggered_by=triggered_by[:150], started_at=timezone.now()
-    )
+    started = timezone.now()
+    run = TaskRun.objects.create(task=task, as_of=as_of, dry_run=dry_run, triggered_by=triggered_by[:150],
+                                 started_at=started, heartbeat_at=started, holder=this_holder())
     sweep = Sweep(task=task, as_of=as_of, dry_run=dry_run, run=run, batch_size=batch_size or 0,
                   after_batch=after_batch, full=full)
 
@@ -91,6 +132,7 @@ def run_sweep(
             logger.exception("could not record the failure of TaskRun %s", run.pk)
 
     with (_no_lock() if dry_run else sweep_lock(task, run)) as acquired:
+        close_lost_runs(task, run, lock_held=acquired and not dry_run)
         if not acquired:
             finish(TaskRun.State.SKIPPED, f"another {task} run held the lock; this one did nothing")
             logger.info("lifecycle %s skipped: another run holds the lock", task)
@@ -109,13 +151,21 @@ def run_sweep(
     return run, sweep
 
 
-def _close_abandoned_runs(task: str) -> None:
-    """A worker killed by the hard time limit (or the OOM killer) leaves its run "running": once the limit
-    has passed it cannot still be working, so the record says what happened."""
+def close_lost_runs(task: str, run: TaskRun, *, lock_held: bool) -> None:
+    """Runs of this task whose worker is gone (killed, or lost with its machine) stay "running" on their
+    record; say what happened instead. On PostgreSQL a real run's advisory lock died with its worker, so
+    the run that holds the lock knows every older real run is over; dry runs, and every run elsewhere, are
+    over when their holder is not alive."""
     now = timezone.now()
-    TaskRun.objects.filter(
-        task=task, state=TaskRun.State.RUNNING,
-        started_at__lt=now - datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT),
-    ).update(state=TaskRun.State.FAILED, finished_at=now,
-             error="the worker was lost: no end was recorded within the hard time limit")
-
+    lost = []
+    for other in TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING).exclude(pk=run.pk):
+        if connection.vendor == "postgresql" and not other.dry_run:
+            if lock_held and other.pk < run.pk:
+                lost.append(other.pk)
+        elif not holder_alive(other, now):
+            lost.append(other.pk)
+    if lost:
+        TaskRun.objects.filter(pk__in=lost, state=TaskRun.State.RUNNING).update(
+            state=TaskRun.State.FAILED, finished_at=now,
+            error="the worker was lost: it stopped without recording an end")
+        logger.warning("lifecycle %s: %s run(s) whose worker was lost marked failed", task, len(lost))

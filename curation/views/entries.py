@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import selectors, services
@@ -47,6 +48,7 @@ def detail(request, entry_id):
 
 
 @require_GET
+@never_cache  # a full history, for its reader only
 @require(EXPORT)
 def history_json(request, entry_id):
     entry = _entry_or_404(request, entry_id)

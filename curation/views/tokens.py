@@ -1,4 +1,5 @@
-"""Agent tokens in the console: leads list, create (the secret is shown once) and revoke them."""
+"""Agent tokens in the console: leads list, create (the secret is shown once) and revoke them. No page
+here may be kept by a browser's or a proxy's cache: one of them carries a secret."""
 
 import re
 
@@ -6,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from curation.models import AgentToken
@@ -22,12 +24,14 @@ def _render(request, *, form=None, errors=None, new_key=None, new_token=None, st
 
 
 @require_GET
+@never_cache
 @require(MANAGE_TOKENS)
 def token_list(request):
     return _render(request)
 
 
 @require_POST
+@never_cache
 @require(MANAGE_TOKENS)
 def token_create(request):
     form = {k: request.POST.get(k, "") for k in ("name", "scopes", "expires")}
@@ -37,13 +41,12 @@ def token_create(request):
         token, key = create_agent_token(name=form["name"], scopes=scopes, expires_in=expires_in, actor=request.user)
     except ValidationError as exc:
         return _render(request, form=form, errors=exc.message_dict, status=422)
-    # The secret is in this one answer and nowhere else: not in a redirect, a message or the session.
-    response = _render(request, new_key=key, new_token=token, status=201)
-    response["Cache-Control"] = "no-store"
-    return response
+    # The secret is in this one answer and nowhere else: not in a redirect, a message, the session or a cache.
+    return _render(request, new_key=key, new_token=token, status=201)
 
 
 @require_POST
+@never_cache
 @require(MANAGE_TOKENS)
 def token_revoke(request, token_id):
     try:

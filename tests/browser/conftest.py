@@ -21,3 +21,18 @@ def browser_type_launch_args(browser_type_launch_args):
         "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"],
     }
+
+
+@pytest.fixture(autouse=True)
+def no_content_security_policy_violations(request):
+    """Every browser test also proves the pages work under the Content-Security-Policy: Chromium reports
+    each refused inline script, style or eval on the console, and any such report fails the test."""
+    if "page" not in request.fixturenames:
+        yield
+        return
+    page = request.getfixturevalue("page")
+    refused = []
+    page.on("console", lambda message: refused.append(message.text)
+            if "Content Security Policy" in message.text else None)
+    yield
+    assert refused == []

@@ -6,7 +6,6 @@ from django.utils import timezone
 
 from curation import services
 from curation.models import Entry, Event, Evidence, QueueReason, Status
-from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +44,7 @@ def test_merge_refuses_a_target_that_is_not_active(pair, reviewer, make_candidat
 
 def test_the_card_offers_merge_and_the_button_merges(client, pair, reviewer):
     target, candidate = pair
-    client.login(username=reviewer.username, password=PASSWORD)
+    client.force_login(reviewer)
     page = client.get("/review/candidates/").content.decode()
     assert f"Merge into #{target.pk}" in page
     response = client.post(f"/review/candidates/{candidate.pk}/merge/",
@@ -57,7 +56,7 @@ def test_the_card_offers_merge_and_the_button_merges(client, pair, reviewer):
 
 def test_an_auditor_cannot_merge(client, pair, auditor):
     target, candidate = pair
-    client.login(username=auditor.username, password=PASSWORD)
+    client.force_login(auditor)
     assert client.post(f"/review/candidates/{candidate.pk}/merge/",
                        {"version": candidate.version, "target": target.pk}).status_code == 403
     candidate.refresh_from_db()

@@ -1,4 +1,4 @@
-"""Migration 0018 on a database with a memory: version 1 is today's active set, so the upgrade changes
+"""Migration 0019 on a database with a memory: version 1 is today's active set, so the upgrade changes
 nothing an agent sees."""
 
 import pytest
@@ -9,7 +9,7 @@ from curation.models import MemoryVersion, PublishedVersion, ReleasedEntry
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("migrates_back")]
 
-BEFORE, AFTER = [("curation", "0017_idempotent_answers")], [("curation", "0018_memory_versions")]
+BEFORE, AFTER = [("curation", "0018_sweep_run_lease")], [("curation", "0019_memory_versions")]
 
 
 def test_version_one_is_the_active_set_at_the_upgrade():

@@ -7,6 +7,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db.models import Count, Min
+from django.test import RequestFactory
 
 from curation import lifecycle, selectors
 from curation.management.commands.seed_demo import DEFAULT_PASSWORD, DEMO_TASK_PREFIX
@@ -153,10 +154,15 @@ def test_archived_entries_say_why(seeded):
             assert entry.queue_reason == QueueReason.RECHECK_LOW_UTILITY and entry.queued_at is not None
 
 
+def signs_in(username, password):
+    """The user the login form would sign in (the throttling backend wants the request)."""
+    return authenticate(RequestFactory().post("/accounts/login/"), username=username, password=password)
+
+
 def test_users_can_log_in_and_have_their_roles(seeded):
     for username, group in [("reviewer", "reviewer"), ("lead", "lead"), ("auditor", "auditor"),
                             ("reviewer-billing", "reviewer")]:
-        user = authenticate(username=username, password=PASSWORD)
+        user = signs_in(username, password=PASSWORD)
         assert user is not None, username
         assert list(user.groups.values_list("name", flat=True)) == [group]
     assert list(ScopeGrant.objects.filter(user__username="reviewer-billing").values_list("prefix", flat=True)) == [
@@ -171,11 +177,11 @@ def test_users_can_log_in_and_have_their_roles(seeded):
 def test_default_password_and_existing_passwords_are_kept():
     User.objects.create_user("auditor", password="my-own-password")
     seed()
-    assert authenticate(username="lead", password=DEFAULT_PASSWORD) is not None
-    assert authenticate(username="auditor", password="my-own-password") is not None
-    assert authenticate(username="auditor", password=DEFAULT_PASSWORD) is None
+    assert signs_in("lead", password=DEFAULT_PASSWORD) is not None
+    assert signs_in("auditor", password="my-own-password") is not None
+    assert signs_in("auditor", password=DEFAULT_PASSWORD) is None
     seed(password="changed-on-purpose")
-    assert authenticate(username="auditor", password="changed-on-purpose") is not None
+    assert signs_in("auditor", password="changed-on-purpose") is not None
 
 
 def test_running_twice_adds_nothing(seeded):
@@ -185,7 +191,7 @@ def test_running_twice_adds_nothing(seeded):
     assert "no entries added" in output
     assert (Entry.objects.count(), Event.objects.count(), Evidence.objects.count(), SimilarEntry.objects.count(),
             User.objects.count(), ScopeGrant.objects.count()) == counts
-    assert authenticate(username="reviewer", password=PASSWORD) is not None
+    assert signs_in("reviewer", password=PASSWORD) is not None
 
 
 def test_pending_near_duplicates_show_similar_active_entries(seeded):

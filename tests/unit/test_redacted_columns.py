@@ -31,6 +31,7 @@ NOT_FREE_TEXT = {
     "Conflict.resolution": "the resolution's name",
     "TaskRun.task": "a sweep's name",
     "TaskRun.triggered_by": "beat, command, or a username",
+    "TaskRun.holder": "the worker process: host name, pid and start time",
     "ConsolidationProposal.scope": "a scope path, validated by access.clean_scope",
     "ConsolidationProposal.key": "a sha256",
     "IdempotentAnswer.key": "the sha256 of the client's Idempotency-Key",

@@ -53,7 +53,7 @@ def make_version_one(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0017_idempotent_answers'),
+        ('curation', '0018_sweep_run_lease'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

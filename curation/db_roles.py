@@ -1,0 +1,53 @@
+"""The least-privilege database role (PostgreSQL). Migrations run as the role that owns the tables; the
+web server, the workers and beat connect as an application role that owns nothing. What it may do is
+granted here, again after every `migrate`, so a table a later migration adds is never forgotten:
+
+- read and write the working tables (entries, queues, sessions, ...);
+- only read and append the history (events, evidence, skill trials): no UPDATE or DELETE grant, beside
+  the trigger that refuses them to everyone;
+- no TRUNCATE, no TRIGGER, no REFERENCES anywhere, and no ownership, so it cannot `ALTER TABLE ...
+  DISABLE TRIGGER`, drop a table or create one; and not a superuser, so it cannot set
+  `session_replication_role` (which would silence the triggers)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connections
+
+APPEND_ONLY_TABLES = ("curation_event", "curation_evidence", "curation_skilltrial")
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def grant_statements(role: str, tables: list[str]) -> list[str]:
+    """The SQL that leaves `role` with exactly the application's rights on `tables` (the public schema's)."""
+    who = _ident(role)
+    statements = [
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {who}",
+        f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {who}",
+        f"GRANT USAGE ON SCHEMA public TO {who}",
+        f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {who}",
+    ]
+    for table in sorted(tables):
+        rights = "SELECT, INSERT" if table in APPEND_ONLY_TABLES else "SELECT, INSERT, UPDATE, DELETE"
+        statements.append(f"GRANT {rights} ON {_ident(table)} TO {who}")
+    return statements
+
+
+def grant_to_app_role(connection, role: str) -> None:
+    """Apply the grants, as the tables' owner, on this connection's database."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        tables = [name for (name,) in cursor.fetchall()]
+        for statement in grant_statements(role, tables):
+            cursor.execute(statement)
+
+
+def grant_after_migrate(sender, using="default", **kwargs) -> None:
+    """post_migrate: when MEMORYADMIN_APP_DB_ROLE names the application's role, grant it its rights."""
+    role = settings.APP_DB_ROLE
+    connection = connections[using]
+    if role and connection.vendor == "postgresql":
+        grant_to_app_role(connection, role)
