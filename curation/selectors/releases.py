@@ -11,6 +11,7 @@ import datetime
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
@@ -24,8 +25,9 @@ from curation.versions import (
     RELEASED_FIELDS, SKILL_RELEASED_FIELDS, Change, Warning, change_between, released_values,
 )
 
-from .retrieval import RETRIEVAL_POOL_FACTOR, Ranked, rank_by_words, without_near_duplicates
+from .retrieval import RETRIEVAL_POOL_FACTOR, Ranked, rank_by_words, ranking_params, without_near_duplicates
 from .skills import exported_skills_of, skill_md
+from .sql import ranked_by_words_sql, released_matches_sql
 
 PENDING_SHOWN = 500  # changes the releases page lists (a publish takes them all)
 HISTORY_SHOWN = 50
@@ -78,12 +80,26 @@ def released_entries(number: int, *, scopes=None, prefix: str = ""):
 
 
 def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
-    """retrieve_memory's answer, read from version `number` instead of the live rows."""
+    """retrieve_memory's answer, read from version `number` instead of the live rows, ranked the same way:
+    on PostgreSQL by the live ranking SQL over the version's rows (one indexed lookup); without a query,
+    or on SQLite, by confidence or the portable word match."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]
-    rows = released_entries(number, scopes=scopes).filter(confidence__gte=min_confidence)
-    return without_near_duplicates(rank_by_words(rows, q, k * RETRIEVAL_POOL_FACTOR, as_entry), k)
+    pool = k * RETRIEVAL_POOL_FACTOR
+    if q and connection.vendor == "postgresql":
+        ranked = _ranked_released_postgres(number, scopes, q, min_confidence, pool)
+    else:
+        rows = released_entries(number, scopes=scopes).filter(confidence__gte=min_confidence)
+        ranked = rank_by_words(rows, q, pool, as_entry)
+    return without_near_duplicates(ranked, k)
+
+
+def _ranked_released_postgres(number: int, scopes, q: str, min_confidence: float, pool: int) -> list[Ranked]:
+    columns = ", ".join(f"e.{name}" for name in ("id", "entry_id", *RELEASED_FIELDS))
+    sql = ranked_by_words_sql(columns, released_matches_sql(), ReleasedEntry._meta.db_table)
+    params = {**ranking_params(scopes, q, min_confidence, pool), "version": number}
+    return [Ranked(as_entry(row), float(row.score)) for row in ReleasedEntry.objects.raw(sql, params)]
 
 
 def released_skill_ids(number: int) -> list[int]:

@@ -45,8 +45,14 @@ def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
     """One query that ranks and fetches: by the query's words when there is a query, else by confidence."""
     columns = ", ".join(f"e.{name}" for name in RETRIEVED_FIELDS)
     sql = ranked_by_words_sql(columns) if q else ranked_by_confidence_sql(columns)
-    params = {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2}
-    return [Ranked(entry, float(entry.score)) for entry in Entry.objects.raw(sql, params)]
+    return [Ranked(entry, float(entry.score))
+            for entry in Entry.objects.raw(sql, ranking_params(scopes, q, min_confidence, pool))]
+
+
+def ranking_params(scopes, q, min_confidence, pool) -> dict:
+    """The parameters of the ranking SQL (sql.ranked_by_words_sql): it ranks twice the pool by words, then
+    keeps the pool's best by words and trigram similarity."""
+    return {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2}
 
 
 def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
