@@ -91,7 +91,7 @@ def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge:
             pending_from_event=seen_through + 1 if whole else (published.pending_from_event if published else 0),
             created_at=now, **change_counts(changes),
         )
-        _write_rows(base, head, version.number, candidates)
+        _write_rows(base, head, version.number, candidates, changes)
         _switch(pointer, version, now)
         record_event(version, actor=actor, actor_label=version.published_by_label,
                      action=EventAction.VERSION_PUBLISHED, reason=summary, at=now,
@@ -100,19 +100,23 @@ def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge:
     return version
 
 
-def _write_rows(base: int, head: int, number: int, candidates) -> None:
-    """Version `number` = version `base` + the draft of the candidates. The open rows are version `head`'s;
-    where they differ from what `number` must hold (a candidate's draft, or what a rollback changed between
-    base and head), the open row is closed at `number` and the new one opened."""
+def _write_rows(base: int, head: int, number: int, candidates, changes) -> None:
+    """Version `number` = version `base` + the draft of the candidates (`changes`: how the draft differs
+    from `base`, as changes_of found it: read once). The open rows are version `head`'s; where they differ
+    from what `number` must hold (a changed candidate's draft, or what a rollback changed between base
+    and head), the open row is closed at `number` and the new one opened."""
     drift_entries, drift_skills = reads.drift_between(base, head) if base != head else (set(), set())
-    wanted = {**reads.rows_at(base, drift_entries - candidates.entry_ids),
-              **reads.live_released_values(candidates.entry_ids)}
-    close, new = _replacements(ReleasedEntry, "entry_id", candidates.entry_ids | drift_entries, wanted,
-                               RELEASED_FIELDS)
+    wanted = reads.rows_at(base, drift_entries)
+    for change in changes:
+        if not change.is_skill:
+            wanted[change.subject_id] = change.after  # None: removed
+    wanted = {i: values for i, values in wanted.items() if values is not None}
+    changed = {c.subject_id for c in changes if not c.is_skill}
+    close, new = _replacements(ReleasedEntry, "entry_id", changed | drift_entries, wanted, RELEASED_FIELDS)
     ReleasedEntry.objects.filter(pk__in=close).update(valid_to=number)
-    from_live = [i for i in new if i in candidates.entry_ids]
+    from_live = [i for i in new if i in changed]
     _copy_rows(number, Entry._meta.db_table, "id", "version", from_live)
-    base_rows = reads.row_ids_at(base, [i for i in new if i not in candidates.entry_ids])
+    base_rows = reads.row_ids_at(base, [i for i in new if i not in changed])
     _copy_rows(number, ReleasedEntry._meta.db_table, "entry_id", "entry_version", list(base_rows.values()))
 
     wanted_skills = {**reads.skill_rows_at(base, drift_skills - candidates.skill_ids),
@@ -148,11 +152,13 @@ def _copy_rows(number: int, table: str, entry_column: str, version_column: str, 
     with connection.cursor() as cursor:
         for start in range(0, len(ids), COPY_CHUNK):
             chunk = ids[start:start + COPY_CHUNK]
+            if connection.vendor == "postgresql":  # one array parameter, not thousands of placeholders to parse
+                where, params = "id = ANY(%s)", [number, chunk]
+            else:
+                where, params = f"id IN ({', '.join(['%s'] * len(chunk))})", [number, *chunk]
             cursor.execute(
                 f"INSERT INTO {ReleasedEntry._meta.db_table} (entry_id, valid_from, entry_version, {columns}) "
-                f"SELECT {entry_column}, %s, {version_column}, {columns} FROM {table} "
-                f"WHERE id IN ({', '.join(['%s'] * len(chunk))})",
-                [number, *chunk])
+                f"SELECT {entry_column}, %s, {version_column}, {columns} FROM {table} WHERE {where}", params)
 
 
 def _locked_pointer() -> PublishedVersion:
