@@ -268,6 +268,9 @@ class EventAction(models.TextChoices):
     # Agent tokens.
     TOKEN_CREATED = "token_created", "token created"
     TOKEN_REVOKED = "token_revoked", "token revoked"
+    # Memory versions: what agents read.
+    VERSION_PUBLISHED = "version_published", "memory version published"
+    VERSION_ROLLED_BACK = "version_rolled_back", "memory version rolled back"
 
     @classmethod
     def activating(cls) -> frozenset["EventAction"]:
@@ -291,7 +294,7 @@ class EventAction(models.TextChoices):
 
 
 # The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
-EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token")
+EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token", "memory_version")
 
 
 def _subject_link(model: str, related_name: str = "events") -> models.ForeignKey:
@@ -312,6 +315,7 @@ class Event(models.Model):
     proposal = _subject_link("ConsolidationProposal")
     skill = _subject_link("SkillProposal")
     token = _subject_link("AgentToken")
+    memory_version = _subject_link("MemoryVersion")
     entry_label = RedactedCharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -338,7 +342,7 @@ class Event(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(entry__isnull=False) | Q(conflict__isnull=False) | Q(proposal__isnull=False)
-                | Q(skill__isnull=False) | Q(token__isnull=False),
+                | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False),
                 name="event_has_subject",
             ),
         ]
@@ -424,6 +428,8 @@ class Retrieval(models.Model):
     query = RedactedTextField(blank=True)
     task_ref = RedactedCharField(max_length=255, blank=True)
     entry_ids = models.JSONField(default=list)
+    # The published memory version the agent read (null: before versions existed).
+    memory_version = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
 
@@ -689,3 +695,114 @@ class QueuePreference(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "queue"], name="one_queue_preference_per_user")]
+
+
+# --- published memory versions ------------------------------------------------------------------------------
+
+
+class MemoryVersion(models.Model):
+    """A numbered, immutable release of the curated memory: the active entries and approved skills agents
+    read. Its content is the ReleasedEntry / ReleasedSkill rows valid in it (valid_from <= number and
+    valid_to null or above it): a release stores only what changed, never a copy of the memory."""
+
+    number = models.PositiveIntegerField(unique=True)
+    summary = RedactedTextField(max_length=2000)
+    # The prefix a publish was limited to ("" for every pending change); a rollback has none.
+    scope_prefix = models.CharField(max_length=255, blank=True)
+    based_on = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    published_by_label = models.CharField(max_length=150)
+    added = models.PositiveIntegerField(default=0)
+    changed = models.PositiveIntegerField(default=0)
+    removed = models.PositiveIntegerField(default=0)
+    # The draft on top of this version is read from the Events from this id on (and from what differs
+    # between it and the newest version, after a rollback): a full publish moves it past every Event it
+    # saw, a publish under a prefix keeps its base's, since what lies outside the prefix is still pending.
+    pending_from_event = models.PositiveBigIntegerField(default=0)
+    # Pre-publish warnings the publisher acknowledged, as shown: [{"check": ..., "entry": id, "text": ...}].
+    acknowledged = RedactedJSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"memory version {self.number}"
+
+
+class PublishedVersion(models.Model):
+    """The one pointer agents follow: a single row (id 1), switched in the publishing (or rolling back)
+    transaction, so an agent reads the old version or the new one, never a mix."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    version = models.ForeignKey(MemoryVersion, on_delete=models.PROTECT, related_name="+")
+    switched_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(id=1), name="published_version_single_row")]
+
+
+class ReleasedEntry(models.Model):
+    """An entry as agents read it, valid from one version number up to (not including) `valid_to`."""
+
+    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+", db_index=False)
+    valid_from = models.PositiveIntegerField()
+    valid_to = models.PositiveIntegerField(null=True, blank=True)
+    entry_version = models.PositiveIntegerField()
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    scope = models.CharField(max_length=255)
+    # Copies of the entry's columns, which redacted them when they were written: publishing copies
+    # thousands of rows, and running the detectors again on each would find nothing new.
+    trigger = models.TextField(max_length=TRIGGER_MAX)
+    content = models.TextField(max_length=CONTENT_MAX)
+    conditions = models.JSONField(default=list, blank=True)
+    boundary = models.TextField(blank=True)
+    signal = models.CharField(max_length=16, choices=Signal.choices)
+    confidence = models.FloatField()
+    last_verified_at = models.DateTimeField(null=True, blank=True)
+    fingerprint = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        indexes = [
+            # Reading version N of some scopes: the rows of a scope that start at or before N.
+            models.Index(fields=["scope", "valid_from"], name="released_entry_scope_idx"),
+            # An entry's rows, in any version: what publishing and a diff compare (an IN list of the changes).
+            models.Index(fields=["entry", "valid_from"], name="released_entry_entry_idx"),
+            # The diff of two versions: the rows that start or end between them.
+            models.Index(fields=["valid_from"], name="released_entry_from_idx"),
+            models.Index(fields=["valid_to"], name="released_entry_to_idx", condition=Q(valid_to__isnull=False)),
+        ]
+        constraints = [
+            # The head version's row of an entry, the one publishing closes and replaces (and its index).
+            models.UniqueConstraint(fields=["entry"], condition=Q(valid_to__isnull=True),
+                                    name="released_entry_one_open_row"),
+        ]
+
+    @property
+    def label(self) -> str:
+        trigger = self.trigger if len(self.trigger) <= 60 else self.trigger[:57] + "..."
+        return f"#{self.entry_id} {self.scope}: {trigger}"
+
+
+class ReleasedSkill(models.Model):
+    """An approved skill in the versions from `valid_from` up to (not including) `valid_to`."""
+
+    skill = models.ForeignKey(SkillProposal, on_delete=models.PROTECT, related_name="+", db_index=False)
+    valid_from = models.PositiveIntegerField()
+    valid_to = models.PositiveIntegerField(null=True, blank=True)
+    slug = models.CharField(max_length=SKILL_SLUG_MAX)
+    scope = models.CharField(max_length=255)
+    revision = models.PositiveIntegerField()
+    skill_version = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["valid_from"], name="released_skill_from_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["skill"], condition=Q(valid_to__isnull=True),
+                                    name="released_skill_one_open_row"),
+        ]

@@ -70,6 +70,7 @@ class Abilities:
     CHECKS = {
         "review": REVIEW,
         "promote": PROMOTE,
+        "publish": PUBLISH,
         "export": EXPORT,
         "run_tasks": RUN_TASKS,
         "manage_tokens": MANAGE_TOKENS,

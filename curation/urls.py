@@ -1,7 +1,8 @@
 from django.urls import path
 
-from curation.views import (candidates, conflicts, consolidation, dashboard, entries, health, maintenance, skills,
-                            tokens)
+from curation.views import (
+    candidates, conflicts, consolidation, dashboard, entries, health, maintenance, releases, skills, tokens,
+)
 
 app_name = "curation"
 
@@ -23,6 +24,13 @@ urlpatterns = [
     path("agents/tokens/", tokens.token_list, name="tokens"),
     path("agents/tokens/new/", tokens.token_create, name="token-create"),
     path("agents/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("releases/", releases.releases, name="releases"),
+    path("releases/publish/", releases.publish, name="release-publish"),
+    path("releases/<int:number>/rollback/", releases.rollback, name="release-rollback"),
+    path("releases/diff/", releases.diff, name="release-diff"),
+    path("releases/diff.json", releases.diff_json, name="release-diff-json"),
+    path("releases/export.zip", releases.export_zip, name="release-export"),
+    path("preview/", releases.preview, name="preview"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -310,6 +310,18 @@ CURATION = {
     "IDEMPOTENCY_KEEP_HOURS": 24,     # how long a submission's answer is kept for a retry with its Idempotency-Key
 }
 
+# Published memory versions (issue 13): the pre-publish checks and what auto-publish may release alone.
+CURATION_RELEASES = {
+    "FAILED_OUTCOME_DAYS": 14,        # a failed task outcome this recent is a pre-publish warning
+    # Auto-publish releases a pending entry alone only when every unreleased Event of it is one of these
+    # and no pre-publish check warns about it; anything else waits for a lead.
+    "AUTO_PUBLISH_ACTIONS": ["outcome_success", "add_evidence", "revive"],
+}
+CELERY_BEAT_SCHEDULE["lifecycle-auto_publish"] = {
+    "task": "curation.lifecycle.auto_publish", "schedule": crontab(minute=50),
+    "kwargs": {"triggered_by": "beat"}, "options": {"expires": 3600},
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,12 +1,16 @@
+import importlib
 import os
 
 import pytest
 import redis
+from django.apps import apps as django_apps
 from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from curation import services
+from curation.models import PublishedVersion
 from tests.factories import candidate_data, make_user
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM is still used synchronously.
@@ -19,6 +23,29 @@ def pytest_collection_modifyitems(config, items):
         engine = django_settings.DATABASES["default"]["ENGINE"]
         if "postgresql" not in engine:
             raise pytest.UsageError(f"MEMORYADMIN_REQUIRE_POSTGRES=1 but the database engine is {engine}")
+
+
+_MEMORY_VERSIONS = importlib.import_module("curation.migrations.0021_memory_versions")
+
+
+@pytest.fixture(autouse=True)
+def memory_version_one(request):
+    """The database as `migrate` leaves it: version 1 published. A transactional test's flush (and a
+    migration test that migrates back and forth) empties the tables the migration filled."""
+    if not {"db", "transactional_db", "live_server"} & set(request.fixturenames) and not request.node.get_closest_marker("django_db"):
+        return
+    request.getfixturevalue("transactional_db" if "transactional_db" in request.fixturenames or "live_server" in request.fixturenames else "db")
+    if not PublishedVersion.objects.exists():
+        _MEMORY_VERSIONS.make_version_one(django_apps, None)
+
+
+@pytest.fixture
+def migrates_back():
+    """For a test that migrates the database to an older state: the latest schema again afterwards, so the
+    tests after it run on the tables they expect."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 @pytest.fixture(autouse=True)

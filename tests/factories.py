@@ -14,6 +14,7 @@ import uuid
 
 import psycopg
 from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from playwright.sync_api import expect
@@ -21,6 +22,7 @@ from playwright.sync_api import expect
 from curation import lifecycle, services, sweeps
 from curation.models import AgentToken, Entry, Evidence, Retrieval, ScopeGrant, SkillProposal, Status, TaskRun
 from curation.services import skills, usage
+from curation.services.releases import publish_version
 from curation.services.tokens import create_agent_token
 from curation.sweeps import run_sweep
 
@@ -88,11 +90,24 @@ def run_together(calls, timeout: float = 60) -> list:
 
 # --- the agent API ---------------------------------------------------------------------------------------
 
+def publish_pending(*, written_directly=(), **options):
+    """Publish whatever is pending, as a lead would after reading the releases page: agents read only the
+    published version, so a test that approves something and then reads it as an agent publishes between.
+    `written_directly`: entries a test changed with a plain UPDATE (no service, so no Event names them).
+    Answers the new version, or None when nothing was pending."""
+    try:
+        return publish_version(actor=None, actor_label="tests:publish", summary="publish what the test did",
+                               acknowledge=True, also_entry_ids=[e.pk for e in written_directly], **options)
+    except ValidationError:
+        return None
+
+
 class Agent:
     """A test client that speaks to the agent API with one token."""
 
     def __init__(self, key: str, token=None):
         self.key, self.token = key, token
+        self.publish_first = True  # publish_pending() before each read of memory or skills
         self.client = Client()
 
     def headers(self, extra=None):
@@ -103,9 +118,13 @@ class Agent:
             return self.client.generic("POST", f"/api/v1/{path}", data=body, CONTENT_TYPE=content_type,
                                        **self.headers(extra))
         data = body if isinstance(body, str) else json.dumps(body)
+        if self.publish_first and path == "memory/search":
+            publish_pending()
         return self.client.post(f"/api/v1/{path}", data=data, content_type=content_type, **self.headers(extra))
 
     def get(self, path, **params):
+        if self.publish_first and path.startswith(("memory", "skills")):
+            publish_pending()
         return self.client.get(f"/api/v1/{path}", params, **self.headers())
 
     def submit(self, **overrides):

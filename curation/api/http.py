@@ -19,7 +19,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from curation import access
 from curation.client_address import client_address
-from curation.models import AgentToken
+from curation.models import AgentToken, MemoryVersion
+from curation.selectors import releases
 from curation.selectors.tokens import token_for_key
 from curation.services import idempotency
 from curation.storable_text import unstorable_fields
@@ -220,3 +221,15 @@ def query_int(params, name: str, default: int, low: int, high: int) -> int:
 
 def query_float(params, name: str, default: float, low: float, high: float) -> float:
     return _query_number(params, name, default, low, high, float, "A number.")
+
+
+def read_version(params) -> int:
+    """The memory version an answer reads: `version=N` pins one (an agent keeps its answers reproducible
+    for a whole task), else the published one. 404 for a number never published."""
+    if params.get("version") in (None, ""):
+        return releases.published_number()
+    number = query_int(params, "version", 1, 1, 2**31 - 1)
+    try:
+        return releases.version_by_number(number).number
+    except MemoryVersion.DoesNotExist:
+        raise NotFound(f"No memory version {number}.") from None

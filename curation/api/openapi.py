@@ -59,6 +59,10 @@ EXAMPLE_CANDIDATE = {
 }
 
 
+VERSION = {"schema": {"type": "integer", "minimum": 1},
+           "description": "Pin a published memory version for a whole task (default: the published one)."}
+
+
 def schema() -> dict:
     c = settings.CURATION
     evidence_in = {
@@ -168,12 +172,15 @@ def schema() -> dict:
                            "description": f"Raised to {c['RETRIEVE_AT_LEAST']} if lower."},
         "budget_chars": {"schema": {"type": "integer", "minimum": 200, "maximum": 50000, "default": 2000}},
         "task_ref": {"schema": {"type": "string", "maxLength": 255}},
+        "version": VERSION,
     }
-    retrieval = ("Active entries of the scope and its ancestors (within the token's scopes), at "
+    retrieval = ("Entries of the published memory version (or the pinned `version`), of the scope and its "
+                 "ancestors (within the token's scopes), at "
                  f"confidence {c['RETRIEVE_AT_LEAST']} or more, ranked by relevance × confidence, "
                  "near-duplicates dropped. The retrieval is recorded; report its outcome to /feedback.")
     memory_responses = {"200": _ok("The entries and the context block.", "#/components/schemas/Memory"),
                         "403": _error("The scope is outside the token's scopes."),
+                        "404": _error("No such memory version."),
                         "422": _error("A parameter is not valid."), **COMMON_ERRORS}
     return {
         "openapi": "3.1.0",
@@ -209,6 +216,7 @@ def schema() -> dict:
                     for name, spec in memory_parameters.items()}},
                 "Memory": {"type": "object", "properties": {
                     "retrieval_id": {"type": "string", "format": "uuid"},
+                    "memory_version": {"type": "integer", "description": "The published version the answer read."},
                     "scope": SCOPE,
                     "min_confidence": {"type": "number"},
                     "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
@@ -293,6 +301,19 @@ def schema() -> dict:
                 "responses": {"200": _ok("The entry.", "#/components/schemas/EntryDetail"),
                               "404": _error("No such entry in this token's scopes."), **COMMON_ERRORS},
             }},
+            "/export": {"get": {
+                "summary": "The files coding agents load at start-up",
+                "description": "The published memory version (or `version`) as files, of the token's scopes only "
+                               "(under `scope` when given): `MEMORY.md` (an index of at most 200 lines and 25 KB), "
+                               "one topic file per scope with each lesson's trigger, what to do, when it does not "
+                               "hold, its trust level and entry id, and `skills/<name>/SKILL.md`. An unchanged "
+                               "version answers the same files.",
+                "parameters": [{"name": "scope", "in": "query", "schema": SCOPE},
+                               {"name": "version", "in": "query", **VERSION}],
+                "responses": {"200": {"description": "{memory_version, scope, files: {path: text}}."},
+                              "403": _error("The scope is outside the token's scopes."),
+                              "404": _error("No such memory version."), **COMMON_ERRORS},
+            }},
             "/skills": {"get": {
                 "summary": "Approved skills for a scope",
                 "description": "Skills a lead approved (enough hits, high utility, "
@@ -302,6 +323,7 @@ def schema() -> dict:
                                "Write each `skill_md` to `<skills dir>/<slug>/SKILL.md`.",
                 "parameters": [
                     {"name": "scope", "in": "query", "schema": SCOPE},
+                    {"name": "version", "in": "query", **VERSION},
                     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200,
                                                                 "default": 100}},
                     {"name": "after", "in": "query", "schema": SLUG, "description": "The previous page's next_after."},

@@ -8,11 +8,12 @@ import re
 
 from curation.models import SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SkillProposal
 from curation.selectors import retrievable_scopes
+from curation.selectors import releases
 from curation.selectors import skills as skill_reads
 from curation.services import skills as service
 from curation.services.errors import InvalidTransition
 
-from .http import ApiError, NotFound, api_view, query_int, readable_scope
+from .http import ApiError, NotFound, api_view, query_int, read_version, readable_scope
 
 _SLUG = re.compile(SKILL_SLUG_PATTERN)
 NO_SKILL = "No such skill in this token's scopes."
@@ -56,8 +57,8 @@ def _slug(value: str) -> str:
 
 @api_view("GET")
 def skill_list(request, token):
-    """Approved skills for a scope (the scope and its ancestors the token covers), or for every scope of
-    the token when no scope is given."""
+    """Approved skills of the published memory version (or the pinned `version=N`) for a scope (the scope
+    and its ancestors the token covers), or for every scope of the token when no scope is given."""
     scopes = None
     raw = request.GET.get("scope")
     if raw is not None:
@@ -66,9 +67,11 @@ def skill_list(request, token):
     after = request.GET.get("after", "")
     if after and (len(after) > SKILL_SLUG_MAX or not _SLUG.match(after)):
         raise ApiError(422, "Some parameters are not valid.", {"after": ["The next_after of the previous page."]})
-    found = skill_reads.skills_for_token(token, scopes=scopes, after=after, limit=limit + 1)
+    version = read_version(request.GET)
+    found = skill_reads.skills_for_token(token, scopes=scopes, after=after, limit=limit + 1,
+                                         released_in=releases.released_skill_ids(version))
     page = found[:limit]
-    return 200, {"skills": [skill_json(request, p) for p in page],
+    return 200, {"memory_version": version, "skills": [skill_json(request, p) for p in page],
                  "next_after": page[-1].slug if len(found) > limit else None}
 
 

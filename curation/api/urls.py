@@ -13,6 +13,7 @@ urlpatterns = [
     path("feedback", views.feedback, name="feedback"),
     path("entries/<int:entry_id>", views.entry_detail, name="entry"),
     path("entries/<int:entry_id>/evidence", views.entry_evidence, name="entry-evidence"),
+    path("export", views.export, name="export"),
     path("skills", skills.skill_list, name="skills"),
     path("skills/<str:slug>", skills.skill_detail, name="skill"),
     path("skills/<str:slug>/trials", skills.skill_trials, name="skill-trials"),

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.views.decorators.csrf import csrf_exempt
 
 from curation import selectors
+from curation.selectors import releases
 from curation.context_block import build_context
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
@@ -14,7 +15,9 @@ from curation.services.submissions import EVIDENCE_KEYS, submit_batch, submit_ca
 from curation.services.usage import record_feedback, record_retrieval
 from curation.services.validation import unknown_fields
 
-from .http import ApiError, NotFound, api_view, error_response, query_float, query_int, readable_scope
+from .http import (
+    ApiError, NotFound, api_view, error_response, query_float, query_int, read_version, readable_scope,
+)
 from .serializers import entry_json, event_json, evidence_json
 
 FEEDBACK_KEYS = frozenset({"retrieval_id", "outcome", "utility", "used"})
@@ -55,7 +58,7 @@ def candidates_batch(request, token, body):
                  "failed": sum(1 for r in results if not r["ok"])}
 
 
-MEMORY_PARAMETERS = frozenset({"scope", "q", "k", "min_confidence", "budget_chars", "task_ref"})
+MEMORY_PARAMETERS = frozenset({"scope", "q", "k", "min_confidence", "budget_chars", "task_ref", "version"})
 
 
 @api_view("GET")
@@ -97,15 +100,17 @@ def _retrieve(token, params) -> tuple[int, dict]:
     q = params.get("q", "")
     if len(q) > 2000:
         raise ApiError(422, "Some parameters are not valid.", {"q": ["At most 2,000 characters."]})
-    ranked = selectors.retrieve_memory(
-        scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence
+    version = read_version(params)
+    ranked = releases.retrieve_released(
+        version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence
     )
     included, context = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}
     retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=params.get("task_ref", ""),
-                                 entries=included)
+                                 entries=included, memory_version=version)
     return 200, {
         "retrieval_id": str(retrieval.pk),
+        "memory_version": version,
         "scope": scope,
         "min_confidence": min_confidence,
         "entries": [{**entry_json(e), "score": round(scores[e.pk], 4)} for e in included],
@@ -155,3 +160,16 @@ def entry_detail(request, token, entry_id):
 @csrf_exempt
 def unknown_endpoint(request):
     return error_response(404, f"No such endpoint: {request.path}. The endpoints are listed at /api/v1/docs.")
+
+
+@api_view("GET")
+def export(request, token):
+    """The published version (or `version=N`) as the files coding agents load: MEMORY.md, the topic files
+    and skills/<name>/SKILL.md, of the token's scopes only (under `scope` when given)."""
+    scope = readable_scope(token, request.GET["scope"]) if request.GET.get("scope") else ""
+    number = read_version(request.GET)
+    if not number:
+        raise NotFound("No memory version is published yet.")
+    version = releases.version_by_number(number)
+    files = releases.export_of(version, prefixes=list(token.scopes), scope=scope)
+    return 200, {"memory_version": number, "scope": scope, "files": files}

@@ -45,22 +45,34 @@ def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
     """One query that ranks and fetches: by the query's words when there is a query, else by confidence."""
     columns = ", ".join(f"e.{name}" for name in RETRIEVED_FIELDS)
     sql = ranked_by_words_sql(columns) if q else ranked_by_confidence_sql(columns)
-    params = {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2}
-    return [Ranked(entry, float(entry.score)) for entry in Entry.objects.raw(sql, params)]
+    return [Ranked(entry, float(entry.score))
+            for entry in Entry.objects.raw(sql, ranking_params(scopes, q, min_confidence, pool))]
+
+
+def ranking_params(scopes, q, min_confidence, pool) -> dict:
+    """The parameters of the ranking SQL (sql.ranked_by_words_sql): it ranks twice the pool by words, then
+    keeps the pool's best by words and trigram similarity."""
+    return {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2}
 
 
 def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
     """SQLite: filter by any query word in the database, score by word overlap × confidence here."""
     rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence).exclude(
         Exists(withheld_by_skill()))
+    return rank_by_words(rows, q, pool)
+
+
+def rank_by_words(rows, q: str, pool: int, as_entry=lambda row: row) -> list[Ranked]:
+    """`rows` (a queryset of entries, or of released entries that `as_entry` turns into entries) ranked by
+    the query's words × confidence: the words filter in the database, the score here."""
     query_words = sorted(words(q))[:_QUERY_WORDS]
     if not query_words:
-        return [Ranked(e, e.confidence) for e in rows.order_by("-confidence", "-id")[:pool]]
+        return [Ranked(e, e.confidence) for e in map(as_entry, rows.order_by("-confidence", "-id")[:pool])]
     match = Q(pk__in=[])
     for word in query_words:
         match |= Q(trigger__icontains=word) | Q(content__icontains=word)
     ranked = []
-    for entry in rows.filter(match).order_by("-confidence", "-id")[:SIMILAR_POOL]:
+    for entry in map(as_entry, rows.filter(match).order_by("-confidence", "-id")[:SIMILAR_POOL]):
         trigger, content = words(entry.trigger), words(entry.content) | words(" ".join(entry.conditions))
         relevance = sum(2 if w in trigger else 1 if w in content else 0 for w in query_words) / len(query_words)
         if relevance:
@@ -72,13 +84,19 @@ def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
 def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
     """Active entries of the given scopes, ranked by relevance × confidence, near-duplicates dropped,
     at most k; not the sources of an approved skill. One query on PostgreSQL whatever the table size
-    (the (scope, word) index bounds the scan)."""
+    (the (scope, word) index bounds the scan). The live rows: the draft a lead previews; agents read a
+    published version instead (releases.retrieve_released)."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]
     pool = k * RETRIEVAL_POOL_FACTOR
     ranked = (_ranked_postgres if connection.vendor == "postgresql" else _ranked_portable)(
         scopes, q, min_confidence, pool)
+    return without_near_duplicates(ranked, k)
+
+
+def without_near_duplicates(ranked: list[Ranked], k: int) -> list[Ranked]:
+    """The first k of `ranked`, skipping one that repeats (or nearly repeats) an entry already chosen."""
     chosen: list[tuple[Ranked, frozenset]] = []
     for candidate in ranked:
         text = words(f"{candidate.entry.trigger} {candidate.entry.content}")

@@ -129,6 +129,11 @@ def exported_skills(*, scope: str = "") -> list[SkillProposal]:
     qs = SkillProposal.objects.filter(status=SkillProposal.Status.APPROVED)
     if scope:
         qs = qs.filter(access.under_scope(scope))
+    return exported_skills_of(qs)
+
+
+def exported_skills_of(qs) -> list[SkillProposal]:
+    """The proposals of `qs` with what SKILL.md shows, by name."""
     return _with_parts(list(_annotated(qs).order_by("slug")))
 
 
@@ -142,11 +147,14 @@ def skills_of_entry(user, entry) -> list[SkillSource]:
 # --- for agents --------------------------------------------------------------------------------------------
 
 
-def skills_for_token(token: AgentToken, *, scopes: list[str] | None, after: str = "", limit: int = 100) -> list:
+def skills_for_token(token: AgentToken, *, scopes: list[str] | None, after: str = "", limit: int = 100,
+                     released_in: list[int] | None = None) -> list:
     """Approved skills an agent may read: of `scopes` exactly (a scope and its ancestors that the token
     covers, as retrieval reads them), or every one under the token's prefixes when `scopes` is None.
     By name, keyset on the slug: 3 queries."""
     qs = SkillProposal.objects.filter(status=SkillProposal.Status.APPROVED)
+    if released_in is not None:  # the skills of a memory version (retired since, but still in it, included)
+        qs = SkillProposal.objects.filter(pk__in=released_in)
     qs = qs.filter(scope__in=scopes) if scopes is not None else qs.filter(access.token_scope_q(token))
     if after:
         qs = qs.filter(slug__gt=after)

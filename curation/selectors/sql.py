@@ -123,28 +123,54 @@ NOT_WITHHELD_SQL = """NOT EXISTS (
     WHERE ss.entry_id = {entry_id} AND ss.live AND sp.status = 'approved')"""
 
 
-def ranked_by_words_sql(columns: str) -> str:
-    """Active entries of %(scopes)s that mention a word of %(q)s, with their score: one lookup of the
-    (scope, word) keys of migration 0010, so only the asked scopes' entries that mention a query word are
-    read. Any query word may match (OR), more matching words rank higher; trigram word similarity to the
-    trigger then refines the order of the best of them."""
+# The entries of %(scopes)s that mention a word of %(q)s: one lookup of an index of "<scope> <lexeme>" keys.
+_MENTIONS_QUERY_WORD = ("curation_scoped_lexemes(e.scope, e.search_vector)"
+                        " && curation_scoped_query(CAST(%(scopes)s AS text[]), %(q)s)")
+
+
+def live_matches_sql() -> str:
+    """ranked_by_words_sql's candidates from the live rows: the active entries, through the (scope, word)
+    keys of migration 0010, that no approved skill withholds."""
+    return f"""
+        SELECT e.id, e.id AS entry_id, e.search_vector, e.confidence FROM curation_entry e
+        WHERE e.status = 'active' AND {_MENTIONS_QUERY_WORD}
+          AND {NOT_WITHHELD_SQL.format(entry_id="e.id")}
+    """
+
+
+def released_matches_sql() -> str:
+    """ranked_by_words_sql's candidates from version %(version)s's released rows (a publish left out the
+    sources of approved skills): the open rows through the (scope, word) keys of migration 0020, and the
+    rows closed since the version (none when it is the newest) through the valid_to index. One statement:
+    a publish committing meanwhile changes nothing it reads."""
+    return f"""
+        SELECT e.id, e.entry_id, e.search_vector, e.confidence FROM curation_releasedentry e
+        WHERE e.valid_to IS NULL AND e.valid_from <= %(version)s AND {_MENTIONS_QUERY_WORD}
+        UNION ALL
+        SELECT e.id, e.entry_id, e.search_vector, e.confidence FROM curation_releasedentry e
+        WHERE e.valid_to > %(version)s AND e.valid_from <= %(version)s
+          AND e.scope = ANY(CAST(%(scopes)s AS text[])) AND {_MENTIONS_QUERY_WORD}
+    """
+
+
+def ranked_by_words_sql(columns: str, matches_sql: str | None = None, table: str = "curation_entry") -> str:
+    """The rows of `matches_sql` (live_matches_sql unless given: id, entry_id, search_vector, confidence of
+    the rows of `table` that mention a word of %(q)s in %(scopes)s) with their score. Any query word may
+    match (OR), more matching words rank higher; trigram word similarity to the trigger then refines the
+    order of the best of them. Ties go to the newer entry, so live rows and a version rank alike."""
     return f"""
         WITH query AS (
             SELECT {any_word_tsquery_sql("%(q)s")} AS tsq
         ), matched AS (
-            SELECT e.id, ts_rank(e.search_vector, query.tsq) AS rank
-            FROM query, curation_entry e
-            WHERE e.status = 'active'
-              AND curation_scoped_lexemes(e.scope, e.search_vector)
-                  && curation_scoped_query(CAST(%(scopes)s AS text[]), %(q)s)
-              AND e.confidence >= %(min)s
-              AND {NOT_WITHHELD_SQL.format(entry_id="e.id")}
-            ORDER BY ts_rank(e.search_vector, query.tsq) * e.confidence DESC, e.id DESC
+            SELECT m.id, m.entry_id, ts_rank(m.search_vector, query.tsq) AS rank
+            FROM query, ({matches_sql or live_matches_sql()}) AS m
+            WHERE m.confidence >= %(min)s
+            ORDER BY ts_rank(m.search_vector, query.tsq) * m.confidence DESC, m.entry_id DESC
             LIMIT %(wide)s
         )
         SELECT {columns}, (matched.rank + word_similarity(%(q)s, e.trigger)) * e.confidence AS score
-        FROM matched JOIN curation_entry e ON e.id = matched.id
-        ORDER BY score DESC, e.id DESC
+        FROM matched JOIN {table} e ON e.id = matched.id
+        ORDER BY score DESC, matched.entry_id DESC
         LIMIT %(pool)s
     """
 

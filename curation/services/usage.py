@@ -21,8 +21,10 @@ from curation.models import (
 from .entry_writes import count_retrieval, insert_counted_retrieval, write_entry
 
 
-def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str, entries, at=None) -> Retrieval:
-    """Remember what the agent was given (feedback refers to it) and count the retrieval on each entry."""
+def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str, entries, at=None,
+                     memory_version: int | None = None) -> Retrieval:
+    """Remember what the agent was given, from which published memory version (feedback refers to it), and
+    count the retrieval on each entry."""
     now = at or timezone.now()
     ids = [e.pk for e in entries]
     # An agent may paste anything into its query. Redacted whole, then cut to the column: a secret cut
@@ -30,7 +32,7 @@ def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str
     query, _ = redact(query, "q")
     task_ref, _ = redact(task_ref, "task_ref")
     retrieval = Retrieval(id=uuid.uuid4(), token=token, scope=scope, query=query[:2000], task_ref=task_ref[:255],
-                          entry_ids=ids, created_at=now)
+                          entry_ids=ids, memory_version=memory_version, created_at=now)
     if connection.vendor == "postgresql":
         insert_counted_retrieval(retrieval)
         return retrieval

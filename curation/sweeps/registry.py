@@ -4,10 +4,14 @@ Maintenance page and `run_lifecycle` all read this list."""
 
 from types import ModuleType
 
-from . import archive, capacity, conflicts, consolidation, decay, low_utility, review_due, revive, skill_nomination, unused
+from . import (
+    archive, auto_publish, capacity, conflicts, consolidation, decay, low_utility, review_due, revive, skill_nomination,
+    unused,
+)
 
 SWEEP_MODULES: tuple[ModuleType, ...] = (
     decay, archive, revive, unused, low_utility, review_due, capacity, conflicts, consolidation, skill_nomination,
+    auto_publish,
 )
 
 SWEEPS: dict[str, ModuleType] = {module.NAME: module for module in SWEEP_MODULES}

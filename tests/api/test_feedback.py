@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 
 from curation.models import Entry, Event, Feedback, QueueReason, Status
+from tests.factories import publish_pending
 
 pytestmark = pytest.mark.django_db
 
@@ -61,6 +62,7 @@ def test_failure_never_goes_below_the_floor(agent, approved):
     retrieval_id, _ = _retrieve(agent, min_confidence=0.05)  # raised to the retrieval floor...
     assert _ == []  # ...so a 0.1 entry is not even handed out
     Entry.objects.filter(pk=entry.pk).update(base_confidence=0.2, confidence=0.6)
+    publish_pending(written_directly=[entry])  # a plain UPDATE: no service marked it for the next release
     retrieval_id, ids = _retrieve(agent)
     agent.post("feedback", {"retrieval_id": retrieval_id, "outcome": "failure"})
     entry.refresh_from_db()

@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from curation.models import Entry, Event, SkillTrial
 from curation.services import approve_candidate
+from curation.services.releases import publish_version
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -46,6 +47,8 @@ def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp
     # "Approve it in the browser": the reviewer's approval, through the same service the button calls
     reviewer = get_user_model().objects.get(username="reviewer")
     approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
+    # "...and publish it on the releases page": agents read the published version
+    publish_version(actor=get_user_model().objects.get(username="lead"), summary="the README's lesson", acknowledge=True)
 
     output = run(block("use"), env)
     retrieval = json.loads(output[: output.index("}{") + 1] if "}{" in output else output.splitlines()[0])

@@ -41,16 +41,9 @@ def test_postgres_refuses_to_rewrite_a_skill_trial(on_postgres):
     assert SkillTrial.objects.get(pk=trial.pk).outcome == "success"
 
 
-@pytest.fixture
-def back_to_the_latest_schema():
-    """The tests after this one run on the whole schema, not the one this test stopped at."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
-
-
 @pytest.mark.django_db(transaction=True)
-def test_events_gain_subjects_without_a_row_rewritten(back_to_the_latest_schema):
+@pytest.mark.usefixtures("migrates_back")
+def test_events_gain_subjects_without_a_row_rewritten():
     """Migration 0014 changes the events table's schema only: the history written before it stays as it was
     (on PostgreSQL the append-only trigger would refuse any UPDATE), and an Event about a token alone fits."""
     before, after = [("curation", "0013_retrieved_entry_one_index")], [("curation", "0014_event_subjects_and_actions")]
@@ -64,7 +57,8 @@ def test_events_gain_subjects_without_a_row_rewritten(back_to_the_latest_schema)
         entry=entry, entry_label="#1 acme: t", actor_label="agent:ci", action="submit", after={"status": "pending"})
     executor = MigrationExecutor(connection)
     executor.migrate(after)
-    Token = executor.loader.project_state(after).apps.get_model("curation", "AgentToken")
+    new = executor.loader.project_state(after).apps
+    Token, Event = new.get_model("curation", "AgentToken"), new.get_model("curation", "Event")  # as of 0014
     token = Token.objects.create(name="t", key_prefix="ma_", key_hash="0" * 64)
     event = Event.objects.get(pk=kept.pk)
     assert (event.entry_id, event.token_id, event.action, event.after) == (entry.pk, None, "submit", {"status": "pending"})

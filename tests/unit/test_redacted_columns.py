@@ -45,6 +45,16 @@ NOT_FREE_TEXT = {
     "SkillProposal.created_by_label": "a sweep's name or a username",
     "SkillSource.added_by_label": "a username or a sweep's name",
     "SkillTrial.reported_by_label": "a token's label",
+    "MemoryVersion.published_by_label": "a username or auto-publish",
+    "MemoryVersion.scope_prefix": "a scope path, validated by access.clean_scope",
+    "ReleasedEntry.scope": "a copy of a redacted entry's scope path",
+    "ReleasedEntry.trigger": "a copy of Entry.trigger, redacted when the entry was written",
+    "ReleasedEntry.content": "a copy of Entry.content, redacted when the entry was written",
+    "ReleasedEntry.conditions": "a copy of Entry.conditions, redacted when the entry was written",
+    "ReleasedEntry.boundary": "a copy of Entry.boundary, redacted when the entry was written",
+    "ReleasedEntry.fingerprint": "a sha256",
+    "ReleasedSkill.slug": "a copy of a skill's slug, validated against SKILL_SLUG_PATTERN",
+    "ReleasedSkill.scope": "a copy of a skill's scope path",
 }
 
 

@@ -30,6 +30,7 @@ from curation.services.consolidation import accept_proposal
 from curation.sweeps import run_sweep
 from curation.services.skills import approve_skill, record_skill_trial
 from curation.selectors.tokens import hash_key
+from curation.services.releases import publish_version
 from curation.services.tokens import create_agent_token
 from curation.services.usage import record_feedback, record_retrieval
 
@@ -162,6 +163,9 @@ class Command(BaseCommand):
                     "own; nothing was added. Point MEMORYADMIN_DATA_DIR (or DATABASE_URL) at an empty one.")
             else:
                 self.seed_entries()
+                # Agents read the published version: the demo's lead publishes what the replay curated.
+                publish_version(actor=get_user_model().objects.get(username="lead"), acknowledge=True,
+                                summary="The demo's curated memory.")
         if agent_token:
             self.seed_agent_token(agent_token)
         self.print_summary(logins)

@@ -1,0 +1,162 @@
+"""Published memory versions at scale.
+
+    .venv/bin/python benchmarks/release_bench.py [--entries 200000] [--scopes 200] [--changes 1000,10000]
+                                                  [--queries 500]        (make bench-release)
+
+1. Publish: on a memory of --entries active entries already released as one version, change N entries
+   (a new confidence and content, with the Event a decision writes) and time publish_version for each N:
+   the work must grow with N, not with the memory.
+2. Retrieval: the same --queries (scope, three words) answered from the published version
+   (selectors.releases.retrieve_released, what the API reads now) and from the live rows
+   (selectors.retrieve_memory, what the API read before versions), in the same run, in process:
+   p50 and p99 of each.
+
+Uses its own PostgreSQL database (BENCH_DATABASE_URL, default memoryadmin_release_bench), filled on the first
+run and reused afterwards (entries with api_bench's generator).
+"""
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+DB_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryadmin_release_bench")
+os.environ["DATABASE_URL"] = DB_URL
+os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+os.environ.update(DEBUG="false", SECRET_KEY="benchmark-only-secret-key-not-for-any-deployment-0123456789abcdef", LOG_LEVEL="WARNING")
+
+from api_bench import fill, query_words, scope_name  # noqa: E402
+from queue_bench import ensure_database  # noqa: E402
+
+RELEASED = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "confidence",
+            "last_verified_at", "fingerprint")
+
+
+def release_everything() -> None:
+    """The entries generated in SQL were never released: release them all as the published version (as
+    the migration does for an existing memory), in one statement."""
+    from django.db import connection
+
+    from curation.models import MemoryVersion, PublishedVersion, ReleasedEntry
+    from curation.selectors import releases
+
+    if ReleasedEntry.objects.exists():
+        return
+    started = time.perf_counter()
+    head = releases.head_number()
+    number = head + 1
+    columns = ", ".join(RELEASED)
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            INSERT INTO curation_releasedentry (entry_id, valid_from, entry_version, {columns})
+            SELECT id, %s, version, {columns} FROM curation_entry WHERE status = 'active'
+        """, [number])
+        cursor.execute("ANALYZE curation_releasedentry")
+    version = MemoryVersion.objects.create(number=number, summary="bench: everything", published_by_label="bench",
+                                           pending_from_event=releases.last_event_id() + 1)
+    PublishedVersion.objects.update_or_create(pk=1, defaults={"version": version})
+    print(f"released {ReleasedEntry.objects.count():,} entries as version {number} in "
+          f"{time.perf_counter() - started:.0f} s", flush=True)
+
+
+def make_changes(n: int, rng) -> list[int]:
+    """N active entries changed with the Event a decision writes (in SQL: the benchmark measures the
+    publish, not the writes)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(id) FROM curation_entry")
+        top = cursor.fetchone()[0]
+        ids = sorted(rng.sample(range(1, top + 1), n))
+        cursor.execute("""
+            UPDATE curation_entry SET confidence = LEAST(0.95, confidence + 0.01), content = content || ' (edited)',
+                   version = version + 1, updated_at = now()
+            WHERE id = ANY(%s) AND status = 'active'
+        """, [ids])
+        cursor.execute("""
+            INSERT INTO curation_event (entry_id, entry_label, actor_label, action, reason, request_id,
+                                        entry_version, created_at)
+            SELECT id, '#' || id, 'bench', 'edit_approve', 'bench edit', '', version, now()
+            FROM curation_entry WHERE id = ANY(%s)
+        """, [ids])
+    return ids
+
+
+def bench_publish(sizes: list[int]) -> list[tuple[int, float, int]]:
+    from curation.services.releases import publish_version
+
+    rng = random.Random(11)
+    results = []
+    for n in sizes:
+        make_changes(n, rng)
+        started = time.perf_counter()
+        version = publish_version(actor=None, actor_label="bench", summary=f"bench: {n} changes", acknowledge=True)
+        seconds = time.perf_counter() - started
+        results.append((n, seconds, version.changed))
+        print(f"publish {n:,} changes: {seconds:.2f} s (version {version.number}, {version.changed:,} changed)",
+              flush=True)
+    return results
+
+
+def percentiles(values: list[float]) -> tuple[float, float]:
+    values = sorted(values)
+    return statistics.median(values), values[max(0, int(len(values) * 0.99) - 1)]
+
+
+def bench_retrieval(scopes: int, queries: int) -> None:
+    from curation import selectors
+    from curation.selectors import releases
+
+    rng = random.Random(7)
+    plans = [(scope_name(rng.randrange(scopes)), query_words(rng)) for _ in range(queries)]
+    number = releases.published_number()
+    published, live = [], []
+    for scope, q in plans[:50]:  # warm-up of both paths
+        releases.retrieve_released(number, scopes=[scope], q=q, k=5, min_confidence=0.3)
+        selectors.retrieve_memory(scopes=[scope], q=q, k=5, min_confidence=0.3)
+    for scope, q in plans:
+        started = time.perf_counter()
+        releases.retrieve_released(number, scopes=[scope], q=q, k=5, min_confidence=0.3)
+        published.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        selectors.retrieve_memory(scopes=[scope], q=q, k=5, min_confidence=0.3)
+        live.append((time.perf_counter() - started) * 1000)
+    p50, p99 = percentiles(published)
+    l50, l99 = percentiles(live)
+    print(f"retrieval, {queries} queries, in process: published version p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
+          f"live rows p50 {l50:.1f} ms, p99 {l99:.1f} ms", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--entries", type=int, default=200_000)
+    parser.add_argument("--scopes", type=int, default=200)
+    parser.add_argument("--changes", default="1000,10000")
+    parser.add_argument("--queries", type=int, default=500)
+    args = parser.parse_args()
+
+    ensure_database(DB_URL)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    fill(args.entries, args.scopes)
+    release_everything()
+    print(f"memory: {args.entries:,} active entries across {args.scopes} scopes", flush=True)
+    bench_publish([int(n) for n in args.changes.split(",") if n])
+    bench_retrieval(args.scopes, args.queries)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""The export coding agents load at start-up, as pure functions from a version's rows to files: `MEMORY.md`,
+an index within the limit agents load (INDEX_MAX_LINES lines, INDEX_MAX_BYTES bytes), one line per topic
+file; one topic file per scope (per scope and kind where a scope is large), each lesson with its trigger,
+what to do, when it does not hold, its trust level and its entry id. Nothing here reads a clock or a
+database, so an unchanged version exports the same bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from curation.context_block import section_of
+
+INDEX_MAX_LINES = 200
+INDEX_MAX_BYTES = 25 * 1024
+INDEX_LINE_MAX = 110         # characters of one index line (its path and what the topic covers)
+TOPIC_SPLIT_AT = 200         # a scope with more lessons than this gets one topic file per kind
+_INDEX_HEADER_LINES = 8      # the lines of the index that are not topics
+MAX_TOPICS = INDEX_MAX_LINES - _INDEX_HEADER_LINES - 2
+
+TRUST = {"agreed": "agreed with people", "validated": "validated", "inferred": "unvalidated inference"}
+
+
+@dataclass(frozen=True)
+class Lesson:
+    entry_id: int
+    scope: str
+    kind: str
+    trigger: str
+    content: str
+    conditions: tuple
+    boundary: str
+    signal: str
+    confidence: float
+
+
+@dataclass
+class Topic:
+    path: str
+    scope: str
+    kind: str  # "" when the topic holds every kind of its scope
+    lessons: list[Lesson]
+
+    def covers(self) -> str:
+        kinds = sorted({lesson.kind.replace("_", " ") for lesson in self.lessons})
+        what = f"{len(self.lessons)} lesson{'s' if len(self.lessons) != 1 else ''}"
+        scopes = sorted({lesson.scope for lesson in self.lessons})
+        where = self.scope if len(scopes) == 1 else f"{self.scope} and {len(scopes) - 1} scopes below"
+        return f"{where}: {what} ({', '.join(kinds)})"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _group_depth(lessons: list[Lesson]) -> int | None:
+    """The deepest scope depth at which the topics fit the index (None: every scope its own topic)."""
+    deepest = max((lesson.scope.count("/") + 1 for lesson in lessons), default=1)
+    for depth in [None, *range(deepest, 0, -1)]:
+        if len(_topics(lessons, depth)) <= MAX_TOPICS:
+            return depth
+    return 1
+
+
+def _topic_scope(scope: str, depth: int | None) -> str:
+    return scope if depth is None else "/".join(scope.split("/")[:depth])
+
+
+def _topics(lessons: list[Lesson], depth: int | None) -> list[Topic]:
+    by_scope: dict[str, list[Lesson]] = {}
+    for lesson in lessons:
+        by_scope.setdefault(_topic_scope(lesson.scope, depth), []).append(lesson)
+    topics = []
+    for scope, members in sorted(by_scope.items()):
+        members.sort(key=lambda lesson: (lesson.scope, lesson.entry_id))
+        if len(members) > TOPIC_SPLIT_AT:
+            kinds = sorted({lesson.kind for lesson in members})
+            topics += [Topic(f"topics/{scope}.{kind}.md", scope, kind, [m for m in members if m.kind == kind])
+                       for kind in kinds]
+        else:
+            topics.append(Topic(f"topics/{scope}.md", scope, "", members))
+    return topics
+
+
+def topic_file(topic: Topic, version_number: int) -> str:
+    title = topic.scope + (f" · {topic.kind.replace('_', ' ')}" if topic.kind else "")
+    lines = [f"# {title}", "", f"Curated lessons from memory version {version_number}. Trust: agreed with people > "
+             "validated > unvalidated inference (verify an inference before relying on it).", ""]
+    for lesson in topic.lessons:
+        trust = TRUST[section_of(lesson.kind, lesson.signal)]
+        lines += [f"## #{lesson.entry_id} When {_one_line(lesson.trigger).rstrip('.')}", "",
+                  f"- Do: {_one_line(lesson.content)}"]
+        if lesson.conditions:
+            lines.append(f"- Only if: {'; '.join(_one_line(c) for c in lesson.conditions)}")
+        lines += [f"- Does not hold: {_one_line(lesson.boundary) or 'not stated'}",
+                  f"- Trust: {trust} (confidence {lesson.confidence:.2f}, {lesson.kind.replace('_', ' ')})",
+                  f"- Scope: `{lesson.scope}` · entry #{lesson.entry_id}", ""]
+    return "\n".join(lines)
+
+
+def memory_index(topics: list[Topic], skills: list[tuple[str, str]], version_number: int, summary: str) -> str:
+    """MEMORY.md: a few header lines, one line per topic file, one line for the skills."""
+    lines = [
+        f"# Memory (version {version_number})", "",
+        f"Curated and reviewed lessons, published as version {version_number}: {_one_line(summary)}"[:INDEX_LINE_MAX],
+        "Open the topic file of the scope you work in; each lesson says when it applies, what to do, when it",
+        "does not hold, and how far to trust it.", "",
+    ]
+    for topic in topics:
+        lines.append(f"- [{topic.path}]({topic.path}): {topic.covers()}"[:INDEX_LINE_MAX])
+    if skills:
+        lines += ["", f"Skills ({len(skills)}): skills/<name>/SKILL.md, e.g. " + ", ".join(slug for slug, _ in skills[:3])]
+    return "\n".join(lines) + "\n"
+
+
+def export_files(lessons: list[Lesson], skills: list[tuple[str, str]], *, version_number: int,
+                 summary: str) -> dict[str, str]:
+    """Every file of the export, by path: the index, the topic files and `skills/<slug>/SKILL.md`."""
+    topics = _topics(lessons, _group_depth(lessons))
+    files = {"MEMORY.md": memory_index(topics, skills, version_number, summary)}
+    files.update({topic.path: topic_file(topic, version_number) for topic in topics})
+    files.update({f"skills/{slug}/SKILL.md": text for slug, text in skills})
+    return files

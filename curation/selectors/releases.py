@@ -1,0 +1,323 @@
+"""Reads of published memory versions: the version agents read and its entries, what publishing would
+change (the pending draft), the pre-publish checks, the history and the diff of two versions.
+
+A version's content is the ReleasedEntry / ReleasedSkill rows valid in it: valid_from <= N and valid_to
+null or above N. Every read here is bounded by the number of changes (Events since a publish, rows that start or
+end between two versions), never by the size of the memory."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Exists, Max, OuterRef, Q
+from django.utils import timezone
+
+from curation import access
+from curation.models import (
+    Conflict, Entry, Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry,
+    ReleasedSkill, SkillProposal, SkillSource, Status,
+)
+from curation.memory_export import Lesson, export_files
+from curation.versions import (
+    RELEASED_FIELDS, SKILL_RELEASED_FIELDS, Change, Warning, change_between, released_values,
+)
+
+from .retrieval import RETRIEVAL_POOL_FACTOR, Ranked, rank_by_words, ranking_params, without_near_duplicates
+from .skills import exported_skills_of, skill_md
+from .sql import ranked_by_words_sql, released_matches_sql
+
+PENDING_SHOWN = 500  # changes the releases page lists (a publish takes them all)
+HISTORY_SHOWN = 50
+
+
+def in_version(number: int) -> Q:
+    """The rows of version `number`."""
+    return Q(valid_from__lte=number) & (Q(valid_to__isnull=True) | Q(valid_to__gt=number))
+
+
+def published_version() -> MemoryVersion | None:
+    """The version agents read. The migration made version 1; None only in a database emptied since (a
+    test's flush), where agents read nothing until a first publish."""
+    pointer = PublishedVersion.objects.select_related("version").filter(pk=1).first()
+    return pointer.version if pointer else None
+
+
+def published_number() -> int:
+    """The published version's number, 0 when none is."""
+    version = published_version()
+    return version.number if version else 0
+
+
+def version_by_number(number: int) -> MemoryVersion:
+    """MemoryVersion.DoesNotExist for a number never published."""
+    return MemoryVersion.objects.get(number=number)
+
+
+def last_event_id() -> int:
+    return Event.objects.aggregate(n=Max("pk"))["n"] or 0
+
+
+def head_number() -> int:
+    return MemoryVersion.objects.aggregate(n=Max("number"))["n"] or 0
+
+
+def as_entry(row: ReleasedEntry) -> Entry:
+    """A released row as the Entry an answer and a context block are built from (not saved, never written)."""
+    return Entry(pk=row.entry_id, **{name: getattr(row, name) for name in RELEASED_FIELDS}, status=Status.ACTIVE)
+
+
+def released_entries(number: int, *, scopes=None, prefix: str = ""):
+    """The released rows of version `number`, of exactly `scopes` or under `prefix` when given."""
+    rows = ReleasedEntry.objects.filter(in_version(number))
+    if scopes is not None:
+        rows = rows.filter(scope__in=list(scopes))
+    if prefix:
+        rows = rows.filter(access.under_scope(prefix))
+    return rows
+
+
+def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
+    """retrieve_memory's answer, read from version `number` instead of the live rows, ranked the same way:
+    on PostgreSQL by the live ranking SQL over the version's rows (one indexed lookup); without a query,
+    or on SQLite, by confidence or the portable word match."""
+    if not scopes:
+        return []
+    q = (q or "").strip()[:500]
+    pool = k * RETRIEVAL_POOL_FACTOR
+    if q and connection.vendor == "postgresql":
+        ranked = _ranked_released_postgres(number, scopes, q, min_confidence, pool)
+    else:
+        rows = released_entries(number, scopes=scopes).filter(confidence__gte=min_confidence)
+        ranked = rank_by_words(rows, q, pool, as_entry)
+    return without_near_duplicates(ranked, k)
+
+
+def _ranked_released_postgres(number: int, scopes, q: str, min_confidence: float, pool: int) -> list[Ranked]:
+    columns = ", ".join(f"e.{name}" for name in ("id", "entry_id", *RELEASED_FIELDS))
+    sql = ranked_by_words_sql(columns, released_matches_sql(), ReleasedEntry._meta.db_table)
+    params = {**ranking_params(scopes, q, min_confidence, pool), "version": number}
+    return [Ranked(as_entry(row), float(row.score)) for row in ReleasedEntry.objects.raw(sql, params)]
+
+
+def released_skill_ids(number: int) -> list[int]:
+    return list(ReleasedSkill.objects.filter(in_version(number)).values_list("skill_id", flat=True))
+
+
+# --- what a release would change --------------------------------------------------------------------------
+
+
+def rows_at(number: int, entry_ids) -> dict[int, dict]:
+    return {r.entry_id: released_values(r) for r in ReleasedEntry.objects.filter(in_version(number),
+                                                                                  entry_id__in=list(entry_ids))}
+
+
+def skill_rows_at(number: int, skill_ids) -> dict[int, dict]:
+    return {r.skill_id: released_values(r, SKILL_RELEASED_FIELDS)
+            for r in ReleasedSkill.objects.filter(in_version(number), skill_id__in=list(skill_ids))}
+
+
+def row_ids_at(number: int, entry_ids) -> dict[int, int]:
+    """{entry id: the id of its row in version `number`}."""
+    return dict(ReleasedEntry.objects.filter(in_version(number), entry_id__in=list(entry_ids))
+                .values_list("entry_id", "pk"))
+
+
+def skill_versions(skill_ids) -> list[tuple[int, int]]:
+    return list(SkillProposal.objects.filter(pk__in=list(skill_ids)).values_list("pk", "version"))
+
+
+def live_released_values(entry_ids) -> dict[int, dict]:
+    """What the draft would release of these entries: the active ones that no approved skill withholds."""
+    withheld = SkillSource.objects.filter(entry=OuterRef("pk"), live=True, proposal__status="approved")
+    rows = Entry.objects.filter(pk__in=list(entry_ids), status=Status.ACTIVE).exclude(Exists(withheld))
+    return {e.pk: released_values(e) for e in rows.only("id", *RELEASED_FIELDS)}
+
+
+def live_skill_values(skill_ids) -> dict[int, dict]:
+    rows = SkillProposal.objects.filter(pk__in=list(skill_ids), status=SkillProposal.Status.APPROVED)
+    return {p.pk: released_values(p, SKILL_RELEASED_FIELDS) for p in rows.only("id", *SKILL_RELEASED_FIELDS)}
+
+
+@dataclass
+class Candidates:
+    """The entries and skills that may differ between the published version and the draft."""
+
+    entry_ids: set[int]
+    skill_ids: set[int]
+
+
+def draft_candidates(published: MemoryVersion | None, prefix: str = "", *, also_entry_ids=()) -> Candidates:
+    """What may have changed since the published version: the subjects of the Events since its
+    `pending_from_event`, what differs between it and the newest version (after a rollback), and the
+    source entries of those skills (approving a skill withholds its sources; retiring it gives them
+    back). Under `prefix`, only entries and skills whose live scope lies there. Bounded by the changes."""
+    since = published.pending_from_event if published else 0
+    subjects = (Event.objects.filter(pk__gte=since).filter(Q(entry__isnull=False) | Q(skill__isnull=False))
+                .values_list("entry_id", "skill_id").distinct())
+    entry_ids = {entry for entry, _ in subjects if entry} | set(also_entry_ids)
+    skill_ids = {skill for _, skill in subjects if skill}
+    head = head_number()
+    if published and published.number != head:
+        drift_entries, drift_skills = drift_between(published.number, head)
+        entry_ids |= drift_entries
+        skill_ids |= drift_skills
+    if prefix:
+        skill_ids = set(SkillProposal.objects.filter(access.under_scope(prefix), pk__in=skill_ids)
+                        .values_list("pk", flat=True))
+    if skill_ids:
+        entry_ids |= set(SkillSource.objects.filter(proposal_id__in=skill_ids).values_list("entry_id", flat=True))
+    if prefix:
+        entry_ids = set(Entry.objects.filter(access.under_scope(prefix), pk__in=entry_ids)
+                        .values_list("pk", flat=True))
+    return Candidates(entry_ids, skill_ids)
+
+
+def changes_of(base: int, candidates: Candidates) -> list[Change]:
+    """How the draft differs from version `base` for these candidates: entries, then skills."""
+    before, after = rows_at(base, candidates.entry_ids), live_released_values(candidates.entry_ids)
+    changes = [c for i in sorted(candidates.entry_ids) if (c := change_between(i, before.get(i), after.get(i)))]
+    skills_before = skill_rows_at(base, candidates.skill_ids)
+    skills_after = live_skill_values(candidates.skill_ids)
+    changes += [c for i in sorted(candidates.skill_ids)
+                if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))]
+    return changes
+
+
+def pending_changes(prefix: str = "", *, user=None) -> list[Change]:
+    """What publishing (under `prefix`) would change against the published version, each with the latest
+    Event that caused it; only what `user` may see when given."""
+    published = published_version()
+    changes = changes_of(published.number if published else 0, draft_candidates(published, prefix))
+    if user is not None:
+        changes = [c for c in changes if access.user_can_see_scope(user, c.scope)]
+    _attach_causes(changes, published.pending_from_event if published else 0)
+    return changes
+
+
+def _attach_causes(changes: list[Change], since_event: int) -> None:
+    """The latest Event of each changed entry or skill since the published version: why it is in the draft
+    (one query; a change a rollback brought back has its cause before that, and shows none)."""
+    entry_ids = [c.subject_id for c in changes if not c.is_skill]
+    skill_ids = [c.subject_id for c in changes if c.is_skill]
+    if not changes:
+        return
+    latest = {}
+    events = Event.objects.filter(Q(entry_id__in=entry_ids) | Q(skill_id__in=skill_ids), pk__gte=since_event)
+    for event in events.order_by("pk"):
+        if event.skill_id in skill_ids:
+            latest[("skill", event.skill_id)] = event
+        if event.entry_id in entry_ids:
+            latest[("entry", event.entry_id)] = event
+    for change in changes:
+        change.cause = latest.get(("skill" if change.is_skill else "entry", change.subject_id))
+
+
+def low_impact(changes: list[Change], actions) -> list[Change]:
+    """The entry changes auto-publish may release alone: still released (not a removal), every Event of the
+    entry since the published version one of `actions`, and no pre-publish warning."""
+    candidates = [c for c in changes if not c.is_skill and c.after is not None]
+    if not candidates:
+        return []
+    published = published_version()
+    since = published.pending_from_event if published else 0
+    ids = [c.subject_id for c in candidates]
+    other = set(Event.objects.filter(entry_id__in=ids, pk__gte=since).exclude(action__in=list(actions))
+                .values_list("entry_id", flat=True))
+    warned = {w.entry_id for w in pre_publish_checks(candidates)}
+    return [c for c in candidates if c.subject_id not in other | warned]
+
+
+def group_by_scope(changes: list[Change]) -> list[tuple[str, list[Change]]]:
+    groups: dict[str, list[Change]] = {}
+    for change in changes:
+        groups.setdefault(change.scope, []).append(change)
+    return sorted(groups.items())
+
+
+def pre_publish_checks(changes: list[Change], *, now=None) -> list[Warning]:
+    """What a lead must acknowledge before publishing these changes: open conflicts between entries of the
+    release, entries whose recent task outcomes failed, entries without a boundary. One query each."""
+    now = now or timezone.now()
+    released = [c for c in changes if not c.is_skill and c.after is not None]
+    ids = [c.subject_id for c in released]
+    warnings = []
+    if not ids:
+        return warnings
+    for conflict in Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids),
+                                            state=Conflict.State.OPEN).order_by("pk"):
+        entry_id = conflict.entry_a_id if conflict.entry_a_id in ids else conflict.entry_b_id
+        warnings.append(Warning("conflict", entry_id, f"#{entry_id} is in open {conflict.label}."))
+    since = now - datetime.timedelta(days=settings.CURATION_RELEASES["FAILED_OUTCOME_DAYS"])
+    failed = (Event.objects.filter(entry_id__in=ids, action=EventAction.OUTCOME_FAILURE, created_at__gte=since)
+              .values_list("entry_id", flat=True).distinct())
+    for entry_id in sorted(set(failed)):
+        warnings.append(Warning("failed_outcomes", entry_id, f"#{entry_id}: a task that used it failed recently."))
+    for change in released:
+        if not change.after["boundary"].strip():
+            warnings.append(Warning("no_boundary", change.subject_id,
+                                    f"#{change.subject_id} says nothing about when it does not hold."))
+    return warnings
+
+
+# --- history and diff -----------------------------------------------------------------------------------
+
+
+def version_history(limit: int = HISTORY_SHOWN) -> list[MemoryVersion]:
+    return list(MemoryVersion.objects.order_by("-number")[:limit])
+
+
+def drift_between(a: int, b: int) -> tuple[set[int], set[int]]:
+    """The entries and skills whose rows start or end between versions a and b: the only ones that may
+    differ between them (two indexed range reads)."""
+    low, high = min(a, b), max(a, b)
+    moved = Q(valid_from__gt=low, valid_from__lte=high) | Q(valid_to__gt=low, valid_to__lte=high)
+    return (set(ReleasedEntry.objects.filter(moved).values_list("entry_id", flat=True)),
+            set(ReleasedSkill.objects.filter(moved).values_list("skill_id", flat=True)))
+
+
+def version_diff(a: int, b: int, *, prefixes=None) -> list[Change]:
+    """What changes from version a to version b (either order), entries then skills, under the reader's
+    scope prefixes (None: all)."""
+    entry_ids, skill_ids = drift_between(a, b)
+    before, after = rows_at(a, entry_ids), rows_at(b, entry_ids)
+    changes = [c for i in sorted(entry_ids) if (c := change_between(i, before.get(i), after.get(i)))]
+    skills_before, skills_after = skill_rows_at(a, skill_ids), skill_rows_at(b, skill_ids)
+    changes += [c for i in sorted(skill_ids)
+                if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))]
+    if prefixes is not None:
+        changes = [c for c in changes if access.covered_by_any(prefixes, c.scope)]
+    return changes
+
+
+def change_json(change: Change) -> dict:
+    data = {"kind": change.kind, "scope": change.scope,
+            ("skill" if change.is_skill else "entry"): change.subject_id,
+            "before": change.before, "after": change.after,
+            "fields": [{"name": f.name, "before": f.before, "after": f.after} for f in change.fields]}
+    if change.cause is not None:
+        data["cause"] = {"event": change.cause.pk, "action": change.cause.action, "actor": change.cause.actor_label,
+                         "at": change.cause.created_at.isoformat(), "reason": change.cause.reason}
+    return data
+
+
+# --- exports --------------------------------------------------------------------------------------------
+
+
+def export_of(version: MemoryVersion, *, prefixes=None, scope: str = "") -> dict[str, str]:
+    """The files of version `version`'s export (MEMORY.md, topics, skills), of the entries and skills under
+    `prefixes` (None: all) and `scope` (when given)."""
+    rows = released_entries(version.number, prefix=scope)
+    skills = SkillProposal.objects.filter(pk__in=released_skill_ids(version.number))
+    if scope:
+        skills = skills.filter(access.under_scope(scope))
+    if prefixes is not None:
+        rows = rows.filter(access.scope_q(list(prefixes)))
+        skills = skills.filter(access.scope_q(list(prefixes)))
+    lessons = [Lesson(r.entry_id, r.scope, r.kind, r.trigger, r.content, tuple(r.conditions), r.boundary, r.signal,
+                      r.confidence)
+               for r in rows.order_by("scope", "entry_id").iterator(chunk_size=2000)]
+    skill_files = [(p.slug, skill_md(p)) for p in exported_skills_of(skills)]
+    return export_files(lessons, skill_files, version_number=version.number, summary=version.summary)

@@ -1,0 +1,33 @@
+"""Auto-publish: release the low-impact pending changes on a schedule, so agents get them without a lead.
+
+Low-impact (settings.CURATION_RELEASES["AUTO_PUBLISH_ACTIONS"]): an entry whose every Event since the
+published version is one of those actions (an outcome that succeeded, new evidence, a revival), that stays
+in the release (a removal waits), and that no pre-publish check warns about. Everything else, approvals,
+edits, retirements, merges and skills, waits for a lead on the releases page. The publish is an Event with
+the actor `auto-publish`."""
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from curation.selectors import releases
+from curation.services.releases import publish_version
+from curation.versions import AUTO_PUBLISH_ACTOR
+
+from .engine import Sweep
+
+NAME = "auto_publish"
+DESCRIPTION = "Publish the low-impact pending changes (outcomes, evidence, revivals) as a new memory version."
+
+
+def run(sweep: Sweep) -> None:
+    changes = releases.pending_changes()
+    low = releases.low_impact(changes, settings.CURATION_RELEASES["AUTO_PUBLISH_ACTIONS"])
+    for change in low[:sweep.samples_left]:
+        sweep.sample(f"#{change.subject_id} {change.kind}: " + ", ".join(f.name for f in change.fields))
+    if low and not sweep.dry_run:
+        try:
+            publish_version(actor=None, actor_label=AUTO_PUBLISH_ACTOR, entry_ids=[c.subject_id for c in low],
+                            summary=f"Auto-publish: {len(low)} low-impact change{'s' if len(low) != 1 else ''}.")
+        except ValidationError:  # a lead published them meanwhile
+            low = []
+    sweep.batch_done(examined=len(changes), changed=len(low))

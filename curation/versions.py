@@ -1,0 +1,99 @@
+"""Rules of published memory versions, as pure functions: which fields of an entry agents read (and so a
+release stores), what counts as a change, and the pre-publish checks' words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# What an agent reads of an entry: a release stores these and compares these; any other change of the live
+# row (its usage counters, its queue state) is not a change agents would see.
+RELEASED_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "confidence",
+                   "last_verified_at", "fingerprint")
+SKILL_RELEASED_FIELDS = ("slug", "scope", "revision")
+AUTO_PUBLISH_ACTOR = "auto-publish"
+
+
+def released_values(row, names=RELEASED_FIELDS) -> dict:
+    """The fields agents read of an entry (a live Entry or a ReleasedEntry row), comparable and showable."""
+    values = {name: getattr(row, name) for name in names}
+    if "conditions" in values:
+        values["conditions"] = list(values["conditions"] or [])
+    if "confidence" in values:
+        values["confidence"] = round(values["confidence"], 4)
+    if values.get("last_verified_at") is not None:
+        values["last_verified_at"] = values["last_verified_at"].isoformat()
+    return values
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    name: str
+    before: object
+    after: object
+
+
+@dataclass
+class Change:
+    """How one entry (or skill) differs between two versions, or between the published version and the
+    draft: added (no before), removed (no after) or changed (the fields that differ)."""
+
+    subject_id: int
+    before: dict | None
+    after: dict | None
+    is_skill: bool = False
+    cause: object = None  # the latest Event that made the draft differ (pending changes only)
+    fields: list[FieldChange] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "added" if self.before is None else "removed" if self.after is None else "changed"
+
+    @property
+    def scope(self) -> str:
+        return (self.after or self.before)["scope"]
+
+    @property
+    def title(self) -> str:
+        shown = self.after or self.before
+        return shown["slug"] if self.is_skill else shown["trigger"]
+
+
+def change_between(subject_id: int, before: dict | None, after: dict | None, *, is_skill=False) -> Change | None:
+    """The change from `before` to `after` (None: absent), or None when agents would see no difference."""
+    if before == after:
+        return None
+    change = Change(subject_id, before, after, is_skill=is_skill)
+    if before is not None and after is not None:
+        change.fields = [FieldChange(name, before.get(name), after.get(name))
+                         for name in after if before.get(name) != after.get(name)]
+    return change
+
+
+def change_counts(changes) -> dict:
+    counts = {"added": 0, "changed": 0, "removed": 0}
+    for change in changes:
+        counts[change.kind] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class Warning:
+    """A pre-publish check's finding: the publisher must acknowledge it."""
+
+    check: str
+    entry_id: int
+    text: str
+
+    def as_json(self) -> dict:
+        return {"check": self.check, "entry": self.entry_id, "text": self.text}
+
+    @property
+    def title(self) -> str:
+        return CHECK_TITLES[self.check]
+
+
+CHECK_TITLES = {
+    "conflict": "Open conflict within the release",
+    "failed_outcomes": "Recent task outcomes failed",
+    "no_boundary": "No boundary (when it does not hold)",
+}

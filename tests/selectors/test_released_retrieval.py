@@ -1,0 +1,97 @@
+"""Retrieval from a published version ranks like retrieval from the live rows, a pinned older version
+keeps its answer after later publishes, and on PostgreSQL the published read is served by the (scope,
+word) index of the open released rows (migration 0020)."""
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from curation import selectors, services
+from curation.selectors import releases as reads
+from curation.services.releases import publish_version
+from tests.factories import active, record_uses
+from tests.selectors.test_postgres_indexes import _fill_other_scopes, _plans_of
+
+pytestmark = pytest.mark.django_db
+
+SCOPES = ["acme", "acme/billing-api"]
+
+
+def _answer(ranked):
+    return [(r.entry.pk, r.entry.content) for r in ranked]
+
+
+def _released(number, q, **kwargs):
+    return _answer(reads.retrieve_released(number, scopes=SCOPES, q=q, k=5, min_confidence=0, **kwargs))
+
+
+def _live(q):
+    return _answer(selectors.retrieve_memory(scopes=SCOPES, q=q, k=5, min_confidence=0))
+
+
+@pytest.fixture
+def lessons(reviewer):
+    return [
+        active(reviewer, scope="acme/billing-api", trigger="Restarting the billing worker",
+               content="Always drain the invoice queue first.", boundary="b", confidence=0.9),
+        active(reviewer, scope="acme", trigger="Rotating the webhook secret",
+               content="Drain pending webhook deliveries before rotating.", boundary="b", confidence=0.7),
+        active(reviewer, scope="acme/billing-api", trigger="Running ledger migrations",
+               content="Lock the ledger table before migrating.", boundary="b", confidence=0.8),
+        active(reviewer, scope="other/web", trigger="Restarting the web worker",
+               content="Drain the queue of the web worker.", boundary="b", confidence=0.9),
+    ]
+
+
+def test_the_published_version_answers_what_the_live_rows_answer(lead, lessons):
+    version = publish_version(actor=lead, summary="everything")
+    for q in ("drain queue", "restarting worker", "ledger", "", "nothing matches this"):
+        assert _released(version.number, q) == _live(q), q
+    assert [pk for pk, _ in _released(version.number, "drain queue")] == [lessons[0].pk, lessons[1].pk]
+
+
+def test_a_pinned_version_keeps_its_answer_after_later_publishes(lead, reviewer, lessons):
+    v2 = publish_version(actor=lead, summary="v2")
+    before = _released(v2.number, "drain queue")
+    retired = lessons[1]
+    record_uses(retired, ["failure"], end=timezone.now(), confirm_failures=False)  # back in the queue
+    retired.refresh_from_db()
+    services.reject_candidate(retired.pk, actor=reviewer, expected_version=retired.version, reason="wrong on recheck")
+    added = active(reviewer, scope="acme/billing-api", trigger="Draining a stuck queue",
+                   content="Drain the queue by hand when the worker hangs.", boundary="b", confidence=0.95)
+    v3 = publish_version(actor=lead, summary="v3")
+
+    assert _released(v2.number, "drain queue") == before  # the retired entry is still in version 2
+    assert lessons[1].pk not in [pk for pk, _ in _released(v3.number, "drain queue")]
+    assert _released(v3.number, "drain queue")[0][0] == added.pk
+    assert _released(v3.number, "drain queue") == _live("drain queue")
+
+
+def test_released_rows_below_the_minimum_confidence_are_left_out(lead, lessons):
+    version = publish_version(actor=lead, summary="everything")
+    answer = reads.retrieve_released(version.number, scopes=SCOPES, q="drain queue", k=5, min_confidence=0.8)
+    assert [r.entry.pk for r in answer] == [lessons[0].pk]
+
+
+def test_the_published_read_uses_the_open_rows_scoped_word_index(on_postgres, lead, reviewer, lessons):
+    version = publish_version(actor=lead, summary="everything")
+    _fill_other_scopes(3000)
+    with connection.cursor() as cursor:
+        # Released as version 1's rows, still open: the planner weighs the index as at scale.
+        cursor.execute("""
+            INSERT INTO curation_releasedentry (entry_id, valid_from, entry_version, kind, scope, trigger, content,
+                                                conditions, boundary, signal, confidence, fingerprint)
+            SELECT id, 1, version, kind, scope, trigger, content, conditions, boundary, signal, confidence,
+                   fingerprint
+            FROM curation_entry WHERE scope LIKE 'other/s%%'
+        """)
+        cursor.execute("ANALYZE curation_releasedentry")
+    plan = _plans_of(lambda: reads.retrieve_released(version.number, scopes=SCOPES, q="drain queue", k=5,
+                                                     min_confidence=0))
+    assert "released_entry_open_scoped_lexeme_idx" in plan, plan
+
+
+def test_the_open_rows_index_keeps_no_pending_list(on_postgres):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'released_entry_open_scoped_lexeme_idx'")
+        assert "fastupdate=off" in cursor.fetchone()[0]

@@ -1,0 +1,61 @@
+"""The export agents load at start-up: MEMORY.md within the limit, topic files, skills, stable bytes."""
+
+from django.core.management import call_command
+
+from curation.memory_export import INDEX_MAX_BYTES, INDEX_MAX_LINES, Lesson, export_files
+from curation.services.releases import publish_version
+from tests.factories import active
+
+
+def _lessons(n):
+    kinds = ["procedure", "failure_lesson", "fact", "preference", "human_correction"]
+    return [Lesson(i, f"org{i % 40}/team{i % 300}/svc{i % 7}", kinds[i % 5], f"Trigger number {i} about deploys",
+                   f"Do the thing number {i} carefully", (), "not on Fridays" if i % 2 else "",
+                   "self" if i % 3 == 0 else "external", 0.5 + (i % 40) / 100)
+            for i in range(1, n + 1)]
+
+
+def test_the_index_of_ten_thousand_entries_fits_the_start_up_limit():
+    files = export_files(_lessons(10_000), [("a-skill", "---\nname: a-skill\n---\n")], version_number=7,
+                         summary="ten thousand")
+    index = files["MEMORY.md"]
+    assert len(index.splitlines()) <= INDEX_MAX_LINES
+    assert len(index.encode()) <= INDEX_MAX_BYTES
+    topics = [path for path in files if path.startswith("topics/")]
+    assert all(f"[{path}]({path})" in index for path in topics)  # one line per topic file
+    # every lesson is in exactly one topic file
+    body = "\n".join(files[path] for path in topics)
+    assert body.count("\n## #") + body.startswith("## #") == 10_000
+    assert files["skills/a-skill/SKILL.md"].startswith("---")
+
+
+def test_a_lesson_says_when_what_when_not_trust_and_its_id():
+    lesson = _lessons(15)[14]  # a procedure the agent inferred itself, with a boundary
+    files = export_files([lesson], [], version_number=2, summary="s")
+    topic = files["topics/org15/team15/svc1.md"]
+    assert "## #15 When Trigger number 15 about deploys" in topic
+    assert "- Do: Do the thing number 15 carefully" in topic
+    assert "- Does not hold: not on Fridays" in topic
+    assert "- Trust: unvalidated inference" in topic and "entry #15" in topic
+
+
+def test_a_large_scope_gets_one_topic_file_per_kind():
+    lessons = [Lesson(i, "acme/big", ["procedure", "fact"][i % 2], f"t{i}", "c", (), "", "external", 0.8)
+               for i in range(1, 302)]
+    paths = sorted(p for p in export_files(lessons, [], version_number=1, summary="s") if p.startswith("topics/"))
+    assert paths == ["topics/acme/big.fact.md", "topics/acme/big.procedure.md"]
+
+
+def test_export_memory_writes_the_published_version_and_a_reexport_changes_no_file(tmp_path, lead, reviewer):
+    entry = active(reviewer, scope="acme/billing-api", boundary="not in staging", trigger="Rotating keys")
+    publish_version(actor=lead, summary="billing")
+    call_command("export_memory", str(tmp_path), stdout=open("/dev/null", "w"))
+    topic = tmp_path / "topics" / "acme" / "billing-api.md"
+    assert f"#{entry.pk} When Rotating keys" in topic.read_text()
+    assert "version 2" in (tmp_path / "MEMORY.md").read_text()
+    stamps = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.md")}
+    call_command("export_memory", str(tmp_path), stdout=open("/dev/null", "w"))
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.md")} == stamps
+
+    call_command("export_memory", str(tmp_path), "--version", "1", stdout=open("/dev/null", "w"))
+    assert not topic.exists()  # version 1 holds no lesson of that scope: its stale topic file is gone

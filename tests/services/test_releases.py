@@ -1,0 +1,143 @@
+"""Publishing and rolling back memory versions: what agents read changes only here, with its Event."""
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from curation import services
+from curation.models import Conflict, Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry
+from curation.selectors import releases as reads
+from curation.services.releases import UnacknowledgedWarnings, publish_version, rollback_version
+from django.utils import timezone
+
+from tests.factories import active, record_uses
+
+
+def _ids(number, **kwargs):
+    return sorted(reads.released_entries(number, **kwargs).values_list("entry_id", flat=True))
+
+
+def test_version_one_exists_after_migrate_and_is_published(db):
+    version = reads.published_version()
+    assert version.number == 1 and version.published_by_label == "migration"
+    assert not Event.objects.exists()  # the upgrade decided nothing: version 1 is what agents already read
+
+
+def test_an_approval_is_pending_until_a_lead_publishes_it(lead, reviewer):
+    entry = active(reviewer, scope="acme/billing-api", boundary="not on Windows")
+    changes = reads.pending_changes()
+    assert [(c.subject_id, c.kind) for c in changes] == [(entry.pk, "added")]
+    assert changes[0].cause.action == EventAction.APPROVE  # why it is pending: the approval's Event
+    assert _ids(1) == []
+
+    version = publish_version(actor=lead, summary="billing lessons")
+
+    assert version.number == 2 and version.added == 1 and version.published_by == lead
+    assert reads.published_version() == version
+    assert _ids(2) == [entry.pk] and _ids(1) == []  # version 1 is unchanged: immutable
+    event = Event.objects.get(memory_version=version)
+    assert (event.action, event.actor, event.reason) == (EventAction.VERSION_PUBLISHED, lead, "billing lessons")
+    assert event.after["added"] == 1 and event.before == {"published": 1}
+    assert reads.pending_changes() == []
+
+
+def test_a_warning_must_be_acknowledged(lead, reviewer):
+    entry = active(reviewer, scope="acme/billing-api", boundary="")
+    with pytest.raises(UnacknowledgedWarnings) as refused:
+        publish_version(actor=lead, summary="no boundary")
+    assert [(w.check, w.entry_id) for w in refused.value.warnings] == [("no_boundary", entry.pk)]
+    assert MemoryVersion.objects.count() == 1 and reads.published_version().number == 1  # nothing written
+
+    version = publish_version(actor=lead, summary="no boundary", acknowledge=True)
+    assert version.acknowledged == [{"check": "no_boundary", "entry": entry.pk,
+                                     "text": f"#{entry.pk} says nothing about when it does not hold."}]
+
+
+def test_nothing_pending_or_no_summary_is_refused(lead):
+    with pytest.raises(ValidationError) as empty:
+        publish_version(actor=lead, summary="nothing")
+    assert "Nothing to publish" in str(empty.value)
+    with pytest.raises(ValidationError) as no_summary:
+        publish_version(actor=lead, summary="  ")
+    assert "summary" in no_summary.value.message_dict
+
+
+def test_publish_under_a_scope_prefix_leaves_the_rest_pending(lead, reviewer):
+    billing = active(reviewer, scope="acme/billing-api", boundary="b")
+    web = active(reviewer, scope="acme/web", boundary="b")
+    publish_version(actor=lead, summary="billing only", scope_prefix="acme/billing-api")
+    assert _ids(2) == [billing.pk]
+    assert [c.subject_id for c in reads.pending_changes()] == [web.pk]
+
+
+def test_an_edit_is_a_changed_row_with_field_diffs_and_retire_removes(lead, reviewer):
+    entry = active(reviewer, scope="acme/billing-api", boundary="b", confidence=0.7)
+    publish_version(actor=lead, summary="v2")
+    record_uses(entry, ["failure"], end=timezone.now(), confirm_failures=False)  # back in the queue
+    entry.refresh_from_db()
+    [change] = reads.pending_changes()
+    assert change.kind == "changed" and {f.name for f in change.fields} == {"confidence"}
+    assert change.cause.action == EventAction.OUTCOME_FAILURE
+    services.reject_candidate(entry.pk, actor=reviewer, expected_version=entry.version, reason="wrong on recheck")
+    [change] = reads.pending_changes()
+    assert change.kind == "removed" and change.cause.action == EventAction.RETIRE
+    publish_version(actor=lead, summary="v3")
+    assert _ids(2) == [entry.pk] and _ids(3) == []
+    assert [c.kind for c in reads.version_diff(2, 3)] == ["removed"]
+    assert [c.kind for c in reads.version_diff(3, 2)] == ["added"]
+    # storage grows with the changes: one row for the entry's one released state
+    assert ReleasedEntry.objects.filter(entry=entry).count() == 1
+
+
+def test_rollback_switches_the_pointer_and_keeps_the_live_rows(lead, reviewer):
+    first = active(reviewer, scope="acme/billing-api", boundary="b")
+    publish_version(actor=lead, summary="v2")
+    second = active(reviewer, scope="acme/billing-api", boundary="b", trigger="Another trigger entirely here")
+    publish_version(actor=lead, summary="v3")
+
+    rollback_version(2, actor=lead, reason="v3 broke the billing agent")
+
+    assert reads.published_version().number == 2
+    second.refresh_from_db()
+    assert second.status == "active"  # live rows untouched
+    event = Event.objects.filter(action=EventAction.VERSION_ROLLED_BACK).get()
+    assert event.memory_version.number == 2 and event.reason == "v3 broke the billing agent"
+    assert event.before == {"published": 3} and event.after["removed"] == 1
+    # what the rollback took away is pending again, and the next publish builds on version 2
+    assert [(c.subject_id, c.kind) for c in reads.pending_changes()] == [(second.pk, "added")]
+    version = publish_version(actor=lead, summary="v4")
+    assert _ids(version.number) == sorted([first.pk, second.pk])
+
+
+def test_a_prefix_publish_after_a_rollback_keeps_the_rolled_back_state_elsewhere(lead, reviewer):
+    web = active(reviewer, scope="acme/web", boundary="b")
+    publish_version(actor=lead, summary="v2")
+    rollback_version(1, actor=lead, reason="back to the start")
+    billing = active(reviewer, scope="acme/billing-api", boundary="b")
+    version = publish_version(actor=lead, summary="billing", scope_prefix="acme/billing-api")
+    assert _ids(version.number) == [billing.pk]  # built on version 1: web stays rolled back
+    assert [c.subject_id for c in reads.pending_changes()] == [web.pk]
+
+
+def test_rollback_needs_a_reason_and_a_known_other_version(lead):
+    with pytest.raises(ValidationError):
+        rollback_version(1, actor=lead, reason="")
+    with pytest.raises(ValidationError) as unknown:
+        rollback_version(9, actor=lead, reason="x")
+    assert "No memory version 9" in str(unknown.value)
+    with pytest.raises(ValidationError) as same:
+        rollback_version(1, actor=lead, reason="x")
+    assert "already the published one" in str(same.value)
+    assert PublishedVersion.objects.get().version.number == 1
+
+
+def test_the_checks_name_open_conflicts_and_recent_failures(lead, reviewer):
+    entry = active(reviewer, scope="acme/billing-api", boundary="b", confidence=0.8)
+    publish_version(actor=lead, summary="v2")
+    record_uses(entry, ["failure"], end=timezone.now())  # the curator confirms it on recheck
+    other = active(reviewer, scope="acme/billing-api", boundary="b", trigger="Always rebase before merging",
+                   content="Never merge without a rebase")
+    Conflict.objects.create(entry_a=entry, entry_b=other, reason="rebase against merge", detected_by="sweep")
+    warnings = reads.pre_publish_checks(reads.pending_changes())
+    assert {(w.check, w.entry_id) for w in warnings} >= {("failed_outcomes", entry.pk), ("conflict", entry.pk)}
+    with pytest.raises(UnacknowledgedWarnings):
+        publish_version(actor=lead, summary="v3")

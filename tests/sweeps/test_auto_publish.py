@@ -1,0 +1,35 @@
+"""Auto-publish releases low-impact changes alone; everything else waits for a lead."""
+
+from django.utils import timezone
+
+from curation.models import Event, EventAction
+from curation.selectors import releases as reads
+from curation.services.releases import publish_version
+from curation.sweeps import run_sweep
+from tests.factories import active, record_uses
+
+
+def test_a_success_outcome_is_published_and_an_approval_waits(lead, reviewer):
+    used = active(reviewer, scope="acme/billing-api", boundary="b", confidence=0.7)
+    publish_version(actor=lead, summary="v2")
+    record_uses(used, ["success"], end=timezone.now())
+    waiting = active(reviewer, scope="acme/billing-api", boundary="b", trigger="A new lesson to approve")
+
+    _, dry = run_sweep("auto_publish", as_of=timezone.now(), dry_run=True, triggered_by="test")
+    assert dry.changed == 1 and reads.published_version().number == 2  # a dry run publishes nothing
+
+    run_sweep("auto_publish", as_of=timezone.now(), triggered_by="test")
+
+    version = reads.published_version()
+    assert version.number == 3 and version.published_by_label == "auto-publish" and version.changed == 1
+    released = reads.released_entries(3).get(entry_id=used.pk)
+    used.refresh_from_db()
+    assert released.confidence == round(used.confidence, 4)
+    assert Event.objects.get(memory_version=version).action == EventAction.VERSION_PUBLISHED
+    assert [c.subject_id for c in reads.pending_changes()] == [waiting.pk]  # the approval waits for a lead
+
+
+def test_nothing_low_impact_publishes_nothing(reviewer):
+    active(reviewer, scope="acme/billing-api", boundary="b")
+    _, sweep = run_sweep("auto_publish", as_of=timezone.now(), triggered_by="test")
+    assert sweep.changed == 0 and reads.published_version().number == 1
