@@ -15,6 +15,7 @@ from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidIn
 
 from curation.models import Entry, IdempotentAnswer
 from curation.services import approve_candidate
+from tests.factories import publish_pending
 from tests.live import run_async, token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,6 +47,7 @@ def test_the_sync_client_submits_searches_and_reports(live_server, lead):
         assert submitted["status"] == "pending" and submitted["created"] is True
         entry = Entry.objects.get(pk=submitted["id"])
         approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+        publish_pending()  # agents read the published version
 
         found = api.search_memory("acme/billing-api", "webhook signing key rotation", k=3, task_ref="task-7")
         assert [e["id"] for e in found["entries"]] == [entry.pk] and LESSON["content"] in found["context"]
@@ -60,10 +62,17 @@ def test_the_sync_client_submits_searches_and_reports(live_server, lead):
         assert detail["confidence"] == pytest.approx(entry.confidence + 0.05)
         added = api.add_evidence(entry.pk, kind="test_result", signal="external", excerpt="drill passed")
         assert added["evidence"]["excerpt"] == "drill passed"
-        assert api.list_skills("acme/billing-api") == {"skills": [], "next_after": None}
+        assert api.list_skills("acme/billing-api") == {"skills": [], "next_after": None, "memory_version": 2}
+        # A task pinned to the version it started with reads the same memory after a later publish.
+        pinned = found["memory_version"]
+        later = api.submit_candidate(**{**LESSON, "trigger": "Rotating the webhook key again"})
+        approve_candidate(later["id"], actor=lead, expected_version=1)
+        publish_pending()
+        again = api.search_memory("acme/billing-api", "webhook signing key rotation", k=3, version=pinned)
+        assert (again["memory_version"], [e["id"] for e in again["entries"]]) == (pinned, [entry.pk])
     # Every submission carried an idempotency key; nothing else did.
     keyed = [(r.method, r.url.path) for r in transport.requests if "Idempotency-Key" in r.headers]
-    assert keyed == [("POST", "/api/v1/candidates")]
+    assert keyed == [("POST", "/api/v1/candidates")] * 2
 
 
 def test_a_repeated_submission_with_its_key_writes_once(live_server):
@@ -104,6 +113,7 @@ def test_the_async_client_makes_the_same_calls(live_server, lead):
             submitted = await api.submit_candidate(**LESSON)
             entry = Entry.objects.get(pk=submitted["id"])
             approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+            publish_pending()  # agents read the published version
             found = await api.search_memory("acme/billing-api", "webhook")
             assert [e["id"] for e in found["entries"]] == [entry.pk]
             assert (await api.report_outcome(found["retrieval_id"], "failure"))["recorded"] is True

@@ -11,7 +11,7 @@ import pytest
 
 from curation.models import Entry, Feedback, Status
 from curation.services import approve_candidate, create_candidate
-from tests.factories import candidate_data
+from tests.factories import candidate_data, publish_pending
 from tests.live import token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,6 +35,7 @@ def test_the_readme_python_example_runs(live_server, lead, monkeypatch):
         content="Roll the webhook signing key out in two steps: add the new key, then retire the old one."),
         evidence=[], actor_label="agent:ci")
     approve_candidate(reviewed.pk, actor=lead, expected_version=reviewed.version)
+    publish_pending()  # agents read the published version
     monkeypatch.setenv("MEMORYADMIN_URL", live_server.url)
     monkeypatch.setenv("MEMORYADMIN_TOKEN", token_key("readme-agent", ["acme"]))
 

@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from curation.models import Entry
 from curation.services import approve_candidate
 from curation.services.skills import approve_skill
-from tests.factories import nominated, report
+from tests.factories import nominated, publish_pending, report
 from tests.live import MEMORYADMIN_MCP, run_async, stdio_environment, token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,6 +49,7 @@ def approved_skill(lead):
     proposal = nominated()  # scope acme/billing-api/container
     report(proposal)
     approve_skill(proposal.pk, actor=lead, expected_version=type(proposal).objects.get(pk=proposal.pk).version)
+    publish_pending()  # agents read the published version
     return proposal
 
 
@@ -83,6 +84,7 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
 
             entry = Entry.objects.get(pk=entry_id)
             approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+            publish_pending()  # agents read the published version
 
             found = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY, "k": 3})
             assert not found.is_error, text(found)
@@ -152,6 +154,7 @@ def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, appro
             entry_id = submitted.structured_content["id"]
             entry = Entry.objects.get(pk=entry_id)
             approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+            publish_pending()  # agents read the published version
             found = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY})
             assert found.structured_content["entry_ids"] == [entry_id]
             retrieval_id = found.structured_content["retrieval_id"]

@@ -142,11 +142,13 @@ class _Endpoints(Generic[R]):
                               idempotency_key=idempotency_key or str(uuid.uuid4())))
 
     def search_memory(self, scope: str, q: str = "", *, k: int | None = None, min_confidence: float | None = None,
-                      budget_chars: int | None = None, task_ref: str | None = None) -> R:
+                      budget_chars: int | None = None, task_ref: str | None = None, version: int | None = None) -> R:
         """POST /api/v1/memory/search: the ranked entries of the scope (and the ancestors the token covers)
-        and a `context` block for a prompt. Keep the `retrieval_id` to report the outcome."""
+        and a `context` block for a prompt, from the published memory version (`memory_version` in the
+        answer; pass it as `version` for the rest of a task to read the same memory throughout). Keep the
+        `retrieval_id` to report the outcome."""
         body = _without_none(scope=scope, q=q, k=k, min_confidence=min_confidence, budget_chars=budget_chars,
-                             task_ref=task_ref)
+                             task_ref=task_ref, version=version)
         return self._run(Call("POST", "/api/v1/memory/search", body))
 
     def report_outcome(self, retrieval_id: str, outcome: Outcome, *, utility: float | None = None,
