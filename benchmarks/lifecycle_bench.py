@@ -35,7 +35,6 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryadmin_lifecycle_bench")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 os.environ.setdefault("DEBUG", "false")
-os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key-not-for-any-deployment-0123456789abcdef")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
 from benchmarks.queue_bench import ensure_database  # noqa: E402  (the same CREATE DATABASE helper)

@@ -31,7 +31,7 @@ os.environ["BENCH_DATABASE_URL"] = DB_URL  # api_bench (its data generator) read
 os.environ["DATABASE_URL"] = DB_URL
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-os.environ.update(DEBUG="false", SECRET_KEY="benchmark-only-secret-key", ALLOWED_HOSTS="127.0.0.1,localhost",
+os.environ.update(DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost",
                   MEMORYADMIN_API_RATE_LIMIT="0")
 
 import anyio  # noqa: E402

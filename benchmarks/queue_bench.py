@@ -25,7 +25,6 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memory
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 # Measure the production shape (DEBUG off: no query log, no debug pages); the test client's host must be allowed.
 os.environ.setdefault("DEBUG", "false")
-os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key-not-for-any-deployment-0123456789abcdef")
 os.environ["ALLOWED_HOSTS"] = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1") + ",testserver"
 
 TARGET_MS = 100.0

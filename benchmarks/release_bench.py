@@ -31,7 +31,7 @@ DB_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:543
 os.environ["DATABASE_URL"] = DB_URL
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-os.environ.update(DEBUG="false", SECRET_KEY="benchmark-only-secret-key-not-for-any-deployment-0123456789abcdef", LOG_LEVEL="WARNING")
+os.environ.update(DEBUG="false", LOG_LEVEL="WARNING")
 
 from api_bench import fill, query_words, scope_name  # noqa: E402
 from queue_bench import ensure_database  # noqa: E402

@@ -22,7 +22,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryadmin_queues_bench")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 os.environ.setdefault("DEBUG", "false")
-os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key-not-for-any-deployment-0123456789abcdef")
 
 from queue_bench import ENVS, ORGS, SERVICES, ensure_database, explain  # noqa: E402
 
