@@ -18,8 +18,8 @@ from typing import Callable
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 from django.db.models import Count, Max, Q, QuerySet
+from django.utils import timezone
 
 from curation import lifecycle
 from curation.models import Entry, EventAction, TaskRun
