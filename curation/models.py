@@ -4,8 +4,8 @@ column redacts secrets and personal data on its way to the database (redacted_fi
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
-from django.utils import timezone
 
+from curation import clock
 from curation.access import clean_scope
 from curation.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
 
@@ -96,8 +96,8 @@ class Entry(models.Model):
     )
     created_by_label = models.CharField(max_length=150, blank=True)
     version = models.PositiveIntegerField(default=1)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
+    updated_at = models.DateTimeField(default=clock.now)
 
     class Meta:
         verbose_name_plural = "entries"
@@ -213,7 +213,7 @@ class Evidence(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     recorded_by_label = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
 
     class Meta:
         verbose_name_plural = "evidence"
@@ -328,7 +328,7 @@ class Event(models.Model):
     request_id = models.CharField(max_length=64, blank=True)
     # The entry's version after this change: "what changed since version N" is a range query.
     entry_version = models.PositiveIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
 
     class Meta:
         indexes = [
@@ -388,7 +388,7 @@ class AgentToken(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
@@ -413,7 +413,7 @@ class IdempotentAnswer(models.Model):
     request_hash = models.CharField(max_length=64)  # sha256 of the path and the JSON body
     status = models.PositiveSmallIntegerField()
     answer = models.JSONField()
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["token", "key"], name="idempotent_answer_once_per_key")]
@@ -430,7 +430,7 @@ class Retrieval(models.Model):
     entry_ids = models.JSONField(default=list)
     # The published memory version the agent read (null: before versions existed).
     memory_version = models.PositiveIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
 
 
 class RetrievedEntry(models.Model):
@@ -441,7 +441,7 @@ class RetrievedEntry(models.Model):
     # retrieval writes up to k rows here.
     entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="retrievals", db_index=False)
     rank = models.PositiveSmallIntegerField()
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
 
     class Meta:
         indexes = [models.Index(fields=["entry", "created_at"], name="retrieved_entry_time_idx")]
@@ -458,7 +458,7 @@ class Feedback(models.Model):
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     utility = models.FloatField(null=True, blank=True)
     used_entry_ids = models.JSONField(default=list)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
 
 
 class Conflict(models.Model):
@@ -475,7 +475,7 @@ class Conflict(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
     reason = RedactedTextField(blank=True)  # what the detector saw, e.g. "always rebase" against "never rebase"
     detected_by = models.CharField(max_length=32)  # "ingest" or "sweep"
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -508,7 +508,7 @@ class TaskRun(models.Model):
     as_of = models.DateTimeField()
     dry_run = models.BooleanField(default=False)
     triggered_by = models.CharField(max_length=150, blank=True)  # "beat", "lead:alice", "command"
-    started_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(default=clock.wall)
     finished_at = models.DateTimeField(null=True, blank=True)
     rows_examined = models.PositiveIntegerField(default=0)
     rows_changed = models.PositiveIntegerField(default=0)
@@ -551,7 +551,7 @@ class ConsolidationProposal(models.Model):
     reason = RedactedTextField(blank=True)  # what the sweep saw, e.g. "3 entries, 0.82 alike"
     score = models.FloatField(default=0.0)
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -606,9 +606,9 @@ class SkillProposal(models.Model):
     # rollback change, since trials of other steps prove nothing about these.
     revision = models.PositiveIntegerField(default=1)
     version = models.PositiveIntegerField(default=1)  # optimistic locking: every change bumps it
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
     created_by_label = models.CharField(max_length=150, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=clock.now)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -647,7 +647,7 @@ class SkillSource(models.Model):
     entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="skill_sources")
     live = models.BooleanField(default=True)
     entry_version = models.PositiveIntegerField()  # the entry's version when it was linked
-    added_at = models.DateTimeField(default=timezone.now)
+    added_at = models.DateTimeField(default=clock.now)
     added_by_label = models.CharField(max_length=150, blank=True)
     removed_at = models.DateTimeField(null=True, blank=True)
 
@@ -673,7 +673,7 @@ class SkillTrial(models.Model):
     notes = RedactedTextField(max_length=4000, blank=True)
     token = models.ForeignKey(AgentToken, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     reported_by_label = models.CharField(max_length=150)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
 
     class Meta:
         constraints = [
@@ -723,7 +723,7 @@ class MemoryVersion(models.Model):
     pending_from_event = models.PositiveBigIntegerField(default=0)
     # Pre-publish warnings the publisher acknowledged, as shown: [{"check": ..., "entry": id, "text": ...}].
     acknowledged = RedactedJSONField(default=list, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=clock.now)
 
     def __str__(self) -> str:
         return self.label
@@ -739,7 +739,7 @@ class PublishedVersion(models.Model):
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     version = models.ForeignKey(MemoryVersion, on_delete=models.PROTECT, related_name="+")
-    switched_at = models.DateTimeField(default=timezone.now)
+    switched_at = models.DateTimeField(default=clock.now)
 
     class Meta:
         constraints = [models.CheckConstraint(condition=Q(id=1), name="published_version_single_row")]

@@ -14,10 +14,9 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import JsonResponse
-from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from curation import access
+from curation import access, clock
 from curation.client_address import client_address
 from curation.models import AgentToken, MemoryVersion
 from curation.selectors import releases
@@ -56,7 +55,7 @@ def _authenticate(request) -> AgentToken:
     if scheme.lower() != "bearer" or not key.strip():
         raise ApiError(401, "Send the agent token as 'Authorization: Bearer <token>'.",
                        headers={"WWW-Authenticate": 'Bearer realm="memoryadmin"'})
-    now = timezone.now()
+    now = clock.wall()
     token = token_for_key(key.strip(), now)
     if token is None:
         _check_bad_token_rate(request)

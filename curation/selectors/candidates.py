@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import Prefetch, Q
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.models import Entry, Evidence, SimilarEntry, Status
 
 from .entries import visible_entries
@@ -58,7 +57,7 @@ def encode_cursor(entry: Entry) -> str:
 
 
 def queue_base(user, filters: QueueFilters, now=None):
-    now = now or timezone.now()
+    now = now or clock.now()
     return visible_entries(user).filter(filters.as_q(now))
 
 
@@ -83,7 +82,7 @@ def _card_prefetches(user) -> tuple[Prefetch, Prefetch]:
 def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size: int | None = None, now=None) -> Page:
     """One page of the queue, oldest first, keyset-paginated on (queued_at, id): 4 queries
     (entries, their evidence, their similar entries, the capped count) whatever the page size."""
-    qs = queue_base(user, filters, now or timezone.now())
+    qs = queue_base(user, filters, now or clock.now())
     return read_page(qs.prefetch_related(*_card_prefetches(user)), qs, stamp="queued_at", cursor=cursor,
                      page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
 
@@ -95,7 +94,7 @@ LINE_FIELDS = ("id", "scope", "kind", "signal", "confidence", "trigger", "versio
 def candidate_lines(user, filters: QueueFilters, *, cursor: str = "", page_size: int | None = None, now=None) -> Page:
     """One page of the queue as the compact list shows it (one line a lesson): the entries and the capped
     count, 2 queries; a line's evidence and similar entries load when it is expanded (queue_card)."""
-    qs = queue_base(user, filters, now or timezone.now())
+    qs = queue_base(user, filters, now or clock.now())
     return read_page(qs.only(*LINE_FIELDS), qs, stamp="queued_at", cursor=cursor,
                      page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
 

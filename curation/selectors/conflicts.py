@@ -7,9 +7,8 @@ import datetime
 from dataclasses import dataclass
 
 from django.db.models import Prefetch, Q, prefetch_related_objects
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.models import Conflict, Evidence, RetrievedEntry
 from curation.similarity import merged_content
 
@@ -44,7 +43,7 @@ class ConflictFilters:
         if self.max_confidence is not None:
             q &= Q(entry_a__confidence__lte=self.max_confidence) | Q(entry_b__confidence__lte=self.max_confidence)
         if self.older_than_days:
-            q &= Q(created_at__lte=(now or timezone.now()) - datetime.timedelta(days=self.older_than_days))
+            q &= Q(created_at__lte=(now or clock.now()) - datetime.timedelta(days=self.older_than_days))
         return q
 
     @property

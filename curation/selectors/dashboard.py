@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, Max
 from django.db.models.functions import Floor
-from django.utils import timezone
 
+from curation import clock
 from curation.models import SkillProposal, Status, TaskRun
 
 from .conflicts import ConflictFilters, open_conflicts
@@ -81,7 +81,7 @@ def dashboard(user, *, now=None) -> Dashboard:
     then 17): queue sizes (capped
     counts) with their oldest item, entries by state, the active entries' confidence histogram, due
     rechecks, open conflicts, flagged candidates and the last run of each background task."""
-    now = now or timezone.now()
+    now = now or clock.now()
     entries = visible_entries(user)
     waiting = entries.filter(queued_at__isnull=False, queued_at__lte=now)
     conflicts = open_conflicts(user, ConflictFilters())

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.models import (
     Conflict, Entry, Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry,
     ReleasedSkill, SkillProposal, SkillSource, Status,
@@ -240,7 +239,7 @@ def group_by_scope(changes: list[Change]) -> list[tuple[str, list[Change]]]:
 def pre_publish_checks(changes: list[Change], *, now=None) -> list[Warning]:
     """What a lead must acknowledge before publishing these changes: open conflicts between entries of the
     release, entries whose recent task outcomes failed, entries without a boundary. One query each."""
-    now = now or timezone.now()
+    now = now or clock.now()
     released = [c for c in changes if not c.is_skill and c.after is not None]
     ids = [c.subject_id for c in released]
     warnings = []

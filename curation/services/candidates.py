@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from curation import access, lifecycle
+from curation import access, clock, lifecycle
 from curation.permissions import REVIEW
 from curation.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, QueueReason, SimilarEntry, Signal, Status
@@ -151,7 +150,7 @@ def insert_candidate_with_links(
     prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None
 ) -> tuple[Entry, list[int]]:
     """Write a prepared candidate; also answer the ids of the similar active entries it was linked to."""
-    now = at or timezone.now()
+    now = at or clock.now()
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
         entry = new_candidate_entry(prepared, actor=actor, actor_label=actor_label, now=now)
@@ -191,7 +190,7 @@ def _activation(entry: Entry, now) -> dict:
 
 def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:
     """Approve a pending candidate (it becomes active), or confirm an active entry sent back for a recheck."""
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
         action = {Status.PENDING: EventAction.APPROVE, Status.ARCHIVED: EventAction.REACTIVATE}.get(
@@ -207,7 +206,7 @@ def edit_and_approve(
     entry_id: int, *, actor, expected_version: int, changes: dict, reason: str = "", at=None
 ) -> Entry:
     """Narrow or correct a candidate (scope, trigger, content, boundary, conditions), then approve it."""
-    now = at or timezone.now()
+    now = at or clock.now()
     # Redacted before the checks: lengths are those of what is stored, and what was found is flagged, as
     # an agent's submission is, so the approved entry never serves a secret a reviewer pasted.
     changes, findings = redact_fields(changes, _REDACTED_FIELDS)
@@ -235,7 +234,7 @@ def reject_candidate(entry_id: int, *, actor, expected_version: int, reason: str
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["Say why it is rejected: the agent's team will read it."]})
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
         pending = entry.status == Status.PENDING
@@ -251,7 +250,7 @@ def defer_candidate(
     entry_id: int, *, actor, expected_version: int, reason: str = "", hours: float | None = None, at=None
 ) -> Entry:
     """Put a candidate aside: it leaves the queue's front until the deferral ends, then comes back."""
-    now = at or timezone.now()
+    now = at or clock.now()
     hours = settings.CURATION["DEFER_HOURS"] if hours is None else hours
     if not 0 < hours <= 24 * 90:
         raise ValidationError({"hours": ["Defer for between a minute and 90 days."]})
@@ -270,7 +269,7 @@ def merge_into(
 ) -> Entry:
     """A pending candidate that repeats an active entry: its evidence is copied to that entry and the
     candidate is superseded by it (kept, with the link, for the audit). Nothing of the target is edited."""
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
         if entry.status != Status.PENDING:
@@ -315,7 +314,7 @@ def undo_decision(entry_id: int, *, actor, expected_version: int, reason: str = 
     stale when anyone acted on the entry since (its version moved)."""
     if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads decide on candidates.")
-    now = at or timezone.now()
+    now = at or clock.now()
     try:
         return _undo(entry_id, actor, expected_version, reason, now)
     except IntegrityError:  # back to pending, it would repeat a candidate submitted since

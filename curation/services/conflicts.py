@@ -17,9 +17,8 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
 from curation.models import Conflict, Entry, EventAction, Status
 from curation.permissions import REVIEW
@@ -103,7 +102,7 @@ def detect_conflicts_many(
 def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None) -> tuple[list[Conflict], int]:
     """The conflicts detect_conflicts_many opens, in pair order, and how many pairs it compared."""
     pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
-    now = at or timezone.now()
+    now = at or clock.now()
     lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in entries}
     searching = [e for e in entries if lessons[e.pk].search_words]
     found: dict[tuple[int, int], str] = {}
@@ -158,7 +157,7 @@ def sweep_conflicts(
     walked: a pair of two unchanged entries was compared by an earlier run. Each is compared with the
     partners above, at and below its scope, as at ingest but with the sweep's full pool. `heartbeat` is
     called after each batch (the sweep's run renews its lease)."""
-    now = at or timezone.now()
+    now = at or clock.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
     if changed_since is not None:
         return _sweep_changed(changed_since, now=now, batch_size=batch_size, pool=pool_limit or PARTNER_POOL,
@@ -324,7 +323,7 @@ def keep_entry(
     both entries always name the pair. A kept entry that was still a pending candidate is approved by
     this decision (a reviewer read it beside the other and chose it), so the advice is never left with
     neither entry active."""
-    now = at or timezone.now()
+    now = at or clock.now()
     reason = (reason or "").strip()
     with transaction.atomic():
         conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
@@ -378,7 +377,7 @@ def split_conflict(
 ) -> Resolution:
     """Narrow the scope or the conditions of one or both entries so that they no longer apply together;
     both stay. Refused while they still overlap: neither scope below the other, or no keyword shared."""
-    now = at or timezone.now()
+    now = at or clock.now()
     reason = (reason or "").strip()
     with transaction.atomic():
         conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
@@ -414,7 +413,7 @@ def merge_conflict(
     """Replace both entries with one new active entry written by the reviewer. Its evidence is the union
     of theirs, copied as new rows that name the originals; both old entries are superseded by it. The
     new entry's `supersedes` names the stronger of the two (one link only); its Event names both."""
-    now = at or timezone.now()
+    now = at or clock.now()
     reason = (reason or "").strip()
     data, findings = redact_fields(data, ("trigger", "content", "boundary", "conditions"))
     fields = clean_entry_fields(data, fields=MERGE_FIELDS)
@@ -440,7 +439,7 @@ def dismiss_conflict(
     conflict_id: int, *, actor, version_a: int, version_b: int, reason: str = "", at=None
 ) -> Resolution:
     """Not a conflict: both entries stay as they are, and this pair is never raised again."""
-    now = at or timezone.now()
+    now = at or clock.now()
     reason = (reason or "").strip()
     with transaction.atomic():
         conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.contradiction import contradiction, parse_lesson
 from curation.models import ConsolidationProposal, Entry, EventAction, Status
 from curation.permissions import REVIEW
@@ -166,7 +165,7 @@ def sweep_consolidation(
     scope): a pair of two unchanged entries was compared by an earlier run. `heartbeat` (the run's lease) is called
     once before the walk: the walk is one snapshot transaction, so a heartbeat written inside it would be
     seen only when it ends."""
-    now = at or timezone.now()
+    now = at or clock.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
     pool_limit = pool_limit or POOL
     merge_at, trigger_at = merge_threshold(), supersede_trigger_threshold()
@@ -334,7 +333,7 @@ def accept_proposal(proposal_id: int, *, actor, edits: dict | None = None, note:
     merge: one new active entry with the (edited) text in the proposal's scope, carrying copies of every
     source's evidence; every source is superseded by it. supersede: the newer entry stays (and records the
     older in `supersedes` when that is empty); the older is superseded by it."""
-    now = at or timezone.now()
+    now = at or clock.now()
     note = (note or "").strip()
     with transaction.atomic():
         proposal, members = _load_open_proposal(proposal_id, actor)
@@ -382,7 +381,7 @@ def accept_proposal(proposal_id: int, *, actor, edits: dict | None = None, note:
 
 def dismiss_proposal(proposal_id: int, *, actor, note: str = "", at=None) -> ProposalOutcome:
     """Not worth doing: the entries stay as they are, and this proposal is never made again."""
-    now = at or timezone.now()
+    now = at or clock.now()
     note = (note or "").strip()
     with transaction.atomic():
         proposal, members = _load_open_proposal(proposal_id, actor)

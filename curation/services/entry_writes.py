@@ -32,8 +32,8 @@ from typing import Callable
 
 from django.db import connection, transaction
 from django.db.models import Case, F, QuerySet, Value, When
-from django.utils import timezone
 
+from curation import clock
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry
 
 from .errors import ConcurrentChange, StaleDecision
@@ -120,7 +120,7 @@ def write_entries(
         before = {e.pk: e.snapshot() for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
         updates = {**(values or {}), **_per_row(row_values or {})}
         written = Entry.objects.filter(pk__in=ids, status=expected_status).update(
-            **updates, version=F("version") + 1, updated_at=timezone.now()
+            **updates, version=F("version") + 1, updated_at=clock.wall()
         )
         if then:
             Entry.objects.filter(pk__in=ids).update(**then)

@@ -10,8 +10,8 @@ entry_writes, which checks and bumps the version and writes the Event with the e
 from __future__ import annotations
 
 from django.db import models
-from django.utils import timezone
 
+from curation import clock
 from curation.middleware import current_request_id
 from curation.models import EVENT_SUBJECT_FIELDS, Entry, Event, EventAction
 
@@ -67,7 +67,7 @@ def build_event(
         # The version of the entry it is about (as subject or as second subject): the entry's history
         # reads in version order.
         entry_version=next((about.version for about in (subject, *also) if isinstance(about, Entry)), None),
-        created_at=at or timezone.now(),
+        created_at=at or clock.now(),
     )
     for about in (subject, *also):
         setattr(event, subject_link(about), about)

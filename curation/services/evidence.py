@@ -1,8 +1,7 @@
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.models import Entry, EventAction, Evidence
 from curation.permissions import REVIEW
 from curation.redaction import redact_fields
@@ -18,7 +17,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
     has had its token's scopes checked by the API before it calls this."""
     data, findings = redact_fields(data, ("excerpt", "task_ref"))
     cleaned = clean_evidence(data)
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         entry = Entry.objects.select_for_update().get(pk=entry_id)
         if actor is not None:

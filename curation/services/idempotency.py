@@ -15,8 +15,8 @@ from typing import Callable
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
+from curation import clock
 from curation.models import AgentToken, IdempotentAnswer
 
 KEY_MAX = 255
@@ -57,7 +57,7 @@ def _stored(token: AgentToken, key: str, digest: str, now) -> Answer | None:
 
 def answer_once(*, token: AgentToken, key: str, digest: str, produce: Callable[[], tuple[int, dict]]) -> Answer:
     """The stored answer to (token, key), or `produce()`'s, stored in the transaction of its writes."""
-    now = timezone.now()
+    now = clock.wall()
     if (stored := _stored(token, key, digest, now)) is not None:
         return stored
     try:

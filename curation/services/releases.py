@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.models import (
     Entry, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry, ReleasedSkill,
 )
@@ -62,7 +61,7 @@ def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge:
     version. `also_entry_ids`: entries changed without an Event (a data fix by hand) to compare too.
     ValidationError when there is nothing to publish or no summary; UnacknowledgedWarnings when a
     pre-publish check warns and `acknowledge` is not set."""
-    now = at or timezone.now()
+    now = at or clock.now()
     summary = (summary or "").strip()
     prefix = access.clean_scope(scope_prefix.strip().rstrip("/")) if scope_prefix.strip() else ""
     if not summary:
@@ -176,7 +175,7 @@ def _switch(pointer: PublishedVersion, version: MemoryVersion, now) -> None:
 def rollback_version(number: int, *, actor, reason: str, at=None) -> MemoryVersion:
     """Make version `number` the published one again. The live rows stay as they are; the entries and
     skills the switch changes are pending again: the draft still holds what was rolled back."""
-    now = at or timezone.now()
+    now = at or clock.now()
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["Say why you roll back."]})

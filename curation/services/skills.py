@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from curation import access, lifecycle, skill_format
+from curation import access, clock, lifecycle, skill_format
 from curation.models import (
     SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SKILL_TEXT_MAX, AgentToken, Entry, Event,
     EventAction, SkillProposal, SkillSource, SkillTrial, Status,
@@ -219,7 +218,7 @@ def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes:
     require_allowed(actor, "edit")
     if not isinstance(changes, dict):
         raise ValidationError({"_": ["The changes are an object of draft fields."]})
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         proposal, sources = _load(proposal_id, actor, expected_version)
         _require_nominated(proposal, "edited")
@@ -285,7 +284,7 @@ def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str =
     """Publish the skill (leads only), when the gate passes: enough trials of this revision, all of them
     successful, a rollback path, every source still active. Its source entries leave retrieval."""
     require_allowed(actor, "approve")
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         proposal, sources = _load(proposal_id, actor, expected_version)
         _require_nominated(proposal, "approved")
@@ -310,7 +309,7 @@ def reject_skill(proposal_id: int, *, actor, expected_version: int, reason: str,
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["Say why this is not a skill: whoever nominates the next one reads it."]})
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         proposal, sources = _load(proposal_id, actor, expected_version)
         _require_nominated(proposal, "rejected")
@@ -330,7 +329,7 @@ def retire_skill(proposal_id: int, *, actor, expected_version: int, reason: str,
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["Say why the skill is retired."]})
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         proposal, sources = _load(proposal_id, actor, expected_version)
         if proposal.status != SkillProposal.Status.APPROVED:
@@ -376,7 +375,7 @@ def record_skill_trial(*, token: AgentToken, slug: str, data, at=None) -> TrialR
     for a skill outside the token's scopes."""
     cleaned = clean_trial(data)
     cleaned, findings = redact_fields(cleaned, ("task_ref", "notes"))
-    now = at or timezone.now()
+    now = at or clock.now()
     gates = lifecycle.skill_gates()
     with transaction.atomic():
         proposal = SkillProposal.objects.select_for_update().filter(slug=slug).first()

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.models import (
     ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, SimilarEntry, Status,
 )
@@ -108,7 +107,7 @@ def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
 def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
     """One candidate from an agent. Raises ValidationError (bad fields) or PermissionDenied (scope)."""
     prepared = _prepare_for(data, token)
-    now = at or timezone.now()
+    now = at or clock.now()
     try:
         with transaction.atomic():
             return _submit_prepared(prepared, token, now)
@@ -175,7 +174,7 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
     """Many candidates, one result per item in order. Each item is checked on its own (a bad one is
     refused, the others go on); the good ones are then written together: one lookup for exact
     duplicates, one insert per table, then per new entry its near-duplicate links and conflicts."""
-    now = at or timezone.now()
+    now = at or clock.now()
     results: list[dict | None] = [None] * len(items)
     prepared: list[tuple[int, PreparedCandidate]] = []
     for index, item in enumerate(items):

@@ -9,9 +9,8 @@ import secrets
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from curation import access
+from curation import access, clock
 from curation.access import clean_scope
 from curation.models import AgentToken, EventAction
 from curation.permissions import MANAGE_TOKENS
@@ -65,7 +64,7 @@ def create_agent_token(
         errors["key"] = ["A chosen token must be at least 16 characters."]
     if errors:
         raise ValidationError(errors)
-    now = at or timezone.now()
+    now = at or clock.now()
     key = key or TOKEN_PREFIX + secrets.token_urlsafe(32)
     try:
         with transaction.atomic():
@@ -95,7 +94,7 @@ def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
     AgentToken.DoesNotExist for a token reaching beyond the actor's grants, as for an unknown one."""
     if not actor.has_perm(MANAGE_TOKENS):
         raise PermissionDenied("Only leads manage agent tokens.")
-    now = at or timezone.now()
+    now = at or clock.now()
     with transaction.atomic():
         token = AgentToken.objects.select_for_update().get(pk=token_id)
         if not access.user_can_see_all(actor, token.scopes):

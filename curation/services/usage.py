@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
 
-from curation import lifecycle
+from curation import clock, lifecycle
 from curation.redaction import redact
 from curation.models import (
     AgentToken, Entry, EventAction, Evidence, Feedback, QueueReason, Retrieval, RetrievedEntry, Signal, Status,
@@ -25,7 +24,7 @@ def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str
                      memory_version: int | None = None) -> Retrieval:
     """Remember what the agent was given, from which published memory version (feedback refers to it), and
     count the retrieval on each entry."""
-    now = at or timezone.now()
+    now = at or clock.now()
     ids = [e.pk for e in entries]
     # An agent may paste anything into its query. Redacted whole, then cut to the column: a secret cut
     # first could lose the part a detector needs, and its rest would be stored.
@@ -106,7 +105,7 @@ def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, u
     except (Retrieval.DoesNotExist, ValidationError, ValueError):
         raise Retrieval.DoesNotExist from None
     outcome, utility, used = _clean_feedback(retrieval, outcome, utility, used)
-    now = at or timezone.now()
+    now = at or clock.now()
     success = outcome == Feedback.Outcome.SUCCESS
     try:
         with transaction.atomic():

@@ -19,9 +19,8 @@ from typing import Callable
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
-from django.utils import timezone
 
-from curation import lifecycle
+from curation import clock, lifecycle
 from curation.models import Entry, EventAction, TaskRun
 from curation.services.entry_writes import write_entries
 
@@ -67,14 +66,14 @@ class Sweep:
         self.changed += changed
         if self.run is not None:
             TaskRun.objects.filter(pk=self.run.pk).update(rows_examined=self.examined, rows_changed=self.changed,
-                                                          heartbeat_at=timezone.now())
+                                                          heartbeat_at=clock.wall())
         if self.after_batch:
             self.after_batch(self)
 
     def heartbeat(self) -> None:
         """Renew the run's lease between the batches of a long step (a detecting sweep's walk)."""
         if self.run is not None:
-            TaskRun.objects.filter(pk=self.run.pk).update(heartbeat_at=timezone.now())
+            TaskRun.objects.filter(pk=self.run.pk).update(heartbeat_at=clock.wall())
 
 
 def keyset_batches(status: str, size: int):

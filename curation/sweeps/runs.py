@@ -13,8 +13,8 @@ from typing import Callable
 
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
 
+from curation import clock
 from curation.middleware import current_request_id
 from curation.models import TaskRun
 
@@ -88,7 +88,7 @@ def sweep_lock(task: str, run: TaskRun):
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
         return
-    now = timezone.now()
+    now = clock.wall()
     older = TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING, dry_run=False, pk__lt=run.pk)
     yield not any(holder_alive(other, now) for other in older)
 
@@ -112,17 +112,17 @@ def run_sweep(
     A failure is recorded on the TaskRun (finished batches stay done) and raised again."""
     if task not in SWEEPS:
         raise ValueError(f"Unknown lifecycle task {task!r}; choose one of {', '.join(TASK_NAMES)}.")
-    as_of = as_of or timezone.now()
-    if timezone.is_naive(as_of):
+    as_of = as_of or clock.now()
+    if as_of.tzinfo is None:
         raise ValueError("as_of must carry a time zone")
-    started = timezone.now()
+    started = clock.wall()
     run = TaskRun.objects.create(task=task, as_of=as_of, dry_run=dry_run, triggered_by=triggered_by[:150],
                                  started_at=started, heartbeat_at=started, holder=this_holder())
     sweep = Sweep(task=task, as_of=as_of, dry_run=dry_run, run=run, batch_size=batch_size or 0,
                   after_batch=after_batch, full=full)
 
     def finish(state: str, error: str = "") -> None:
-        run.state, run.error, run.finished_at = state, error, timezone.now()
+        run.state, run.error, run.finished_at = state, error, clock.wall()
         run.rows_examined, run.rows_changed = sweep.examined, sweep.changed
         try:
             run.save(update_fields=["state", "error", "finished_at", "rows_examined", "rows_changed"])
@@ -140,7 +140,8 @@ def run_sweep(
         # Every Event the run writes, through the sweep or through a service it calls, names the run.
         request = current_request_id.set(f"taskrun-{run.pk}")
         try:
-            SWEEPS[task].run(sweep)
+            with clock.running_at(as_of):  # whatever the sweep calls acts at its as-of time
+                SWEEPS[task].run(sweep)
         except BaseException as exc:  # SoftTimeLimitExceeded is not an Exception subclass in every version
             finish(TaskRun.State.FAILED, f"{type(exc).__name__}: {exc}"[:2000])
             raise
@@ -156,7 +157,7 @@ def close_lost_runs(task: str, run: TaskRun, *, lock_held: bool) -> None:
     record; say what happened instead. On PostgreSQL a real run's advisory lock died with its worker, so
     the run that holds the lock knows every older real run is over; dry runs, and every run elsewhere, are
     over when their holder is not alive."""
-    now = timezone.now()
+    now = clock.wall()
     lost = []
     for other in TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING).exclude(pk=run.pk):
         if connection.vendor == "postgresql" and not other.dry_run:

@@ -5,10 +5,10 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
+from curation import clock
 from curation.permissions import RUN_TASKS, can_view_maintenance, require
 from curation.selectors.maintenance import recent_runs
 from curation.sweeps import TASK_DESCRIPTIONS, TASK_NAMES
@@ -53,7 +53,7 @@ def page(request):
 def run_now(request, task):
     if task not in TASK_NAMES:
         raise Http404(f"There is no background task called {task!r}.")
-    as_of = timezone.now()
+    as_of = clock.now()
     try:
         TASKS[task].apply_async(kwargs={"as_of": as_of.isoformat(), "triggered_by": f"lead:{request.user.get_username()}"})
     except BrokerOperationalError:

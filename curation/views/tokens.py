@@ -7,10 +7,10 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from curation import clock
 from curation.models import AgentToken
 from curation.permissions import MANAGE_TOKENS, require
 from curation.selectors.tokens import agent_tokens
@@ -19,7 +19,7 @@ from curation.services.tokens import create_agent_token, parse_duration, revoke_
 
 def _render(request, *, form=None, errors=None, new_key=None, new_token=None, status=200):
     return render(request, "curation/tokens.html", {
-        "tokens": agent_tokens(request.user), "now": timezone.now(), "form": form or {}, "errors": errors or {},
+        "tokens": agent_tokens(request.user), "now": clock.now(), "form": form or {}, "errors": errors or {},
         "new_key": new_key, "new_token": new_token,
     }, status=status)
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from curation import lifecycle, services, sweeps
+from curation import clock, lifecycle, services, sweeps
 from curation.models import Conflict, ConsolidationProposal, Entry, Event, QueueReason, Status, TaskRun
 from curation.sweeps import run_sweep
 from tests.factories import AS_OF, add_evidence_row, days_before, holding_lock, make_archived, make_entry, retrieve
@@ -384,3 +384,25 @@ def test_a_full_run_reads_every_active_entry_again():
     call_command("run_lifecycle", "conflicts", "--full", stdout=open("/dev/null", "w"))
     assert Conflict.objects.filter(entry_a__scope="acme/docs").count() == 1
     assert TaskRun.objects.filter(task="conflicts").latest("id").rows_examined == 6
+
+
+def test_one_clock_stamps_decisions_evidence_and_sweeps_in_a_replayed_future(reviewer, make_candidate):
+    """No `at=` anywhere: the replay only moves the clock. Evidence stamped in the replayed future revives an
+    entry archived in that future, and every Event carries the replayed time."""
+    future = clock.now() + datetime.timedelta(days=800)
+    entry = make_candidate()
+    with clock.running_at(future - datetime.timedelta(days=700)) as approved_at:
+        services.approve_candidate(entry.pk, actor=reviewer, expected_version=1)
+    run_sweep("archive", as_of=future - datetime.timedelta(days=1))
+    assert Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED
+    with clock.running_at(future - datetime.timedelta(hours=12)) as evidence_at:
+        evidence = services.add_evidence(entry.pk, data={"kind": "review", "signal": "independent",
+                                                         "excerpt": "second judge agrees"}, actor=reviewer)
+    assert (evidence.created_at, evidence.observed_at) == (evidence_at, evidence_at)
+    run_sweep("revive", as_of=future)
+    revived = Entry.objects.get(pk=entry.pk)
+    assert (revived.status, revived.last_verified_at) == (Status.ACTIVE, evidence_at)
+    stamps = list(Event.objects.filter(entry=entry).order_by("id").values_list("action", "created_at"))
+    assert stamps[-3:] == [("archive", future - datetime.timedelta(days=1)), ("add_evidence", evidence_at),
+                           ("revive", future)]
+    assert ("approve", approved_at) in stamps

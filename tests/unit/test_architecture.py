@@ -107,3 +107,17 @@ def test_the_sweep_engine_knows_no_sweep(name):
         "curation.sweeps.engine", "curation.sweeps.runs", "curation.sweeps.registry", "curation.sweeps.expressions",
         "curation.sweeps.writes"}
     assert not _top_level_imports(name, MODULES[name]) & sweeps
+
+
+def test_time_comes_from_the_one_clock():
+    """A replay (and `run_lifecycle --at`) moves the product's time through `curation.clock`; a direct read
+    of the wall clock would stamp one row with real time and its neighbour with the replayed time."""
+    offenders = []
+    for name, tree in _modules().items():
+        if name == "curation.clock":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "now" and isinstance(node.value, ast.Name) \
+                    and node.value.id in {"timezone", "datetime"}:
+                offenders.append(f"{name}:{node.lineno}")
+    assert offenders == [], "read the time through curation.clock: " + ", ".join(offenders)

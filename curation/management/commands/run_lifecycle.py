@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from curation.models import TaskRun
-from curation import sweeps
+from curation import clock, sweeps
 
 
 def parse_moment(value: str) -> datetime.datetime:
@@ -36,7 +36,7 @@ class Command(BaseCommand):
                                  "since the last successful run")
 
     def handle(self, *args, task, at=None, dry_run=False, batch_size=None, full=False, **options):
-        as_of = parse_moment(at) if at else timezone.now()
+        as_of = parse_moment(at) if at else clock.now()
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         tasks = sweeps.TASK_NAMES if task == "all" else (task,)

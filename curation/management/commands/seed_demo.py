@@ -18,9 +18,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.db.models import Count, Q
-from django.utils import timezone
 
-from curation import services
+from curation import clock, services
 from curation.demo.lessons import AGENT_TOKEN_SCOPES, DEMO_TASK_PREFIX, timeline
 from curation.models import (
     AgentToken, Conflict, ConsolidationProposal, Entry, Event, Evidence, ScopeGrant, SimilarEntry, SkillProposal,
@@ -203,7 +202,7 @@ class Command(BaseCommand):
         return logins
 
     def seed_entries(self):
-        now = timezone.now()
+        now = clock.now()
         # fresh: permissions not cached from before the group add
         replay = Replay(get_user_model().objects.get(username="lead"), now)
         for at, spec, action, params in timeline(now):
