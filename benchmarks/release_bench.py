@@ -36,6 +36,9 @@ os.environ.update(DEBUG="false", LOG_LEVEL="WARNING")
 from api_bench import fill, query_words, scope_name  # noqa: E402
 from queue_bench import ensure_database  # noqa: E402
 
+# Importing api_bench points DATABASE_URL at its own database; this benchmark fills and reads its own.
+os.environ["DATABASE_URL"] = DB_URL
+
 RELEASED = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "confidence",
             "last_verified_at", "fingerprint")
 
