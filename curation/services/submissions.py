@@ -24,6 +24,8 @@ from .candidates import (
 )
 from .conflicts import detect_conflicts_for, detect_conflicts_many
 from .entry_writes import insert_entries
+from .errors import Forgotten
+from .forgets import refuse_forgotten
 from .events import build_event, record_events
 from .validation import unknown_fields
 
@@ -101,11 +103,13 @@ def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
     scope = prepared.fields["scope"]
     if not access.token_covers(token, scope):
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")
+    refuse_forgotten(scope, prepared.fields["trigger"], prepared.fields["content"])
     return prepared
 
 
 def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
-    """One candidate from an agent. Raises ValidationError (bad fields) or PermissionDenied (scope)."""
+    """One candidate from an agent. Raises ValidationError (bad fields), PermissionDenied (scope) or
+    Forgotten (it repeats a forgotten lesson)."""
     prepared = _prepare_for(data, token)
     now = at or clock.now()
     try:
@@ -164,6 +168,8 @@ def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submiss
 
 
 def _refusal(index: int, exc: Exception) -> dict:
+    if isinstance(exc, Forgotten):  # the request and its day, never the forgotten text
+        return {"index": index, "ok": False, "status": 409, **exc.as_json()}
     if isinstance(exc, PermissionDenied):
         return {"index": index, "ok": False, "status": 403, "errors": {"scope": [str(exc)]}}
     errors = exc.message_dict if hasattr(exc, "error_dict") else {"_": exc.messages}
@@ -180,7 +186,7 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
     for index, item in enumerate(items):
         try:
             prepared.append((index, _prepare_for(item, token)))
-        except (ValidationError, PermissionDenied) as exc:
+        except (ValidationError, PermissionDenied, Forgotten) as exc:
             results[index] = _refusal(index, exc)
     if prepared:
         try:
