@@ -170,7 +170,9 @@ def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submiss
 
 def _refusal(index: int, exc: Exception) -> dict:
     if isinstance(exc, Forgotten):  # the request and its day, never the forgotten text
-        return {"index": index, "ok": False, "status": 409, **exc.as_json()}
+        forgotten = exc.as_json()
+        return {"index": index, "ok": False, "status": 409, "refusal": forgotten["status"],
+                "request_id": exc.request_id, "forgotten_on": forgotten["forgotten_on"], "errors": {"_": [str(exc)]}}
     if isinstance(exc, PermissionDenied):
         return {"index": index, "ok": False, "status": 403, "errors": {"scope": [str(exc)]}}
     errors = exc.message_dict if hasattr(exc, "error_dict") else {"_": exc.messages}
