@@ -176,11 +176,18 @@ def _entries_to_forget(request: ForgetRequest, actor, duplicate_ids) -> list[Ent
     return entries
 
 
+PROPOSAL_TEXTS = ("proposed_trigger", "proposed_content", "proposed_boundary")
+
+
 def _forgotten_texts(request: ForgetRequest, entries: list[Entry]) -> list[str]:
+    """Every stored text made of the forgotten lessons: their fields, their evidence, the request's text, and
+    the merged text of consolidation proposals made of them (which their Events quote too)."""
     texts = [request.match_text]
     for e in entries:
         texts += [e.trigger, e.content, e.boundary, e.recheck_when, *(c for c in e.conditions or () if isinstance(c, str))]
     texts += Evidence.objects.filter(entry__in=entries).values_list("excerpt", flat=True)
+    for proposal in ConsolidationProposal.objects.filter(entries__in=entries).distinct().only(*PROPOSAL_TEXTS):
+        texts += [getattr(proposal, name) for name in PROPOSAL_TEXTS]
     return texts_to_purge(texts)
 
 
@@ -266,10 +273,7 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str]) -> dict:
         trigger=marker, content=marker, boundary="", conditions=[])
     counts["retrievals"] = Retrieval.objects.filter(
         pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id")).exclude(query="").update(query=marker)
-    counts["proposals"] = _purge_rows(
-        ConsolidationProposal.objects.filter(entries__in=ids).distinct(),
-        ("proposed_trigger", "proposed_content", "proposed_boundary", "proposed_conditions", "reason", "decision_note"),
-        texts, marker)
+    counts["proposals"] = _purge_proposals(ids, texts, marker)
     counts["skills"] = _purge_rows(SkillProposal.objects.filter(sources__entry_id__in=ids).distinct(),
                                    (*SKILL_TEXTS, "reason", "decision_note", "retire_reason"), texts, marker)
     # The warnings a publisher acknowledged quote the entries' triggers; versions are few.
@@ -278,6 +282,17 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str]) -> dict:
     counts["conflicts"] = _purge_rows(Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)),
                                       ("reason",), texts, marker)
     return counts
+
+
+def _purge_proposals(ids: list[int], texts: list[str], marker: str) -> int:
+    """A consolidation proposal made of a forgotten entry: its merged text is made of the forgotten one, so
+    all of it goes (its keywords too, which may be shorter than what is searched for inside texts)."""
+    proposals = list(ConsolidationProposal.objects.filter(entries__in=ids).distinct())
+    for p in proposals:
+        ConsolidationProposal.objects.filter(pk=p.pk).update(
+            **{name: marker if getattr(p, name) else "" for name in PROPOSAL_TEXTS}, proposed_conditions=[],
+            reason=purge_text(p.reason, texts, marker), decision_note=purge_text(p.decision_note, texts, marker))
+    return len(proposals)
 
 
 def _purge_rows(rows, fields, texts: list[str], marker: str) -> int:
