@@ -223,6 +223,8 @@ def edit_and_approve(
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         edited = [f for f in EDITABLE_FIELDS if f in cleaned and getattr(entry, f) != cleaned[f]]
         text = {"trigger": entry.trigger, "content": entry.content, **cleaned}
+        if edited:  # an edit must not type a forgotten lesson back in
+            refuse_forgotten(cleaned.get("scope", entry.scope), text["trigger"], text["content"])
         flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
         write_entry(
             entry, {**cleaned, **flags, "fingerprint": fingerprint(text["trigger"], text["content"]),

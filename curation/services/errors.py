@@ -51,9 +51,10 @@ class ConcurrentChange(Exception):
     """A sweep's batch changed between reading and writing it; nothing of the batch was written."""
 
 
-class Forgotten(DecisionError):
-    """A lesson that repeats a forgotten one (its tombstone): refused wherever lessons come in. The answer
-    names the forget request and its day, never the forgotten text."""
+class Forgotten(InvalidTransition):
+    """A lesson that repeats a forgotten one (its tombstone): refused wherever lessons come in (an edit in
+    a queue shows it as a refused decision). The answer names the forget request and its day, never the
+    forgotten text."""
 
     def __init__(self, request_id: int, forgotten_on):
         self.request_id, self.forgotten_on = request_id, forgotten_on

@@ -120,3 +120,14 @@ def test_queue_query_count(lead, reviewer, django_assert_max_num_queries):
     with django_assert_max_num_queries(20):
         page = client.get(reverse("curation:forgets")).content.decode()
     assert page.count('class="card forget-card') == 5
+
+
+def test_an_edit_cannot_type_a_forgotten_lesson_back_in(lead, reviewer, filed, make_candidate):
+    from curation.services.forgets import approve_forget_request
+
+    approve_forget_request(filed.pk, actor=lead)
+    candidate = make_candidate(scope="acme/payroll", trigger="Deploying billing", content="Run the smoke tests.")
+    response = client_for(reviewer).post(reverse("curation:candidate-edit", args=[candidate.pk]), {
+        "version": candidate.version, "trigger": LESSON["trigger"], "content": LESSON["content"]}, **HTMX)
+    assert response.status_code == 409 and f"forget request #{filed.pk}" in response.content.decode()
+    assert Entry.objects.get(pk=candidate.pk).content == "Run the smoke tests."
