@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from curation import access, clock
 from curation.forgetting import purge_text, purge_value, texts_to_purge
@@ -269,8 +269,10 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str]) -> dict:
     """Replace the forgotten texts by the marker wherever they are stored; answers how many rows, per place."""
     marker = request.marker
     counts = {"history": _purge_history(request, ids, texts)}
+    # Every stored version: the text goes, and the rows close where they start, so that no version holds
+    # them any more and a rollback to a version before the forget cannot serve the marker as a lesson.
     counts["released_rows"] = ReleasedEntry.objects.filter(entry_id__in=ids).update(
-        trigger=marker, content=marker, boundary="", conditions=[])
+        trigger=marker, content=marker, boundary="", conditions=[], valid_to=F("valid_from"))
     counts["retrievals"] = Retrieval.objects.filter(
         pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id")).exclude(query="").update(query=marker)
     counts["proposals"] = _purge_proposals(ids, texts, marker)

@@ -171,3 +171,18 @@ def test_a_scoped_reviewer_cannot_see_or_name_another_scope(lead, lesson):
     request = file_forget_request(entry_id=lesson.pk, reason="r", actor=lead)
     with pytest.raises(ForgetRequest.DoesNotExist):
         reads.forget_card(outsider, request.pk)
+
+
+def test_a_rollback_to_a_version_before_the_forget_does_not_bring_it_back(reviewer, lead, lesson):
+    from curation.selectors.releases import retrieve_released, version_diff
+    from curation.services.releases import rollback_version
+
+    before = published_number()
+    assert released_entries(before).filter(entry_id=lesson.pk).exists()
+    approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk, actor=lead)
+    rollback_version(before, actor=lead, reason="a bad release")
+    assert published_number() == before
+    assert not released_entries(before).filter(entry_id=lesson.pk).exists()
+    assert lesson.pk not in [r.entry.pk for r in retrieve_released(before, scopes=["acme/payroll"], q="payroll", k=5,
+                                                                     min_confidence=0.0)]
+    assert not version_diff(before, before + 1)
