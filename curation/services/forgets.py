@@ -171,7 +171,10 @@ def _entries_to_forget(request: ForgetRequest, actor, duplicate_ids) -> list[Ent
     if unknown:
         raise ValidationError({"duplicates": [f"No such entry in your scopes: {', '.join(f'#{pk}' for pk in sorted(unknown))}."]})
     forgotten = set(Tombstone.objects.filter(entry__in=entries).values_list("entry_id", flat=True))
-    if forgotten - {request.entry_id}:
+    if request.entry_id in forgotten:
+        raise InvalidTransition(f"Entry #{request.entry_id} was forgotten meanwhile (as another request's duplicate): "
+                                "decline this request, saying so.")
+    if forgotten:
         raise ValidationError({"duplicates": [f"Already forgotten: {', '.join(f'#{pk}' for pk in sorted(forgotten))}."]})
     return entries
 

@@ -186,3 +186,14 @@ def test_a_rollback_to_a_version_before_the_forget_does_not_bring_it_back(review
     assert lesson.pk not in [r.entry.pk for r in retrieve_released(before, scopes=["acme/payroll"], q="payroll", k=5,
                                                                      min_confidence=0.0)]
     assert not version_diff(before, before + 1)
+
+
+def test_an_entry_forgotten_as_a_duplicate_closes_no_other_request_by_surprise(reviewer, lead, lesson):
+    other = active(lead, scope="acme/payroll", **PARAPHRASE)
+    first = file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer)
+    second = file_forget_request(entry_id=other.pk, reason="user asked too", actor=reviewer)
+    approve_forget_request(first.pk, actor=lead, duplicate_ids=[other.pk])
+    with pytest.raises(InvalidTransition, match="forgotten meanwhile"):
+        approve_forget_request(second.pk, actor=lead)
+    assert decline_forget_request(second.pk, actor=lead, reason="done with #%d" % first.pk).state == "declined"
+    assert Tombstone.objects.filter(entry=other).count() == 1
