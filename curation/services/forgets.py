@@ -33,6 +33,7 @@ from curation.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
 from curation.similarity import fingerprint, signature
 
+from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
 from .events import actor_label_for, record_event
@@ -249,6 +250,8 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
         request.reason = purge_text(request.reason, texts, marker)
         request.decision_note = purge_text((note or "").strip()[:REASON_MAX], texts, marker)
         request.save()
+        close_moot_conflicts(entries, actor=actor, now=now, except_id=0, went=f"forgotten (request #{request.pk})")
+        _dismiss_proposals(entries, request, actor, now)
         version = _publish_without(entries, request, actor, now)
         if version is not None:
             ForgetRequest.objects.filter(pk=request.pk).update(published_version=version.number)
@@ -263,6 +266,21 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
                      reason=f"text of {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} replaced by {marker}",
                      after=purged)
     return ForgetOutcome(request, entries, version, sum(purged.values()))
+
+
+def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now) -> None:
+    """Open consolidation proposals made of a forgotten entry have nothing left to decide: dismissed, each
+    with its Event."""
+    proposals = list(ConsolidationProposal.objects.select_for_update().filter(
+        state=ConsolidationProposal.State.OPEN, pk__in=ConsolidationProposal.objects.filter(entries__in=entries)
+        .values("pk")).order_by("id"))
+    for proposal in proposals:
+        proposal.state, proposal.decided_by, proposal.decided_at = ConsolidationProposal.State.DISMISSED, actor, now
+        proposal.decision_note = f"an entry of it was forgotten (forget request #{request.pk})"
+        proposal.save(update_fields=["state", "decided_by", "decided_at", "decision_note"])
+        record_event(proposal, actor=actor, action=EventAction.CONSOLIDATION_DISMISSED, at=now,
+                     reason=proposal.decision_note, before={"state": ConsolidationProposal.State.OPEN},
+                     after={"state": proposal.state})
 
 
 # --- the purge ------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from curation.services.forgets import approve_forget_request, decline_forget_req
 from curation.services.submissions import submit_candidate
 from curation.services.tokens import create_agent_token
 from curation.services.usage import record_retrieval
+from curation.sweeps import run_sweep
 from tests.factories import active, candidate_data, database_dump, make_user, publish_pending
 
 pytestmark = pytest.mark.django_db
@@ -197,3 +198,21 @@ def test_an_entry_forgotten_as_a_duplicate_closes_no_other_request_by_surprise(r
         approve_forget_request(second.pk, actor=lead)
     assert decline_forget_request(second.pk, actor=lead, reason="done with #%d" % first.pk).state == "declined"
     assert Tombstone.objects.filter(entry=other).count() == 1
+
+
+def test_open_conflicts_and_proposals_of_a_forgotten_entry_are_closed(reviewer, lead, lesson):
+    from curation.models import Conflict
+
+    contrary = active(lead, scope="acme/payroll", trigger=TRIGGER,
+                      content="Never page Marguerite Okonkwo before deploying payroll, she holds no keys.")
+    twin = active(lead, scope="acme/payroll", trigger=TRIGGER, content=CONTENT + " Then wait.")
+    sweep_consolidation()
+    run_sweep("conflicts")
+    conflicts = [c for c in Conflict.objects.filter(state="open") if lesson.pk in (c.entry_a_id, c.entry_b_id)]
+    proposals = list(ConsolidationProposal.objects.filter(state="open", entries=lesson))
+    assert conflicts and proposals
+    approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk, actor=lead)
+    assert all(Conflict.objects.get(pk=c.pk).state == "resolved" for c in conflicts if lesson.pk in (c.entry_a_id, c.entry_b_id))
+    assert all(ConsolidationProposal.objects.get(pk=p.pk).state == "dismissed" for p in proposals)
+    assert Event.objects.filter(action=EventAction.CONSOLIDATION_DISMISSED).count() == len(proposals)
+    assert contrary and twin
