@@ -37,7 +37,7 @@ from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
 from .events import actor_label_for, record_event
-from .releases import publish_version
+from .releases import OutsideScopes, publish_version
 
 REASON_MAX = 2000
 SKILL_TEXTS = ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
@@ -211,6 +211,8 @@ def _publish_without(entries: list[Entry], request: ForgetRequest, actor, now) -
         if "scope_prefix" in exc.message_dict:  # nothing to publish: the published version lacks them already
             return None
         raise
+    except OutsideScopes as exc:  # a scoped lead's entries in two of their grants: no one prefix of theirs
+        raise ValidationError({"duplicates": [f"{exc} Tick only entries under one of your scopes."]}) from None
 
 
 def _common_scope(scopes: list[str]) -> str:
