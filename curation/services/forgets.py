@@ -36,7 +36,7 @@ from curation.similarity import fingerprint, signature
 from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
-from .events import actor_label_for, record_event
+from .events import actor_label_for, record_event, rewrite_purged_text
 from .releases import OutsideScopes, publish_version
 
 REASON_MAX = 2000
@@ -346,7 +346,8 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str]) -> 
     ).distinct()
     for event in events:
         own = event.entry_id in ids
-        Event.objects.filter(pk=event.pk).update(
+        rewrite_purged_text(
+            event,
             before=purge_value(event.before, texts, marker, own_snapshot=own),
             after=purge_value(event.after, texts, marker, own_snapshot=own),
             reason=purge_text(event.reason, texts, marker),
