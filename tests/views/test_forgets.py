@@ -131,3 +131,16 @@ def test_an_edit_cannot_type_a_forgotten_lesson_back_in(lead, reviewer, filed, m
         "version": candidate.version, "trigger": LESSON["trigger"], "content": LESSON["content"]}, **HTMX)
     assert response.status_code == 409 and f"forget request #{filed.pk}" in response.content.decode()
     assert Entry.objects.get(pk=candidate.pk).content == "Run the smoke tests."
+
+
+def test_an_auditor_reads_decided_requests_and_what_they_forgot(lead, auditor, filed, lesson):
+    from curation.services.forgets import approve_forget_request
+
+    approve_forget_request(filed.pk, actor=lead, note="done")
+    client = client_for(auditor)
+    assert f'id="forget-{filed.pk}"' not in client.get(reverse("curation:forgets")).content.decode()
+    page = client.get(reverse("curation:forgets"), {"f-state": "approved"}).content.decode()
+    assert f'id="forget-{filed.pk}"' in page and "1 approved" in page
+    card = client.get(reverse("curation:forget-card", args=[filed.pk])).content.decode()
+    assert "Decided by lena" in card and f'href="/entries/{lesson.pk}/"' in card and "Okonkwo" not in card
+    assert client.get(reverse("curation:forgets"), {"f-state": "gone"}).status_code == 400
