@@ -5,6 +5,7 @@ granted here, again after every `migrate`, so a table a later migration adds is 
 - read and write the working tables (entries, queues, sessions, ...);
 - only read and append the history (events, evidence, skill trials): no UPDATE or DELETE grant, beside
   the trigger that refuses them to everyone;
+- run `curation_forget_purge`, the one way the history's text changes: a forget's purge (migration 0024);
 - no TRUNCATE, no TRIGGER, no REFERENCES anywhere, and no ownership, so it cannot `ALTER TABLE ...
   DISABLE TRIGGER`, drop a table or create one; and not a superuser, so it cannot set
   `session_replication_role` (which would silence the triggers)."""
@@ -14,14 +15,16 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connections
 
-APPEND_ONLY_TABLES = ("curation_event", "curation_evidence", "curation_skilltrial")
+APPEND_ONLY_TABLES = ("curation_event", "curation_evidence", "curation_skilltrial", "curation_tombstone")
+# Functions the role may execute (owned by the tables' owner, SECURITY DEFINER), when they exist.
+APP_FUNCTIONS = ("curation_forget_purge(bigint, text[])",)
 
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def grant_statements(role: str, tables: list[str]) -> list[str]:
+def grant_statements(role: str, tables: list[str], functions=()) -> list[str]:
     """The SQL that leaves `role` with exactly the application's rights on `tables` (the public schema's)."""
     who = _ident(role)
     statements = [
@@ -33,6 +36,8 @@ def grant_statements(role: str, tables: list[str]) -> list[str]:
     for table in sorted(tables):
         rights = "SELECT, INSERT" if table in APPEND_ONLY_TABLES else "SELECT, INSERT, UPDATE, DELETE"
         statements.append(f"GRANT {rights} ON {_ident(table)} TO {who}")
+    for function in functions:
+        statements.append(f"GRANT EXECUTE ON FUNCTION {function} TO {who}")
     return statements
 
 
@@ -41,7 +46,12 @@ def grant_to_app_role(connection, role: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
         tables = [name for (name,) in cursor.fetchall()]
-        for statement in grant_statements(role, tables):
+        functions = []
+        for function in APP_FUNCTIONS:
+            cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [function])
+            if cursor.fetchone()[0]:
+                functions.append(function)
+        for statement in grant_statements(role, tables, functions):
             cursor.execute(statement)
 
 

@@ -271,6 +271,12 @@ class EventAction(models.TextChoices):
     # Memory versions: what agents read.
     VERSION_PUBLISHED = "version_published", "memory version published"
     VERSION_ROLLED_BACK = "version_rolled_back", "memory version rolled back"
+    # Forget requests: "forget this" retires a lesson, purges its text everywhere and leaves a tombstone.
+    FORGET_FILED = "forget_filed", "forget requested"
+    FORGET_APPROVED = "forget_approved", "forget request approved"
+    FORGET_DECLINED = "forget_declined", "forget request declined"
+    FORGOTTEN = "forgotten", "forgotten: retired and its text purged"
+    FORGET_PURGE = "forget_purge", "text purged from the history"
 
     @classmethod
     def activating(cls) -> frozenset["EventAction"]:
@@ -294,7 +300,7 @@ class EventAction(models.TextChoices):
 
 
 # The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
-EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token", "memory_version")
+EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token", "memory_version", "forget_request")
 
 
 def _subject_link(model: str, related_name: str = "events") -> models.ForeignKey:
@@ -316,6 +322,7 @@ class Event(models.Model):
     skill = _subject_link("SkillProposal")
     token = _subject_link("AgentToken")
     memory_version = _subject_link("MemoryVersion")
+    forget_request = _subject_link("ForgetRequest")
     entry_label = RedactedCharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -342,7 +349,8 @@ class Event(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(entry__isnull=False) | Q(conflict__isnull=False) | Q(proposal__isnull=False)
-                | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False),
+                | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False)
+                | Q(forget_request__isnull=False),
                 name="event_has_subject",
             ),
         ]
@@ -806,3 +814,82 @@ class ReleasedSkill(models.Model):
             models.UniqueConstraint(fields=["skill"], condition=Q(valid_to__isnull=True),
                                     name="released_skill_one_open_row"),
         ]
+
+
+# --- forget requests ---------------------------------------------------------------------------------------
+
+
+def forgotten_marker(request_id: int) -> str:
+    """What stands where a forgotten text was, everywhere it was: it names the request that purged it."""
+    return f"[forgotten: request #{request_id}]"
+
+
+class ForgetRequest(models.Model):
+    """"Forget this": a request, by a reviewer in the console or by an agent for its user, to retire a lesson
+    (an entry, or the entries matching a text) and purge its text everywhere. A lead approves (ticking the
+    near duplicates to forget with it) or declines. Never deleted; on approval its own text is purged too."""
+
+    class State(models.TextChoices):
+        OPEN = "open", "open"
+        APPROVED = "approved", "approved"
+        DECLINED = "declined", "declined"
+
+    entry = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="forget_requests")
+    # Without an entry: the text to match (the lead ticks the entries it matches) and the scope it is about.
+    match_text = RedactedTextField(max_length=CONTENT_MAX, blank=True)
+    scope = models.CharField(max_length=255, validators=[clean_scope])
+    reason = RedactedTextField(max_length=2000)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    requested_by_token = models.ForeignKey("AgentToken", null=True, blank=True, on_delete=models.PROTECT,
+                                           related_name="+")
+    requested_by_label = models.CharField(max_length=150)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
+    created_at = models.DateTimeField(default=clock.now)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = RedactedTextField(blank=True)
+    # Approved: every entry it forgot (its own, and the duplicates the lead ticked), in id order.
+    forgotten_ids = models.JSONField(default=list, blank=True)
+    # The version published without them.
+    published_version = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["state", "created_at", "id"], name="forget_state_created_idx")]
+        constraints = [
+            models.CheckConstraint(condition=Q(entry__isnull=False) | ~Q(match_text=""),
+                                   name="forget_request_names_something"),
+            models.CheckConstraint(condition=Q(state__in=["open", "approved", "declined"]),
+                                   name="forget_request_state_known"),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"forget request #{self.pk}"
+
+    @property
+    def marker(self) -> str:
+        return forgotten_marker(self.pk)
+
+
+class Tombstone(models.Model):
+    """What keeps a forgotten lesson from being learned again, without its text: the exact-duplicate
+    fingerprint (similarity.fingerprint) and the near-duplicate signature (similarity.signature: keyed
+    hashes of the lesson's word stems), the scope it was in, the request and the day. Append-only."""
+
+    request = models.ForeignKey(ForgetRequest, on_delete=models.PROTECT, related_name="tombstones")
+    entry = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    scope = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64, blank=True)
+    signature = models.JSONField(default=list)
+    forgotten_on = models.DateField()
+    created_at = models.DateTimeField(default=clock.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["scope"], name="tombstone_scope_idx")]

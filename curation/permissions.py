@@ -28,7 +28,7 @@ ACTION_WORDS = {
     EXPORT: "export an entry's history",
     PROMOTE: "approve or retire skills; leads do",
     PUBLISH: "publish memory or start background tasks; leads do",
-    FORGET: "handle forget requests",
+    FORGET: "approve or decline forget requests; leads do",
     MANAGE_TOKENS: "manage agent tokens; leads do",
 }
 
@@ -71,6 +71,7 @@ class Abilities:
         "review": REVIEW,
         "promote": PROMOTE,
         "publish": PUBLISH,
+        "forget": FORGET,
         "export": EXPORT,
         "run_tasks": RUN_TASKS,
         "manage_tokens": MANAGE_TOKENS,

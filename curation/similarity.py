@@ -69,3 +69,15 @@ def merged_content(contents: list[str]) -> tuple[str, list[list[str]]]:
         merged += new
         added.append(new)
     return " ".join(merged), added
+
+
+# The tombstone's near-duplicate signature: keyed hashes of the word stems, never the words. The key only
+# keeps the hashes from being a plain dictionary lookup; it is fixed, so signatures stay comparable forever.
+_SIGNATURE_KEY = b"memoryadmin tombstone signature"
+
+
+def signature(text: str) -> list[str]:
+    """The stems of `text` (sentence_words), each as a short keyed hash, sorted: the Jaccard of two
+    signatures is the Jaccard of the two texts' stems, and no signature holds a word of its text."""
+    return sorted({hashlib.blake2b(w.encode(), digest_size=6, key=_SIGNATURE_KEY).hexdigest()
+                   for w in sentence_words(text)})

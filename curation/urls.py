@@ -1,7 +1,7 @@
 from django.urls import path
 
 from curation.views import (
-    candidates, conflicts, consolidation, dashboard, entries, health, maintenance, releases, skills, tokens,
+    candidates, conflicts, consolidation, dashboard, entries, forgets, health, maintenance, releases, skills, tokens,
 )
 
 app_name = "curation"
@@ -13,6 +13,7 @@ urlpatterns = [
     *conflicts.urlpatterns,
     *consolidation.urlpatterns,
     *skills.urlpatterns,
+    *forgets.urlpatterns,
     path("skills/", skills.skill_list, name="skills"),
     path("skills/export.zip", skills.export_zip, name="skills-export"),
     path("skills/<str:slug>/", skills.skill_page, name="skill"),
@@ -21,6 +22,7 @@ urlpatterns = [
     path("entries/<int:entry_id>/", entries.detail, name="entry"),
     path("entries/<int:entry_id>/history.json", entries.history_json, name="entry-history"),
     path("entries/<int:entry_id>/evidence/", entries.add_evidence_view, name="entry-evidence"),
+    path("entries/<int:entry_id>/forget/", forgets.file_for_entry, name="entry-forget"),
     path("agents/tokens/", tokens.token_list, name="tokens"),
     path("agents/tokens/new/", tokens.token_create, name="token-create"),
     path("agents/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token-revoke"),

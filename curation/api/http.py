@@ -22,6 +22,7 @@ from curation.models import AgentToken, MemoryVersion
 from curation.selectors import releases
 from curation.selectors.tokens import token_for_key
 from curation.services import idempotency
+from curation.services.errors import Forgotten
 from curation.storable_text import unstorable_fields
 
 log = logging.getLogger("curation.api")
@@ -174,6 +175,10 @@ def api_view(*methods: str, body: bool = False, idempotent: bool = False):
                     status, data, replayed = answer.status, answer.data, answer.replayed
             except ApiError as exc:
                 return error_response(exc.status, exc.message, exc.errors, exc.headers)
+            except Forgotten as exc:  # the request and its day, never the forgotten text
+                response = JsonResponse(exc.as_json(), status=409)
+                response["Cache-Control"] = "no-store"
+                return response
             except ValidationError as exc:
                 return error_response(422, "Some fields are not valid.", validation_errors(exc))
             except PermissionDenied as exc:

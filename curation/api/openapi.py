@@ -258,7 +258,10 @@ def schema() -> dict:
                 "parameters": [IDEMPOTENCY_KEY],
                 "requestBody": _json_body("#/components/schemas/Candidate", EXAMPLE_CANDIDATE),
                 "responses": {"201": _ok("Created, or added to its duplicate.", "#/components/schemas/Submission"),
-                              **BODY_ERRORS, **COMMON_ERRORS, "403": _error("The scope is outside the token's scopes.")},
+                              **BODY_ERRORS, **COMMON_ERRORS, "403": _error("The scope is outside the token's scopes."),
+                              "409": {"description": "The lesson repeats a forgotten one (exactly or nearly): "
+                                                     "{status: \"forgotten\", request_id, forgotten_on, error}, never "
+                                                     "the forgotten text. In a batch, that item: status 409, refusal \"forgotten\", request_id, forgotten_on."}},
             }},
             "/candidates/batch": {"post": {
                 "summary": f"Submit up to {c['API_BATCH_MAX']} candidates",
@@ -353,6 +356,18 @@ def schema() -> dict:
                               "404": _error("No such skill in this token's scopes."),
                               "409": _error("The skill is not nominated (already approved, rejected or retired)."),
                               **BODY_ERRORS, **COMMON_ERRORS},
+            }},
+            "/forget-requests": {"post": {
+                "summary": "Ask a lead to forget a lesson, for a user's explicit request",
+                "description": "Name an entry of the token's scopes (`entry_id`), or a text to match (`text`) in a "
+                               "`scope` of the token, with the user's `reason`. A lead approves or declines in the "
+                               "console's Forget queue; approval retires the lesson, purges its text everywhere and "
+                               "refuses it when it is submitted again (409, `\"status\": \"forgotten\"`).",
+                "requestBody": {"required": True, "content": {"application/json": {"example": {
+                    "entry_id": 42, "reason": "The user asked to forget what they said about their colleague."}}}},
+                "responses": {"201": {"description": "{id, state: open, entry_id, scope}: the request waits for a lead."},
+                              "403": _error("The scope is outside the token's scopes."),
+                              "404": _error("No such entry in this token's scopes."), **BODY_ERRORS, **COMMON_ERRORS},
             }},
             "/entries/{id}/evidence": {"post": {
                 "summary": "Add fresh evidence to an entry",

@@ -14,6 +14,7 @@ urlpatterns = [
     path("entries/<int:entry_id>", views.entry_detail, name="entry"),
     path("entries/<int:entry_id>/evidence", views.entry_evidence, name="entry-evidence"),
     path("export", views.export, name="export"),
+    path("forget-requests", views.forget_requests, name="forget-requests"),
     path("skills", skills.skill_list, name="skills"),
     path("skills/<str:slug>", skills.skill_detail, name="skill"),
     path("skills/<str:slug>/trials", skills.skill_trials, name="skill-trials"),

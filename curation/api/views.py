@@ -11,6 +11,7 @@ from curation.selectors import releases
 from curation.context_block import build_context
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
+from curation.services.forgets import file_forget_request
 from curation.services.submissions import EVIDENCE_KEYS, submit_batch, submit_candidate
 from curation.services.usage import record_feedback, record_retrieval
 from curation.services.validation import unknown_fields
@@ -173,3 +174,19 @@ def export(request, token):
     version = releases.version_by_number(number)
     files = releases.export_of(version, prefixes=list(token.scopes), scope=scope)
     return 200, {"memory_version": number, "scope": scope, "files": files}
+
+
+FORGET_KEYS = frozenset({"entry_id", "text", "scope", "reason"})
+
+
+@api_view("POST", body=True)
+def forget_requests(request, token, body):
+    """A user asked the agent to forget a lesson: an entry of the token's scopes (`entry_id`), or the
+    lessons matching `text` in `scope`, with the user's `reason`. A lead decides in the Forget queue."""
+    _refuse_unknown(body, FORGET_KEYS)
+    try:
+        filed = file_forget_request(entry_id=body.get("entry_id"), text=body.get("text", ""),
+                                    scope=body.get("scope", ""), reason=body.get("reason"), token=token)
+    except Entry.DoesNotExist:
+        raise NotFound("No such entry in this token's scopes.") from None
+    return 201, {"id": filed.pk, "state": filed.state, "entry_id": filed.entry_id, "scope": filed.scope}

@@ -15,6 +15,7 @@ from curation.models import SkillProposal, Status, TaskRun
 from .conflicts import ConflictFilters, open_conflicts
 from .consolidation import open_proposals
 from .entries import visible_entries
+from .forgets import open_forget_requests
 from .paging import capped_count, capped_label
 from .skills import visible_skills
 
@@ -77,8 +78,8 @@ def histogram_bars(counts: dict[int, int], *, bins: int = HISTOGRAM_BINS, height
 
 
 def dashboard(user, *, now=None) -> Dashboard:
-    """The lead's view at a glance, in 18 queries whatever the size of the tables (the user's scope grants,
-    then 17): queue sizes (capped
+    """The lead's view at a glance, in 20 queries whatever the size of the tables (the user's scope grants,
+    then 19): queue sizes (capped
     counts) with their oldest item, entries by state, the active entries' confidence histogram, due
     rechecks, open conflicts, flagged candidates and the last run of each background task."""
     now = now or clock.now()
@@ -91,6 +92,7 @@ def dashboard(user, *, now=None) -> Dashboard:
         ("Conflicts", "curation:conflicts", conflicts, "created_at"),
         ("Consolidation", "curation:consolidation", open_proposals(user), "created_at"),
         ("Skills", "curation:skills-queue", visible_skills(user).filter(status=SkillProposal.Status.NOMINATED), "created_at"),
+        ("Forget", "curation:forgets", open_forget_requests(user), "created_at"),
     ):
         count, capped = capped_count(qs)
         oldest = qs.order_by(stamp).values_list(stamp, flat=True).first()

@@ -20,6 +20,7 @@ from curation.similarity import fingerprint
 from .entry_writes import changes_since, insert_entry, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import actor_label_for, record_event
+from .forgets import refuse_forgotten
 from .validation import clean_entry_fields, clean_evidence
 
 EDITABLE_FIELDS = ("scope", "trigger", "content", "boundary", "conditions")
@@ -103,8 +104,11 @@ def create_candidate(
     at: datetime.datetime | None = None,
 ) -> Entry:
     """A new candidate lesson enters the queue as pending, with its evidence and a "submit" Event.
-    Secrets and personal data are redacted first: the raw text is never stored, and the entry is flagged."""
-    return insert_candidate(prepare_candidate(data, evidence), actor=actor, actor_label=actor_label, at=at)
+    Secrets and personal data are redacted first: the raw text is never stored, and the entry is flagged.
+    A lesson that repeats a forgotten one is refused (Forgotten)."""
+    prepared = prepare_candidate(data, evidence)
+    refuse_forgotten(prepared.fields["scope"], prepared.fields["trigger"], prepared.fields["content"])
+    return insert_candidate(prepared, actor=actor, actor_label=actor_label, at=at)
 
 
 def insert_candidate(prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None) -> Entry:
@@ -219,6 +223,8 @@ def edit_and_approve(
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         edited = [f for f in EDITABLE_FIELDS if f in cleaned and getattr(entry, f) != cleaned[f]]
         text = {"trigger": entry.trigger, "content": entry.content, **cleaned}
+        if edited:  # an edit must not type a forgotten lesson back in
+            refuse_forgotten(cleaned.get("scope", entry.scope), text["trigger"], text["content"])
         flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
         write_entry(
             entry, {**cleaned, **flags, "fingerprint": fingerprint(text["trigger"], text["content"]),

@@ -282,9 +282,9 @@ def _close(conflict: Conflict, *, actor, state: str, resolution: str, now) -> No
     conflict.save(update_fields=["state", "resolution", "resolved_by", "resolved_at"])
 
 
-def close_moot_conflicts(superseded: list[Entry], *, actor, now, except_id: int) -> int:
-    """Open conflicts of an entry that is superseded now have nothing left to decide: each is closed as
-    moot, with an Event about it that says which entry went."""
+def close_moot_conflicts(superseded: list[Entry], *, actor, now, except_id: int, went: str = "superseded") -> int:
+    """Open conflicts of an entry that is superseded (or, `went`, forgotten) now have nothing left to decide:
+    each is closed as moot, with an Event about it that says which entry went."""
     ids = {e.pk for e in superseded}
     moot = list(
         Conflict.objects.select_for_update().filter(state=Conflict.State.OPEN)
@@ -300,7 +300,7 @@ def close_moot_conflicts(superseded: list[Entry], *, actor, now, except_id: int)
         build_event(
             conflict, actor=actor, action=EventAction.CONFLICT_MOOT, at=now,
             reason=f"moot: {', '.join(f'#{pk}' for pk in (conflict.entry_a_id, conflict.entry_b_id) if pk in ids)} "
-                   "superseded",
+                   f"{went}",
             before={"state": Conflict.State.OPEN}, after={"state": Conflict.State.RESOLVED, "resolution": "moot"},
         )
         for conflict in moot

@@ -24,6 +24,7 @@ from curation.contradiction import contradiction, parse_lesson
 from curation.models import ConsolidationProposal, Entry, EventAction, Status
 from curation.permissions import REVIEW
 from curation.redaction import redact_fields
+from curation.selectors.forgets import all_tombstones, forgotten_among
 from curation.similarity import merged_content, normalise, words
 
 from .conflicts import close_moot_conflicts, detect_conflicts_for
@@ -175,6 +176,7 @@ def sweep_consolidation(
     examined = 0
     heartbeat()
     with _consistent_snapshot():
+        tombstones = all_tombstones()
         walked = Entry.objects.filter(status=Status.ACTIVE)
         changed_ids = None  # every entry is walked: each pair is compared from its lower id
         if changed_since is not None:
@@ -201,6 +203,11 @@ def sweep_consolidation(
                 pool = list(
                     Entry.objects.filter(status=Status.ACTIVE, scope=scope).only(*_FIELDS).order_by("-id")[:pool_limit]
                 )
+                # A lesson that repeats a forgotten one is never proposed again (its tombstone).
+                barred = forgotten_among(pool + group, tombstones)
+                if barred:
+                    pool = [p for p in pool if p.pk not in barred]
+                    group = [e for e in group if e.pk not in barred]
                 everyone = {p.pk: p for p in pool + group}
                 text = {pk: words(f"{p.trigger} {p.content}") for pk, p in everyone.items()}
                 trig_words = {pk: words(p.trigger) for pk, p in everyone.items()}

@@ -49,3 +49,18 @@ class StaleProposal(Stale):
 
 class ConcurrentChange(Exception):
     """A sweep's batch changed between reading and writing it; nothing of the batch was written."""
+
+
+class Forgotten(InvalidTransition):
+    """A lesson that repeats a forgotten one (its tombstone): refused wherever lessons come in (an edit in
+    a queue shows it as a refused decision). The answer names the forget request and its day, never the
+    forgotten text."""
+
+    def __init__(self, request_id: int, forgotten_on):
+        self.request_id, self.forgotten_on = request_id, forgotten_on
+        super().__init__(f"This lesson was forgotten on {forgotten_on:%Y-%m-%d} (forget request #{request_id}) "
+                         "and is not learned again.")
+
+    def as_json(self) -> dict:
+        return {"status": "forgotten", "request_id": self.request_id,
+                "forgotten_on": self.forgotten_on.isoformat(), "error": str(self)}

@@ -72,3 +72,9 @@ def build_event(
     for about in (subject, *also):
         setattr(event, subject_link(about), about)
     return event
+
+
+def rewrite_purged_text(event: Event, *, before, after, reason: str, entry_label: str) -> None:
+    """The one rewrite of a written Event: a forget's purge replacing forgotten text (services/forgets.py).
+    On PostgreSQL the append-only trigger refuses this; there the purge is the function curation_forget_purge."""
+    Event.objects.filter(pk=event.pk).update(before=before, after=after, reason=reason, entry_label=entry_label)

@@ -24,6 +24,8 @@ from .candidates import (
 )
 from .conflicts import detect_conflicts_for, detect_conflicts_many
 from .entry_writes import insert_entries
+from .errors import Forgotten
+from .forgets import forgotten_of, refuse_forgotten
 from .events import build_event, record_events
 from .validation import unknown_fields
 
@@ -90,7 +92,7 @@ def _add_to_duplicate(entry: Entry, prepared: PreparedCandidate, label: str, now
     return len(prepared.evidence)
 
 
-def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
+def _prepare_for(data, token: AgentToken, *, check_forgotten: bool = True) -> PreparedCandidate:
     if not isinstance(data, dict):
         raise ValidationError({"_": ["Each candidate is a JSON object."]})
     if errors := _unknown_candidate_fields(data):
@@ -101,11 +103,14 @@ def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
     scope = prepared.fields["scope"]
     if not access.token_covers(token, scope):
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")
+    if check_forgotten:
+        refuse_forgotten(scope, prepared.fields["trigger"], prepared.fields["content"])
     return prepared
 
 
 def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
-    """One candidate from an agent. Raises ValidationError (bad fields) or PermissionDenied (scope)."""
+    """One candidate from an agent. Raises ValidationError (bad fields), PermissionDenied (scope) or
+    Forgotten (it repeats a forgotten lesson)."""
     prepared = _prepare_for(data, token)
     now = at or clock.now()
     try:
@@ -164,6 +169,10 @@ def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submiss
 
 
 def _refusal(index: int, exc: Exception) -> dict:
+    if isinstance(exc, Forgotten):  # the request and its day, never the forgotten text
+        forgotten = exc.as_json()
+        return {"index": index, "ok": False, "status": 409, "refusal": forgotten["status"],
+                "request_id": exc.request_id, "forgotten_on": forgotten["forgotten_on"], "errors": {"_": [str(exc)]}}
     if isinstance(exc, PermissionDenied):
         return {"index": index, "ok": False, "status": 403, "errors": {"scope": [str(exc)]}}
     errors = exc.message_dict if hasattr(exc, "error_dict") else {"_": exc.messages}
@@ -179,9 +188,15 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
     prepared: list[tuple[int, PreparedCandidate]] = []
     for index, item in enumerate(items):
         try:
-            prepared.append((index, _prepare_for(item, token)))
+            prepared.append((index, _prepare_for(item, token, check_forgotten=False)))
         except (ValidationError, PermissionDenied) as exc:
             results[index] = _refusal(index, exc)
+    # A lesson that repeats a forgotten one: the tombstones of the whole batch in one query.
+    refusals = forgotten_of([(p.fields["scope"], p.fields["trigger"], p.fields["content"]) for _, p in prepared])
+    for (index, _), refusal in zip(prepared, refusals):
+        if refusal is not None:
+            results[index] = _refusal(index, refusal)
+    prepared = [(index, p) for (index, p), refusal in zip(prepared, refusals) if refusal is None]
     if prepared:
         try:
             with transaction.atomic():
@@ -193,7 +208,7 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
                 try:
                     with transaction.atomic():
                         written[index] = submit_candidate(data=items[index], token=token, at=now)
-                except (ValidationError, PermissionDenied) as exc:
+                except (ValidationError, PermissionDenied, Forgotten) as exc:
                     results[index] = _refusal(index, exc)
                 except DatabaseError as exc:
                     results[index] = {"index": index, "ok": False, "status": 409, "errors": {"_": [str(exc)[:200]]}}

@@ -13,6 +13,7 @@ from django.db.models.functions import RowNumber
 
 from curation import lifecycle, skill_format
 from curation.models import SKILL_SLUG_MAX, Conflict, Entry, Event, EventAction, SkillProposal, SkillSource, Status
+from curation.selectors.forgets import all_tombstones, forgotten_among
 from curation.services.events import build_event, record_events
 from curation.services.skills import draft_of, proposal_ref
 
@@ -78,12 +79,15 @@ def run(sweep: Sweep) -> None:
     fixed number of queries (the candidates, their recent outcomes, then for the nominees: a lock, the
     slugs taken, and one insert each for the proposals, their sources and their Events)."""
     gates = lifecycle.skill_gates()
+    tombstones = all_tombstones()
     for batch, count in keyset_batches(Status.ACTIVE, sweep.batch_size):
         rows = list(_candidates(batch, gates).only(*_ENTRY_FIELDS).order_by("id"))
         chosen = []
         if rows:
             outcomes = recent_outcomes([e.pk for e in rows], window=gates.recent_window, as_of=sweep.as_of)
             chosen = [e for e in rows if lifecycle.is_nominable(**_facts(e, outcomes[e.pk]), gates=gates)]
+            barred = forgotten_among(chosen, tombstones)  # a forgotten lesson is never proposed again
+            chosen = [e for e in chosen if e.pk not in barred]
         if sweep.dry_run:
             for e in chosen[:sweep.samples_left]:
                 sweep.sample(f"#{e.pk} nominate as skill {skill_format.slug_base(e.trigger)}: {_nomination_reason(e, gates)}")

@@ -9,8 +9,9 @@ from django import forms
 
 from curation import access
 from curation.lifecycle import SKILL_KINDS
-from curation.models import ConsolidationProposal, Kind, Signal
+from curation.models import ConsolidationProposal, ForgetRequest, Kind, Signal
 from curation.selectors import ConflictFilters, ProposalFilters, QueueFilters, SkillFilters
+from curation.selectors.forgets import ForgetFilters
 
 
 class TruncatedText(forms.CharField):
@@ -142,3 +143,10 @@ class SkillFilterForm(QueueFilterForm):
     scope = scope_field()
     kind = choice([(k, Kind(k).label) for k in SKILL_KINDS])
     ready = Flag()
+
+
+class ForgetFilterForm(QueueFilterForm):
+    dataclass = ForgetFilters
+    scope = scope_field()
+    state = forms.ChoiceField(choices=ForgetRequest.State.choices, required=False,
+                              error_messages={"invalid_choice": "one of open, approved, declined"})

@@ -313,7 +313,7 @@ def test_openapi_schema_and_docs_page(client):
     assert schema["openapi"].startswith("3.1")
     assert set(schema["paths"]) == {"/candidates", "/candidates/batch", "/memory", "/memory/search", "/feedback", "/export",
                                     "/entries/{id}", "/entries/{id}/evidence", "/skills", "/skills/{slug}", "/skills/{slug}/trials",
-                                    "/token"}
+                                    "/token", "/forget-requests"}
     page = client.get("/api/v1/docs").content.decode()
     assert "GET /api/v1/memory" in page and "POST /api/v1/feedback" in page
     assert "GET /api/v1/skills" in page and "POST /api/v1/skills/{slug}/trials" in page

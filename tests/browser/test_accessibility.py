@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from curation import services
 from curation.models import Entry
+from curation.services.forgets import file_forget_request
 from tests.factories import active, candidate_data, log_in, make_user, nominated
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,6 +29,8 @@ def test_every_page_has_no_serious_or_critical_violation(live_server, page):
                                       actor_label="agent:ci")
     kept = active(lead, scope="acme/billing-api", trigger="An active lesson")
     nominated(scope="acme/billing-api/host", trigger="Rotating the billing-api webhook key")
+    active(lead, scope="acme/billing-api", trigger="An active lesson to forget", content="Forget me, please.")
+    forget = file_forget_request(entry_id=kept.pk, reason="The user asked", actor=lead)
     page.goto(f"{live_server.url}/accounts/login/")
     found = {"login": violations(page)}
     log_in(page, live_server, "lena")
@@ -36,6 +39,7 @@ def test_every_page_has_no_serious_or_critical_violation(live_server, page):
         "consolidation": "/review/consolidation/", "skill promotions": "/review/skills/",
         "dashboard": "/", "skills": "/skills/", "entry": f"/entries/{entry.pk}/", "active entry": f"/entries/{kept.pk}/",
         "tokens": "/agents/tokens/", "api docs": "/api/v1/docs", "maintenance": "/maintenance/",
+        "forget requests": "/review/forgets/", "forget request": f"/review/forgets/{forget.pk}/",
     }
     for name, path in pages.items():
         page.goto(live_server.url + path)

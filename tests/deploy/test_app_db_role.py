@@ -106,4 +106,33 @@ def test_grants_name_every_table_and_only_append_to_the_history():
     statements = db_roles.grant_statements("app", ["curation_entry", "curation_event", "django_session"])
     assert 'GRANT SELECT, INSERT ON "curation_event" TO "app"' in statements
     assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON "curation_entry" TO "app"' in statements
+    assert 'GRANT SELECT, INSERT ON "curation_tombstone" TO "app"' in db_roles.grant_statements("app", ["curation_tombstone"])
+    assert db_roles.grant_statements("app", [], ["curation_forget_purge(bigint, text[])"])[-1] == (
+        'GRANT EXECUTE ON FUNCTION curation_forget_purge(bigint, text[]) TO "app"')
     assert not any("TRUNCATE" in s or "TRIGGER" in s for s in statements)
+
+
+def test_the_app_role_forgets_through_the_purge_function_only(app_role, as_app):
+    """As the application role: a forget's purge rewrites the history's text (through the SECURITY DEFINER
+    function, the one way), and the same role's plain UPDATE of an Event is still refused."""
+    from curation.services.forgets import approve_forget_request, file_forget_request
+
+    lead = make_user("lena", "lead")
+    owner = connection.settings_dict["USER"]
+    connection.close()
+    connection.settings_dict["USER"] = app_role
+    try:
+        entry = services.create_candidate(data=candidate_data(content="Ask Marguerite Okonkwo for the keys first."),
+                                          evidence=[], actor_label="agent:ci")
+        request = file_forget_request(entry_id=entry.pk, reason="the user asked", actor=lead)
+        approve_forget_request(request.pk, actor=lead)
+        assert all("Okonkwo" not in str(e.after) for e in Event.objects.filter(entry_id=entry.pk))
+        assert Event.objects.filter(forget_request=request, action="forget_purge").exists()
+    finally:
+        connection.close()
+        connection.settings_dict["USER"] = owner
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
+        as_app.execute("UPDATE curation_event SET reason = 'rewritten'")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        as_app.execute("SELECT set_config('memoryadmin.forget_purge', '1', false); "
+                       "UPDATE curation_evidence SET excerpt = 'x'")

@@ -63,3 +63,64 @@ def test_events_gain_subjects_without_a_row_rewritten():
     event = Event.objects.get(pk=kept.pk)
     assert (event.entry_id, event.token_id, event.action, event.after) == (entry.pk, None, "submit", {"status": "pending"})
     assert Event.objects.create(token_id=token.pk, entry_label="agent:t", actor_label="lena", action="token_created")
+
+
+# --- the one exception: a forget's purge -------------------------------------------------------------------
+
+
+def _forgotten(make_candidate):
+    from curation.services.forgets import approve_forget_request, file_forget_request
+    from tests.factories import make_user
+
+    lead = make_user("lena", "lead")
+    entry = make_candidate(content="Ask Marguerite Okonkwo for the payroll rollback keys before deploying.",
+                           evidence=[{"kind": "user_statement", "signal": "external",
+                                      "excerpt": "Marguerite Okonkwo holds the payroll rollback keys"}])
+    request = file_forget_request(entry_id=entry.pk, reason="the user asked", actor=lead)
+    approve_forget_request(request.pk, actor=lead)
+    return entry, request
+
+
+def test_a_plain_update_is_refused_even_with_a_purge_under_way_elsewhere(on_postgres, make_candidate):
+    """The trigger lets through only an UPDATE of text columns while the transaction's own purge setting
+    names a request; a plain UPDATE, or one that changes anything else, is refused."""
+    entry, request = _forgotten(make_candidate)
+    event = Event.objects.filter(entry=entry).first()
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        Event.objects.filter(pk=event.pk).update(reason="rewritten")
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL memoryadmin.forget_purge = %s", [str(request.pk)])
+            cursor.execute("UPDATE curation_event SET action = 'approve' WHERE id = %s", [event.pk])
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL memoryadmin.forget_purge = %s", [str(request.pk)])
+            cursor.execute("DELETE FROM curation_evidence WHERE entry_id = %s", [entry.pk])
+    # The setting is transaction-local: the purge left nothing behind for later statements.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(current_setting('memoryadmin.forget_purge', true), '')")
+        assert cursor.fetchone()[0] == ""
+
+
+def test_a_forget_purges_the_history_and_the_purge_is_in_it(on_postgres, make_candidate):
+    entry, request = _forgotten(make_candidate)
+    marker = f"[forgotten: request #{request.pk}]"
+    assert Evidence.objects.get(entry=entry).excerpt == marker
+    assert all("Okonkwo" not in str((e.before, e.after, e.reason, e.entry_label))
+               for e in Event.objects.filter(entry=entry))
+    submitted = Event.objects.get(entry=entry, action="submit")
+    assert submitted.after["content"] == marker and submitted.after["conditions"] == []
+    purge = Event.objects.get(forget_request=request, action="forget_purge")
+    assert purge.after["history"] >= 3 and marker in purge.reason
+
+
+def test_the_purge_function_refuses_a_request_that_is_not_approved(on_postgres, make_candidate):
+    from curation.services.forgets import file_forget_request
+    from tests.factories import make_user
+
+    entry = make_candidate()
+    request = file_forget_request(entry_id=entry.pk, reason="r", actor=make_user("lena", "lead"))
+    with pytest.raises(DatabaseError, match="not approved"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT curation_forget_purge(%s, %s)", [request.pk, ["Confirm the repository root"]])
+    assert "Confirm the repository root" in Event.objects.get(entry=entry, action="submit").after["content"]

@@ -53,6 +53,12 @@ NOT_FREE_TEXT = {
     "ReleasedEntry.conditions": "a copy of Entry.conditions, redacted when the entry was written",
     "ReleasedEntry.boundary": "a copy of Entry.boundary, redacted when the entry was written",
     "ReleasedEntry.fingerprint": "a sha256",
+    "ForgetRequest.scope": "a scope path, validated by access.clean_scope",
+    "ForgetRequest.requested_by_label": "a username or an agent token's label",
+    "ForgetRequest.forgotten_ids": "entry ids",
+    "Tombstone.scope": "a copy of a redacted entry's scope path",
+    "Tombstone.fingerprint": "a sha256",
+    "Tombstone.signature": "keyed hashes of word stems, never the words",
     "ReleasedSkill.slug": "a copy of a skill's slug, validated against SKILL_SLUG_PATTERN",
     "ReleasedSkill.scope": "a copy of a skill's scope path",
 }

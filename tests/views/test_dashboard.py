@@ -43,7 +43,7 @@ def world(reviewer):
 
 def test_dashboard_numbers(world, lead):
     board = board_reads.dashboard(lead)
-    candidates, conflict_q, proposals, skill_q = board.queues
+    candidates, conflict_q, proposals, skill_q, forget_q = board.queues
     assert (candidates.count, conflict_q.count, proposals.count, skill_q.count) == (2, 1, 0, 0)  # deferred: not waiting
     assert candidates.oldest == Entry.objects.get(pk=world["old"].pk).queued_at
     assert dict(board.by_state) == {"pending": 3, "active": 3, "rejected": 1, "archived": 0, "superseded": 0, "retired": 0}
@@ -56,19 +56,19 @@ def test_dashboard_numbers(world, lead):
 
 
 def test_dashboard_query_count_is_fixed(world, lead, reviewer, django_assert_max_num_queries):
-    with django_assert_max_num_queries(18):
+    with django_assert_max_num_queries(20):
         board_reads.dashboard(lead)
     for i in range(10):  # more of everything: the same number of queries
         active(reviewer, scope=f"acme/s{i}", trigger=f"Merging branch {i}", content="Never rebase.", conditions=[])
         services.create_candidate(data=candidate_data(trigger=f"Waiting {i}"), actor_label="agent:ci")
-    with django_assert_max_num_queries(18):
+    with django_assert_max_num_queries(20):
         board_reads.dashboard(lead)
 
 
 def test_the_page(world, lead, django_assert_max_num_queries):
     client = client_for(lead)
     client.get("/")
-    with django_assert_max_num_queries(23):  # session, user, permissions, and the 18 of the selector
+    with django_assert_max_num_queries(25):  # session, user, permissions, and the 20 of the selector
         response = client.get("/")
     page = response.content.decode()
     assert response.status_code == 200
@@ -82,7 +82,7 @@ def test_the_page(world, lead, django_assert_max_num_queries):
 def test_scopes_limit_what_the_dashboard_counts(world):
     web_only = make_user("wes", "reviewer", scopes=["acme/web"])
     board = board_reads.dashboard(web_only)
-    assert [q.count for q in board.queues] == [0, 0, 0, 0]
+    assert [q.count for q in board.queues] == [0, 0, 0, 0, 0]
     assert dict(board.by_state)["active"] == 1 and [e.pk for e in board.due_rechecks] == [world["due"].pk]
 
 

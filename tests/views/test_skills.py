@@ -274,7 +274,7 @@ def test_skills_list_query_count(lead, reviewer, django_assert_max_num_queries):
 
 def test_the_dashboard_counts_the_skills_queue(lead):
     p = nominated()
-    *_, skill_q = board_reads.dashboard(lead).queues
+    *_, skill_q, _forget_q = board_reads.dashboard(lead).queues
     assert (skill_q.name, skill_q.count, skill_q.oldest) == ("Skills", 1, fresh(p).created_at)
     page = client_for(lead).get("/").content.decode()
     assert 'id="queue-skills"' in page and 'href="/review/skills/"' in page

@@ -1,0 +1,71 @@
+"""The Forget queue: requests to forget a lesson, filed by reviewers (the entry page's "Request forget")
+and by agents for their users. A lead approves, with the near duplicates ticked on the card, or declines
+with a reason; reviewers file and read, auditors read."""
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from curation.models import Entry, ForgetRequest
+from curation.permissions import FORGET, REVIEW, require
+from curation.selectors import forgets as reads
+from curation.services import forgets as service
+from curation.views.filters import ForgetFilterForm
+from curation.views.queues import Queue, decision
+
+
+class Forgets(Queue):
+    url_name, card_url_name, bulk_url_name = "forgets", "forget-card", ""
+    page_template, card_template = "curation/forgets.html", "curation/partials/forget_card.html"
+    decided_template, filter_form = "curation/partials/forget_decided.html", ForgetFilterForm
+    label, empty, card_title, back_label = "forget requests", "No forget requests", "Request", "the requests"
+    item_noun, outcome_id, dom_prefix = "request", "request_id", "forget"
+    missing, not_found = (ForgetRequest.DoesNotExist,), "No such request in your scopes."
+    keys = (("j / k", "next / previous request"), ("o", "open the entry's page"))
+    read_list = staticmethod(reads.forget_queue)
+    read_count = staticmethod(reads.forget_count)
+    read_one = staticmethod(reads.forget_card)
+    count_noun, decided_text = "open", "Request #{item.pk}: {verb}."
+    decided_attr = "request"
+
+    def counted(self, filters) -> str:
+        return filters.state or "open"
+
+
+QUEUE = Forgets()
+
+
+@decision(FORGET, "Only a lead approves or declines forget requests.")
+def approve(request, pk):
+    return QUEUE.decide(request, pk, "approved: forgotten", service.approve_forget_request,
+                        duplicate_ids=request.POST.getlist("duplicates"), note=request.POST.get("note", ""))
+
+
+@decision(FORGET, "Only a lead approves or declines forget requests.")
+def decline(request, pk):
+    def act(pk, *, actor, reason):
+        return service.ForgetOutcome(service.decline_forget_request(pk, actor=actor, reason=reason), [], None, 0)
+
+    return QUEUE.decide(request, pk, "declined", act, panel="decline", form={"reason": request.POST.get("reason", "")},
+                        reason=request.POST.get("reason", ""))
+
+
+@require_POST
+@require(REVIEW)
+def file_for_entry(request, entry_id):
+    """The entry page's "Request forget": back to the entry with what happened."""
+    try:
+        filed = service.file_forget_request(entry_id=entry_id, reason=request.POST.get("reason", ""),
+                                            actor=request.user)
+    except Entry.DoesNotExist:
+        raise Http404("No such entry in your scopes.") from None
+    except ValidationError as exc:
+        messages.error(request, "Not filed: " + " ".join(m for ms in exc.message_dict.values() for m in ms))
+        return redirect("curation:entry", entry_id=entry_id)
+    messages.success(request, f"Forget request #{filed.pk} filed: a lead decides in the Forget queue.")
+    return redirect("curation:entry", entry_id=entry_id)
+
+
+urlpatterns = QUEUE.urls("review/forgets/", {"approve": approve, "decline": decline})
