@@ -55,6 +55,11 @@ class Candidates(Queue):
     def bulk_decide(self, request, items, action):
         return services.bulk_decide(items, actor=request.user, action=action, reason=request.POST.get("reason", ""))
 
+    def decided_verb(self, item, verb):
+        if verb in ("approved", "rejected", "edited and approved"):
+            return services.candidates.decided_words(item, verb.removesuffix("d"))
+        return verb
+
     def decided_context(self, request):
         return {"undo_seconds": services.candidates.UNDO_SECONDS}
 

@@ -214,6 +214,7 @@ class Queue:
         if answer:
             return answer(outcome)
         item = getattr(outcome, self.decided_attr) if self.decided_attr else outcome
+        verb = self.decided_verb(item, verb)
         if not request.htmx:
             messages.success(request, self.decided_text.format(item=item, verb=verb, Verb=verb.capitalize()))
             return redirect(self.back_url(request))
@@ -229,6 +230,10 @@ class Queue:
 
     def count_decided(self, request, n: int) -> None:
         request.session[f"decided:{self.url_name}"] = max(0, self.decided_here(request) + n)
+
+    def decided_verb(self, item, verb: str) -> str:
+        """What a decision did, in words, once it is done (a candidates' first approval is not "approved")."""
+        return verb
 
     def decided_context(self, request) -> dict:
         """What a queue's decided card shows besides the item (the candidates' Undo)."""
