@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
 
-from curation import agreement, clock
+from curation import access, agreement, clock
 from curation.models import Event, EventAction, ReviewRule
 
 # A longer pause between two decisions is a break, not the time one decision took.
@@ -74,10 +74,11 @@ class ReviewerStats:
     windows: dict = field(default_factory=dict)       # days -> ReviewerWindow
 
 
-def _median_gaps_sql(n_actions: int) -> str:
+def _median_gaps_sql(n_actions: int, in_scope_sql: str = "") -> str:
     """Per actor, the median of the gaps between their consecutive decisions, pauses left out: window
     functions (LAG, ROW_NUMBER, COUNT) that PostgreSQL and SQLite both have; the gap in seconds per vendor.
-    Parameters: the actions, the start, the end, the longest gap that is not a pause."""
+    Parameters: the actions, the start, the end, those of `in_scope_sql` (a subquery of the Event ids the
+    reader may see), the longest gap that is not a pause."""
     if connection.vendor == "postgresql":
         gap = "EXTRACT(EPOCH FROM (created_at - prev_at))"
     else:
@@ -89,6 +90,7 @@ def _median_gaps_sql(n_actions: int) -> str:
                    LAG(created_at) OVER (PARTITION BY actor_id ORDER BY created_at, id) AS prev_at
             FROM {Event._meta.db_table}
             WHERE actor_id IS NOT NULL AND action IN ({actions}) AND created_at >= %s AND created_at <= %s
+                  {f"AND id IN ({in_scope_sql})" if in_scope_sql else ""}
         ), gaps AS (
             SELECT actor_id, {gap} AS seconds FROM decisions WHERE prev_at IS NOT NULL
         ), ranked AS (
@@ -103,20 +105,26 @@ def _median_gaps_sql(n_actions: int) -> str:
     """
 
 
-def _median_gaps(since: datetime.datetime, until: datetime.datetime) -> dict[int, float]:
+def _median_gaps(since: datetime.datetime, until: datetime.datetime, events) -> dict[int, float]:
     actions = sorted(EventAction.reviewer_decisions())
+    in_scope_sql, in_scope_params = "", ()
+    if events.query.where:  # a reader limited to scopes: only the Events about entries they may see
+        in_scope_sql, in_scope_params = events.values("id").query.sql_with_params()
     with connection.cursor() as cursor:
-        cursor.execute(_median_gaps_sql(len(actions)), [*actions, since, until, SESSION_GAP_SECONDS])
+        cursor.execute(_median_gaps_sql(len(actions), in_scope_sql),
+                       [*actions, since, until, *in_scope_params, SESSION_GAP_SECONDS])
         return {actor_id: float(median) for actor_id, median in cursor.fetchall() if median is not None}
 
 
-def reviewer_stats(now=None) -> list[ReviewerStats]:
+def reviewer_stats(user, now=None) -> list[ReviewerStats]:
     """Each reviewer who decided anything in the last 30 days, with, for the last 7 and 30 days: their
     decisions by kind; their agreement rate (of the candidates they and another reviewer both decided in a
     two-reviewer scope, the share where the second decision agreed with the first); and the median time
-    per decision (the gap between their consecutive decisions, pauses over 15 minutes left out).
-    3 queries a window and 1 for the names, however many reviewers or Events."""
+    per decision (the gap between their consecutive decisions, pauses over 15 minutes left out). A reader
+    limited to scopes counts only the decisions on entries in them. 3 queries a window, 1 for the names and
+    1 for the reader's scopes, however many reviewers or Events."""
     now = now or clock.now()
+    visible = Event.objects.filter(access.scope_q(access.user_scope_prefixes(user), "entry__scope"))
     stats: dict[int, ReviewerStats] = {}
     labels = {choice.value: choice.label for choice in EventAction}
 
@@ -125,7 +133,7 @@ def reviewer_stats(now=None) -> list[ReviewerStats]:
 
     for days in WINDOWS_DAYS:
         since = now - datetime.timedelta(days=days)
-        recent = Event.objects.filter(created_at__gte=since, created_at__lte=now, actor__isnull=False)
+        recent = visible.filter(created_at__gte=since, created_at__lte=now, actor__isnull=False)
         for actor_id, action, n in (recent.filter(action__in=EventAction.reviewer_decisions())
                                     .values_list("actor_id", "action").annotate(n=Count("id")).order_by()):
             window = row(actor_id).windows[days]
@@ -144,7 +152,7 @@ def reviewer_stats(now=None) -> list[ReviewerStats]:
                 window = row(user_id).windows[days]
                 window.agreed += agreed
                 window.disagreed += disagreed
-        for actor_id, median in _median_gaps(since, now).items():
+        for actor_id, median in _median_gaps(since, now, visible).items():
             row(actor_id).windows[days].median_seconds = median
     names = dict(get_user_model().objects.filter(pk__in=stats).values_list("pk", "username"))
     for reviewer in stats.values():

@@ -16,7 +16,7 @@ from curation.services.agreement import set_review_rule
 @require(can_view_reviewers, "The reviewers' page is for leads and auditors.")
 def reviewers(request):
     return render(request, "curation/reviewers.html", {
-        "reviewers": selectors.reviewer_stats(), "windows": WINDOWS_DAYS, "pause_minutes": SESSION_GAP_SECONDS // 60,
+        "reviewers": selectors.reviewer_stats(request.user), "windows": WINDOWS_DAYS, "pause_minutes": SESSION_GAP_SECONDS // 60,
         "rules": selectors.review_rule_rows(),
     })
 

@@ -8,6 +8,7 @@ import pytest
 from curation import clock, services
 from curation.selectors import reviewer_stats
 from curation.services.agreement import set_review_rule
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -22,8 +23,8 @@ def test_decisions_windows_and_median_time(make_candidate, reviewer, django_asse
     for i, moment in enumerate(moments):
         entry = make_candidate(trigger=f"Lesson number {i} for the timing")
         services.reject_candidate(entry.pk, actor=reviewer, expected_version=1, reason="no", at=moment)
-    with django_assert_max_num_queries(7):
-        [rita] = reviewer_stats(now=now)
+    with django_assert_max_num_queries(8):
+        [rita] = reviewer_stats(reviewer, now=now)
     week, month = rita.windows[7], rita.windows[30]
     assert (rita.name, week.decisions, month.decisions) == ("rita", 5, 6)
     assert week.by_action == {"rejected": 5}
@@ -41,9 +42,23 @@ def test_agreement_counts_for_both_reviewers(make_candidate, lead, reviewer, sec
     services.reject_candidate(disputed.pk, actor=reviewer, expected_version=2, reason="too broad")
     alone = make_candidate(scope="acme/web", trigger="Only one approval so far")
     services.approve_candidate(alone.pk, actor=reviewer, expected_version=1)
-    stats = {r.name: r.windows[7] for r in reviewer_stats()}
+    stats = {r.name: r.windows[7] for r in reviewer_stats(lead)}
     assert (stats["rita"].agreed, stats["rita"].disagreed) == (1, 1)
     assert (stats["rob"].agreed, stats["rob"].disagreed) == (1, 1)
     assert stats["rita"].agreement_rate == pytest.approx(0.5)
     assert stats["rita"].decisions == 3 and stats["rob"].decisions == 2
     assert "lena" not in stats  # setting a rule is not a decision on a candidate
+
+
+def test_a_reader_limited_to_scopes_counts_only_decisions_there(make_candidate, reviewer):
+    start = clock.now() - datetime.timedelta(hours=1)
+    for i, scope in enumerate(["acme/web", "acme/web", "acme/web", "globex/api"]):
+        entry = make_candidate(scope=scope, trigger=f"Lesson {i} somewhere")
+        services.reject_candidate(entry.pk, actor=reviewer, expected_version=1, reason="no",
+                                  at=start + datetime.timedelta(seconds=[0, 10, 40, 41][i]))
+    web_auditor = make_user("wes", "auditor", scopes=["acme/web"])
+    [rita] = reviewer_stats(web_auditor)
+    assert rita.windows[7].decisions == 3
+    assert rita.windows[7].median_seconds == pytest.approx(20, abs=0.01)  # 10 and 30, not the 1 s in globex
+    [everyone] = reviewer_stats(reviewer)
+    assert everyone.windows[7].decisions == 4
