@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 
 from curation import selectors, services
 from curation.models import Entry
-from curation.permissions import REVIEW
+from curation.permissions import REVIEW, SETTLE
 from curation.views.filters import CandidateFilterForm
 from curation.views.queues import Queue, decision
 
@@ -41,6 +41,14 @@ class Candidates(Queue):
     read_one = staticmethod(selectors.queue_card)
     read_lines = staticmethod(selectors.candidate_lines)
     decided_text = "{Verb} {item.label}."
+
+    def filters_for(self, request, params):
+        """Only leads are offered "needs a lead": a reviewer's queue never holds what waits for a lead."""
+        form = self.filter_form(params)
+        if not request.user.has_perm(SETTLE):
+            field = form.fields["reason"]
+            field.choices = [choice for choice in field.choices if choice[0] != "lead"]
+        return form
 
     def counted(self, filters):
         return "deferred" if filters.deferred else "waiting"

@@ -113,3 +113,9 @@ def test_a_lead_sets_a_rule_on_the_page(lead):
 def test_the_dashboard_links_the_reviewers_page(lead, reviewer):
     assert reverse("curation:reviewers") in client_for(lead).get("/").content.decode()
     assert reverse("curation:reviewers") not in client_for(reviewer).get("/").content.decode()
+
+
+def test_only_leads_are_offered_the_needs_a_lead_filter(reviewer, lead):
+    assert '<option value="lead">needs a lead</option>' in client_for(lead).get(f"{QUEUE}?f-scope=").content.decode()
+    page = client_for(reviewer).get(f"{QUEUE}?f-scope=").content.decode()
+    assert 'value="lead"' not in page and '<option value="recheck">recheck</option>' in page
