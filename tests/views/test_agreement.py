@@ -119,3 +119,18 @@ def test_only_leads_are_offered_the_needs_a_lead_filter(reviewer, lead):
     assert '<option value="lead">needs a lead</option>' in client_for(lead).get(f"{QUEUE}?f-scope=").content.decode()
     page = client_for(reviewer).get(f"{QUEUE}?f-scope=").content.decode()
     assert 'value="lead"' not in page and '<option value="recheck">recheck</option>' in page
+
+
+def test_a_deferred_first_approval_says_deferred(entry, reviewer, second_reviewer):
+    approve(reviewer, entry, 1)
+    answer = client_for(second_reviewer).post(reverse("curation:candidate-defer", args=[entry.pk]),
+                                              {"version": 2}, **HTMX).content.decode()
+    assert "<strong>Deferred</strong>" in answer and "1 of 2" not in answer
+
+
+def test_bulk_reject_against_an_approval_says_it_went_to_a_lead(entry, reviewer, second_reviewer):
+    approve(reviewer, entry, 1)
+    body = client_for(second_reviewer).post(reverse("curation:candidates-bulk"), {
+        "action": "reject", "reason": "too broad", "selected": [f"{entry.pk}:2"]}, **HTMX).content.decode()
+    assert f"#{entry.pk}</a>: sent to a lead: another reviewer approved it" in body
+    assert "<strong>Sent to a lead: another reviewer approved it</strong>" in body
