@@ -50,6 +50,8 @@ class QueueReason(models.TextChoices):
     RECHECK_FAILURE = "recheck_failure", "recheck: a task that used it failed"
     RECHECK_REVIEW_DUE = "recheck_review_due", "recheck: review date passed"
     RECHECK_LOW_UTILITY = "recheck_low_utility", "recheck: low utility"
+    # Two reviewers disagreed (one approved, the other rejected): only a lead decides it now.
+    NEEDS_LEAD = "needs_lead", "reviewers disagree: a lead decides"
 
 
 class Entry(models.Model):
@@ -86,6 +88,11 @@ class Entry(models.Model):
     # Set while archived: when, and why ("decayed", "unused", "low utility", "displaced by #12").
     archived_at = models.DateTimeField(null=True, blank=True)
     archive_reason = RedactedCharField(max_length=120, blank=True)
+    # Set while a candidate in a two-reviewer scope holds one approval of two: who gave it, and when.
+    first_approval_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    first_approval_at = models.DateTimeField(null=True, blank=True)
 
     supersedes = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by"
@@ -109,9 +116,12 @@ class Entry(models.Model):
             ("export_history", "Can export an entry's history"),
         ]
         indexes = [
-            # The candidates queue: oldest first, keyset on (queued_at, id), only queued rows.
+            # The candidates queue: oldest first, keyset on (queued_at, id), only queued rows. The queue
+            # reason rides along (PostgreSQL) so that a reviewer's count, which leaves out what waits for a
+            # lead, stays an index-only scan.
             models.Index(
-                fields=["queued_at", "id"], name="entry_queue_idx", condition=Q(queued_at__isnull=False)
+                fields=["queued_at", "id"], name="entry_queue_idx", condition=Q(queued_at__isnull=False),
+                include=["queue_reason"],
             ),
             # Retrieval and similarity look at active entries of a scope.
             models.Index(fields=["scope", "id"], name="entry_active_scope_idx", condition=Q(status="active")),
@@ -174,6 +184,8 @@ class Entry(models.Model):
             "queue_reason": self.queue_reason,
             "queued_at": self.queued_at.isoformat() if self.queued_at else None,
             "archive_reason": self.archive_reason,
+            "first_approval_by": self.first_approval_by_id,
+            "first_approval_at": self.first_approval_at.isoformat() if self.first_approval_at else None,
             "supersedes": self.supersedes_id,
             "version": self.version,
         }
@@ -183,7 +195,7 @@ class Entry(models.Model):
 SNAPSHOT_FIELDS = (
     "id", "status", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by",
     "signal", "base_confidence", "confidence", "last_verified_at", "queue_reason", "queued_at", "archive_reason",
-    "supersedes_id", "version",
+    "first_approval_by_id", "first_approval_at", "supersedes_id", "version",
 )
 
 
@@ -238,6 +250,10 @@ class EventAction(models.TextChoices):
     MERGE_INTO = "merge_into", "merged into another entry"
     MERGE_IN = "merge_in", "a candidate merged in"
     UNDO = "undo", "decision undone"
+    # Two-reviewer scopes: the first approval, the second that activates, a disagreement sent to a lead.
+    FIRST_APPROVAL = "first_approval", "approved (1 of 2)"
+    SECOND_APPROVAL = "second_approval", "approved by a second reviewer"
+    DISAGREEMENT = "disagreement", "rejected against an approval: sent to a lead"
     # An agent reports the outcome of a task that used the entry.
     OUTCOME_SUCCESS = "outcome_success", "task succeeded"
     OUTCOME_FAILURE = "outcome_failure", "task failed"
@@ -277,13 +293,15 @@ class EventAction(models.TextChoices):
     FORGET_DECLINED = "forget_declined", "forget request declined"
     FORGOTTEN = "forgotten", "forgotten: retired and its text purged"
     FORGET_PURGE = "forget_purge", "text purged from the history"
+    # How many reviewers a scope's candidates need.
+    REVIEW_RULE_SET = "review_rule_set", "approvals required set"
 
     @classmethod
     def activating(cls) -> frozenset["EventAction"]:
         """The actions after which their entry is active because someone chose it (or fresh evidence
         revived it): the capacity budget treats the latest of these as the scope's newcomer."""
         return frozenset({
-            cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REACTIVATE, cls.REVIVE,
+            cls.APPROVE, cls.EDIT_APPROVE, cls.SECOND_APPROVAL, cls.CONFIRM, cls.REACTIVATE, cls.REVIVE,
             cls.CONFLICT_KEEP, cls.CONFLICT_MERGE, cls.CONSOLIDATION_MERGE, cls.CONSOLIDATION_KEEP,
         })
 
@@ -291,7 +309,14 @@ class EventAction(models.TextChoices):
     def undoable(cls) -> frozenset["EventAction"]:
         """A reviewer's decisions on the candidates queue that the reviewer may take back for a short while:
         each changes only the entry itself (a merge also writes its target, a reactivation its archive)."""
-        return frozenset({cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REJECT, cls.RETIRE, cls.DEFER})
+        return frozenset({cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REJECT, cls.RETIRE, cls.DEFER,
+                          cls.FIRST_APPROVAL, cls.SECOND_APPROVAL, cls.DISAGREEMENT})
+
+    @classmethod
+    def reviewer_decisions(cls) -> frozenset["EventAction"]:
+        """What a person decides on the candidates queue: the reviewers' page counts and times these."""
+        return frozenset({cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REACTIVATE, cls.REJECT, cls.RETIRE,
+                          cls.DEFER, cls.MERGE_INTO, cls.FIRST_APPROVAL, cls.SECOND_APPROVAL, cls.DISAGREEMENT})
 
     @classmethod
     def outcomes(cls) -> frozenset["EventAction"]:
@@ -300,7 +325,7 @@ class EventAction(models.TextChoices):
 
 
 # The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
-EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token", "memory_version", "forget_request")
+EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token", "memory_version", "forget_request", "review_rule")
 
 
 def _subject_link(model: str, related_name: str = "events") -> models.ForeignKey:
@@ -323,6 +348,7 @@ class Event(models.Model):
     token = _subject_link("AgentToken")
     memory_version = _subject_link("MemoryVersion")
     forget_request = _subject_link("ForgetRequest")
+    review_rule = _subject_link("ReviewRule")
     entry_label = RedactedCharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -350,7 +376,8 @@ class Event(models.Model):
             models.CheckConstraint(
                 condition=Q(entry__isnull=False) | Q(conflict__isnull=False) | Q(proposal__isnull=False)
                 | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False)
-                | Q(forget_request__isnull=False),
+                | Q(forget_request__isnull=False)
+                | Q(review_rule__isnull=False),
                 name="event_has_subject",
             ),
         ]
@@ -703,6 +730,23 @@ class QueuePreference(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "queue"], name="one_queue_preference_per_user")]
+
+
+class ReviewRule(models.Model):
+    """How many reviewers' approvals a candidate under a scope prefix needs (1 or 2), set by a lead; the
+    longest matching prefix wins, over CURATION["TWO_REVIEWER_SCOPES"] too. Never deleted: a lead sets a
+    prefix back to 1. Each change is an Event about the rule."""
+
+    prefix = models.CharField(max_length=255, unique=True, validators=[clean_scope])
+    approvals = models.PositiveSmallIntegerField(default=2)
+    updated_at = models.DateTimeField(default=clock.now)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(approvals__in=[1, 2]), name="review_rule_one_or_two")]
+
+    @property
+    def label(self) -> str:
+        return f"{self.prefix}: {self.approvals} approval{'s' if self.approvals > 1 else ''}"
 
 
 # --- published memory versions ------------------------------------------------------------------------------

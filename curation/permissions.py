@@ -18,6 +18,9 @@ FORGET = "curation.handle_forget"
 MANAGE_TOKENS = "curation.add_agenttoken"
 # Starting background work changes what agents are served, like publishing: leads only.
 RUN_TASKS = PUBLISH
+# Deciding a candidate two reviewers disagreed on, and how many approvals a scope needs: leads only.
+SETTLE = PUBLISH
+SET_REVIEW_RULES = PUBLISH
 
 
 # Each action in words, for the 403 page ("Your role does not allow you to ..."): the page names what was
@@ -44,6 +47,11 @@ SKILL_DECISIONS = {
 def can_view_maintenance(user) -> bool:
     """Leads (who may run tasks) and auditors (who read everything but decide nothing)."""
     return user.has_perm(RUN_TASKS) or (user.has_perm(READ) and not user.has_perm(REVIEW))
+
+
+def can_view_reviewers(user) -> bool:
+    """The reviewers' decisions and agreement: leads and auditors, as maintenance."""
+    return can_view_maintenance(user)
 
 
 def require(perm, message: str = ""):
@@ -76,6 +84,9 @@ class Abilities:
         "run_tasks": RUN_TASKS,
         "manage_tokens": MANAGE_TOKENS,
         "view_maintenance": can_view_maintenance,
+        "view_reviewers": can_view_reviewers,
+        "settle": SETTLE,
+        "set_review_rules": SET_REVIEW_RULES,
     }
 
     def __init__(self, user):

@@ -1,7 +1,8 @@
 from django.urls import path
 
 from curation.views import (
-    candidates, conflicts, consolidation, dashboard, entries, forgets, health, maintenance, releases, skills, tokens,
+    candidates, conflicts, consolidation, dashboard, entries, forgets, health, maintenance, releases, reviewers,
+    skills, tokens,
 )
 
 app_name = "curation"
@@ -33,6 +34,8 @@ urlpatterns = [
     path("releases/diff.json", releases.diff_json, name="release-diff-json"),
     path("releases/export.zip", releases.export_zip, name="release-export"),
     path("preview/", releases.preview, name="preview"),
+    path("reviewers/", reviewers.reviewers, name="reviewers"),
+    path("review/rules/", reviewers.review_rules, name="review-rules"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -284,6 +284,9 @@ CURATION = {
     "DEFER_HOURS": 24,
     "QUEUE_PAGE_SIZE": 50,
     "QUEUE_COUNT_CAP": 10000,         # counts stop here: "10,000+" instead of a full COUNT(*)
+    # Scope prefixes whose candidates need two reviewers' approval (a lead's page overrides per prefix;
+    # the longest matching prefix wins). Comma-separated in the environment.
+    "TWO_REVIEWER_SCOPES": [p.strip() for p in os.environ.get("TWO_REVIEWER_SCOPES", "").split(",") if p.strip()],
     "SIMILAR_THRESHOLD": 0.35,
     # Background policies.
     "UNUSED_WINDOW_DAYS": 30,         # periodic deletion: older than W and retrieved <= alpha times in W

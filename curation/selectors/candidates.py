@@ -9,7 +9,8 @@ from django.conf import settings
 from django.db.models import Prefetch, Q
 
 from curation import access, clock
-from curation.models import Entry, Evidence, SimilarEntry, Status
+from curation.models import Entry, Evidence, QueueReason, SimilarEntry, Status
+from curation.permissions import SETTLE
 
 from .entries import visible_entries
 from .paging import Page, capped_count, encode_keyset, read_page
@@ -20,7 +21,7 @@ class QueueFilters:
     scope: str = ""
     kind: str = ""
     signal: str = ""
-    reason: str = ""           # "new" or "recheck"
+    reason: str = ""           # "new", "recheck" or "lead" (reviewers disagree: a lead decides)
     min_confidence: float | None = None
     max_confidence: float | None = None
     q: str = ""
@@ -38,6 +39,8 @@ class QueueFilters:
             q &= Q(queue_reason__in=["new", "deferred"])
         elif self.reason == "recheck":
             q &= Q(queue_reason__startswith="recheck")
+        elif self.reason == "lead":
+            q &= Q(queue_reason=QueueReason.NEEDS_LEAD)
         if self.min_confidence is not None:
             q &= Q(confidence__gte=self.min_confidence)
         if self.max_confidence is not None:
@@ -57,8 +60,11 @@ def encode_cursor(entry: Entry) -> str:
 
 
 def queue_base(user, filters: QueueFilters, now=None):
+    """The entries the user's queue shows under `filters`. A candidate two reviewers disagreed on is a
+    lead's: it leaves the reviewers' queue (and its count) and stays in the leads'."""
     now = now or clock.now()
-    return visible_entries(user).filter(filters.as_q(now))
+    qs = visible_entries(user).filter(filters.as_q(now))
+    return qs if user.has_perm(SETTLE) else qs.exclude(queue_reason=QueueReason.NEEDS_LEAD)
 
 
 def queue_count(user, filters: QueueFilters, now=None) -> tuple[int, bool]:
@@ -83,22 +89,25 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
     """One page of the queue, oldest first, keyset-paginated on (queued_at, id): 4 queries
     (entries, their evidence, their similar entries, the capped count) whatever the page size."""
     qs = queue_base(user, filters, now or clock.now())
-    return read_page(qs.prefetch_related(*_card_prefetches(user)), qs, stamp="queued_at", cursor=cursor,
+    return read_page(qs.select_related("first_approval_by").prefetch_related(*_card_prefetches(user)), qs,
+                     stamp="queued_at", cursor=cursor,
                      page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
 
 
 # What a line of the compact list shows (and its keyset): not the content, nor the search columns.
-LINE_FIELDS = ("id", "scope", "kind", "signal", "confidence", "trigger", "version", "queued_at")
+LINE_FIELDS = ("id", "scope", "kind", "signal", "confidence", "trigger", "version", "queued_at", "queue_reason",
+               "first_approval_by__username")
 
 
 def candidate_lines(user, filters: QueueFilters, *, cursor: str = "", page_size: int | None = None, now=None) -> Page:
     """One page of the queue as the compact list shows it (one line a lesson): the entries and the capped
     count, 2 queries; a line's evidence and similar entries load when it is expanded (queue_card)."""
     qs = queue_base(user, filters, now or clock.now())
-    return read_page(qs.only(*LINE_FIELDS), qs, stamp="queued_at", cursor=cursor,
+    return read_page(qs.select_related("first_approval_by").only(*LINE_FIELDS), qs, stamp="queued_at", cursor=cursor,
                      page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
 
 
 def queue_card(user, entry_id) -> Entry:
     """One card of the queue, with what the card shows."""
-    return visible_entries(user).prefetch_related(*_card_prefetches(user)).get(pk=entry_id)
+    return (visible_entries(user).select_related("first_approval_by").prefetch_related(*_card_prefetches(user))
+            .get(pk=entry_id))

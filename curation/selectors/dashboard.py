@@ -12,6 +12,7 @@ from django.db.models.functions import Floor
 from curation import clock
 from curation.models import SkillProposal, Status, TaskRun
 
+from .candidates import QueueFilters, queue_base
 from .conflicts import ConflictFilters, open_conflicts
 from .consolidation import open_proposals
 from .entries import visible_entries
@@ -78,8 +79,8 @@ def histogram_bars(counts: dict[int, int], *, bins: int = HISTOGRAM_BINS, height
 
 
 def dashboard(user, *, now=None) -> Dashboard:
-    """The lead's view at a glance, in 20 queries whatever the size of the tables (the user's scope grants,
-    then 19): queue sizes (capped
+    """The lead's view at a glance, in 22 queries whatever the size of the tables (the user's scope grants
+    and permissions, then 19): queue sizes (capped
     counts) with their oldest item, entries by state, the active entries' confidence histogram, due
     rechecks, open conflicts, flagged candidates and the last run of each background task."""
     now = now or clock.now()
@@ -88,7 +89,8 @@ def dashboard(user, *, now=None) -> Dashboard:
     conflicts = open_conflicts(user, ConflictFilters())
     queues = []
     for name, url_name, qs, stamp in (
-        ("Candidates", "curation:candidates", waiting, "queued_at"),
+        # What the user's candidates queue shows: a reviewer's leaves out what waits for a lead.
+        ("Candidates", "curation:candidates", queue_base(user, QueueFilters(), now), "queued_at"),
         ("Conflicts", "curation:conflicts", conflicts, "created_at"),
         ("Consolidation", "curation:consolidation", open_proposals(user), "created_at"),
         ("Skills", "curation:skills-queue", visible_skills(user).filter(status=SkillProposal.Status.NOMINATED), "created_at"),

@@ -48,12 +48,18 @@ class TimelineItem:
     changes: tuple = ()  # (field, before, after) for the fields an event changed
 
 
+# Snapshot keys a timeline does not list as changed values: the version, and the first approval of a
+# two-reviewer scope, which the Event itself says (its action "approved (1 of 2)" and its actor).
+NOT_SHOWN_AS_CHANGES = frozenset({"version", "first_approval_by", "first_approval_at"})
+
+
 def event_changes(event: Event) -> tuple:
     before, after = event.before or {}, event.after or {}
     if not before:
         return ()
     return tuple(
-        (key, before.get(key), value) for key, value in after.items() if key != "version" and before.get(key) != value
+        (key, before.get(key), value) for key, value in after.items()
+        if key not in NOT_SHOWN_AS_CHANGES and before.get(key) != value
     )
 
 

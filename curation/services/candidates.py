@@ -11,10 +11,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
 from curation import access, clock, lifecycle
-from curation.permissions import REVIEW
+from curation.permissions import REVIEW, SETTLE
 from curation.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, QueueReason, SimilarEntry, Signal, Status
-from curation.selectors import similar_active_entries
+from curation.selectors import approvals_required, similar_active_entries
 from curation.similarity import fingerprint
 
 from .entry_writes import changes_since, insert_entry, write_entry
@@ -181,6 +181,8 @@ def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
         raise StaleDecision(entry, changes_since(entry, expected_version))
     if entry.queued_at is None:
         raise InvalidTransition(f"Entry #{entry.pk} is not in the candidates queue (it is {entry.status}).")
+    if entry.queue_reason == QueueReason.NEEDS_LEAD and not actor.has_perm(SETTLE):
+        raise InvalidTransition(f"Reviewers disagree on #{entry.pk}: a lead decides it now.")
     return entry
 
 
@@ -189,7 +191,27 @@ def _activation(entry: Entry, now) -> dict:
     return {
         "status": Status.ACTIVE, "queued_at": None, "queue_reason": "", "last_verified_at": now,
         "confidence": entry.base_confidence, "archived_at": None, "archive_reason": "",
+        **_NO_FIRST_APPROVAL,
     }
+
+
+_NO_FIRST_APPROVAL = {"first_approval_by": None, "first_approval_at": None}
+
+
+def _needs_second_reviewer(entry: Entry) -> bool:
+    """A pending candidate in a two-reviewer scope, not (yet) handed to a lead: one approval does not
+    activate it. Entries sent back for a recheck were approved once already; one reviewer decides them."""
+    return (entry.status == Status.PENDING and entry.queue_reason != QueueReason.NEEDS_LEAD
+            and approvals_required(entry.scope) == 2)
+
+
+def _first_approval(entry: Entry, actor, now) -> dict:
+    return {"first_approval_by": actor, "first_approval_at": now}
+
+
+def _refuse_own_second(entry: Entry, actor) -> None:
+    if entry.first_approval_by_id == actor.pk:
+        raise InvalidTransition(f"You gave #{entry.pk} its first approval: a second reviewer approves it.")
 
 
 def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:
@@ -201,6 +223,13 @@ def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: st
             entry.status, EventAction.CONFIRM)
         if not _approvable(entry):
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
+        if _needs_second_reviewer(entry):
+            if entry.first_approval_by_id is None:
+                write_entry(entry, _first_approval(entry, actor, now), expected_version=expected_version,
+                            action=EventAction.FIRST_APPROVAL, actor=actor, reason=reason.strip(), at=now)
+                return entry
+            _refuse_own_second(entry, actor)
+            action = EventAction.SECOND_APPROVAL
         write_entry(entry, _activation(entry, now), expected_version=expected_version, action=action, actor=actor,
                     reason=reason.strip(), at=now)
     return entry
@@ -226,10 +255,17 @@ def edit_and_approve(
         if edited:  # an edit must not type a forgotten lesson back in
             refuse_forgotten(cleaned.get("scope", entry.scope), text["trigger"], text["content"])
         flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
+        decision, action = _activation(entry, now), EventAction.EDIT_APPROVE
+        if _needs_second_reviewer(entry):
+            if edited or entry.first_approval_by_id is None:
+                # Changed text has one approval, its editor's: another reviewer approves what was changed.
+                decision, action = _first_approval(entry, actor, now), EventAction.FIRST_APPROVAL
+            else:
+                _refuse_own_second(entry, actor)
+                action = EventAction.SECOND_APPROVAL
         write_entry(
-            entry, {**cleaned, **flags, "fingerprint": fingerprint(text["trigger"], text["content"]),
-                    **_activation(entry, now)},
-            expected_version=expected_version, action=EventAction.EDIT_APPROVE, actor=actor,
+            entry, {**cleaned, **flags, "fingerprint": fingerprint(text["trigger"], text["content"]), **decision},
+            expected_version=expected_version, action=action, actor=actor,
             reason=reason.strip() or (f"edited {', '.join(edited)}" if edited else "approved without changes"), at=now,
         )
     return entry
@@ -244,8 +280,15 @@ def reject_candidate(entry_id: int, *, actor, expected_version: int, reason: str
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
         pending = entry.status == Status.PENDING
+        if (pending and entry.first_approval_by_id not in (None, actor.pk)
+                and entry.queue_reason != QueueReason.NEEDS_LEAD and not actor.has_perm(SETTLE)):
+            # One approved, another rejects: neither decides; the candidate waits for a lead.
+            write_entry(entry, {"queue_reason": QueueReason.NEEDS_LEAD}, expected_version=expected_version,
+                        action=EventAction.DISAGREEMENT, actor=actor, reason=reason, at=now)
+            return entry
         write_entry(
-            entry, {"status": Status.REJECTED if pending else Status.RETIRED, "queued_at": None, "queue_reason": ""},
+            entry, {"status": Status.REJECTED if pending else Status.RETIRED, "queued_at": None, "queue_reason": "",
+                    **_NO_FIRST_APPROVAL},
             expected_version=expected_version, action=EventAction.REJECT if pending else EventAction.RETIRE,
             actor=actor, reason=reason, at=now,
         )
@@ -311,7 +354,7 @@ UNDO_SECONDS = 30
 # What an undo puts back: the queue's state and the text an edit changed, as the decision's Event saw them.
 _UNDONE_FIELDS = ("status", "queue_reason", "archive_reason", "confidence", "scope", "trigger", "content",
                   "boundary", "conditions")
-_UNDONE_TIMES = ("queued_at", "last_verified_at")
+_UNDONE_TIMES = ("queued_at", "last_verified_at", "first_approval_at")
 
 
 def undo_decision(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:
@@ -341,13 +384,23 @@ def _undo(entry_id: int, actor, expected_version: int, reason: str, now) -> Entr
             raise InvalidTransition(f"Undo is for {UNDO_SECONDS} seconds after a decision; decide on #{entry.pk} again.")
         before = last.before
         restored = {field: before[field] for field in _UNDONE_FIELDS}
-        restored.update({field: datetime.datetime.fromisoformat(before[field]) if before[field] else None
+        restored.update({field: datetime.datetime.fromisoformat(before[field]) if before.get(field) else None
                          for field in _UNDONE_TIMES})
         restored["fingerprint"] = fingerprint(restored["trigger"], restored["content"])
+        restored["first_approval_by_id"] = before.get("first_approval_by")
         verb = EventAction(last.action).label
         write_entry(entry, restored, expected_version=expected_version, action=EventAction.UNDO, actor=actor,
                     reason=reason.strip() or f"undid \"{verb}\"", at=now)
     return entry
+
+
+def decided_words(entry: Entry, action: str) -> str:
+    """What an approve or reject did, in words: a two-reviewer scope's first approval or disagreement says so."""
+    if entry.status == Status.PENDING and entry.queue_reason == QueueReason.NEEDS_LEAD:
+        return "sent to a lead: another reviewer approved it"
+    if entry.status == Status.PENDING and entry.first_approval_by_id:
+        return "approved, 1 of 2: a second reviewer activates it"
+    return f"{action}d"
 
 
 @dataclass(frozen=True)
@@ -376,7 +429,7 @@ def bulk_decide(
                 entry = approve_candidate(entry_id, actor=actor, expected_version=version, reason=reason, at=at)
             else:
                 entry = reject_candidate(entry_id, actor=actor, expected_version=version, reason=reason, at=at)
-            outcomes.append(BulkOutcome(entry_id, True, f"{action}d", entry))
+            outcomes.append(BulkOutcome(entry_id, True, decided_words(entry, action), entry))
         except Entry.DoesNotExist:
             outcomes.append(BulkOutcome(entry_id, False, "not found"))
         except (StaleDecision, InvalidTransition) as exc:

@@ -45,8 +45,8 @@ from .events import build_event, record_event, record_events
 WRITTEN_COLUMNS = (
     "status", "queued_at", "queue_reason", "kind", "scope", "trigger", "content", "boundary", "conditions",
     "recheck_when", "review_by", "fingerprint", "signal", "base_confidence", "confidence", "last_verified_at",
-    "archived_at", "archive_reason", "supersedes_id", "flags", "hit_count", "utility_sum", "utility_n",
-    "version", "updated_at",
+    "archived_at", "archive_reason", "first_approval_by_id", "first_approval_at", "supersedes_id", "flags",
+    "hit_count", "utility_sum", "utility_n", "version", "updated_at",
 )
 
 

@@ -6,7 +6,7 @@ consolidation proposals), which only open queue items and change no entry.
 record and the lock, `registry` the list of tasks; each sweep is a short module of its own."""
 
 from .engine import SAMPLE_LIMIT, Sweep
-from .registry import SWEEPS, TASK_DESCRIPTIONS, TASK_NAMES
+from .registry import SWEEPS, TASK_DESCRIPTIONS, TASK_NAMES, task_thresholds
 from .runs import run_sweep
 
-__all__ = ["SAMPLE_LIMIT", "SWEEPS", "TASK_DESCRIPTIONS", "TASK_NAMES", "Sweep", "run_sweep"]
+__all__ = ["SAMPLE_LIMIT", "SWEEPS", "TASK_DESCRIPTIONS", "TASK_NAMES", "Sweep", "run_sweep", "task_thresholds"]

@@ -1,6 +1,7 @@
 """Archive: active entries whose decayed confidence fell below the archive threshold leave retrieval
 (kept, revivable by fresh evidence)."""
 
+from curation import lifecycle
 from curation.models import EventAction, Entry, Status
 
 from .engine import Sweep, state_sweep, write_batch
@@ -8,6 +9,12 @@ from .expressions import decayed_confidence
 
 NAME = "archive"
 DESCRIPTION = "Archive active entries whose decayed confidence is below the archive threshold."
+
+
+
+def thresholds() -> str:
+    return (f"Archives an active entry when its confidence has decayed below {lifecycle.rules().archive_below:g}; "
+            "agents stop receiving it, and it can come back with new evidence.")
 
 
 def run(sweep: Sweep) -> None:

@@ -9,6 +9,7 @@ the actor `auto-publish`."""
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from curation.models import EventAction
 from curation.selectors import releases
 from curation.services.releases import publish_version
 from curation.versions import AUTO_PUBLISH_ACTOR
@@ -17,6 +18,13 @@ from .engine import Sweep
 
 NAME = "auto_publish"
 DESCRIPTION = "Publish the low-impact pending changes (outcomes, evidence, revivals) as a new memory version."
+
+
+
+def thresholds() -> str:
+    actions = ", ".join(EventAction(a).label for a in settings.CURATION_RELEASES["AUTO_PUBLISH_ACTIONS"])
+    return (f"Publishes a new memory version when every change of an entry since the last one is low-impact ({actions}); "
+            "anything a reviewer decided waits for a lead to publish.")
 
 
 def run(sweep: Sweep) -> None:

@@ -4,6 +4,7 @@ entries until it fits. Each is "displaced by" the scope's newcomer, which is nev
 from django.db import transaction
 from django.db.models import QuerySet
 
+from curation import lifecycle
 from curation.access import scope_q
 from curation.models import EventAction, Entry, Event, Status
 
@@ -59,6 +60,16 @@ def _fit(sweep: Sweep, prefix: str, cap: int) -> None:
                         "archive_reason": f"displaced by #{newest}"},
             )
         sweep.batch_done(examined, changed)
+
+
+
+def thresholds() -> str:
+    budgets = lifecycle.policies().scope_capacity
+    if not budgets:
+        return "No scope has a capacity budget, so this archives nothing."
+    listed = ", ".join(f"{scope} at most {cap} active entries" for scope, cap in sorted(budgets.items()))
+    return (f"Archives the weakest active entries (lowest confidence, weakest evidence) of a scope over its budget "
+            f"until it fits, never the newest arrival: {listed}.")
 
 
 def run(sweep: Sweep) -> None:

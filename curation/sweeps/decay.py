@@ -4,6 +4,7 @@ It changes only the derived `confidence`, so it bumps no version and writes no E
 from django.db import transaction
 from django.db.models import F
 
+from curation import lifecycle
 from curation.models import Entry, Status
 from curation.services.entry_writes import set_decayed_confidence
 
@@ -12,6 +13,13 @@ from .expressions import decayed_confidence
 
 NAME = "decay"
 DESCRIPTION = "Recompute every active entry's confidence from its base and the days since it was last verified."
+
+
+
+def thresholds() -> str:
+    r = lifecycle.rules()
+    return (f"Each active entry keeps {r.decay_factor:g} of its confidence for every {r.decay_period_days:g} days since "
+            f"it was last verified (an approval, a recheck or supporting evidence), never below {r.floor:g}.")
 
 
 def run(sweep: Sweep) -> None:

@@ -10,7 +10,15 @@ from curation.models import EventAction, Entry, QueueReason, Status
 from .engine import Sweep, state_sweep, write_batch
 
 NAME = "low_utility"
-DESCRIPTION = "Archive entries retrieved at least n times whose average utility is below beta; queue a recheck."
+DESCRIPTION = "Archive entries that agents often retrieve but report as unhelpful; queue them for a recheck."
+
+
+
+def thresholds() -> str:
+    p = lifecycle.policies()
+    return (f"Archives an entry retrieved at least {p.low_utility_min_retrievals} times whose average reported "
+            f"usefulness is below {p.low_utility_below:g} (0 useless, 1 useful), and queues it for a reviewer "
+            "to keep or retire.")
 
 
 def run(sweep: Sweep) -> None:

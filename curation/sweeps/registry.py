@@ -1,5 +1,6 @@
 """Every background sweep, by task name, in the order `run_lifecycle all` runs them. A new sweep is a
-module with NAME, DESCRIPTION and run(sweep), listed here; Celery tasks, the beat schedule's names, the
+module with NAME, DESCRIPTION, thresholds() (its thresholds in words, for the Maintenance page) and
+run(sweep), listed here; Celery tasks, the beat schedule's names, the
 Maintenance page and `run_lifecycle` all read this list."""
 
 from types import ModuleType
@@ -17,3 +18,8 @@ SWEEP_MODULES: tuple[ModuleType, ...] = (
 SWEEPS: dict[str, ModuleType] = {module.NAME: module for module in SWEEP_MODULES}
 TASK_NAMES: tuple[str, ...] = tuple(SWEEPS)
 TASK_DESCRIPTIONS: dict[str, str] = {name: module.DESCRIPTION for name, module in SWEEPS.items()}
+
+
+def task_thresholds(name: str) -> str:
+    """What the sweep's thresholds are, in words, with today's settings (each module's `thresholds()`)."""
+    return SWEEPS[name].thresholds()

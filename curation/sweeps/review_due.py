@@ -10,6 +10,12 @@ NAME = "review_due"
 DESCRIPTION = "Send active entries whose review date has passed back to the candidates queue."
 
 
+
+def thresholds() -> str:
+    return ("Sends an active entry back to the candidates queue once the review date it was given has passed, unless a "
+            "reviewer verified it on or after that date.")
+
+
 def run(sweep: Sweep) -> None:
     today = sweep.as_of.date()
 

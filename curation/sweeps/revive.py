@@ -48,6 +48,13 @@ def _revive(sweep: Sweep, rows: list[Entry]) -> int:
     )
 
 
+
+def thresholds() -> str:
+    return ("Brings back an archived entry when supporting evidence from an independent or external source arrived "
+            "after it was archived (an agent's own say-so never does), unless its confidence would still be below "
+            f"the archive threshold, {lifecycle.rules().archive_below:g}.")
+
+
 def run(sweep: Sweep) -> None:
     fresh_support = Evidence.objects.filter(
         entry=OuterRef("pk"), polarity=Evidence.Polarity.SUPPORTS,

@@ -74,6 +74,15 @@ _ENTRY_FIELDS = ("id", "kind", "scope", "trigger", "content", "boundary", "condi
                  "hit_count", "utility_sum", "utility_n", "queued_at")
 
 
+
+def thresholds() -> str:
+    g = lifecycle.skill_gates()
+    return (f"Nominates a procedure or success pattern used at least {g.min_hits} times, with an average reported "
+            f"usefulness of at least {g.min_avg_utility:g}, no failure in its last {g.recent_window} uses, a "
+            "rollback note and no open conflict. A lead approves it after "
+            f"{g.trials_required} successful trial runs.")
+
+
 def run(sweep: Sweep) -> None:
     """Walk the active entries in keyset batches of id; per batch a
     fixed number of queries (the candidates, their recent outcomes, then for the nominees: a lock, the

@@ -5,6 +5,7 @@ import datetime
 
 from django.db.models import Exists, Q
 
+from curation import lifecycle
 from curation.models import EventAction, Entry, Status
 from curation.selectors import withheld_by_skill
 
@@ -12,7 +13,15 @@ from .engine import Sweep, state_sweep, write_batch
 from .expressions import recent_retrievals
 
 NAME = "unused"
-DESCRIPTION = "Archive active entries older than the window that were retrieved at most alpha times in it."
+DESCRIPTION = "Archive active entries that agents have not been using."
+
+
+
+def thresholds() -> str:
+    p = lifecycle.policies()
+    used = "never retrieved" if p.unused_max_retrievals == 0 else f"retrieved at most {p.unused_max_retrievals} times"
+    return (f"Archives an active entry older than {p.unused_window_days:g} days that agents {used} in the last "
+            f"{p.unused_window_days:g} days.")
 
 
 def run(sweep: Sweep) -> None:

@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 
 from curation import selectors, services
 from curation.models import Entry
-from curation.permissions import REVIEW
+from curation.permissions import REVIEW, SETTLE
 from curation.views.filters import CandidateFilterForm
 from curation.views.queues import Queue, decision
 
@@ -42,6 +42,14 @@ class Candidates(Queue):
     read_lines = staticmethod(selectors.candidate_lines)
     decided_text = "{Verb} {item.label}."
 
+    def filters_for(self, request, params):
+        """Only leads are offered "needs a lead": a reviewer's queue never holds what waits for a lead."""
+        form = self.filter_form(params)
+        if not request.user.has_perm(SETTLE):
+            field = form.fields["reason"]
+            field.choices = [choice for choice in field.choices if choice[0] != "lead"]
+        return form
+
     def counted(self, filters):
         return "deferred" if filters.deferred else "waiting"
 
@@ -54,6 +62,11 @@ class Candidates(Queue):
 
     def bulk_decide(self, request, items, action):
         return services.bulk_decide(items, actor=request.user, action=action, reason=request.POST.get("reason", ""))
+
+    def decided_verb(self, item, verb):
+        if verb in ("approved", "rejected", "edited and approved"):
+            return services.candidates.decided_words(item, verb.removesuffix("d"))
+        return verb
 
     def decided_context(self, request):
         return {"undo_seconds": services.candidates.UNDO_SECONDS}

@@ -109,7 +109,8 @@ class CandidateFilterForm(QueueFilterForm):
     scope = scope_field()
     kind = choice(Kind.choices)
     signal = choice(Signal.choices)
-    reason = choice([("new", "new"), ("recheck", "recheck")], message="new or recheck")
+    reason = choice([("new", "new"), ("recheck", "recheck"), ("lead", "needs a lead")],
+                    message="new, recheck or lead")
     min_confidence = fraction("0", "Minimum confidence")
     max_confidence = fraction("1", "Maximum confidence")
     q = TruncatedText(200, widget=forms.TextInput(

@@ -11,7 +11,7 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 from curation import clock
 from curation.permissions import RUN_TASKS, can_view_maintenance, require
 from curation.selectors.maintenance import recent_runs
-from curation.sweeps import TASK_DESCRIPTIONS, TASK_NAMES
+from curation.sweeps import TASK_DESCRIPTIONS, TASK_NAMES, task_thresholds
 from curation.tasks import TASKS
 
 
@@ -38,7 +38,7 @@ def page(request):
     runs = recent_runs(TASK_NAMES)
     schedules = _schedules()
     tasks = [
-        {"name": name, "description": TASK_DESCRIPTIONS[name], "schedule": schedules.get(name, "not scheduled"),
+        {"name": name, "description": TASK_DESCRIPTIONS[name], "thresholds": task_thresholds(name), "schedule": schedules.get(name, "not scheduled"),
          "runs": [(run, _seconds(run)) for run in runs[name]]}
         for name in TASK_NAMES
     ]

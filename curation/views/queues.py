@@ -106,6 +106,10 @@ class Queue:
     decided_text = ""   # the message after a decision without htmx; formatted with item, verb and Verb
     decided_attr = ""   # where the decided item is in a decision's outcome ("": the outcome itself)
 
+    def filters_for(self, request, params):
+        """The queue's filter form for this reader over `params`."""
+        return self.filter_form(params)
+
     def read_page(self, request, filters, cursor: str) -> Page:
         return self.read_list(request.user, filters, cursor=cursor)
 
@@ -154,7 +158,7 @@ class Queue:
         return redirect(self.back_url(request))
 
     def render_page(self, request, params, *, status=200, bulk_errors=(), compact=False):
-        form = self.filter_form(params)
+        form = self.filters_for(request, params)
         filters = form.filters()
         compact = compact and bool(self.lines_template)
         context = {**self.context(request), "queue": self, "filter_form": form, "filters": filters, "page": None,
@@ -214,6 +218,7 @@ class Queue:
         if answer:
             return answer(outcome)
         item = getattr(outcome, self.decided_attr) if self.decided_attr else outcome
+        verb = self.decided_verb(item, verb)
         if not request.htmx:
             messages.success(request, self.decided_text.format(item=item, verb=verb, Verb=verb.capitalize()))
             return redirect(self.back_url(request))
@@ -230,13 +235,17 @@ class Queue:
     def count_decided(self, request, n: int) -> None:
         request.session[f"decided:{self.url_name}"] = max(0, self.decided_here(request) + n)
 
+    def decided_verb(self, item, verb: str) -> str:
+        """What a decision did, in words, once it is done (a candidates' first approval is not "approved")."""
+        return verb
+
     def decided_context(self, request) -> dict:
         """What a queue's decided card shows besides the item (the candidates' Undo)."""
         return {}
 
     def new_count(self, request) -> dict:
         """The queue's count under the filters a decision posted along, for the out-of-band swap."""
-        filters = self.filter_form(request.POST).filters()
+        filters = self.filters_for(request, request.POST).filters()
         count, capped = self.read_count(request.user, filters)
         return {"page": Page([], count=count, count_is_capped=capped, filters=filters),
                 "count_noun": self.counted(filters), "oob": True, "with_end": True, "decided_here": self.decided_here(request),

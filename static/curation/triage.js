@@ -56,6 +56,9 @@
     if (ev.key === "?") { var dlg = document.getElementById("keys-help"); if (dlg) dlg.showModal(); return; }
     if (!document.getElementById("queue")) return;
     var card = current();
+    // A card htmx swapped in a moment ago is wired only when it settles: wire it now, or a key pressed in
+    // between would post its form as a plain one and leave the queue for the card's own page.
+    if (card && window.htmx) window.htmx.process(card);
     // Cards of the other queues name their own keys: data-key on a button (pressed) or a panel (opened).
     var keyed = open(card) && /^[a-z0-9]$/.test(ev.key) ? card.querySelector('[data-key="' + ev.key + '"]') : null;
     if (keyed) {
@@ -93,11 +96,18 @@
     decidedOrder.push(card.id);
     setTimeout(function () { if (form.isConnected) form.remove(); }, Number(form.dataset.undoSeconds) * 1000);
   }
+  // Offered as soon as the decided card is in the page (htmx settles it some milliseconds later): a z pressed
+  // in between still undoes it.
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    var swapped = ev.detail.target && ev.detail.target.id ? document.getElementById(ev.detail.target.id) : null;
+    if (swapped && swapped.matches && swapped.matches("[data-decided]")) offerUndo(swapped);
+  });
   function undoLast() {
     while (decidedOrder.length) {
       var card = document.getElementById(decidedOrder.pop());
       var button = card && card.querySelector('form[data-undo-seconds] [data-action="undo"]');
-      if (button) { button.click(); return; }
+      // Not settled yet, the decided card's form is not wired: wire it, as for the current card above.
+      if (button) { if (window.htmx) window.htmx.process(card); button.click(); return; }
     }
   }
 

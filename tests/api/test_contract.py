@@ -446,3 +446,15 @@ def test_a_near_duplicate_with_a_trigger_of_stop_words_is_still_found(agent, app
     body = agent.submit(scope="acme/billing-api", trigger="When it is off", conditions=[],
                         content="Restart the billing worker with systemctl restart billing-worker, then check the log.").json()
     assert body["duplicates"] == [active.pk]
+
+
+def test_the_docs_page_renders_schemas_as_tables_not_python_dicts(client):
+    page = client.get("/api/v1/docs").content.decode()
+    assert "<th scope=\"col\">field</th><th scope=\"col\">type</th><th scope=\"col\">required</th>" in page
+    # The candidate's body, its nested evidence, and an answer's fields, each a row in words.
+    assert "<td><code>trigger</code></td><td>text, at least 1 and at most 500 characters</td><td>yes</td><td>When it applies.</td>" in page
+    assert "<td><code>evidence[].signal</code></td><td>one of: self, independent, external</td><td>yes</td>" in page
+    assert "<td><code>conditions</code></td><td>list of up to 50 items, each text, at most 200 characters</td><td>no</td>" in page
+    assert "<td><code>k</code></td><td>query</td><td>whole number from 1 to 20</td><td>no</td><td>Default: 5.</td>" in page
+    for python in ("{'type'", "&#x27;type&#x27;", "{&#x27;", "'$ref'"):
+        assert python not in page

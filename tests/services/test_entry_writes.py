@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 SNAPSHOT_KEYS = {
     "status", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
     "base_confidence", "confidence", "last_verified_at", "queue_reason", "queued_at", "archive_reason", "supersedes",
-    "version",
+    "first_approval_by", "first_approval_at", "version",
 }
 
 

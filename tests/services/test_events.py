@@ -14,9 +14,10 @@ pytestmark = pytest.mark.django_db
 
 def test_the_activating_actions_are_every_way_back_into_the_active_set():
     activating = EventAction.activating()
-    assert {"approve", "edit_approve", "confirm", "reactivate", "revive", "conflict_keep", "conflict_merge",
-            "consolidation_merge", "consolidation_keep"} == activating
-    assert not activating & {"archive", "queue_recheck", "supersede", "retire", "submit", "defer"}
+    assert {"approve", "edit_approve", "second_approval", "confirm", "reactivate", "revive", "conflict_keep",
+            "conflict_merge", "consolidation_merge", "consolidation_keep"} == activating
+    assert not activating & {"archive", "queue_recheck", "supersede", "retire", "submit", "defer", "first_approval",
+                             "disagreement"}
     assert all(isinstance(action, EventAction) for action in activating)
 
 

@@ -21,6 +21,7 @@ NOT_FREE_TEXT = {
     "Event.actor_label": "a username, a token's label or a sweep's name",
     "Event.request_id": "a uuid the middleware makes",
     "ScopeGrant.prefix": "a scope path, validated by access.clean_scope",
+    "ReviewRule.prefix": "a scope path, validated by access.clean_scope",
     "AgentToken.key_prefix": "the token's first characters, kept on purpose to recognise it in lists",
     "AgentToken.key_hash": "a sha256",
     "AgentToken.scopes": "scope paths, validated by access.clean_scope",

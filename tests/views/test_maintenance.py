@@ -146,3 +146,16 @@ def test_rechecks_appear_in_the_candidates_queue(reviewer, fields, task, label):
     run_sweep(task, as_of=AS_OF)
     queue = client_for(reviewer).get("/review/candidates/").content.decode()
     assert entry.trigger in queue and label in queue
+
+
+def test_each_sweep_explains_its_thresholds_in_words_with_the_settings(lead, settings):
+    settings.CURATION = {**settings.CURATION, "ARCHIVE_BELOW": 0.2, "LOW_UTILITY_MIN_RETRIEVALS": 4,
+                         "SCOPE_CAPACITY": {"acme/web": 150}}
+    page = client_for(lead).get(reverse("curation:maintenance")).content.decode()
+    assert "Archives an active entry when its confidence has decayed below 0.2" in page
+    assert "Archives an entry retrieved at least 4 times whose average reported usefulness is below 0.4" in page
+    assert "acme/web at most 150 active entries" in page
+    assert "that agents never retrieved in the last 30 days" in page
+    assert page.count('class="thresholds"') == len(sweeps.TASK_NAMES)
+    for word in ("alpha", "beta", "§", "CURATION["):
+        assert word not in page

@@ -1,0 +1,72 @@
+"""Two reviewers in Chromium: a lead requires two approvals under a scope, the first reviewer's approval
+leaves the card marked "1 of 2", and a second reviewer's approval activates it; axe-core on each page."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from curation import services
+from curation.models import Entry, EventAction, Status
+from tests.browser.test_accessibility import violations
+from tests.factories import candidate_data, log_in, make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_two_reviewers_approve_and_the_second_activates(live_server, page):
+    make_user("lena", "lead")
+    make_user("rita", "reviewer")
+    make_user("rob", "reviewer")
+    entry = services.create_candidate(data=candidate_data(trigger="Two reviewers must agree on me"),
+                                      actor_label="agent:ci")
+    found = {}
+
+    # The lead requires two approvals under acme/billing-api.
+    log_in(page, live_server, "lena")
+    page.goto(f"{live_server.url}/review/rules/")
+    page.get_by_label("Scope prefix").fill("acme/billing-api")
+    page.get_by_label("Approvals needed").select_option("2")
+    page.get_by_role("button", name="Set").click()
+    expect(page.locator(".flash")).to_contain_text("Candidates under acme/billing-api now need 2 approvals.")
+    expect(page.locator("table.rules")).to_contain_text("acme/billing-api")
+    found["rules page"] = violations(page)
+
+    # The first reviewer approves with the keyboard: the card says 1 of 2, and it is still waiting.
+    page.context.clear_cookies()
+    log_in(page, live_server, "rita")
+    card = page.locator(f"#card-{entry.pk}")
+    expect(card).to_have_class(re.compile("is-current"))
+    page.keyboard.press("a")
+    expect(card).to_contain_text("Approved, 1 of 2: a second reviewer activates it")
+    expect(page.locator("#queue-count")).to_contain_text("1 waiting")
+    page.reload()
+    expect(card.locator(".badge.approvals")).to_have_text("1 of 2 approvals · rita")
+    found["queue after a first approval"] = violations(page)
+
+    # The second reviewer sees who approved, on the card and in the compact list, and activates it.
+    page.context.clear_cookies()
+    log_in(page, live_server, "rob")
+    expect(card.locator(".badge.approvals")).to_have_text("1 of 2 approvals · rita")
+    page.get_by_role("button", name="Show a compact list").click()
+    expect(page.locator(f"#card-{entry.pk}.line")).to_contain_text("1 of 2 approvals · rita")
+    found["compact list with a first approval"] = violations(page)
+    page.get_by_role("button", name=f"Expand #{entry.pk}").click()
+    expect(card.locator("[data-action=approve]")).to_contain_text("Approve, 2 of 2")
+    card.locator("[data-action=approve]").click()
+    expect(card).to_contain_text("Approved")
+    expect(page.locator("#queue-count")).to_contain_text("0 waiting")
+
+    stored = Entry.objects.get(pk=entry.pk)
+    assert stored.status == Status.ACTIVE
+    assert list(stored.events.order_by("id").values_list("action", "actor__username"))[-2:] == [
+        (EventAction.FIRST_APPROVAL, "rita"), (EventAction.SECOND_APPROVAL, "rob")]
+
+    # The lead reads the agreement on the reviewers' page.
+    page.context.clear_cookies()
+    log_in(page, live_server, "lena")
+    page.goto(f"{live_server.url}/")
+    page.get_by_role("link", name=re.compile("Reviewers: decisions, agreement")).click()
+    expect(page.locator("#reviewers-7")).to_contain_text("100% (1 of 1)")
+    found["reviewers page"] = violations(page)
+    assert {name: v for name, v in found.items() if v} == {}
