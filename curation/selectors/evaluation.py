@@ -1,0 +1,287 @@
+"""Is memory helping? The reads of holdout evaluation: which arm a task lands in, and the learning report
+(the dashboard's and the evaluation API's figures), from the outcome tallies in a fixed number of
+queries whatever the number of retrievals: each is one aggregate over at most 90 days of tally rows."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import TruncDate
+
+from curation import access, clock, evaluation
+from curation.evaluation import HOLDOUT, MEMORY, Comparison, Rate
+from curation.models import Entry, HoldoutFraction, Kind, LessonTally, OutcomeTally
+
+WINDOWS = (7, 30, 90)
+CHART_WEEKS = 13
+
+
+def holdout_fractions() -> dict[str, float]:
+    """Scope prefix -> holdout fraction: the settings', overridden by what leads set on the Holdout page."""
+    fractions = dict(settings.CURATION_EVALUATION["HOLDOUT_FRACTIONS"])
+    fractions.update(HoldoutFraction.objects.values_list("prefix", "fraction"))
+    return fractions
+
+
+def holdout_settings(user) -> list[HoldoutFraction]:
+    """The lead's Holdout page: the settings within the user's scopes, by prefix."""
+    return list(HoldoutFraction.objects.filter(access.scope_q(access.user_scope_prefixes(user), "prefix"))
+                .order_by("prefix"))
+
+
+def arm_for(scope: str, task_ref: str) -> str:
+    """The arm a read of `scope` for task `task_ref` is served from (evaluation.assign_arm)."""
+    if not task_ref:
+        return MEMORY  # no query: without a task reference every read gets memory
+    prefix, fraction = evaluation.holdout_setting(scope, holdout_fractions())
+    return evaluation.assign_arm(prefix, task_ref, fraction)
+
+
+# --- the learning report ---------------------------------------------------------------------------------
+
+@dataclass
+class ScopeRow:
+    scope: str
+    depth: int
+    rolled_up: bool                               # figures of the scope and every scope below it
+    windows: dict[int, Comparison]
+
+
+@dataclass
+class Lesson:
+    entry_id: int
+    scope: str
+    trigger: str
+    status: str
+    version: int
+    queued: bool
+    tasks: int
+    successes: int
+    baseline: Rate                                # the holdout arm under the entry's scope
+    difference: tuple[float, float, float] | None
+
+    @property
+    def rate(self) -> Rate:
+        return Rate(self.successes, self.tasks)
+
+    def as_json(self) -> dict:
+        interval = self.rate.interval
+        d = self.difference
+        return {"entry_id": self.entry_id, "scope": self.scope, "trigger": self.trigger, "tasks": self.tasks,
+                "success_rate": round(self.rate.value, 4), "ci95": [round(x, 4) for x in interval],
+                "holdout_rate": round(self.baseline.value, 4) if self.baseline.tasks else None,
+                "difference_points": round(d[0] * 100, 2) if d else None,
+                "difference_ci95": [round(d[1] * 100, 2), round(d[2] * 100, 2)] if d else None}
+
+
+@dataclass
+class Failure:
+    entry_id: int
+    scope: str
+    trigger: str
+    failures: int
+    tasks: int
+
+    def as_json(self) -> dict:
+        return {"entry_id": self.entry_id, "scope": self.scope, "trigger": self.trigger,
+                "failed_tasks": self.failures, "tasks": self.tasks}
+
+
+@dataclass
+class Week:
+    start: datetime.date
+    memory: Rate
+    holdout: Rate
+    corrections: int = 0
+
+    def as_json(self) -> dict:
+        return {"week": self.start.isoformat(), "memory": _rate_json(self.memory), "holdout": _rate_json(self.holdout),
+                "human_corrections": self.corrections}
+
+
+def _rate_json(rate: Rate) -> dict:
+    return {"tasks": rate.tasks, "success_rate": round(rate.value, 4) if rate.tasks else None}
+
+
+@dataclass
+class LearningReport:
+    focus: str                                    # "" for everything the reader sees
+    days: int                                     # the lessons' and failures' window
+    total: dict[int, Comparison]
+    scopes: list[ScopeRow]
+    weeks: list[Week]
+    helps: list[Lesson]
+    hurts: list[Lesson]
+    failures: list[Failure]
+    lesson_min: int
+    lessons_compared: int = 0
+
+    def as_json(self) -> dict:
+        return {
+            "scope": self.focus,
+            "windows": {str(days): comparison.as_json() for days, comparison in self.total.items()},
+            "scopes": [{"scope": row.scope, "rolled_up": row.rolled_up,
+                        "windows": {str(d): c.as_json() for d, c in row.windows.items()}} for row in self.scopes],
+            "weekly": [week.as_json() for week in self.weeks],
+            "lessons": {"days": self.days, "min_retrievals": self.lesson_min,
+                        "help": [lesson.as_json() for lesson in self.helps],
+                        "hurt": [lesson.as_json() for lesson in self.hurts]},
+            "recurring_failures": [failure.as_json() for failure in self.failures],
+        }
+
+
+def _window_sums() -> dict:
+    today = clock.now().date()
+    sums = {}
+    for days in WINDOWS:
+        since = Q(day__gte=today - datetime.timedelta(days=days - 1))
+        sums[f"t{days}"] = Sum("tasks", filter=since)
+        sums[f"s{days}"] = Sum("successes", filter=since)
+    return sums
+
+
+def _scope_filter(prefixes: list[str] | None, focus: str, column: str) -> Q:
+    q = access.scope_q(prefixes, column)
+    return q & access.under_scope(focus, column) if focus else q
+
+
+def _zero_windows() -> dict[int, dict[str, list[int]]]:
+    return {days: {MEMORY: [0, 0], HOLDOUT: [0, 0]} for days in WINDOWS}
+
+
+def learning_report(*, prefixes: list[str] | None, focus: str = "", days: int = 30) -> LearningReport:
+    """The figures under `focus` (or everything) within `prefixes` (None: every scope): per scope rolled up
+    to each prefix, the success rate per arm over 7, 30 and 90 days with the verdict, the weekly rates
+    and human corrections, the lessons that help or hurt and the recurring failures over `days`."""
+    config = settings.CURATION_EVALUATION
+    min_tasks = config["MIN_TASKS_PER_ARM"]
+    today = clock.now().date()
+    oldest = today - datetime.timedelta(days=max(WINDOWS) - 1)
+
+    # 1. Per scope and arm, the three windows at once.
+    per_scope: dict[str, dict[int, dict[str, list[int]]]] = {}
+    rows = (OutcomeTally.objects.filter(_scope_filter(prefixes, focus, "scope"), day__gte=oldest)
+            .values("scope", "arm").annotate(**_window_sums()).order_by())
+    for row in rows:
+        windows = per_scope.setdefault(row["scope"], _zero_windows())
+        for d in WINDOWS:
+            cell = windows[d].setdefault(row["arm"], [0, 0])
+            cell[0] += row[f"s{d}"] or 0
+            cell[1] += row[f"t{d}"] or 0
+    rollups = _roll_up(per_scope, prefixes, focus)
+
+    def comparisons(windows) -> dict[int, Comparison]:
+        return {d: evaluation.compare(Rate(*windows[d][MEMORY]), Rate(*windows[d][HOLDOUT]), min_tasks=min_tasks)
+                for d in WINDOWS}
+
+    total = _zero_windows()
+    for windows in per_scope.values():
+        _add(total, windows)
+    scope_rows = [ScopeRow(scope, scope.count("/"), rolled_up, comparisons(windows))
+                  for scope, (rolled_up, windows) in sorted(rollups.items())]
+
+    weeks = _weeks(prefixes, focus, today)
+    helps, hurts, compared = _lessons(prefixes, focus, days, rollups, total, config)
+    return LearningReport(
+        focus=focus, days=days, total=comparisons(total), scopes=scope_rows, weeks=weeks, helps=helps, hurts=hurts,
+        failures=_failures(prefixes, focus, days, config), lesson_min=config["LESSON_MIN_RETRIEVALS"],
+        lessons_compared=compared,
+    )
+
+
+def _add(into, windows) -> None:
+    for d in WINDOWS:
+        for arm in (MEMORY, HOLDOUT):
+            into[d][arm][0] += windows[d].get(arm, [0, 0])[0]
+            into[d][arm][1] += windows[d].get(arm, [0, 0])[1]
+
+
+def _roll_up(per_scope, prefixes, focus) -> dict[str, tuple[bool, dict]]:
+    """Each scope with tallies, and each prefix above one (within the reader's scopes and the focus),
+    with the sums of every scope it covers."""
+    nodes: dict[str, tuple[bool, dict]] = {}
+    for scope in per_scope:
+        for ancestor in access.scope_ancestors(scope):
+            if prefixes is not None and not access.covered_by_any(prefixes, ancestor):
+                continue
+            if focus and not access.scope_covers(focus, ancestor):
+                continue
+            rolled_up, windows = nodes.get(ancestor, (False, _zero_windows()))
+            _add(windows, per_scope[scope])
+            nodes[ancestor] = (rolled_up or ancestor != scope, windows)
+    return nodes
+
+
+def _weeks(prefixes, focus, today) -> list[Week]:
+    """The success rate per arm and the human corrections made, week by week (Monday to Sunday)."""
+    first = evaluation.week_start(today) - datetime.timedelta(weeks=CHART_WEEKS - 1)
+    weeks = {first + datetime.timedelta(weeks=i): Week(first + datetime.timedelta(weeks=i), Rate(0, 0), Rate(0, 0))
+             for i in range(CHART_WEEKS)}
+    sums: dict[tuple, list[int]] = {}
+    for row in (OutcomeTally.objects.filter(_scope_filter(prefixes, focus, "scope"), day__gte=first)
+                .values("day", "arm").annotate(s=Sum("successes"), t=Sum("tasks")).order_by()):
+        cell = sums.setdefault((evaluation.week_start(row["day"]), row["arm"]), [0, 0])
+        cell[0] += row["s"]
+        cell[1] += row["t"]
+    for (start, arm), (s, t) in sums.items():
+        if start in weeks:
+            setattr(weeks[start], arm, Rate(s, t))
+    since = datetime.datetime.combine(first, datetime.time.min, tzinfo=datetime.timezone.utc)
+    for row in (Entry.objects.filter(_scope_filter(prefixes, focus, "scope"), kind=Kind.HUMAN_CORRECTION,
+                                     created_at__gte=since)
+                .annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("pk")).order_by()):
+        start = evaluation.week_start(row["day"])
+        if start in weeks:
+            weeks[start].corrections += row["n"]
+    return list(weeks.values())
+
+
+def _lesson_rows(prefixes, focus, days):
+    since = clock.now().date() - datetime.timedelta(days=days - 1)
+    return (LessonTally.objects.filter(_scope_filter(prefixes, focus, "entry__scope"), day__gte=since)
+            .values("entry_id", "entry__scope", "entry__trigger", "entry__status", "entry__version",
+                    "entry__queued_at")
+            .annotate(tasks=Sum("tasks"), successes=Sum("successes")).order_by())
+
+
+def _lessons(prefixes, focus, days, rollups, total, config) -> tuple[list[Lesson], list[Lesson], int]:
+    """Entries retrieved by at least LESSON_MIN_RETRIEVALS tasks with an outcome, against the holdout
+    arm's rate under the entry's scope (everything the reader sees when that scope has no holdout tasks),
+    best first and worst first."""
+    window = days if days in WINDOWS else 90
+    lessons = []
+    for row in _lesson_rows(prefixes, focus, days).filter(tasks__gte=config["LESSON_MIN_RETRIEVALS"]):
+        baseline = Rate(0, 0)
+        for ancestor in reversed(access.scope_ancestors(row["entry__scope"])):
+            node = rollups.get(ancestor)
+            if node and node[1][window][HOLDOUT][1]:
+                baseline = Rate(*node[1][window][HOLDOUT])
+                break
+        if not baseline.tasks:
+            baseline = Rate(*total[window][HOLDOUT])
+        rate = Rate(row["successes"], row["tasks"])
+        lessons.append(Lesson(
+            entry_id=row["entry_id"], scope=row["entry__scope"], trigger=row["entry__trigger"],
+            status=row["entry__status"], version=row["entry__version"], queued=row["entry__queued_at"] is not None,
+            tasks=row["tasks"], successes=row["successes"], baseline=baseline,
+            difference=evaluation.difference_interval(rate, baseline),
+        ))
+    compared = [lesson for lesson in lessons if lesson.difference]
+    shown = config["LESSONS_SHOWN"]
+    best = sorted(compared, key=lambda lesson: (-lesson.difference[0], lesson.entry_id))
+    helps = [lesson for lesson in best if lesson.difference[0] > 0][:shown]
+    hurts = [lesson for lesson in reversed(best) if lesson.difference[0] < 0][:shown]
+    return helps, hurts, len(compared)
+
+
+def _failures(prefixes, focus, days, config) -> list[Failure]:
+    """Entries that failed tasks kept retrieving: the most failed tasks first."""
+    rows = (_lesson_rows(prefixes, focus, days)
+            .annotate(failures=F("tasks") - F("successes"))
+            .filter(failures__gte=config["RECURRING_MIN_FAILURES"])
+            .order_by("-failures", "entry_id")[:config["LESSONS_SHOWN"]])
+    return [Failure(row["entry_id"], row["entry__scope"], row["entry__trigger"], row["failures"], row["tasks"])
+            for row in rows]
