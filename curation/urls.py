@@ -1,7 +1,7 @@
 from django.urls import path
 
 from curation.views import (
-    candidates, conflicts, consolidation, dashboard, entries, health, maintenance, releases, skills, tokens,
+    candidates, conflicts, consolidation, dashboard, entries, health, learning, maintenance, releases, skills, tokens,
 )
 
 app_name = "curation"
@@ -31,6 +31,9 @@ urlpatterns = [
     path("releases/diff.json", releases.diff_json, name="release-diff-json"),
     path("releases/export.zip", releases.export_zip, name="release-export"),
     path("preview/", releases.preview, name="preview"),
+    path("learning/", learning.learning, name="learning"),
+    path("learning/holdout/", learning.holdout, name="holdout"),
+    path("learning/entries/<int:entry_id>/recheck/", learning.recheck, name="learning-recheck"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -26,10 +26,16 @@ def holdout_fractions() -> dict[str, float]:
     return fractions
 
 
-def holdout_settings(user) -> list[HoldoutFraction]:
-    """The lead's Holdout page: the settings within the user's scopes, by prefix."""
-    return list(HoldoutFraction.objects.filter(access.scope_q(access.user_scope_prefixes(user), "prefix"))
+def holdout_settings(user) -> tuple[list[HoldoutFraction], list[tuple[str, float]]]:
+    """The lead's Holdout page, within the user's scopes: the prefixes set on the page, and those set only
+    in the settings (prefix, fraction), by prefix."""
+    rows = list(HoldoutFraction.objects.filter(access.scope_q(access.user_scope_prefixes(user), "prefix"))
                 .order_by("prefix"))
+    overridden = {row.prefix for row in rows}
+    from_settings = sorted((prefix, fraction) for prefix, fraction in
+                           settings.CURATION_EVALUATION["HOLDOUT_FRACTIONS"].items()
+                           if prefix not in overridden and access.user_can_see_scope(user, prefix))
+    return rows, from_settings
 
 
 def arm_for(scope: str, task_ref: str) -> str:
