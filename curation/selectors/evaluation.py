@@ -8,7 +8,7 @@ import datetime
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
 from curation import access, clock, evaluation
@@ -60,14 +60,15 @@ class ScopeRow:
 class Lesson:
     entry_id: int
     scope: str
-    trigger: str
-    status: str
-    version: int
-    queued: bool
     tasks: int
     successes: int
     baseline: Rate                                # the holdout arm under the entry's scope
     difference: tuple[float, float, float] | None
+    # Read for the lessons shown only (_describe).
+    trigger: str = ""
+    status: str = ""
+    version: int = 0
+    queued: bool = False
 
     @property
     def rate(self) -> Rate:
@@ -87,9 +88,9 @@ class Lesson:
 class Failure:
     entry_id: int
     scope: str
-    trigger: str
     failures: int
     tasks: int
+    trigger: str = ""
 
     def as_json(self) -> dict:
         return {"entry_id": self.entry_id, "scope": self.scope, "trigger": self.trigger,
@@ -124,6 +125,12 @@ class LearningReport:
     failures: list[Failure]
     lesson_min: int
     lessons_compared: int = 0
+
+    @property
+    def shown_scopes(self) -> list[ScopeRow]:
+        """The page's per-scope table: the focus and two levels below it (each scope links to its own)."""
+        deepest = (self.focus.count("/") if self.focus else -1) + 2
+        return [row for row in self.scopes if row.depth <= deepest]
 
     def as_json(self) -> dict:
         return {
@@ -172,7 +179,9 @@ def learning_report(*, prefixes: list[str] | None, focus: str = "", days: int = 
     rows = (OutcomeTally.objects.filter(_scope_filter(prefixes, focus, "scope"), day__gte=oldest)
             .values("scope", "arm").annotate(**_window_sums()).order_by())
     for row in rows:
-        windows = per_scope.setdefault(row["scope"], _zero_windows())
+        windows = per_scope.get(row["scope"])
+        if windows is None:
+            windows = per_scope[row["scope"]] = _zero_windows()
         for d in WINDOWS:
             cell = windows[d].setdefault(row["arm"], [0, 0])
             cell[0] += row[f"s{d}"] or 0
@@ -190,12 +199,27 @@ def learning_report(*, prefixes: list[str] | None, focus: str = "", days: int = 
                   for scope, (rolled_up, windows) in sorted(rollups.items())]
 
     weeks = _weeks(prefixes, focus, today)
-    helps, hurts, compared = _lessons(prefixes, focus, days, rollups, total, config)
+    rows = list(_lesson_rows(prefixes, focus, days)
+                .filter(tasks__gte=min(config["LESSON_MIN_RETRIEVALS"], config["RECURRING_MIN_FAILURES"])))
+    helps, hurts, compared = _lessons(rows, days, rollups, total, config)
+    failures = _failures(rows, config)
+    _describe([*helps, *hurts, *failures])
     return LearningReport(
         focus=focus, days=days, total=comparisons(total), scopes=scope_rows, weeks=weeks, helps=helps, hurts=hurts,
-        failures=_failures(prefixes, focus, days, config), lesson_min=config["LESSON_MIN_RETRIEVALS"],
-        lessons_compared=compared,
+        failures=failures, lesson_min=config["LESSON_MIN_RETRIEVALS"], lessons_compared=compared,
     )
+
+
+def _describe(items) -> None:
+    """The trigger and state of the entries shown, in one query: the tallies are grouped by entry id and
+    scope only, so the aggregate never carries the entries' text."""
+    entries = {row["id"]: row for row in Entry.objects.filter(pk__in={item.entry_id for item in items})
+               .values("id", "trigger", "status", "version", "queued_at")} if items else {}
+    for item in items:
+        entry = entries[item.entry_id]
+        item.trigger = entry["trigger"]
+        if isinstance(item, Lesson):
+            item.status, item.version, item.queued = entry["status"], entry["version"], entry["queued_at"] is not None
 
 
 def _add(into, windows) -> None:
@@ -215,7 +239,7 @@ def _roll_up(per_scope, prefixes, focus) -> dict[str, tuple[bool, dict]]:
                 continue
             if focus and not access.scope_covers(focus, ancestor):
                 continue
-            rolled_up, windows = nodes.get(ancestor, (False, _zero_windows()))
+            rolled_up, windows = nodes[ancestor] if ancestor in nodes else (False, _zero_windows())
             _add(windows, per_scope[scope])
             nodes[ancestor] = (rolled_up or ancestor != scope, windows)
     return nodes
@@ -248,18 +272,19 @@ def _weeks(prefixes, focus, today) -> list[Week]:
 def _lesson_rows(prefixes, focus, days):
     since = clock.now().date() - datetime.timedelta(days=days - 1)
     return (LessonTally.objects.filter(_scope_filter(prefixes, focus, "entry__scope"), day__gte=since)
-            .values("entry_id", "entry__scope", "entry__trigger", "entry__status", "entry__version",
-                    "entry__queued_at")
+            .values("entry_id", "entry__scope")
             .annotate(tasks=Sum("tasks"), successes=Sum("successes")).order_by())
 
 
-def _lessons(prefixes, focus, days, rollups, total, config) -> tuple[list[Lesson], list[Lesson], int]:
+def _lessons(rows, days, rollups, total, config) -> tuple[list[Lesson], list[Lesson], int]:
     """Entries retrieved by at least LESSON_MIN_RETRIEVALS tasks with an outcome, against the holdout
     arm's rate under the entry's scope (everything the reader sees when that scope has no holdout tasks),
     best first and worst first."""
     window = days if days in WINDOWS else 90
     lessons = []
-    for row in _lesson_rows(prefixes, focus, days).filter(tasks__gte=config["LESSON_MIN_RETRIEVALS"]):
+    for row in rows:
+        if row["tasks"] < config["LESSON_MIN_RETRIEVALS"]:
+            continue
         baseline = Rate(0, 0)
         for ancestor in reversed(access.scope_ancestors(row["entry__scope"])):
             node = rollups.get(ancestor)
@@ -269,12 +294,9 @@ def _lessons(prefixes, focus, days, rollups, total, config) -> tuple[list[Lesson
         if not baseline.tasks:
             baseline = Rate(*total[window][HOLDOUT])
         rate = Rate(row["successes"], row["tasks"])
-        lessons.append(Lesson(
-            entry_id=row["entry_id"], scope=row["entry__scope"], trigger=row["entry__trigger"],
-            status=row["entry__status"], version=row["entry__version"], queued=row["entry__queued_at"] is not None,
-            tasks=row["tasks"], successes=row["successes"], baseline=baseline,
-            difference=evaluation.difference_interval(rate, baseline),
-        ))
+        lessons.append(Lesson(entry_id=row["entry_id"], scope=row["entry__scope"], tasks=row["tasks"],
+                              successes=row["successes"], baseline=baseline,
+                              difference=evaluation.difference_interval(rate, baseline)))
     compared = [lesson for lesson in lessons if lesson.difference]
     shown = config["LESSONS_SHOWN"]
     best = sorted(compared, key=lambda lesson: (-lesson.difference[0], lesson.entry_id))
@@ -283,11 +305,8 @@ def _lessons(prefixes, focus, days, rollups, total, config) -> tuple[list[Lesson
     return helps, hurts, len(compared)
 
 
-def _failures(prefixes, focus, days, config) -> list[Failure]:
+def _failures(rows, config) -> list[Failure]:
     """Entries that failed tasks kept retrieving: the most failed tasks first."""
-    rows = (_lesson_rows(prefixes, focus, days)
-            .annotate(failures=F("tasks") - F("successes"))
-            .filter(failures__gte=config["RECURRING_MIN_FAILURES"])
-            .order_by("-failures", "entry_id")[:config["LESSONS_SHOWN"]])
-    return [Failure(row["entry_id"], row["entry__scope"], row["entry__trigger"], row["failures"], row["tasks"])
-            for row in rows]
+    failing = sorted(((row["tasks"] - row["successes"], row) for row in rows), key=lambda f: (-f[0], f[1]["entry_id"]))
+    return [Failure(row["entry_id"], row["entry__scope"], failures, row["tasks"])
+            for failures, row in failing if failures >= config["RECURRING_MIN_FAILURES"]][:config["LESSONS_SHOWN"]]
