@@ -36,7 +36,7 @@ def test_a_lead_reads_the_dashboard_and_sends_a_lesson_back(live_server, page, s
     lead = make_user("lena", "lead")
     token = create_agent_token(name="sim", scopes=["acme"])[0]
     harmful = active(lead, scope=SCOPE, trigger="Skip the migration check", signal="external", confidence=0.95)
-    run_tasks(token, arm="holdout", successes=40, failures=20, prefix="h")
+    run_tasks(token, arm="holdout", successes=30, failures=30, prefix="h")
     run_tasks(token, arm="memory", successes=35, failures=5, prefix="m")
     run_tasks(token, arm="memory", entries=[harmful], successes=1, failures=3, prefix="bad")
     Entry.objects.filter(pk=harmful.pk).update(queued_at=None, queue_reason="")  # kept by a reviewer meanwhile
@@ -44,14 +44,14 @@ def test_a_lead_reads_the_dashboard_and_sends_a_lesson_back(live_server, page, s
     log_in(page, live_server, "lena")
     page.get_by_role("link", name="Learning").click()
     expect(page.get_by_role("heading", name="Is memory helping?")).to_be_visible()
-    expect(page.locator("#verdict-30")).to_contain_text("memory helps: +16.7 points")
+    expect(page.locator("#verdict-30")).to_contain_text("memory helps: +31.8 points")
     expect(page.locator("svg.weekly-chart circle")).to_have_count(2)  # this week, one dot per arm
     assert violations(page) == []
 
     hurt = page.locator("#lessons-hurt")
     expect(hurt).to_contain_text("Skip the migration check")
     hurt.get_by_role("button", name=f"Send entry #{harmful.pk} back for recheck").click()
-    expect(page.get_by_role("status")).to_contain_text(f"Entry #{harmful.pk} is back in the candidates queue")
+    expect(page.locator(".flash.success")).to_contain_text(f"Entry #{harmful.pk} is back in the candidates queue")
     expect(page.locator("#lessons-hurt")).to_contain_text("in the queue")
     assert Entry.objects.get(pk=harmful.pk).queue_reason == QueueReason.RECHECK_REQUESTED
 
