@@ -17,15 +17,19 @@ from dataclasses import dataclass
 from curation import access
 
 Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
-MEMORY, HOLDOUT = "memory", "holdout"
+MEMORY, HOLDOUT, RULES_ONLY = "memory", "holdout", "rules-only"
+# What the rules-only arm is served: what people wrote or agreed to, none of the agents' own experience.
+RULES_KINDS = ("human_correction", "preference")
 
 
 # --- the arm of a task -----------------------------------------------------------------------------------
 
-def holdout_setting(scope: str, fractions: dict[str, float]) -> tuple[str, float]:
-    """The longest prefix in `fractions` covering `scope`, and its fraction; ("", 0.0) when none does."""
+def holdout_setting(scope: str, fractions: dict[str, tuple[float, float]]) -> tuple[str, float, float]:
+    """The longest prefix in `fractions` (prefix -> (holdout, rules-only) fractions) covering `scope`, and
+    its fractions; ("", 0.0, 0.0) when none does."""
     best = max((prefix for prefix in fractions if access.scope_covers(prefix, scope)), key=len, default="")
-    return best, (float(fractions[best]) if best else 0.0)
+    holdout, rules_only = fractions[best] if best else (0.0, 0.0)
+    return best, float(holdout), float(rules_only)
 
 
 def task_position(prefix: str, task_ref: str) -> float:
@@ -34,13 +38,16 @@ def task_position(prefix: str, task_ref: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def assign_arm(prefix: str, task_ref: str, fraction: float) -> str:
-    """holdout for `fraction` of the tasks under `prefix`, memory for the rest. A read without a task
-    reference gets memory: with nothing to keep its steps together, a task could be split over both arms,
-    and its one outcome would count for an arm that served only part of it."""
-    if not task_ref or fraction <= 0:
+def assign_arm(prefix: str, task_ref: str, fraction: float, rules_only: float = 0.0) -> str:
+    """holdout for `fraction` of the tasks under `prefix`, rules-only for the next `rules_only`, memory for
+    the rest. A read without a task reference gets memory: with nothing to keep its steps together, a task
+    could be split over the arms, and its one outcome would count for an arm that served only part of it."""
+    if not task_ref or fraction + rules_only <= 0:
         return MEMORY
-    return HOLDOUT if task_position(prefix, task_ref) < fraction else MEMORY
+    position = task_position(prefix, task_ref)
+    if position < fraction:
+        return HOLDOUT
+    return RULES_ONLY if position < fraction + rules_only else MEMORY
 
 
 # --- intervals -----------------------------------------------------------------------------------------
@@ -98,14 +105,14 @@ class Comparison:
     def tasks(self) -> int:
         return self.memory.tasks + self.holdout.tasks
 
-    def as_json(self) -> dict:
+    def as_json(self, treatment: str = "memory") -> dict:
         def rate(r: Rate) -> dict:
             interval = r.interval
             return {"tasks": r.tasks, "successes": r.successes,
                     "success_rate": _round(r.value), "ci95": [_round(x) for x in interval] if interval else None}
 
         d = self.difference
-        return {"tasks": self.tasks, "memory": rate(self.memory), "holdout": rate(self.holdout),
+        return {"tasks": self.tasks, treatment: rate(self.memory), "holdout": rate(self.holdout),
                 "difference": {"points": _round(d[0] * 100, 2), "ci95": [_round(d[1] * 100, 2), _round(d[2] * 100, 2)]}
                 if d else None,
                 "verdict": self.verdict, "text": self.text}
@@ -121,20 +128,26 @@ def points(value: float) -> str:
     return f"{shown:+.1f}" if shown else "0.0"
 
 
-def compare(memory: Rate, holdout: Rate, *, min_tasks: int) -> Comparison:
-    """The comparison of the arms in plain words: memory helps or hurts when the difference's 95% interval
-    lies wholly above or below zero; too few tasks in an arm, and it says so instead."""
+# How a comparison names its treated arm: (subject, verb when it helps, verb when it hurts, the arm's tasks).
+MEMORY_WORDS = ("memory", "helps", "hurts", "with memory")
+RULES_WORDS = ("people's rules only", "help", "hurt", "with people's rules only")
+
+
+def compare(memory: Rate, holdout: Rate, *, min_tasks: int, words=MEMORY_WORDS) -> Comparison:
+    """The comparison of the arms in plain words: memory (or the arm `words` names) helps or hurts when the
+    difference's 95% interval lies wholly above or below zero; too few tasks in an arm, and it says so."""
+    subject, helps, hurts, tasks_with = words
     total = memory.tasks + holdout.tasks
     if memory.tasks < min_tasks or holdout.tasks < min_tasks:
         return Comparison(memory, holdout, difference_interval(memory, holdout), "not_enough",
-                          f"not enough tasks yet: {memory.tasks:,} with memory, {holdout.tasks:,} in the holdout "
+                          f"not enough tasks yet: {memory.tasks:,} {tasks_with}, {holdout.tasks:,} in the holdout "
                           f"({min_tasks:,} in each needed)")
     d, low, high = difference_interval(memory, holdout)
     figures = f"{points(d)} points, 95% CI {points(low)} to {points(high)}, {total:,} tasks"
     if low > 0:
-        return Comparison(memory, holdout, (d, low, high), "helps", f"memory helps: {figures}")
+        return Comparison(memory, holdout, (d, low, high), "helps", f"{subject} {helps}: {figures}")
     if high < 0:
-        return Comparison(memory, holdout, (d, low, high), "hurts", f"memory hurts: {figures}")
+        return Comparison(memory, holdout, (d, low, high), "hurts", f"{subject} {hurts}: {figures}")
     return Comparison(memory, holdout, (d, low, high), "no_difference", f"no measurable difference: {figures}")
 
 

@@ -429,6 +429,7 @@ class Arm(models.TextChoices):
 
     MEMORY = "memory", "memory"
     HOLDOUT = "holdout", "holdout (no memory)"
+    RULES_ONLY = "rules-only", "people's rules only"
 
 
 class Retrieval(models.Model):
@@ -481,6 +482,8 @@ class HoldoutFraction(models.Model):
 
     prefix = models.CharField(max_length=255, unique=True, validators=[clean_scope])
     fraction = models.FloatField()
+    # The share served only what people wrote or agreed to (human corrections and preferences).
+    rules_only = models.FloatField(default=0.0)
     updated_at = models.DateTimeField(default=clock.now)
     updated_by_label = models.CharField(max_length=150, blank=True)
 

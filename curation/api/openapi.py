@@ -217,9 +217,10 @@ def schema() -> dict:
                 "Memory": {"type": "object", "properties": {
                     "retrieval_id": {"type": "string", "format": "uuid"},
                     "memory_version": {"type": "integer", "description": "The published version the answer read."},
-                    "arm": {"enum": ["memory", "holdout"],
+                    "arm": {"enum": ["memory", "holdout", "rules-only"],
                             "description": "holdout: this task is in the holdout (no memory: no entries and an "
-                                           "empty context), to measure whether memory helps. Log it with the task."},
+                                           "empty context), to measure whether memory helps; rules-only: it is "
+                                           "served only human corrections and preferences. Log it with the task."},
                     "scope": SCOPE,
                     "min_confidence": {"type": "number"},
                     "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
@@ -233,7 +234,7 @@ def schema() -> dict:
                                           "description": "Default: every entry of the retrieval."}}},
                 "FeedbackResult": {"type": "object", "properties": {
                     "recorded": {"type": "boolean", "description": "false: already recorded, nothing changed."},
-                    "outcome": {"type": "string"}, "arm": {"enum": ["memory", "holdout"]},
+                    "outcome": {"type": "string"}, "arm": {"enum": ["memory", "holdout", "rules-only"]},
                     "entries": {"type": "array", "items": {"type": "object"}}}},
                 "EntryDetail": {"type": "object", "description": "The entry with status, counters, evidence and events."},
                 "Skill": skill,

@@ -10,7 +10,7 @@ from curation import selectors
 from curation.selectors import releases
 from curation.selectors.evaluation import arm_for, learning_report
 from curation.context_block import build_context
-from curation.evaluation import HOLDOUT
+from curation.evaluation import HOLDOUT, RULES_KINDS, RULES_ONLY
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
 from curation.services.submissions import EVIDENCE_KEYS, submit_batch, submit_candidate
@@ -106,7 +106,8 @@ def _retrieve(token, params) -> tuple[int, dict]:
     task_ref = params.get("task_ref", "")
     arm = arm_for(scope, task_ref)
     ranked = [] if arm == HOLDOUT else releases.retrieve_released(
-        version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence
+        version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence,
+        kinds=RULES_KINDS if arm == RULES_ONLY else None,
     )
     included, context = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}

@@ -12,28 +12,35 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
 from curation import access, clock, evaluation
-from curation.evaluation import HOLDOUT, MEMORY, Comparison, Rate
+from curation.evaluation import HOLDOUT, MEMORY, RULES_ONLY, Comparison, Rate
 from curation.models import Entry, HoldoutFraction, Kind, LessonTally, OutcomeTally
 
 WINDOWS = (7, 30, 90)
 CHART_WEEKS = 13
 
 
-def holdout_fractions() -> dict[str, float]:
-    """Scope prefix -> holdout fraction: the settings', overridden by what leads set on the Holdout page."""
-    fractions = dict(settings.CURATION_EVALUATION["HOLDOUT_FRACTIONS"])
-    fractions.update(HoldoutFraction.objects.values_list("prefix", "fraction"))
+def _configured() -> dict[str, tuple[float, float]]:
+    config = settings.CURATION_EVALUATION
+    holdout, rules_only = config["HOLDOUT_FRACTIONS"], config["RULES_ONLY_FRACTIONS"]
+    return {prefix: (holdout.get(prefix, 0.0), rules_only.get(prefix, 0.0)) for prefix in {*holdout, *rules_only}}
+
+
+def holdout_fractions() -> dict[str, tuple[float, float]]:
+    """Scope prefix -> (holdout, rules-only) fractions: the settings', overridden by what leads set on the
+    Holdout page."""
+    fractions = _configured()
+    fractions.update((prefix, (fraction, rules_only)) for prefix, fraction, rules_only
+                     in HoldoutFraction.objects.values_list("prefix", "fraction", "rules_only"))
     return fractions
 
 
-def holdout_settings(user) -> tuple[list[HoldoutFraction], list[tuple[str, float]]]:
+def holdout_settings(user) -> tuple[list[HoldoutFraction], list[tuple[str, tuple[float, float]]]]:
     """The lead's Holdout page, within the user's scopes: the prefixes set on the page, and those set only
-    in the settings (prefix, fraction), by prefix."""
+    in the settings (prefix, (holdout, rules-only)), by prefix."""
     rows = list(HoldoutFraction.objects.filter(access.scope_q(access.user_scope_prefixes(user), "prefix"))
                 .order_by("prefix"))
     overridden = {row.prefix for row in rows}
-    from_settings = sorted((prefix, fraction) for prefix, fraction in
-                           settings.CURATION_EVALUATION["HOLDOUT_FRACTIONS"].items()
+    from_settings = sorted((prefix, split) for prefix, split in _configured().items()
                            if prefix not in overridden and access.user_can_see_scope(user, prefix))
     return rows, from_settings
 
@@ -42,8 +49,8 @@ def arm_for(scope: str, task_ref: str) -> str:
     """The arm a read of `scope` for task `task_ref` is served from (evaluation.assign_arm)."""
     if not task_ref:
         return MEMORY  # no query: without a task reference every read gets memory
-    prefix, fraction = evaluation.holdout_setting(scope, holdout_fractions())
-    return evaluation.assign_arm(prefix, task_ref, fraction)
+    prefix, fraction, rules_only = evaluation.holdout_setting(scope, holdout_fractions())
+    return evaluation.assign_arm(prefix, task_ref, fraction, rules_only)
 
 
 # --- the learning report ---------------------------------------------------------------------------------
@@ -54,6 +61,7 @@ class ScopeRow:
     depth: int
     rolled_up: bool                               # figures of the scope and every scope below it
     windows: dict[int, Comparison]
+    rules: dict[int, Comparison]                  # people's rules only against the holdout
 
 
 @dataclass
@@ -102,11 +110,12 @@ class Week:
     start: datetime.date
     memory: Rate
     holdout: Rate
+    rules_only: Rate
     corrections: int = 0
 
     def as_json(self) -> dict:
         return {"week": self.start.isoformat(), "memory": _rate_json(self.memory), "holdout": _rate_json(self.holdout),
-                "human_corrections": self.corrections}
+                "rules_only": _rate_json(self.rules_only), "human_corrections": self.corrections}
 
 
 def _rate_json(rate: Rate) -> dict:
@@ -118,6 +127,7 @@ class LearningReport:
     focus: str                                    # "" for everything the reader sees
     days: int                                     # the lessons' and failures' window
     total: dict[int, Comparison]
+    rules_total: dict[int, Comparison]
     scopes: list[ScopeRow]
     weeks: list[Week]
     helps: list[Lesson]
@@ -125,6 +135,11 @@ class LearningReport:
     failures: list[Failure]
     lesson_min: int
     lessons_compared: int = 0
+
+    @property
+    def has_rules_only(self) -> bool:
+        """Were any tasks served people's rules only in the last 90 days? The page shows that arm then."""
+        return bool(self.rules_total[max(WINDOWS)].memory.tasks)
 
     @property
     def shown_scopes(self) -> list[ScopeRow]:
@@ -135,15 +150,20 @@ class LearningReport:
     def as_json(self) -> dict:
         return {
             "scope": self.focus,
-            "windows": {str(days): comparison.as_json() for days, comparison in self.total.items()},
+            "windows": {str(d): _windows_json(c, self.rules_total[d]) for d, c in self.total.items()},
             "scopes": [{"scope": row.scope, "rolled_up": row.rolled_up,
-                        "windows": {str(d): c.as_json() for d, c in row.windows.items()}} for row in self.scopes],
+                        "windows": {str(d): _windows_json(c, row.rules[d]) for d, c in row.windows.items()}}
+                       for row in self.scopes],
             "weekly": [week.as_json() for week in self.weeks],
             "lessons": {"days": self.days, "min_retrievals": self.lesson_min,
                         "help": [lesson.as_json() for lesson in self.helps],
                         "hurt": [lesson.as_json() for lesson in self.hurts]},
             "recurring_failures": [failure.as_json() for failure in self.failures],
         }
+
+
+def _windows_json(comparison: Comparison, rules: Comparison) -> dict:
+    return {**comparison.as_json(), "rules_only": rules.as_json("rules_only")}
 
 
 def _window_sums() -> dict:
@@ -162,7 +182,7 @@ def _scope_filter(prefixes: list[str] | None, focus: str, column: str) -> Q:
 
 
 def _zero_windows() -> dict[int, dict[str, list[int]]]:
-    return {days: {MEMORY: [0, 0], HOLDOUT: [0, 0]} for days in WINDOWS}
+    return {days: {MEMORY: [0, 0], HOLDOUT: [0, 0], RULES_ONLY: [0, 0]} for days in WINDOWS}
 
 
 def learning_report(*, prefixes: list[str] | None, focus: str = "", days: int = 30) -> LearningReport:
@@ -188,14 +208,16 @@ def learning_report(*, prefixes: list[str] | None, focus: str = "", days: int = 
             cell[1] += row[f"t{d}"] or 0
     rollups = _roll_up(per_scope, prefixes, focus)
 
-    def comparisons(windows) -> dict[int, Comparison]:
-        return {d: evaluation.compare(Rate(*windows[d][MEMORY]), Rate(*windows[d][HOLDOUT]), min_tasks=min_tasks)
+    def comparisons(windows, treated=MEMORY) -> dict[int, Comparison]:
+        words = evaluation.RULES_WORDS if treated == RULES_ONLY else evaluation.MEMORY_WORDS
+        return {d: evaluation.compare(Rate(*windows[d][treated]), Rate(*windows[d][HOLDOUT]), min_tasks=min_tasks,
+                                      words=words)
                 for d in WINDOWS}
 
     total = _zero_windows()
     for windows in per_scope.values():
         _add(total, windows)
-    scope_rows = [ScopeRow(scope, scope.count("/"), rolled_up, comparisons(windows))
+    scope_rows = [ScopeRow(scope, scope.count("/"), rolled_up, comparisons(windows), comparisons(windows, RULES_ONLY))
                   for scope, (rolled_up, windows) in sorted(rollups.items())]
 
     weeks = _weeks(prefixes, focus, today)
@@ -205,7 +227,7 @@ def learning_report(*, prefixes: list[str] | None, focus: str = "", days: int = 
     failures = _failures(rows, config)
     _describe([*helps, *hurts, *failures])
     return LearningReport(
-        focus=focus, days=days, total=comparisons(total), scopes=scope_rows, weeks=weeks, helps=helps, hurts=hurts,
+        focus=focus, days=days, total=comparisons(total), rules_total=comparisons(total, RULES_ONLY), scopes=scope_rows, weeks=weeks, helps=helps, hurts=hurts,
         failures=failures, lesson_min=config["LESSON_MIN_RETRIEVALS"], lessons_compared=compared,
     )
 
@@ -224,7 +246,7 @@ def _describe(items) -> None:
 
 def _add(into, windows) -> None:
     for d in WINDOWS:
-        for arm in (MEMORY, HOLDOUT):
+        for arm in (MEMORY, HOLDOUT, RULES_ONLY):
             into[d][arm][0] += windows[d].get(arm, [0, 0])[0]
             into[d][arm][1] += windows[d].get(arm, [0, 0])[1]
 
@@ -248,7 +270,8 @@ def _roll_up(per_scope, prefixes, focus) -> dict[str, tuple[bool, dict]]:
 def _weeks(prefixes, focus, today) -> list[Week]:
     """The success rate per arm and the human corrections made, week by week (Monday to Sunday)."""
     first = evaluation.week_start(today) - datetime.timedelta(weeks=CHART_WEEKS - 1)
-    weeks = {first + datetime.timedelta(weeks=i): Week(first + datetime.timedelta(weeks=i), Rate(0, 0), Rate(0, 0))
+    weeks = {first + datetime.timedelta(weeks=i): Week(first + datetime.timedelta(weeks=i), Rate(0, 0), Rate(0, 0),
+                                                       Rate(0, 0))
              for i in range(CHART_WEEKS)}
     sums: dict[tuple, list[int]] = {}
     for row in (OutcomeTally.objects.filter(_scope_filter(prefixes, focus, "scope"), day__gte=first)
@@ -258,7 +281,7 @@ def _weeks(prefixes, focus, today) -> list[Week]:
         cell[1] += row["t"]
     for (start, arm), (s, t) in sums.items():
         if start in weeks:
-            setattr(weeks[start], arm, Rate(s, t))
+            setattr(weeks[start], arm.replace("-", "_"), Rate(s, t))
     since = datetime.datetime.combine(first, datetime.time.min, tzinfo=datetime.timezone.utc)
     for row in (Entry.objects.filter(_scope_filter(prefixes, focus, "scope"), kind=Kind.HUMAN_CORRECTION,
                                      created_at__gte=since)

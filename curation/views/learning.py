@@ -49,11 +49,11 @@ def _days(request) -> int:
     return int(raw)
 
 
-def chart(weeks) -> dict:
+def chart(weeks, *, rules_only: bool = False) -> dict:
     """The weekly success rate per arm as SVG geometry: x per week, y from 0% (bottom) to 100% (top)."""
     step = (CHART_WIDTH - CHART_LEFT) / max(1, len(weeks) - 1)
     lines = {}
-    for arm in ("memory", "holdout"):
+    for arm in ("memory", "holdout", *(("rules_only",) if rules_only else ())):
         dots = []
         for i, week in enumerate(weeks):
             rate = getattr(week, arm)
@@ -79,7 +79,7 @@ def learning(request):
     report = reads.learning_report(prefixes=access.user_scope_prefixes(request.user), focus=focus, days=days)
     return render(request, "curation/learning.html", {
         "report": report, "focus": focus, "days": days, "days_choices": DAYS, "windows": reads.WINDOWS,
-        "chart": chart(report.weeks), "errors": {},
+        "chart": chart(report.weeks, rules_only=report.has_rules_only), "errors": {},
     })
 
 
@@ -111,15 +111,17 @@ def recheck(request, entry_id: int):
 @require_http_methods(["GET", "POST"])
 @require(PUBLISH, "Only a lead sets holdout fractions.")
 def holdout(request):
-    form, errors, status = {"prefix": "", "fraction": ""}, {}, 200
+    form, errors, status = {"prefix": "", "fraction": "", "rules_only": ""}, {}, 200
     if request.method == "POST":
-        form = {k: request.POST.get(k, "") for k in ("prefix", "fraction")}
+        form = {k: request.POST.get(k, "") for k in ("prefix", "fraction", "rules_only")}
         try:
-            setting = set_holdout_fraction(actor=request.user, prefix=form["prefix"], fraction=form["fraction"])
+            setting = set_holdout_fraction(actor=request.user, prefix=form["prefix"], fraction=form["fraction"],
+                                           rules_only=form["rules_only"])
         except ValidationError as exc:
             errors, status = exc.message_dict, 422
         else:
-            messages.success(request, f"Holdout of {setting.prefix}: {setting.fraction:.0%} of its tasks get no memory.")
+            messages.success(request, f"Holdout of {setting.prefix}: {setting.fraction:.0%} of its tasks get no memory"
+                                      + (f", {setting.rules_only:.0%} people's rules only." if setting.rules_only else "."))
             return redirect("curation:holdout")
     rows, from_settings = reads.holdout_settings(request.user)
     return render(request, "curation/holdout.html", {

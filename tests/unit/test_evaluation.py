@@ -6,7 +6,7 @@ import random
 import pytest
 
 from curation.evaluation import (
-    HOLDOUT, MEMORY, Rate, assign_arm, compare, difference_interval, holdout_setting, points, task_position, wilson,
+    HOLDOUT, MEMORY, RULES_ONLY, RULES_WORDS, Rate, assign_arm, compare, difference_interval, holdout_setting, points, task_position, wilson,
 )
 
 
@@ -67,11 +67,11 @@ def test_points_are_signed_and_zero_is_plain():
 
 
 def test_the_longest_covering_prefix_wins():
-    fractions = {"acme": 0.1, "acme/billing-api": 0.3, "acme/billing-api-v2": 0.5}
-    assert holdout_setting("acme/billing-api/container", fractions) == ("acme/billing-api", 0.3)
-    assert holdout_setting("acme/billing-api-v2", fractions) == ("acme/billing-api-v2", 0.5)
-    assert holdout_setting("acme/web", fractions) == ("acme", 0.1)
-    assert holdout_setting("globex", fractions) == ("", 0.0)
+    fractions = {"acme": (0.1, 0.0), "acme/billing-api": (0.3, 0.1), "acme/billing-api-v2": (0.5, 0.0)}
+    assert holdout_setting("acme/billing-api/container", fractions) == ("acme/billing-api", 0.3, 0.1)
+    assert holdout_setting("acme/billing-api-v2", fractions) == ("acme/billing-api-v2", 0.5, 0.0)
+    assert holdout_setting("acme/web", fractions) == ("acme", 0.1, 0.0)
+    assert holdout_setting("globex", fractions) == ("", 0.0, 0.0)
 
 
 def test_a_task_always_lands_in_the_same_arm():
@@ -88,6 +88,21 @@ def test_the_holdout_share_over_10000_tasks_is_close_to_the_fraction(fraction):
     share = arms.count(HOLDOUT) / len(arms)
     # Three standard deviations of a binomial share: a hash that is not uniform fails this.
     assert abs(share - fraction) < 3 * (fraction * (1 - fraction) / 10_000) ** 0.5
+
+
+def test_the_rules_only_share_follows_the_holdout_share():
+    arms = [assign_arm("acme", f"task-{i}", 0.2, 0.3) for i in range(10_000)]
+    assert abs(arms.count(HOLDOUT) / 10_000 - 0.2) < 3 * (0.2 * 0.8 / 10_000) ** 0.5
+    assert abs(arms.count(RULES_ONLY) / 10_000 - 0.3) < 3 * (0.3 * 0.7 / 10_000) ** 0.5
+    # Adding a rules-only share moves no task into or out of the holdout.
+    assert [a == HOLDOUT for a in arms] == [assign_arm("acme", f"task-{i}", 0.2) == HOLDOUT for i in range(10_000)]
+
+
+def test_the_verdict_names_the_arm_it_compares():
+    comparison = compare(Rate(700, 1000), Rate(600, 1000), min_tasks=30, words=RULES_WORDS)
+    assert comparison.text.startswith("people's rules only help: +10.0 points")
+    assert compare(Rate(1, 2), Rate(0, 0), min_tasks=30, words=RULES_WORDS).text.startswith(
+        "not enough tasks yet: 2 with people's rules only, 0 in the holdout")
 
 
 def test_no_task_reference_or_no_fraction_means_memory():

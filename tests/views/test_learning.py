@@ -153,7 +153,8 @@ def test_a_lead_sets_a_holdout_with_its_event(lead):
     client_for(lead).post("/learning/holdout/", {"prefix": "acme/billing-api", "fraction": "0.2"})
     events = list(Event.objects.filter(holdout=setting).order_by("id"))
     assert [e.action for e in events] == [EventAction.HOLDOUT_SET] * 2
-    assert events[1].before == {"fraction": 0.1} and events[1].after == {"prefix": "acme/billing-api", "fraction": 0.2}
+    assert events[1].before == {"fraction": 0.1, "rules_only": 0.0}
+    assert events[1].after == {"prefix": "acme/billing-api", "fraction": 0.2, "rules_only": 0.0}
     assert events[1].actor == lead
 
 
@@ -162,6 +163,8 @@ def test_a_lead_sets_a_holdout_with_its_event(lead):
     ({"prefix": "acme", "fraction": "0.9"}, "fraction"),
     ({"prefix": "acme", "fraction": "lots"}, "fraction"),
     ({"prefix": "", "fraction": "0.1"}, "prefix"),
+    ({"prefix": "acme", "fraction": "0.1", "rules_only": "-1"}, "rules_only"),
+    ({"prefix": "acme", "fraction": "0.3", "rules_only": "0.3"}, "rules_only"),
 ])
 def test_bad_holdout_input_answers_422_and_writes_nothing(lead, data, field):
     response = client_for(lead).post("/learning/holdout/", data)

@@ -148,7 +148,8 @@ class _Endpoints(Generic[R]):
         answer; pass it as `version` for the rest of a task to read the same memory throughout). Keep the
         `retrieval_id` to report the outcome. `arm` is "holdout" when the task is in the holdout that
         measures whether memory helps: no entries and an empty context (the same for every call with this
-        `task_ref`); do the task without memory and report its outcome all the same."""
+        `task_ref`); do the task without memory and report its outcome all the same. "rules-only": the
+        task is served only what people wrote or agreed to (human corrections and preferences)."""
         body = _without_none(scope=scope, q=q, k=k, min_confidence=min_confidence, budget_chars=budget_chars,
                              task_ref=task_ref, version=version)
         return self._run(Call("POST", "/api/v1/memory/search", body))
