@@ -52,6 +52,7 @@ class QueueReason(models.TextChoices):
     RECHECK_LOW_UTILITY = "recheck_low_utility", "recheck: low utility"
     # Two reviewers disagreed (one approved, the other rejected): only a lead decides it now.
     NEEDS_LEAD = "needs_lead", "reviewers disagree: a lead decides"
+    RECHECK_REQUESTED = "recheck_requested", "recheck: sent back by a person"
 
 
 class Entry(models.Model):
@@ -295,6 +296,8 @@ class EventAction(models.TextChoices):
     FORGET_PURGE = "forget_purge", "text purged from the history"
     # How many reviewers a scope's candidates need.
     REVIEW_RULE_SET = "review_rule_set", "approvals required set"
+    # Holdout evaluation: the share of tasks under a scope prefix that get no memory.
+    HOLDOUT_SET = "holdout_set", "holdout fraction set"
 
     @classmethod
     def activating(cls) -> frozenset["EventAction"]:
@@ -325,7 +328,9 @@ class EventAction(models.TextChoices):
 
 
 # The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
-EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token", "memory_version", "forget_request", "review_rule")
+EVENT_SUBJECT_FIELDS = (
+    "entry", "conflict", "proposal", "skill", "token", "memory_version", "forget_request", "review_rule", "holdout",
+)
 
 
 def _subject_link(model: str, related_name: str = "events") -> models.ForeignKey:
@@ -349,6 +354,7 @@ class Event(models.Model):
     memory_version = _subject_link("MemoryVersion")
     forget_request = _subject_link("ForgetRequest")
     review_rule = _subject_link("ReviewRule")
+    holdout = _subject_link("HoldoutFraction")
     entry_label = RedactedCharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -377,7 +383,8 @@ class Event(models.Model):
                 condition=Q(entry__isnull=False) | Q(conflict__isnull=False) | Q(proposal__isnull=False)
                 | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False)
                 | Q(forget_request__isnull=False)
-                | Q(review_rule__isnull=False),
+                | Q(review_rule__isnull=False)
+                | Q(holdout__isnull=False),
                 name="event_has_subject",
             ),
         ]
@@ -454,6 +461,14 @@ class IdempotentAnswer(models.Model):
         constraints = [models.UniqueConstraint(fields=["token", "key"], name="idempotent_answer_once_per_key")]
 
 
+class Arm(models.TextChoices):
+    """What a retrieval served, for the holdout comparison: curated memory, or nothing at all."""
+
+    MEMORY = "memory", "memory"
+    HOLDOUT = "holdout", "holdout (no memory)"
+    RULES_ONLY = "rules-only", "people's rules only"
+
+
 class Retrieval(models.Model):
     """One read of memory by an agent: what it asked, what it was given. Feedback refers to it."""
 
@@ -465,6 +480,8 @@ class Retrieval(models.Model):
     entry_ids = models.JSONField(default=list)
     # The published memory version the agent read (null: before versions existed).
     memory_version = models.PositiveIntegerField(null=True, blank=True)
+    # The holdout arm the task landed in (evaluation.assign_arm): a holdout retrieval was given nothing.
+    arm = models.CharField(max_length=16, choices=Arm.choices, default=Arm.MEMORY)
     created_at = models.DateTimeField(default=clock.now)
 
 
@@ -494,6 +511,51 @@ class Feedback(models.Model):
     utility = models.FloatField(null=True, blank=True)
     used_entry_ids = models.JSONField(default=list)
     created_at = models.DateTimeField(default=clock.now)
+
+
+class HoldoutFraction(models.Model):
+    """The share of tasks under a scope prefix that get no memory (the holdout arm), set by a lead; the
+    longest prefix covering a retrieval's scope wins, over settings.CURATION["HOLDOUT_FRACTIONS"]."""
+
+    prefix = models.CharField(max_length=255, unique=True, validators=[clean_scope])
+    fraction = models.FloatField()
+    # The share served only what people wrote or agreed to (human corrections and preferences).
+    rules_only = models.FloatField(default=0.0)
+    updated_at = models.DateTimeField(default=clock.now)
+    updated_by_label = models.CharField(max_length=150, blank=True)
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"holdout of {self.prefix}"
+
+
+class OutcomeTally(models.Model):
+    """Reported task outcomes per day, scope and arm, counted when the feedback is recorded: the learning
+    dashboard reads these few rows instead of joining every retrieval with its feedback."""
+
+    day = models.DateField()
+    scope = models.CharField(max_length=255)
+    arm = models.CharField(max_length=16, choices=Arm.choices)
+    tasks = models.PositiveIntegerField(default=0)
+    successes = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["day", "scope", "arm"], name="outcome_tally_once")]
+
+
+class LessonTally(models.Model):
+    """Reported outcomes per day of the tasks that retrieved an entry: which lessons help or hurt."""
+
+    day = models.DateField()
+    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+", db_index=False)
+    tasks = models.PositiveIntegerField(default=0)
+    successes = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["day", "entry"], name="lesson_tally_once")]
 
 
 class Conflict(models.Model):

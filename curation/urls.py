@@ -1,8 +1,8 @@
 from django.urls import path
 
 from curation.views import (
-    candidates, conflicts, consolidation, dashboard, entries, forgets, health, maintenance, releases, reviewers,
-    skills, tokens,
+    candidates, conflicts, consolidation, dashboard, entries, forgets, health, learning, maintenance, releases,
+    reviewers, skills, tokens,
 )
 
 app_name = "curation"
@@ -36,6 +36,9 @@ urlpatterns = [
     path("preview/", releases.preview, name="preview"),
     path("reviewers/", reviewers.reviewers, name="reviewers"),
     path("review/rules/", reviewers.review_rules, name="review-rules"),
+    path("learning/", learning.learning, name="learning"),
+    path("learning/holdout/", learning.holdout, name="holdout"),
+    path("learning/entries/<int:entry_id>/recheck/", learning.recheck, name="learning-recheck"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -320,6 +320,18 @@ CURATION_RELEASES = {
     # and no pre-publish check warns about it; anything else waits for a lead.
     "AUTO_PUBLISH_ACTIONS": ["outcome_success", "add_evidence", "revive"],
 }
+# Holdout evaluation and the learning dashboard.
+CURATION_EVALUATION = {
+    # Scope prefix -> share of tasks (by task_ref) answered with no memory; the longest covering prefix
+    # wins, and a lead's setting on the Holdout page overrides the one here. None set: no holdout.
+    "HOLDOUT_FRACTIONS": {},
+    # The same, for the share served people's rules only (human corrections and preferences).
+    "RULES_ONLY_FRACTIONS": {},
+    "MIN_TASKS_PER_ARM": 30,          # below this in either arm the verdict is "not enough tasks yet"
+    "LESSON_MIN_RETRIEVALS": 20,      # lessons that help or hurt: tasks that retrieved it, at least
+    "RECURRING_MIN_FAILURES": 3,      # recurring failures: failed tasks that retrieved the entry, at least
+    "LESSONS_SHOWN": 10,              # each way
+}
 CELERY_BEAT_SCHEDULE["lifecycle-auto_publish"] = {
     "task": "curation.lifecycle.auto_publish", "schedule": crontab(minute=50),
     "kwargs": {"triggered_by": "beat"}, "options": {"expires": 3600},

@@ -30,7 +30,10 @@ def token_key(name: str, scopes) -> str:
 
 
 def stdio_environment(url: str, key: str) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", ""), "MEMORYADMIN_URL": url, "MEMORYADMIN_TOKEN": key}
+    # PYTHONPATH passes on, so the server runs the client package the tests import (a checkout's, not the
+    # installed one, when they differ).
+    passed_on = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
+    return {"PATH": os.environ.get("PATH", ""), "MEMORYADMIN_URL": url, "MEMORYADMIN_TOKEN": key, **passed_on}
 
 
 THREADS = 4

@@ -217,6 +217,10 @@ def schema() -> dict:
                 "Memory": {"type": "object", "properties": {
                     "retrieval_id": {"type": "string", "format": "uuid"},
                     "memory_version": {"type": "integer", "description": "The published version the answer read."},
+                    "arm": {"enum": ["memory", "holdout", "rules-only"],
+                            "description": "holdout: this task is in the holdout (no memory: no entries and an "
+                                           "empty context), to measure whether memory helps; rules-only: it is "
+                                           "served only human corrections and preferences. Log it with the task."},
                     "scope": SCOPE,
                     "min_confidence": {"type": "number"},
                     "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
@@ -230,7 +234,8 @@ def schema() -> dict:
                                           "description": "Default: every entry of the retrieval."}}},
                 "FeedbackResult": {"type": "object", "properties": {
                     "recorded": {"type": "boolean", "description": "false: already recorded, nothing changed."},
-                    "outcome": {"type": "string"}, "entries": {"type": "array", "items": {"type": "object"}}}},
+                    "outcome": {"type": "string"}, "arm": {"enum": ["memory", "holdout", "rules-only"]},
+                    "entries": {"type": "array", "items": {"type": "object"}}}},
                 "EntryDetail": {"type": "object", "description": "The entry with status, counters, evidence and events."},
                 "Skill": skill,
                 "Skills": {"type": "object", "properties": {
@@ -297,6 +302,19 @@ def schema() -> dict:
                                           {"retrieval_id": "6f1c...", "outcome": "success", "utility": 0.9}),
                 "responses": {"200": _ok("Applied, or already recorded.", "#/components/schemas/FeedbackResult"),
                               "404": _error("No such retrieval for this token."), **BODY_ERRORS, **COMMON_ERRORS},
+            }},
+            "/evaluation": {"get": {
+                "summary": "Is memory helping: the holdout comparison under a scope",
+                "description": "Reported task outcomes of the memory and holdout arms under `scope` (rolled up "
+                               "from every scope below it, within the token's scopes): success rates with Wilson "
+                               "95% intervals, the difference with its interval and a verdict over 7, 30 and 90 "
+                               "days; weekly rates and human corrections; the lessons that help or hurt and the "
+                               "recurring failures over `days`.",
+                "parameters": [{"name": "scope", "in": "query", "required": True, "schema": SCOPE},
+                               {"name": "days", "in": "query", "schema": {"enum": [7, 30, 90], "default": 30}}],
+                "responses": {"200": {"description": "{scope, windows, scopes, weekly, lessons, recurring_failures}."},
+                              "403": _error("The scope is outside the token's scopes."),
+                              "422": _error("No scope, or days not 7, 30 or 90."), **COMMON_ERRORS},
             }},
             "/entries/{id}": {"get": {
                 "summary": "One entry with its evidence and events",

@@ -11,6 +11,7 @@ urlpatterns = [
     path("memory", views.memory, name="memory"),
     path("memory/search", views.memory_search, name="memory-search"),
     path("feedback", views.feedback, name="feedback"),
+    path("evaluation", views.evaluation, name="evaluation"),
     path("entries/<int:entry_id>", views.entry_detail, name="entry"),
     path("entries/<int:entry_id>/evidence", views.entry_evidence, name="entry-evidence"),
     path("export", views.export, name="export"),

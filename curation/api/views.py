@@ -8,7 +8,9 @@ from django.views.decorators.csrf import csrf_exempt
 
 from curation import selectors
 from curation.selectors import releases
+from curation.selectors.evaluation import arm_for, learning_report
 from curation.context_block import build_context
+from curation.evaluation import HOLDOUT, RULES_KINDS, RULES_ONLY
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
 from curation.services.forgets import file_forget_request
@@ -102,21 +104,40 @@ def _retrieve(token, params) -> tuple[int, dict]:
     if len(q) > 2000:
         raise ApiError(422, "Some parameters are not valid.", {"q": ["At most 2,000 characters."]})
     version = read_version(params)
-    ranked = releases.retrieve_released(
-        version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence
+    task_ref = params.get("task_ref", "")
+    arm = arm_for(scope, task_ref)
+    ranked = [] if arm == HOLDOUT else releases.retrieve_released(
+        version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence,
+        kinds=RULES_KINDS if arm == RULES_ONLY else None,
     )
     included, context = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}
-    retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=params.get("task_ref", ""),
-                                 entries=included, memory_version=version)
+    retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=task_ref, entries=included,
+                                 memory_version=version, arm=arm)
     return 200, {
         "retrieval_id": str(retrieval.pk),
         "memory_version": version,
+        "arm": arm,
         "scope": scope,
         "min_confidence": min_confidence,
         "entries": [{**entry_json(e), "score": round(scores[e.pk], 4)} for e in included],
         "context": context,
     }
+
+
+EVALUATION_DAYS = (7, 30, 90)
+
+
+@api_view("GET")
+def evaluation(request, token):
+    """Is memory helping under `scope`: the learning dashboard's figures for the token's scopes."""
+    if not request.GET.get("scope"):
+        raise ApiError(422, "Some parameters are not valid.", {"scope": ["A scope prefix this token reads, e.g. acme."]})
+    scope = readable_scope(token, request.GET["scope"])
+    days = query_int(request.GET, "days", 30, 7, 90)
+    if days not in EVALUATION_DAYS:
+        raise ApiError(422, "Some parameters are not valid.", {"days": ["7, 30 or 90."]})
+    return 200, learning_report(prefixes=list(token.scopes), focus=scope, days=days).as_json()
 
 
 @api_view("POST", body=True)
@@ -131,8 +152,9 @@ def feedback(request, token, body):
         raise NotFound("No such retrieval for this token.") from None
     if not result.recorded:
         return 200, {"recorded": False, "message": "Feedback for this retrieval was already recorded; nothing changed.",
-                     "outcome": result.feedback.outcome, "entries": []}
-    return 200, {"recorded": True, "outcome": result.feedback.outcome, "entries": result.changes}
+                     "outcome": result.feedback.outcome, "arm": result.feedback.retrieval.arm, "entries": []}
+    return 200, {"recorded": True, "outcome": result.feedback.outcome, "arm": result.feedback.retrieval.arm,
+                 "entries": result.changes}
 
 
 def _entry_for_token(token, entry_id) -> Entry:

@@ -78,14 +78,19 @@ def released_entries(number: int, *, scopes=None, prefix: str = ""):
     return rows
 
 
-def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
+def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float,
+                      kinds=None) -> list[Ranked]:
     """retrieve_memory's answer, read from version `number` instead of the live rows, ranked the same way:
     on PostgreSQL by the live ranking SQL over the version's rows (one indexed lookup); without a query,
-    or on SQLite, by confidence or the portable word match."""
+    or on SQLite, by confidence or the portable word match. `kinds` limits it to entries of those kinds
+    (the rules-only arm: the few that people wrote), ranked by the portable word match on every database."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]
     pool = k * RETRIEVAL_POOL_FACTOR
+    if kinds is not None:
+        rows = released_entries(number, scopes=scopes).filter(kind__in=list(kinds), confidence__gte=min_confidence)
+        return without_near_duplicates(rank_by_words(rows, q, pool, as_entry), k)
     if q and connection.vendor == "postgresql":
         ranked = _ranked_released_postgres(number, scopes, q, min_confidence, pool)
     else:

@@ -295,6 +295,28 @@ def reject_candidate(entry_id: int, *, actor, expected_version: int, reason: str
     return entry
 
 
+def send_back_for_recheck(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:
+    """Send an active entry back to the candidates queue for a recheck (from the learning dashboard, when
+    the tasks that retrieved it do worse than those given no memory). It stays active, and agents keep
+    reading it, until a reviewer confirms or retires it."""
+    if not actor.has_perm(REVIEW):
+        raise PermissionDenied("Only reviewers and leads send entries back for a recheck.")
+    now = at or clock.now()
+    with transaction.atomic():
+        entry = Entry.objects.select_for_update().get(pk=entry_id)
+        if not access.user_can_see_scope(actor, entry.scope):
+            raise Entry.DoesNotExist  # outside the actor's scopes: as if it did not exist
+        if entry.version != expected_version:
+            raise StaleDecision(entry, changes_since(entry, expected_version))
+        if entry.status != Status.ACTIVE or entry.queued_at is not None:
+            raise InvalidTransition(f"Entry #{entry.pk} is not an active entry out of the queue (it is {entry.status}"
+                                    f"{', already queued' if entry.queued_at else ''}).")
+        write_entry(entry, {"queued_at": now, "queue_reason": QueueReason.RECHECK_REQUESTED},
+                    expected_version=expected_version, action=EventAction.QUEUE_RECHECK, actor=actor,
+                    reason=reason.strip() or "sent back for a recheck", at=now)
+    return entry
+
+
 def defer_candidate(
     entry_id: int, *, actor, expected_version: int, reason: str = "", hours: float | None = None, at=None
 ) -> Entry:

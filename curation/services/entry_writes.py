@@ -177,9 +177,9 @@ def insert_counted_retrieval(retrieval: Retrieval) -> None:
             f"""
             WITH retrieval AS (
                 INSERT INTO {Retrieval._meta.db_table} (id, token_id, scope, query, task_ref, entry_ids, memory_version,
-                                                        created_at)
+                                                        arm, created_at)
                 VALUES (%(id)s, %(token)s, %(scope)s, %(query)s, %(task_ref)s, CAST(%(entry_ids)s AS jsonb),
-                        %(memory_version)s, %(now)s)
+                        %(memory_version)s, %(arm)s, %(now)s)
                 RETURNING id
             ), items AS (
                 INSERT INTO {RetrievedEntry._meta.db_table} (retrieval_id, entry_id, rank, created_at)
@@ -191,7 +191,7 @@ def insert_counted_retrieval(retrieval: Retrieval) -> None:
             """,
             {"id": retrieval.pk, "token": retrieval.token_id, "scope": retrieval.scope, "query": retrieval.query,
              "task_ref": retrieval.task_ref, "entry_ids": json.dumps(retrieval.entry_ids), "ids": retrieval.entry_ids,
-             "memory_version": retrieval.memory_version,
+             "memory_version": retrieval.memory_version, "arm": retrieval.arm,
              "now": retrieval.created_at},
         )
     retrieval._state.adding = False  # it is stored: a later save() updates it

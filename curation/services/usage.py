@@ -14,16 +14,17 @@ from django.db import IntegrityError, connection, transaction
 from curation import clock, lifecycle
 from curation.redaction import redact
 from curation.models import (
-    AgentToken, Entry, EventAction, Evidence, Feedback, QueueReason, Retrieval, RetrievedEntry, Signal, Status,
+    AgentToken, Arm, Entry, EventAction, Evidence, Feedback, QueueReason, Retrieval, RetrievedEntry, Signal, Status,
 )
 
 from .entry_writes import count_retrieval, insert_counted_retrieval, write_entry
+from .evaluation import tally_outcome
 
 
 def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str, entries, at=None,
-                     memory_version: int | None = None) -> Retrieval:
-    """Remember what the agent was given, from which published memory version (feedback refers to it), and
-    count the retrieval on each entry."""
+                     memory_version: int | None = None, arm: str = Arm.MEMORY) -> Retrieval:
+    """Remember what the agent was given, from which published memory version and in which arm of the
+    holdout (feedback refers to it), and count the retrieval on each entry."""
     now = at or clock.now()
     ids = [e.pk for e in entries]
     # An agent may paste anything into its query. Redacted whole, then cut to the column: a secret cut
@@ -31,7 +32,7 @@ def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str
     query, _ = redact(query, "q")
     task_ref, _ = redact(task_ref, "task_ref")
     retrieval = Retrieval(id=uuid.uuid4(), token=token, scope=scope, query=query[:2000], task_ref=task_ref[:255],
-                          entry_ids=ids, memory_version=memory_version, created_at=now)
+                          entry_ids=ids, memory_version=memory_version, arm=arm, created_at=now)
     if connection.vendor == "postgresql":
         insert_counted_retrieval(retrieval)
         return retrieval
@@ -99,7 +100,8 @@ def _apply_outcome(entry: Entry, *, success: bool, utility: float, retrieval: Re
 
 def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, used=None, at=None) -> FeedbackResult:
     """The outcome of the task that used a retrieval. Once per retrieval: a repeat changes nothing.
-    Without a utility, a success counts as 1 and a failure as 0 for history-based deletion."""
+    Without a utility, a success counts as 1 and a failure as 0 for history-based deletion. Every outcome
+    is tallied for the holdout comparison; a holdout task was given no entry, so its outcome changes none."""
     try:
         retrieval = Retrieval.objects.select_related("token").get(pk=retrieval_id, token=token)
     except (Retrieval.DoesNotExist, ValidationError, ValueError):
@@ -112,6 +114,9 @@ def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, u
             feedback = Feedback.objects.create(
                 retrieval=retrieval, outcome=outcome, utility=utility, used_entry_ids=used, created_at=now
             )
+            tally_outcome(retrieval, success=success, at=now)
+            if retrieval.arm == Arm.HOLDOUT:
+                used = []  # given nothing, it used nothing: no confidence or utility moves on its outcome
             changes = [
                 _apply_outcome(entry, success=success, utility=utility if utility is not None else float(success),
                                retrieval=retrieval, now=now)

@@ -311,11 +311,11 @@ def test_add_evidence_to_an_entry(agent, approved):
 def test_openapi_schema_and_docs_page(client):
     schema = client.get("/api/v1/openapi.json").json()
     assert schema["openapi"].startswith("3.1")
-    assert set(schema["paths"]) == {"/candidates", "/candidates/batch", "/memory", "/memory/search", "/feedback", "/export",
+    assert set(schema["paths"]) == {"/candidates", "/candidates/batch", "/memory", "/memory/search", "/feedback", "/evaluation", "/export",
                                     "/entries/{id}", "/entries/{id}/evidence", "/skills", "/skills/{slug}", "/skills/{slug}/trials",
                                     "/token", "/forget-requests"}
     page = client.get("/api/v1/docs").content.decode()
-    assert "GET /api/v1/memory" in page and "POST /api/v1/feedback" in page
+    assert "GET /api/v1/memory" in page and "POST /api/v1/feedback" in page and "GET /api/v1/evaluation" in page
     assert "GET /api/v1/skills" in page and "POST /api/v1/skills/{slug}/trials" in page
 
 

@@ -13,7 +13,8 @@ import pytest
 from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidInput, MemoryAdmin, NotFound,
                                 PermissionDenied, RateLimited, RetryPolicy, TransportError)
 
-from curation.models import Entry, IdempotentAnswer
+from curation.evaluation import HOLDOUT, assign_arm
+from curation.models import Entry, HoldoutFraction, IdempotentAnswer
 from curation.services import approve_candidate
 from tests.factories import publish_pending
 from tests.live import run_async, token_key
@@ -194,3 +195,20 @@ def test_an_unreachable_server_is_a_transport_error():
         with pytest.raises(TransportError) as unreachable:
             api.token()
     assert unreachable.value.status == 0 and "Could not reach" in unreachable.value.message
+
+
+def test_the_client_passes_the_holdout_arm_and_reads_the_evaluation(live_server, lead):
+    HoldoutFraction.objects.create(prefix="acme/billing-api", fraction=0.5)
+    held = next(f"task-{i}" for i in range(1000) if assign_arm("acme/billing-api", f"task-{i}", 0.5) == HOLDOUT)
+    with MemoryAdmin(live_server.url, token_key("py-agent", ["acme/billing-api"])) as api:
+        submitted = api.submit_candidate(**LESSON)
+        approve_candidate(submitted["id"], actor=lead, expected_version=1)
+        publish_pending()
+        found = api.search_memory("acme/billing-api", "webhook signing key rotation", task_ref=held)
+        assert (found["arm"], found["entries"], found["context"]) == ("holdout", [], "")
+        assert api.report_outcome(found["retrieval_id"], "failure")["arm"] == "holdout"
+        assert Entry.objects.get(pk=submitted["id"]).hit_count == 0  # the holdout's outcome moved nothing
+        figures = api.evaluation("acme/billing-api", days=7)
+        assert figures["windows"]["7"]["holdout"]["tasks"] == 1
+        with pytest.raises(InvalidInput):
+            api.evaluation("acme/billing-api", days=12)

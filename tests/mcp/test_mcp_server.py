@@ -12,7 +12,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from curation.models import Entry
+from curation.evaluation import HOLDOUT, MEMORY, assign_arm
+from curation.models import Entry, HoldoutFraction
 from curation.services import approve_candidate
 from curation.services.skills import approve_skill
 from tests.factories import nominated, publish_pending, report
@@ -228,3 +229,27 @@ def test_the_http_server_logs_no_token_and_no_query(asgi_server, caplog):
     logged = "\n".join(f"{record.name} {record.getMessage()}" for record in server_side)
     assert "django.request" in logged  # the server did log (the 422): none of it names the token or the query
     assert key not in logged and "reconciliation" not in logged
+
+
+def test_search_memory_says_when_a_task_is_in_the_holdout(connect, lead):
+    HoldoutFraction.objects.create(prefix="acme/billing-api", fraction=0.5)
+    held = next(f"task-{i}" for i in range(1000) if assign_arm("acme/billing-api", f"task-{i}", 0.5) == HOLDOUT)
+    kept = next(f"task-{i}" for i in range(1000) if assign_arm("acme/billing-api", f"task-{i}", 0.5) == MEMORY)
+    key = token_key("mcp-agent", ["acme/billing-api"])
+
+    async def scenario():
+        async with connect(key) as client:
+            submitted = await client.call_tool("submit_lesson", LESSON)
+            entry_id = submitted.structured_content["id"]
+            approve_candidate(entry_id, actor=lead, expected_version=1)
+            publish_pending()
+            found = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY,
+                                                             "task_ref": held})
+            assert found.structured_content["arm"] == "holdout" and found.structured_content["entry_ids"] == []
+            assert "in the holdout" in text(found) and LESSON["content"] not in text(found)
+            given = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY,
+                                                             "task_ref": kept})
+            assert given.structured_content["arm"] == "memory"
+            assert given.structured_content["entry_ids"] == [entry_id] and "arm: memory" in text(given)
+
+    run_async(scenario)

@@ -146,7 +146,10 @@ class _Endpoints(Generic[R]):
         """POST /api/v1/memory/search: the ranked entries of the scope (and the ancestors the token covers)
         and a `context` block for a prompt, from the published memory version (`memory_version` in the
         answer; pass it as `version` for the rest of a task to read the same memory throughout). Keep the
-        `retrieval_id` to report the outcome."""
+        `retrieval_id` to report the outcome. `arm` is "holdout" when the task is in the holdout that
+        measures whether memory helps: no entries and an empty context (the same for every call with this
+        `task_ref`); do the task without memory and report its outcome all the same. "rules-only": the
+        task is served only what people wrote or agreed to (human corrections and preferences)."""
         body = _without_none(scope=scope, q=q, k=k, min_confidence=min_confidence, budget_chars=budget_chars,
                              task_ref=task_ref, version=version)
         return self._run(Call("POST", "/api/v1/memory/search", body))
@@ -156,6 +159,13 @@ class _Endpoints(Generic[R]):
         """POST /api/v1/feedback: how the task that used a retrieval went. Once per retrieval."""
         body = _without_none(retrieval_id=retrieval_id, outcome=outcome, utility=utility, used=used)
         return self._run(Call("POST", "/api/v1/feedback", body))
+
+    def evaluation(self, scope: str, *, days: int | None = None) -> R:
+        """GET /api/v1/evaluation: is memory helping under `scope`? Success per arm (memory, holdout) with
+        95% intervals, the difference and a verdict over 7, 30 and 90 days, weekly rates, the lessons that
+        help or hurt and the recurring failures over `days` (7, 30 or 90)."""
+        params = {name: str(value) for name, value in _without_none(scope=scope, days=days).items()}
+        return self._run(Call("GET", "/api/v1/evaluation", params=params))
 
     def get_entry(self, entry_id: int) -> R:
         """GET /api/v1/entries/<id>: every field, the evidence and the history of one entry."""

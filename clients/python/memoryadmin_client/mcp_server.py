@@ -57,7 +57,7 @@ class SearchMemory(_Arguments):
     k: int | None = Field(None, description="How many lessons at most (1 to 20; default 5).")
     budget_chars: int | None = Field(None, description="The longest context block to return, in characters "
                                                        "(200 to 50,000; default 2,000).")
-    task_ref: str | None = Field(None, description="Your task's id, to trace which task used which lessons.")
+    task_ref: str | None = Field(None, description="Your task's id, to trace which task used which lessons; every call with the same id is served from the same arm (memory, or the holdout that gets none).")
 
 
 class EvidenceItem(_Arguments):
@@ -123,10 +123,16 @@ def _text(value: Any) -> str:
 
 async def _search_memory(api: AsyncMemoryAdmin, a: SearchMemory) -> tuple[str, dict]:
     answer = await api.search_memory(a.scope, a.query, k=a.k, budget_chars=a.budget_chars, task_ref=a.task_ref)
-    result = {"retrieval_id": answer["retrieval_id"], "entry_ids": [e["id"] for e in answer["entries"]],
+    arm = answer.get("arm", "memory")
+    result = {"retrieval_id": answer["retrieval_id"], "arm": arm, "entry_ids": [e["id"] for e in answer["entries"]],
               "context": answer["context"], "entries": answer["entries"]}
-    text = (f"{answer['context'] or 'No reviewed lessons match.'}\n\nretrieval_id: {answer['retrieval_id']} "
-            f"(report the task's outcome with it); entry ids: {result['entry_ids']}")
+    if arm == "holdout":
+        found = ("This task is in the holdout that measures whether memory helps: no lessons are given for it. "
+                 "Work without them, and report the outcome as usual.")
+    else:
+        found = answer["context"] or "No reviewed lessons match."
+    text = (f"{found}\n\nretrieval_id: {answer['retrieval_id']} (report the task's outcome with it); "
+            f"arm: {arm}; entry ids: {result['entry_ids']}")
     return text, result
 
 
