@@ -83,6 +83,9 @@ class Entry(models.Model):
     flags = models.JSONField(default=list, blank=True)
     # sha256 of the normalised trigger and content: an exact duplicate in the same scope is one lookup.
     fingerprint = models.CharField(max_length=64, blank=True)
+    # The agent's own embedding of the lesson (a list of floats), for vector retrieval; one dimension per
+    # scope tree (services/submissions.py checks it). Null: retrieved by words only.
+    embedding = models.JSONField(null=True, blank=True)
     # Set while archived: when, and why ("decayed", "unused", "low utility", "displaced by #12").
     archived_at = models.DateTimeField(null=True, blank=True)
     archive_reason = RedactedCharField(max_length=120, blank=True)
@@ -213,6 +216,9 @@ class Evidence(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     recorded_by_label = models.CharField(max_length=150, blank=True)
+    # An automatic evaluator's verdict: its name and its score (an admission policy's `auto` rule reads them).
+    evaluator = RedactedCharField(max_length=100, blank=True)
+    score = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=clock.now)
 
     class Meta:
@@ -271,6 +277,8 @@ class EventAction(models.TextChoices):
     # Memory versions: what agents read.
     VERSION_PUBLISHED = "version_published", "memory version published"
     VERSION_ROLLED_BACK = "version_rolled_back", "memory version rolled back"
+    # Admission policies: who decides on new candidates of a scope prefix.
+    ADMISSION_POLICY_SET = "admission_policy_set", "admission policy set"
 
     @classmethod
     def activating(cls) -> frozenset["EventAction"]:
@@ -294,7 +302,7 @@ class EventAction(models.TextChoices):
 
 
 # The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
-EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token", "memory_version")
+EVENT_SUBJECT_FIELDS = ("entry", "conflict", "proposal", "skill", "token", "memory_version", "policy")
 
 
 def _subject_link(model: str, related_name: str = "events") -> models.ForeignKey:
@@ -316,6 +324,7 @@ class Event(models.Model):
     skill = _subject_link("SkillProposal")
     token = _subject_link("AgentToken")
     memory_version = _subject_link("MemoryVersion")
+    policy = _subject_link("AdmissionPolicy")  # an admission policy
     entry_label = RedactedCharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -342,7 +351,8 @@ class Event(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(entry__isnull=False) | Q(conflict__isnull=False) | Q(proposal__isnull=False)
-                | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False),
+                | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False)
+                | Q(policy__isnull=False),
                 name="event_has_subject",
             ),
         ]
@@ -764,6 +774,7 @@ class ReleasedEntry(models.Model):
     confidence = models.FloatField()
     last_verified_at = models.DateTimeField(null=True, blank=True)
     fingerprint = models.CharField(max_length=64, blank=True)
+    embedding = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -806,3 +817,38 @@ class ReleasedSkill(models.Model):
             models.UniqueConstraint(fields=["skill"], condition=Q(valid_to__isnull=True),
                                     name="released_skill_one_open_row"),
         ]
+
+
+# --- admission policies -----------------------------------------------------------------------------------
+
+
+class AdmissionMode(models.TextChoices):
+    """Who decides on a new candidate of a scope prefix."""
+
+    MANUAL = "manual", "manual: people decide"
+    AUTO = "auto", "auto: an evaluator's score decides"
+    ALL = "all", "all: approve every new candidate"
+    NONE = "none", "none: reject every new candidate"
+
+
+class AdmissionPolicy(models.Model):
+    """The admission policy of a scope prefix, set by a lead (settings.CURATION_ADMISSION holds the
+    defaults; the longest prefix wins, a row here over a setting of the same prefix). `auto` approves a
+    new candidate when a supporting evidence item from `evaluator` has a score at or above `threshold`
+    and rejects it otherwise. Each change is an Event about the row; nothing is deleted (a prefix set back
+    to manual keeps its row)."""
+
+    prefix = models.CharField(max_length=255, unique=True, validators=[clean_scope])
+    name = models.CharField(max_length=64)  # decisions are signed policy:<name>
+    mode = models.CharField(max_length=16, choices=AdmissionMode.choices)
+    evaluator = RedactedCharField(max_length=100, blank=True)
+    threshold = models.FloatField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(default=clock.now)
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"admission policy {self.name} for {self.prefix}"

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from curation.views import (
-    candidates, conflicts, consolidation, dashboard, entries, health, maintenance, releases, skills, tokens,
+    admission, candidates, conflicts, consolidation, dashboard, entries, health, maintenance, releases, skills, tokens,
 )
 
 app_name = "curation"
@@ -31,6 +31,7 @@ urlpatterns = [
     path("releases/diff.json", releases.diff_json, name="release-diff-json"),
     path("releases/export.zip", releases.export_zip, name="release-export"),
     path("preview/", releases.preview, name="preview"),
+    path("admission/", admission.admission_page, name="admission"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

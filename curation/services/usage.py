@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
@@ -87,7 +88,7 @@ def _apply_outcome(entry: Entry, *, success: bool, utility: float, retrieval: Re
         changes.update(base_confidence=base,
                        confidence=lifecycle.decayed(base, entry.last_verified_at or now, now, rules))
         action, reason = EventAction.OUTCOME_FAILURE, f"a task that used it failed (retrieval {retrieval.pk})"
-        if entry.status == Status.ACTIVE and entry.queued_at is None:
+        if entry.status == Status.ACTIVE and entry.queued_at is None and settings.CURATION["RECHECK_ON_FAILURE"]:
             changes.update(queued_at=now, queue_reason=QueueReason.RECHECK_FAILURE)
             reason += "; sent back to the candidates queue for a recheck"
     if retrieval.task_ref:
