@@ -138,7 +138,7 @@ class Command(BaseCommand):
 
 
 def _manage(arguments: list[str], database_url: str) -> None:
-    env = {**os.environ, "DATABASE_URL": database_url}
+    env = {**os.environ, "DATABASE_URL": database_url, "MEMORYADMIN_THROWAWAY_DATABASE": "1"}
     done = subprocess.run([sys.executable, str(MANAGE), *arguments], env=env, capture_output=True, text=True)
     if done.returncode:
         raise CommandError(f"manage.py {' '.join(arguments[:2])} failed:\n{done.stderr[-3000:]}")
