@@ -32,6 +32,7 @@ urlpatterns = [
     path("releases/export.zip", releases.export_zip, name="release-export"),
     path("preview/", releases.preview, name="preview"),
     path("admission/", admission.admission_page, name="admission"),
+    path("replay/latest/<str:name>", dashboard.replay_report, name="replay-report"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -6,6 +6,7 @@ neighbours at the sizes a scope's capacity allows (pure Python, no extension nee
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from django.core.exceptions import ValidationError
@@ -43,7 +44,7 @@ def clean_metric(value) -> str:
 
 
 def l2(a, b) -> float:
-    return math.sqrt(sum((x - y) * (x - y) for x, y in zip(a, b)))
+    return math.dist(a, b)
 
 
 def cosine(a, b) -> float:
@@ -61,10 +62,12 @@ def distance(a, b, metric: str) -> float:
 def nearest(query, candidates, metric: str, limit: int) -> list[tuple[int, float]]:
     """The `limit` nearest of (id, embedding) pairs: (id, distance), nearest first, lower id first on a tie.
     Candidates of another dimension are never near (a scope tree keeps one dimension; this is a guard)."""
-    scored = [(distance(query, vector, metric), pk) for pk, vector in candidates
-              if vector is not None and len(vector) == len(query)]
-    scored.sort()
-    return [(pk, d) for d, pk in scored[:limit]]
+    size = len(query)
+    if metric == "l2":
+        scored = ((math.dist(query, vector), pk) for pk, vector in candidates if vector is not None and len(vector) == size)
+    else:
+        scored = ((cosine(query, vector), pk) for pk, vector in candidates if vector is not None and len(vector) == size)
+    return [(pk, d) for d, pk in heapq.nsmallest(limit, scored)]
 
 
 def fused(keyword_ids, vector_ids) -> dict[int, float]:

@@ -3,10 +3,12 @@ instead of live rows."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, TextField
+from django.db.models.functions import Cast
 
 from curation import access, vectors
 from curation.models import Entry, SkillSource, Status
@@ -113,8 +115,7 @@ def rank_by_vector(rows, embedding, metric: str, *, q: str, pool: int, by_words,
     `embedding`: every row that has an embedding is compared (vectors.nearest), nearest first, scored
     1 / (1 + distance). With words too, reciprocal-rank fusion of the keyword ranking (`by_words(size)`)
     and the vector ranking, × confidence. Two queries: the vectors, then the chosen rows."""
-    candidates = rows.filter(embedding__isnull=False).values_list(id_field, "embedding")
-    nearest = vectors.nearest(embedding, candidates, metric, pool * 2 if q else pool)
+    nearest = vectors.nearest(embedding, _embeddings(rows, id_field), metric, pool * 2 if q else pool)
     distances = dict(nearest)
     if not q:
         loaded = {e.pk: e for e in map(as_entry, rows.filter(**{f"{id_field}__in": list(distances)}))}
@@ -133,6 +134,17 @@ def rank_by_vector(rows, embedding, metric: str, *, q: str, pool: int, by_words,
     return ranked[:pool]
 
 
+
+
+def _embeddings(rows, id_field: str) -> list[tuple[int, list[float]]]:
+    """(id, embedding) of every row that has one, in one query: the vectors come as their JSON text and are
+    decoded in one call (decoding them row by row cost more than comparing them)."""
+    pairs = list(rows.filter(embedding__isnull=False).annotate(vector_text=Cast("embedding", TextField()))
+                 .values_list(id_field, "vector_text"))
+    if not pairs:
+        return []
+    ids, texts = zip(*pairs)
+    return list(zip(ids, json.loads("[" + ",".join(texts) + "]")))
 
 
 def without_near_duplicates(ranked: list[Ranked], k: int) -> list[Ranked]:

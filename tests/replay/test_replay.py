@@ -16,6 +16,7 @@ from curation.replay import policies, report, stats
 from curation.replay.agent import Neighbour, regagent
 from curation.replay.run import START, replay_one
 from curation.replay.world import World
+from tests.factories import client_for, page_text
 
 STEP = datetime.timedelta(hours=policies.STEP_HOURS)
 
@@ -118,3 +119,22 @@ def test_the_shape_checks_and_the_slope():
     assert "DID NOT HOLD: strict > fixed" in files["report.md"]
     assert stats.ols_slope([0, 1, 2], [1, 3, 5]) == pytest.approx(2.0)
     assert stats.sd([1, 3]) == pytest.approx(2 ** 0.5)
+
+
+@pytest.mark.django_db
+def test_the_dashboard_links_the_latest_report(tmp_path, settings, reviewer):
+    settings.REPLAY_REPORT_DIR = tmp_path
+    client = client_for(reviewer)
+    assert "Latest replay" not in page_text(client.get("/"))
+    runs = [{"policy": "strict", "seed": 0, "success_rate": 70.0, "memory_size": 900, "inheritance_slope": 0.1,
+             "median_step_ms": 9.0, "running_success": [1.0, 0.7]}]
+    for older, rate in (("20261201-000000", 10.0), ("20261202-000000", 70.0)):
+        (tmp_path / older).mkdir()
+        for name, text in report.report_files([{**runs[0], "success_rate": rate}], rules="paper", steps=2,
+                                              meta={}).items():
+            (tmp_path / older / name).write_text(text)
+    page = page_text(client.get("/"))
+    assert "Latest replay" in page and "70.0 ± 0.0" in page and "/replay/latest/report.md" in page
+    assert client.get("/replay/latest/running_success.svg")["Content-Type"] == "image/svg+xml"
+    assert "| strict | 70.00" in client.get("/replay/latest/report.md").content.decode()
+    assert client.get("/replay/latest/secrets.txt").status_code == 404
