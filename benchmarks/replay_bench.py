@@ -27,14 +27,16 @@ def main() -> None:
     parser.add_argument("--product-seeds", type=int, default=3)
     parser.add_argument("--policies", default="all")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--out", default=str(ROOT / "data" / "replay-bench"))
+    parser.add_argument("--out", default=str(ROOT / "data" / "replay"), help="the reports go to OUT/bench-<time>-<rules> "
+                        "(the dashboard links the newest)")
     args = parser.parse_args()
     started = time.perf_counter()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     figures = []
     for rules, seeds in (("paper", args.paper_seeds), ("product", args.product_seeds)):
         if seeds < 1:
             continue
-        out = Path(args.out) / rules
+        out = Path(args.out) / f"bench-{stamp}-{rules}"
         command = [sys.executable, str(ROOT / "manage.py"), "replay", "regagent", "--policy", args.policies,
                    "--seeds", str(seeds), "--steps", str(args.steps), "--rules", rules, "--jobs", str(args.jobs),
                    "--out", str(out)]

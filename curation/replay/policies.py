@@ -35,7 +35,9 @@ PAPER = {"fixed": (67.53, 100), "addall": (55.48, 4100), "c1": (63.18, 3511), "c
 # the recheck a failure asks for.
 PAPER_RULES = {"SUCCESS_STEP": 0.0, "FAILURE_STEP": 0.0, "DECAY_FACTOR": 1.0, "RETRIEVE_AT_LEAST": 0.0,
                "RECHECK_ON_FAILURE": False}
-PRODUCT_SWEEPS = ("decay", "archive")  # the product's defaults that act on memory over time
+# The product's defaults that act on memory over time, run as the beat schedule runs them: once a day.
+PRODUCT_DAILY_SWEEPS = ("decay", "archive")
+DAY_STEPS = round(24 / STEP_HOURS)
 
 
 def score_of(error: float) -> float:
@@ -47,8 +49,9 @@ class Configuration:
     policy: str
     admission: dict            # for set_admission_policy (without the prefix)
     passes_at: float           # |error| at or under which the policy's own evaluator passes a task
-    sweeps: tuple[str, ...]
+    sweeps: tuple[str, ...]    # after every step
     settings: dict = field(default_factory=dict)  # settings.CURATION overrides
+    daily_sweeps: tuple[str, ...] = ()  # after every DAY_STEPS steps
 
     def curation_settings(self, scope: str) -> dict:
         return {**self.settings, **({"SCOPE_CAPACITY": {scope: CAPACITY}} if "capacity" in self.sweeps else {})}
@@ -78,6 +81,5 @@ def configuration(policy: str, rules: str = "paper") -> Configuration:
     }
     if rules == "paper":
         settings.update(PAPER_RULES)
-    else:
-        sweeps = PRODUCT_SWEEPS + sweeps
-    return Configuration(policy, admission, threshold if threshold is not None else 1.0, sweeps, settings)
+    daily = PRODUCT_DAILY_SWEEPS if rules == "product" else ()
+    return Configuration(policy, admission, threshold if threshold is not None else 1.0, sweeps, settings, daily)

@@ -31,7 +31,7 @@ from curation.sweeps.runs import run_sweep
 
 from . import stats
 from .agent import Neighbour
-from .policies import EVALUATOR, STEP_HOURS, Configuration, score_of
+from .policies import DAY_STEPS, EVALUATOR, STEP_HOURS, Configuration, score_of
 from .world import SUCCESS_ERROR, World
 
 K = 6
@@ -124,9 +124,11 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
                 submission = submit_candidate(data=_candidate(scope, f"RegAgent task {task.step}", task.x, y_hat, error),
                                               token=token)
                 errors[submission.entry.pk] = error
+                due = list(config.daily_sweeps) if (task.step + 1) % DAY_STEPS == 0 else []
                 if (task.step + 1) % sweep_every == 0:
-                    for name in config.sweeps:
-                        run_sweep(name, as_of=now, triggered_by="replay")
+                    due += config.sweeps
+                for name in due:
+                    run_sweep(name, as_of=now, triggered_by="replay")
                 result.step_seconds.append(time.perf_counter() - started)
             result.successes.append(error <= SUCCESS_ERROR)
             result.errors.append(error)
