@@ -112,6 +112,8 @@ class Command(BaseCommand):
         work = folder / "databases"
         work.mkdir(exist_ok=True)
         template = database_url or f"sqlite:///{(work / 'template.sqlite3').resolve()}"
+        if database_url:
+            _create_database(database_url)
         _manage(["migrate", "-v", "0"], template)
         counter = iter(range(10 ** 6))
 
@@ -144,14 +146,27 @@ def _manage(arguments: list[str], database_url: str) -> None:
         raise CommandError(f"manage.py {' '.join(arguments[:2])} failed:\n{done.stderr[-3000:]}")
 
 
+def _server_and_name(url: str) -> tuple[str, str]:
+    base, _, name = url.split("?")[0].rpartition("/")
+    return base, name
+
+
+def _create_database(url: str) -> None:
+    """The template database, made when it does not exist yet (migrate fills it)."""
+    import psycopg  # noqa: PLC0415  (PostgreSQL only)
+    base, name = _server_and_name(url)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
 def _copy_database(template: str, work: Path, index: int) -> str:
     if template.startswith("sqlite:"):
         target = (work / f"run-{index}.sqlite3").resolve()
         shutil.copyfile(template.split("sqlite:///", 1)[1], target)
         return f"sqlite:///{target}"
     import psycopg  # noqa: PLC0415  (PostgreSQL only)
-    base, _, name = template.rpartition("/")
-    name = name.split("?")[0]
+    base, name = _server_and_name(template)
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}_run{index}" TEMPLATE "{name}"')
     return f"{base}/{name}_run{index}"
@@ -163,6 +178,6 @@ def _drop_database(url: str, work: Path, index: int) -> None:
             Path(url.split("sqlite:///", 1)[1] + suffix).unlink(missing_ok=True)
         return
     import psycopg  # noqa: PLC0415
-    base, _, name = url.rpartition("/")
+    base, name = _server_and_name(url)
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
