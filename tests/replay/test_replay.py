@@ -4,6 +4,7 @@ follows the simulated clock."""
 
 import datetime
 import json
+import math
 import random
 
 import pytest
@@ -139,3 +140,24 @@ def test_the_dashboard_links_the_latest_report(tmp_path, settings, reviewer):
     assert client.get("/replay/latest/running_success.svg")["Content-Type"] == "image/svg+xml"
     assert "| strict | 70.00" in client.get("/replay/latest/report.md").content.decode()
     assert client.get("/replay/latest/secrets.txt").status_code == 404
+
+
+def _reference(policy_threshold, seed, steps):
+    """The addition experiment by brute force, outside the product: an oracle for the replay."""
+    world = World(seed, steps)
+    memory = [(r.x, r.y) for r in world.initial]
+    agent, successes = regagent(world), []
+    for task in world.tasks:
+        near = sorted((math.dist(task.x, x), i) for i, (x, _) in enumerate(memory))[:6]
+        y_hat = agent(task.x, [Neighbour(memory[i][0], memory[i][1], d) for d, i in near], world.task_rng(task))
+        successes.append(abs(y_hat - task.y) <= 1)
+        if policy_threshold is not None and abs(y_hat - task.y) <= policy_threshold:
+            memory.append((task.x, y_hat))
+    return successes, len(memory)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("policy, threshold", [("addall", 99.0), ("strict", 1.0), ("fixed", None)])
+def test_the_replay_through_the_product_equals_a_brute_force_reference(policy, threshold):
+    result = replay_one(policies.configuration(policy), seed=4, steps=60, rules="paper", agent_factory=regagent)
+    assert (result.successes, result.memory_size) == _reference(threshold, 4, 60)
