@@ -103,28 +103,32 @@ def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float, embed
     if embedding is not None:
         rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence).exclude(
             Exists(withheld_by_skill()))
-        ranked = rank_by_vector(rows, embedding, metric, q=q, pool=pool, by_words=by_words)
+        # The chosen ids were read from these very rows a moment ago: fetch them by primary key.
+        ranked = rank_by_vector(rows, embedding, metric, q=q, pool=pool, by_words=by_words,
+                                by_ids=lambda ids: Entry.objects.filter(pk__in=ids))
     else:
         ranked = by_words(pool)
     return without_near_duplicates(ranked, k)
 
 
 def rank_by_vector(rows, embedding, metric: str, *, q: str, pool: int, by_words, id_field: str = "pk",
-                   as_entry=lambda row: row) -> list[Ranked]:
+                   as_entry=lambda row: row, by_ids=None) -> list[Ranked]:
     """`rows` (entries, or released rows that `as_entry` turns into entries) ranked by exact distance to
     `embedding`: every row that has an embedding is compared (vectors.nearest), nearest first, scored
     1 / (1 + distance). With words too, reciprocal-rank fusion of the keyword ranking (`by_words(size)`)
-    and the vector ranking, × confidence. Two queries: the vectors, then the chosen rows."""
+    and the vector ranking, × confidence. Two queries: the vectors, then the chosen rows (`by_ids(ids)`, by
+    default `rows` narrowed to them; a primary-key lookup is cheaper where the rows were just filtered)."""
+    by_ids = by_ids or (lambda ids: rows.filter(**{f"{id_field}__in": ids}))
     nearest = vectors.nearest(embedding, _embeddings(rows, id_field), metric, pool * 2 if q else pool)
     distances = dict(nearest)
     if not q:
-        loaded = {e.pk: e for e in map(as_entry, rows.filter(**{f"{id_field}__in": list(distances)}))}
+        loaded = {e.pk: e for e in map(as_entry, by_ids(list(distances)))}
         return [Ranked(loaded[pk], 1.0 / (1.0 + d), d) for pk, d in nearest if pk in loaded]
     keyword = by_words(pool * 2)
     loaded = {r.entry.pk: r.entry for r in keyword}
     missing = [pk for pk in distances if pk not in loaded]
     if missing:
-        loaded.update({e.pk: e for e in map(as_entry, rows.filter(**{f"{id_field}__in": missing}))})
+        loaded.update({e.pk: e for e in map(as_entry, by_ids(missing))})
     scores = vectors.fused([r.entry.pk for r in keyword], [pk for pk, _ in nearest])
     for pk, entry in loaded.items():
         if pk not in distances and entry.embedding is not None and len(entry.embedding) == len(embedding):
