@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning bench-replay clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -45,6 +45,9 @@ bench-release: $(STAMP)
 
 bench-learning: $(STAMP)
 	$(BIN)/python benchmarks/learning_bench.py
+
+bench-replay: $(STAMP)
+	$(BIN)/python benchmarks/replay_bench.py
 
 clean:
 	rm -rf $(VENV) data

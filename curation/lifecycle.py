@@ -116,6 +116,7 @@ class Policies:
     low_utility_below: float
     scope_capacity: dict
     batch_size: int
+    capacity_spares_unretrieved: bool = False
 
 
 def policies() -> Policies:
@@ -127,6 +128,7 @@ def policies() -> Policies:
         low_utility_below=c["LOW_UTILITY_BELOW"],
         scope_capacity=dict(c["SCOPE_CAPACITY"]),
         batch_size=int(c["SWEEP_BATCH_SIZE"]),
+        capacity_spares_unretrieved=bool(c.get("CAPACITY_SPARES_UNRETRIEVED", False)),
     )
 
 

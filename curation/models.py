@@ -86,6 +86,9 @@ class Entry(models.Model):
     flags = models.JSONField(default=list, blank=True)
     # sha256 of the normalised trigger and content: an exact duplicate in the same scope is one lookup.
     fingerprint = models.CharField(max_length=64, blank=True)
+    # The agent's own embedding of the lesson (a list of floats), for vector retrieval; one dimension per
+    # scope tree (services/submissions.py checks it). Null: retrieved by words only.
+    embedding = models.JSONField(null=True, blank=True)
     # Set while archived: when, and why ("decayed", "unused", "low utility", "displaced by #12").
     archived_at = models.DateTimeField(null=True, blank=True)
     archive_reason = RedactedCharField(max_length=120, blank=True)
@@ -226,6 +229,9 @@ class Evidence(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     recorded_by_label = models.CharField(max_length=150, blank=True)
+    # An automatic evaluator's verdict: its name and its score (an admission policy's `auto` rule reads them).
+    evaluator = RedactedCharField(max_length=100, blank=True)
+    score = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=clock.now)
 
     class Meta:
@@ -298,6 +304,8 @@ class EventAction(models.TextChoices):
     REVIEW_RULE_SET = "review_rule_set", "approvals required set"
     # Holdout evaluation: the share of tasks under a scope prefix that get no memory.
     HOLDOUT_SET = "holdout_set", "holdout fraction set"
+    # Admission policies: who decides on new candidates of a scope prefix.
+    ADMISSION_POLICY_SET = "admission_policy_set", "admission policy set"
 
     @classmethod
     def activating(cls) -> frozenset["EventAction"]:
@@ -329,7 +337,7 @@ class EventAction(models.TextChoices):
 
 # The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
 EVENT_SUBJECT_FIELDS = (
-    "entry", "conflict", "proposal", "skill", "token", "memory_version", "forget_request", "review_rule", "holdout",
+    "entry", "conflict", "proposal", "skill", "token", "memory_version", "forget_request", "review_rule", "holdout", "policy",
 )
 
 
@@ -355,6 +363,7 @@ class Event(models.Model):
     forget_request = _subject_link("ForgetRequest")
     review_rule = _subject_link("ReviewRule")
     holdout = _subject_link("HoldoutFraction")
+    policy = _subject_link("AdmissionPolicy")  # an admission policy
     entry_label = RedactedCharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -384,7 +393,8 @@ class Event(models.Model):
                 | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False)
                 | Q(forget_request__isnull=False)
                 | Q(review_rule__isnull=False)
-                | Q(holdout__isnull=False),
+                | Q(holdout__isnull=False)
+                | Q(policy__isnull=False),
                 name="event_has_subject",
             ),
         ]
@@ -878,6 +888,7 @@ class ReleasedEntry(models.Model):
     confidence = models.FloatField()
     last_verified_at = models.DateTimeField(null=True, blank=True)
     fingerprint = models.CharField(max_length=64, blank=True)
+    embedding = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -999,3 +1010,38 @@ class Tombstone(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["scope"], name="tombstone_scope_idx")]
+
+
+# --- admission policies -----------------------------------------------------------------------------------
+
+
+class AdmissionMode(models.TextChoices):
+    """Who decides on a new candidate of a scope prefix."""
+
+    MANUAL = "manual", "manual: people decide"
+    AUTO = "auto", "auto: an evaluator's score decides"
+    ALL = "all", "all: approve every new candidate"
+    NONE = "none", "none: reject every new candidate"
+
+
+class AdmissionPolicy(models.Model):
+    """The admission policy of a scope prefix, set by a lead (settings.CURATION_ADMISSION holds the
+    defaults; the longest prefix wins, a row here over a setting of the same prefix). `auto` approves a
+    new candidate when a supporting evidence item from `evaluator` has a score at or above `threshold`
+    and rejects it otherwise. Each change is an Event about the row; nothing is deleted (a prefix set back
+    to manual keeps its row)."""
+
+    prefix = models.CharField(max_length=255, unique=True, validators=[clean_scope])
+    name = models.CharField(max_length=64)  # decisions are signed policy:<name>
+    mode = models.CharField(max_length=16, choices=AdmissionMode.choices)
+    evaluator = RedactedCharField(max_length=100, blank=True)
+    threshold = models.FloatField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(default=clock.now)
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"admission policy {self.name} for {self.prefix}"

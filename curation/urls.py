@@ -1,8 +1,8 @@
 from django.urls import path
 
 from curation.views import (
-    candidates, conflicts, consolidation, dashboard, entries, forgets, health, learning, maintenance, releases,
-    reviewers, skills, tokens,
+    admission, candidates, conflicts, consolidation, dashboard, entries, forgets, health, learning, maintenance,
+    releases, reviewers, skills, tokens,
 )
 
 app_name = "curation"
@@ -39,6 +39,8 @@ urlpatterns = [
     path("learning/", learning.learning, name="learning"),
     path("learning/holdout/", learning.holdout, name="holdout"),
     path("learning/entries/<int:entry_id>/recheck/", learning.recheck, name="learning-recheck"),
+    path("admission/", admission.admission_page, name="admission"),
+    path("replay/latest/<str:name>", dashboard.replay_report, name="replay-report"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 # What an agent reads of an entry: a release stores these and compares these; any other change of the live
 # row (its usage counters, its queue state) is not a change agents would see.
 RELEASED_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "confidence",
-                   "last_verified_at", "fingerprint")
+                   "last_verified_at", "fingerprint", "embedding")
 SKILL_RELEASED_FIELDS = ("slug", "scope", "revision")
 AUTO_PUBLISH_ACTOR = "auto-publish"
 

@@ -123,7 +123,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # "database is locked" when it came to write after another writer (SQLite does not wait for a lock
     # it cannot get without a deadlock), so the loser of a race would answer 500 instead of being told.
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL;",
+        # A throw-away database (manage.py replay's) may skip the disk flush of each commit: losing it to a
+        # power cut loses nothing anyone keeps.
+        "init_command": "PRAGMA journal_mode=WAL;" + (
+            "PRAGMA synchronous=OFF;" if os.environ.get("MEMORYADMIN_THROWAWAY_DATABASE") == "1" else ""),
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
@@ -294,6 +297,7 @@ CURATION = {
     "LOW_UTILITY_MIN_RETRIEVALS": 3,  # history-based deletion: retrieved >= n times ...
     "LOW_UTILITY_BELOW": 0.4,         # ... with average utility < beta
     "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
+    "CAPACITY_SPARES_UNRETRIEVED": False,  # True: capacity never displaces an entry no agent has retrieved yet
     "SWEEP_BATCH_SIZE": 5000,
     "SWEEP_LEASE_SECONDS": 300,       # a run with no heartbeat for this long (one per batch) holds no lock
     # Skill promotion gates. Nominated: a procedure or success pattern with at least
@@ -311,7 +315,20 @@ CURATION = {
     "API_RATE_LIMIT": int(os.environ.get("MEMORYADMIN_API_RATE_LIMIT", "600")),  # requests per token per minute
     "API_BAD_TOKEN_LIMIT": int(os.environ.get("MEMORYADMIN_API_BAD_TOKEN_LIMIT", "30")),  # per address per minute
     "IDEMPOTENCY_KEEP_HOURS": 24,     # how long a submission's answer is kept for a retry with its Idempotency-Key
+    # Vector retrieval: {"acme": 1536} fixes the embedding dimension of a scope prefix; elsewhere the first
+    # entry of a scope tree (its first segment) that carries an embedding fixes it.
+    "EMBEDDING_DIMENSIONS": {},
+    # A task that used an active entry failed: send the entry back to the candidates queue for a recheck.
+    "RECHECK_ON_FAILURE": True,
 }
+
+# Admission policies per scope prefix (the longest prefix wins; a lead's row on the Admission page replaces
+# the setting of the same prefix): {"acme/ci": {"name": "ci-gate", "mode": "auto", "evaluator": "ci",
+# "threshold": 0.8}}. Modes: manual (people decide), auto, all, none.
+CURATION_ADMISSION = {}
+
+# Where `manage.py replay` writes its reports; the dashboard links the latest one.
+REPLAY_REPORT_DIR = Path(os.environ.get("MEMORYADMIN_REPLAY_DIR", str(DATA_DIR / "replay")))
 
 # Published memory versions (issue 13): the pre-publish checks and what auto-publish may release alone.
 CURATION_RELEASES = {

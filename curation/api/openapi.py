@@ -76,6 +76,9 @@ def schema() -> dict:
             "excerpt": {"type": "string", "minLength": 1, "maxLength": 4000},
             "task_ref": {"type": "string", "maxLength": 255},
             "observed_at": {"type": "string", "format": "date-time"},
+            "evaluator": {"type": "string", "maxLength": 100, "description": "The automatic evaluator that scored it."},
+            "score": {"type": ["number", "null"], "description": "The evaluator's score; an `auto` admission policy "
+                                                                "approves at or above its threshold."},
         },
     }
     candidate = {
@@ -98,13 +101,17 @@ def schema() -> dict:
                                           f"{c['HUMAN_CORRECTION_CONFIDENCE']}."},
             "source_task": {"type": "string", "maxLength": 255},
             "evidence": {"type": "array", "items": evidence_in},
+            "embedding": {"type": ["array", "null"], "items": {"type": "number"},
+                          "description": "Your embedding of the lesson, for vector retrieval: one dimension per "
+                                         "scope tree (the first one, or the setting), else 422."},
         },
     }
     submission = {
         "type": "object",
         "properties": {
             "id": {"type": "integer"},
-            "status": {"enum": ["pending", "active"]},
+            "status": {"enum": ["pending", "active", "rejected"],
+                       "description": "active or rejected when the scope's admission policy decided at once."},
             "created": {"type": "boolean", "description": "false: an exact duplicate; its evidence went to `duplicate_of`."},
             "duplicate_of": {"type": ["integer", "null"]},
             "evidence_added": {"type": "integer"},
@@ -122,7 +129,9 @@ def schema() -> dict:
             "conditions": {"type": "array", "items": {"type": "string"}}, "boundary": {"type": "string"},
             "confidence": {"type": "number"}, "signal": {"enum": Signal.values},
             "last_verified_at": {"type": ["string", "null"], "format": "date-time"},
-            "score": {"type": "number", "description": "Relevance × confidence."},
+            "score": {"type": "number", "description": "Relevance × confidence; with an embedding only, "
+                                                       "1 / (1 + distance); with both, their rank fusion × confidence."},
+            "distance": {"type": ["number", "null"], "description": "To the query's embedding, when it had one."},
         },
     }
     trials = {
@@ -173,6 +182,11 @@ def schema() -> dict:
         "budget_chars": {"schema": {"type": "integer", "minimum": 200, "maximum": 50000, "default": 2000}},
         "task_ref": {"schema": {"type": "string", "maxLength": 255}},
         "version": VERSION,
+        "embedding": {"schema": {"type": ["array", "string"], "items": {"type": "number"}},
+                      "description": "Your embedding of the query (in a query string: numbers joined by commas). "
+                                     "Alone: nearest first; with q: reciprocal-rank fusion of both × confidence. "
+                                     "Exact search over the scope's entries."},
+        "metric": {"schema": {"enum": ["l2", "cosine"], "default": "l2"}},
     }
     retrieval = ("Entries of the published memory version (or the pinned `version`), of the scope and its "
                  "ancestors (within the token's scopes), at "

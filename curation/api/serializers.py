@@ -49,6 +49,8 @@ def evidence_json(evidence) -> dict:
         "polarity": evidence.polarity,
         "excerpt": evidence.excerpt,
         "task_ref": evidence.task_ref,
+        "evaluator": evidence.evaluator,
+        "score": evidence.score,
         "observed_at": _time(evidence.observed_at),
         "recorded_by": evidence.recorded_by_label,
     }

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.views.decorators.csrf import csrf_exempt
 
-from curation import selectors
+from curation import selectors, vectors
 from curation.selectors import releases
 from curation.selectors.evaluation import arm_for, learning_report
 from curation.context_block import build_context
@@ -61,7 +61,8 @@ def candidates_batch(request, token, body):
                  "failed": sum(1 for r in results if not r["ok"])}
 
 
-MEMORY_PARAMETERS = frozenset({"scope", "q", "k", "min_confidence", "budget_chars", "task_ref", "version"})
+MEMORY_PARAMETERS = frozenset({"scope", "q", "k", "min_confidence", "budget_chars", "task_ref", "version",
+                               "embedding", "metric"})
 
 
 @api_view("GET")
@@ -74,7 +75,11 @@ def memory_search(request, token, body):
     """GET /memory with its parameters in a JSON body: the query and the task reference, which may hold
     anything an agent pastes, then never sit in a URL, and so in no access log or proxy log."""
     _refuse_unknown(body, MEMORY_PARAMETERS)
-    return _retrieve(token, _as_query_parameters(body))
+    body = dict(body)
+    embedding = body.pop("embedding", None)
+    if embedding is not None and not isinstance(embedding, list):
+        raise ApiError(422, "Some parameters are not valid.", {"embedding": ["A list of numbers."]})
+    return _retrieve(token, {**_as_query_parameters(body), "embedding": embedding})
 
 
 def _as_query_parameters(body: dict) -> dict[str, str]:
@@ -106,12 +111,14 @@ def _retrieve(token, params) -> tuple[int, dict]:
     version = read_version(params)
     task_ref = params.get("task_ref", "")
     arm = arm_for(scope, task_ref)
+    embedding, metric = _query_embedding(params)
     ranked = [] if arm == HOLDOUT else releases.retrieve_released(
         version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence,
-        kinds=RULES_KINDS if arm == RULES_ONLY else None,
+        kinds=RULES_KINDS if arm == RULES_ONLY else None, embedding=embedding, metric=metric,
     )
     included, context = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}
+    distances = {r.entry.pk: r.distance for r in ranked}
     retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=task_ref, entries=included,
                                  memory_version=version, arm=arm)
     return 200, {
@@ -120,9 +127,33 @@ def _retrieve(token, params) -> tuple[int, dict]:
         "arm": arm,
         "scope": scope,
         "min_confidence": min_confidence,
-        "entries": [{**entry_json(e), "score": round(scores[e.pk], 4)} for e in included],
+        "metric": metric if embedding is not None else None,
+        "entries": [{**entry_json(e), "score": round(scores[e.pk], 4),
+                     **({"distance": _rounded(distances[e.pk])} if embedding is not None else {})}
+                    for e in included],
         "context": context,
     }
+
+
+def _query_embedding(params) -> tuple[list[float] | None, str]:
+    """The query's embedding (a JSON list in the POST body; numbers joined by commas in a query string) and
+    its metric; 422 naming the field when either is not valid."""
+    raw = params.get("embedding")
+    if isinstance(raw, str):
+        try:
+            raw = [float(v) for v in raw.split(",")] if raw.strip() else None
+        except ValueError:
+            raise ApiError(422, "Some parameters are not valid.", {"embedding": ["Numbers joined by commas."]}) from None
+    try:
+        embedding = vectors.clean_embedding(raw)
+        metric = vectors.clean_metric(params.get("metric"))
+    except ValidationError as exc:
+        raise ApiError(422, "Some parameters are not valid.", exc.message_dict) from None
+    return embedding, metric
+
+
+def _rounded(distance: float | None) -> float | None:
+    return None if distance is None else round(distance, 6)
 
 
 EVALUATION_DAYS = (7, 30, 90)

@@ -12,6 +12,7 @@ number of queries whatever the size of the page or of the table.
 
 The names below are what services, the API, tasks and commands import from `curation.selectors`."""
 
+from .admission import admission_policies, admission_policy_rows, embedding_dimensions
 from .agreement import approvals_required, review_rule_rows, review_rules, reviewer_stats
 from .candidates import QueueFilters, candidate_lines, candidate_queue, encode_cursor, queue_card, queue_count
 from .conflicts import ConflictFilters, conflict_card, conflict_count, conflict_queue, merge_defaults
@@ -32,6 +33,7 @@ from .sql import any_word_tsquery_sql, outer_params, outer_rows_sql, overlapping
 
 __all__ = [
     "approvals_required", "review_rule_rows", "review_rules", "reviewer_stats",
+    "admission_policies", "admission_policy_rows", "embedding_dimensions",
     "BadCursor", "CHAIN_LIMIT", "ConflictFilters", "NEAR_DUPLICATE", "Page", "ProposalFilters", "QueueFilters",
     "RETRIEVAL_POOL_FACTOR", "RETRIEVED_FIELDS", "Ranked", "SIMILAR_POOL", "SIMILAR_POOL_POSTGRES", "SkillFilters",
     "TimelineItem", "any_word_tsquery_sql", "candidate_lines", "candidate_queue", "capped_count", "conflict_card", "conflict_count",

@@ -24,7 +24,9 @@ from curation.versions import (
     RELEASED_FIELDS, SKILL_RELEASED_FIELDS, Change, Warning, change_between, released_values,
 )
 
-from .retrieval import RETRIEVAL_POOL_FACTOR, Ranked, rank_by_words, ranking_params, without_near_duplicates
+from .retrieval import (
+    RETRIEVAL_POOL_FACTOR, Ranked, rank_by_vector, rank_by_words, ranking_params, without_near_duplicates,
+)
 from .skills import exported_skills_of, skill_md
 from .sql import ranked_by_words_sql, released_matches_sql
 
@@ -78,24 +80,32 @@ def released_entries(number: int, *, scopes=None, prefix: str = ""):
     return rows
 
 
-def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float,
-                      kinds=None) -> list[Ranked]:
+def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float, kinds=None,
+                      embedding=None, metric: str = "l2") -> list[Ranked]:
     """retrieve_memory's answer, read from version `number` instead of the live rows, ranked the same way:
     on PostgreSQL by the live ranking SQL over the version's rows (one indexed lookup); without a query,
-    or on SQLite, by confidence or the portable word match. `kinds` limits it to entries of those kinds
-    (the rules-only arm: the few that people wrote), ranked by the portable word match on every database."""
+    or on SQLite, by confidence or the portable word match; with an embedding, by exact distance (or its
+    fusion with the words) over the version's rows of those scopes. `kinds` limits it to entries of those
+    kinds (the rules-only arm: the few that people wrote), ranked by the portable word match on every
+    database."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]
     pool = k * RETRIEVAL_POOL_FACTOR
+    rows = released_entries(number, scopes=scopes).filter(confidence__gte=min_confidence)
     if kinds is not None:
-        rows = released_entries(number, scopes=scopes).filter(kind__in=list(kinds), confidence__gte=min_confidence)
-        return without_near_duplicates(rank_by_words(rows, q, pool, as_entry), k)
-    if q and connection.vendor == "postgresql":
-        ranked = _ranked_released_postgres(number, scopes, q, min_confidence, pool)
+        rows = rows.filter(kind__in=list(kinds))
+
+    def by_words(size):
+        if q and connection.vendor == "postgresql" and kinds is None:
+            return _ranked_released_postgres(number, scopes, q, min_confidence, size)
+        return rank_by_words(rows, q, size, as_entry)
+
+    if embedding is not None:
+        ranked = rank_by_vector(rows, embedding, metric, q=q, pool=pool, by_words=by_words, id_field="entry_id",
+                                as_entry=as_entry)
     else:
-        rows = released_entries(number, scopes=scopes).filter(confidence__gte=min_confidence)
-        ranked = rank_by_words(rows, q, pool, as_entry)
+        ranked = by_words(pool)
     return without_near_duplicates(ranked, k)
 
 

@@ -3,12 +3,14 @@ instead of live rows."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, TextField
+from django.db.models.functions import Cast
 
-from curation import access
+from curation import access, vectors
 from curation.models import Entry, SkillSource, Status
 from curation.similarity import jaccard, words
 
@@ -24,6 +26,7 @@ _QUERY_WORDS = 12
 class Ranked:
     entry: Entry
     score: float
+    distance: float | None = None  # to the query's embedding, when the query had one
 
 
 def retrievable_scopes(scope: str, token_scopes) -> list[str]:
@@ -33,7 +36,7 @@ def retrievable_scopes(scope: str, token_scopes) -> list[str]:
 
 # What an answer and its context block show of an entry: the ranking query fetches these and no more.
 RETRIEVED_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "boundary", "confidence", "signal",
-                    "last_verified_at", "fingerprint")
+                    "last_verified_at", "fingerprint", "embedding")
 
 
 def withheld_by_skill():
@@ -81,18 +84,71 @@ def rank_by_words(rows, q: str, pool: int, as_entry=lambda row: row) -> list[Ran
     return ranked[:pool]
 
 
-def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float) -> list[Ranked]:
+def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float, embedding=None,
+                    metric: str = "l2") -> list[Ranked]:
     """Active entries of the given scopes, ranked by relevance × confidence, near-duplicates dropped,
     at most k; not the sources of an approved skill. One query on PostgreSQL whatever the table size
-    (the (scope, word) index bounds the scan). The live rows: the draft a lead previews; agents read a
-    published version instead (releases.retrieve_released)."""
+    (the (scope, word) index bounds the scan). With an embedding, nearest first (or, with words too, the
+    fusion of both rankings × confidence: rank_by_vector). The live rows: the draft a lead previews; agents
+    read a published version instead (releases.retrieve_released)."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]
     pool = k * RETRIEVAL_POOL_FACTOR
-    ranked = (_ranked_postgres if connection.vendor == "postgresql" else _ranked_portable)(
-        scopes, q, min_confidence, pool)
+
+    def by_words(size):
+        return (_ranked_postgres if connection.vendor == "postgresql" else _ranked_portable)(
+            scopes, q, min_confidence, size)
+
+    if embedding is not None:
+        rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence).exclude(
+            Exists(withheld_by_skill()))
+        # The chosen ids were read from these very rows a moment ago: fetch them by primary key.
+        ranked = rank_by_vector(rows, embedding, metric, q=q, pool=pool, by_words=by_words,
+                                by_ids=lambda ids: Entry.objects.filter(pk__in=ids))
+    else:
+        ranked = by_words(pool)
     return without_near_duplicates(ranked, k)
+
+
+def rank_by_vector(rows, embedding, metric: str, *, q: str, pool: int, by_words, id_field: str = "pk",
+                   as_entry=lambda row: row, by_ids=None) -> list[Ranked]:
+    """`rows` (entries, or released rows that `as_entry` turns into entries) ranked by exact distance to
+    `embedding`: every row that has an embedding is compared (vectors.nearest), nearest first, scored
+    1 / (1 + distance). With words too, reciprocal-rank fusion of the keyword ranking (`by_words(size)`)
+    and the vector ranking, × confidence. Two queries: the vectors, then the chosen rows (`by_ids(ids)`, by
+    default `rows` narrowed to them; a primary-key lookup is cheaper where the rows were just filtered)."""
+    by_ids = by_ids or (lambda ids: rows.filter(**{f"{id_field}__in": ids}))
+    nearest = vectors.nearest(embedding, _embeddings(rows, id_field), metric, pool * 2 if q else pool)
+    distances = dict(nearest)
+    if not q:
+        loaded = {e.pk: e for e in map(as_entry, by_ids(list(distances)))}
+        return [Ranked(loaded[pk], 1.0 / (1.0 + d), d) for pk, d in nearest if pk in loaded]
+    keyword = by_words(pool * 2)
+    loaded = {r.entry.pk: r.entry for r in keyword}
+    missing = [pk for pk in distances if pk not in loaded]
+    if missing:
+        loaded.update({e.pk: e for e in map(as_entry, by_ids(missing))})
+    scores = vectors.fused([r.entry.pk for r in keyword], [pk for pk, _ in nearest])
+    for pk, entry in loaded.items():
+        if pk not in distances and entry.embedding is not None and len(entry.embedding) == len(embedding):
+            distances[pk] = vectors.distance(embedding, entry.embedding, metric)
+    ranked = [Ranked(entry, scores.get(pk, 0.0) * entry.confidence, distances.get(pk)) for pk, entry in loaded.items()]
+    ranked.sort(key=lambda r: (-r.score, -r.entry.pk))
+    return ranked[:pool]
+
+
+
+
+def _embeddings(rows, id_field: str) -> list[tuple[int, list[float]]]:
+    """(id, embedding) of every row that has one, in one query: the vectors come as their JSON text and are
+    decoded in one call (decoding them row by row cost more than comparing them)."""
+    pairs = list(rows.filter(embedding__isnull=False).annotate(vector_text=Cast("embedding", TextField()))
+                 .values_list(id_field, "vector_text"))
+    if not pairs:
+        return []
+    ids, texts = zip(*pairs)
+    return list(zip(ids, json.loads("[" + ",".join(texts) + "]")))
 
 
 def without_near_duplicates(ranked: list[Ranked], k: int) -> list[Ranked]:

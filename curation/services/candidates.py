@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from curation import access, clock, lifecycle
+from curation import access, clock, lifecycle, vectors
 from curation.permissions import REVIEW, SETTLE
 from curation.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, QueueReason, SimilarEntry, Signal, Status
@@ -64,6 +64,10 @@ def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
     data, findings = redact_fields(data, _REDACTED_FIELDS)
     evidence = list(evidence) if isinstance(evidence, (list, tuple)) else evidence
     errors: dict = {}
+    try:
+        embedding = vectors.clean_embedding(data.get("embedding"))
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
     if not isinstance(evidence, list):
         errors["evidence"] = ["A list of evidence objects."]
         evidence = []
@@ -88,6 +92,8 @@ def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
         raise ValidationError(errors)
     has_external = any(e["signal"] == Signal.EXTERNAL and e["polarity"] == "supports" for e in cleaned_evidence)
     proposed = fields.pop("confidence")
+    if embedding is not None:
+        fields["embedding"] = embedding
     base = lifecycle.initial_confidence(
         kind=fields["kind"], signal=fields["signal"], proposed=proposed, has_external_support=has_external,
         rules=lifecycle.rules(),
@@ -355,7 +361,7 @@ def merge_into(
             raise ValidationError({"target": [f"#{target_id} is not an active entry you review."]})
         copied = Evidence.objects.bulk_create(
             Evidence(entry=target, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=e.excerpt,
-                     task_ref=e.task_ref or f"candidate #{entry.pk}", observed_at=e.observed_at, recorded_by=actor,
+                     evaluator=e.evaluator, score=e.score, task_ref=e.task_ref or f"candidate #{entry.pk}", observed_at=e.observed_at, recorded_by=actor,
                      recorded_by_label=f"merged from #{entry.pk} by {actor.get_username()}", created_at=now)
             for e in entry.evidence.all()
         )

@@ -245,6 +245,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
             write_entry(entry, {
                 "status": Status.RETIRED, "queued_at": None, "queue_reason": "", "trigger": marker, "content": marker,
                 "boundary": "", "recheck_when": "", "conditions": [], "archived_at": None, "archive_reason": "",
+                "embedding": None,  # an embedding can be turned back into an approximation of the text
             }, action=EventAction.FORGOTTEN, actor=actor, reason=f"forgotten by forget request #{request.pk}", at=now)
         request.state, request.decided_by, request.decided_at = ForgetRequest.State.APPROVED, actor, now
         request.forgotten_ids = [e.pk for e in entries]
@@ -295,7 +296,7 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str]) -> dict:
     # Every stored version: the text goes, and the rows close where they start, so that no version holds
     # them any more and a rollback to a version before the forget cannot serve the marker as a lesson.
     counts["released_rows"] = ReleasedEntry.objects.filter(entry_id__in=ids).update(
-        trigger=marker, content=marker, boundary="", conditions=[], valid_to=F("valid_from"))
+        trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from"))
     counts["retrievals"] = Retrieval.objects.filter(
         pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id")).exclude(query="").update(query=marker)
     counts["proposals"] = _purge_proposals(ids, texts, marker)

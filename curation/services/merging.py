@@ -62,7 +62,7 @@ def merge_entries(
     Evidence.objects.bulk_create(
         Evidence(
             entry=merged, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=_copied_excerpt(e),
-            task_ref=e.task_ref, observed_at=e.observed_at, recorded_by=e.recorded_by,
+            task_ref=e.task_ref, evaluator=e.evaluator, score=e.score, observed_at=e.observed_at, recorded_by=e.recorded_by,
             recorded_by_label=e.recorded_by_label, created_at=now,
         )
         for e in originals

@@ -15,13 +15,14 @@ from curation import access, clock
 from curation.models import (
     ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, SimilarEntry, Status,
 )
-from curation.selectors import similar_active_entries_many
+from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
 from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
 from .candidates import (
     PreparedCandidate, evidence_rows, insert_candidate_with_links, new_candidate_entry, prepare_candidate,
     submit_note,
 )
+from .admission import admit_by_policy
 from .conflicts import detect_conflicts_for, detect_conflicts_many
 from .entry_writes import insert_entries
 from .errors import Forgotten
@@ -31,9 +32,9 @@ from .validation import unknown_fields
 
 CANDIDATE_KEYS = frozenset({
     "scope", "kind", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
-    "confidence", "source_task", "evidence",
+    "confidence", "source_task", "evidence", "embedding",
 })
-EVIDENCE_KEYS = frozenset({"kind", "signal", "polarity", "excerpt", "task_ref", "observed_at"})
+EVIDENCE_KEYS = frozenset({"kind", "signal", "polarity", "excerpt", "task_ref", "observed_at", "evaluator", "score"})
 
 
 @dataclass
@@ -105,6 +106,10 @@ def _prepare_for(data, token: AgentToken, *, check_forgotten: bool = True) -> Pr
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")
     if check_forgotten:
         refuse_forgotten(scope, prepared.fields["trigger"], prepared.fields["content"])
+    embedding = prepared.fields.get("embedding")
+    if embedding is not None and (dimensions := embedding_dimensions(scope)) not in (None, len(embedding)):
+        raise ValidationError({"embedding": [
+            f"{dimensions} numbers in the scope tree of {scope} (this has {len(embedding)})."]})
     return prepared
 
 
@@ -140,6 +145,7 @@ def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now) -> Sub
                           flags=prepared.flags)
     entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now)
     conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
+    admit_by_policy(entry, prepared.evidence, at=now)
     return _named_for(token, [Submission(
         entry,
         created=True,
@@ -264,6 +270,9 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
             entry, created=True, evidence_added=len(p.evidence), similar_ids=[other_id for other_id, _ in similar],
             conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]), flags=p.flags)
     SimilarEntry.objects.bulk_create(links)
+    policies = admission_policies() if new_entries else []
+    for _, p, entry in new_entries:
+        admit_by_policy(entry, p.evidence, at=now, policies=policies)
     _named_for(token, list(submissions.values()))
     for index, p, entry in duplicates:
         submissions[index] = Submission(entry, created=False, duplicate_of=entry.pk, evidence_added=len(p.evidence),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
@@ -73,13 +74,12 @@ def _clean_feedback(retrieval: Retrieval, outcome, utility, used) -> tuple[str, 
     return outcome, (float(utility) if utility is not None else None), used
 
 
-def _apply_outcome(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now) -> dict:
-    rules = lifecycle.rules()
+def _apply_outcome(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now, rules,
+                   has_external: bool) -> dict:
     confidence_before = round(entry.confidence, 4)
     changes = {"hit_count": entry.hit_count + 1, "utility_sum": entry.utility_sum + utility,
                "utility_n": entry.utility_n + 1}
     if success:
-        has_external = Evidence.objects.filter(entry=entry, signal=Signal.EXTERNAL, polarity="supports").exists()
         base = lifecycle.after_success(entry.base_confidence, has_external_support=has_external, rules=rules)
         changes.update(base_confidence=base, last_verified_at=now, confidence=base)
         action, reason = EventAction.OUTCOME_SUCCESS, f"a task that used it succeeded (retrieval {retrieval.pk})"
@@ -88,7 +88,7 @@ def _apply_outcome(entry: Entry, *, success: bool, utility: float, retrieval: Re
         changes.update(base_confidence=base,
                        confidence=lifecycle.decayed(base, entry.last_verified_at or now, now, rules))
         action, reason = EventAction.OUTCOME_FAILURE, f"a task that used it failed (retrieval {retrieval.pk})"
-        if entry.status == Status.ACTIVE and entry.queued_at is None:
+        if entry.status == Status.ACTIVE and entry.queued_at is None and settings.CURATION["RECHECK_ON_FAILURE"]:
             changes.update(queued_at=now, queue_reason=QueueReason.RECHECK_FAILURE)
             reason += "; sent back to the candidates queue for a recheck"
     if retrieval.task_ref:
@@ -117,9 +117,13 @@ def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, u
             tally_outcome(retrieval, success=success, at=now)
             if retrieval.arm == Arm.HOLDOUT:
                 used = []  # given nothing, it used nothing: no confidence or utility moves on its outcome
+            # One query for the external support of every used entry (a success's cap depends on it).
+            external = set(Evidence.objects.filter(entry_id__in=used, signal=Signal.EXTERNAL, polarity="supports")
+                           .values_list("entry_id", flat=True)) if success else set()
+            rules = lifecycle.rules()
             changes = [
                 _apply_outcome(entry, success=success, utility=utility if utility is not None else float(success),
-                               retrieval=retrieval, now=now)
+                               retrieval=retrieval, now=now, rules=rules, has_external=entry.pk in external)
                 for entry in Entry.objects.select_for_update().filter(pk__in=used).order_by("pk")
             ]
     except IntegrityError:

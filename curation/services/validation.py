@@ -1,6 +1,7 @@
 """Field checks shared by every way an entry's text comes in (forms, the agent API, seed data)."""
 
 import datetime
+import math
 import re
 
 from django.core.exceptions import ValidationError
@@ -111,6 +112,12 @@ def clean_evidence(item: dict) -> dict:
         errors["polarity"] = "supports or contradicts."
     excerpt = _text(errors, item, "excerpt", required=True, max_length=4000)
     task_ref = _text(errors, item, "task_ref", required=False, max_length=255)
+    evaluator = _text(errors, item, "evaluator", required=False, max_length=100)
+    score = item.get("score")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
+        errors["score"] = "A number."
+    if score is not None and not evaluator and "evaluator" not in errors:
+        errors["evaluator"] = "Name the evaluator that gave the score."
     observed_at = item.get("observed_at")
     if isinstance(observed_at, str):
         try:
@@ -129,6 +136,8 @@ def clean_evidence(item: dict) -> dict:
         "polarity": polarity,
         "excerpt": excerpt,
         "task_ref": task_ref,
+        "evaluator": evaluator,
+        "score": float(score) if score is not None else None,
         "observed_at": observed_at,
     }
 

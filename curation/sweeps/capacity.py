@@ -42,6 +42,8 @@ def _fit(sweep: Sweep, prefix: str, cap: int) -> None:
                 active.exclude(pk=newest).annotate(strength=evidence_strength(), merit=merit())
                 .order_by("strength", "merit", "id")
             )
+            if sweep.policies.capacity_spares_unretrieved:  # judged only once agents have had a chance to use it
+                victims = victims.exclude(retrieval_count=0)
             if sweep.dry_run:
                 for e in victims[:min(excess, sweep.samples_left)]:
                     sweep.sample(f"#{e.pk} archive: displaced by #{newest} ({prefix} holds {count}, cap {cap})")

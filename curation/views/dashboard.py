@@ -1,11 +1,13 @@
 """The home page: the lead's dashboard. Every role that reads sees it, within its scopes."""
 
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from curation.lifecycle import rules
 from curation.permissions import READ, require
 from curation.selectors import dashboard as board_reads
+from curation.selectors import replays
 
 
 @require_GET
@@ -28,4 +30,15 @@ def _dashboard(request):
         "retrieve_x": round(lifecycle_rules.retrieve_at_least * scale),
         "archive_below": lifecycle_rules.archive_below,
         "retrieve_at_least": lifecycle_rules.retrieve_at_least,
+        "replay": replays.latest_replay(),
     })
+
+
+@require_GET
+@require(READ)
+def replay_report(request, name):
+    """A file of the latest replay report (manage.py replay), linked from the dashboard."""
+    content = replays.latest_replay_file(name)
+    if content is None:
+        raise Http404("No such replay report file.")
+    return HttpResponse(content, content_type=replays.REPORT_FILES[name])

@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from curation.models import MemoryVersion, PublishedVersion, ReleasedEntry
+from curation.models import MemoryVersion, PublishedVersion
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("migrates_back")]
 
@@ -21,7 +21,9 @@ def test_version_one_is_the_active_set_at_the_upgrade():
     served = Entry.objects.create(trigger="served", status="active", **fields)
     Entry.objects.create(trigger="waiting", status="pending", queued_at="2026-01-01T00:00:00Z", **fields)
     Entry.objects.create(trigger="archived", status="archived", **fields)
-    MigrationExecutor(connection).migrate(AFTER)
+    after = MigrationExecutor(connection)
+    after.migrate(AFTER)
+    ReleasedEntry = after.loader.project_state(AFTER).apps.get_model("curation", "ReleasedEntry")  # as of 0021
 
     version = PublishedVersion.objects.get().version
     assert (version.number, version.published_by_label, version.added) == (1, "migration", 1)

@@ -128,12 +128,15 @@ class _Endpoints(Generic[R]):
                          conditions: list[str] | None = None, boundary: str | None = None,
                          recheck_when: str | None = None, review_by: str | None = None,
                          confidence: float | None = None, source_task: str | None = None,
-                         evidence: list[JSON] | None = None, idempotency_key: str | None = None) -> R:
+                         evidence: list[JSON] | None = None, embedding: list[float] | None = None,
+                         idempotency_key: str | None = None) -> R:
         """POST /api/v1/candidates: one candidate lesson. Answers `{id, status, created, duplicate_of, ...}`;
-        an exact duplicate adds its evidence to the existing entry (`created: false`)."""
+        an exact duplicate adds its evidence to the existing entry (`created: false`). `embedding`: your own
+        embedding of the lesson, for vector retrieval (one dimension per scope tree)."""
         body = _without_none(scope=scope, kind=kind, trigger=trigger, content=content, signal=signal,
                              conditions=conditions, boundary=boundary, recheck_when=recheck_when,
-                             review_by=review_by, confidence=confidence, source_task=source_task, evidence=evidence)
+                             review_by=review_by, confidence=confidence, source_task=source_task, evidence=evidence,
+                             embedding=embedding)
         return self._run(Call("POST", "/api/v1/candidates", body, idempotency_key=idempotency_key or str(uuid.uuid4())))
 
     def submit_candidates(self, candidates: Iterable[JSON], *, idempotency_key: str | None = None) -> R:
@@ -142,16 +145,19 @@ class _Endpoints(Generic[R]):
                               idempotency_key=idempotency_key or str(uuid.uuid4())))
 
     def search_memory(self, scope: str, q: str = "", *, k: int | None = None, min_confidence: float | None = None,
-                      budget_chars: int | None = None, task_ref: str | None = None, version: int | None = None) -> R:
+                      budget_chars: int | None = None, task_ref: str | None = None, version: int | None = None,
+                      embedding: list[float] | None = None, metric: str | None = None) -> R:
         """POST /api/v1/memory/search: the ranked entries of the scope (and the ancestors the token covers)
         and a `context` block for a prompt, from the published memory version (`memory_version` in the
         answer; pass it as `version` for the rest of a task to read the same memory throughout). Keep the
         `retrieval_id` to report the outcome. `arm` is "holdout" when the task is in the holdout that
         measures whether memory helps: no entries and an empty context (the same for every call with this
         `task_ref`); do the task without memory and report its outcome all the same. "rules-only": the
-        task is served only what people wrote or agreed to (human corrections and preferences)."""
+        task is served only what people wrote or agreed to (human corrections and preferences).
+        With an `embedding` (`metric` l2 or cosine): nearest first, or fused with the words of `q`; each entry
+        carries its `distance`."""
         body = _without_none(scope=scope, q=q, k=k, min_confidence=min_confidence, budget_chars=budget_chars,
-                             task_ref=task_ref, version=version)
+                             task_ref=task_ref, version=version, embedding=embedding, metric=metric)
         return self._run(Call("POST", "/api/v1/memory/search", body))
 
     def report_outcome(self, retrieval_id: str, outcome: Outcome, *, utility: float | None = None,

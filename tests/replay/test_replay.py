@@ -1,0 +1,163 @@
+"""The RegAgent replay: its world and agent are the same for a seed, each policy is product configuration
+(admission decisions by policy:<name>, the sweep runs), a short replay writes its report, and every stamp
+follows the simulated clock."""
+
+import datetime
+import json
+import math
+import random
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from curation.models import (
+    AdmissionPolicy, Entry, Event, EventAction, Evidence, Feedback, Retrieval, Status, TaskRun,
+)
+from curation.replay import policies, report, stats
+from curation.replay.agent import Neighbour, regagent
+from curation.replay.run import START, replay_one
+from curation.replay.world import World
+from tests.factories import client_for, page_text
+
+STEP = datetime.timedelta(hours=policies.STEP_HOURS)
+
+
+def test_the_world_and_the_agent_are_the_same_for_a_seed():
+    a, b, other = World(3, 40), World(3, 40), World(4, 40)
+    assert (a.w, a.initial, a.tasks) == (b.w, b.initial, b.tasks)
+    assert a.w != other.w and a.tasks != other.tasks
+    assert sum(v * v for v in a.w) == pytest.approx(4.0)
+    assert len(a.initial) == 100 and sum(r.error > 1.5 for r in a.initial) >= 5  # the corrupted tenth
+    neighbours = [Neighbour(r.x, r.y, 0.5 + i) for i, r in enumerate(a.initial[:6])]
+    task = a.tasks[7]
+    answers = {regagent(world)(task.x, neighbours, world.task_rng(task)) for world in (a, b)}
+    assert len(answers) == 1
+    assert regagent(a)(task.x, neighbours, random.Random(1)) != answers.pop()
+
+
+def test_the_agent_follows_close_neighbours_and_ignores_far_ones():
+    world = World(0, 1)
+    x = world.tasks[0].x
+    close = [Neighbour(x, 50.0, 0.0)] * 6
+    far = [Neighbour(x, 50.0, 40.0)] * 6
+    assert regagent(world)(x, close, random.Random(5)) > 40  # λ = 1: the copy
+    assert abs(regagent(world)(x, far, random.Random(5)) - world.tasks[0].y) < 5  # λ ≈ 0: its own inference
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("policy", ["fixed", "strict", "strict+combined", "c1+capacity"])
+def test_each_policy_is_product_configuration(policy):
+    config = policies.configuration(policy)
+    result = replay_one(config, seed=1, steps=12, rules="paper", agent_factory=regagent)
+    name = config.admission["name"]
+    row = AdmissionPolicy.objects.get(prefix=result.scope)
+    assert (row.name, row.mode) == (name, config.admission["mode"])
+    assert Event.objects.filter(policy=row, action=EventAction.ADMISSION_POLICY_SET).count() == 2  # initial, then the run's
+    decided = Event.objects.filter(entry__scope=result.scope, actor_label=f"policy:{name}")
+    assert decided.count() == 12  # every task's answer was decided by the policy at ingest
+    if policy == "fixed":
+        assert set(decided.values_list("action", flat=True)) == {EventAction.REJECT}
+        assert result.memory_size == 100
+    runs = TaskRun.objects.filter(triggered_by="replay")
+    assert sorted(set(runs.values_list("task", flat=True))) == sorted(config.sweeps)
+    for task in config.sweeps:
+        assert runs.filter(task=task, state=TaskRun.State.SUCCEEDED).count() == 12
+    assert Retrieval.objects.filter(scope=result.scope).count() == 12
+
+
+@pytest.mark.django_db
+def test_the_clock_drives_evidence_outcomes_and_sweeps():
+    result = replay_one(policies.configuration("strict+periodic"), seed=2, steps=5, rules="paper",
+                        agent_factory=regagent)
+    moments = [START + STEP * step for step in range(5)]
+    tasks = Entry.objects.filter(scope=result.scope, trigger__startswith="RegAgent task").order_by("pk")
+    assert [e.created_at for e in tasks] == moments
+    assert [e.created_at for e in Evidence.objects.filter(entry__in=tasks).order_by("pk")] == moments
+    assert sorted(Feedback.objects.values_list("created_at", flat=True)) == moments
+    assert sorted(Retrieval.objects.values_list("created_at", flat=True)) == moments
+    assert sorted(TaskRun.objects.filter(triggered_by="replay").values_list("as_of", flat=True)) == moments
+    approvals = Event.objects.filter(entry__in=tasks, actor_label="policy:strict").order_by("pk")
+    assert [e.created_at for e in approvals] == moments
+
+
+@pytest.mark.django_db
+def test_the_paper_rules_keep_confidence_still_and_the_product_rules_move_it():
+    paper = replay_one(policies.configuration("addall"), seed=0, steps=15, rules="paper", agent_factory=regagent)
+    assert set(Entry.objects.filter(scope=paper.scope, status=Status.ACTIVE).values_list("confidence", flat=True)) == {0.7}
+    product = replay_one(policies.configuration("addall", "product"), seed=0, steps=50, rules="product",
+                         agent_factory=regagent)
+    assert len(set(Entry.objects.filter(scope=product.scope).values_list("confidence", flat=True))) > 1
+    # decay and archive run as the beat runs them: once a simulated day
+    assert TaskRun.objects.filter(task="decay", triggered_by="replay").count() == 2
+
+
+@pytest.mark.django_db
+def test_a_200_step_replay_writes_its_report(tmp_path):
+    call_command("replay", "regagent", "--here", "--policy", "strict", "--seed-list", "0", "--steps", "200",
+                 "--out", str(tmp_path))
+    data = json.loads((tmp_path / "report.json").read_text())
+    row = data["summary"]["strict"]
+    assert row["paper_success"] == 70.95 and 0 < row["success_mean"] <= 100 and row["memory_mean"] > 100
+    assert len(data["running_success"]["strict/s0"]) == 200
+    assert "| strict |" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "running_success.svg").read_text().startswith("<svg")
+
+
+def test_unknown_policies_and_agents_are_refused():
+    with pytest.raises(CommandError, match="Unknown policy"):
+        call_command("replay", "regagent", "--here", "--policy", "keep-everything")
+    with pytest.raises(CommandError, match="--agent"):
+        call_command("replay", "regagent", "--here", "--policy", "strict", "--agent", "no.such.module:agent")
+
+
+def test_the_shape_checks_and_the_slope():
+    runs = [{"policy": p, "seed": s, "success_rate": sr, "memory_size": m, "inheritance_slope": 0.2,
+             "median_step_ms": 5.0, "running_success": [0.5, sr / 100]}
+            for s in (0, 1) for p, sr, m in (("addall", 55, 4100), ("strict", 71 - s * 5, 2900), ("fixed", 67, 100))]
+    claims = {c["claim"]: c for c in report.checks(runs)}
+    assert claims["strict > fixed"]["per_seed"] == {0: True, 1: False}
+    assert claims["strict − addall >= 5 points"]["per_seed"] == {0: True, 1: True}
+    files = report.report_files(runs, rules="paper", steps=2, meta={})
+    assert "DID NOT HOLD: strict > fixed" in files["report.md"]
+    assert stats.ols_slope([0, 1, 2], [1, 3, 5]) == pytest.approx(2.0)
+    assert stats.sd([1, 3]) == pytest.approx(2 ** 0.5)
+
+
+@pytest.mark.django_db
+def test_the_dashboard_links_the_latest_report(tmp_path, settings, reviewer):
+    settings.REPLAY_REPORT_DIR = tmp_path
+    client = client_for(reviewer)
+    assert "Latest replay" not in page_text(client.get("/"))
+    runs = [{"policy": "strict", "seed": 0, "success_rate": 70.0, "memory_size": 900, "inheritance_slope": 0.1,
+             "median_step_ms": 9.0, "running_success": [1.0, 0.7]}]
+    for older, rate in (("20261201-000000", 10.0), ("20261202-000000", 70.0)):
+        (tmp_path / older).mkdir()
+        for name, text in report.report_files([{**runs[0], "success_rate": rate}], rules="paper", steps=2,
+                                              meta={}).items():
+            (tmp_path / older / name).write_text(text)
+    page = page_text(client.get("/"))
+    assert "Latest replay" in page and "70.0 ± 0.0" in page and "/replay/latest/report.md" in page
+    assert client.get("/replay/latest/running_success.svg")["Content-Type"] == "image/svg+xml"
+    assert "| strict | 70.00" in client.get("/replay/latest/report.md").content.decode()
+    assert client.get("/replay/latest/secrets.txt").status_code == 404
+
+
+def _reference(policy_threshold, seed, steps):
+    """The addition experiment by brute force, outside the product: an oracle for the replay."""
+    world = World(seed, steps)
+    memory = [(r.x, r.y) for r in world.initial]
+    agent, successes = regagent(world), []
+    for task in world.tasks:
+        near = sorted((math.dist(task.x, x), i) for i, (x, _) in enumerate(memory))[:6]
+        y_hat = agent(task.x, [Neighbour(memory[i][0], memory[i][1], d) for d, i in near], world.task_rng(task))
+        successes.append(abs(y_hat - task.y) <= 1)
+        if policy_threshold is not None and abs(y_hat - task.y) <= policy_threshold:
+            memory.append((task.x, y_hat))
+    return successes, len(memory)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("policy, threshold", [("addall", 99.0), ("strict", 1.0), ("fixed", None)])
+def test_the_replay_through_the_product_equals_a_brute_force_reference(policy, threshold):
+    result = replay_one(policies.configuration(policy), seed=4, steps=60, rules="paper", agent_factory=regagent)
+    assert (result.successes, result.memory_size) == _reference(threshold, 4, 60)
