@@ -293,6 +293,11 @@ CURATION = {
     "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
     "SWEEP_BATCH_SIZE": 5000,
     "SWEEP_LEASE_SECONDS": 300,       # a run with no heartbeat for this long (one per batch) holds no lock
+    # A detecting sweep's run stops at the first batch boundary after this long and the next run resumes
+    # there: well inside the worker's soft time limit, since a batch itself takes time.
+    "DETECTION_SLICE_SECONDS": int(os.environ.get("MEMORYADMIN_DETECTION_SLICE_SECONDS", "300")),
+    # The partners one entry is compared with in a detecting sweep, most relevant first (see README).
+    "DETECTION_PARTNERS_PER_ENTRY": 100,
     # Skill promotion gates. Nominated: a procedure or success pattern with at least
     # SKILL_MIN_HITS hits, average utility at least SKILL_MIN_AVG_UTILITY, no failure among its last
     # SKILL_RECENT_WINDOW uses, a rollback note and no open conflict. Approved (by a lead): at least
