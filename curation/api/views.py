@@ -8,7 +8,9 @@ from django.views.decorators.csrf import csrf_exempt
 
 from curation import selectors
 from curation.selectors import releases
+from curation.selectors.retrieval_cache import cached_retrieve_released
 from curation.context_block import build_context
+from curation.db_router import retrieval_reads
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
 from curation.services.submissions import EVIDENCE_KEYS, submit_batch, submit_candidate
@@ -100,10 +102,11 @@ def _retrieve(token, params) -> tuple[int, dict]:
     q = params.get("q", "")
     if len(q) > 2000:
         raise ApiError(422, "Some parameters are not valid.", {"q": ["At most 2,000 characters."]})
-    version = read_version(params)
-    ranked = releases.retrieve_released(
-        version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence
-    )
+    with retrieval_reads():  # on the replica when there is one; from the cache when asked before
+        version = read_version(params)
+        ranked = cached_retrieve_released(
+            version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence
+        )
     included, context = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}
     retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=params.get("task_ref", ""),
