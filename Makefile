@@ -43,6 +43,10 @@ bench-lifecycle: $(STAMP)
 bench-release: $(STAMP)
 	$(BIN)/python benchmarks/release_bench.py
 
+# locust against gunicorn + PostgreSQL + Redis + a Celery worker and beat, on loopback; LOAD_MINUTES=1 to shorten
+load: $(STAMP)
+	$(BIN)/python benchmarks/load/run.py
+
 bench-ingest: $(STAMP)
 	$(BIN)/python benchmarks/ingest_bench.py --db sqlite
 	$(BIN)/python benchmarks/ingest_bench.py --db postgres
