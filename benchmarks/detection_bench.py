@@ -77,8 +77,8 @@ def main() -> int:
         started = time.perf_counter()
         proposed = consolidation.sweep_consolidation()
         consolidation_seconds = time.perf_counter() - started
-        print(f"partners per entry {bound:>9,}: conflicts {conflict_seconds:6.1f} s ({found.compared:,} pairs compared, "
-              f"{len(found.opened)} opened); consolidation {consolidation_seconds:6.1f} s "
+        print(f"partners per entry {bound:>9,}: conflicts {conflict_seconds:6.1f} s "
+              f"({found.compared:,} pairs compared, {len(found.opened)} opened); consolidation {consolidation_seconds:6.1f} s "
               f"({len(proposed.proposed)} proposed)", flush=True)
     return 0
 

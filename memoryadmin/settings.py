@@ -119,9 +119,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 # A read replica for agents' retrieval (curation/db_router.py): the reads inside retrieval_reads() go there.
 # Its tests mirror the primary's test database.
 if os.environ.get("DATABASE_REPLICA_URL"):
-    DATABASES["replica"] = {**DATABASES["default"], **dj_database_url.parse(os.environ["DATABASE_REPLICA_URL"],
-                                                                          conn_max_age=DATABASES["default"]["CONN_MAX_AGE"]),
-                            "TEST": {"MIRROR": "default"}}
+    _replica = dj_database_url.parse(os.environ["DATABASE_REPLICA_URL"],
+                                     conn_max_age=DATABASES["default"]["CONN_MAX_AGE"])
+    DATABASES["replica"] = {**DATABASES["default"], **_replica, "TEST": {"MIRROR": "default"}}
 RETRIEVAL_ON_REPLICA = "replica" in DATABASES
 DATABASE_ROUTERS = ["curation.db_router.ReplicaRouter"]
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -172,7 +172,8 @@ def main() -> int:
                              "--keep-alive", "75"],
                      logs / "web.log"),
         "worker": start("worker", [str(BIN / "celery"), "-A", "memoryadmin", "worker", "--loglevel=warning",
-                                   "--concurrency=1", "--hostname", f"load@{os.uname().nodename}"], logs / "worker.log"),
+                                   "--concurrency=1", "--hostname", f"load@{os.uname().nodename}"],
+                        logs / "worker.log"),
         "beat": start("beat", [str(BIN / "celery"), "-A", "memoryadmin", "beat", "--loglevel=warning",
                                "--schedule", str(DATA / "celerybeat-schedule")], logs / "beat.log"),
     }
@@ -198,10 +199,15 @@ def main() -> int:
     dead_before = sum(t[1] for t in before["tables"].values())
     dead_after = sum(t[1] for t in after["tables"].values())
     print(f"dead tuples (pg_stat_user_tables): {dead_before:,} -> {dead_after:,}; the tables that changed most:")
-    grown = sorted(after["tables"].items(), key=lambda kv: -(kv[1][2] + kv[1][3] - sum(before["tables"].get(kv[0], (0,) * 4)[2:])))
-    for name, (live, dead, ins, upd) in grown[:8]:
+    def written(item):  # rows inserted and updated during the run
+        name, (_, _, ins, upd) = item
         b = before["tables"].get(name, (0, 0, 0, 0))
-        print(f"  {name:<32} live {live:>9,}  dead {b[1]:>7,} -> {dead:>7,}  inserted +{ins - b[2]:,}  updated +{upd - b[3]:,}")
+        return ins - b[2] + upd - b[3]
+
+    for name, (live, dead, ins, upd) in sorted(after["tables"].items(), key=written, reverse=True)[:8]:
+        b = before["tables"].get(name, (0, 0, 0, 0))
+        print(f"  {name:<32} live {live:>9,}  dead {b[1]:>7,} -> {dead:>7,}  "
+              f"inserted +{ins - b[2]:,}  updated +{upd - b[3]:,}")
     return 0 if failures == 0 else 1
 
 

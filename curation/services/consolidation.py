@@ -221,7 +221,8 @@ def sweep_consolidation(
                 for e in group:
                     ids = by_text.candidates(e.pk) | by_trigger.candidates(e.pk)
                     # each pair once: from its lower id when both are walked, else from the walked one
-                    eligible = sorted((pk for pk in ids if pk > e.pk or (changed_ids is not None and pk not in changed_ids)),
+                    eligible = sorted((pk for pk in ids
+                                       if pk > e.pk or (changed_ids is not None and pk not in changed_ids)),
                                       reverse=True)[:per_entry]
                     for p in (everyone[pk] for pk in eligible):
                         if contradiction(lesson(e), lesson(p)):
