@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning bench-replay clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning bench-replay bench-ingest load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -48,6 +48,14 @@ bench-learning: $(STAMP)
 
 bench-replay: $(STAMP)
 	$(BIN)/python benchmarks/replay_bench.py
+
+# locust against gunicorn + PostgreSQL + Redis + a Celery worker and beat, on loopback; LOAD_MINUTES=1 to shorten
+load: $(STAMP)
+	$(BIN)/python benchmarks/load/run.py
+
+bench-ingest: $(STAMP)
+	$(BIN)/python benchmarks/ingest_bench.py --db sqlite
+	$(BIN)/python benchmarks/ingest_bench.py --db postgres
 
 clean:
 	rm -rf $(VENV) data

@@ -106,7 +106,11 @@ def token_scope_q(token, field: str = "scope") -> Q:
     return scope_q(list(token.scopes), field)
 
 
-def overlapping_scopes_q(scope: str) -> Q:
+def overlapping_scopes_q(scope: str, *, bytewise: bool = False) -> Q:
     """Entries that apply together with one in `scope`: an ancestor, the same scope, or below it.
-    Both halves are index lookups (exact scope IN, and a prefix range)."""
+    Both halves are index lookups (exact scope IN, and a prefix range). `bytewise`: the database
+    compares text byte by byte (SQLite), so "below" is the plain range from "<scope>/" up to "<scope>0"
+    ("0" follows "/"), which its index serves; its LIKE for a prefix reads the whole table."""
+    if bytewise:
+        return Q(scope__in=scope_ancestors(scope)) | Q(scope__gte=scope + "/", scope__lt=scope + "0")
     return Q(scope__in=scope_ancestors(scope)) | Q(scope__startswith=scope + "/")

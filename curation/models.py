@@ -624,6 +624,10 @@ class TaskRun(models.Model):
     # whose process is gone, or whose heartbeat is older than the lease, holds nothing (sweeps/runs.py).
     holder = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # A detecting sweep's place in its pass, written with the work it covers: {"after": the last entry id
+    # done, or null once the pass is complete; "since": what the pass reads (entries changed since then,
+    # null for all); "started": when the pass began}. The next run resumes at "after" (sweeps/engine.py).
+    cursor = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["task", "-started_at"], name="task_run_recent_idx")]

@@ -116,6 +116,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Added to any options the DATABASE_URL gives (?options=-c%20statement_timeout%3D5000).
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
+# A read replica for agents' retrieval (curation/db_router.py): the reads inside retrieval_reads() go there.
+# Its tests mirror the primary's test database.
+if os.environ.get("DATABASE_REPLICA_URL"):
+    _replica = dj_database_url.parse(os.environ["DATABASE_REPLICA_URL"],
+                                     conn_max_age=DATABASES["default"]["CONN_MAX_AGE"])
+    DATABASES["replica"] = {**DATABASES["default"], **_replica, "TEST": {"MIRROR": "default"}}
+RETRIEVAL_ON_REPLICA = "replica" in DATABASES
+DATABASE_ROUTERS = ["curation.db_router.ReplicaRouter"]
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server and the worker read while one of them writes. Writers take turns: a
     # transaction takes the write lock when it begins (IMMEDIATE), and one that finds it taken waits up to
@@ -300,6 +308,11 @@ CURATION = {
     "CAPACITY_SPARES_UNRETRIEVED": False,  # True: capacity never displaces an entry no agent has retrieved yet
     "SWEEP_BATCH_SIZE": 5000,
     "SWEEP_LEASE_SECONDS": 300,       # a run with no heartbeat for this long (one per batch) holds no lock
+    # A detecting sweep's run stops at the first batch boundary after this long and the next run resumes
+    # there: well inside the worker's soft time limit, since a batch itself takes time.
+    "DETECTION_SLICE_SECONDS": int(os.environ.get("MEMORYADMIN_DETECTION_SLICE_SECONDS", "300")),
+    # The partners one entry is compared with in a detecting sweep, most relevant first (see README).
+    "DETECTION_PARTNERS_PER_ENTRY": 100,
     # Skill promotion gates. Nominated: a procedure or success pattern with at least
     # SKILL_MIN_HITS hits, average utility at least SKILL_MIN_AVG_UTILITY, no failure among its last
     # SKILL_RECENT_WINDOW uses, a rollback note and no open conflict. Approved (by a lead): at least
@@ -312,6 +325,9 @@ CURATION = {
     "API_MAX_BODY_BYTES": 1024 * 1024,
     "API_BATCH_MAX": 500,
     "API_RETRIEVE_MAX_K": 20,
+    # Retrieval answers cached per (version, scopes, query, k, floor); a publish is the invalidation, this
+    # only bounds how long an unasked answer stays in Redis. 0: no cache.
+    "RETRIEVAL_CACHE_SECONDS": int(os.environ.get("MEMORYADMIN_RETRIEVAL_CACHE_SECONDS", "300")),
     "API_RATE_LIMIT": int(os.environ.get("MEMORYADMIN_API_RATE_LIMIT", "600")),  # requests per token per minute
     "API_BAD_TOKEN_LIMIT": int(os.environ.get("MEMORYADMIN_API_BAD_TOKEN_LIMIT", "30")),  # per address per minute
     "IDEMPOTENCY_KEEP_HOURS": 24,     # how long a submission's answer is kept for a retry with its Idempotency-Key

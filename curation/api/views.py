@@ -9,7 +9,9 @@ from django.views.decorators.csrf import csrf_exempt
 from curation import selectors, vectors
 from curation.selectors import releases
 from curation.selectors.evaluation import arm_for, learning_report
+from curation.selectors.retrieval_cache import cached_retrieve_released
 from curation.context_block import build_context
+from curation.db_router import retrieval_reads
 from curation.evaluation import HOLDOUT, RULES_KINDS, RULES_ONLY
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
@@ -108,14 +110,16 @@ def _retrieve(token, params) -> tuple[int, dict]:
     q = params.get("q", "")
     if len(q) > 2000:
         raise ApiError(422, "Some parameters are not valid.", {"q": ["At most 2,000 characters."]})
-    version = read_version(params)
     task_ref = params.get("task_ref", "")
     arm = arm_for(scope, task_ref)
     embedding, metric = _query_embedding(params)
-    ranked = [] if arm == HOLDOUT else releases.retrieve_released(
-        version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k, min_confidence=min_confidence,
-        kinds=RULES_KINDS if arm == RULES_ONLY else None, embedding=embedding, metric=metric,
-    )
+    with retrieval_reads():  # on the replica when there is one; from the cache when asked before
+        version = read_version(params)
+        ranked = [] if arm == HOLDOUT else cached_retrieve_released(
+            version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k,
+            min_confidence=min_confidence, kinds=RULES_KINDS if arm == RULES_ONLY else None, embedding=embedding,
+            metric=metric,
+        )
     included, context = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}
     distances = {r.entry.pk: r.distance for r in ranked}

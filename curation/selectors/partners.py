@@ -49,7 +49,7 @@ def partner_pool(scope: str, stems, *, limit: int, exclude=(), descendants: bool
     Without descendants the scope part is an equality lookup on the active-scope index only (a prefix
     LIKE is no index range on PostgreSQL unless the collation is C): the sweep needs no more, because of
     two overlapping entries one is at or below the other's scope and finds it among its ancestors."""
-    where = access.overlapping_scopes_q(scope) if descendants else Q(scope__in=access.scope_ancestors(scope))
+    where = (access.overlapping_scopes_q(scope, bytewise=connection.vendor == "sqlite") if descendants else Q(scope__in=access.scope_ancestors(scope)))
     qs = mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(where), stems)
     if exclude:
         qs = qs.exclude(pk__in=list(exclude))

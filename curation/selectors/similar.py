@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Q
 
 from curation import access
 from curation.models import Entry, Status
@@ -55,7 +54,7 @@ def _similar_portable(entry: Entry, limit: int) -> list[tuple[int, float]]:
     text = f"{entry.trigger} {entry.content}"
     pool = (
         Entry.objects.filter(status=Status.ACTIVE)
-        .filter(Q(scope__in=access.scope_ancestors(entry.scope)) | Q(scope__startswith=entry.scope + "/"))
+        .filter(access.overlapping_scopes_q(entry.scope, bytewise=connection.vendor == "sqlite"))
         .exclude(pk=entry.pk)
         .order_by("-id")
         .values_list("id", "trigger", "content")[:SIMILAR_POOL]

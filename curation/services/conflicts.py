@@ -37,6 +37,14 @@ PARTNER_POOL = 500
 INGEST_PARTNER_POOL = 10
 # The incremental sweep looks up this many changed entries' partners per query (at most PARTNER_POOL each).
 CHANGED_PER_QUERY = 100
+
+
+def partners_per_entry() -> int:
+    """How many partners a sweep compares one entry with, most relevant first (those that mention its
+    action words most, then the newest). It keeps a scope of thousands of near-identical entries from
+    costing a comparison of every pair; what it may miss: a contradiction with a partner ranked below
+    that many is found only if the partner's own comparisons reach the entry."""
+    return int(settings.CURATION["DETECTION_PARTNERS_PER_ENTRY"])
 def _pair(a: Entry, b: Entry) -> tuple[int, int]:
     return (a.pk, b.pk) if a.pk < b.pk else (b.pk, a.pk)
 
@@ -137,6 +145,7 @@ class SweepResult:
     examined: int
     compared: int
     opened: list
+    resume_after: int | None = None  # the last entry id done when the walk stopped early; None: complete
 
     @property
     def found(self) -> list:  # what the detecting sweep reports, as for consolidation
@@ -145,7 +154,7 @@ class SweepResult:
 
 def sweep_conflicts(
     *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None,
-    heartbeat: Callable[[], None] = lambda: None,
+    heartbeat: Callable[[], None] = lambda: None, after: int = 0, progress: Callable[[int], bool] | None = None,
 ) -> SweepResult:
     """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners in that
     scope and its ancestors that mention one of the group's action words (index lookups, at most
@@ -155,14 +164,19 @@ def sweep_conflicts(
 
     With `changed_since`, only the entries changed (activated, edited, revived, used) since then are
     walked: a pair of two unchanged entries was compared by an earlier run. Each is compared with the
-    partners above, at and below its scope, as at ingest but with the sweep's full pool. `heartbeat` is
-    called after each batch (the sweep's run renews its lease)."""
+    partners above, at and below its scope, as at ingest but with the sweep's pool. Either way an entry is
+    compared with at most partners_per_entry() partners. `heartbeat` is called after each batch (the
+    sweep's run renews its lease).
+
+    The walk starts above `after` (a pass resumed) and, when given, calls `progress(last id)` after each
+    batch, whose conflicts are written by then; True stops the walk there (`resume_after`)."""
     now = at or clock.now()
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
+    per_entry = partners_per_entry()
     if changed_since is not None:
-        return _sweep_changed(changed_since, now=now, batch_size=batch_size, pool=pool_limit or PARTNER_POOL,
-                              heartbeat=heartbeat)
-    after = 0
+        return _sweep_changed(changed_since, now=now, batch_size=batch_size,
+                              pool=min(pool_limit or PARTNER_POOL, per_entry), heartbeat=heartbeat, after=after,
+                              progress=progress)
     examined = compared = 0
     opened: list[Conflict] = []
     while True:
@@ -195,7 +209,7 @@ def sweep_conflicts(
                 for verb, positive in lessons[e.pk].action_keys:
                     for p in index.get((verb, not positive), ()):
                         pair = _pair(e, p)
-                        if p.pk == e.pk or pair in found or p.pk in seen:
+                        if p.pk == e.pk or pair in found or p.pk in seen or len(seen) >= per_entry:
                             continue
                         seen.add(p.pk)
                         compared += 1
@@ -205,11 +219,13 @@ def sweep_conflicts(
                             entries[e.pk], entries[p.pk] = e, p
         opened += _open_conflicts(found, entries, detected_by="sweep", at=now)
         heartbeat()
+        if len(batch) == batch_size and progress and progress(after):
+            return SweepResult(examined=examined, compared=compared, opened=opened, resume_after=after)
     return SweepResult(examined=examined, compared=compared, opened=opened)
 
 
-def _sweep_changed(changed_since, *, now, batch_size: int, pool: int, heartbeat: Callable[[], None]) -> SweepResult:
-    after = 0
+def _sweep_changed(changed_since, *, now, batch_size: int, pool: int, heartbeat: Callable[[], None], after: int,
+                   progress: Callable[[int], bool] | None) -> SweepResult:
     examined = compared = 0
     opened: list[Conflict] = []
     changed = Entry.objects.filter(status=Status.ACTIVE, updated_at__gte=changed_since)
@@ -222,6 +238,8 @@ def _sweep_changed(changed_since, *, now, batch_size: int, pool: int, heartbeat:
             opened += found
             compared += n
         heartbeat()
+        if len(batch) == batch_size and progress and progress(after):
+            return SweepResult(examined=examined, compared=compared, opened=opened, resume_after=after)
     return SweepResult(examined=examined, compared=compared, opened=opened)
 
 

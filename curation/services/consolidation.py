@@ -146,6 +146,7 @@ class _Clusters:
 class ConsolidationSweep:
     examined: int
     proposed: list
+    resume_after: int | None = None  # the last entry id done when the walk stopped early; None: complete
 
     @property
     def found(self) -> list:  # what the detecting sweep reports, as for conflicts
@@ -154,7 +155,7 @@ class ConsolidationSweep:
 
 def sweep_consolidation(
     *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None,
-    heartbeat: Callable[[], None] = lambda: None,
+    heartbeat: Callable[[], None] = lambda: None, after: int = 0, progress: Callable[[int], bool] | None = None,
 ) -> ConsolidationSweep:
     """Walk the active entries in keyset batches of id; per batch and scope, read that scope's active
     entries (the scope index, at most pool_limit) and compare each batch entry only with the candidates
@@ -165,8 +166,19 @@ def sweep_consolidation(
     With `changed_since`, only the entries changed since then are walked (each still against its whole
     scope): a pair of two unchanged entries was compared by an earlier run. `heartbeat` (the run's lease) is called
     once before the walk: the walk is one snapshot transaction, so a heartbeat written inside it would be
-    seen only when it ends."""
+    seen only when it ends.
+
+    An entry is compared with at most DETECTION_PARTNERS_PER_ENTRY of the candidates the prefix index
+    finds, the newest first: a scope of thousands of near-identical entries then costs that many
+    comparisons per entry, not one per pair. What it may miss: an older near duplicate or outdated entry
+    beyond that many is not paired with this entry (a merge cluster still grows through the pairs it
+    has, and CLUSTER_MAX caps a proposal anyway).
+
+    The walk starts above `after` (a pass resumed) and, when given, calls `progress(last id)` after each
+    batch, inside the snapshot transaction that also writes the proposals: True stops the walk there
+    (`resume_after`), the proposals found so far are written, and the cursor commits with them."""
     now = at or clock.now()
+    per_entry = int(settings.CURATION["DETECTION_PARTNERS_PER_ENTRY"])
     batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
     pool_limit = pool_limit or POOL
     merge_at, trigger_at = merge_threshold(), supersede_trigger_threshold()
@@ -182,7 +194,7 @@ def sweep_consolidation(
         if changed_since is not None:
             walked = walked.filter(updated_at__gte=changed_since)
             changed_ids = set(walked.values_list("id", flat=True))
-        after = 0
+        resume_after = None
         while True:
             batch = list(walked.filter(pk__gt=after).only(*_FIELDS).order_by("id")[:batch_size])
             if not batch:
@@ -216,9 +228,10 @@ def sweep_consolidation(
                 for e in group:
                     ids = by_text.candidates(e.pk) | by_trigger.candidates(e.pk)
                     # each pair once: from its lower id when both are walked, else from the walked one
-                    partners = {pk: everyone[pk] for pk in ids
-                                if pk > e.pk or (changed_ids is not None and pk not in changed_ids)}
-                    for p in partners.values():
+                    eligible = sorted((pk for pk in ids
+                                       if pk > e.pk or (changed_ids is not None and pk not in changed_ids)),
+                                      reverse=True)[:per_entry]
+                    for p in (everyone[pk] for pk in eligible):
                         if contradiction(lesson(e), lesson(p)):
                             continue  # opposite advice is a conflict, not a duplicate
                         score = _jaccard(text[e.pk], text[p.pk])
@@ -237,8 +250,11 @@ def sweep_consolidation(
                                 f"covers the same trigger ({trig:.2f} alike) as #{older.pk} "
                                 f"({older.created_at:%Y-%m-%d}, confidence {older.confidence:.2f}) with different advice"
                             )
+            if len(batch) == batch_size and progress and progress(after):
+                resume_after = after
+                break
         proposed = _write_proposals(clusters, outdated, seen, now)
-    return ConsolidationSweep(examined=examined, proposed=proposed)
+    return ConsolidationSweep(examined=examined, proposed=proposed, resume_after=resume_after)
 
 
 def _write_proposals(clusters: _Clusters, outdated: dict, seen: dict, now) -> list[ConsolidationProposal]:

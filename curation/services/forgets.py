@@ -31,6 +31,7 @@ from curation.models import (
 )
 from curation.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
+from curation.selectors.retrieval_cache import forget_cached_answers
 from curation.similarity import fingerprint, signature
 
 from .conflicts import close_moot_conflicts
@@ -295,6 +296,8 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str]) -> dict:
     counts = {"history": _purge_history(request, ids, texts)}
     # Every stored version: the text goes, and the rows close where they start, so that no version holds
     # them any more and a rollback to a version before the forget cannot serve the marker as a lesson.
+    # Cached answers of every version may hold them: none is served once this commits.
+    transaction.on_commit(forget_cached_answers)
     counts["released_rows"] = ReleasedEntry.objects.filter(entry_id__in=ids).update(
         trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from"))
     counts["retrievals"] = Retrieval.objects.filter(

@@ -70,10 +70,14 @@ class Sweep:
         if self.after_batch:
             self.after_batch(self)
 
-    def heartbeat(self) -> None:
-        """Renew the run's lease between the batches of a long step (a detecting sweep's walk)."""
+    def heartbeat(self, cursor: dict | None = None) -> None:
+        """Renew the run's lease between the batches of a long step (a detecting sweep's walk), and
+        record where its pass stands (`cursor`), in the transaction of the work it covers."""
         if self.run is not None:
-            TaskRun.objects.filter(pk=self.run.pk).update(heartbeat_at=clock.wall())
+            values = {"heartbeat_at": clock.wall()}
+            if cursor is not None:
+                values["cursor"] = cursor
+            TaskRun.objects.filter(pk=self.run.pk).update(**values)
 
 
 def keyset_batches(status: str, size: int):
@@ -135,17 +139,45 @@ class _DryRun(Exception):
     """Rolls back what a dry run of a detecting sweep wrote."""
 
 
+@dataclass(frozen=True)
+class PassPosition:
+    """Where a detecting sweep's pass stands: the walk resumes above `after`, reads the entries changed
+    since `since` (None: every active entry), and the pass began at `started`."""
+
+    after: int
+    since: datetime.datetime | None
+    started: datetime.datetime
+
+    def as_cursor(self, after: int | None) -> dict:
+        return {"after": after, "since": self.since.isoformat() if self.since else None,
+                "started": self.started.isoformat()}
+
+
 def detecting_sweep(sweep: Sweep, detect: Callable, describe: Callable[[object], str]) -> None:
-    """Run a detecting sweep: `detect(at=, batch_size=, changed_since=, heartbeat=)` answers what it examined and the
-    queue items it opened (`.examined`, `.found`). Conflict and consolidation detection write what they find as they go (each pair or proposal is its
-    own savepoint, so a concurrent duplicate is skipped); a dry run does the same work in one
-    transaction and rolls it back, so its counts and samples say what a real run would open."""
-    since = changed_since_last_run(sweep)
+    """Run one slice of a detecting sweep's pass: `detect(at=, batch_size=, changed_since=, heartbeat=,
+    after=, progress=)` walks the active entries above `after` and answers what it examined, the queue
+    items it opened (`.examined`, `.found`) and where it stopped (`.resume_after`, None at the end).
+    It calls `progress(last id)` when everything up to that id is written; progress records the cursor
+    on the run (in the same transaction as that work) and answers True once the slice has run for
+    DETECTION_SLICE_SECONDS, so each run ends well inside the worker's time limit and the next run of
+    the schedule resumes there, until the pass is complete. `run_lifecycle --full` walks everything in
+    one run. A dry run does the same slice in one transaction and rolls it back (its counts and
+    samples say what a real run would open) and moves no cursor."""
+    position = pass_position(sweep)
+    slice_seconds = None if sweep.full else settings.CURATION["DETECTION_SLICE_SECONDS"]
+    deadline = clock.wall() + datetime.timedelta(seconds=slice_seconds) if slice_seconds is not None else None
+
+    def progress(after: int) -> bool:
+        sweep.heartbeat(cursor=None if sweep.dry_run else position.as_cursor(after))
+        return deadline is not None and clock.wall() >= deadline
 
     def body():
-        result = detect(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=since, heartbeat=sweep.heartbeat)
+        result = detect(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=position.since,
+                        heartbeat=sweep.heartbeat, after=position.after, progress=progress)
         for item in result.found:
             sweep.sample(describe(item))
+        if not sweep.dry_run:
+            sweep.heartbeat(cursor=position.as_cursor(result.resume_after))
         return result.examined, len(result.found)
 
     if sweep.dry_run:
@@ -161,17 +193,32 @@ def detecting_sweep(sweep: Sweep, detect: Callable, describe: Callable[[object],
 
 
 # A run sees what was committed when it started; a change stamped earlier but committed later is caught
-# by the next run through this overlap: no task's transaction outlives the hard time limit, and a web
+# by the next pass through this overlap: no task's transaction outlives the hard time limit, and a web
 # request's is far shorter.
 DETECTION_OVERLAP = datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
 
 
-def changed_since_last_run(sweep: Sweep) -> datetime.datetime | None:
-    """Where a detecting sweep may start: the start of its last successful run (less the overlap), so an
-    hourly run reads the hour's changes only. None (walk everything) before the first one succeeds, or
-    when asked (`run_lifecycle conflicts --full`, which runs without the Celery time limit)."""
+def pass_position(sweep: Sweep) -> PassPosition:
+    """Where this run starts. The newest real run's cursor says it: a pass left unfinished (by a run that
+    ran out of its slice, or whose worker died: the cursor is written with the work) resumes above its
+    last id, reading what that pass reads; after a complete pass a new one reads the entries changed since
+    that pass began (less the overlap). Before any pass, or when asked (`run_lifecycle conflicts --full`,
+    which runs without the Celery time limit), a pass walks every active entry."""
+    started = sweep.run.started_at if sweep.run is not None else clock.wall()
     if sweep.full:
-        return None
-    last = (TaskRun.objects.filter(task=sweep.task, state=TaskRun.State.SUCCEEDED, dry_run=False)
-            .order_by("-started_at").first())  # this run is still "running"
-    return last.started_at - DETECTION_OVERLAP if last else None
+        return PassPosition(after=0, since=None, started=started)
+    runs = TaskRun.objects.filter(task=sweep.task, dry_run=False)
+    if sweep.run is not None:
+        runs = runs.exclude(pk=sweep.run.pk)
+    last = runs.filter(cursor__isnull=False).order_by("-started_at", "-pk").first()
+    if last is not None:
+        cursor = last.cursor
+        since = datetime.datetime.fromisoformat(cursor["since"]) if cursor.get("since") else None
+        if cursor.get("after") is not None:
+            return PassPosition(after=cursor["after"], since=since,
+                                started=datetime.datetime.fromisoformat(cursor["started"]))
+        return PassPosition(after=0, since=datetime.datetime.fromisoformat(cursor["started"]) - DETECTION_OVERLAP,
+                            started=started)
+    # A run recorded before cursors: its start is where it read from.
+    legacy = runs.filter(state=TaskRun.State.SUCCEEDED).order_by("-started_at").first()
+    return PassPosition(after=0, since=legacy.started_at - DETECTION_OVERLAP if legacy else None, started=started)

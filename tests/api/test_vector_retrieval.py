@@ -135,3 +135,18 @@ def test_entries_without_an_embedding_are_not_vector_hits(agent, take_all):
     assert {e["id"] for e in answer.json()["entries"]} == set(made)
     assert Entry.objects.filter(status=Status.ACTIVE).count() == 5
     assert clock.now()  # the one clock stamps what the policy approved
+
+
+def test_cached_answers_keep_each_query_embedding_and_metric_apart(agent, take_all, settings):
+    """With the retrieval cache on, the same scope and words asked with another embedding or metric is another
+    question: each answer is still the exact nearest of its own."""
+    settings.CURATION = {**settings.CURATION, "RETRIEVAL_CACHE_SECONDS": 300}
+    made = _submit_many(agent, 30)
+    rng = random.Random(5)
+    queries = [_vector(rng), _vector(rng)]
+    for _ in range(2):  # the second round answers from the cache
+        for query in queries:
+            for metric in ("l2", "cosine"):
+                answer = agent.post("memory/search", {"scope": SCOPE, "embedding": query, "metric": metric, "k": 4})
+                assert [e["id"] for e in answer.json()["entries"]] == \
+                    [pk for _, pk in _brute_force(query, made, metric, 4)]

@@ -38,6 +38,7 @@ NOT_FREE_TEXT = {
     "QueuePreference.queue": "a queue's URL name, from the code",
     "TaskRun.triggered_by": "beat, command, or a username",
     "TaskRun.holder": "the worker process: host name, pid and start time",
+    "TaskRun.cursor": "a detecting sweep's place in its pass: an entry id and times",
     "ConsolidationProposal.scope": "a scope path, validated by access.clean_scope",
     "ConsolidationProposal.key": "a sha256",
     "IdempotentAnswer.key": "the sha256 of the client's Idempotency-Key",

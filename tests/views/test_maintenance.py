@@ -59,6 +59,19 @@ def test_lead_sees_run_buttons_and_skipped_runs(lead):
     assert "another decay run held the lock; this one did nothing" in html
 
 
+def test_a_detection_run_that_ran_out_of_its_slice_says_where_the_pass_continues(lead, settings):
+    settings.CURATION = {**settings.CURATION, "DETECTION_SLICE_SECONDS": 0}
+    _, second = (make_entry(scope=f"acme/s{i}", last_verified_at=days_before(1)) for i in range(2))
+    make_entry(scope="acme/s2", last_verified_at=days_before(1))
+    run, _ = run_sweep("conflicts", as_of=AS_OF, batch_size=2)
+    html = client_for(lead).get(URL).content.decode()
+    row = html[html.index(f"#{run.pk}"):]
+    assert f"The pass continues after entry #{second.pk} in the next run." in row[:1200]
+    run_sweep("conflicts", as_of=AS_OF, batch_size=2)
+    html = client_for(lead).get(URL).content.decode()
+    assert html.count("The pass continues after entry") == 1  # the second run finished the pass
+
+
 def test_page_queries_are_bounded(lead, django_assert_max_num_queries):
     for name in sweeps.TASK_NAMES:
         for _ in range(8):

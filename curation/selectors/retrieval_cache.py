@@ -1,0 +1,66 @@
+"""Retrieval answers from Redis. A published version's rows never change once written, so the ranking of
+(version, the scopes read, query, k, confidence floor, kinds, query embedding and metric) is the same every
+time it is asked: it is cached
+under exactly those inputs, and a publish (a new version number, read by every request) is the
+invalidation. The context budget is applied to the ranking afterwards, so one cached ranking serves every
+budget. The scopes in the key are the ones the token's request reads (retrievable_scopes), so a token
+never meets another scope's answer. A cache that does not answer is a miss, never an error."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+from django.conf import settings
+from django.core.cache import cache
+
+from .releases import retrieve_released
+from .retrieval import Ranked
+
+logger = logging.getLogger(__name__)
+
+# "api-" keys are the API's own (rate limits too): the tests forget them between tests.
+KEY_PREFIX = "api-retrieval"
+GENERATION_KEY = f"{KEY_PREFIX}-generation"
+
+
+def _key(number: int, scopes, q: str, k: int, min_confidence: float, generation: int, *, kinds, embedding,
+         metric: str) -> str:
+    # Every input that changes the answer is in the key.
+    inputs = json.dumps([number, sorted(scopes), q, k, round(min_confidence, 6), generation,
+                         sorted(kinds) if kinds is not None else None, embedding, metric if embedding else None])
+    return f"{KEY_PREFIX}:{hashlib.sha256(inputs.encode()).hexdigest()}"
+
+
+def forget_cached_answers() -> None:
+    """Drop every cached answer at once (a new generation in every key): for a change to a version's rows
+    in place, which publishing never makes."""
+    try:
+        cache.incr(GENERATION_KEY)
+    except ValueError:  # no generation yet
+        cache.set(GENERATION_KEY, 1, None)
+
+
+def cached_retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float, kinds=None,
+                             embedding=None, metric: str = "l2") -> list[Ranked]:
+    """retrieve_released, answered from the cache when the same inputs were asked of the same version."""
+    options = {"kinds": kinds, "embedding": embedding, "metric": metric}
+    seconds = settings.CURATION.get("RETRIEVAL_CACHE_SECONDS", 0)
+    if not seconds or not scopes:
+        return retrieve_released(number, scopes=scopes, q=q, k=k, min_confidence=min_confidence, **options)
+    q = (q or "").strip()[:500]  # as retrieve_released reads it
+    try:
+        key = _key(number, scopes, q, k, min_confidence, cache.get(GENERATION_KEY, 0), **options)
+        found = cache.get(key)
+    except Exception:  # noqa: BLE001 - the cache is an optimisation: without it, the database answers
+        logger.warning("retrieval cache unavailable", exc_info=True)
+        return retrieve_released(number, scopes=scopes, q=q, k=k, min_confidence=min_confidence, **options)
+    if found is not None:
+        return found
+    ranked = retrieve_released(number, scopes=scopes, q=q, k=k, min_confidence=min_confidence, **options)
+    try:
+        cache.set(key, ranked, seconds)
+    except Exception:  # noqa: BLE001
+        logger.warning("retrieval cache unavailable", exc_info=True)
+    return ranked

@@ -1,0 +1,36 @@
+"""The entries that apply together with a scope: its ancestors, itself and the scopes below it, never a
+sibling whose name only starts the same way. Both forms of the filter (the prefix LIKE, and the byte range
+SQLite's index serves) read the same rows."""
+
+import pytest
+
+from curation import access
+from curation.models import Entry
+from curation.selectors.partners import partner_pool
+from curation.selectors.similar import similar_active_entries
+from tests.factories import active, make_user
+
+TEXT = {"trigger": "Rotating the signing key of the billing webhook",
+        "content": "Always rotate the signing key before you drain the webhook queue."}
+
+
+@pytest.fixture
+def entries(db):
+    curator = make_user("curator", "lead")
+    return {scope: active(curator, scope=scope, **TEXT) for scope in (
+        "acme", "acme/billing", "acme/billing/container", "acme/billing-api", "acme/billing0", "acme/billingx",
+        "globex/billing")}
+
+
+@pytest.mark.parametrize("bytewise", [False, True])
+def test_overlapping_scopes_are_ancestors_self_and_below(entries, bytewise):
+    found = set(Entry.objects.filter(access.overlapping_scopes_q("acme/billing", bytewise=bytewise))
+                .values_list("scope", flat=True))
+    assert found == {"acme", "acme/billing", "acme/billing/container"}
+
+
+def test_partner_and_near_duplicate_pools_reach_below_but_not_siblings(entries):
+    pool = {e.scope for e in partner_pool("acme/billing", {"rotat", "drain"}, limit=50)}
+    assert pool == {"acme", "acme/billing", "acme/billing/container"}
+    similar = {Entry.objects.get(pk=pk).scope for pk, _ in similar_active_entries(entries["acme/billing"])}
+    assert similar == {"acme", "acme/billing/container"}
