@@ -14,7 +14,7 @@ from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidIn
                                 PermissionDenied, RateLimited, RetryPolicy, TransportError)
 
 from curation.evaluation import HOLDOUT, assign_arm
-from curation.models import Entry, HoldoutFraction, IdempotentAnswer
+from curation.models import Entry, ForgetRequest, HoldoutFraction, IdempotentAnswer
 from curation.services import approve_candidate
 from tests.factories import publish_pending
 from tests.live import run_async, token_key
@@ -64,6 +64,9 @@ def test_the_sync_client_submits_searches_and_reports(live_server, lead):
         added = api.add_evidence(entry.pk, kind="test_result", signal="external", excerpt="drill passed")
         assert added["evidence"]["excerpt"] == "drill passed"
         assert api.list_skills("acme/billing-api") == {"skills": [], "next_after": None, "memory_version": 2}
+        forget = api.request_forget(entry_id=entry.pk, reason="the user asked to forget it")
+        assert (forget["entry_id"], forget["state"]) == (entry.pk, "open")
+        assert ForgetRequest.objects.get(pk=forget["id"]).reason == "the user asked to forget it"
         # A task pinned to the version it started with reads the same memory after a later publish.
         pinned = found["memory_version"]
         later = api.submit_candidate(**{**LESSON, "trigger": "Rotating the webhook key again"})

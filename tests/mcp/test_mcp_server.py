@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from curation.evaluation import HOLDOUT, MEMORY, assign_arm
-from curation.models import Entry, HoldoutFraction
+from curation.models import Entry, ForgetRequest, HoldoutFraction
 from curation.services import approve_candidate
 from curation.services.skills import approve_skill
 from tests.factories import nominated, publish_pending, report
@@ -22,7 +22,7 @@ from tests.live import MEMORYADMIN_MCP, run_async, stdio_environment, token_key
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOLS = {"search_memory", "submit_lesson", "report_outcome", "add_evidence", "list_skills", "get_skill",
-         "report_skill_trial"}
+         "report_skill_trial", "request_forget"}
 LESSON = {
     "scope": "acme/billing-api", "kind": "failure_lesson", "signal": "external",
     "trigger": "Rotating the billing-api webhook signing key",
@@ -108,6 +108,13 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
                 "excerpt": "rotation drill passed on all 6 workers"})
             assert not evidence.is_error, text(evidence)
             assert Entry.objects.get(pk=entry_id).evidence.filter(excerpt__startswith="rotation drill").exists()
+
+            forget = await client.call_tool("request_forget", {"entry_id": entry_id,
+                                                               "reason": "the user asked to forget it"})
+            assert not forget.is_error, text(forget)
+            filed = ForgetRequest.objects.get(pk=forget.structured_content["id"])
+            assert (filed.entry_id, filed.state, filed.reason) == (entry_id, "open", "the user asked to forget it")
+            assert f"Forget request #{filed.pk} filed" in text(forget)
 
             listed = await client.call_tool("list_skills", {})
             assert [s["name"] for s in listed.structured_content["skills"]] == [approved_skill.slug]

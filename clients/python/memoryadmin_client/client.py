@@ -184,6 +184,13 @@ class _Endpoints(Generic[R]):
                              observed_at=observed_at)
         return self._run(Call("POST", f"/api/v1/entries/{int(entry_id)}/evidence", body))
 
+    def request_forget(self, *, reason: str, entry_id: int | None = None, text: str | None = None,
+                       scope: str | None = None) -> R:
+        """POST /api/v1/forget-requests: the user asked to forget a lesson, named by `entry_id` or by a `text`
+        to match in `scope`. A lead decides; once approved, its text is purged and it is not learned again."""
+        body = _without_none(entry_id=entry_id, text=text, scope=scope, reason=reason)
+        return self._run(Call("POST", "/api/v1/forget-requests", body))
+
     def list_skills(self, scope: str | None = None, *, limit: int | None = None, after: str | None = None) -> R:
         """GET /api/v1/skills: approved skills of a scope (or of all the token's scopes), a page at a time
         (`next_after` names the next page's `after`)."""

@@ -101,6 +101,13 @@ class AddEvidence(_Arguments):
     task_ref: str | None = Field(None, description="The task it was observed in.")
 
 
+class RequestForget(_Arguments):
+    reason: str = Field(description="Why, in the user's words (e.g. 'the user asked to forget their address').")
+    entry_id: int | None = Field(None, description="The lesson to forget (an entry id from search_memory).")
+    text: str | None = Field(None, description="Or: the text of the lessons to forget, matched in `scope`.")
+    scope: str | None = Field(None, description="With `text`: the scope the lessons are in.")
+
+
 class ListSkills(_Arguments):
     scope: str | None = Field(None, description="Only the skills of this scope and its parents; default: every "
                                                 "scope of the token.")
@@ -150,6 +157,12 @@ async def _report_outcome(api: AsyncMemoryAdmin, a: ReportOutcome) -> tuple[str,
 async def _add_evidence(api: AsyncMemoryAdmin, a: AddEvidence) -> tuple[str, dict]:
     answer = await api.add_evidence(**a.model_dump(exclude_none=True))
     return _text(answer), answer
+
+
+async def _request_forget(api: AsyncMemoryAdmin, a: RequestForget) -> tuple[str, dict]:
+    answer = await api.request_forget(**a.model_dump(exclude_none=True))
+    return (f"Forget request #{answer['id']} filed: a lead decides; once approved the lesson's text is purged "
+            f"everywhere and it is not learned again."), answer
 
 
 async def _list_skills(api: AsyncMemoryAdmin, a: ListSkills) -> tuple[str, dict]:
@@ -211,6 +224,10 @@ TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in [
              "Add evidence for or against an existing lesson (by entry id), e.g. a test that confirms it or an "
              "error that contradicts it.",
              AddEvidence, _add_evidence, {}),
+    ToolSpec("request_forget",
+             "Only when the user explicitly asks to forget something: file a request to forget a lesson (by entry "
+             "id, or by its text in a scope). A person decides; the answer is the request id.",
+             RequestForget, _request_forget, {}),
     ToolSpec("list_skills",
              "List the approved skills (reviewed step-by-step procedures) of a scope. Read one with get_skill.",
              ListSkills, _list_skills, {}, read_only=True),
