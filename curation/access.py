@@ -44,6 +44,14 @@ def scope_covers(prefix: str, scope: str) -> bool:
     return scope == prefix or scope.startswith(prefix + "/")
 
 
+def governing_prefix(prefixes, scope: str) -> str | None:
+    """Of the per-prefix settings `prefixes`, the one that governs `scope`: the longest that covers it (None
+    when none does). Every setting kept per scope prefix (approvals, holdout, admission, embedding size)
+    is read through this one rule."""
+    return max((p for p in prefixes if scope_covers(p.rstrip("/"), scope)), key=lambda p: len(p.rstrip("/")),
+               default=None)
+
+
 def covered_by_any(prefixes, scope: str) -> bool:
     return any(scope_covers(prefix, scope) for prefix in prefixes)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 
-from curation.access import clean_scope, scope_covers
+from curation.access import clean_scope, governing_prefix
 
 MODES = ("manual", "auto", "all", "none")
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -79,8 +79,9 @@ def clean_policy(data: dict) -> Policy:
 
 def governing(policies, scope: str) -> Policy | None:
     """The policy of the longest prefix covering `scope` (None: manual, as without policies)."""
-    covering = [p for p in policies if scope_covers(p.prefix, scope)]
-    return max(covering, key=lambda p: len(p.prefix.rstrip("/")), default=None)
+    by_prefix = {p.prefix: p for p in policies}
+    prefix = governing_prefix(by_prefix, scope)
+    return by_prefix[prefix] if prefix is not None else None
 
 
 def decide(policy: Policy, evidence) -> Decision | None:

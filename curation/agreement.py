@@ -5,15 +5,15 @@ lead can require two for `acme` and one again for `acme/sandbox`."""
 
 from __future__ import annotations
 
-from curation.access import scope_covers
+from curation.access import governing_prefix
 
 APPROVALS_CHOICES = (1, 2)
 
 
 def approvals_required(scope: str, rules: dict[str, int]) -> int:
     """1 or 2: what the longest prefix of `rules` covering `scope` says (1 when none does)."""
-    covering = [prefix for prefix in rules if scope_covers(prefix, scope)]
-    return rules[max(covering, key=len)] if covering else 1
+    prefix = governing_prefix(rules, scope)
+    return rules[prefix] if prefix is not None else 1
 
 
 def merged_rules(setting_prefixes, rows) -> dict[str, int]:

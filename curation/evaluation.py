@@ -27,7 +27,7 @@ RULES_KINDS = ("human_correction", "preference")
 def holdout_setting(scope: str, fractions: dict[str, tuple[float, float]]) -> tuple[str, float, float]:
     """The longest prefix in `fractions` (prefix -> (holdout, rules-only) fractions) covering `scope`, and
     its fractions; ("", 0.0, 0.0) when none does."""
-    best = max((prefix for prefix in fractions if access.scope_covers(prefix, scope)), key=len, default="")
+    best = access.governing_prefix(fractions, scope) or ""
     holdout, rules_only = fractions[best] if best else (0.0, 0.0)
     return best, float(holdout), float(rules_only)
 

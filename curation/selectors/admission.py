@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from curation import admission
-from curation.access import under_scope
+from curation.access import governing_prefix, under_scope
 from curation.models import AdmissionPolicy, Entry
 
 
@@ -39,9 +39,8 @@ def embedding_dimensions(scope: str) -> int | None:
     CURATION["EMBEDDING_DIMENSIONS"], else the dimension of the first entry of its tree that carried one,
     else None (the first embedding fixes it). One indexed query at most."""
     configured = settings.CURATION.get("EMBEDDING_DIMENSIONS", {})
-    covering = [p for p in configured if scope == p or scope.startswith(p.rstrip("/") + "/")]
-    if covering:
-        return int(configured[max(covering, key=len)])
+    if (prefix := governing_prefix(configured, scope)) is not None:
+        return int(configured[prefix])
     first = (Entry.objects.filter(under_scope(scope_tree(scope)), embedding__isnull=False)
              .order_by("id").values_list("embedding", flat=True).first())
     return len(first) if first else None

@@ -26,3 +26,11 @@ def test_the_pattern_published_for_clients_refuses_them_too():
     pattern = re.compile(access.SCOPE_PATTERN)
     assert not any(pattern.match(scope) for scope in DOTTED)
     assert pattern.match("acme/v1.2/api")
+
+
+@pytest.mark.parametrize("scope, governing", [
+    ("acme/billing-api/worker", "acme/billing-api"), ("acme/billing-api", "acme/billing-api"),
+    ("acme/billing", "acme"), ("acme", "acme"), ("globex/x", None), ("acmeco/x", None),
+])
+def test_the_longest_covering_prefix_governs_a_scope(scope, governing):
+    assert access.governing_prefix(["acme", "acme/billing-api", "globex/y"], scope) == governing
