@@ -44,8 +44,10 @@ def test_lead_splits_a_conflict_by_scope_then_keeps_one_by_key(live_server, page
     expect(card.locator(".field-error")).to_contain_text("Still overlapping")
     assert Conflict.objects.get(pk=split_me.pk).state == "open"
 
-    # The form kept what was typed; narrow the second entry to a sibling scope instead.
+    # The form kept what was typed, and focus is back in its first field once the card settles (typing
+    # before then would land wherever focus moves); narrow the second entry to a sibling scope instead.
     expect(card.locator("input[name=a_scope]")).to_have_value("acme/billing-api/host")
+    expect(card.locator("input[name=a_scope]")).to_be_focused()
     card.locator("input[name=b_scope]").fill("acme/billing-api/container")
     card.locator("input[name=b_scope]").press("Control+Enter")
     expect(card).to_contain_text("split, both entries narrowed")
