@@ -69,6 +69,7 @@ def fill(entries: int, scopes: int) -> None:
     from django.db import connection
 
     from curation.models import Entry
+    from curation.services.entry_writes import rewrite_decay_keys
 
     have = Entry.objects.filter(status="active").count()
     if have >= entries:
@@ -84,7 +85,7 @@ def fill(entries: int, scopes: int) -> None:
             high = min(entries, low + step)
             cursor.execute(f"""
                 INSERT INTO curation_entry (kind, scope, trigger, content, conditions, boundary, recheck_when, signal,
-                    base_confidence, confidence, last_verified_at, hit_count, retrieval_count, utility_sum, utility_n,
+                    base_confidence, last_verified_at, hit_count, retrieval_count, utility_sum, utility_n,
                     status, queue_reason, flags, fingerprint, archive_reason, source_task, created_by_label, version,
                     created_at, updated_at)
                 SELECT (ARRAY['procedure','failure_lesson','success_pattern','fact','preference','human_correction'])[1 + i % 6],
@@ -96,11 +97,14 @@ def fill(entries: int, scopes: int) -> None:
                          || '; lesson ' || i,
                        jsonb_build_array(w[1 + (i / 5) % {n}]), '', '',
                        (ARRAY['self','independent','external'])[1 + i % 3],
-                       0.5 + (i % 45) / 100.0, 0.5 + (i % 45) / 100.0, now() - (i % 90) * interval '1 day',
+                       0.5 + (i % 45) / 100.0, now() - (i % 90) * interval '1 day',
                        0, 0, 0, 0, 'active', '', '[]', md5(i::text), '', 'bench', 'bench', 1, now(), now()
                 FROM generate_series({low}, {high - 1}) AS i, (SELECT {words} AS w) AS v
             """)
             print(f"  {high:,}", flush=True)
+    # Rows inserted by SQL carry no decay index yet: computed as the write path would have.
+    rewrite_decay_keys(Entry.objects.filter(decay_rate__lt=0))
+    with connection.cursor() as cursor:
         cursor.execute("ANALYZE curation_entry")
     print(f"  done in {time.perf_counter() - started:.0f} s")
 

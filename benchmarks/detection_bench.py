@@ -33,11 +33,14 @@ from queue_bench import ensure_database  # noqa: E402
 def flood(n: int) -> None:
     from django.db import connection
 
+    from curation.models import Entry
+    from curation.services.entry_writes import rewrite_decay_keys
+
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE curation_entry RESTART IDENTITY CASCADE")
         cursor.execute(f"""
             INSERT INTO curation_entry (kind, scope, trigger, content, conditions, boundary, recheck_when, signal,
-                base_confidence, confidence, last_verified_at, hit_count, retrieval_count, utility_sum, utility_n,
+                base_confidence, last_verified_at, hit_count, retrieval_count, utility_sum, utility_n,
                 status, queue_reason, flags, fingerprint, archive_reason, source_task, created_by_label, version,
                 created_at, updated_at)
             SELECT 'procedure', 'acme/flood',
@@ -45,10 +48,12 @@ def flood(n: int) -> None:
                    CASE WHEN i % 2 = 0 THEN 'Always restart the billing worker after the deploy finishes (note '
                         ELSE 'Never restart the billing worker after the deploy finishes (note ' END || i || ').',
                    jsonb_build_array(CASE WHEN i % 2 = 0 THEN 'staging' ELSE 'production' END), '', '',
-                   'external', 0.8, 0.8, now(), 0, 0, 0, 0, 'active', '', '[]', md5('flood' || i), '', 'bench',
+                   'external', 0.8, now(), 0, 0, 0, 0, 'active', '', '[]', md5('flood' || i), '', 'bench',
                    'bench', 1, now() - (i || ' minutes')::interval, now()
             FROM generate_series(0, {n - 1}) AS i
         """)
+    rewrite_decay_keys(Entry.objects.filter(decay_rate__lt=0))  # as the write path would have
+    with connection.cursor() as cursor:
         cursor.execute("ANALYZE curation_entry")
 
 

@@ -4,7 +4,7 @@
                                                   [--queries 500]        (make bench-release)
 
 1. Publish: on a memory of --entries active entries already released as one version, change N entries
-   (a new confidence and content, with the Event a decision writes) and time publish_version for each N:
+   (a new base confidence and content, with the Event a decision writes) and time publish_version for each N:
    the work must grow with N, not with the memory.
 2. Retrieval: the same --queries (scope, three words) answered from the published version
    (selectors.releases.retrieve_released, what the API reads now) and from the live rows
@@ -39,7 +39,7 @@ from queue_bench import ensure_database  # noqa: E402
 # Importing api_bench points DATABASE_URL at its own database; this benchmark fills and reads its own.
 os.environ["DATABASE_URL"] = DB_URL
 
-RELEASED = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "confidence",
+RELEASED = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "base_confidence",
             "last_verified_at", "fingerprint")
 
 
@@ -80,7 +80,7 @@ def make_changes(n: int, rng) -> list[int]:
         top = cursor.fetchone()[0]
         ids = sorted(rng.sample(range(1, top + 1), n))
         cursor.execute("""
-            UPDATE curation_entry SET confidence = LEAST(0.95, confidence + 0.01), content = content || ' (edited)',
+            UPDATE curation_entry SET base_confidence = LEAST(0.95, base_confidence + 0.01), content = content || ' (edited)',
                    version = version + 1, updated_at = now()
             WHERE id = ANY(%s) AND status = 'active'
         """, [ids])

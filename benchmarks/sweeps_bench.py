@@ -33,7 +33,7 @@ SITUATIONS = ["merging a feature branch", "deploying a hotfix", "a failing CI ru
               "an incident at night", "a schema change", "a dependency upgrade", "a flaky integration test"]
 ENTRY_COLUMNS = (
     "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "signal", "base_confidence",
-    "confidence", "hit_count", "retrieval_count", "utility_sum", "utility_n", "status", "queue_reason", "flags",
+    "hit_count", "retrieval_count", "utility_sum", "utility_n", "status", "queue_reason", "flags",
     "fingerprint", "source_task", "created_by_label", "version", "created_at", "updated_at", "archive_reason",
     "last_verified_at",
 )
@@ -48,7 +48,7 @@ def entry_row(rng, now):
     content = f"{marker} {verb} first; it saved {rng.randint(2, 40)} minutes last time.".strip().capitalize()
     trigger = f"When {situation} in {rng.choice(SERVICES)}"
     confidence = round(rng.uniform(0.5, 0.9), 3)
-    return ("procedure", rng.choice(SCOPES), trigger, content, Jsonb([]), "", "", "self", confidence, confidence,
+    return ("procedure", rng.choice(SCOPES), trigger, content, Jsonb([]), "", "", "self", confidence,
             0, 0, 0.0, 0, "active", "", Jsonb([]), "", "", "agent:bench", 1, now, now, "", now)
 
 

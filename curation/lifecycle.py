@@ -6,8 +6,9 @@ Every threshold comes from settings.CURATION, read once per call through `rules(
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 from django.conf import settings
 
@@ -88,6 +89,46 @@ def decayed(base: float, last_verified_at: datetime, now: datetime, rules: Rules
     time, never from the previous effective value, so running it twice gives the same answer."""
     days = max(0.0, (now - last_verified_at).total_seconds() / 86400)
     return clamp(base * rules.decay_factor ** (days / rules.decay_period_days), rules)
+
+
+def confidence_at(base: float, verified_from: datetime, until: datetime | None, rules: Rules) -> float:
+    """An entry's confidence as it is read: it decays from its last verification (`verified_from`) until
+    `until`: the moment of reading while it is active, the moment it left the active set after that (its
+    confidence stays as it was then), or None for an entry never active (it is its base). Nothing stores
+    the decayed value: this and its SQL twin (sweeps/expressions.py) derive it where it is read."""
+    return base if until is None else decayed(base, verified_from, until, rules)
+
+
+# --- the decay index -----------------------------------------------------------------------------------
+# ln(confidence at t) = ln(base) - rate × (days from the verification to t), before the clamps. Splitting off
+# what depends on t leaves one number per entry, its key = ln(base) + rate × (days from the Unix epoch to the
+# verification), with ln(confidence at t) = key - rate × (days from the epoch to t). So "confidence below c
+# at t" is "key below ln(c) + rate × days(t)": one index range, for every threshold and every moment, kept
+# up to date by writing the key only when the base or the verification changes.
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+LOWEST_BASE = 1e-9  # ln(0) has no value; a base this small is below every threshold either way
+# Keys are compared with this margin, so rounding never leaves out an entry the exact rule would take:
+# the sweeps take the entries in the range, then decide each with the exact rule.
+KEY_MARGIN = 1e-9
+
+
+def decay_rate(rules: Rules) -> float:
+    """The decay per day in ln(confidence): 0 when confidence does not decay."""
+    return -math.log(rules.decay_factor) / rules.decay_period_days
+
+
+def _epoch_days(moment: datetime) -> float:
+    return (moment - _EPOCH).total_seconds() / 86400
+
+
+def decay_key(base: float, verified_from: datetime, rules: Rules) -> float:
+    return math.log(max(base, LOWEST_BASE)) + decay_rate(rules) * _epoch_days(verified_from)
+
+
+def key_below(threshold: float, at: datetime, rules: Rules) -> float:
+    """The key under which an active entry's confidence at `at` is under `threshold` (with KEY_MARGIN)."""
+    return math.log(threshold) + decay_rate(rules) * _epoch_days(at) + KEY_MARGIN
 
 
 def should_archive(confidence: float, rules: Rules) -> bool:

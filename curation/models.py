@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from curation import clock
+from curation import clock, lifecycle
 from curation.access import clean_scope
 from curation.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
 
@@ -68,9 +68,16 @@ class Entry(models.Model):
     review_by = models.DateField(null=True, blank=True)
 
     signal = models.CharField(max_length=16, choices=Signal.choices)
+    # Confidence is derived where it is read (`confidence`), from the base, the last verification and the
+    # time; nothing rewrites it as days pass. The entry leaves the active set at `decay_stopped_at`, and
+    # its confidence stays as it was then. `decay_key` (lifecycle.decay_key, computed with `decay_rate`)
+    # makes "confidence below c at t" an index range, so the sweeps find what crosses a threshold
+    # without reading every entry; the write path keeps all three.
     base_confidence = models.FloatField()
-    confidence = models.FloatField()
     last_verified_at = models.DateTimeField(null=True, blank=True)
+    decay_stopped_at = models.DateTimeField(null=True, blank=True)
+    decay_key = models.FloatField(default=0.0)
+    decay_rate = models.FloatField(default=-1.0)
 
     hit_count = models.PositiveIntegerField(default=0)
     retrieval_count = models.PositiveIntegerField(default=0)
@@ -133,11 +140,14 @@ class Entry(models.Model):
             models.Index(fields=["scope", "fingerprint"], name="entry_fingerprint_idx"),
             # Background sweeps walk active or archived entries in keyset batches of id.
             models.Index(fields=["status", "id"], name="entry_status_id_idx"),
+            # What crosses a confidence threshold (archive, the retrieval floor), and the keys written
+            # under other decay settings, which the decay sweep rewrites.
+            models.Index(fields=["decay_key"], name="entry_decay_key_idx", condition=Q(status="active")),
+            models.Index(fields=["decay_rate"], name="entry_decay_rate_idx", condition=Q(status="active")),
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(confidence__gte=0) & Q(confidence__lte=1)
-                & Q(base_confidence__gte=0) & Q(base_confidence__lte=1),
+                condition=Q(base_confidence__gte=0) & Q(base_confidence__lte=1),
                 name="entry_confidence_in_unit_range",
             ),
             models.CheckConstraint(
@@ -167,10 +177,40 @@ class Entry(models.Model):
     def average_utility(self) -> float | None:
         return self.utility_sum / self.utility_n if self.utility_n else None
 
-    def snapshot(self) -> dict:
+    @property
+    def confidence(self) -> float:
+        """The confidence now (the one clock's now): see confidence_at."""
+        return self.confidence_at(clock.now())
+
+    def confidence_at(self, moment) -> float:
+        """lifecycle.confidence_at for this entry: decaying while active, as it was when it left the active
+        set after that, its base if it never was active. CONFIDENCE_FIELDS names the columns it reads."""
+        if self.status == Status.ACTIVE:
+            until = moment
+        else:
+            until = self.decay_stopped_at
+        return lifecycle.confidence_at(self.base_confidence, self.verified_from, until, lifecycle.rules())
+
+    @property
+    def verified_from(self):
+        """Where decay counts from: the last verification (an entry never verified: its creation)."""
+        return self.last_verified_at or self.created_at
+
+    def save(self, *args, **kwargs):
+        self.refresh_decay_key()
+        super().save(*args, **kwargs)
+
+    def refresh_decay_key(self) -> None:
+        """The decay index's columns from the base and the verification (the write path calls it)."""
+        rules = lifecycle.rules()
+        self.decay_key = lifecycle.decay_key(self.base_confidence, self.verified_from, rules)
+        self.decay_rate = lifecycle.decay_rate(rules)
+
+    def snapshot(self, at=None) -> dict:
         """The one shape of an entry in an Event's before/after, whoever writes it (a decision, a
-        resolution, a sweep, feedback): the decision-relevant fields and the version. SNAPSHOT_FIELDS
-        names the columns it reads, for writers that load rows with only()."""
+        resolution, a sweep, feedback): the decision-relevant fields, the confidence at `at` (the Event's
+        time; by default now) and the version. SNAPSHOT_FIELDS names the columns it reads, for writers that
+        load rows with only()."""
         return {
             "status": self.status,
             "kind": self.kind,
@@ -183,8 +223,9 @@ class Entry(models.Model):
             "review_by": self.review_by.isoformat() if self.review_by else None,
             "signal": self.signal,
             "base_confidence": round(self.base_confidence, 4),
-            "confidence": round(self.confidence, 4),
+            "confidence": round(self.confidence_at(at or clock.now()), 4),
             "last_verified_at": self.last_verified_at.isoformat() if self.last_verified_at else None,
+            "decay_stopped_at": self.decay_stopped_at.isoformat() if self.decay_stopped_at else None,
             "queue_reason": self.queue_reason,
             "queued_at": self.queued_at.isoformat() if self.queued_at else None,
             "archive_reason": self.archive_reason,
@@ -196,9 +237,10 @@ class Entry(models.Model):
 
 
 # The columns Entry.snapshot() and Entry.label read.
+CONFIDENCE_FIELDS = ("status", "base_confidence", "last_verified_at", "created_at", "decay_stopped_at")
 SNAPSHOT_FIELDS = (
-    "id", "status", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by",
-    "signal", "base_confidence", "confidence", "last_verified_at", "queue_reason", "queued_at", "archive_reason",
+    "id", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by",
+    "signal", *CONFIDENCE_FIELDS, "queue_reason", "queued_at", "archive_reason",
     "first_approval_by_id", "first_approval_at", "supersedes_id", "version",
 )
 
@@ -889,7 +931,9 @@ class ReleasedEntry(models.Model):
     conditions = models.JSONField(default=list, blank=True)
     boundary = models.TextField(blank=True)
     signal = models.CharField(max_length=16, choices=Signal.choices)
-    confidence = models.FloatField()
+    # A version holds what confidence is derived from, not a value of it: a released lesson decays as the
+    # live one does (lifecycle.confidence_at), so an old version's answers fade like the live rows.
+    base_confidence = models.FloatField()
     last_verified_at = models.DateTimeField(null=True, blank=True)
     fingerprint = models.CharField(max_length=64, blank=True)
     embedding = models.JSONField(null=True, blank=True)
@@ -914,6 +958,14 @@ class ReleasedEntry(models.Model):
     def label(self) -> str:
         trigger = self.trigger if len(self.trigger) <= 60 else self.trigger[:57] + "..."
         return f"#{self.entry_id} {self.scope}: {trigger}"
+
+    @property
+    def confidence(self) -> float:
+        """Released rows are of active entries: decaying since their verification (see Entry.confidence_at;
+        a row without one, which no service makes, keeps its base)."""
+        rules = lifecycle.rules()
+        return lifecycle.confidence_at(self.base_confidence, self.last_verified_at,
+                                       clock.now() if self.last_verified_at else None, rules)
 
 
 class ReleasedSkill(models.Model):

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 
 # What an agent reads of an entry: a release stores these and compares these; any other change of the live
 # row (its usage counters, its queue state) is not a change agents would see.
-RELEASED_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "confidence",
+# Confidence is not among them: agents read it derived from the base and the verification, which decays
+# without any change to release.
+RELEASED_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "base_confidence",
                    "last_verified_at", "fingerprint", "embedding")
 SKILL_RELEASED_FIELDS = ("slug", "scope", "revision")
 AUTO_PUBLISH_ACTOR = "auto-publish"
@@ -18,8 +20,8 @@ def released_values(row, names=RELEASED_FIELDS) -> dict:
     values = {name: getattr(row, name) for name in names}
     if "conditions" in values:
         values["conditions"] = list(values["conditions"] or [])
-    if "confidence" in values:
-        values["confidence"] = round(values["confidence"], 4)
+    if "base_confidence" in values:
+        values["base_confidence"] = round(values["base_confidence"], 4)
     if values.get("last_verified_at") is not None:
         values["last_verified_at"] = values["last_verified_at"].isoformat()
     return values

@@ -52,6 +52,7 @@ def seed() -> None:
     from curation.models import AgentToken, Entry, ScopeGrant
     from curation.services.submissions import submit_batch
     from curation.services.tokens import create_agent_token
+    from curation.services.entry_writes import rewrite_decay_keys
 
     if AgentToken.objects.filter(name="load-agent-31").exists():
         print(f"database seeded before: {Entry.objects.filter(status='active').count():,} active entries, "
@@ -70,7 +71,7 @@ def seed() -> None:
     with connection.cursor() as cursor:  # the memory agents read: generated in SQL, as api_bench does
         cursor.execute(f"""
             INSERT INTO curation_entry (kind, scope, trigger, content, conditions, boundary, recheck_when, signal,
-                base_confidence, confidence, last_verified_at, hit_count, retrieval_count, utility_sum, utility_n,
+                base_confidence, last_verified_at, hit_count, retrieval_count, utility_sum, utility_n,
                 status, queue_reason, flags, fingerprint, archive_reason, source_task, created_by_label, version,
                 created_at, updated_at)
             SELECT 'failure_lesson', 'load/team' || (i % {TEAMS}) || '/svc' || (i % 32),
@@ -78,10 +79,12 @@ def seed() -> None:
                    'Always ' || w[1 + (i / 3) % {n}] || ' the ' || w[1 + (i / 11) % {n}] || ' before you '
                      || w[1 + (i / 29) % {n}] || ' it; lesson ' || i,
                    jsonb_build_array(w[1 + (i / 5) % {n}]), '', '', 'external',
-                   0.6 + (i % 35) / 100.0, 0.6 + (i % 35) / 100.0, now(), 0, 0, 0, 0, 'active', '', '[]',
+                   0.6 + (i % 35) / 100.0, now(), 0, 0, 0, 0, 'active', '', '[]',
                    md5('load' || i), '', 'load', 'load', 1, now(), now()
             FROM generate_series(0, {ENTRIES - 1}) AS i, (SELECT {words} AS w) AS v
         """)
+    rewrite_decay_keys(Entry.objects.filter(decay_rate__lt=0))  # as the write path would have
+    with connection.cursor() as cursor:
         cursor.execute("ANALYZE curation_entry")
     from release_bench import release_everything
 

@@ -9,9 +9,10 @@ from django.conf import settings
 from django.db.models import Prefetch, Q
 
 from curation import access, clock
-from curation.models import Entry, Evidence, QueueReason, SimilarEntry, Status
+from curation.models import CONFIDENCE_FIELDS, Entry, Evidence, QueueReason, SimilarEntry, Status
 from curation.permissions import SETTLE
 
+from .confidence import confidence_at_least, confidence_at_most
 from .entries import visible_entries
 from .paging import Page, capped_count, encode_keyset, read_page
 
@@ -42,9 +43,9 @@ class QueueFilters:
         elif self.reason == "lead":
             q &= Q(queue_reason=QueueReason.NEEDS_LEAD)
         if self.min_confidence is not None:
-            q &= Q(confidence__gte=self.min_confidence)
+            q &= Q(confidence_at_least(self.min_confidence, now))
         if self.max_confidence is not None:
-            q &= Q(confidence__lte=self.max_confidence)
+            q &= Q(confidence_at_most(self.max_confidence, now))
         if self.q:
             for word in self.q.split()[:8]:
                 q &= Q(trigger__icontains=word) | Q(content__icontains=word) | Q(boundary__icontains=word)
@@ -95,7 +96,7 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
 
 
 # What a line of the compact list shows (and its keyset): not the content, nor the search columns.
-LINE_FIELDS = ("id", "scope", "kind", "signal", "confidence", "trigger", "version", "queued_at", "queue_reason",
+LINE_FIELDS = ("id", "scope", "kind", "signal", *CONFIDENCE_FIELDS, "trigger", "version", "queued_at", "queue_reason",
                "first_approval_by__username")
 
 

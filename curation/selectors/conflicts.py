@@ -12,6 +12,7 @@ from curation import access, clock
 from curation.models import Conflict, Evidence, RetrievedEntry
 from curation.similarity import merged_content
 
+from .confidence import confidence_at_most
 from .entries import summarise_evidence
 from .paging import Page, capped_count, read_page
 
@@ -41,7 +42,9 @@ class ConflictFilters:
         if self.detected_by:
             q &= Q(detected_by=self.detected_by)
         if self.max_confidence is not None:
-            q &= Q(entry_a__confidence__lte=self.max_confidence) | Q(entry_b__confidence__lte=self.max_confidence)
+            at = now or clock.now()
+            q &= (Q(confidence_at_most(self.max_confidence, at, "entry_a__"))
+                  | Q(confidence_at_most(self.max_confidence, at, "entry_b__")))
         if self.older_than_days:
             q &= Q(created_at__lte=(now or clock.now()) - datetime.timedelta(days=self.older_than_days))
         return q

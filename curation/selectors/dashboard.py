@@ -13,6 +13,7 @@ from curation import clock
 from curation.models import SkillProposal, Status, TaskRun
 
 from .candidates import QueueFilters, queue_base
+from .confidence import with_current_confidence
 from .conflicts import ConflictFilters, open_conflicts
 from .consolidation import open_proposals
 from .entries import visible_entries
@@ -104,8 +105,8 @@ def dashboard(user, *, now=None) -> Dashboard:
     state_rows = [(s, by_state.get(s, 0)) for s in Status.values]
 
     bins = (
-        entries.filter(status=Status.ACTIVE).order_by()
-        .annotate(bin=Floor(F("confidence") * HISTOGRAM_BINS))
+        with_current_confidence(entries.filter(status=Status.ACTIVE), at=now).order_by()
+        .annotate(bin=Floor(F("current_confidence") * HISTOGRAM_BINS))
         .values_list("bin").annotate(n=Count("id"))
     )
     counts: dict[int, int] = {}

@@ -27,6 +27,7 @@ from curation.versions import (
 from .retrieval import (
     RETRIEVAL_POOL_FACTOR, Ranked, rank_by_vector, rank_by_words, ranking_params, without_near_duplicates,
 )
+from .confidence import with_current_confidence
 from .skills import exported_skills_of, skill_md
 from .sql import ranked_by_words_sql, released_matches_sql
 
@@ -92,7 +93,8 @@ def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidenc
         return []
     q = (q or "").strip()[:500]
     pool = k * RETRIEVAL_POOL_FACTOR
-    rows = released_entries(number, scopes=scopes).filter(confidence__gte=min_confidence)
+    rows = with_current_confidence(released_entries(number, scopes=scopes), released=True).filter(
+        current_confidence__gte=min_confidence)
     if kinds is not None:
         rows = rows.filter(kind__in=list(kinds))
 

@@ -11,9 +11,11 @@ from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 
 from curation import access, vectors
-from curation.models import Entry, SkillSource, Status
+from curation import clock
+from curation.models import CONFIDENCE_FIELDS, Entry, SkillSource, Status
 from curation.similarity import jaccard, words
 
+from .confidence import with_current_confidence
 from .similar import SIMILAR_POOL
 from .sql import ranked_by_confidence_sql, ranked_by_words_sql
 
@@ -35,8 +37,8 @@ def retrievable_scopes(scope: str, token_scopes) -> list[str]:
 
 
 # What an answer and its context block show of an entry: the ranking query fetches these and no more.
-RETRIEVED_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "boundary", "confidence", "signal",
-                    "last_verified_at", "fingerprint", "embedding")
+RETRIEVED_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "fingerprint",
+                    "embedding", *CONFIDENCE_FIELDS)
 
 
 def withheld_by_skill():
@@ -55,27 +57,32 @@ def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
 def ranking_params(scopes, q, min_confidence, pool) -> dict:
     """The parameters of the ranking SQL (sql.ranked_by_words_sql): it ranks twice the pool by words, then
     keeps the pool's best by words and trigram similarity."""
-    return {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2}
+    return {"q": q, "scopes": list(scopes), "min": min_confidence, "pool": pool, "wide": pool * 2, "now": clock.now()}
 
 
 def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
     """SQLite: filter by any query word in the database, score by word overlap × confidence here."""
-    rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence).exclude(
-        Exists(withheld_by_skill()))
-    return rank_by_words(rows, q, pool)
+    return rank_by_words(_confident_rows(scopes, min_confidence), q, pool)
+
+
+def _confident_rows(scopes, min_confidence):
+    """The active entries of `scopes` at `min_confidence` or more now, not withheld by an approved skill."""
+    return with_current_confidence(Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes)).filter(
+        current_confidence__gte=min_confidence).exclude(Exists(withheld_by_skill()))
 
 
 def rank_by_words(rows, q: str, pool: int, as_entry=lambda row: row) -> list[Ranked]:
-    """`rows` (a queryset of entries, or of released entries that `as_entry` turns into entries) ranked by
-    the query's words × confidence: the words filter in the database, the score here."""
+    """`rows` (a queryset of entries, or of released entries that `as_entry` turns into entries, with their
+    `current_confidence`: confidence.with_current_confidence) ranked by the query's words × confidence: the
+    words filter in the database, the score here."""
     query_words = sorted(words(q))[:_QUERY_WORDS]
     if not query_words:
-        return [Ranked(e, e.confidence) for e in map(as_entry, rows.order_by("-confidence", "-id")[:pool])]
+        return [Ranked(e, e.confidence) for e in map(as_entry, rows.order_by("-current_confidence", "-id")[:pool])]
     match = Q(pk__in=[])
     for word in query_words:
         match |= Q(trigger__icontains=word) | Q(content__icontains=word)
     ranked = []
-    for entry in map(as_entry, rows.filter(match).order_by("-confidence", "-id")[:SIMILAR_POOL]):
+    for entry in map(as_entry, rows.filter(match).order_by("-current_confidence", "-id")[:SIMILAR_POOL]):
         trigger, content = words(entry.trigger), words(entry.content) | words(" ".join(entry.conditions))
         relevance = sum(2 if w in trigger else 1 if w in content else 0 for w in query_words) / len(query_words)
         if relevance:
@@ -101,8 +108,7 @@ def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float, embed
             scopes, q, min_confidence, size)
 
     if embedding is not None:
-        rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes, confidence__gte=min_confidence).exclude(
-            Exists(withheld_by_skill()))
+        rows = _confident_rows(scopes, min_confidence)
         # The chosen ids were read from these very rows a moment ago: fetch them by primary key.
         ranked = rank_by_vector(rows, embedding, metric, q=q, pool=pool, by_words=by_words,
                                 by_ids=lambda ids: Entry.objects.filter(pk__in=ids))

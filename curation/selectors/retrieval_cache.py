@@ -1,8 +1,9 @@
 """Retrieval answers from Redis. A published version's rows never change once written, so the ranking of
 (version, the scopes read, query, k, confidence floor, kinds, query embedding and metric) is the same every
-time it is asked: it is cached
-under exactly those inputs, and a publish (a new version number, read by every request) is the
-invalidation. The context budget is applied to the ranking afterwards, so one cached ranking serves every
+time it is asked, but for decay, which moves entries under the floor as days pass: it is cached under
+exactly those inputs and the hour of the one clock (a replay's hours too), and a publish (a new version
+number, read by every request) is the invalidation. The confidence an answer shows is derived when it is
+read, not cached. The context budget is applied to the ranking afterwards, so one cached ranking serves every
 budget. The scopes in the key are the ones the token's request reads (retrievable_scopes), so a token
 never meets another scope's answer. A cache that does not answer is a miss, never an error."""
 
@@ -14,6 +15,8 @@ import logging
 
 from django.conf import settings
 from django.core.cache import cache
+
+from curation import clock
 
 from .releases import retrieve_released
 from .retrieval import Ranked
@@ -29,6 +32,7 @@ def _key(number: int, scopes, q: str, k: int, min_confidence: float, generation:
          metric: str) -> str:
     # Every input that changes the answer is in the key.
     inputs = json.dumps([number, sorted(scopes), q, k, round(min_confidence, 6), generation,
+                         int(clock.now().timestamp() // 3600),
                          sorted(kinds) if kinds is not None else None, embedding, metric if embedding else None])
     return f"{KEY_PREFIX}:{hashlib.sha256(inputs.encode()).hexdigest()}"
 

@@ -2,7 +2,9 @@
 say. Each function returns a fragment or a statement with named parameters (%(name)s); the selectors
 run them."""
 
-from curation import access
+from curation import access, lifecycle
+
+from .confidence import confidence_sql
 
 
 # An API call's token, by the hash of the secret it presents (the unique index on key_hash).
@@ -123,6 +125,16 @@ NOT_WITHHELD_SQL = """NOT EXISTS (
     WHERE ss.entry_id = {entry_id} AND ss.live AND sp.status = 'approved')"""
 
 
+def _live_confidence() -> str:
+    """An active entry's confidence at %(now)s (Entry.confidence_at), under the rules in force."""
+    return confidence_sql("e.base_confidence", "COALESCE(e.last_verified_at, e.created_at)", lifecycle.rules())
+
+
+def _released_confidence() -> str:
+    """A released row's confidence at %(now)s (ReleasedEntry.confidence)."""
+    return confidence_sql("e.base_confidence", "COALESCE(e.last_verified_at, %(now)s)", lifecycle.rules())
+
+
 # The entries of %(scopes)s that mention a word of %(q)s: one lookup of an index of "<scope> <lexeme>" keys.
 _MENTIONS_QUERY_WORD = ("curation_scoped_lexemes(e.scope, e.search_vector)"
                         " && curation_scoped_query(CAST(%(scopes)s AS text[]), %(q)s)")
@@ -132,7 +144,7 @@ def live_matches_sql() -> str:
     """ranked_by_words_sql's candidates from the live rows: the active entries, through the (scope, word)
     keys of migration 0010, that no approved skill withholds."""
     return f"""
-        SELECT e.id, e.id AS entry_id, e.search_vector, e.confidence FROM curation_entry e
+        SELECT e.id, e.id AS entry_id, e.search_vector, {_live_confidence()} AS confidence FROM curation_entry e
         WHERE e.status = 'active' AND {_MENTIONS_QUERY_WORD}
           AND {NOT_WITHHELD_SQL.format(entry_id="e.id")}
     """
@@ -144,10 +156,10 @@ def released_matches_sql() -> str:
     rows closed since the version (none when it is the newest) through the valid_to index. One statement:
     a publish committing meanwhile changes nothing it reads."""
     return f"""
-        SELECT e.id, e.entry_id, e.search_vector, e.confidence FROM curation_releasedentry e
+        SELECT e.id, e.entry_id, e.search_vector, {_released_confidence()} AS confidence FROM curation_releasedentry e
         WHERE e.valid_to IS NULL AND e.valid_from <= %(version)s AND {_MENTIONS_QUERY_WORD}
         UNION ALL
-        SELECT e.id, e.entry_id, e.search_vector, e.confidence FROM curation_releasedentry e
+        SELECT e.id, e.entry_id, e.search_vector, {_released_confidence()} AS confidence FROM curation_releasedentry e
         WHERE e.valid_to > %(version)s AND e.valid_from <= %(version)s
           AND e.scope = ANY(CAST(%(scopes)s AS text[])) AND {_MENTIONS_QUERY_WORD}
     """
@@ -162,13 +174,13 @@ def ranked_by_words_sql(columns: str, matches_sql: str | None = None, table: str
         WITH query AS (
             SELECT {any_word_tsquery_sql("%(q)s")} AS tsq
         ), matched AS (
-            SELECT m.id, m.entry_id, ts_rank(m.search_vector, query.tsq) AS rank
+            SELECT m.id, m.entry_id, ts_rank(m.search_vector, query.tsq) AS rank, m.confidence
             FROM query, ({matches_sql or live_matches_sql()}) AS m
             WHERE m.confidence >= %(min)s
             ORDER BY ts_rank(m.search_vector, query.tsq) * m.confidence DESC, m.entry_id DESC
             LIMIT %(wide)s
         )
-        SELECT {columns}, (matched.rank + word_similarity(%(q)s, e.trigger)) * e.confidence AS score
+        SELECT {columns}, (matched.rank + word_similarity(%(q)s, e.trigger)) * matched.confidence AS score
         FROM matched JOIN {table} e ON e.id = matched.id
         ORDER BY score DESC, matched.entry_id DESC
         LIMIT %(pool)s
@@ -182,9 +194,11 @@ def ranked_by_confidence_sql(columns: str) -> str:
         SELECT {columns}, e.confidence AS score
         FROM unnest(CAST(%(scopes)s AS text[])) AS s(scope)
         CROSS JOIN LATERAL (
-            SELECT * FROM curation_entry
-            WHERE status = 'active' AND scope = s.scope AND confidence >= %(min)s
-              AND {NOT_WITHHELD_SQL.format(entry_id="curation_entry.id")}
+            SELECT * FROM (
+                SELECT e.*, {_live_confidence()} AS confidence FROM curation_entry e
+                WHERE status = 'active' AND scope = s.scope AND {NOT_WITHHELD_SQL.format(entry_id="e.id")}
+            ) AS in_scope
+            WHERE confidence >= %(min)s
             ORDER BY confidence DESC, id DESC
             LIMIT %(pool)s
         ) AS e

@@ -56,8 +56,7 @@ def admit_by_policy(entry: Entry, evidence: list[dict], *, at, policies=None) ->
     if decision is None or entry.status != Status.PENDING:
         return None
     if decision.approve:
-        changes = {"status": Status.ACTIVE, "queued_at": None, "queue_reason": "", "last_verified_at": at,
-                   "confidence": entry.base_confidence}
+        changes = {"status": Status.ACTIVE, "queued_at": None, "queue_reason": "", "last_verified_at": at}
         action = EventAction.APPROVE
     else:
         changes = {"status": Status.REJECTED, "queued_at": None, "queue_reason": ""}

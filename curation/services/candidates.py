@@ -128,7 +128,6 @@ def new_candidate_entry(prepared: PreparedCandidate, *, actor=None, actor_label:
         **prepared.fields,
         fingerprint=prepared.fingerprint,
         base_confidence=base,
-        confidence=base,
         status=Status.PENDING,
         queued_at=now,
         queue_reason=QueueReason.NEW,
@@ -196,7 +195,7 @@ def _activation(entry: Entry, now) -> dict:
     """A reviewer's approval verifies the entry: decay counts from now."""
     return {
         "status": Status.ACTIVE, "queued_at": None, "queue_reason": "", "last_verified_at": now,
-        "confidence": entry.base_confidence, "archived_at": None, "archive_reason": "",
+        "archived_at": None, "archive_reason": "",
         **_NO_FIRST_APPROVAL,
     }
 
@@ -380,9 +379,9 @@ def merge_into(
 # How long a reviewer may take a decision back (the decided card's Undo, or z).
 UNDO_SECONDS = 30
 # What an undo puts back: the queue's state and the text an edit changed, as the decision's Event saw them.
-_UNDONE_FIELDS = ("status", "queue_reason", "archive_reason", "confidence", "scope", "trigger", "content",
+_UNDONE_FIELDS = ("status", "queue_reason", "archive_reason", "scope", "trigger", "content",
                   "boundary", "conditions")
-_UNDONE_TIMES = ("queued_at", "last_verified_at", "first_approval_at")
+_UNDONE_TIMES = ("queued_at", "last_verified_at", "decay_stopped_at", "first_approval_at")
 
 
 def undo_decision(entry_id: int, *, actor, expected_version: int, reason: str = "", at=None) -> Entry:

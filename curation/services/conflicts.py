@@ -351,8 +351,7 @@ def keep_entry(
         kept, other = (a, b) if keep == a.pk else (b, a)
         changes = {}
         if kept.status == Status.PENDING:
-            changes.update(status=Status.ACTIVE, queued_at=None, queue_reason="", last_verified_at=now,
-                           confidence=kept.base_confidence)
+            changes.update(status=Status.ACTIVE, queued_at=None, queue_reason="", last_verified_at=now)
         if kept.supersedes_id is None:
             changes["supersedes_id"] = other.pk
         write_entry(

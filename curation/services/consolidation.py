@@ -40,7 +40,7 @@ CLUSTER_MAX = 10
 EDITABLE = ("trigger", "content", "boundary", "conditions")
 _FIELDS = (
     "id", "kind", "scope", "trigger", "content", "boundary", "conditions", "status", "version", "signal",
-    "base_confidence", "confidence", "created_at", "supersedes_id",
+    "base_confidence", "last_verified_at", "decay_stopped_at", "created_at", "supersedes_id",
 )
 
 

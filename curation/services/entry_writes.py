@@ -18,9 +18,14 @@ through one of these, inside the caller's transaction, on rows the caller has lo
 a sweep stamps the wall clock, because the detecting sweeps read "what changed since my last run" by
 it, and a sweep replayed as of the past must still be seen by the next run.
 
+Confidence is derived where it is read (Entry.confidence_at), so no write stores it. What it is derived
+from is kept here, on every path: a write that moves an entry out of the active set stamps
+`decay_stopped_at` (its confidence stays as it was then), one that makes it active clears it, and the
+decay index (`decay_key`, `decay_rate`) is recomputed from the base and the verification.
+
 Writes of an entry that are not state, and so bump no version and write no Event, are named here too,
 so that "no update() of an entry anywhere else" stays true and checkable:
-- `set_decayed_confidence`: decay rewrites the derived `confidence` from the stored base values.
+- `rewrite_decay_keys`: the decay sweep recomputes keys written under other decay settings.
 - `count_retrieval` / `insert_counted_retrieval`: the usage counters `retrieval_count` and
   `last_retrieved_at`, on the path of every agent read.
 """
@@ -33,8 +38,10 @@ from typing import Callable
 from django.db import connection, transaction
 from django.db.models import Case, F, QuerySet, Value, When
 
-from curation import clock
-from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry
+from curation import clock, lifecycle
+from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry, Status
+
+from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
 
 from .errors import ConcurrentChange, StaleDecision
 from .events import build_event, record_event, record_events
@@ -44,8 +51,8 @@ from .events import build_event, record_event, record_events
 # is born with and keeps (created_*, source_task).
 WRITTEN_COLUMNS = (
     "status", "queued_at", "queue_reason", "kind", "scope", "trigger", "content", "boundary", "conditions",
-    "recheck_when", "review_by", "fingerprint", "signal", "base_confidence", "confidence", "last_verified_at",
-    "archived_at", "archive_reason", "first_approval_by_id", "first_approval_at", "supersedes_id", "flags",
+    "recheck_when", "review_by", "fingerprint", "signal", "base_confidence", "last_verified_at", "decay_stopped_at",
+    "decay_key", "decay_rate", "archived_at", "archive_reason", "first_approval_by_id", "first_approval_at", "supersedes_id", "flags",
     "hit_count", "utility_sum", "utility_n", "version", "updated_at",
 )
 
@@ -62,9 +69,13 @@ def write_entry(
     """Apply `changes` (field -> value) to `entry` and write them with its Event. `expected_version` is
     the version the decision was made on (by default the version the entry was loaded at)."""
     expected = entry.version if expected_version is None else expected_version
-    before = entry.snapshot()
+    before = entry.snapshot(at)
+    was_active = entry.status == Status.ACTIVE
     for field, value in changes.items():
         setattr(entry, field, value)
+    if "decay_stopped_at" not in changes:  # an undo puts back what it was
+        entry.decay_stopped_at = _decay_stop(was_active, entry.status, entry.decay_stopped_at, at)
+    entry.refresh_decay_key()
     entry.version = expected + 1
     entry.updated_at = at
     written = Entry.objects.filter(pk=entry.pk, version=expected).update(
@@ -74,7 +85,7 @@ def write_entry(
         raise StaleDecision(entry, changes_since(entry, expected))
     return record_event(
         entry, actor=actor, actor_label=actor_label, action=action, reason=reason, before=before,
-        after={**entry.snapshot(), **(after_extra or {})}, at=at, also=also,
+        after={**entry.snapshot(at), **(after_extra or {})}, at=at, also=also,
     )
 
 
@@ -86,15 +97,17 @@ def insert_entry(
     entry.save(force_insert=True)
     return record_event(
         entry, actor=actor, actor_label=actor_label, action=action, reason=reason,
-        after={**entry.snapshot(), **(after_extra or {})}, at=at, also=also,
+        after={**entry.snapshot(at), **(after_extra or {})}, at=at, also=also,
     )
 
 
 def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str) -> list[Event]:
     """insert_entry for many (entry, its Event's reason): one insert for the entries, one for their Events."""
+    for entry, _ in new:
+        entry.refresh_decay_key()  # bulk_create does not call save()
     Entry.objects.bulk_create([entry for entry, _ in new])
     return record_events(
-        build_event(entry, actor=None, actor_label=actor_label, action=action, reason=reason, after=entry.snapshot(),
+        build_event(entry, actor=None, actor_label=actor_label, action=action, reason=reason, after=entry.snapshot(at),
                     at=at)
         for entry, reason in new
     )
@@ -103,27 +116,26 @@ def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, act
 def write_entries(
     rows: list[Entry], *, expected_status: str, action: EventAction, reason_of: Callable[[Entry], str],
     actor_label: str, at, request_id: str | None = None, values: dict | None = None,
-    row_values: dict[int, dict] | None = None, then: dict | None = None,
+    row_values: dict[int, dict] | None = None,
 ) -> int:
     """The bulk twin of write_entry, for a sweep's batch of rows it has locked, loaded with at least their
     id and the version it read (the snapshots are read here, in one query before and one after).
 
-    `values`: column -> value or SQL expression, the same for every row (archive: status, and the
-    confidence decayed to the as-of time). `row_values`: {pk: {column: value}} for what differs per row
-    (revive: the base confidence and the verification time). `then`: column -> SQL expression evaluated
-    over the values just written (revive: the confidence decayed from the new base), a second statement.
-    `reason_of(row)` reads the caller's row, with whatever it annotated. Answers the rows written."""
+    `values`: column -> value or SQL expression, the same for every row (archive: the status).
+    `row_values`: {pk: {column: value}} for what differs per row (revive: the base confidence and the
+    verification time). The base and the verification are plain values (the decay index is computed from
+    them here). `reason_of(row)` reads the caller's row, with whatever it annotated. Answers the rows written."""
     if not rows:
         return 0
     ids = [e.pk for e in rows]
     with transaction.atomic():
-        before = {e.pk: e.snapshot() for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
-        updates = {**(values or {}), **_per_row(row_values or {})}
+        current = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
+        before = {pk: e.snapshot(at) for pk, e in current.items()}
+        values, row_values = _with_decay_columns(current, expected_status, dict(values or {}), row_values or {}, at)
+        updates = {**values, **_per_row(row_values)}
         written = Entry.objects.filter(pk__in=ids, status=expected_status).update(
             **updates, version=F("version") + 1, updated_at=clock.wall()
         )
-        if then:
-            Entry.objects.filter(pk__in=ids).update(**then)
         after = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
         moved = [e.pk for e in rows if after[e.pk].version != e.version + 1]
         if written != len(ids) or moved:
@@ -132,10 +144,37 @@ def write_entries(
             )
         record_events(
             build_event(after[e.pk], actor=None, actor_label=actor_label, action=action, reason=reason_of(e),
-                        before=before[e.pk], after=after[e.pk].snapshot(), at=at, request_id=request_id)
+                        before=before[e.pk], after=after[e.pk].snapshot(at), at=at, request_id=request_id)
             for e in rows
         )
     return written
+
+
+def _decay_stop(was_active: bool, status: str, stopped_at, at):
+    """When decay stopped: not while active; at `at` for an entry leaving the active set; else unchanged."""
+    if status == Status.ACTIVE:
+        return None
+    return at if was_active else stopped_at
+
+
+_DECAY_INPUTS = ("base_confidence", "last_verified_at")
+
+
+def _with_decay_columns(current: dict[int, Entry], expected_status: str, values: dict, row_values: dict, at):
+    """write_entries' values with what the confidence is derived from kept in step (see write_entry)."""
+    if "status" in values and (values["status"] == Status.ACTIVE or expected_status == Status.ACTIVE):
+        values["decay_stopped_at"] = _decay_stop(expected_status == Status.ACTIVE, values["status"], None, at)
+    if not any(c in values for c in _DECAY_INPUTS) and not any(c in v for v in row_values.values() for c in _DECAY_INPUTS):
+        return values, row_values
+    if any(hasattr(values.get(c), "resolve_expression") for c in _DECAY_INPUTS):
+        raise TypeError("write_entries: the base and the verification are plain values, to compute the decay key")
+    row_values = {pk: dict(row_values.get(pk, {})) for pk in current}
+    for pk, entry in current.items():
+        for column in _DECAY_INPUTS:
+            setattr(entry, column, row_values[pk].get(column, values.get(column, getattr(entry, column))))
+        entry.refresh_decay_key()
+        row_values[pk].update(decay_key=entry.decay_key, decay_rate=entry.decay_rate)
+    return values, row_values
 
 
 def _per_row(row_values: dict[int, dict]) -> dict:
@@ -155,10 +194,12 @@ def _per_row(row_values: dict[int, dict]) -> dict:
 # --- writes that are not state: no version, no Event ---------------------------------------------------
 
 
-def set_decayed_confidence(stale: QuerySet, expression) -> int:
-    """Decay: `confidence` is derived from the stored base and the days since verification, so rewriting
-    it changes no decision and writes no Event. `stale` is the rows whose value differs."""
-    return stale.update(confidence=expression)
+def rewrite_decay_keys(entries: QuerySet) -> int:
+    """The decay index of these entries, recomputed in one statement (the decay sweep, for keys written under
+    other decay settings; a bulk load that wrote rows directly). Not state: the confidence read from the
+    entries is unchanged, so no version and no Event."""
+    rules = lifecycle.rules()
+    return entries.update(decay_key=confidence.decay_key(rules), decay_rate=lifecycle.decay_rate(rules))
 
 
 def count_retrieval(entry_ids: list[int], at) -> None:

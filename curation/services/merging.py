@@ -44,7 +44,6 @@ def merge_entries(
         fingerprint=fingerprint(fields["trigger"], fields["content"]),
         signal=signal,
         base_confidence=base,
-        confidence=base,
         last_verified_at=now,
         status=Status.ACTIVE,
         flags=flags,

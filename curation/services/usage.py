@@ -81,12 +81,11 @@ def _apply_outcome(entry: Entry, *, success: bool, utility: float, retrieval: Re
                "utility_n": entry.utility_n + 1}
     if success:
         base = lifecycle.after_success(entry.base_confidence, has_external_support=has_external, rules=rules)
-        changes.update(base_confidence=base, last_verified_at=now, confidence=base)
+        changes.update(base_confidence=base, last_verified_at=now)
         action, reason = EventAction.OUTCOME_SUCCESS, f"a task that used it succeeded (retrieval {retrieval.pk})"
     else:
         base = lifecycle.after_failure(entry.base_confidence, rules)
-        changes.update(base_confidence=base,
-                       confidence=lifecycle.decayed(base, entry.last_verified_at or now, now, rules))
+        changes.update(base_confidence=base)
         action, reason = EventAction.OUTCOME_FAILURE, f"a task that used it failed (retrieval {retrieval.pk})"
         if entry.status == Status.ACTIVE and entry.queued_at is None and settings.CURATION["RECHECK_ON_FAILURE"]:
             changes.update(queued_at=now, queue_reason=QueueReason.RECHECK_FAILURE)

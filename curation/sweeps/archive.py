@@ -1,11 +1,13 @@
 """Archive: active entries whose decayed confidence fell below the archive threshold leave retrieval
 (kept, revivable by fresh evidence)."""
 
+from django.db.models import Q
+
 from curation import lifecycle
 from curation.models import EventAction, Entry, Status
+from curation.selectors.confidence import confidence
 
 from .engine import Sweep, state_sweep, write_batch
-from .expressions import decayed_confidence
 
 NAME = "archive"
 DESCRIPTION = "Archive active entries whose decayed confidence is below the archive threshold."
@@ -18,19 +20,24 @@ def thresholds() -> str:
 
 
 def run(sweep: Sweep) -> None:
-    expression = decayed_confidence(sweep.as_of, sweep.rules)
     below = sweep.rules.archive_below
+    rate = lifecycle.decay_rate(sweep.rules)
+    expression = confidence(sweep.as_of, sweep.rules)
 
     def matching(batch):
         return Entry.objects.filter(batch).annotate(new_confidence=expression).filter(new_confidence__lt=below)
 
+    # The decay index finds what may have crossed the threshold (and keys written under other decay
+    # settings, which it cannot judge); the exact rule then decides each of them.
+    may_cross = Entry.objects.filter(
+        Q(decay_key__lt=lifecycle.key_below(below, sweep.as_of, sweep.rules))
+        | Q(decay_rate__lt=rate) | Q(decay_rate__gt=rate))
     state_sweep(
-        sweep, status=Status.ACTIVE, matching=matching,
+        sweep, status=Status.ACTIVE, matching=matching, chosen=may_cross,
         describe=lambda e: f"#{e.pk} archive: decayed to {e.new_confidence:.3f} (below {below})",
         apply=lambda rows: write_batch(
             sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE,
             reason_of=lambda e: f"decayed: confidence {e.new_confidence:.3f} is below {below}",
-            values={"status": Status.ARCHIVED, "confidence": expression, "archived_at": sweep.as_of,
-                    "archive_reason": "decayed"},
+            values={"status": Status.ARCHIVED, "archived_at": sweep.as_of, "archive_reason": "decayed"},
         ),
     )

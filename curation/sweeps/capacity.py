@@ -39,7 +39,7 @@ def _fit(sweep: Sweep, prefix: str, cap: int) -> None:
                 return
             newest = newcomer(active)
             victims = (
-                active.exclude(pk=newest).annotate(strength=evidence_strength(), merit=merit())
+                active.exclude(pk=newest).annotate(strength=evidence_strength(), merit=merit(sweep.as_of, sweep.rules))
                 .order_by("strength", "merit", "id")
             )
             if sweep.policies.capacity_spares_unretrieved:  # judged only once agents have had a chance to use it

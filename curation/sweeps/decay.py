@@ -1,36 +1,58 @@
-"""Decay: every active entry's confidence, recomputed from its base and the days since it was last verified.
-It changes only the derived `confidence`, so it bumps no version and writes no Event."""
+"""Decay: an active entry's confidence falls with the days since it was last verified. It is derived where
+it is read (Entry.confidence_at), so the passing days rewrite nothing; this sweep keeps the decay index
+(`decay_key`) in step with the decay settings, and reports what fell under the retrieval floor in the
+day before its as-of time. It changes no state, so it bumps no version and writes no Event."""
+
+import datetime
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Q
 
 from curation import lifecycle
 from curation.models import Entry, Status
-from curation.services.entry_writes import set_decayed_confidence
+from curation.services.entry_writes import rewrite_decay_keys
 
-from .engine import Sweep, keyset_batches
-from .expressions import decayed_confidence
+from .engine import Sweep
 
 NAME = "decay"
-DESCRIPTION = "Recompute every active entry's confidence from its base and the days since it was last verified."
+DESCRIPTION = ("Confidence decays with the days since an entry was last verified; this keeps the decay index in "
+               "step with the settings and reports what fell under the retrieval floor today.")
 
+DAY = datetime.timedelta(days=1)
 
 
 def thresholds() -> str:
     r = lifecycle.rules()
     return (f"Each active entry keeps {r.decay_factor:g} of its confidence for every {r.decay_period_days:g} days since "
-            f"it was last verified (an approval, a recheck or supporting evidence), never below {r.floor:g}.")
+            f"it was last verified (an approval, a recheck or supporting evidence), never below {r.floor:g}; "
+            f"under {r.retrieve_at_least:g} agents stop receiving it.")
 
 
 def run(sweep: Sweep) -> None:
-    expression = decayed_confidence(sweep.as_of, sweep.rules)
-    for batch, count in keyset_batches(Status.ACTIVE, sweep.batch_size):
-        stale = Entry.objects.filter(batch).alias(new=expression).exclude(confidence=F("new"))
-        if sweep.dry_run:
-            for e in stale.annotate(new_confidence=expression).order_by("id")[:sweep.samples_left]:
-                sweep.sample(f"#{e.pk} confidence {e.confidence:.3f} → {e.new_confidence:.3f}")
-            changed = stale.count()
-        else:
+    rate = lifecycle.decay_rate(sweep.rules)
+    active = Entry.objects.filter(status=Status.ACTIVE)
+    # Keys written under other decay settings (the settings changed since): rewritten, a batch at a time.
+    stale = active.filter(Q(decay_rate__lt=rate) | Q(decay_rate__gt=rate))
+    if sweep.dry_run:
+        for pk in stale.order_by("id").values_list("id", flat=True)[:sweep.samples_left]:
+            sweep.sample(f"#{pk} decay index written under other decay settings: to rewrite")
+        count = stale.count()
+        sweep.batch_done(count, count)
+    else:
+        while ids := list(stale.order_by("id").values_list("id", flat=True)[:sweep.batch_size]):
             with transaction.atomic():
-                changed = set_decayed_confidence(stale, expression)
-        sweep.batch_done(count, changed)
+                changed = rewrite_decay_keys(Entry.objects.filter(pk__in=ids))
+            sweep.batch_done(len(ids), changed)
+    # What fell under the retrieval floor in the day before the as-of time: an index range of keys.
+    floor = sweep.rules.retrieve_at_least
+    if floor > 0:
+        crossed = active.filter(decay_key__gte=lifecycle.key_below(floor, sweep.as_of - DAY, sweep.rules),
+                                decay_key__lt=lifecycle.key_below(floor, sweep.as_of, sweep.rules),
+                                decay_rate=rate)
+        found = 0
+        for entry in crossed.order_by("id").iterator(chunk_size=sweep.batch_size):
+            if entry.confidence_at(sweep.as_of) < floor <= entry.confidence_at(sweep.as_of - DAY):
+                found += 1
+                sweep.sample(f"#{entry.pk} confidence {entry.confidence_at(sweep.as_of):.3f}: under the retrieval "
+                             f"floor {floor:g}, agents no longer receive it")
+        sweep.batch_done(found)

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
 
 from curation import clock, lifecycle
-from curation.models import Entry, EventAction, TaskRun
+from curation.models import CONFIDENCE_FIELDS, Entry, EventAction, TaskRun
 from curation.services.entry_writes import write_entries
 
 SAMPLE_LIMIT = 20  # rows a dry run describes; it counts them all
@@ -98,11 +98,19 @@ def keyset_batches(status: str, size: int):
         last = end
 
 
+def chosen_batches(status: str, chosen: QuerySet, size: int):
+    """keyset_batches over only the entries in `status` that `chosen` (an index range: what may cross a
+    threshold) finds, in one query of their ids: a sweep that changes few rows reads only those."""
+    ids = list(chosen.filter(status=status).order_by("id").values_list("id", flat=True))
+    for start in range(0, len(ids), size):
+        part = ids[start:start + size]
+        yield Q(status=status, id__gte=part[0], id__lte=part[-1], pk__in=part), len(part)
+
+
 # The columns a sweep reads of the rows it changes: what its reasons and rules need (the write path reads
 # the snapshots for the Events itself).
-ROW_FIELDS = ("id", "scope", "trigger", "status", "base_confidence", "confidence", "last_verified_at", "queued_at",
-              "queue_reason", "archive_reason", "archived_at", "version", "created_at", "review_by", "utility_sum",
-              "utility_n")
+ROW_FIELDS = ("id", "scope", "trigger", *CONFIDENCE_FIELDS, "queued_at", "queue_reason", "archive_reason",
+              "archived_at", "version", "review_by", "utility_sum", "utility_n")
 
 
 def locked(qs: QuerySet) -> list[Entry]:
@@ -120,10 +128,13 @@ def write_batch(sweep: Sweep, rows: list[Entry], *, expected_status: str, action
 
 
 def state_sweep(sweep: Sweep, *, status: str, matching: Callable[[Q], QuerySet], describe: Callable[[Entry], str],
-                apply: Callable[[list[Entry]], int]) -> None:
-    """The shape of every state-changing sweep: per batch of entries in `status`, the matching rows are
-    described (dry run) or locked and changed, with their Events, in one transaction by `apply`."""
-    for batch, count in keyset_batches(status, sweep.batch_size):
+                apply: Callable[[list[Entry]], int], chosen: QuerySet | None = None) -> None:
+    """The shape of every state-changing sweep: per batch of entries in `status` (only those `chosen`
+    finds, when given: chosen_batches), the matching rows are described (dry run) or locked and changed,
+    with their Events, in one transaction by `apply`."""
+    batches = (keyset_batches(status, sweep.batch_size) if chosen is None
+               else chosen_batches(status, chosen, sweep.batch_size))
+    for batch, count in batches:
         qs = matching(batch)
         if sweep.dry_run:
             for entry in qs.order_by("id")[:sweep.samples_left]:

@@ -5,45 +5,12 @@ from __future__ import annotations
 
 import datetime
 
-from django.db.models import (
-    Case, Count, DateTimeField, F, FloatField, Func, IntegerField, OuterRef, Subquery, Value, When,
-)
-from django.db.models.functions import Coalesce, Greatest, Least, NullIf, Power
+from django.db.models import Case, Count, F, FloatField, IntegerField, OuterRef, Subquery, Value, When
+from django.db.models.functions import Coalesce, Greatest, NullIf
 
 from curation import lifecycle
 from curation.models import Evidence, RetrievedEntry
-
-
-class DaysSince(Func):
-    """(as_of − a timestamp column) in days, as a float, on PostgreSQL and SQLite."""
-
-    output_field = FloatField()
-
-    def __init__(self, column, as_of: datetime.datetime):
-        super().__init__(Value(as_of, output_field=DateTimeField()), column)
-
-    def as_postgresql(self, compiler, conn, **extra):
-        return super().as_sql(
-            compiler, conn, template="(EXTRACT(EPOCH FROM (%(expressions)s))::double precision / 86400.0)",
-            arg_joiner=" - ", **extra,
-        )
-
-    def as_sqlite(self, compiler, conn, **extra):
-        return super().as_sql(
-            compiler, conn, template="(julianday(%(expressions)s))", arg_joiner=") - julianday(", **extra
-        )
-
-
-def decayed_confidence(as_of: datetime.datetime, rules: lifecycle.Rules):
-    """lifecycle.decayed():
-    GREATEST(floor, LEAST(ceiling, base × factor ^ (max(0, days unverified) / period)))."""
-    days = Greatest(Value(0.0), DaysSince(Coalesce("last_verified_at", "created_at"), as_of))
-    return Greatest(
-        Value(rules.floor),
-        Least(Value(rules.ceiling),
-              F("base_confidence") * Power(Value(rules.decay_factor), days / Value(float(rules.decay_period_days)))),
-        output_field=FloatField(),
-    )
+from curation.selectors.confidence import confidence
 
 
 def _signal_rank(column: str):
@@ -62,11 +29,11 @@ def evidence_strength():
     return Greatest(_signal_rank("signal"), Coalesce(Subquery(strongest), Value(0)), output_field=IntegerField())
 
 
-def merit():
+def merit(at: datetime.datetime, rules: lifecycle.Rules):
     """confidence × average utility (UNKNOWN_UTILITY when no outcome was reported), as in displacement_key()."""
     average = Coalesce(F("utility_sum") / NullIf(F("utility_n"), Value(0)), Value(lifecycle.UNKNOWN_UTILITY),
                        output_field=FloatField())
-    return F("confidence") * average
+    return confidence(at, rules) * average
 
 
 def recent_retrievals(as_of: datetime.datetime, policies: lifecycle.Policies):

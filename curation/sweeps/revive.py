@@ -11,7 +11,6 @@ from curation import lifecycle
 from curation.models import Entry, EventAction, Evidence, Signal, Status
 
 from .engine import ROW_FIELDS, Sweep, keyset_batches, locked, write_batch
-from .expressions import decayed_confidence
 
 NAME = "revive"
 DESCRIPTION = "Bring back archived entries that received supporting external or independent evidence since."
@@ -43,8 +42,6 @@ def _revive(sweep: Sweep, rows: list[Entry]) -> int:
         values={"status": Status.ACTIVE, "archived_at": None, "archive_reason": ""},
         row_values={pk: {"base_confidence": d.base_confidence, "last_verified_at": d.verified_at}
                     for pk, d in decisions.items()},
-        # The effective value from the same SQL as decay, so a decay run right after changes nothing.
-        then={"confidence": decayed_confidence(sweep.as_of, sweep.rules)},
     )
 
 

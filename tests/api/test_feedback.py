@@ -25,8 +25,9 @@ def test_success_adds_the_step_reverifies_and_counts(agent, approved):
     assert response.status_code == 200
     body = response.json()
     assert body["recorded"] is True
-    assert body["entries"] == [{"id": entry.pk, "confidence_before": 0.7, "confidence": 0.75,
-                                "queued_for_recheck": False}]
+    # Before: 0.7 decayed over the ten days since its verification; after: re-verified at 0.75.
+    assert body["entries"] == [{"id": entry.pk, "confidence_before": round(0.7 * 0.95 ** (10 / 30), 4),
+                                "confidence": 0.75, "queued_for_recheck": False}]
     entry.refresh_from_db()
     assert entry.base_confidence == pytest.approx(0.75) and entry.confidence == pytest.approx(0.75)
     assert (entry.hit_count, entry.utility_n) == (1, 1) and entry.utility_sum == pytest.approx(0.9)
@@ -57,11 +58,12 @@ def test_failure_subtracts_and_sends_the_entry_back_for_a_recheck(agent, approve
     assert event.actor_label == "agent:billing-agent"
 
 
-def test_failure_never_goes_below_the_floor(agent, approved):
+def test_failure_never_goes_below_the_floor(agent, approved, settings):
     entry = approved(scope="acme/billing-api", signal="external", confidence=0.1)
     retrieval_id, _ = _retrieve(agent, min_confidence=0.05)  # raised to the retrieval floor...
     assert _ == []  # ...so a 0.1 entry is not even handed out
-    Entry.objects.filter(pk=entry.pk).update(base_confidence=0.2, confidence=0.6)
+    settings.CURATION = {**settings.CURATION, "FAILURE_STEP": 0.6}  # one failure takes more than it has
+    Entry.objects.filter(pk=entry.pk).update(base_confidence=0.55)
     publish_pending(written_directly=[entry])  # a plain UPDATE: no service marked it for the next release
     retrieval_id, ids = _retrieve(agent)
     agent.post("feedback", {"retrieval_id": retrieval_id, "outcome": "failure"})

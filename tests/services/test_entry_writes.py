@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import F, Value
 from django.utils import timezone
 
+from curation import lifecycle
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, Status
 from curation.services.entry_writes import write_entries, write_entry
 from curation.services.errors import ConcurrentChange, StaleDecision
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 # The one shape of an entry in an Event, whoever writes it.
 SNAPSHOT_KEYS = {
     "status", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
-    "base_confidence", "confidence", "last_verified_at", "queue_reason", "queued_at", "archive_reason", "supersedes",
+    "base_confidence", "confidence", "last_verified_at", "decay_stopped_at", "queue_reason", "queued_at", "archive_reason", "supersedes",
     "first_approval_by", "first_approval_at", "version",
 }
 
@@ -70,7 +71,7 @@ def _locked(*entries):
 
 
 def test_the_same_values_for_every_row_with_an_expression(django_assert_max_num_queries):
-    one, two = make_entry(base_confidence=0.5), make_entry(base_confidence=0.3)
+    one, two = make_entry(base_confidence=0.5, utility_n=2, utility_sum=1.0), make_entry(base_confidence=0.3)
     started = timezone.now()
     with transaction.atomic():
         rows = _locked(one, two)
@@ -78,25 +79,28 @@ def test_the_same_values_for_every_row_with_an_expression(django_assert_max_num_
             written = write_entries(
                 rows, expected_status=Status.ACTIVE, action="archive", reason_of=lambda e: f"#{e.pk} decayed",
                 actor_label="lifecycle:archive", at=AS_OF, request_id="taskrun-7",
-                values={"status": Status.ARCHIVED, "confidence": F("base_confidence") * Value(0.5),
+                values={"status": Status.ARCHIVED, "utility_sum": F("utility_sum") * Value(0.5),
                         "archived_at": AS_OF, "archive_reason": "decayed"},
             )
     assert written == 2
-    for entry, confidence in ((one, 0.25), (two, 0.15)):
+    for entry, utility_sum in ((one, 0.5), (two, 0.0)):
         stored = fresh(entry)
-        assert (stored.status, stored.confidence, stored.archive_reason, stored.version) == (
-            Status.ARCHIVED, pytest.approx(confidence), "decayed", entry.version + 1)
+        # Leaving the active set stops the decay: its confidence stays what it was at the as-of time.
+        frozen = lifecycle.decayed(entry.base_confidence, entry.last_verified_at, AS_OF, lifecycle.rules())
+        assert (stored.status, stored.utility_sum, stored.archive_reason, stored.version, stored.decay_stopped_at) == (
+            Status.ARCHIVED, pytest.approx(utility_sum), "decayed", entry.version + 1, AS_OF)
+        assert stored.confidence == stored.confidence_at(AS_OF + datetime.timedelta(days=400)) == pytest.approx(frozen)
         assert stored.updated_at >= started  # the wall clock: the detecting sweeps read changes by it
         event = Event.objects.get(entry=entry, action="archive")
         assert (event.action, event.reason, event.actor_label, event.request_id, event.created_at) == (
             "archive", f"#{entry.pk} decayed", "lifecycle:archive", "taskrun-7", AS_OF)
         assert set(event.before) == set(event.after) == SNAPSHOT_KEYS
-        assert (event.before["status"], event.after["status"], event.after["confidence"], event.entry_version) == (
-            "active", "archived", round(confidence, 4), entry.version + 1)
+        assert (event.before["status"], event.after["status"], event.before["confidence"], event.after["confidence"],
+                event.entry_version) == ("active", "archived", round(frozen, 4), round(frozen, 4), entry.version + 1)
         assert event.entry_label == stored.label
 
 
-def test_values_per_row_then_an_expression_over_them():
+def test_values_per_row_and_the_decay_index_they_move():
     one, two = make_archived(archived_at=days_before(30)), make_archived(archived_at=days_before(30))
     verified = {one.pk: days_before(3), two.pk: days_before(1)}
     with transaction.atomic():
@@ -106,17 +110,28 @@ def test_values_per_row_then_an_expression_over_them():
             values={"status": Status.ACTIVE, "archived_at": None, "archive_reason": ""},
             row_values={one.pk: {"base_confidence": 0.7, "last_verified_at": verified[one.pk]},
                         two.pk: {"base_confidence": 0.6, "last_verified_at": verified[two.pk]}},
-            then={"confidence": F("base_confidence") - Value(0.1)},  # reads the base just written
         )
+    rules = lifecycle.rules()
     for entry, base in ((one, 0.7), (two, 0.6)):
         stored = fresh(entry)
         assert (stored.status, stored.base_confidence, stored.last_verified_at, stored.version) == (
             Status.ACTIVE, base, verified[entry.pk], entry.version + 1)
-        assert stored.confidence == pytest.approx(base - 0.1)
+        # Active again: decaying from the new verification, and the index computed from the new base.
+        assert stored.decay_stopped_at is None
+        assert stored.confidence_at(AS_OF) == pytest.approx(lifecycle.decayed(base, verified[entry.pk], AS_OF, rules))
+        assert (stored.decay_key, stored.decay_rate) == (
+            pytest.approx(lifecycle.decay_key(base, verified[entry.pk], rules)), lifecycle.decay_rate(rules))
         event = Event.objects.get(entry=entry, action="revive")
         assert (event.before["base_confidence"], event.after["base_confidence"]) == (entry.base_confidence, base)
-        assert event.after["confidence"] == round(base - 0.1, 4)
+        assert event.after["confidence"] == round(lifecycle.decayed(base, verified[entry.pk], AS_OF, rules), 4)
         assert event.after["last_verified_at"] == verified[entry.pk].isoformat()
+
+
+def test_the_base_and_the_verification_are_plain_values_to_index():
+    entry = make_entry()
+    with pytest.raises(TypeError, match="plain values"), transaction.atomic():
+        write_entries(_locked(entry), expected_status=Status.ACTIVE, action="confirm", reason_of=lambda e: "",
+                      actor_label="lifecycle:test", at=AS_OF, values={"base_confidence": F("base_confidence") - 0.1})
 
 
 @pytest.mark.parametrize("underneath", [{"status": Status.RETIRED}, {"version": F("version") + 1}])

@@ -75,7 +75,7 @@ def test_an_edit_is_a_changed_row_with_field_diffs_and_retire_removes(lead, revi
     record_uses(entry, ["failure"], end=timezone.now(), confirm_failures=False)  # back in the queue
     entry.refresh_from_db()
     [change] = reads.pending_changes()
-    assert change.kind == "changed" and {f.name for f in change.fields} == {"confidence"}
+    assert change.kind == "changed" and {f.name for f in change.fields} == {"base_confidence"}
     assert change.cause.action == EventAction.OUTCOME_FAILURE
     services.reject_candidate(entry.pk, actor=reviewer, expected_version=entry.version, reason="wrong on recheck")
     [change] = reads.pending_changes()

@@ -5,8 +5,12 @@ import datetime
 
 import pytest
 
+from django.db import connection
+
 from curation import lifecycle
 from curation.models import Entry, Status
+from curation.selectors.confidence import confidence, confidence_sql
+from curation.services.entry_writes import rewrite_decay_keys
 from curation.sweeps import run_sweep
 from tests.factories import AS_OF, add_evidence_row, days_before, make_archived, make_entry, retrieve
 
@@ -42,20 +46,70 @@ def test_decayed_rule(base, days, expected):
     assert lifecycle.decayed(base, days_before(days), AS_OF, R) == pytest.approx(expected, abs=1e-9)
 
 
-def test_decay_sql_equals_the_rule():
+def _confidence_in_sql(entries, at) -> dict:
+    """Each entry's confidence at `at` as the queries compute it: the ORM expression, and on PostgreSQL
+    also the raw SQL of the ranking queries."""
+    ids = [e.pk for e in entries]
+    found = {pk: [value] for pk, value in
+             Entry.objects.filter(pk__in=ids).annotate(c=confidence(at, R)).values_list("pk", "c")}
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            live = confidence_sql("e.base_confidence", "COALESCE(e.last_verified_at, e.created_at)", R)
+            cursor.execute(f"SELECT e.id, {live} FROM curation_entry e WHERE e.id = ANY(%(ids)s)", {"ids": ids, "now": at})
+            for pk, value in cursor.fetchall():
+                found[pk].append(value)
+    return found
+
+
+def test_confidence_sql_equals_the_rule():
     entries = [(make_entry(base_confidence=base, last_verified_at=days_before(days)), base, days)
                for base, days, _ in DECAY_CASES]
-    run_sweep("decay", as_of=AS_OF + datetime.timedelta(days=3000))  # every stored confidence is stale now
-    run_sweep("decay", as_of=AS_OF)
+    in_sql = _confidence_in_sql([e for e, _, _ in entries], AS_OF)
     for entry, base, days in entries:
-        stored = Entry.objects.get(pk=entry.pk).confidence
-        assert stored == pytest.approx(lifecycle.decayed(base, days_before(days), AS_OF, R), abs=1e-9), (base, days)
+        expected = lifecycle.decayed(base, days_before(days), AS_OF, R)
+        assert Entry.objects.get(pk=entry.pk).confidence_at(AS_OF) == pytest.approx(expected, abs=1e-9), (base, days)
+        assert in_sql[entry.pk] == [pytest.approx(expected, abs=1e-9)] * len(in_sql[entry.pk]), (base, days)
 
 
 def test_decay_counts_from_creation_when_never_verified():
     entry = make_entry(base_confidence=0.8, last_verified_at=None, created_at=days_before(30))
+    assert Entry.objects.get(pk=entry.pk).confidence_at(AS_OF) == pytest.approx(0.76)
+    assert _confidence_in_sql([entry], AS_OF)[entry.pk][0] == pytest.approx(0.76)
+
+
+def test_nothing_rewrites_confidence_as_days_pass():
+    entry = make_entry(base_confidence=0.8, last_verified_at=days_before(30))
+    version = entry.version
     run_sweep("decay", as_of=AS_OF)
-    assert Entry.objects.get(pk=entry.pk).confidence == pytest.approx(0.76)
+    stored = Entry.objects.get(pk=entry.pk)
+    assert stored.version == version and stored.updated_at == entry.updated_at
+    assert stored.confidence_at(AS_OF) == pytest.approx(0.76)
+    assert stored.confidence_at(AS_OF + datetime.timedelta(days=30)) == pytest.approx(0.722)
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.75])
+@pytest.mark.parametrize("days_later", [0, 1, 45, 400])
+def test_the_decay_index_finds_what_is_below_a_threshold_and_at_most_what_is_at_it(threshold, days_later):
+    at = AS_OF + datetime.timedelta(days=days_later)
+    entries = [make_entry(base_confidence=base, last_verified_at=days_before(days)) for base, days, _ in
+               DECAY_CASES + [(b, d, None) for b, d, _ in ARCHIVE_CASES] if days >= 0]
+    below = {e.pk for e in entries if lifecycle.decayed(e.base_confidence, e.last_verified_at, at, R) < threshold}
+    in_range = set(Entry.objects.filter(status=Status.ACTIVE, decay_key__lt=lifecycle.key_below(threshold, at, R))
+                   .values_list("pk", flat=True))
+    # The range leans to taking an entry exactly at the threshold (the sweeps then decide it by the rule).
+    at_it = {e.pk for e in entries
+             if lifecycle.decayed(e.base_confidence, e.last_verified_at, at, R) == pytest.approx(threshold, abs=1e-9)}
+    assert below <= in_range <= below | at_it
+
+
+def test_the_decay_key_in_sql_equals_the_rule():
+    entries = [make_entry(base_confidence=base, last_verified_at=days_before(days)) for base, days, _ in DECAY_CASES]
+    entries.append(make_entry(base_confidence=0.8, last_verified_at=None, created_at=days_before(30)))
+    python = dict(Entry.objects.values_list("pk", "decay_key"))  # written by the write path, in Python
+    Entry.objects.update(decay_key=0.0)
+    assert rewrite_decay_keys(Entry.objects.all()) == len(entries)
+    for pk, key in Entry.objects.values_list("pk", "decay_key"):
+        assert key == pytest.approx(python[pk], abs=1e-7)
 
 
 ARCHIVE_CASES = [
@@ -122,7 +176,7 @@ def test_revive_sql_follows_the_rule():
     assert got["independent"].status == Status.ACTIVE and got["independent"].base_confidence == pytest.approx(0.80)
     assert got["external"].status == Status.ACTIVE and got["external"].base_confidence == pytest.approx(0.85)
     assert got["external"].last_verified_at == days_before(3)
-    assert got["external"].confidence == pytest.approx(lifecycle.decayed(0.85, days_before(3), AS_OF, R))
+    assert got["external"].confidence_at(AS_OF) == pytest.approx(lifecycle.decayed(0.85, days_before(3), AS_OF, R))
 
 
 # --- periodic deletion (unused) ---------------------------------------------------------------------------

@@ -23,7 +23,8 @@ def test_one_task_as_of_a_time():
     kept = make_entry(base_confidence=0.9, last_verified_at=days_before(1))
     output = run("archive", "--at", "2026-12-01T02:00:00Z")
     run_record = TaskRun.objects.get(task="archive")
-    assert output.strip() == f"archive (as of 2026-12-01 02:00:00 UTC): examined 2, changed 1 (run #{run_record.pk})"
+    # It examines only what the decay index says may have crossed the threshold: not the kept entry.
+    assert output.strip() == f"archive (as of 2026-12-01 02:00:00 UTC): examined 1, changed 1 (run #{run_record.pk})"
     assert run_record.as_of == AS_OF and run_record.triggered_by == "command"
     assert Entry.objects.get(pk=faded.pk).status == Status.ARCHIVED
     assert Entry.objects.get(pk=kept.pk).status == Status.ACTIVE
@@ -48,7 +49,7 @@ def test_dry_run_prints_and_changes_nothing():
 def test_dry_run_says_how_many_it_did_not_list():
     for _ in range(sweeps.SAMPLE_LIMIT + 3):
         make_entry(base_confidence=0.3, last_verified_at=days_before(90))
-    output = run("decay", "--at", "2026-12-01T02:00:00Z", "--dry-run")
+    output = run("archive", "--at", "2026-12-01T02:00:00Z", "--dry-run")
     assert f"would change {sweeps.SAMPLE_LIMIT + 3} of" in output
     assert "  ... and 3 more" in output
 

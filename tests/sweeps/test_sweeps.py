@@ -3,6 +3,7 @@ the same moment changes nothing, a run killed between batches is finished by the
 once do the work once."""
 
 import datetime
+import math
 import threading
 
 import pytest
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.django_db
 
 def state_of_all():
     return list(Entry.objects.order_by("id").values_list(
-        "id", "status", "confidence", "base_confidence", "queued_at", "queue_reason", "archived_at",
-        "archive_reason", "version", "last_verified_at"))
+        "id", "status", "base_confidence", "queued_at", "queue_reason", "archived_at", "decay_stopped_at",
+        "decay_key", "archive_reason", "version", "last_verified_at"))
 
 
 def mixed_population(settings):
@@ -87,19 +88,65 @@ def test_every_policy_once_then_nothing(settings):
     assert Event.objects.count() == first_events
 
 
-def test_decay_never_compounds():
+def test_confidence_decays_as_it_is_read_and_never_compounds():
     entry = make_entry(base_confidence=0.8, last_verified_at=days_before(60))
     history = Event.objects.filter(entry=entry).count()
+    stored = Entry.objects.get(pk=entry.pk)
     later = AS_OF + datetime.timedelta(days=30)
     run_sweep("decay", as_of=AS_OF)
     run_sweep("decay", as_of=AS_OF)
-    assert Entry.objects.get(pk=entry.pk).confidence == pytest.approx(0.8 * 0.95 ** 2)
     run_sweep("decay", as_of=later)
-    assert Entry.objects.get(pk=entry.pk).confidence == pytest.approx(0.8 * 0.95 ** 3)
-    assert Entry.objects.get(pk=entry.pk).base_confidence == 0.8
-    assert Event.objects.filter(entry=entry).count() == history  # a derived value: no Event, the TaskRun counts it
+    after = Entry.objects.get(pk=entry.pk)
+    assert (after.confidence_at(AS_OF), after.confidence_at(later)) == (
+        pytest.approx(0.8 * 0.95 ** 2), pytest.approx(0.8 * 0.95 ** 3))
+    with clock.running_at(later):
+        assert after.confidence == pytest.approx(0.8 * 0.95 ** 3)
+    # Nothing is written as days pass: not the row, not an Event; the runs are recorded with nothing changed.
+    assert (after.base_confidence, after.version, after.updated_at, after.decay_key) == (
+        0.8, stored.version, stored.updated_at, stored.decay_key)
+    assert Event.objects.filter(entry=entry).count() == history
     runs = list(TaskRun.objects.filter(task="decay").order_by("id").values_list("rows_examined", "rows_changed"))
-    assert runs == [(1, 1), (1, 0), (1, 1)]
+    assert runs == [(0, 0), (0, 0), (0, 0)]
+
+
+def test_decay_reports_what_fell_under_the_retrieval_floor_that_day():
+    rules = lifecycle.rules()
+    # Verified so that it crosses 0.5 twelve hours before AS_OF, and one that crossed long ago.
+    days_to_floor = rules.decay_period_days * math.log(rules.retrieve_at_least / 0.8) / math.log(rules.decay_factor)
+    crossing = make_entry(base_confidence=0.8,
+                          last_verified_at=AS_OF - datetime.timedelta(days=days_to_floor + 0.5))
+    make_entry(base_confidence=0.8, last_verified_at=AS_OF - datetime.timedelta(days=days_to_floor + 30))
+    make_entry(base_confidence=0.8, last_verified_at=days_before(1))
+    run, sweep = run_sweep("decay", as_of=AS_OF)
+    assert (run.rows_examined, run.rows_changed) == (1, 0)
+    assert sweep.samples == [f"#{crossing.pk} confidence 0.500: under the retrieval floor 0.5, agents no longer "
+                             f"receive it".replace("0.500", f"{crossing.confidence_at(AS_OF):.3f}")]
+
+
+def test_keys_written_under_other_decay_settings_are_still_judged_and_then_rewritten(settings):
+    faded = make_entry(base_confidence=0.5, last_verified_at=days_before(120))   # 0.407 at 0.95 a month
+    kept = make_entry(base_confidence=0.9, last_verified_at=days_before(10))
+    # The operator makes decay much faster: 0.5 × 0.7^4 = 0.12, under the archive threshold.
+    settings.CURATION = {**settings.CURATION, "DECAY_FACTOR": 0.7}
+    run, _ = run_sweep("archive", as_of=AS_OF)
+    assert Entry.objects.get(pk=faded.pk).status == Status.ARCHIVED
+    assert Entry.objects.get(pk=kept.pk).status == Status.ACTIVE
+    first, _ = run_sweep("decay", as_of=AS_OF)
+    again, _ = run_sweep("decay", as_of=AS_OF)
+    assert (first.rows_changed, again.rows_changed) == (1, 0)  # the one active entry's key, then nothing
+    rules = lifecycle.rules()
+    stored = Entry.objects.get(pk=kept.pk)
+    assert (stored.decay_key, stored.decay_rate) == (
+        pytest.approx(lifecycle.decay_key(0.9, days_before(10), rules)), lifecycle.decay_rate(rules))
+
+
+def test_archive_reads_only_the_entries_that_may_have_crossed():
+    faded = make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    for _ in range(5):
+        make_entry(base_confidence=0.9, last_verified_at=days_before(5))
+    run, _ = run_sweep("archive", as_of=AS_OF)
+    assert (run.rows_examined, run.rows_changed) == (1, 1)
+    assert Entry.objects.get(pk=faded.pk).status == Status.ARCHIVED
 
 
 def test_revive_through_the_evidence_service(reviewer, make_candidate):
