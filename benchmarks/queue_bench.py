@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/queue_bench.py [--entries N] [--reps N]      (make bench)
 
-Uses a PostgreSQL database of its own (DATABASE_URL, default memoryadmin_bench), made and filled on
+Uses a PostgreSQL database of its own (BENCH_DATABASE_URL or DATABASE_URL, default memoryadmin_bench), made and filled on
 the first run and kept for the next: a rerun only tops it up. Requests go through django.test.Client,
 so the timings include middleware, the queries and template rendering, but no network.
 """
@@ -10,41 +10,20 @@ so the timings include middleware, the queries and template rendering, but no ne
 import argparse
 import datetime
 import html
-import os
 import random
 import re
-import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryadmin_bench")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-# Measure the production shape (DEBUG off: no query log, no debug pages); the test client's host must be allowed.
-os.environ.setdefault("DEBUG", "false")
-os.environ["ALLOWED_HOSTS"] = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1") + ",testserver"
+# ensure_database stays importable from here: api_bench and lifecycle_bench still take it from this module.
+from benchmarks.common import configure, ensure_database, summary, timed  # noqa: E402,F401
 
 TARGET_MS = 100.0
 COMPACT_TARGET_MS = 50.0  # the compact list (one line a lesson), 50 lines a page
 QUEUE_URL = "/review/candidates/"
-
-
-def ensure_database(url: str) -> None:
-    """CREATE DATABASE if missing; it needs autocommit, and a connection to another database."""
-    import dj_database_url
-    import psycopg
-    from psycopg import sql
-
-    db = dj_database_url.parse(url)
-    params = {k: v for k, v in {"host": db["HOST"], "port": db["PORT"], "user": db["USER"],
-                                "password": db["PASSWORD"]}.items() if v}
-    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
-            print(f"created database {db['NAME']}")
 
 
 # --- data: varied enough that the planner sees a realistic table -------------------------------------
@@ -143,28 +122,6 @@ def get(client, url):
     return response
 
 
-def timed(client, urls: list[str], reps: int) -> list[float]:
-    """Milliseconds per GET, after 3 warm-ups; cycles through urls (one url: the same page each time)."""
-    for url in urls[:3] if len(urls) >= 3 else urls * 3:
-        get(client, url)
-    samples = []
-    for i in range(reps):
-        started = time.perf_counter()
-        get(client, urls[i % len(urls)])
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
-def summary(name: str, samples: list[float], target: float = TARGET_MS) -> bool:
-    ordered = sorted(samples)
-    p50 = statistics.median(ordered)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    ok = p95 < target
-    print(f"  {name:<30} n={len(ordered):<4} p50 {p50:7.1f}  p95 {p95:7.1f}  max {ordered[-1]:7.1f} ms"
-          f"   {'PASS' if ok else 'FAIL'} (p95 < {target:.0f} ms)")
-    return ok
-
-
 def set_compact(user, compact: bool) -> None:
     from curation import services
 
@@ -185,12 +142,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=30, help="timed requests per case (default 30)")
     args = parser.parse_args()
 
-    ensure_database(os.environ["DATABASE_URL"])
-    import django
-
-    django.setup()
+    configure("memoryadmin_bench")
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -199,7 +152,6 @@ def main() -> int:
     from curation.models import Entry
     from curation.selectors import encode_cursor
 
-    call_command("migrate", verbosity=0)
     seed(args.entries)
     with connection.cursor() as cursor:
         # Fresh statistics and visibility map, as autovacuum would leave a table that has settled.
@@ -222,9 +174,9 @@ def main() -> int:
     deep_url = f"{QUEUE_URL}?after={encode_cursor(ready.order_by('queued_at', 'id')[depth])}"
 
     print(f"\nGET {QUEUE_URL} as a reviewer, {page_size} cards a page, {args.reps} timed requests each:")
-    ok = summary("first page", timed(client, [QUEUE_URL], args.reps))
-    ok &= summary("pages 2-21 (next links)", timed(client, later, args.reps))
-    ok &= summary(f"deep page (~{depth:,} rows in)", timed(client, [deep_url], args.reps))
+    ok = summary("first page", timed(client, [QUEUE_URL], args.reps), TARGET_MS)
+    ok &= summary("pages 2-21 (next links)", timed(client, later, args.reps), TARGET_MS)
+    ok &= summary(f"deep page (~{depth:,} rows in)", timed(client, [deep_url], args.reps), TARGET_MS)
     set_compact(bench_reviewer, True)
     compact_page = get(client, QUEUE_URL).content.decode()
     assert compact_page.count('class="card line"') == page_size, "the compact list did not render"
