@@ -1,6 +1,7 @@
 """The candidates queue as each role sees it, through the real URL, middleware and templates."""
 
 import datetime
+import html
 import json
 import re
 
@@ -409,3 +410,33 @@ def test_a_page_of_cards_is_what_card_html_renders_for_each_card(request, role, 
     assert ("1 of 2 approvals · rob" in text) and ("Retire (no longer served)" in text) == (role != "auditor")
     assert f"#{alike.pk}</a>" in text and "(0.88 alike)" in text
     assert (f"Merge into #{alike.pk}" in text) == ('data-action="approve"' in text) == (role != "auditor")
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_a_deep_page_costs_the_queries_of_the_first(reviewer, make_candidate, settings, compact):
+    """Reached by following "Next page", the fourth page runs the same queries as the first, as full cards
+    and as the compact list: keyset paging has no offset to grow."""
+    settings.CURATION = {**settings.CURATION, "QUEUE_PAGE_SIZE": 3}
+    for i in range(13):
+        make_candidate(trigger=f"Lesson number {i:02d}", evidence=[
+            {"kind": "tool_output", "signal": "self", "excerpt": f"log {i}"}] * (i % 3))
+    services.remember_queue(reviewer, "candidates", compact=compact, filters="")
+    client, url = client_for(reviewer), reverse("curation:candidates")
+    client.get(url)  # the session and the permissions, as a reviewer's later requests find them
+
+    def page(url):
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(url)
+        assert response.status_code == 200
+        link = re.search(r'<a href="\?([^"]*after=[^"]*)" rel="next"', response.content.decode())
+        return captured, response, url.split("?")[0] + "?" + html.unescape(link.group(1)) if link else None
+
+    first, response, url = page(url)
+    assert response.content.decode().count('class="card line"' if compact else 'class="card"') == 3
+    for _ in range(3):
+        deep, response, url = page(url)
+    assert "Lesson number 09" in response.content.decode() and url  # the fourth of five pages
+    assert [q["sql"].split(" FROM ")[1].split()[0] for q in deep.captured_queries] == \
+        [q["sql"].split(" FROM ")[1].split()[0] for q in first.captured_queries]
+    assert len(deep) == len(first) <= (11 if not compact else 9)
+    assert not any(" OFFSET " in q["sql"] for q in deep.captured_queries)
