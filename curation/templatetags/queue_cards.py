@@ -113,7 +113,7 @@ def _body(item, shared) -> str:
         lesson.append(f"    <dt>Keywords</dt><dd>{chips}</dd>")
     if item.recheck_when:
         lesson.append(f"    <dt>Recheck when</dt><dd>{esc(item.recheck_when)}</dd>")
-    evidence = list(item.evidence.all())
+    evidence = item.card_evidence
     quotes = "\n".join(
         f'      <blockquote class="ev ev-{esc(ev.polarity)}"><span class="badge signal signal-{esc(ev.signal)}">'
         f'{esc(ev.signal)}</span> <span class="badge">{esc(ev.get_kind_display())}</span> '
@@ -123,7 +123,7 @@ def _body(item, shared) -> str:
     ) or '      <p class="missing">No evidence: the agent\'s own say-so only.</p>'
     body = ('  <dl class="lesson">\n' + "\n".join(lesson) + "\n  </dl>\n\n"
             f'  <section class="evidence">\n    <h3>Evidence ({len(evidence)})</h3>\n{quotes}\n  </section>\n')
-    links = list(item.similar_links.all())
+    links = item.card_similar
     if links:
         body += ('\n  <section class="similar">\n    <h3>Similar active entries</h3>\n    <ul>'
                  + "".join(_similar(item, link, shared) for link in links) + "</ul>\n  </section>\n")
