@@ -66,9 +66,10 @@ def percentile(ordered: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def timed(client, urls: str | list[str], reps: int, **headers) -> list[float]:
+def timed(client, urls: str | list[str], reps: int, *, cpu: list[float] | None = None, **headers) -> list[float]:
     """Milliseconds per GET, each answering 200, after 3 warm-ups; cycles through `urls` (one URL: the same
-    page each time)."""
+    page each time). `cpu`, when given, receives the milliseconds of this process's CPU each GET took: what
+    the request cost here, without waiting for the cores others use (nor the database's own work)."""
     urls = [urls] if isinstance(urls, str) else urls
     for url in (urls * 3)[:3]:
         response = client.get(url, **headers)
@@ -76,9 +77,11 @@ def timed(client, urls: str | list[str], reps: int, **headers) -> list[float]:
     samples = []
     for i in range(reps):
         url = urls[i % len(urls)]
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         response = client.get(url, **headers)
         samples.append((time.perf_counter() - started) * 1000)
+        if cpu is not None:
+            cpu.append((time.process_time() - cpu_started) * 1000)
         assert response.status_code == 200, (url, response.status_code)
     return samples
 

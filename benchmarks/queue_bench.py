@@ -204,31 +204,33 @@ class Queue:
         self.depth_page = depth // page_size + 1
 
 
-def measure(queues: list[Queue], reps: int) -> dict:
-    """p50 / p95 samples per (queue, view, page), the queues alternating in ROUNDS rounds."""
-    samples: dict[tuple, list[float]] = {}
+def measure(queues: list[Queue], reps: int) -> tuple[dict, dict]:
+    """Wall and CPU milliseconds per (queue, view, page), the queues alternating in ROUNDS rounds."""
+    wall: dict[tuple, list[float]] = {}
+    cpu: dict[tuple, list[float]] = {}
     for _ in range(ROUNDS):
         for queue in queues:
             use_database(queue.url)
             for mode, compact in MODES:
                 set_compact(queue.user, compact)
                 for page, url in queue.urls.items():
-                    samples.setdefault((queue.label, mode, page), []).extend(
-                        timed(queue.client, url, max(1, reps // ROUNDS)))
-    return samples
+                    key = (queue.label, mode, page)
+                    wall.setdefault(key, []).extend(
+                        timed(queue.client, url, max(1, reps // ROUNDS), cpu=cpu.setdefault(key, [])))
+    return wall, cpu
 
 
 def anatomy(queue: Queue, compact: bool, url: str) -> dict:
-    """One request taken apart: its queries, the time in SQL, in templates, and in all."""
+    """One request taken apart: its queries (statement, parameters, milliseconds from send to the last row
+    read), the time in templates (render()), and in all."""
     from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     from curation.views import queues as queue_views
 
     use_database(queue.url)
     set_compact(queue.user, compact)
     get(queue.client, url)
-    rendering = []
+    rendering, queries = [], []
     original = queue_views.render
 
     def timed_render(*args, **kwargs):
@@ -238,9 +240,16 @@ def anatomy(queue: Queue, compact: bool, url: str) -> dict:
         finally:
             rendering.append((time.perf_counter() - started) * 1000)
 
+    def timed_query(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            queries.append({"sql": sql, "params": params, "ms": (time.perf_counter() - started) * 1000})
+
     queue_views.render = timed_render
     try:
-        with CaptureQueriesContext(connection) as captured:
+        with connection.execute_wrapper(timed_query):
             started = time.perf_counter()
             response = get(queue.client, url)
             total_ms = (time.perf_counter() - started) * 1000
@@ -248,8 +257,8 @@ def anatomy(queue: Queue, compact: bool, url: str) -> dict:
         queue_views.render = original
     if compact:
         assert response.content.decode().count('class="card line"') > 0, "the compact list did not render"
-    return {"queries": list(captured.captured_queries), "total_ms": total_ms, "template_ms": sum(rendering),
-            "sql_ms": sum(float(q["time"]) for q in captured.captured_queries) * 1000}
+    return {"queries": queries, "total_ms": total_ms, "template_ms": sum(rendering),
+            "sql_ms": sum(q["ms"] for q in queries)}
 
 
 def main() -> int:
@@ -269,24 +278,26 @@ def main() -> int:
     for queue in queues:
         queue.prepare()
     small, large = queues
-    samples = measure(queues, args.reps)
+    samples, cpu = measure(queues, args.reps)
     parts = {(q.label, mode, page): anatomy(q, compact, url)
              for q in queues for mode, compact in MODES for page, url in q.urls.items()}
 
     page_size = settings.CURATION["QUEUE_PAGE_SIZE"]
     print(f"\nGET {QUEUE_URL} as a reviewer, {page_size} a page, {args.reps} timed requests per cell in {ROUNDS} "
-          f"alternating rounds; server time in ms (in-process, no network); q = queries per request.")
+          f"alternating rounds; server time in ms (in-process, no network); cpu = p50 of this process's CPU "
+          f"time (without the wait for a core, nor PostgreSQL's own work); q = queries per request.")
     print(f"deep page: page {small.depth_page} of the {small.label} queue, page {large.depth_page} of the "
           f"{large.label} queue (the middle, reached by its own Next links).")
-    print(f"\n{'view':<8} {'page':<11}| {small.label + ' pending':>22} | {large.label + ' pending':>22} | "
+    print(f"\n{'view':<8} {'page':<11}| {small.label + ' pending':>30} | {large.label + ' pending':>30} | "
           f"{'large/small':>11} | verdict")
-    print(f"{'':<8} {'':<11}| {'p50':>7} {'p95':>7} {'q':>6} | {'p50':>7} {'p95':>7} {'q':>6} | {'p50':>11} |")
+    print(f"{'':<8} {'':<11}|" + f" {'p50':>7} {'p95':>7} {'cpu':>7} {'q':>6} |" * 2 + f" {'p50':>11} |")
     misses = []
     for mode, _ in MODES:
         for page in small.urls:
             s, l = (sorted(samples[(q.label, mode, page)]) for q in queues)
             sq, lq = (len(parts[(q.label, mode, page)]["queries"]) for q in queues)
             s50, l50, s95, l95 = statistics.median(s), statistics.median(l), percentile(s, .95), percentile(l, .95)
+            scpu, lcpu = (statistics.median(cpu[(q.label, mode, page)]) for q in queues)
             ratio = l50 / s50
             missed = []
             if l95 >= TARGET_MS:
@@ -296,13 +307,14 @@ def main() -> int:
             if lq != sq:
                 missed.append(f"{mode} {page}: {lq} queries with {large.label} pending, {sq} with {small.label}")
             misses += missed
-            print(f"{mode:<8} {page:<11}| {s50:7.1f} {s95:7.1f} {sq:6} | {l50:7.1f} {l95:7.1f} {lq:6} | "
+            print(f"{mode:<8} {page:<11}| {s50:7.1f} {s95:7.1f} {scpu:7.1f} {sq:6} | {l50:7.1f} {l95:7.1f} {lcpu:7.1f} {lq:6} | "
                   f"{ratio:10.2f}x | {'MISS' if missed else 'ok'}")
         first, deep = (len(parts[(large.label, mode, page)]["queries"]) for page in large.urls)
         if first != deep:
             misses.append(f"{mode}: the deep page runs {deep} queries, the first page {first}")
 
-    print("\nWhere a request's time goes (one request each; template = render(), SQL as the driver timed it):")
+    print("\nWhere a request's time goes, in ms (one request each; template = render(); SQL = from sending each query "
+          "to reading its last row):")
     print(f"{'queue':>9} {'view':<8} {'page':<11} {'total':>7} {'SQL':>6} {'template':>9} {'other':>6} {'queries':>8}")
     for (label, mode, page), part in parts.items():
         other = part["total_ms"] - part["sql_ms"] - part["template_ms"]
@@ -315,22 +327,22 @@ def main() -> int:
             part = parts[(large.label, mode, page)]
             print(f"\n{large.label} pending, {mode}, {page}: {len(part['queries'])} queries")
             for q in part["queries"]:
-                print(f"  {float(q['time']) * 1000:6.1f} ms  {q['sql'][:140]}{'...' if len(q['sql']) > 140 else ''}")
+                print(f"  {q['ms']:6.2f} ms  {q['sql'][:140]}{'...' if len(q['sql']) > 140 else ''}")
             counts = [q["sql"] for q in part["queries"] if "COUNT(" in q["sql"].upper()]
             bounded = all(re.search(r"FROM \(SELECT .* LIMIT \d+\)", sql, re.S) for sql in counts)
             if not bounded:
                 misses.append(f"{mode} {page}: a COUNT without a LIMIT inside it")
-            main_sql = [q["sql"] for q in part["queries"]
+            main_sql = [(q["sql"], q["params"]) for q in part["queries"]
                         if 'FROM "curation_entry"' in q["sql"] and 'ORDER BY "curation_entry"."queued_at"' in q["sql"]]
             if not main_sql:
                 misses.append(f"{mode} {page}: no page query ordered by queued_at")
-            elif "entry_queue_idx" not in explain(main_sql[0], None):
+            elif "entry_queue_idx" not in explain(*main_sql[0]):
                 misses.append(f"{mode} {page}: the page query does not use entry_queue_idx")
             if args.explain:
                 for q in part["queries"]:
                     if q["sql"].startswith("SELECT") and '"curation_' in q["sql"]:
                         print(f"\n  EXPLAIN ANALYZE {q['sql'][:100]}...")
-                        print("    " + explain(q["sql"], None).replace("\n", "\n    "))
+                        print("    " + explain(q["sql"], q["params"]).replace("\n", "\n    "))
 
     print()
     for miss in misses:

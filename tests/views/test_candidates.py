@@ -440,3 +440,14 @@ def test_a_deep_page_costs_the_queries_of_the_first(reviewer, make_candidate, se
         [q["sql"].split(" FROM ")[1].split()[0] for q in first.captured_queries]
     assert len(deep) == len(first) <= (11 if not compact else 9)
     assert not any(" OFFSET " in q["sql"] for q in deep.captured_queries)
+
+
+def test_past_its_cap_the_count_says_more_than(reviewer, make_candidate, settings):
+    settings.CURATION = {**settings.CURATION, "QUEUE_COUNT_CAP": 3}
+    for i in range(3):
+        make_candidate(trigger=f"Lesson number {i:02d}")
+    client = client_for(reviewer)
+    assert re.search(r'id="queue-count">\s*3 waiting', client.get(reverse("curation:candidates")).content.decode())
+    make_candidate(trigger="Lesson number 03")
+    body = client.get(reverse("curation:candidates")).content.decode()
+    assert re.search(r'id="queue-count">\s*more than 3 waiting', body) and "more than 3 left under these filters" in body
