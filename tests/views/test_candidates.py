@@ -440,6 +440,7 @@ def test_a_deep_page_costs_the_queries_of_the_first(reviewer, make_candidate, se
         [q["sql"].split(" FROM ")[1].split()[0] for q in first.captured_queries]
     assert len(deep) == len(first) <= (11 if not compact else 9)
     assert not any(" OFFSET " in q["sql"] for q in deep.captured_queries)
+    assert not any('"embedding"' in q["sql"] for q in deep.captured_queries)  # no card shows it
 
 
 def test_past_its_cap_the_count_says_more_than(reviewer, make_candidate, settings):
