@@ -31,7 +31,7 @@ from benchmarks.common import configure, ensure_database, percentile, timed  # n
 
 TARGET_MS = 50.0      # server time at p95, with the large queue, full cards and compact list alike
 FLAT_RATIO = 1.2      # the large queue's p50 over the small queue's, page for page
-ROUNDS = 3            # alternating rounds of small and large
+ROUNDS = 5            # alternating rounds of small and large: a passing load falls on both
 QUEUE_URL = "/review/candidates/"
 MODES = (("cards", False), ("compact", True))
 
@@ -265,7 +265,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--small", type=int, default=1_000, help="pending entries in the small queue (default 1000)")
     parser.add_argument("--large", type=int, default=100_000, help="pending entries in the large queue (default 100000)")
-    parser.add_argument("--reps", type=int, default=30, help="timed requests per page and size (default 30)")
+    parser.add_argument("--reps", type=int, default=60, help="timed requests per page and size (default 60)")
     parser.add_argument("--explain", action=argparse.BooleanOptionalAction, default=True,
                         help="print EXPLAIN ANALYZE of each query of the large queue's pages (default on)")
     args = parser.parse_args()
