@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/learning_bench.py [--retrievals N] [--reps N]      (make bench-learning)
 
-Uses a PostgreSQL database of its own (DATABASE_URL, default memoryadmin_learning_bench), made and filled
+Uses a PostgreSQL database of its own (BENCH_DATABASE_URL or DATABASE_URL, default memoryadmin_learning_bench), made and filled
 on the first run and kept for the next: a rerun only tops it up. Retrievals, their items and their
 feedback are spread over the last 90 days, 200 scopes and 2,000 lessons, a quarter of the tasks in the
 holdout; the outcome tallies are then built from them as the feedback path would have counted them.
@@ -11,21 +11,15 @@ Requests go through django.test.Client (middleware, queries and templates, no ne
 
 import argparse
 import datetime
-import os
 import random
-import statistics
 import sys
 import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryadmin_learning_bench")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-os.environ.setdefault("DEBUG", "false")
-os.environ["ALLOWED_HOSTS"] = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1") + ",testserver"
+from benchmarks.common import configure, summary, timed  # noqa: E402
 
 TARGET_MS = 200.0
 ENTRIES = 2000
@@ -36,20 +30,6 @@ ENVS = ["container", "ci", "staging", "prod", "host"]
 SCOPES = [f"{o}/{s}/{e}" for o in ORGS for s in SERVICES for e in ENVS]  # 200 scopes
 SCOPE_WEIGHTS = [1 / (i + 1) ** 0.8 for i in range(len(SCOPES))]
 KINDS = ["procedure", "failure_lesson", "success_pattern", "preference", "fact", "human_correction"]
-
-
-def ensure_database(url: str) -> None:
-    import dj_database_url
-    import psycopg
-    from psycopg import sql
-
-    db = dj_database_url.parse(url)
-    params = {k: v for k, v in {"host": db["HOST"], "port": db["PORT"], "user": db["USER"],
-                                "password": db["PASSWORD"]}.items() if v}
-    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
-            print(f"created database {db['NAME']}")
 
 
 def seed_entries(rng: random.Random, now) -> dict[str, list[int]]:
@@ -164,39 +144,13 @@ def user(name: str, role: str, scopes=()):
     return person
 
 
-def timed(client, url: str, reps: int, **headers) -> list[float]:
-    for _ in range(3):
-        assert client.get(url, **headers).status_code == 200, url
-    samples = []
-    for _ in range(reps):
-        started = time.perf_counter()
-        response = client.get(url, **headers)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, (url, response.status_code)
-    return samples
-
-
-def summary(name: str, samples: list[float]) -> bool:
-    ordered = sorted(samples)
-    p50 = statistics.median(ordered)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    ok = p95 < TARGET_MS
-    print(f"  {name:<34} n={len(ordered):<4} p50 {p50:7.1f}  p95 {p95:7.1f}  max {ordered[-1]:7.1f} ms"
-          f"   {'PASS' if ok else 'FAIL'} (p95 < {TARGET_MS:.0f} ms)")
-    return ok
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--retrievals", type=int, default=1_000_000, help="retrievals to have (default 1000000)")
     parser.add_argument("--reps", type=int, default=30, help="timed requests per case (default 30)")
     args = parser.parse_args()
 
-    ensure_database(os.environ["DATABASE_URL"])
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    configure("memoryadmin_learning_bench")
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -204,7 +158,6 @@ def main() -> int:
     from curation import clock
     from curation.services.tokens import create_agent_token
 
-    call_command("migrate", verbosity=0)
     rng, now = random.Random(args.retrievals), clock.now()
     by_scope = seed_entries(rng, now)
     seed_retrievals(args.retrievals, rng, now, by_scope)
@@ -225,7 +178,7 @@ def main() -> int:
         client = Client()
         if person:
             client.force_login(person)
-        ok &= summary(name, timed(client, url, args.reps, **headers))
+        ok &= summary(name, timed(client, url, args.reps, **headers), TARGET_MS, width=34)
         with CaptureQueriesContext(connection) as captured:
             client.get(url, **headers)
         print(f"    {len(captured)} queries; the slowest: "

@@ -294,7 +294,9 @@ CURATION = {
     "RETRIEVE_LIMIT": 5,
     "DEFER_HOURS": 24,
     "QUEUE_PAGE_SIZE": 50,
-    "QUEUE_COUNT_CAP": 10000,         # counts stop here: "10,000+" instead of a full COUNT(*)
+    # Counts stop here ("more than 1,000 waiting"): past it a count reads the same 1,001 index entries at any
+    # queue size, so a page with 100,000 waiting costs what one with 1,000 does.
+    "QUEUE_COUNT_CAP": 1000,
     # Scope prefixes whose candidates need two reviewers' approval (a lead's page overrides per prefix;
     # the longest matching prefix wins). Comma-separated in the environment.
     "TWO_REVIEWER_SCOPES": [p.strip() for p in os.environ.get("TWO_REVIEWER_SCOPES", "").split(",") if p.strip()],

@@ -31,7 +31,8 @@ class Page:
 
 
 def capped_label(count: int, capped: bool) -> str:
-    return f"{count:,}+" if capped else f"{count:,}"
+    """The count in words: "more than 1,000" once it reached its cap, not a figure that looks exact."""
+    return f"more than {count:,}" if capped else f"{count:,}"
 
 
 def capped_count(qs: QuerySet, cap: int | None = None) -> tuple[int, bool]:

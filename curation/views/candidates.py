@@ -14,6 +14,7 @@ class Candidates(Queue):
     card_url_name = "candidate-card"
     page_template = "curation/candidates.html"
     card_template = "curation/partials/card.html"
+    cards_template = "curation/partials/cards.html"
     lines_template = "curation/partials/card_lines.html"
     decided_template = "curation/partials/card_decided.html"
     filter_form = CandidateFilterForm

@@ -73,6 +73,7 @@ class Queue:
     not_found: str
     refusals: tuple[type[Exception], ...] = (StaleDecision, InvalidTransition)  # 409, with the card
     lines_template: str = ""       # the compact list, one line an item ("": the queue has no compact list)
+    cards_template: str = ""       # a page's cards at once, the markup of card_template ("": card_template for each)
 
     def urls(self, prefix: str, decisions: dict) -> list:
         """The queue's URLs under `prefix`: its page, its view switch (cards or compact list), its bulk form,

@@ -1,17 +1,22 @@
 """The candidates queue as each role sees it, through the real URL, middleware and templates."""
 
+import datetime
+import html
 import json
+import re
 
 import pytest
 from django.contrib import admin
 from django.db import connection
-from django.test import Client
+from django.template.loader import render_to_string
+from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from curation import services
-from curation.models import Entry, Event, Status
-from tests.factories import client_for
+from curation import clock, selectors, services
+from curation.models import Entry, Event, SimilarEntry, Status
+from curation.views.candidates import QUEUE
+from tests.factories import active, client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -352,3 +357,99 @@ def test_labels_say_what_happens(reviewer, auditor, make_candidate):
     refused = client_for(auditor).post(action_url("approve", entry), {"version": 3})
     assert refused.status_code == 403
     assert "Your role does not allow you to decide on review queues" in refused.content.decode()
+
+
+def _cards(html: str) -> dict[int, str]:
+    """Each card of a page by its id, as markup to compare: no CSRF token (masked afresh each time) and no
+    white space between tags or before a tag's closing bracket."""
+    html = re.sub(r'(name="csrfmiddlewaretoken" value=")[^"]+', r"\1", html)
+    cards = re.findall(r'(<article class="card[^"]*" id="card-(\d+)".*?</article>)', html, re.S)
+    normal = (lambda card: re.sub(r"\s+>", ">", re.sub(r">\s+<", "><", re.sub(r"\s+", " ", card))).strip())
+    return {int(pk): normal(card) for card, pk in cards}
+
+
+@pytest.mark.parametrize("role", ["reviewer", "lead", "auditor"])
+def test_a_page_of_cards_is_what_card_html_renders_for_each_card(request, role, lead, second_reviewer,
+                                                                     make_candidate):
+    """The page builds its cards in one go (queue_cards.py) instead of through card.html: the same markup
+    for every part a card can show, and for every role."""
+    user = request.getfixturevalue(role)
+    alike = active(lead, trigger="Editing config files inside the billing-api container, always")
+    full = make_candidate(content="First line <b>bold</b> & \"quoted\"\nsecond line", conditions=["a&b", "<c>"],
+                          recheck_when="when the container image changes", evidence=[
+                              {"kind": "tool_output", "signal": "self", "excerpt": "x" * 450, "task_ref": "task-9"},
+                              {"kind": "test_result", "signal": "external", "polarity": "contradicts",
+                               "excerpt": "passes on the host"}])
+    bare = make_candidate(trigger="Rotating the signing key", content="Rotate it on Mondays.", boundary="",
+                          conditions=[], kind="preference")
+    halfway = make_candidate(trigger="Draining the worker queue", content="Drain it before a deploy.")
+    disputed = make_candidate(trigger="Pinning the base image", content="Pin it by digest.")
+    Entry.objects.filter(pk=full.pk).update(flags=[{"kind": "aws_key", "detail": "1 redacted"}])
+    # PostgreSQL's ranking may have linked the two at submission already, at a score of its own.
+    SimilarEntry.objects.update_or_create(candidate=full, similar=alike, defaults={"score": 0.875})
+    Entry.objects.filter(pk=halfway.pk).update(first_approval_by=second_reviewer)
+    Entry.objects.filter(pk=disputed.pk).update(first_approval_by=second_reviewer, queue_reason="needs_lead")
+    recheck = active(lead, trigger="Restarting the search cluster", content="One node at a time.", conditions=[])
+    Entry.objects.filter(pk=recheck.pk).update(queued_at=clock.now() - datetime.timedelta(hours=1),
+                                               queue_reason="recheck_requested")
+    # Three days old, so "3 days ago" reads the same in both renderings whenever the test runs.
+    Entry.objects.update(created_at=clock.now() - datetime.timedelta(days=3, hours=1))
+
+    page = client_for(user).get(reverse("curation:candidates"))
+    built = _cards(page.content.decode())
+    listed = selectors.candidate_queue(user, selectors.QueueFilters()).items
+    shown = {full.pk, bare.pk, halfway.pk, recheck.pk} | ({disputed.pk} if role == "lead" else set())
+    assert set(built) == {item.pk for item in listed} == shown
+    factory = RequestFactory().get(reverse("curation:candidates"))
+    factory.user = user
+    for item in listed:
+        assert built[item.pk] == _cards(render_to_string(
+            QUEUE.card_template, {"queue": QUEUE, "item": item}, request=factory))[item.pk], item.pk
+    text = page.content.decode()
+    assert "⚑ aws_key: 1 redacted" in text and "<strong>contradicts</strong>" in text
+    assert "First line &lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;<br>second line" in text
+    assert ("1 of 2 approvals · rob" in text) and ("Retire (no longer served)" in text) == (role != "auditor")
+    assert f"#{alike.pk}</a>" in text and "(0.88 alike)" in text
+    assert (f"Merge into #{alike.pk}" in text) == ('data-action="approve"' in text) == (role != "auditor")
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_a_deep_page_costs_the_queries_of_the_first(reviewer, make_candidate, settings, compact):
+    """Reached by following "Next page", the fourth page runs the same queries as the first, as full cards
+    and as the compact list: keyset paging has no offset to grow."""
+    settings.CURATION = {**settings.CURATION, "QUEUE_PAGE_SIZE": 3}
+    for i in range(13):
+        make_candidate(trigger=f"Lesson number {i:02d}", evidence=[
+            {"kind": "tool_output", "signal": "self", "excerpt": f"log {i}"}] * (i % 3))
+    services.remember_queue(reviewer, "candidates", compact=compact, filters="")
+    client, url = client_for(reviewer), reverse("curation:candidates")
+    client.get(url)  # the session and the permissions, as a reviewer's later requests find them
+
+    def page(url):
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(url)
+        assert response.status_code == 200
+        link = re.search(r'<a href="\?([^"]*after=[^"]*)" rel="next"', response.content.decode())
+        return captured, response, url.split("?")[0] + "?" + html.unescape(link.group(1)) if link else None
+
+    first, response, url = page(url)
+    assert response.content.decode().count('class="card line"' if compact else 'class="card"') == 3
+    for _ in range(3):
+        deep, response, url = page(url)
+    assert "Lesson number 09" in response.content.decode() and url  # the fourth of five pages
+    assert [q["sql"].split(" FROM ")[1].split()[0] for q in deep.captured_queries] == \
+        [q["sql"].split(" FROM ")[1].split()[0] for q in first.captured_queries]
+    assert len(deep) == len(first) <= (11 if not compact else 9)
+    assert not any(" OFFSET " in q["sql"] for q in deep.captured_queries)
+    assert not any('"embedding"' in q["sql"] for q in deep.captured_queries)  # no card shows it
+
+
+def test_past_its_cap_the_count_says_more_than(reviewer, make_candidate, settings):
+    settings.CURATION = {**settings.CURATION, "QUEUE_COUNT_CAP": 3}
+    for i in range(3):
+        make_candidate(trigger=f"Lesson number {i:02d}")
+    client = client_for(reviewer)
+    assert re.search(r'id="queue-count">\s*3 waiting', client.get(reverse("curation:candidates")).content.decode())
+    make_candidate(trigger="Lesson number 03")
+    body = client.get(reverse("curation:candidates")).content.decode()
+    assert re.search(r'id="queue-count">\s*more than 3 waiting', body) and "more than 3 left under these filters" in body
