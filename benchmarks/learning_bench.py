@@ -39,11 +39,12 @@ def seed_entries(rng: random.Random, now) -> dict[str, list[int]]:
     from psycopg.types.json import Jsonb
 
     from curation.models import Entry
+    from curation.services.entry_writes import rewrite_decay_keys
 
     have = Entry.objects.filter(created_by_label="agent:learning-bench").count()
     if have < ENTRIES:
         columns = ("kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "signal",
-                   "base_confidence", "confidence", "hit_count", "retrieval_count", "utility_sum", "utility_n",
+                   "base_confidence", "hit_count", "retrieval_count", "utility_sum", "utility_n",
                    "status", "queue_reason", "flags", "source_task", "created_by_label", "version", "created_at",
                    "updated_at", "archive_reason", "fingerprint", "last_verified_at")
         with transaction.atomic(), connection.cursor() as cursor:
@@ -53,8 +54,9 @@ def seed_entries(rng: random.Random, now) -> dict[str, list[int]]:
                     made = now - datetime.timedelta(days=rng.uniform(0, 90))
                     kind = "human_correction" if i % 20 == 0 else rng.choice(KINDS[:5])
                     copy.write_row((kind, scope, f"Lesson {i} for {scope}", f"Do the thing number {i} first.",
-                                    Jsonb(["bench"]), "", "", "external", 0.8, 0.8, 0, 0, 0.0, 0, "active", "",
+                                    Jsonb(["bench"]), "", "", "external", 0.8, 0, 0, 0.0, 0, "active", "",
                                     Jsonb([]), f"task-{i}", "agent:learning-bench", 1, made, made, "", "", made))
+        rewrite_decay_keys(Entry.objects.filter(decay_rate__lt=0))  # COPY bypassed the write path's decay index
     by_scope: dict[str, list[int]] = {}
     for pk, scope in Entry.objects.filter(created_by_label="agent:learning-bench").values_list("id", "scope"):
         by_scope.setdefault(scope, []).append(pk)

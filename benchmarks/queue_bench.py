@@ -52,7 +52,7 @@ SIGNALS = ["self", "independent", "external"]
 SIGNAL_WEIGHTS = [60, 30, 10]
 ENTRY_COLUMNS = (
     "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "signal",
-    "base_confidence", "confidence", "hit_count", "retrieval_count", "utility_sum", "utility_n", "status",
+    "base_confidence", "hit_count", "retrieval_count", "utility_sum", "utility_n", "status",
     "queued_at", "queue_reason", "flags", "source_task", "created_by_label", "version", "created_at", "updated_at",
     "archive_reason", "fingerprint",
 )
@@ -72,7 +72,7 @@ def entry_row(rng: random.Random, now: datetime.datetime) -> tuple:
     boundary = "" if rng.random() < 0.3 else f"Not on the {rng.choice(ENVS)} checkout, where paths are fixed."
     return (
         rng.choices(KINDS, weights=KIND_WEIGHTS)[0], scope, trigger, content, Jsonb([tool, action.split()[0]]),
-        boundary, "", rng.choices(SIGNALS, weights=SIGNAL_WEIGHTS)[0], confidence, confidence, 0, 0, 0.0, 0,
+        boundary, "", rng.choices(SIGNALS, weights=SIGNAL_WEIGHTS)[0], confidence, 0, 0, 0.0, 0,
         "pending", queued, "new", Jsonb([]), f"task-{rng.randint(1, 10**6)}", f"agent:bench-{rng.randint(1, 40)}",
         1, queued, queued, "", "",  # no fingerprint: random lessons repeat, and one pending per fingerprint holds
     )
