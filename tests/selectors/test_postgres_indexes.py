@@ -35,7 +35,7 @@ def _fill_other_scopes(n: int) -> None:
     Entry.objects.bulk_create(
         Entry(kind="fact", scope=f"other/s{i % 100}", trigger=f"When {words[i % 13]}ing part{i}",
               content=f"Always {words[(i // 13) % 13]} the unit{i} first.", status=Status.ACTIVE,
-              signal="self", base_confidence=0.6, confidence=0.6, fingerprint=f"fill{i}")
+              signal="self", base_confidence=0.6, fingerprint=f"fill{i}")
         for i in range(n)
     )
     with connection.cursor() as cursor:

@@ -80,8 +80,8 @@ def test_the_published_read_uses_the_open_rows_scoped_word_index(on_postgres, le
         # Released as version 1's rows, still open: the planner weighs the index as at scale.
         cursor.execute("""
             INSERT INTO curation_releasedentry (entry_id, valid_from, entry_version, kind, scope, trigger, content,
-                                                conditions, boundary, signal, confidence, fingerprint)
-            SELECT id, 1, version, kind, scope, trigger, content, conditions, boundary, signal, confidence,
+                                                conditions, boundary, signal, base_confidence, fingerprint)
+            SELECT id, 1, version, kind, scope, trigger, content, conditions, boundary, signal, base_confidence,
                    fingerprint
             FROM curation_entry WHERE scope LIKE 'other/s%%'
         """)
