@@ -227,7 +227,7 @@ def main() -> int:
     # A worker is a long-lived process: load the secret detectors (which the Events' redaction uses) once
     # before timing, as a worker has long since done.
     from curation.redaction import redact
-    redact("warm up")
+    redact("warm up the detectors", "bench")
     full, full_archived = timed_rollback("full-table UPDATE", FULL_TABLE_SQL)
     minimal_first, minimal_archived = timed_committed("minimal raw SQL", MINIMAL_SQL)
     swept, sweep_archived = sweep()

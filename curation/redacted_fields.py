@@ -11,7 +11,19 @@ from __future__ import annotations
 
 from django.db import models
 
-from curation.redaction import redact
+from curation.redaction import redact, remember_clean
+
+
+def _remember_stored(value) -> None:
+    """Every string of a value read from a redacting column: it was redacted on its way in."""
+    if isinstance(value, str):
+        remember_clean(value)
+    elif isinstance(value, list):
+        for item in value:
+            _remember_stored(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _remember_stored(item)
 
 
 def redacted(value, field: str):
@@ -39,6 +51,15 @@ class _Redacting:
         """save() and bulk_create(): the instance holds what the row holds."""
         value = self._clean(super().pre_save(model_instance, add))
         setattr(model_instance, self.attname, value)
+        return value
+
+    def from_db_value(self, value, expression, connection):
+        """What the row holds was redacted when written: writing it again (an Event's snapshot of the entry)
+        need not scan it again."""
+        parent = getattr(super(), "from_db_value", None)
+        if parent is not None:
+            value = parent(value, expression, connection)
+        _remember_stored(value)
         return value
 
     def get_db_prep_save(self, value, connection):

@@ -7,6 +7,7 @@ value: only its kind and the field it was in, so flags, events and logs cannot l
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -54,15 +55,23 @@ _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{32,}")
 _KEYWORD_STEMS = re.compile(r"(?i)key|pass|pwd|secret|contrase")
 
 
-# Texts known to hold nothing to redact (redact's outputs included: redacting twice changes nothing), so
-# that the same text written again (an entry's text in each Event's snapshot, a checked input stored by
-# the models' redacting fields) is not scanned again. Bounded: the oldest are forgotten first.
-_KNOWN_CLEAN_MAX = 4096
-_known_clean: dict[str, None] = {}
+# Texts known to hold nothing to redact (redact's outputs included: redacting twice changes nothing; and
+# what a redacting column hands back, since it was redacted on its way in), so that the same text written
+# again (an entry's text in each Event's snapshot, a checked input stored by the models' redacting fields)
+# is not scanned again. Kept as digests, so that the bound is on a few megabytes whatever the texts'
+# lengths: a sweep's batch of thousands of entries, each with its before and after snapshots, stays in it.
+# Bounded: the oldest are forgotten first.
+_KNOWN_CLEAN_MAX = 65_536
+_known_clean: dict[bytes, None] = {}
 
 
-def _remember_clean(text: str) -> None:
-    _known_clean[text] = None
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def remember_clean(text: str) -> None:
+    """`text` holds nothing to redact (a redacting column's stored value, or redact's own output)."""
+    _known_clean[_digest(text)] = None
     if len(_known_clean) > _KNOWN_CLEAN_MAX:
         try:
             del _known_clean[next(iter(_known_clean))]
@@ -175,7 +184,7 @@ def redact(text: str, field: str) -> tuple[str, list[Finding]]:
 
     Credentials first (our patterns, then detect-secrets' plugins and long random tokens), personal data
     after: each detector sees whole values, never one another's leftovers."""
-    if not text or text in _known_clean:
+    if not text or _digest(text) in _known_clean:
         return text, []
     findings: list[Finding] = []
     text = _apply(_CREDENTIALS, text, field, findings)
@@ -187,7 +196,7 @@ def redact(text: str, field: str) -> tuple[str, list[Finding]]:
                 text = text.replace(token, f"[REDACTED: {kind.lower()}]")
                 findings.append(Finding(kind.lower(), field))
     text = _apply(_PERSONAL, text, field, findings)
-    _remember_clean(text)
+    remember_clean(text)
     return text, findings
 
 
