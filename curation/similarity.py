@@ -24,7 +24,8 @@ def jaccard(wa: frozenset, wb: frozenset) -> float:
     """similarity() for word sets already split (a caller comparing one text with many splits it once)."""
     if not wa or not wb:
         return 0.0
-    return len(wa & wb) / len(wa | wb)
+    shared = len(wa & wb)
+    return shared / (len(wa) + len(wb) - shared)  # the size of the union, without building it
 
 
 def fingerprint(trigger: str, content: str) -> str:

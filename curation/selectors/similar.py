@@ -28,7 +28,7 @@ def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tu
     batch; elsewhere one lookup per entry."""
     entries = list(entries)
     if connection.vendor != "postgresql" or not entries:
-        return {entry.pk: _similar_portable(entry, limit) for entry in entries}
+        return _similar_portable_many(entries, limit)
     found: dict[int, list[tuple[int, float]]] = {entry.pk: [] for entry in entries}
     with connection.cursor() as cursor:
         cursor.execute(
@@ -48,19 +48,33 @@ def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, f
     return similar_active_entries_many([entry], limit=limit)[entry.pk]
 
 
-def _similar_portable(entry: Entry, limit: int) -> list[tuple[int, float]]:
-    """Word Jaccard over the most recent active entries of the overlapping scopes."""
+def _similar_portable_many(entries: list[Entry], limit: int) -> dict[int, list[tuple[int, float]]]:
+    """Word Jaccard of each entry with the SIMILAR_POOL most recent active entries of its overlapping scopes
+    (itself left out). Entries of one scope share that pool: one query per scope of the batch, not per
+    entry, and each pooled row's words split once for the whole batch."""
     threshold = settings.CURATION["SIMILAR_THRESHOLD"]
-    text = f"{entry.trigger} {entry.content}"
-    pool = (
-        Entry.objects.filter(status=Status.ACTIVE)
-        .filter(access.overlapping_scopes_q(entry.scope, bytewise=connection.vendor == "sqlite"))
-        .exclude(pk=entry.pk)
-        .order_by("-id")
-        .values_list("id", "trigger", "content")[:SIMILAR_POOL]
-    )
-    mine = words(text)  # split once, not once per row of the pool
-    scored = [(pk, round(jaccard(mine, words(f"{trigger} {content}")), 3)) for pk, trigger, content in pool]
-    scored = [(pk, score) for pk, score in scored if score >= threshold]
-    scored.sort(key=lambda pair: -pair[1])
-    return scored[:limit]
+    by_scope: dict[str, list[Entry]] = {}
+    for entry in entries:
+        by_scope.setdefault(entry.scope, []).append(entry)
+    words_of: dict[int, frozenset[str]] = {}
+    found: dict[int, list[tuple[int, float]]] = {}
+    for scope, members in by_scope.items():
+        # The pool less any of these entries is the pool each would read alone: enough rows past it to
+        # leave SIMILAR_POOL once an entry's own row is dropped.
+        pool = list(
+            Entry.objects.filter(status=Status.ACTIVE)
+            .filter(access.overlapping_scopes_q(scope, bytewise=connection.vendor == "sqlite"))
+            .order_by("-id")
+            .values_list("id", "trigger", "content")[:SIMILAR_POOL + 1]
+        )
+        for pk, trigger, content in pool:
+            if pk not in words_of:
+                words_of[pk] = words(f"{trigger} {content}")
+        for entry in members:
+            mine = words(f"{entry.trigger} {entry.content}")
+            own = [pk for pk, _, _ in pool if pk != entry.pk][:SIMILAR_POOL]
+            scored = [(pk, round(jaccard(mine, words_of[pk]), 3)) for pk in own]
+            scored = [(pk, score) for pk, score in scored if score >= threshold]
+            scored.sort(key=lambda pair: -pair[1])
+            found[entry.pk] = scored[:limit]
+    return found

@@ -7,7 +7,7 @@ import pytest
 from curation import access
 from curation.models import Entry
 from curation.selectors.partners import partner_pool
-from curation.selectors.similar import similar_active_entries
+from curation.selectors.similar import similar_active_entries, similar_active_entries_many
 from tests.factories import active, make_user
 
 TEXT = {"trigger": "Rotating the signing key of the billing webhook",
@@ -34,3 +34,18 @@ def test_partner_and_near_duplicate_pools_reach_below_but_not_siblings(entries):
     assert pool == {"acme", "acme/billing", "acme/billing/container"}
     similar = {Entry.objects.get(pk=pk).scope for pk, _ in similar_active_entries(entries["acme/billing"])}
     assert similar == {"acme", "acme/billing/container"}
+
+
+def test_near_duplicates_of_many_entries_are_those_each_finds_alone(entries):
+    """Entries of one scope looked up together (a batch) share their scopes' pool, yet each leaves itself
+    out and finds what it finds alone, on either database."""
+    twin = active(make_user("second", "lead"), scope="acme/billing", trigger=TEXT["trigger"],
+                  content=TEXT["content"] + " Then check the queue.")
+    entries = {**entries, "twin": twin}
+    together = similar_active_entries_many(list(entries.values()))
+    assert entries["acme/billing"].pk in {pk for pk, _ in together[twin.pk]}
+    for scope, entry in entries.items():
+        assert together[entry.pk] == similar_active_entries(entry)
+        assert entry.pk not in {pk for pk, _ in together[entry.pk]}
+    assert {Entry.objects.get(pk=pk).scope for pk, _ in together[entries["acme/billing"].pk]} == {
+        "acme", "acme/billing", "acme/billing/container"}  # the twin in its own scope, itself left out
