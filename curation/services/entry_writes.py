@@ -8,11 +8,11 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   before and after `Entry.snapshot()`. Raises StaleDecision, with the Events since that version, when
   another writer got there first. Returns the Event.
 - `insert_entry` / `insert_entries`: a new entry (a candidate, a merged entry) and its Event.
-- `write_entries(rows, ...)`: the bulk twin for sweeps. One UPDATE per batch for every row (values the
-  same for all, possibly SQL expressions; values per row; then expressions over the written values),
-  one Event per row with the same snapshot, all created at the sweep's as-of time. Raises
-  ConcurrentChange, having written nothing, when a row is no longer in the expected status or its
-  version moved.
+- `write_entries(rows, ...)`: the bulk twin for sweeps and for an agent's outcome, which changes every
+  entry the task used. One UPDATE per batch for every row (values the same for all, possibly SQL
+  expressions; values per row; then expressions over the written values), one Event per row with the
+  same snapshot, all created at the caller's time. Raises ConcurrentChange, having written nothing, when
+  a row is no longer in the expected status or its version moved.
 
 `updated_at`: a decision stamps its `at` (a demo replayed as of a past moment reads as it happened then);
 a sweep stamps the wall clock, because the detecting sweeps read "what changed since my last run" by
@@ -101,12 +101,16 @@ def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, act
 
 
 def write_entries(
-    rows: list[Entry], *, expected_status: str, action: EventAction, reason_of: Callable[[Entry], str],
+    rows: list[Entry], *, expected_status: str | None, action: EventAction, reason_of: Callable[[Entry], str],
     actor_label: str, at, request_id: str | None = None, values: dict | None = None,
-    row_values: dict[int, dict] | None = None, then: dict | None = None,
+    row_values: dict[int, dict] | None = None, then: dict | None = None, updated_at=None,
 ) -> int:
-    """The bulk twin of write_entry, for a sweep's batch of rows it has locked, loaded with at least their
+    """The bulk twin of write_entry, for a batch of rows the caller has locked, loaded with at least their
     id and the version it read (the snapshots are read here, in one query before and one after).
+
+    `expected_status`: the status every row must still be in (None: any; an outcome counts on an entry
+    archived since the task retrieved it). `updated_at`: the stamp of the rows, by default the wall clock
+    (a sweep's); a decision passes its `at`, as write_entry stamps it.
 
     `values`: column -> value or SQL expression, the same for every row (archive: status, and the
     confidence decayed to the as-of time). `row_values`: {pk: {column: value}} for what differs per row
@@ -119,9 +123,11 @@ def write_entries(
     with transaction.atomic():
         before = {e.pk: e.snapshot() for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
         updates = {**(values or {}), **_per_row(row_values or {})}
-        written = Entry.objects.filter(pk__in=ids, status=expected_status).update(
-            **updates, version=F("version") + 1, updated_at=clock.wall()
-        )
+        target = Entry.objects.filter(pk__in=ids)
+        if expected_status is not None:
+            target = target.filter(status=expected_status)
+        written = target.update(**updates, version=F("version") + 1,
+                                updated_at=clock.wall() if updated_at is None else updated_at)
         if then:
             Entry.objects.filter(pk__in=ids).update(**then)
         after = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
