@@ -31,7 +31,7 @@ import json
 from typing import Callable
 
 from django.db import connection, transaction
-from django.db.models import Case, F, QuerySet, Value, When
+from django.db.models import Expression, F, QuerySet
 
 from curation import clock
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry
@@ -147,15 +147,34 @@ def write_entries(
 def _per_row(row_values: dict[int, dict]) -> dict:
     """{pk: {column: value}} as one CASE per column: every row's value in the same UPDATE."""
     columns = sorted({column for values in row_values.values() for column in values})
-    updates = {}
-    for column in columns:
-        field = Entry._meta.get_field(column)
-        updates[column] = Case(
-            *[When(pk=pk, then=Value(values[column], output_field=field))
-              for pk, values in row_values.items() if column in values],
-            default=F(column), output_field=field,
-        )
-    return updates
+    return {column: ByRow(Entry._meta.get_field(column),
+                          {pk: values[column] for pk, values in row_values.items() if column in values})
+            for column in columns}
+
+
+class ByRow(Expression):
+    """`CASE id WHEN pk THEN value ... ELSE column END` for an UPDATE of one column: each row's own value,
+    the others keep theirs. What Case(When(pk=...)) would say, without resolving a lookup per row and
+    column (most of a small bulk write's time: an outcome's six rows by eight columns). Each value is
+    prepared by the column's field, as a Value of that field is (redacting columns redact it)."""
+
+    def __init__(self, field, values: dict[int, object]):
+        super().__init__(output_field=field)
+        self.column_field, self.values = field, values
+
+    def as_sql(self, compiler, connection):
+        table = compiler.quote_name_unless_alias(Entry._meta.db_table)
+        sql, params = [f"CASE {table}.{connection.ops.quote_name(Entry._meta.pk.column)}"], []
+        for pk, value in self.values.items():
+            prepared = self.column_field.get_db_prep_save(value, connection=connection)
+            if prepared is None:
+                sql.append("WHEN %s THEN NULL")
+                params.append(pk)
+            else:
+                sql.append("WHEN %s THEN %s")
+                params += [pk, prepared]
+        sql.append(f"ELSE {table}.{connection.ops.quote_name(self.column_field.column)} END")
+        return " ".join(sql), params
 
 
 # --- writes that are not state: no version, no Event ---------------------------------------------------
