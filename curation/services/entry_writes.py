@@ -106,7 +106,8 @@ def write_entries(
     row_values: dict[int, dict] | None = None, then: dict | None = None, updated_at=None,
 ) -> int:
     """The bulk twin of write_entry, for a batch of rows the caller has locked, loaded with at least their
-    id and the version it read (the snapshots are read here, in one query before and one after).
+    id and the version it read (the snapshots are read here, in one query before and one after; rows
+    loaded whole under their lock, as an outcome loads them, are their own snapshot before).
 
     `expected_status`: the status every row must still be in (None: any; an outcome counts on an entry
     archived since the task retrieved it). `updated_at`: the stamp of the rows, by default the wall clock
@@ -121,7 +122,10 @@ def write_entries(
         return 0
     ids = [e.pk for e in rows]
     with transaction.atomic():
-        before = {e.pk: e.snapshot() for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
+        if any(e.get_deferred_fields() & set(SNAPSHOT_FIELDS) for e in rows):
+            before = {e.pk: e.snapshot() for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
+        else:
+            before = {e.pk: e.snapshot() for e in rows}
         updates = {**(values or {}), **_per_row(row_values or {})}
         target = Entry.objects.filter(pk__in=ids)
         if expected_status is not None:
