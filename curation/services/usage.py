@@ -109,11 +109,14 @@ def _apply_outcome(entries: list[Entry], *, success: bool, utility: float, retri
                   action=EventAction.OUTCOME_SUCCESS if success else EventAction.OUTCOME_FAILURE,
                   reason_of=lambda e: planned[e.pk][1], actor_label=retrieval.token.label, at=now, updated_at=now,
                   row_values={pk: changes for pk, (changes, _) in planned.items()})
-    return [{"id": entry.pk, "confidence_before": round(entry.confidence, 4),
-             "confidence": round(changes.get("confidence", entry.confidence), 4),
-             "queued_for_recheck": not success and changes.get("queue_reason", entry.queue_reason)
-             == QueueReason.RECHECK_FAILURE}
-            for entry in entries for changes in (planned[entry.pk][0],)]
+    answers = []
+    for entry in entries:  # as loaded: the values before the outcome
+        changes = planned[entry.pk][0]
+        queue_reason = changes.get("queue_reason", entry.queue_reason)
+        answers.append({"id": entry.pk, "confidence_before": round(entry.confidence, 4),
+                        "confidence": round(changes.get("confidence", entry.confidence), 4),
+                        "queued_for_recheck": not success and queue_reason == QueueReason.RECHECK_FAILURE})
+    return answers
 
 
 def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, used=None, at=None) -> FeedbackResult:
