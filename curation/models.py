@@ -672,7 +672,12 @@ class TaskRun(models.Model):
     cursor = models.JSONField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["task", "-started_at"], name="task_run_recent_idx")]
+        indexes = [
+            models.Index(fields=["task", "-started_at"], name="task_run_recent_idx"),
+            # Every run reads its task's runs still "running" (the lock outside PostgreSQL, the lost runs):
+            # a handful among the many finished ones, which a schedule adds to every few minutes.
+            models.Index(fields=["task"], condition=models.Q(state="running"), name="task_run_running_idx"),
+        ]
 
 
 class ConsolidationProposal(models.Model):

@@ -109,9 +109,10 @@ def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float, embed
 
     if embedding is not None:
         rows = _confident_rows(scopes, min_confidence)
-        # The chosen ids were read from these very rows a moment ago: fetch them by primary key.
+        # The chosen ids were read from these very rows a moment ago: fetch them by primary key, with the
+        # fields an answer shows (as the ranking SQL fetches them).
         ranked = rank_by_vector(rows, embedding, metric, q=q, pool=pool, by_words=by_words,
-                                by_ids=lambda ids: Entry.objects.filter(pk__in=ids))
+                                by_ids=lambda ids: Entry.objects.filter(pk__in=ids).only(*RETRIEVED_FIELDS))
     else:
         ranked = by_words(pool)
     return without_near_duplicates(ranked, k)

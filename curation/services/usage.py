@@ -5,6 +5,7 @@ lowers it and sends it back to the candidates queue for a recheck."""
 
 from __future__ import annotations
 
+import copy
 import uuid
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from curation.models import (
     AgentToken, Arm, Entry, EventAction, Evidence, Feedback, QueueReason, Retrieval, RetrievedEntry, Signal, Status,
 )
 
-from .entry_writes import count_retrieval, insert_counted_retrieval, write_entry
+from .entry_writes import count_retrieval, insert_counted_retrieval, write_entries
 from .evaluation import tally_outcome
 
 
@@ -74,27 +75,50 @@ def _clean_feedback(retrieval: Retrieval, outcome, utility, used) -> tuple[str, 
     return outcome, (float(utility) if utility is not None else None), used
 
 
-def _apply_outcome(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now, rules,
-                   has_external: bool) -> dict:
-    confidence_before = round(entry.confidence, 4)
+def _outcome_changes(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now, rules,
+                     has_external: bool) -> tuple[dict, str]:
+    """What an outcome changes on one entry the task used (field -> value), and its Event's reason."""
     changes = {"hit_count": entry.hit_count + 1, "utility_sum": entry.utility_sum + utility,
                "utility_n": entry.utility_n + 1}
     if success:
         base = lifecycle.after_success(entry.base_confidence, has_external_support=has_external, rules=rules)
         changes.update(base_confidence=base, last_verified_at=now)
-        action, reason = EventAction.OUTCOME_SUCCESS, f"a task that used it succeeded (retrieval {retrieval.pk})"
+        reason = f"a task that used it succeeded (retrieval {retrieval.pk})"
     else:
         base = lifecycle.after_failure(entry.base_confidence, rules)
         changes.update(base_confidence=base)
-        action, reason = EventAction.OUTCOME_FAILURE, f"a task that used it failed (retrieval {retrieval.pk})"
+        reason = f"a task that used it failed (retrieval {retrieval.pk})"
         if entry.status == Status.ACTIVE and entry.queued_at is None and settings.CURATION["RECHECK_ON_FAILURE"]:
             changes.update(queued_at=now, queue_reason=QueueReason.RECHECK_FAILURE)
             reason += "; sent back to the candidates queue for a recheck"
     if retrieval.task_ref:
         reason += f"; task {retrieval.task_ref}"
-    write_entry(entry, changes, action=action, actor_label=retrieval.token.label, reason=reason, at=now)
-    return {"id": entry.pk, "confidence_before": confidence_before, "confidence": round(entry.confidence, 4),
-            "queued_for_recheck": not success and entry.queue_reason == QueueReason.RECHECK_FAILURE}
+    return changes, reason
+
+
+def _apply_outcome(entries: list[Entry], *, success: bool, utility: float, retrieval: Retrieval, now,
+                   external: set[int]) -> list[dict]:
+    """Write the outcome on every entry the task used (locked, in pk order) in one bulk write, an Event
+    each: on the path of every agent's report, one UPDATE for the six or so entries a task was given
+    instead of a statement and an Event insert per entry."""
+    rules = lifecycle.rules()
+    planned = {entry.pk: _outcome_changes(entry, success=success, utility=utility, retrieval=retrieval, now=now,
+                                          rules=rules, has_external=entry.pk in external)
+               for entry in entries}
+    write_entries(entries, expected_status=None,
+                  action=EventAction.OUTCOME_SUCCESS if success else EventAction.OUTCOME_FAILURE,
+                  reason_of=lambda e: planned[e.pk][1], actor_label=retrieval.token.label, at=now, updated_at=now,
+                  row_values={pk: changes for pk, (changes, _) in planned.items()})
+    answers = []
+    for entry in entries:  # as loaded: the values before the outcome
+        changes = planned[entry.pk][0]
+        after = copy.copy(entry)
+        for field, value in changes.items():
+            setattr(after, field, value)
+        answers.append({"id": entry.pk, "confidence_before": round(entry.confidence_at(now), 4),
+                        "confidence": round(after.confidence_at(now), 4),
+                        "queued_for_recheck": not success and after.queue_reason == QueueReason.RECHECK_FAILURE})
+    return answers
 
 
 def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, used=None, at=None) -> FeedbackResult:
@@ -119,12 +143,10 @@ def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, u
             # One query for the external support of every used entry (a success's cap depends on it).
             external = set(Evidence.objects.filter(entry_id__in=used, signal=Signal.EXTERNAL, polarity="supports")
                            .values_list("entry_id", flat=True)) if success else set()
-            rules = lifecycle.rules()
-            changes = [
-                _apply_outcome(entry, success=success, utility=utility if utility is not None else float(success),
-                               retrieval=retrieval, now=now, rules=rules, has_external=entry.pk in external)
-                for entry in Entry.objects.select_for_update().filter(pk__in=used).order_by("pk")
-            ]
+            changes = _apply_outcome(
+                list(Entry.objects.select_for_update().filter(pk__in=used).order_by("pk")), success=success,
+                utility=utility if utility is not None else float(success), retrieval=retrieval, now=now,
+                external=external)
     except IntegrityError:
         return FeedbackResult(Feedback.objects.get(retrieval=retrieval), recorded=False, changes=[])
     return FeedbackResult(feedback, recorded=True, changes=changes)

@@ -85,17 +85,15 @@ def keyset_batches(status: str, size: int):
     Each range is found on the (status, id) index; rows that change status mid-run are simply not seen again."""
     last = 0
     while True:
-        in_status = Entry.objects.filter(status=status, id__gt=last).order_by("id")
-        end = in_status.values_list("id", flat=True)[size - 1:size].first()
-        if end is not None:
-            count = size
-        else:
-            tail = in_status.order_by().aggregate(top=Max("id"), n=Count("id"))
-            if not tail["n"]:
-                return
-            end, count = tail["top"], tail["n"]
-        yield Q(status=status, id__gt=last, id__lte=end), count
-        last = end
+        # The next `size` ids in one statement: their last id and how many there are.
+        batch = (Entry.objects.filter(status=status, id__gt=last).order_by("id").values("id")[:size]
+                 .aggregate(end=Max("id"), count=Count("id")))
+        if not batch["count"]:
+            return
+        yield Q(status=status, id__gt=last, id__lte=batch["end"]), batch["count"]
+        if batch["count"] < size:  # the tail: rows inserted above it meanwhile are the next run's
+            return
+        last = batch["end"]
 
 
 def chosen_batches(status: str, chosen: QuerySet, size: int):

@@ -69,8 +69,14 @@ def holder_alive(run: TaskRun, now: datetime.datetime) -> bool:
     return (run.heartbeat_at or run.started_at) >= now - lease
 
 
+def running_others(task: str, run: TaskRun) -> list[TaskRun]:
+    """The task's other runs still "running" on their record: read once per run outside PostgreSQL, for
+    the lock (sweep_lock) and for the lost runs (close_lost_runs) alike."""
+    return list(TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING).exclude(pk=run.pk))
+
+
 @contextmanager
-def sweep_lock(task: str, run: TaskRun):
+def sweep_lock(task: str, run: TaskRun, others: list[TaskRun] | None = None):
     """Yields whether this run may work. On PostgreSQL a session advisory lock, which dies with its
     holder's connection. Elsewhere the oldest TaskRun still "running" whose holder is alive holds the
     lock: this run's row is committed first, so of two runs that start together exactly one sees the other
@@ -89,8 +95,8 @@ def sweep_lock(task: str, run: TaskRun):
                     cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
         return
     now = clock.wall()
-    older = TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING, dry_run=False, pk__lt=run.pk)
-    yield not any(holder_alive(other, now) for other in older)
+    others = running_others(task, run) if others is None else others
+    yield not any(holder_alive(other, now) for other in others if not other.dry_run and other.pk < run.pk)
 
 
 @contextmanager
@@ -131,8 +137,11 @@ def run_sweep(
                 raise
             logger.exception("could not record the failure of TaskRun %s", run.pk)
 
-    with (_no_lock() if dry_run else sweep_lock(task, run)) as acquired:
-        close_lost_runs(task, run, lock_held=acquired and not dry_run)
+    # On PostgreSQL the advisory lock decides and the lost runs are read once it is held; elsewhere one read
+    # of the running records serves both.
+    others = None if connection.vendor == "postgresql" else running_others(task, run)
+    with (_no_lock() if dry_run else sweep_lock(task, run, others)) as acquired:
+        close_lost_runs(task, run, lock_held=acquired and not dry_run, others=others)
         if not acquired:
             finish(TaskRun.State.SKIPPED, f"another {task} run held the lock; this one did nothing")
             logger.info("lifecycle %s skipped: another run holds the lock", task)
@@ -152,14 +161,14 @@ def run_sweep(
     return run, sweep
 
 
-def close_lost_runs(task: str, run: TaskRun, *, lock_held: bool) -> None:
+def close_lost_runs(task: str, run: TaskRun, *, lock_held: bool, others: list[TaskRun] | None = None) -> None:
     """Runs of this task whose worker is gone (killed, or lost with its machine) stay "running" on their
     record; say what happened instead. On PostgreSQL a real run's advisory lock died with its worker, so
     the run that holds the lock knows every older real run is over; dry runs, and every run elsewhere, are
     over when their holder is not alive."""
     now = clock.wall()
     lost = []
-    for other in TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING).exclude(pk=run.pk):
+    for other in running_others(task, run) if others is None else others:
         if connection.vendor == "postgresql" and not other.dry_run:
             if lock_held and other.pk < run.pk:
                 lost.append(other.pk)

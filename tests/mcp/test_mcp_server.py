@@ -260,3 +260,44 @@ def test_search_memory_says_when_a_task_is_in_the_holdout(connect, lead):
             assert given.structured_content["entry_ids"] == [entry_id] and "arm: memory" in text(given)
 
     run_async(scenario)
+
+
+def test_search_memory_by_embedding_gives_the_nearest_lessons_with_their_distance(connect, lead):
+    key = token_key("mcp-agent", ["acme/billing-api"])
+    near = {**LESSON, "embedding": [1.0, 0.0, 0.0]}
+    far = {**LESSON, "kind": "procedure", "trigger": "Paging the on-call engineer for a failed nightly export",
+           "content": "Page through the incident tool, never by direct message.", "embedding": [0.0, 3.0, 4.0]}
+
+    async def scenario():
+        async with connect(key) as client:
+            ids = []
+            for lesson in (far, near):
+                submitted = await client.call_tool("submit_lesson", lesson)
+                assert not submitted.is_error, text(submitted)
+                ids.append(submitted.structured_content["id"])
+            for entry_id in ids:
+                approve_candidate(entry_id, actor=lead, expected_version=Entry.objects.get(pk=entry_id).version)
+            publish_pending()
+            assert Entry.objects.get(pk=ids[1]).embedding == [1.0, 0.0, 0.0]
+
+            found = await client.call_tool("search_memory", {"scope": "acme/billing-api",
+                                                             "embedding": [1.0, 0.0, 0.0], "metric": "l2"})
+            assert not found.is_error, text(found)
+            assert found.structured_content["entry_ids"] == [ids[1], ids[0]]  # nearest first, though older second
+            distances = [e["distance"] for e in found.structured_content["entries"]]
+            assert distances == [pytest.approx(0.0), pytest.approx(26 ** 0.5)]  # |(1,0,0) - (0,3,4)|
+
+            by_angle = await client.call_tool("search_memory", {"scope": "acme/billing-api",
+                                                                "embedding": [0.0, 0.6, 0.8], "metric": "cosine"})
+            assert by_angle.structured_content["entry_ids"] == [ids[0], ids[1]]
+            assert [e["distance"] for e in by_angle.structured_content["entries"]] == [pytest.approx(0.0),
+                                                                                     pytest.approx(1.0)]
+
+            wrong_metric = await client.call_tool("search_memory", {"scope": "acme/billing-api",
+                                                                    "embedding": [1.0, 0.0, 0.0], "metric": "dot"})
+            assert wrong_metric.is_error and "metric:" in text(wrong_metric)
+            not_numbers = await client.call_tool("search_memory", {"scope": "acme/billing-api",
+                                                                   "embedding": ["near"]})
+            assert not_numbers.is_error and "embedding" in text(not_numbers)
+
+    run_async(scenario)

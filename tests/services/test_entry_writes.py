@@ -134,6 +134,36 @@ def test_the_base_and_the_verification_are_plain_values_to_index():
                       actor_label="lifecycle:test", at=AS_OF, values={"base_confidence": F("base_confidence") - 0.1})
 
 
+def test_rows_of_any_status_loaded_whole_with_the_decisions_time_and_nulls_per_row(django_assert_num_queries):
+    """An outcome's write: the entries a task used, whatever their status now, loaded whole under their lock
+    (so their snapshot before needs no read), stamped with the outcome's time; a value per row may be None."""
+    active = make_entry(base_confidence=None, utility_n=1, outcomes=["failure"], confirm_failures=False)  # queued
+    assert active.queued_at is not None and active.queue_reason == "recheck_failure"
+    archived = make_archived(archived_at=days_before(30))
+    with transaction.atomic():
+        rows = list(Entry.objects.select_for_update().filter(pk__in=[active.pk, archived.pk]).order_by("pk"))
+        with django_assert_num_queries(5):  # savepoint, update, the snapshots after, the Events, release
+            written = write_entries(
+                rows, expected_status=None, action="outcome_success", reason_of=lambda e: f"used #{e.pk}",
+                actor_label="agent:ci", at=AS_OF, updated_at=AS_OF,
+                row_values={active.pk: {"hit_count": 4, "queued_at": None, "queue_reason": ""},
+                            archived.pk: {"hit_count": 7, "last_verified_at": AS_OF}},
+            )
+    assert written == 2
+    stored_active, stored_archived = fresh(active), fresh(archived)
+    assert (stored_active.hit_count, stored_active.queued_at, stored_active.queue_reason, stored_active.status) == (
+        4, None, "", Status.ACTIVE)
+    assert (stored_archived.hit_count, stored_archived.last_verified_at, stored_archived.status) == (
+        7, AS_OF, Status.ARCHIVED)
+    assert stored_active.updated_at == stored_archived.updated_at == AS_OF
+    event = Event.objects.get(entry=active, reason=f"used #{active.pk}")
+    assert (event.reason, event.actor_label, event.created_at, event.entry_version) == (
+        f"used #{active.pk}", "agent:ci", AS_OF, active.version + 1)
+    assert event.before == active.snapshot(AS_OF) | {"version": active.version}
+    assert (event.before["queued_at"], event.after["queued_at"]) == (active.queued_at.isoformat(), None)
+    assert Event.objects.get(entry=archived, reason=f"used #{archived.pk}").after["last_verified_at"] == AS_OF.isoformat()
+
+
 @pytest.mark.parametrize("underneath", [{"status": Status.RETIRED}, {"version": F("version") + 1}])
 def test_a_row_changed_underneath_is_refused_and_nothing_is_written(underneath):
     one, two = make_entry(), make_entry()

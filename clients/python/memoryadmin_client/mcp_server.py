@@ -58,6 +58,13 @@ class SearchMemory(_Arguments):
     budget_chars: int | None = Field(None, description="The longest context block to return, in characters "
                                                        "(200 to 50,000; default 2,000).")
     task_ref: str | None = Field(None, description="Your task's id, to trace which task used which lessons; every call with the same id is served from the same arm (memory, or the holdout that gets none).")
+    embedding: list[float] | None = Field(None, description="Your own embedding of the task, from the model that "
+                                                             "embedded the lessons (one dimension per scope tree): "
+                                                             "the nearest lessons first, or fused with the query's "
+                                                             "words when there is a query; each lesson then "
+                                                             "carries its distance.")
+    metric: Literal["l2", "cosine"] | None = Field(None, description="How the embedding is compared: 'l2' "
+                                                                     "(default) or 'cosine'.")
 
 
 class EvidenceItem(_Arguments):
@@ -82,6 +89,8 @@ class SubmitLesson(_Arguments):
     boundary: str | None = Field(None, description="Where the lesson stops holding (a version, a platform).")
     source_task: str | None = Field(None, description="The task you learned it in.")
     evidence: list[EvidenceItem] | None = Field(None, description="What shows the lesson is true.")
+    embedding: list[float] | None = Field(None, description="Your own embedding of the lesson, for search_memory "
+                                                             "by embedding (one dimension per scope tree).")
 
 
 class ReportOutcome(_Arguments):
@@ -129,7 +138,8 @@ def _text(value: Any) -> str:
 
 
 async def _search_memory(api: AsyncMemoryAdmin, a: SearchMemory) -> tuple[str, dict]:
-    answer = await api.search_memory(a.scope, a.query, k=a.k, budget_chars=a.budget_chars, task_ref=a.task_ref)
+    answer = await api.search_memory(a.scope, a.query, k=a.k, budget_chars=a.budget_chars, task_ref=a.task_ref,
+                                     embedding=a.embedding, metric=a.metric)
     arm = answer.get("arm", "memory")
     result = {"retrieval_id": answer["retrieval_id"], "arm": arm, "entry_ids": [e["id"] for e in answer["entries"]],
               "context": answer["context"], "entries": answer["entries"]}
