@@ -76,8 +76,10 @@ class Entry(models.Model):
     base_confidence = models.FloatField()
     last_verified_at = models.DateTimeField(null=True, blank=True)
     decay_stopped_at = models.DateTimeField(null=True, blank=True)
-    decay_key = models.FloatField(default=0.0)
-    decay_rate = models.FloatField(default=-1.0)
+    # Rows loaded by plain SQL get the database's defaults: a rate no settings give, so the sweeps treat
+    # their keys as not yet written (the archive sweep judges them by the rule; decay writes them).
+    decay_key = models.FloatField(default=0.0, db_default=0.0)
+    decay_rate = models.FloatField(default=-1.0, db_default=-1.0)
 
     hit_count = models.PositiveIntegerField(default=0)
     retrieval_count = models.PositiveIntegerField(default=0)

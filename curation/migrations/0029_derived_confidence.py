@@ -67,12 +67,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='entry',
             name='decay_key',
-            field=models.FloatField(default=0.0),
+            field=models.FloatField(default=0.0, db_default=0.0),
         ),
         migrations.AddField(
             model_name='entry',
             name='decay_rate',
-            field=models.FloatField(default=-1.0),
+            field=models.FloatField(default=-1.0, db_default=-1.0),
         ),
         migrations.AddField(
             model_name='entry',
