@@ -95,7 +95,7 @@ def confidence_at(base: float, verified_from: datetime, until: datetime | None, 
     """An entry's confidence as it is read: it decays from its last verification (`verified_from`) until
     `until`: the moment of reading while it is active, the moment it left the active set after that (its
     confidence stays as it was then), or None for an entry never active (it is its base). Nothing stores
-    the decayed value: this and its SQL twin (sweeps/expressions.py) derive it where it is read."""
+    the decayed value: this and its SQL twin (selectors/confidence.py) derive it where it is read."""
     return base if until is None else decayed(base, verified_from, until, rules)
 
 
@@ -106,7 +106,7 @@ def confidence_at(base: float, verified_from: datetime, until: datetime | None, 
 # at t" is "key below ln(c) + rate × days(t)": one index range, for every threshold and every moment, kept
 # up to date by writing the key only when the base or the verification changes.
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LOWEST_BASE = 1e-9  # ln(0) has no value; a base this small is below every threshold either way
 # Keys are compared with this margin, so rounding never leaves out an entry the exact rule would take:
 # the sweeps take the entries in the range, then decide each with the exact rule.
@@ -119,7 +119,7 @@ def decay_rate(rules: Rules) -> float:
 
 
 def _epoch_days(moment: datetime) -> float:
-    return (moment - _EPOCH).total_seconds() / 86400
+    return (moment - EPOCH).total_seconds() / 86400
 
 
 def decay_key(base: float, verified_from: datetime, rules: Rules) -> float:

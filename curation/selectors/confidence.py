@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime
 
-from django.db.models import Case, DateTimeField, F, FloatField, Func, Value, When
+from django.db.models import Case, DateTimeField, F, FloatField, Func, Q, Value, When
 from django.db.models.functions import Coalesce, Greatest, Least, Ln, Power
 from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 
@@ -99,11 +99,16 @@ def confidence_at_most(value: float, at: datetime.datetime, prefix: str = ""):
     return LessThanOrEqual(confidence(at, lifecycle.rules(), prefix), value)
 
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
-
 def decay_key(rules: lifecycle.Rules):
     """lifecycle.decay_key in SQL, over an entry's own columns: for rewriting many keys in one statement."""
     verified_from = Coalesce(F("last_verified_at"), F("created_at"))
     return (Ln(Greatest(F("base_confidence"), Value(lifecycle.LOWEST_BASE)))
-            + Value(lifecycle.decay_rate(rules)) * DaysBetween(_moment(_EPOCH), verified_from))
+            + Value(lifecycle.decay_rate(rules)) * DaysBetween(_moment(lifecycle.EPOCH), verified_from))
+
+
+def keyed_under_other_settings(rules: lifecycle.Rules) -> Q:
+    """Entries whose decay key was written under other decay settings (or never, for rows loaded by plain
+    SQL): the index cannot judge them until the decay sweep rewrites their keys. Two ranges, so that the
+    partial index on decay_rate serves it."""
+    rate = lifecycle.decay_rate(rules)
+    return Q(decay_rate__lt=rate) | Q(decay_rate__gt=rate)

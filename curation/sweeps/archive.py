@@ -5,7 +5,7 @@ from django.db.models import Q
 
 from curation import lifecycle
 from curation.models import EventAction, Entry, Status
-from curation.selectors.confidence import confidence
+from curation.selectors.confidence import confidence, keyed_under_other_settings
 
 from .engine import Sweep, state_sweep, write_batch
 
@@ -21,7 +21,6 @@ def thresholds() -> str:
 
 def run(sweep: Sweep) -> None:
     below = sweep.rules.archive_below
-    rate = lifecycle.decay_rate(sweep.rules)
     expression = confidence(sweep.as_of, sweep.rules)
 
     def matching(batch):
@@ -30,8 +29,7 @@ def run(sweep: Sweep) -> None:
     # The decay index finds what may have crossed the threshold (and keys written under other decay
     # settings, which it cannot judge); the exact rule then decides each of them.
     may_cross = Entry.objects.filter(
-        Q(decay_key__lt=lifecycle.key_below(below, sweep.as_of, sweep.rules))
-        | Q(decay_rate__lt=rate) | Q(decay_rate__gt=rate))
+        Q(decay_key__lt=lifecycle.key_below(below, sweep.as_of, sweep.rules)) | keyed_under_other_settings(sweep.rules))
     state_sweep(
         sweep, status=Status.ACTIVE, matching=matching, chosen=may_cross,
         describe=lambda e: f"#{e.pk} archive: decayed to {e.new_confidence:.3f} (below {below})",

@@ -6,10 +6,10 @@ day before its as-of time. It changes no state, so it bumps no version and write
 import datetime
 
 from django.db import transaction
-from django.db.models import Q
 
 from curation import lifecycle
 from curation.models import Entry, Status
+from curation.selectors.confidence import keyed_under_other_settings
 from curation.services.entry_writes import rewrite_decay_keys
 
 from .engine import Sweep
@@ -32,7 +32,7 @@ def run(sweep: Sweep) -> None:
     rate = lifecycle.decay_rate(sweep.rules)
     active = Entry.objects.filter(status=Status.ACTIVE)
     # Keys written under other decay settings (the settings changed since): rewritten, a batch at a time.
-    stale = active.filter(Q(decay_rate__lt=rate) | Q(decay_rate__gt=rate))
+    stale = active.filter(keyed_under_other_settings(sweep.rules))
     if sweep.dry_run:
         for pk in stale.order_by("id").values_list("id", flat=True)[:sweep.samples_left]:
             sweep.sample(f"#{pk} decay index written under other decay settings: to rewrite")
@@ -51,8 +51,9 @@ def run(sweep: Sweep) -> None:
                                 decay_rate=rate)
         found = 0
         for entry in crossed.order_by("id").iterator(chunk_size=sweep.batch_size):
-            if entry.confidence_at(sweep.as_of) < floor <= entry.confidence_at(sweep.as_of - DAY):
+            now = entry.confidence_at(sweep.as_of)
+            if now < floor <= entry.confidence_at(sweep.as_of - DAY):
                 found += 1
-                sweep.sample(f"#{entry.pk} confidence {entry.confidence_at(sweep.as_of):.3f}: under the retrieval "
+                sweep.sample(f"#{entry.pk} confidence {now:.3f}: under the retrieval "
                              f"floor {floor:g}, agents no longer receive it")
         sweep.batch_done(found)
