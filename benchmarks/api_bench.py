@@ -132,20 +132,32 @@ def start_server(workers: int):
     raise SystemExit("gunicorn did not start")
 
 
+_client = threading.local()
+
+
 def call(method: str, path: str, body=None) -> tuple[int, bytes, float]:
-    conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
+    """One request on this client thread's own keep-alive connection, as the Python client (an httpx
+    Client) and the MCP server hold theirs; a new connection when the server closed the last one."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
     data = None
     if body is not None:
         data = json.dumps(body)
         headers["Content-Type"] = "application/json"
-    started = time.perf_counter()
-    conn.request(method, path, body=data, headers=headers)
-    response = conn.getresponse()
-    payload = response.read()
-    elapsed = time.perf_counter() - started
-    conn.close()
-    return response.status, payload, elapsed
+    for attempt in (1, 2):
+        if getattr(_client, "conn", None) is None:
+            _client.conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
+        started = time.perf_counter()
+        try:
+            _client.conn.request(method, path, body=data, headers=headers)
+            response = _client.conn.getresponse()
+            payload = response.read()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            _client.conn.close()
+            _client.conn = None
+            if attempt == 2:
+                raise
+            continue
+        return response.status, payload, time.perf_counter() - started
 
 
 def run_clients(work: list, clients: int, handle) -> float:

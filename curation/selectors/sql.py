@@ -10,6 +10,11 @@ from .confidence import confidence_sql
 # An API call's token, by the hash of the secret it presents (the unique index on key_hash).
 TOKEN_BY_HASH_SQL = "SELECT * FROM curation_agenttoken WHERE key_hash = %s"
 
+# The number of the version agents read (the one row of PublishedVersion), none before a first publish.
+PUBLISHED_NUMBER_SQL = """
+    SELECT v.number FROM curation_publishedversion p JOIN curation_memoryversion v ON v.id = p.version_id
+    WHERE p.id = 1"""
+
 # The live entries (active before pending, then oldest) of many (scope, fingerprint) pairs, locked: one
 # probe of the (scope, fingerprint) index per pair. `scope IN (...) AND fingerprint IN (...)` would probe
 # every combination of the two lists, 250,000 for a batch of 500.
