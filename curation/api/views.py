@@ -112,7 +112,7 @@ def _retrieve(token, params) -> tuple[int, dict]:
         raise ApiError(422, "Some parameters are not valid.", {"q": ["At most 2,000 characters."]})
     task_ref = params.get("task_ref", "")
     arm = arm_for(scope, task_ref)
-    embedding, metric = _query_embedding(params)
+    embedding, metric = _query_embedding(params, scope)
     with retrieval_reads():  # on the replica when there is one; from the cache when asked before
         version = read_version(params)
         ranked = [] if arm == HOLDOUT else cached_retrieve_released(
@@ -139,9 +139,10 @@ def _retrieve(token, params) -> tuple[int, dict]:
     }
 
 
-def _query_embedding(params) -> tuple[list[float] | None, str]:
+def _query_embedding(params, scope: str) -> tuple[list[float] | None, str]:
     """The query's embedding (a JSON list in the POST body; numbers joined by commas in a query string) and
-    its metric; 422 naming the field when either is not valid."""
+    its metric; 422 naming the field when either is not valid, or when the embedding's dimension is not
+    the one of `scope`'s embeddings (it could match nothing: an empty answer would look like no memory)."""
     raw = params.get("embedding")
     if isinstance(raw, str):
         try:
@@ -153,6 +154,9 @@ def _query_embedding(params) -> tuple[list[float] | None, str]:
         metric = vectors.clean_metric(params.get("metric"))
     except ValidationError as exc:
         raise ApiError(422, "Some parameters are not valid.", exc.message_dict) from None
+    if embedding is not None and (dimensions := selectors.embedding_dimensions(scope)) not in (None, len(embedding)):
+        raise ApiError(422, "Some parameters are not valid.", {"embedding": [
+            f"The embeddings of {scope} have {dimensions} numbers; this one has {len(embedding)}."]})
     return embedding, metric
 
 

@@ -106,6 +106,16 @@ def test_a_wrong_dimension_is_a_422_naming_the_field(agent, take_all):
     assert Entry.objects.count() == 1
 
 
+def test_a_query_embedding_of_another_dimension_is_a_422_not_an_empty_answer(agent, take_all):
+    _submit_many(agent, 3)
+    answer = agent.post("memory/search", {"scope": SCOPE, "embedding": [1.0, 2.0, 3.0]})
+    assert answer.status_code == 422
+    assert answer.json()["errors"]["embedding"] == [f"The embeddings of {SCOPE} have 5 numbers; this one has 3."]
+    get = agent.get(f"memory?scope={SCOPE}&embedding=1,2,3")
+    assert get.status_code == 422 and "5 numbers" in get.json()["errors"]["embedding"][0]
+    assert agent.post("memory/search", {"scope": SCOPE, "embedding": [0.0] * 5}).status_code == 200
+
+
 def test_a_setting_fixes_the_dimension_before_any_entry(agent, take_all, settings):
     settings.CURATION = {**settings.CURATION, "EMBEDDING_DIMENSIONS": {"acme": 3}}
     assert agent.submit(scope=SCOPE, embedding=[1.0, 2.0]).status_code == 422
