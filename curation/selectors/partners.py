@@ -4,8 +4,11 @@ PostgreSQL, the full-text index on the action words; never every pair of the tab
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 from django.db import connection
-from django.db.models import BooleanField, FloatField, Q
+from django.db.models import DEFERRED, BooleanField, FloatField, Q
 from django.db.models.expressions import RawSQL
 
 from curation import access
@@ -58,24 +61,54 @@ def partner_pool(scope: str, stems, *, limit: int, exclude=(), descendants: bool
     return list(qs.only(*DETECTION_FIELDS)[:limit])
 
 
-def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int) -> dict[int, list[Entry]]:
-    """partner_pool of each entry (its scope, ancestors and descendants), most mentioning first. On
-    PostgreSQL one query for them all, through the (scope, word) index keys of the action words as
-    written (PostgreSQL stems them as it stemmed the entries); elsewhere one query per entry."""
+@dataclass(frozen=True, slots=True)
+class Partner:
+    """What a comparison reads of a partner found at ingest (DETECTION_FIELDS, as the database holds
+    them: redacted when written), without building a model instance for each of a batch's thousands of
+    partners. The few in a conflict become one (`entry()`) to be written about."""
+
+    pk: int
+    scope: str
+    trigger: str
+    content: str
+    conditions: list
+    status: str
+    version: int
+
+    def entry(self) -> Entry:
+        """The Entry as loaded with only(*DETECTION_FIELDS)."""
+        values = dict(zip(DETECTION_FIELDS, (self.pk, self.scope, self.trigger, self.content, self.conditions,
+                                             self.status, self.version)))
+        return Entry.from_db(connection.alias, DETECTION_FIELDS,
+                             [values[f.attname] for f in Entry._meta.concrete_fields if f.attname in values])
+
+
+def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int) -> dict[int, list]:
+    """partner_pool of each entry (its scope, ancestors and descendants), most mentioning first: Entry
+    rows, or on PostgreSQL Partner rows from one query for them all, through the (scope, word) index
+    keys of the action words as written (PostgreSQL stems them as it stemmed the entries); elsewhere
+    one query per entry."""
     if connection.vendor != "postgresql":
         return {e.pk: partner_pool(e.scope, lessons[e.pk].search_words, exclude=[e.pk], limit=limit) for e in entries}
-    columns = ", ".join(f"e.{name}" for name in (*DETECTION_FIELDS, "search_vector"))
+    read = DETECTION_FIELDS
     sql = outer_rows_sql() + f"""
-        SELECT p.for_id, {", ".join(f"p.{name}" for name in DETECTION_FIELDS)}
+        SELECT p.for_id, {", ".join(f"p.{name}" for name in read)}
         FROM c CROSS JOIN LATERAL (
-            SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(columns)}) AS m
+            SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(", ".join(f"e.{name}" for name in (*read, "search_vector")))}) AS m
             ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
             LIMIT %(pool)s
         ) AS p
     """
     params = {**outer_params(entries, lambda e: " ".join(sorted(lessons[e.pk].search_terms)),
                              fallback_of=lambda e: " ".join(sorted(lessons[e.pk].object_terms))), "pool": limit}
-    pools: dict[int, list[Entry]] = {e.pk: [] for e in entries}
-    for partner in Entry.objects.raw(sql, params):
-        pools[partner.for_id].append(partner)
+    pools: dict[int, list] = {e.pk: [] for e in entries}
+    seen: dict[int, Partner] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for for_id, pk, scope, trigger, content, conditions, status, version in cursor.fetchall():
+            if pk not in seen:
+                seen[pk] = Partner(pk, scope, trigger, content,
+                                   json.loads(conditions) if isinstance(conditions, str) else conditions,
+                                   status, version)
+            pools[for_id].append(seen[pk])
     return pools

@@ -124,6 +124,8 @@ def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None
             if reason:
                 found[_pair(entry, other)] = reason
                 members.setdefault(other.pk, other)
+    # A partner read as a Partner row becomes an Entry to have its conflict written about (the few found).
+    members = {pk: m if isinstance(m, Entry) else m.entry() for pk, m in members.items()}
     return _open_conflicts(found, members, detected_by=detected_by, at=now), compared
 
 
