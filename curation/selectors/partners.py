@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import DEFERRED, BooleanField, FloatField, Q
+from django.db.models import BooleanField, FloatField, Q
 from django.db.models.expressions import RawSQL
 
 from curation import access
@@ -83,13 +83,68 @@ class Partner:
                              [values[f.attname] for f in Entry._meta.concrete_fields if f.attname in values])
 
 
-def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int) -> dict[int, list]:
+# A batch's reads of the overlapping active entries, per scope, on a database without the PostgreSQL
+# statements: this many of the newest (the near-duplicate pool, SIMILAR_POOL, and the entry itself).
+BATCH_POOL_ROWS = 501
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+@dataclass(frozen=True)
+class ScopePool:
+    """The newest active entries that apply together with a scope (Partner rows, newest first), whether
+    they are all of them, and each one's content with its ASCII letters lower-cased (as LIKE compares)."""
+
+    rows: list
+    complete: bool
+    lowered: list
+
+
+def batch_pools(scopes) -> dict[str, ScopePool] | None:
+    """What a batch of new entries reads for its near duplicates and its conflict partners, once per
+    scope for both (one query per scope): the newest BATCH_POOL_ROWS overlapping active entries. None on
+    PostgreSQL, whose single statements per batch read their own ranked pools."""
+    if connection.vendor == "postgresql":
+        return None
+    pools = {}
+    for scope in sorted(set(scopes)):
+        rows = [Partner(*row) for row in (
+            Entry.objects.filter(status=Status.ACTIVE).filter(access.overlapping_scopes_q(scope, bytewise=True))
+            .order_by("-id").values_list(*DETECTION_FIELDS)[:BATCH_POOL_ROWS])]
+        pools[scope] = ScopePool(rows, complete=len(rows) < BATCH_POOL_ROWS,
+                                 lowered=[row.content.translate(_ASCII_LOWER) for row in rows])
+    return pools
+
+
+def _from_pool(pool: ScopePool, entry_id: int, stems, limit: int) -> list | None:
+    """partner_pool read from a batch's pool: the newest `limit` that mention a stem as SQLite's LIKE
+    finds it (ASCII letters in any case; the stems are ASCII), the entry itself left out. None when the
+    pool is cut short and holds fewer than `limit`: older entries may mention one, the query decides."""
+    stems = sorted(stems)
+    found = []
+    for row, content in zip(pool.rows, pool.lowered):
+        if row.pk == entry_id:
+            continue
+        if len(stems) > MAX_SEARCH_WORDS or any(stem in content for stem in stems):
+            found.append(row)
+            if len(found) == limit:
+                return found
+    return found if pool.complete else None
+
+
+def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int,
+                  pools: dict[str, ScopePool] | None = None) -> dict[int, list]:
     """partner_pool of each entry (its scope, ancestors and descendants), most mentioning first: Entry
-    rows, or on PostgreSQL Partner rows from one query for them all, through the (scope, word) index
-    keys of the action words as written (PostgreSQL stems them as it stemmed the entries); elsewhere
-    one query per entry."""
+    or Partner rows. On PostgreSQL one query for them all, through the (scope, word) index keys of the
+    action words as written (PostgreSQL stems them as it stemmed the entries); elsewhere from the
+    batch's `pools` (batch_pools) when given and enough, else one query per entry."""
     if connection.vendor != "postgresql":
-        return {e.pk: partner_pool(e.scope, lessons[e.pk].search_words, exclude=[e.pk], limit=limit) for e in entries}
+        found = {}
+        for e in entries:
+            stems = lessons[e.pk].search_words
+            from_pool = _from_pool(pools[e.scope], e.pk, stems, limit) if pools and e.scope in pools else None
+            found[e.pk] = from_pool if from_pool is not None else partner_pool(e.scope, stems, exclude=[e.pk],
+                                                                                 limit=limit)
+        return found
     read = DETECTION_FIELDS
     sql = outer_rows_sql() + f"""
         SELECT p.for_id, {", ".join(f"p.{name}" for name in read)}

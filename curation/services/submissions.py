@@ -16,6 +16,7 @@ from curation.models import (
     ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, SimilarEntry, Status,
 )
 from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
+from curation.selectors.partners import batch_pools
 from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
 from .candidates import (
@@ -261,8 +262,12 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
     Evidence.objects.bulk_create(evidence)
     record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
     links, submissions = [], {}
-    similar_by_entry = similar_active_entries_many(entry for _, _, entry in new_entries)
-    conflicts_by_entry = detect_conflicts_many([entry for _, _, entry in new_entries], detected_by="ingest", at=now)
+    # Near duplicates and conflict partners of the batch's scopes, read once for both (None on PostgreSQL,
+    # whose statements read each entry's ranked pools for the whole batch).
+    pools = batch_pools({entry.scope for _, _, entry in new_entries})
+    similar_by_entry = similar_active_entries_many((entry for _, _, entry in new_entries), pools=pools)
+    conflicts_by_entry = detect_conflicts_many([entry for _, _, entry in new_entries], detected_by="ingest", at=now,
+                                               pools=pools)
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
         links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
