@@ -166,11 +166,15 @@ def _conflicts_with_readable_partners(token: AgentToken, entry: Entry, conflicts
 def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submission]:
     """Cut the near duplicates an answer names to those the token may read: one in a scope it does not
     cover (an ancestor scope, say) stays unnamed, as it is to a GET by id. The links themselves stay, for
-    the reviewers who may read both. One query for all the submissions."""
-    named = {pk for s in submissions for pk in s.similar_ids}
+    the reviewers who may read both. One query for all the submissions, none when the token covers the top
+    of each one's scope (then it reads every scope a near duplicate can be in: the ancestors, the scope
+    itself and below it)."""
+    unsure = [s for s in submissions
+              if s.similar_ids and not access.token_covers(token, access.scope_ancestors(s.entry.scope)[0])]
+    named = {pk for s in unsure for pk in s.similar_ids}
     readable = set(Entry.objects.filter(access.token_scope_q(token), pk__in=named).values_list("pk", flat=True)
                    if named else ())
-    for submission in submissions:
+    for submission in unsure:
         submission.similar_ids = [pk for pk in submission.similar_ids if pk in readable]
     return submissions
 
