@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, JSONField, Q, TextField
@@ -61,8 +63,7 @@ def partner_pool(scope: str, stems, *, limit: int, exclude=(), descendants: bool
     return list(qs.only(*DETECTION_FIELDS)[:limit])
 
 
-@dataclass(frozen=True, slots=True)
-class Partner:
+class Partner(NamedTuple):
     """What a comparison reads of a partner found at ingest (DETECTION_FIELDS, as the database holds
     them: redacted when written), without building a model instance for each of a batch's thousands of
     partners. The few in a conflict become one (`entry()`) to be written about."""
@@ -77,8 +78,7 @@ class Partner:
 
     def entry(self) -> Entry:
         """The Entry as loaded with only(*DETECTION_FIELDS)."""
-        values = dict(zip(DETECTION_FIELDS, (self.pk, self.scope, self.trigger, self.content, self.conditions,
-                                             self.status, self.version)))
+        values = dict(zip(DETECTION_FIELDS, self))
         return Entry.from_db(connection.alias, DETECTION_FIELDS,
                              [values[f.attname] for f in Entry._meta.concrete_fields if f.attname in values])
 
@@ -89,14 +89,18 @@ BATCH_POOL_ROWS = 501
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-@dataclass(frozen=True)
+@dataclass
 class ScopePool:
-    """The newest active entries that apply together with a scope (Partner rows, newest first), whether
-    they are all of them, and each one's content with its ASCII letters lower-cased (as LIKE compares)."""
+    """The newest active entries that apply together with a scope (Partner rows, newest first), and
+    whether they are all of them."""
 
     rows: list
     complete: bool
-    lowered: list
+
+    @cached_property
+    def lowered(self) -> list[str]:
+        """Each row's content with its ASCII letters lower-cased, as SQLite's LIKE compares them."""
+        return [row.content.translate(_ASCII_LOWER) for row in self.rows]
 
 
 def batch_pools(scopes) -> dict[str, ScopePool] | None:
@@ -112,11 +116,10 @@ def batch_pools(scopes) -> dict[str, ScopePool] | None:
     read = [f"_{name}" if f"_{name}" in columns else name for name in DETECTION_FIELDS]
     pools = {}
     for scope in sorted(set(scopes)):
-        rows = [Partner(*row) for row in (
+        rows = list(map(Partner._make, (
             Entry.objects.filter(status=Status.ACTIVE).filter(access.overlapping_scopes_q(scope, bytewise=True))
-            .annotate(**columns).order_by("-id").values_list(*read)[:BATCH_POOL_ROWS])]
-        pools[scope] = ScopePool(rows, complete=len(rows) < BATCH_POOL_ROWS,
-                                 lowered=[row.content.translate(_ASCII_LOWER) for row in rows])
+            .annotate(**columns).order_by("-id").values_list(*read)[:BATCH_POOL_ROWS])))
+        pools[scope] = ScopePool(rows, complete=len(rows) < BATCH_POOL_ROWS)
     return pools
 
 
