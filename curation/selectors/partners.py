@@ -4,8 +4,13 @@ PostgreSQL, the full-text index on the action words; never every pair of the tab
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
 from django.db import connection
-from django.db.models import BooleanField, FloatField, Q
+from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, JSONField, Q, TextField
 from django.db.models.expressions import RawSQL
 
 from curation import access
@@ -58,24 +63,115 @@ def partner_pool(scope: str, stems, *, limit: int, exclude=(), descendants: bool
     return list(qs.only(*DETECTION_FIELDS)[:limit])
 
 
-def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int) -> dict[int, list[Entry]]:
-    """partner_pool of each entry (its scope, ancestors and descendants), most mentioning first. On
-    PostgreSQL one query for them all, through the (scope, word) index keys of the action words as
-    written (PostgreSQL stems them as it stemmed the entries); elsewhere one query per entry."""
+class Partner(NamedTuple):
+    """What a comparison reads of a partner found at ingest (DETECTION_FIELDS, as the database holds
+    them: redacted when written), without building a model instance for each of a batch's thousands of
+    partners. The few in a conflict become one (`entry()`) to be written about."""
+
+    pk: int
+    scope: str
+    trigger: str
+    content: str
+    conditions: list
+    status: str
+    version: int
+
+    def entry(self) -> Entry:
+        """The Entry as loaded with only(*DETECTION_FIELDS)."""
+        values = dict(zip(DETECTION_FIELDS, self))
+        return Entry.from_db(connection.alias, DETECTION_FIELDS,
+                             [values[f.attname] for f in Entry._meta.concrete_fields if f.attname in values])
+
+
+# A batch's reads of the overlapping active entries, per scope, on a database without the PostgreSQL
+# statements: this many of the newest (the near-duplicate pool, SIMILAR_POOL, and the entry itself).
+BATCH_POOL_ROWS = 501
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+@dataclass
+class ScopePool:
+    """The newest active entries that apply together with a scope (Partner rows, newest first), and
+    whether they are all of them."""
+
+    rows: list
+    complete: bool
+
+    @cached_property
+    def lowered(self) -> list[str]:
+        """Each row's content with its ASCII letters lower-cased, as SQLite's LIKE compares them."""
+        return [row.content.translate(_ASCII_LOWER) for row in self.rows]
+
+
+def batch_pools(scopes) -> dict[str, ScopePool] | None:
+    """What a batch of new entries reads for its near duplicates and its conflict partners, once per
+    scope for both (one query per scope): the newest BATCH_POOL_ROWS overlapping active entries. None on
+    PostgreSQL, whose single statements per batch read their own ranked pools."""
+    if connection.vendor == "postgresql":
+        return None
+    # The columns as stored (redacted when written), without the redacting columns' bookkeeping of every
+    # value read: the rows are compared, not written back.
+    columns = {f"_{name}": ExpressionWrapper(F(name), output_field=output) for name, output in (
+        ("trigger", TextField()), ("content", TextField()), ("conditions", JSONField()))}
+    read = [f"_{name}" if f"_{name}" in columns else name for name in DETECTION_FIELDS]
+    pools = {}
+    for scope in sorted(set(scopes)):
+        rows = list(map(Partner._make, (
+            Entry.objects.filter(status=Status.ACTIVE).filter(access.overlapping_scopes_q(scope, bytewise=True))
+            .annotate(**columns).order_by("-id").values_list(*read)[:BATCH_POOL_ROWS])))
+        pools[scope] = ScopePool(rows, complete=len(rows) < BATCH_POOL_ROWS)
+    return pools
+
+
+def _from_pool(pool: ScopePool, entry_id: int, stems, limit: int) -> list | None:
+    """partner_pool read from a batch's pool: the newest `limit` that mention a stem as SQLite's LIKE
+    finds it (ASCII letters in any case; the stems are ASCII), the entry itself left out. None when the
+    pool is cut short and holds fewer than `limit`: older entries may mention one, the query decides."""
+    stems = sorted(stems)
+    found = []
+    for row, content in zip(pool.rows, pool.lowered):
+        if row.pk == entry_id:
+            continue
+        if len(stems) > MAX_SEARCH_WORDS or any(stem in content for stem in stems):
+            found.append(row)
+            if len(found) == limit:
+                return found
+    return found if pool.complete else None
+
+
+def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int,
+                  pools: dict[str, ScopePool] | None = None) -> dict[int, list]:
+    """partner_pool of each entry (its scope, ancestors and descendants), most mentioning first: Entry
+    or Partner rows. On PostgreSQL one query for them all, through the (scope, word) index keys of the
+    action words as written (PostgreSQL stems them as it stemmed the entries); elsewhere from the
+    batch's `pools` (batch_pools) when given and enough, else one query per entry."""
     if connection.vendor != "postgresql":
-        return {e.pk: partner_pool(e.scope, lessons[e.pk].search_words, exclude=[e.pk], limit=limit) for e in entries}
-    columns = ", ".join(f"e.{name}" for name in (*DETECTION_FIELDS, "search_vector"))
+        found = {}
+        for e in entries:
+            stems = lessons[e.pk].search_words
+            from_pool = _from_pool(pools[e.scope], e.pk, stems, limit) if pools and e.scope in pools else None
+            found[e.pk] = from_pool if from_pool is not None else partner_pool(e.scope, stems, exclude=[e.pk],
+                                                                                 limit=limit)
+        return found
+    read = DETECTION_FIELDS
     sql = outer_rows_sql() + f"""
-        SELECT p.for_id, {", ".join(f"p.{name}" for name in DETECTION_FIELDS)}
+        SELECT p.for_id, {", ".join(f"p.{name}" for name in read)}
         FROM c CROSS JOIN LATERAL (
-            SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(columns)}) AS m
+            SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(", ".join(f"e.{name}" for name in (*read, "search_vector")))}) AS m
             ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
             LIMIT %(pool)s
         ) AS p
     """
     params = {**outer_params(entries, lambda e: " ".join(sorted(lessons[e.pk].search_terms)),
                              fallback_of=lambda e: " ".join(sorted(lessons[e.pk].object_terms))), "pool": limit}
-    pools: dict[int, list[Entry]] = {e.pk: [] for e in entries}
-    for partner in Entry.objects.raw(sql, params):
-        pools[partner.for_id].append(partner)
+    pools: dict[int, list] = {e.pk: [] for e in entries}
+    seen: dict[int, Partner] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for for_id, pk, scope, trigger, content, conditions, status, version in cursor.fetchall():
+            if pk not in seen:
+                seen[pk] = Partner(pk, scope, trigger, content,
+                                   json.loads(conditions) if isinstance(conditions, str) else conditions,
+                                   status, version)
+            pools[for_id].append(seen[pk])
     return pools

@@ -21,14 +21,14 @@ def _situation_words(entry: Entry) -> str:
     return " ".join([entry.trigger, *(c for c in entry.conditions or () if isinstance(c, str))])
 
 
-def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tuple[int, float]]]:
+def similar_active_entries_many(entries, *, limit: int = 5, pools=None) -> dict[int, list[tuple[int, float]]]:
     """similar_active_entries for many entries at once: on PostgreSQL one query (a LATERAL join over
     the entries; the index keys pick the few entries of the overlapping scopes that share words with
     each, trigram similarity is computed on the best-ranked of those only), planned once for a whole
-    batch; elsewhere one lookup per entry."""
+    batch; elsewhere one lookup per scope, or the batch's `pools` (partners.batch_pools) when given."""
     entries = list(entries)
     if connection.vendor != "postgresql" or not entries:
-        return _similar_portable_many(entries, limit)
+        return _similar_portable_many(entries, limit, pools)
     found: dict[int, list[tuple[int, float]]] = {entry.pk: [] for entry in entries}
     with connection.cursor() as cursor:
         cursor.execute(
@@ -48,10 +48,10 @@ def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, f
     return similar_active_entries_many([entry], limit=limit)[entry.pk]
 
 
-def _similar_portable_many(entries: list[Entry], limit: int) -> dict[int, list[tuple[int, float]]]:
+def _similar_portable_many(entries: list[Entry], limit: int, pools=None) -> dict[int, list[tuple[int, float]]]:
     """Word Jaccard of each entry with the SIMILAR_POOL most recent active entries of its overlapping scopes
-    (itself left out). Entries of one scope share that pool: one query per scope of the batch, not per
-    entry, and each pooled row's words split once for the whole batch."""
+    (itself left out). Entries of one scope share that pool: one query per scope of the batch (none when
+    the batch read it already, `pools`), and each pooled row's words split once for the whole batch."""
     threshold = settings.CURATION["SIMILAR_THRESHOLD"]
     by_scope: dict[str, list[Entry]] = {}
     for entry in entries:
@@ -61,12 +61,16 @@ def _similar_portable_many(entries: list[Entry], limit: int) -> dict[int, list[t
     for scope, members in by_scope.items():
         # The pool less any of these entries is the pool each would read alone: enough rows past it to
         # leave SIMILAR_POOL once an entry's own row is dropped.
-        pool = list(
-            Entry.objects.filter(status=Status.ACTIVE)
-            .filter(access.overlapping_scopes_q(scope, bytewise=connection.vendor == "sqlite"))
-            .order_by("-id")
-            .values_list("id", "trigger", "content")[:SIMILAR_POOL + 1]
-        )
+        read = pools.get(scope) if pools else None
+        if read is not None and (read.complete or len(read.rows) > SIMILAR_POOL):
+            pool = [(row.pk, row.trigger, row.content) for row in read.rows[:SIMILAR_POOL + 1]]
+        else:
+            pool = list(
+                Entry.objects.filter(status=Status.ACTIVE)
+                .filter(access.overlapping_scopes_q(scope, bytewise=connection.vendor == "sqlite"))
+                .order_by("-id")
+                .values_list("id", "trigger", "content")[:SIMILAR_POOL + 1]
+            )
         for pk, trigger, content in pool:
             if pk not in words_of:
                 words_of[pk] = words(f"{trigger} {content}")

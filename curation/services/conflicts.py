@@ -92,22 +92,23 @@ def _contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesso
 
 
 def detect_conflicts_many(
-    entries, *, detected_by: str = "ingest", at=None, pool: int | None = None
+    entries, *, detected_by: str = "ingest", at=None, pool: int | None = None, pools=None
 ) -> dict[int, list[Conflict]]:
     """Compare each entry (new candidates, or entries just changed) with the active entries that apply
     together with it, and open a Conflict per contradiction: {entry id: the conflicts it opened}. Reads
     at most `pool` partners per entry (PARTNER_POOL, or INGEST_PARTNER_POOL at ingest), those mentioning
-    the action words most first."""
+    the action words most first; from a batch's `pools` (partners.batch_pools) where they suffice."""
     entries = list(entries)
     opened: dict[int, list[Conflict]] = {e.pk: [] for e in entries}
-    for conflict in _detect_many(entries, detected_by=detected_by, at=at, pool=pool)[0]:
+    for conflict in _detect_many(entries, detected_by=detected_by, at=at, pool=pool, pools=pools)[0]:
         for entry_id in (conflict.entry_a_id, conflict.entry_b_id):
             if entry_id in opened:
                 opened[entry_id].append(conflict)
     return opened
 
 
-def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None) -> tuple[list[Conflict], int]:
+def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None,
+                 pools=None) -> tuple[list[Conflict], int]:
     """The conflicts detect_conflicts_many opens, in pair order, and how many pairs it compared."""
     pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
     now = at or clock.now()
@@ -115,15 +116,17 @@ def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None
     searching = [e for e in entries if lessons[e.pk].search_words]
     found: dict[tuple[int, int], str] = {}
     members = {e.pk: e for e in entries}
-    pools = partner_pools(searching, lessons, pool) if searching else {}
+    partners = partner_pools(searching, lessons, pool, pools) if searching else {}
     compared = 0
     for entry in searching:
-        for other in pools[entry.pk]:
+        for other in partners[entry.pk]:
             compared += 1
             reason = _contradicts(entry, lessons[entry.pk], other, _lesson_of(other, lessons))
             if reason:
                 found[_pair(entry, other)] = reason
                 members.setdefault(other.pk, other)
+    # A partner read as a Partner row becomes an Entry to have its conflict written about (the few found).
+    members = {pk: m if isinstance(m, Entry) else m.entry() for pk, m in members.items()}
     return _open_conflicts(found, members, detected_by=detected_by, at=now), compared
 
 

@@ -16,6 +16,7 @@ from curation.models import (
     ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, SimilarEntry, Status,
 )
 from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
+from curation.selectors.partners import batch_pools
 from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
 from .candidates import (
@@ -165,11 +166,15 @@ def _conflicts_with_readable_partners(token: AgentToken, entry: Entry, conflicts
 def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submission]:
     """Cut the near duplicates an answer names to those the token may read: one in a scope it does not
     cover (an ancestor scope, say) stays unnamed, as it is to a GET by id. The links themselves stay, for
-    the reviewers who may read both. One query for all the submissions."""
-    named = {pk for s in submissions for pk in s.similar_ids}
+    the reviewers who may read both. One query for all the submissions, none when the token covers the top
+    of each one's scope (then it reads every scope a near duplicate can be in: the ancestors, the scope
+    itself and below it)."""
+    unsure = [s for s in submissions
+              if s.similar_ids and not access.token_covers(token, access.scope_ancestors(s.entry.scope)[0])]
+    named = {pk for s in unsure for pk in s.similar_ids}
     readable = set(Entry.objects.filter(access.token_scope_q(token), pk__in=named).values_list("pk", flat=True)
                    if named else ())
-    for submission in submissions:
+    for submission in unsure:
         submission.similar_ids = [pk for pk in submission.similar_ids if pk in readable]
     return submissions
 
@@ -261,8 +266,12 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
     Evidence.objects.bulk_create(evidence)
     record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
     links, submissions = [], {}
-    similar_by_entry = similar_active_entries_many(entry for _, _, entry in new_entries)
-    conflicts_by_entry = detect_conflicts_many([entry for _, _, entry in new_entries], detected_by="ingest", at=now)
+    # Near duplicates and conflict partners of the batch's scopes, read once for both (None on PostgreSQL,
+    # whose statements read each entry's ranked pools for the whole batch).
+    pools = batch_pools({entry.scope for _, _, entry in new_entries})
+    similar_by_entry = similar_active_entries_many((entry for _, _, entry in new_entries), pools=pools)
+    conflicts_by_entry = detect_conflicts_many([entry for _, _, entry in new_entries], detected_by="ingest", at=now,
+                                               pools=pools)
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
         links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]

@@ -49,3 +49,29 @@ def test_near_duplicates_of_many_entries_are_those_each_finds_alone(entries):
         assert entry.pk not in {pk for pk, _ in together[entry.pk]}
     assert {Entry.objects.get(pk=pk).scope for pk, _ in together[entries["acme/billing"].pk]} == {
         "acme", "acme/billing", "acme/billing/container"}  # the twin in its own scope, itself left out
+
+
+def test_a_batch_reads_its_pools_once_and_finds_what_each_entry_finds_alone(entries, monkeypatch):
+    """On SQLite a batch reads each scope's newest overlapping entries once, for near duplicates and
+    conflict partners both; a pool cut short before an entry found its partners falls back to the entry's
+    own lookup, so the partners are the same either way, whatever the pool's size."""
+    from curation.contradiction import parse_lesson
+    from curation.selectors import partners
+
+    curator = make_user("third", "lead")
+    for i in range(6):  # newer than the entries that mention "rotate", and mentioning none of its words
+        active(curator, scope="acme/billing", trigger=f"Paging the on-call person {i}", content="Page twice.")
+    new = [active(curator, scope=scope, trigger=TEXT["trigger"], content="Never rotate the signing key.")
+           for scope in ("acme/billing", "acme/billing/container", "globex/billing")]
+    lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in new}
+    alone = {e.pk: [p.pk for p in partner_pool(e.scope, lessons[e.pk].search_words, limit=10, exclude=[e.pk])]
+             for e in new}
+    for rows in (3, 8, partners.BATCH_POOL_ROWS):
+        monkeypatch.setattr(partners, "BATCH_POOL_ROWS", rows)
+        pools = partners.batch_pools({e.scope for e in new})
+        if pools is None:
+            pytest.skip("PostgreSQL reads each entry's ranked pool in one statement per batch")
+        together = partners.partner_pools(new, lessons, 10, pools)
+        assert {pk: [p.pk for p in found] for pk, found in together.items()} == alone
+        assert similar_active_entries_many(new, pools=pools) == similar_active_entries_many(new)
+    assert all(alone.values())
