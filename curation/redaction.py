@@ -39,10 +39,12 @@ _CREDENTIALS: list[tuple[str, re.Pattern]] = [
 _PERSONAL: list[tuple[str, re.Pattern]] = [
     ("e-mail address", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
     ("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")),
-    ("card number", re.compile(r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?!\w|[.,-]\d)")),
+    ("card number", re.compile(r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?!\w|[.,-]\d|-\w)")),
     ("US social security number", re.compile(r"(?<![\w.-])\d{3}-\d{2}-\d{4}(?!\w|[.-]\d)")),
-    # A full stop or comma after the number ends the sentence; one followed by a digit is part of it.
-    ("phone number", re.compile(r"(?<![\w.+-])\+?\d[\d ().-]{7,}\d(?!\w|[.,-]?\d)")),
+    # A full stop or comma after the number ends the sentence; one followed by a digit is part of it, and
+    # a hyphen followed by a letter or digit makes it part of an identifier (a UUID's digit groups), as
+    # for card numbers above.
+    ("phone number", re.compile(r"(?<![\w.+-])\+?\d[\d ().-]{7,}\d(?!\w|[.,-]?\d|-\w)")),
 ]
 _MIN_PHONE_DIGITS = 9
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}")
