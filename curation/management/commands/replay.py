@@ -142,8 +142,10 @@ class Command(BaseCommand):
             self.stdout.flush()
             return run
 
+        # Seed by seed: every policy of a seed finishes before the next seed starts, so a run cut short
+        # still has whole seeds to compare (the claims are paired per seed).
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            runs = list(pool.map(one, [(n, s) for n in names for s in seeds]))
+            runs = list(pool.map(one, [(n, s) for s in seeds for n in names]))
         shutil.rmtree(work, ignore_errors=True)
         return runs
 
