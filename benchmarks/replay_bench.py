@@ -43,10 +43,11 @@ def main() -> None:
         print("$", " ".join(command[1:]), flush=True)
         subprocess.run(command, check=True, cwd=ROOT)
         meta = json.loads((out / "report.json").read_text())["meta"]
-        figures.append((rules, meta["wall_seconds"], meta["median_step_ms"]))
+        figures.append((rules, meta["wall_seconds"], meta["median_step_ms"], meta.get("median_step_cpu_ms"),
+                        meta.get("part_cpu_ms")))
     print()
-    for rules, wall, step in figures:
-        print(f"{rules} rules: wall time {wall:.1f} s, median step {step} ms")
+    for rules, wall, step, cpu, parts in figures:
+        print(f"{rules} rules: wall time {wall:.1f} s, median step {step} ms ({cpu} ms CPU; per part, mean: {parts})")
     print(f"total wall time {time.perf_counter() - started:.1f} s")
 
 

@@ -158,6 +158,7 @@ class Policies:
     scope_capacity: dict
     batch_size: int
     capacity_spares_unretrieved: bool = False
+    unused_spares_verified: bool = True
 
 
 def policies() -> Policies:
@@ -170,6 +171,7 @@ def policies() -> Policies:
         scope_capacity=dict(c["SCOPE_CAPACITY"]),
         batch_size=int(c["SWEEP_BATCH_SIZE"]),
         capacity_spares_unretrieved=bool(c.get("CAPACITY_SPARES_UNRETRIEVED", False)),
+        unused_spares_verified=bool(c.get("UNUSED_SPARES_VERIFIED", True)),
     )
 
 
@@ -217,12 +219,13 @@ def is_unused(
 ) -> bool:
     """Periodic deletion: neither created nor verified within the last W days, and retrieved
     at most alpha times in them. (A just-approved entry has had no chance to be retrieved yet, and an entry
-    withheld from retrieval because an approved skill replaces it has had none either.)"""
+    withheld from retrieval because an approved skill replaces it has had none either.) Without
+    `unused_spares_verified`, a recent verification does not spare it: only age and use count."""
     cutoff = now - timedelta(days=policies.unused_window_days)
     return (
         not withheld
         and created_at <= cutoff
-        and (last_verified_at is None or last_verified_at <= cutoff)
+        and (not policies.unused_spares_verified or last_verified_at is None or last_verified_at <= cutoff)
         and retrievals_in_window <= policies.unused_max_retrievals
     )
 

@@ -308,6 +308,7 @@ CURATION = {
     "LOW_UTILITY_BELOW": 0.4,         # ... with average utility < beta
     "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
     "CAPACITY_SPARES_UNRETRIEVED": False,  # True: capacity never displaces an entry no agent has retrieved yet
+    "UNUSED_SPARES_VERIFIED": True,   # periodic deletion spares an entry verified (a success) within W
     "SWEEP_BATCH_SIZE": 5000,
     "SWEEP_LEASE_SECONDS": 300,       # a run with no heartbeat for this long (one per batch) holds no lock
     # A detecting sweep's run stops at the first batch boundary after this long and the next run resumes

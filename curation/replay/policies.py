@@ -31,10 +31,11 @@ PAPER = {"fixed": (67.53, 100), "addall": (55.48, 4100), "c1": (63.18, 3511), "c
          "c1+combined": (59.32, 951), "strict+periodic": (67.65, 949), "strict+history": (69.80, 2286),
          "strict+combined": (66.58, 890)}
 
-# What the paper does not have, neutralised: confidence moves on outcomes, decay, the retrieval floor, and
-# the recheck a failure asks for.
+# What the paper does not have, neutralised: confidence moves on outcomes, decay, the retrieval floor, the
+# recheck a failure asks for, and periodic deletion sparing a record a success verified within the window
+# (the paper's rule reads only a record's age and its retrievals in the window).
 PAPER_RULES = {"SUCCESS_STEP": 0.0, "FAILURE_STEP": 0.0, "DECAY_FACTOR": 1.0, "RETRIEVE_AT_LEAST": 0.0,
-               "RECHECK_ON_FAILURE": False}
+               "RECHECK_ON_FAILURE": False, "UNUSED_SPARES_VERIFIED": False}
 # The product's defaults that act on memory over time, run as the beat schedule runs them: once a day.
 PRODUCT_DAILY_SWEEPS = ("decay", "archive")
 DAY_STEPS = round(24 / STEP_HOURS)

@@ -49,6 +49,8 @@ class RunResult:
     errors: list[float] = field(default_factory=list)
     inherited: list[tuple[float, float]] = field(default_factory=list)  # (mean error retrieved, task error)
     step_seconds: list[float] = field(default_factory=list)
+    step_cpu: list[float] = field(default_factory=list)  # process CPU seconds of each step
+    part_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per part of the step, summed
     memory_size: int = 0
     scope: str = ""
 
@@ -62,6 +64,9 @@ class RunResult:
             "success_rate": round(self.success_rate, 3), "memory_size": self.memory_size,
             "inheritance_slope": stats.ols_slope(*zip(*self.inherited)) if len(self.inherited) > 1 else None,
             "median_step_ms": round(1000 * statistics.median(self.step_seconds), 3) if self.step_seconds else None,
+            "median_step_cpu_ms": round(1000 * statistics.median(self.step_cpu), 3) if self.step_cpu else None,
+            "part_cpu_ms": {part: round(1000 * seconds / len(self.step_cpu), 3)
+                            for part, seconds in self.part_cpu.items()} if self.step_cpu else {},
             "running_success": [round(v, 4) for v in stats.running_rate(self.successes)],
         }
 
@@ -111,25 +116,38 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
         floor = lifecycle.rules().retrieve_at_least
         for task in world.tasks:
             with clock.running_at(_moment(task.step)) as now:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
+                ticks = [cpu]
+
+                def tick(part: str) -> None:
+                    ticks.append(time.process_time())
+                    result.part_cpu[part] = result.part_cpu.get(part, 0.0) + ticks[-1] - ticks[-2]
+
                 ranked = retrieve_memory(scopes=[scope], k=K, min_confidence=floor, embedding=list(task.x),
                                          metric="l2")
+                tick("retrieve")
                 retrieval = record_retrieval(token=token, scope=scope, query="", task_ref=f"task-{task.step}",
                                              entries=[r.entry for r in ranked])
+                tick("record_retrieval")
                 neighbours = [Neighbour(tuple(r.entry.embedding), _stored_output(r.entry), r.distance) for r in ranked]
                 y_hat = agent(task.x, neighbours, world.task_rng(task))
                 error = abs(y_hat - task.y)
                 passed = error <= config.passes_at
+                tick("agent")
                 record_feedback(token=token, retrieval_id=retrieval.pk, outcome="success" if passed else "failure")
+                tick("feedback")
                 submission = submit_candidate(data=_candidate(scope, f"RegAgent task {task.step}", task.x, y_hat, error),
                                               token=token)
                 errors[submission.entry.pk] = error
+                tick("submit")
                 due = list(config.daily_sweeps) if (task.step + 1) % DAY_STEPS == 0 else []
                 if (task.step + 1) % sweep_every == 0:
                     due += config.sweeps
                 for name in due:
                     run_sweep(name, as_of=now, triggered_by="replay")
+                tick("sweeps")
                 result.step_seconds.append(time.perf_counter() - started)
+                result.step_cpu.append(ticks[-1] - cpu)
             result.successes.append(error <= SUCCESS_ERROR)
             result.errors.append(error)
             if ranked:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 
-from curation import access, vectors
+from curation import access, lifecycle, vectors
 from curation import clock
 from curation.models import CONFIDENCE_FIELDS, Entry, SkillSource, Status
 from curation.similarity import jaccard, words
@@ -108,7 +108,7 @@ def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float, embed
             scopes, q, min_confidence, size)
 
     if embedding is not None:
-        rows = _confident_rows(scopes, min_confidence)
+        rows = _vector_candidates(scopes, min_confidence)
         # The chosen ids were read from these very rows a moment ago: fetch them by primary key, with the
         # fields an answer shows (as the ranking SQL fetches them).
         ranked = rank_by_vector(rows, embedding, metric, q=q, pool=pool, by_words=by_words,
@@ -147,15 +147,32 @@ def rank_by_vector(rows, embedding, metric: str, *, q: str, pool: int, by_words,
 
 
 
+def _vector_candidates(scopes, min_confidence):
+    """What _confident_rows finds, for comparing every row with a query embedding: the withheld entries as
+    one uncorrelated subquery (a correlated one per row cost as much as reading the vectors), and no
+    confidence filter when it cannot leave a row out (an active entry's confidence is clamped at the floor
+    or above; computing it per row cost more than comparing the vectors)."""
+    withheld = SkillSource.objects.filter(live=True, proposal__status="approved").values("entry_id")
+    rows = Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes).exclude(pk__in=withheld)
+    if min_confidence <= lifecycle.rules().floor:
+        return rows
+    return with_current_confidence(rows).filter(current_confidence__gte=min_confidence)
+
+
 def _embeddings(rows, id_field: str) -> list[tuple[int, list[float]]]:
-    """(id, embedding) of every row that has one, in one query: the vectors come as their JSON text and are
-    decoded in one call (decoding them row by row cost more than comparing them)."""
-    pairs = list(rows.filter(embedding__isnull=False).annotate(vector_text=Cast("embedding", TextField()))
-                 .values_list(id_field, "vector_text"))
+    """(id, embedding) of every row that has one, in one query: the vectors come as their JSON text, read
+    with the cursor, and are decoded by vectors.decode_vectors (which remembers the texts it has decoded:
+    decoding them cost more than reading and comparing them)."""
+    query = (rows.filter(embedding__isnull=False).annotate(vector_text=Cast("embedding", TextField()))
+             .values_list(id_field, "vector_text"))
+    sql, params = query.query.sql_with_params()
+    with connections[query.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        pairs = cursor.fetchall()
     if not pairs:
         return []
     ids, texts = zip(*pairs)
-    return list(zip(ids, json.loads("[" + ",".join(texts) + "]")))
+    return list(zip(ids, vectors.decode_vectors(texts)))
 
 
 def without_near_duplicates(ranked: list[Ranked], k: int) -> list[Ranked]:

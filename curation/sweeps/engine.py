@@ -59,12 +59,13 @@ class Sweep:
         if len(self.samples) < SAMPLE_LIMIT:
             self.samples.append(line)
 
-    def batch_done(self, examined: int = 0, changed: int = 0) -> None:
+    def batch_done(self, examined: int = 0, changed: int = 0, *, last: bool = False) -> None:
         """Count a finished batch and record the progress on the run, so the Maintenance page shows it;
-        the same write renews the run's lease."""
+        the same write renews the run's lease. After the `last` batch the run's end follows at once and
+        records the same counts (runs.run_sweep), so the progress is not written twice."""
         self.examined += examined
         self.changed += changed
-        if self.run is not None:
+        if self.run is not None and not last:
             TaskRun.objects.filter(pk=self.run.pk).update(rows_examined=self.examined, rows_changed=self.changed,
                                                           heartbeat_at=clock.wall())
         if self.after_batch:
@@ -141,7 +142,7 @@ def state_sweep(sweep: Sweep, *, status: str, matching: Callable[[Q], QuerySet],
         else:
             with transaction.atomic():
                 changed = apply(locked(qs))
-        sweep.batch_done(count, changed)
+        sweep.batch_done(count, changed, last=count < sweep.batch_size)
 
 
 class _DryRun(Exception):

@@ -28,10 +28,12 @@ def run(sweep: Sweep) -> None:
     policies = sweep.policies
     cutoff = sweep.as_of - datetime.timedelta(days=policies.unused_window_days)
 
+    spared = Q(last_verified_at__isnull=False, last_verified_at__gt=cutoff) if policies.unused_spares_verified else Q()
+
     def matching(batch):
         return (
             Entry.objects.filter(batch, created_at__lte=cutoff)
-            .filter(Q(last_verified_at__isnull=True) | Q(last_verified_at__lte=cutoff))
+            .exclude(spared)
             .exclude(Exists(withheld_by_skill()))  # not retrieved because a skill replaces it: not unused
             .annotate(recent=recent_retrievals(sweep.as_of, policies))
             .filter(recent__lte=policies.unused_max_retrievals)

@@ -98,6 +98,30 @@ def test_the_live_draft_is_exact_too(agent, take_all):
     assert [r.entry.pk for r in ranked] == [pk for _, pk in _brute_force(query, made, "cosine", 6)]
 
 
+def test_the_vector_search_keeps_the_confidence_floor(agent, take_all):
+    made = _submit_many(agent, 12, seed=5)
+    weak = list(made)[:4]
+    Entry.objects.filter(pk__in=weak).update(base_confidence=0.3)  # under the floor asked below, above FLOOR
+    query = [0, 0, 0, 0, 0]
+    with clock.running_at(clock.now()):
+        kept = retrieve_memory(scopes=[SCOPE], k=12, min_confidence=0.5, embedding=query, metric="l2")
+        every = retrieve_memory(scopes=[SCOPE], k=12, min_confidence=0.0, embedding=query, metric="l2")
+    strong = {pk: v for pk, v in made.items() if pk not in weak}
+    assert [r.entry.pk for r in kept] == [pk for _, pk in _brute_force(query, strong, "l2", 12)]
+    assert [r.entry.pk for r in every] == [pk for _, pk in _brute_force(query, made, "l2", 12)]
+
+
+def test_decoded_vectors_are_the_stored_ones_and_bounded(monkeypatch):
+    monkeypatch.setattr(vectors, "DECODED_FLOATS", 6)
+    monkeypatch.setattr(vectors, "_decoded", {})
+    monkeypatch.setattr(vectors, "_decoded_size", [0])
+    texts = ["[1.5, -2.0, 3.25]", "[0.0, 1e-07, 2]", "[1.5, -2.0, 3.25]"]
+    assert vectors.decode_vectors(texts) == [[1.5, -2.0, 3.25], [0.0, 1e-07, 2], [1.5, -2.0, 3.25]]
+    assert vectors._decoded_size == [6] and len(vectors._decoded) == 2  # each text decoded once
+    assert vectors.decode_vectors(["[4, 5]"]) == [[4, 5]]  # over the bound: the remembered ones are forgotten
+    assert list(vectors._decoded) == ["[4, 5]"] and vectors._decoded_size == [2]
+
+
 def test_a_wrong_dimension_is_a_422_naming_the_field(agent, take_all):
     _submit_many(agent, 1)
     answer = agent.submit(scope=SCOPE, trigger="Another lesson", content="Other.", embedding=[1.0, 2.0])

@@ -205,6 +205,20 @@ def test_unused_rule_and_sql(created_days, verified_days, retrievals, expected):
     assert (Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED) is expected
 
 
+def test_unused_without_sparing_verified_entries(settings):
+    """UNUSED_SPARES_VERIFIED off (the replay's paper rules): a recent verification does not spare an old,
+    unretrieved entry; the rule and the sweep agree."""
+    settings.CURATION = {**settings.CURATION, "UNUSED_SPARES_VERIFIED": False}
+    policies = lifecycle.policies()
+    assert lifecycle.is_unused(created_at=days_before(400), last_verified_at=days_before(W - 1),
+                               retrievals_in_window=0, now=AS_OF, policies=policies)
+    verified = make_entry(created_at=days_before(400), last_verified_at=days_before(W - 1))
+    young = make_entry(created_at=days_before(W - 1), last_verified_at=None)
+    run_sweep("unused", as_of=AS_OF)
+    assert Entry.objects.get(pk=verified.pk).status == Status.ARCHIVED
+    assert Entry.objects.get(pk=young.pk).status == Status.ACTIVE
+
+
 def test_unused_counts_only_retrievals_inside_the_window(settings):
     settings.CURATION = {**settings.CURATION, "UNUSED_MAX_RETRIEVALS": 2}
     inside = make_entry(last_verified_at=days_before(100))
