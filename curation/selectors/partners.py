@@ -153,18 +153,18 @@ def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int,
             found[e.pk] = from_pool if from_pool is not None else partner_pool(e.scope, stems, exclude=[e.pk],
                                                                                  limit=limit)
         return found
-    read = DETECTION_FIELDS
+    columns = ", ".join(f"e.{name}" for name in (*DETECTION_FIELDS, "search_vector"))
     sql = outer_rows_sql() + f"""
-        SELECT p.for_id, {", ".join(f"p.{name}" for name in read)}
+        SELECT p.for_id, {", ".join(f"p.{name}" for name in DETECTION_FIELDS)}
         FROM c CROSS JOIN LATERAL (
-            SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(", ".join(f"e.{name}" for name in (*read, "search_vector")))}) AS m
+            SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(columns)}) AS m
             ORDER BY ts_rank(m.search_vector, c.query) DESC, m.id DESC
             LIMIT %(pool)s
         ) AS p
     """
     params = {**outer_params(entries, lambda e: " ".join(sorted(lessons[e.pk].search_terms)),
                              fallback_of=lambda e: " ".join(sorted(lessons[e.pk].object_terms))), "pool": limit}
-    pools: dict[int, list] = {e.pk: [] for e in entries}
+    found: dict[int, list] = {e.pk: [] for e in entries}
     seen: dict[int, Partner] = {}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -173,5 +173,5 @@ def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int,
                 seen[pk] = Partner(pk, scope, trigger, content,
                                    json.loads(conditions) if isinstance(conditions, str) else conditions,
                                    status, version)
-            pools[for_id].append(seen[pk])
-    return pools
+            found[for_id].append(seen[pk])
+    return found

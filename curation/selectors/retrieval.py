@@ -3,7 +3,6 @@ instead of live rows."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from django.db import connection, connections
@@ -143,8 +142,6 @@ def rank_by_vector(rows, embedding, metric: str, *, q: str, pool: int, by_words,
     ranked = [Ranked(entry, scores.get(pk, 0.0) * entry.confidence, distances.get(pk)) for pk, entry in loaded.items()]
     ranked.sort(key=lambda r: (-r.score, -r.entry.pk))
     return ranked[:pool]
-
-
 
 
 def _vector_candidates(scopes, min_confidence):
