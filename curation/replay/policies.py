@@ -22,6 +22,12 @@ CAPACITY = 100
 ADDITION = {"fixed": None, "addall": None, "c1": 1.6, "c2": 1.4, "c3": 1.2, "strict": 1.0}
 DELETION = {"periodic": ("unused",), "history": ("low_utility",), "combined": ("unused", "low_utility"),
             "capacity": ("capacity",)}
+# Sweeps that run after every step whatever the cadence (--sweep-every): the capacity sweep is what holds
+# the scope at its capacity, and run less often the scope would hold more than that between its runs.
+EVERY_STEP_SWEEPS = ("capacity",)
+# The cadence of the other sweeps in `make bench-replay`: every fifth step. Their rules read windows of
+# hundreds of steps, and a comparison with every step, seed by seed, is in ARCHITECTURE.md.
+BENCH_SWEEP_EVERY = 5
 ROWS = ("fixed", "addall", "c1", "c2", "c3", "strict",
         "c1+periodic", "c1+history", "c1+combined", "strict+periodic", "strict+history", "strict+combined",
         "c1+capacity", "strict+capacity")

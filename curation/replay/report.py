@@ -75,8 +75,9 @@ def checks(runs: list[dict]) -> list[dict]:
     return claims
 
 
-def table(rows: dict[str, dict], rules: str, steps: int) -> str:
-    lines = [f"RegAgent replay through memoryadmin ({rules} rules, {steps} steps)", "",
+def table(rows: dict[str, dict], rules: str, steps: int, sweep_every: int = 1) -> str:
+    cadence = "" if sweep_every == 1 else f", deletion sweeps every {sweep_every} steps"
+    lines = [f"RegAgent replay through memoryadmin ({rules} rules, {steps} steps{cadence})", "",
              "| policy | success % (mean ± sd) | paper | memory (mean ± sd) | paper | error-inheritance slope | seeds |",
              "|---|---|---|---|---|---|---|"]
     for policy, row in rows.items():
@@ -137,7 +138,7 @@ def report_files(runs: list[dict], *, rules: str, steps: int, meta: dict) -> dic
     """{file name: text}: report.md (table and checks), report.json (every figure), running_success.svg."""
     rows = summary(runs)
     claims = checks(runs)
-    text = table(rows, rules, steps) + "\nThe paper's shape:\n\n" + (checks_text(claims) or "- (too few policies)\n")
+    text = table(rows, rules, steps, meta.get("sweep_every", 1)) + "\nThe paper's shape:\n\n" + (checks_text(claims) or "- (too few policies)\n")
     data = {"meta": meta, "rules": rules, "steps": steps, "summary": rows, "checks": claims,
             "runs": [{k: v for k, v in r.items() if k != "running_success"} for r in runs],
             "running_success": {f"{r['policy']}/s{r['seed']}": r["running_success"] for r in runs}}

@@ -5,7 +5,7 @@ through the product's vector retrieval (selectors.retrieve_memory, recorded with
 the agent answers; the outcome is reported (services.record_feedback, utility 1 when the task passed the
 policy's own evaluator); the agent's answer is submitted with its evaluator's evidence
 (services.submit_candidate, where the scope's admission policy decides); then the policy's sweeps run
-(sweeps.run_sweep as of the step). The replay knows the truth (each record's error); the product never
+(sweeps.run_sweep as of the step; the deletion sweeps every `sweep_every` steps, the capacity sweep always). The replay knows the truth (each record's error); the product never
 sees it."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from curation.sweeps.runs import run_sweep
 
 from . import stats
 from .agent import Neighbour
-from .policies import DAY_STEPS, EVALUATOR, STEP_HOURS, Configuration, score_of
+from .policies import DAY_STEPS, EVALUATOR, EVERY_STEP_SWEEPS, STEP_HOURS, Configuration, score_of
 from .world import SUCCESS_ERROR, World
 
 K = 6
@@ -141,8 +141,8 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
                 errors[submission.entry.pk] = error
                 tick("submit")
                 due = list(config.daily_sweeps) if (task.step + 1) % DAY_STEPS == 0 else []
-                if (task.step + 1) % sweep_every == 0:
-                    due += config.sweeps
+                due += [name for name in config.sweeps
+                        if name in EVERY_STEP_SWEEPS or (task.step + 1) % sweep_every == 0]
                 for name in due:
                     run_sweep(name, as_of=now, triggered_by="replay")
                 tick("sweeps")

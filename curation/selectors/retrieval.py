@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 
@@ -16,7 +16,7 @@ from curation.similarity import jaccard, words
 
 from .confidence import with_current_confidence
 from .similar import SIMILAR_POOL
-from .sql import ranked_by_confidence_sql, ranked_by_words_sql
+from .sql import plain_rows, ranked_by_confidence_sql, ranked_by_words_sql
 
 RETRIEVAL_POOL_FACTOR = 4
 NEAR_DUPLICATE = 0.8
@@ -162,10 +162,7 @@ def _embeddings(rows, id_field: str) -> list[tuple[int, list[float]]]:
     decoding them cost more than reading and comparing them)."""
     query = (rows.filter(embedding__isnull=False).annotate(vector_text=Cast("embedding", TextField()))
              .values_list(id_field, "vector_text"))
-    sql, params = query.query.sql_with_params()
-    with connections[query.db].cursor() as cursor:
-        cursor.execute(sql, params)
-        pairs = cursor.fetchall()
+    pairs = plain_rows(query)
     if not pairs:
         return []
     ids, texts = zip(*pairs)

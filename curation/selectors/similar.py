@@ -3,6 +3,8 @@ Trigram similarity on PostgreSQL (one statement for a whole batch), word Jaccard
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from django.conf import settings
 from django.db import connection
 
@@ -10,10 +12,16 @@ from curation import access
 from curation.models import Entry, Status
 from curation.similarity import jaccard, words
 
-from .sql import outer_params, similar_entries_sql
+from .sql import outer_params, plain_rows, similar_entries_sql
 
 SIMILAR_POOL = 500
 SIMILAR_POOL_POSTGRES = 20
+
+
+@lru_cache(maxsize=4 * SIMILAR_POOL)
+def _pooled_words(text: str) -> frozenset[str]:
+    """words() of a pooled entry's text: the next submission to the scope reads the same pool again."""
+    return words(text)
 
 
 def _situation_words(entry: Entry) -> str:
@@ -65,7 +73,7 @@ def _similar_portable_many(entries: list[Entry], limit: int, pools=None) -> dict
         if read is not None and (read.complete or len(read.rows) > SIMILAR_POOL):
             pool = [(row.pk, row.trigger, row.content) for row in read.rows[:SIMILAR_POOL + 1]]
         else:
-            pool = list(
+            pool = plain_rows(
                 Entry.objects.filter(status=Status.ACTIVE)
                 .filter(access.overlapping_scopes_q(scope, bytewise=connection.vendor == "sqlite"))
                 .order_by("-id")
@@ -73,7 +81,7 @@ def _similar_portable_many(entries: list[Entry], limit: int, pools=None) -> dict
             )
         for pk, trigger, content in pool:
             if pk not in words_of:
-                words_of[pk] = words(f"{trigger} {content}")
+                words_of[pk] = _pooled_words(f"{trigger} {content}")
         for entry in members:
             mine = words(f"{entry.trigger} {entry.content}")
             own = [pk for pk, _, _ in pool if pk != entry.pk][:SIMILAR_POOL]

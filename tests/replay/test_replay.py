@@ -68,6 +68,18 @@ def test_each_policy_is_product_configuration(policy):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("policy, every_step", [("strict+combined", ()), ("c1+capacity", ("capacity",))])
+def test_the_deletion_sweeps_follow_the_cadence_and_capacity_runs_every_step(policy, every_step):
+    result = replay_one(policies.configuration(policy), seed=1, steps=12, rules="paper", agent_factory=regagent,
+                        sweep_every=5)
+    runs = TaskRun.objects.filter(triggered_by="replay")
+    for task in policies.configuration(policy).sweeps:
+        moments = [START + STEP * step for step in range(12) if task in every_step or (step + 1) % 5 == 0]
+        assert sorted(runs.filter(task=task).values_list("as_of", flat=True)) == moments
+    assert len(result.successes) == 12
+
+
+@pytest.mark.django_db
 def test_the_clock_drives_evidence_outcomes_and_sweeps():
     result = replay_one(policies.configuration("strict+periodic"), seed=2, steps=5, rules="paper",
                         agent_factory=regagent)
