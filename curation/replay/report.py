@@ -89,6 +89,18 @@ def table(rows: dict[str, dict], rules: str, steps: int, sweep_every: int = 1) -
     return "\n".join(lines) + "\n"
 
 
+def seed_table(runs: list[dict]) -> str:
+    """Success % / final memory of every run, a column per seed: the paired figures the claims compare."""
+    seeds = sorted({r["seed"] for r in runs})
+    lines = ["| policy | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---" * (len(seeds) + 1) + "|"]
+    for policy, group in by_policy(runs).items():
+        of_seed = {r["seed"]: r for r in group}
+        cells = [f"{of_seed[s]['success_rate']:.2f} / {of_seed[s]['memory_size']:,}" if s in of_seed else "—"
+                 for s in seeds]
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def checks_text(claims: list[dict]) -> str:
     return "".join(f"- {'held' if c['held_in_every_seed'] else 'DID NOT HOLD'}: {c['claim']} "
                    f"(per seed: {', '.join(f'{s}: {v}' for s, v in c['per_seed'].items())})\n" for c in claims)
@@ -135,10 +147,13 @@ def svg(runs: list[dict], *, width: int = 760, height: int = 420) -> str:
 
 
 def report_files(runs: list[dict], *, rules: str, steps: int, meta: dict) -> dict[str, str]:
-    """{file name: text}: report.md (table and checks), report.json (every figure), running_success.svg."""
+    """{file name: text}: report.md (table, each seed's figures and checks), report.json (every figure),
+    running_success.svg."""
     rows = summary(runs)
     claims = checks(runs)
-    text = table(rows, rules, steps, meta.get("sweep_every", 1)) + "\nThe paper's shape:\n\n" + (checks_text(claims) or "- (too few policies)\n")
+    text = (table(rows, rules, steps, meta.get("sweep_every", 1))
+            + "\nSeed by seed (success % / final memory):\n\n" + seed_table(runs)
+            + "\nThe paper's shape:\n\n" + (checks_text(claims) or "- (too few policies)\n"))
     data = {"meta": meta, "rules": rules, "steps": steps, "summary": rows, "checks": claims,
             "runs": [{k: v for k, v in r.items() if k != "running_success"} for r in runs],
             "running_success": {f"{r['policy']}/s{r['seed']}": r["running_success"] for r in runs}}

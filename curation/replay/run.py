@@ -5,8 +5,8 @@ through the product's vector retrieval (selectors.retrieve_memory, recorded with
 the agent answers; the outcome is reported (services.record_feedback, utility 1 when the task passed the
 policy's own evaluator); the agent's answer is submitted with its evaluator's evidence
 (services.submit_candidate, where the scope's admission policy decides); then the policy's sweeps run
-(sweeps.run_sweep as of the step; the deletion sweeps every `sweep_every` steps, the capacity sweep always). The replay knows the truth (each record's error); the product never
-sees it."""
+(sweeps.run_sweep as of the step; the deletion sweeps every `sweep_every` steps, the capacity sweep
+always). The replay knows the truth (each record's error); the product never sees it."""
 
 from __future__ import annotations
 

@@ -135,6 +135,9 @@ def test_the_shape_checks_and_the_slope():
     assert claims["strict − addall >= 5 points"]["per_seed"] == {0: True, 1: True}
     files = report.report_files(runs, rules="paper", steps=2, meta={})
     assert "DID NOT HOLD: strict > fixed" in files["report.md"]
+    # the paired figures the claims compare, a column per seed
+    assert "| policy | seed 0 | seed 1 |" in files["report.md"]
+    assert "| strict | 71.00 / 2,900 | 66.00 / 2,900 |" in files["report.md"]
     assert stats.ols_slope([0, 1, 2], [1, 3, 5]) == pytest.approx(2.0)
     assert stats.sd([1, 3]) == pytest.approx(2 ** 0.5)
 
