@@ -10,14 +10,16 @@ from functools import cached_property
 from typing import NamedTuple
 
 from django.db import connection
-from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, JSONField, Q, TextField
+from django.db.models import BooleanField, FloatField, Q
 from django.db.models.expressions import RawSQL
 
 from curation import access
 from curation.contradiction import Lesson
 from curation.models import Entry, Status
 
-from .sql import MENTION_RANK_SQL, MENTIONS_ANY_SQL, outer_params, outer_rows_sql, overlapping_entries_sql
+from .sql import (
+    MENTION_RANK_SQL, MENTIONS_ANY_SQL, outer_params, outer_rows_sql, overlapping_entries_sql, plain_rows,
+)
 
 # More action words than this in one lookup and the text filter is dropped (the scope filter and the
 # pool bound still hold): a long OR is no longer an index lookup, and SQLite limits expression depth.
@@ -76,6 +78,14 @@ class Partner(NamedTuple):
     status: str
     version: int
 
+    @classmethod
+    def of_row(cls, row) -> "Partner":
+        """A partner from its DETECTION_FIELDS read with the cursor: the conditions may come as their JSON
+        text (SQLite), else already decoded."""
+        pk, scope, trigger, content, conditions, status, version = row
+        return cls(pk, scope, trigger, content, json.loads(conditions) if isinstance(conditions, str) else conditions,
+                   status, version)
+
     def entry(self) -> Entry:
         """The Entry as loaded with only(*DETECTION_FIELDS)."""
         values = dict(zip(DETECTION_FIELDS, self))
@@ -109,16 +119,13 @@ def batch_pools(scopes) -> dict[str, ScopePool] | None:
     PostgreSQL, whose single statements per batch read their own ranked pools."""
     if connection.vendor == "postgresql":
         return None
-    # The columns as stored (redacted when written), without the redacting columns' bookkeeping of every
-    # value read: the rows are compared, not written back.
-    columns = {f"_{name}": ExpressionWrapper(F(name), output_field=output) for name, output in (
-        ("trigger", TextField()), ("content", TextField()), ("conditions", JSONField()))}
-    read = [f"_{name}" if f"_{name}" in columns else name for name in DETECTION_FIELDS]
+    # The columns as stored (redacted when written), read with the cursor: without the redacting columns'
+    # bookkeeping of every value read, since the rows are compared, not written back.
     pools = {}
     for scope in sorted(set(scopes)):
-        rows = list(map(Partner._make, (
+        rows = [Partner.of_row(row) for row in plain_rows(
             Entry.objects.filter(status=Status.ACTIVE).filter(access.overlapping_scopes_q(scope, bytewise=True))
-            .annotate(**columns).order_by("-id").values_list(*read)[:BATCH_POOL_ROWS])))
+            .order_by("-id").values_list(*DETECTION_FIELDS)[:BATCH_POOL_ROWS])]
         pools[scope] = ScopePool(rows, complete=len(rows) < BATCH_POOL_ROWS)
     return pools
 
@@ -168,10 +175,9 @@ def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int,
     seen: dict[int, Partner] = {}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for for_id, pk, scope, trigger, content, conditions, status, version in cursor.fetchall():
+        for for_id, *partner in cursor.fetchall():
+            pk = partner[0]
             if pk not in seen:
-                seen[pk] = Partner(pk, scope, trigger, content,
-                                   json.loads(conditions) if isinstance(conditions, str) else conditions,
-                                   status, version)
+                seen[pk] = Partner.of_row(partner)
             found[for_id].append(seen[pk])
     return found

@@ -70,8 +70,8 @@ class Command(BaseCommand):
         parser.add_argument("--database-url", help="a PostgreSQL database to use as the template (default: SQLite "
                             "files under --out)")
         parser.add_argument("--jobs", type=int, default=1, help="runs at once, each its own process and database")
-        parser.add_argument("--sweep-every", type=int, default=1, help="run the deletion sweeps every N steps (default 1; the capacity "
-                            "sweep runs after every step whatever N is)")
+        parser.add_argument("--sweep-every", type=int, default=1, help="run the deletion sweeps every N steps "
+                            "(default 1; the capacity sweep runs after every step whatever N is)")
         parser.add_argument("--here", action="store_true", help="run in the configured database (tests)")
         parser.add_argument("--run-json", help=argparse.SUPPRESS)  # a child run's answer to its parent
 
