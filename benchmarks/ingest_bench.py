@@ -7,7 +7,9 @@ Calls `services.submissions.submit_batch` in process (what POST /api/v1/candidat
 token check) on batches of 500 candidates: redaction, exact duplicates (1 in 10 repeats an existing
 lesson), near duplicates, conflicts and the inserts with their Events. The database holds `--existing`
 active entries first, in the same scopes, so near-duplicate and conflict lookups find partners.
-`--profile N` prints the N most expensive functions of one batch (cProfile), to see where the time goes.
+Beside the rate it prints where a batch's time goes, check by check: wall time and this process's CPU (the
+rest of the wall time is the database's work). `--profile N` prints the N most expensive functions of one
+batch (cProfile).
 
 SQLite runs in a temporary folder; PostgreSQL uses BENCH_DATABASE_URL (default memoryadmin_ingest_bench),
 emptied at the start. Target: 2,000 candidates/s.
@@ -62,6 +64,33 @@ def lesson(rng: random.Random, run: str, i: int, scopes: int) -> dict:
             "content": f"Never {w[2]} the unit{unit} before the {w[3]} is drained; seen in task {run}-{i}.",
             "conditions": [w[0]], "source_task": f"bench-{run}-{i}",
             "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}]}
+
+
+# The steps of submit_batch, by the name it calls them under, and what each is for.
+PHASES = {
+    "_prepare_for": "validation and redaction",
+    "forgotten_of": "forgotten lessons (tombstones)",
+    "_live_by_fingerprint": "exact duplicates",
+    "insert_entries": "entries and their Events",
+    "similar_active_entries_many": "near duplicates",
+    "detect_conflicts_many": "conflicts",
+}
+
+
+def timing_phases(module, spent: dict) -> None:
+    """Wrap each of PHASES in `module` (services.submissions) to add its wall and CPU seconds to `spent`."""
+    for name in PHASES:
+        step = getattr(module, name)
+
+        def timed_step(*args, _step=step, _name=name, **kwargs):
+            started, cpu_started = time.perf_counter(), time.process_time()
+            try:
+                return _step(*args, **kwargs)
+            finally:
+                wall, cpu = spent.get(_name, (0.0, 0.0))
+                spent[_name] = (wall + time.perf_counter() - started, cpu + time.process_time() - cpu_started)
+
+        setattr(module, name, timed_step)
 
 
 def fill(existing: int, scopes: int) -> None:
@@ -149,6 +178,10 @@ def main() -> int:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile)
 
+    from curation.services import submissions
+
+    spent: dict[str, tuple[float, float]] = {}
+    timing_phases(submissions, spent)
     failed = done = 0
     started, cpu_started = time.perf_counter(), time.process_time()
     for items in batches:
@@ -159,6 +192,14 @@ def main() -> int:
     rate = done / seconds if seconds else 0
     print(f"submit_batch on {connection.vendor}: {done:,} candidates in {seconds:.1f} s = {rate:.0f}/s "
           f"(target {TARGET:,}), {failed} refused; this process's CPU {cpu:.1f} s = {done / cpu if cpu else 0:.0f}/s")
+    per = 1000 / len(batches)
+    print(f"  a batch of {args.batch}: {seconds * per:.0f} ms, of which this process's CPU {cpu * per:.0f} ms")
+    for name, purpose in PHASES.items():
+        wall, used = spent.get(name, (0.0, 0.0))
+        print(f"    {purpose:<38} {wall * per:6.0f} ms  (CPU here {used * per:4.0f} ms)")
+    rest_wall = seconds - sum(wall for wall, _ in spent.values())
+    rest_cpu = cpu - sum(used for _, used in spent.values())
+    print(f"    {'the rest (evidence, links, admission)':<38} {rest_wall * per:6.0f} ms  (CPU here {rest_cpu * per:4.0f} ms)")
     return 0 if rate >= TARGET and not failed else 1
 
 

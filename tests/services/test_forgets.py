@@ -14,7 +14,7 @@ from curation.selectors.releases import published_number, released_entries
 from curation.services.errors import Forgotten, InvalidTransition
 from curation.services.consolidation import sweep_consolidation
 from curation.services.forgets import approve_forget_request, decline_forget_request, file_forget_request
-from curation.services.submissions import submit_candidate
+from curation.services.submissions import submit_batch, submit_candidate
 from curation.services.tokens import create_agent_token
 from curation.services.usage import record_retrieval
 from curation.sweeps import run_sweep
@@ -136,6 +136,24 @@ def test_the_tombstone_refuses_the_lesson_again(reviewer, lead, lesson, token, l
         submit_candidate(data=candidate_data(scope="acme/payroll", **lesson_text), token=token)
     # Another project's lesson with the same words is not this one.
     services.create_candidate(data=candidate_data(scope="globex/payroll", **lesson_text), actor_label="agent:ci")
+
+
+def test_a_batch_is_refused_the_lesson_in_the_scopes_above_and_below_the_tombstone_and_only_there(reviewer, lead,
+                                                                                                 lesson):
+    request = file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer)
+    approve_forget_request(request.pk, actor=lead)
+    token, _ = create_agent_token(name="fleet-agent", scopes=["acme", "globex"])
+
+    def refused_in(scopes, *others):
+        items = [candidate_data(scope=scope, trigger=TRIGGER, content=CONTENT) for scope in scopes]
+        results = submit_batch(items=items + [candidate_data(scope=scope) for scope in others], token=token)
+        assert all(r["request_id"] == request.pk for r in results if not r["ok"])
+        assert all(r["ok"] for r in results[len(scopes):])  # other lessons in those scopes come in
+        return [scopes[r["index"]] for r in results if r.get("refusal") == "forgotten"]
+
+    # The tombstone (acme/payroll) lies below "acme" and above "acme/payroll/eu"; each alone in its batch.
+    assert refused_in(["acme", "acme/billing", "globex/payroll"], "acme") == ["acme"]
+    assert refused_in(["acme/payroll/eu", "globex/payroll/eu"], "acme/payroll") == ["acme/payroll/eu"]
 
 
 def test_an_unrelated_lesson_in_the_scope_still_comes_in(reviewer, lead, lesson):
