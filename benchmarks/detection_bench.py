@@ -8,6 +8,11 @@ pair is compared and none is a conflict), then times a full pass of conflict det
 consolidation for each DETECTION_PARTNERS_PER_ENTRY in --bounds, in the same run: 100 is the setting,
 1,000,000 is no bound (every pair in the pool, as before). Prints the time and the pairs compared.
 
+First, ingest into that scope: a batch of --ingest candidates (half "Always restart ...", half "Never
+restart ...", each a near duplicate of hundreds and a contradiction of thousands) through submit_batch,
+with the near-duplicate and partner lookups reading at most OVERLAPPING_MATCHES_READ matches each, then
+with no bound (every match, as before), side by side.
+
 Uses its own PostgreSQL database (BENCH_DATABASE_URL, default memoryadmin_detection_bench), emptied first.
 """
 
@@ -57,10 +62,38 @@ def flood(n: int) -> None:
         cursor.execute("ANALYZE curation_entry")
 
 
+def ingest(size: int, read: int, run: int) -> float:
+    """Seconds for one batch of `size` candidates into the flooded scope, the lookups reading `read`."""
+    from curation.models import AgentToken
+    from curation.selectors import sql
+    from curation.services.submissions import submit_batch
+    from curation.services.tokens import create_agent_token
+
+    token = AgentToken.objects.filter(name="flood-bench").first() or create_agent_token(
+        name="flood-bench", scopes=["acme"])[0]
+    items = [{"scope": "acme/flood", "kind": "procedure", "signal": "self",
+              "trigger": f"Restarting the billing worker after a deploy of release {i % 7}",
+              "content": f"{'Always' if i % 2 == 0 else 'Never'} restart the billing worker after the deploy "
+                         f"finishes (ticket {run}-{i}).",
+              "conditions": ["staging"], "source_task": f"flood-{run}-{i}",
+              "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": "restart failed: exit 1"}]}
+             for i in range(size)]
+    bound, sql.OVERLAPPING_MATCHES_READ = sql.OVERLAPPING_MATCHES_READ, read
+    try:
+        started = time.perf_counter()
+        results = submit_batch(items=items, token=token)
+        elapsed = time.perf_counter() - started
+    finally:
+        sql.OVERLAPPING_MATCHES_READ = bound
+    assert all(r["ok"] for r in results)
+    return elapsed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--flood", type=int, default=3000)
     parser.add_argument("--bounds", default="100,1000000")
+    parser.add_argument("--ingest", type=int, default=200, help="candidates in the ingest batch (0: none)")
     args = parser.parse_args()
     ensure_database(DB_URL)
     import django
@@ -68,12 +101,20 @@ def main() -> int:
     django.setup()
     from django.conf import settings
     from django.core.management import call_command
+    from django.db import connection
 
+    from curation.selectors import sql
     from curation.services import conflicts, consolidation
 
     call_command("migrate", verbosity=0)
     flood(args.flood)
     print(f"one scope, {args.flood:,} near-identical active entries")
+    if args.ingest and connection.vendor == "postgresql":
+        for run, read in enumerate((sql.OVERLAPPING_MATCHES_READ, 10**9)):
+            seconds = ingest(args.ingest, read, run)
+            label = f"{read:,} matches" if read < 10**9 else "every match"
+            print(f"ingest, lookups reading {label:>13}: a batch of {args.ingest} in {seconds:6.1f} s "
+                  f"({seconds * 1000 / args.ingest:.1f} ms a candidate)", flush=True)
     for bound in [int(b) for b in args.bounds.split(",")]:
         settings.CURATION = {**settings.CURATION, "DETECTION_PARTNERS_PER_ENTRY": bound}
         started = time.perf_counter()

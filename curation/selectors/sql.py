@@ -49,21 +49,32 @@ def any_word_tsquery_sql(text_sql: str) -> str:
     return f"CAST(NULLIF(replace(CAST(plainto_tsquery('english', {text_sql}) AS text), '&', '|'), '') AS tsquery)"
 
 
+# The most matching entries a lookup reads for one entry, in each half of overlapping_entries_sql, before
+# ranking them. Below it a lookup reads every match, as it always did; a scope where more than this many
+# entries share a word with the new one (thousands of near-identical lessons) costs what this many cost
+# instead of growing with the scope, and its ranking is over the matches the index finds first, so a near
+# duplicate or a partner among the others can be missed at ingest (the detection sweeps still compare it).
+OVERLAPPING_MATCHES_READ = 500
+
+
 def overlapping_entries_sql(columns: str) -> str:
     """For each row of `c` (see outer_rows_sql): the active entries of its scope, its ancestors and the
-    scopes below it that mention one of its lookup words. Two halves, each one index lookup: the
-    (scope, word) keys of migration 0010 for the scope and its ancestors (only entries that mention a
-    word are read), and the scope-prefix range below it (~>=~ / ~<~ compare bytes: the scopes that start
-    with "<scope>/", served by the varchar_pattern_ops index). Apart, neither half re-evaluates the
-    other's condition on every row, as an OR of the two would."""
+    scopes below it that mention one of its lookup words, at most %(read)s (OVERLAPPING_MATCHES_READ) from
+    each half. Two halves, each one index lookup: the (scope, word) keys of migration 0010 for the scope
+    and its ancestors (only entries that mention a word are read), and the scope-prefix range below it
+    (~>=~ / ~<~ compare bytes: the scopes that start with "<scope>/", served by the varchar_pattern_ops
+    index). Apart, neither half re-evaluates the other's condition on every row, as an OR of the two
+    would."""
     return f"""
-        SELECT {columns} FROM curation_entry e
-        WHERE e.status = 'active' AND e.id <> c.id
-          AND curation_scoped_lexemes(e.scope, e.search_vector) && c.keys
+        (SELECT {columns} FROM curation_entry e
+         WHERE e.status = 'active' AND e.id <> c.id
+           AND curation_scoped_lexemes(e.scope, e.search_vector) && c.keys
+         LIMIT %(read)s)
         UNION ALL
-        SELECT {columns} FROM curation_entry e
-        WHERE e.status = 'active' AND e.id <> c.id AND e.scope ~>=~ c.below AND e.scope ~<~ c.below_end
-          AND COALESCE(e.search_vector @@ c.lookup, false)
+        (SELECT {columns} FROM curation_entry e
+         WHERE e.status = 'active' AND e.id <> c.id AND e.scope ~>=~ c.below AND e.scope ~<~ c.below_end
+           AND COALESCE(e.search_vector @@ c.lookup, false)
+         LIMIT %(read)s)
     """
 
 
@@ -98,6 +109,7 @@ def outer_params(entries, lookup_of, rank_of=None, fallback_of=None) -> dict:
     looked up instead when PostgreSQL keeps none of the lookup words (the ranking words unless given)."""
     fallback_of = fallback_of or rank_of or lookup_of
     return {
+        "read": OVERLAPPING_MATCHES_READ,
         "ids": [e.pk for e in entries],
         "texts": [f"{e.trigger} {e.content}" for e in entries],
         "lookup": [lookup_of(e) for e in entries],

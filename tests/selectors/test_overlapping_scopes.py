@@ -75,3 +75,24 @@ def test_a_batch_reads_its_pools_once_and_finds_what_each_entry_finds_alone(entr
         assert {pk: [p.pk for p in found] for pk, found in together.items()} == alone
         assert similar_active_entries_many(new, pools=pools) == similar_active_entries_many(new)
     assert all(alone.values())
+
+
+def test_a_lookup_reads_a_bounded_number_of_matches_however_many_share_a_word(db, on_postgres, monkeypatch):
+    """In a scope where thousands of entries share the new one's words, the near-duplicate and partner
+    lookups read OVERLAPPING_MATCHES_READ of them, not all: shown with a bound of 3 over 8 matches."""
+    from curation.contradiction import parse_lesson
+    from curation.selectors import partners, sql
+
+    curator = make_user("flooder", "lead")
+    for i in range(8):
+        active(curator, scope="acme/flood", trigger=TEXT["trigger"], content=f"{TEXT['content']} Note {i}.")
+    new = active(curator, scope="acme/flood", trigger=TEXT["trigger"], content="Never rotate the signing key.")
+    lessons = {new.pk: parse_lesson(new.trigger, new.content)}
+
+    def found():
+        near = similar_active_entries_many([new], limit=20)[new.pk]
+        return len(near), len(partners.partner_pools([new], lessons, 20)[new.pk])
+
+    assert found() == (8, 8)
+    monkeypatch.setattr(sql, "OVERLAPPING_MATCHES_READ", 3)
+    assert found() == (3, 3)
