@@ -61,32 +61,30 @@ def ensure_database(url: str) -> None:
             print(f"created database {db['NAME']}")
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state, parent, ..., utime, stime, ...), or
+    None for a process gone meanwhile (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def cpu_seconds(pids) -> float:
-    """The CPU time (user + system) the processes `pids` have used so far, from /proc (Linux); a process
-    gone meanwhile counts nothing."""
+    """The CPU time (user + system) the processes `pids` have used so far; a process gone meanwhile
+    counts nothing."""
     ticks = 0
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        if fields := _stat_fields(pid):
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def children_of(parent: int) -> list[int]:
     """The pids whose parent is `parent` (a gunicorn master's workers)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as stat:
-                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == parent:
-                        found.append(int(name))
-            except OSError:
-                continue
-    return found
+    return [int(name) for name in os.listdir("/proc")
+            if name.isdigit() and (fields := _stat_fields(int(name))) and int(fields[1]) == parent]
 
 
 def percentile(ordered: list[float], share: float) -> float:
