@@ -110,6 +110,11 @@ class Entry(models.Model):
     supersedes = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by"
     )
+    # Set on a submission that repeats a forgotten lesson: born rejected, kept from every queue and read,
+    # and answered to its agent as any new candidate is (an answer that differed would be an oracle).
+    held_by = models.ForeignKey(
+        "ForgetRequest", null=True, blank=True, on_delete=models.PROTECT, related_name="held_entries"
+    )
     source_task = RedactedCharField(max_length=255, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -344,6 +349,7 @@ class EventAction(models.TextChoices):
     FORGET_DECLINED = "forget_declined", "forget request declined"
     FORGOTTEN = "forgotten", "forgotten: retired and its text purged"
     FORGET_PURGE = "forget_purge", "text purged from the history"
+    FORGET_HELD = "forget_held", "held: repeats a forgotten lesson"
     # How many reviewers a scope's candidates need.
     REVIEW_RULE_SET = "review_rule_set", "approvals required set"
     # Holdout evaluation: the share of tasks under a scope prefix that get no memory.

@@ -215,7 +215,7 @@ def entry_evidence(request, token, entry_id, body):
 def entry_detail(request, token, entry_id):
     entry = _entry_for_token(token, entry_id)
     return 200, {**entry_json(entry, full=True),
-                 "evidence": [evidence_json(e) for e in selectors.entry_evidence(entry, limit=API_HISTORY_LIMIT)],
+                 "evidence": [evidence_json(e) for e in selectors.entry_evidence_for_token(entry, limit=API_HISTORY_LIMIT)],
                  "events": [event_json(e) for e in selectors.entry_events_for_token(token, entry, limit=API_HISTORY_LIMIT)]}
 
 

@@ -11,7 +11,7 @@ from django.db import connection
 
 from curation import access
 from curation.lifecycle import SIGNAL_STRENGTH
-from curation.models import Conflict, Entry, Event, Evidence, SkillSource
+from curation.models import Conflict, Entry, Event, EventAction, Evidence, QueueReason, SkillSource, Status
 
 from .sql import supersedes_chain_sql
 
@@ -20,8 +20,9 @@ TIMELINE_LIMIT = 100  # the entry page shows the newest items of the history; th
 
 
 def visible_entries(user):
-    """Every entry the user may see: all of them, or those under the user's scope prefixes."""
-    return Entry.objects.filter(access.scope_q(access.user_scope_prefixes(user)))
+    """Every entry the user may see: all of them, or those under the user's scope prefixes. A held
+    submission (services.held) is no one's to see: its forget request counts it."""
+    return Entry.objects.filter(access.scope_q(access.user_scope_prefixes(user)), held_by__isnull=True)
 
 
 def visible_entry(user, entry_id) -> Entry:
@@ -115,8 +116,9 @@ def entry_events(entry: Entry, *, prefixes: list[str] | None, limit: int | None 
 
 def entry_events_for_token(token, entry: Entry, *, limit: int) -> list[Event]:
     """The entry's newest `limit` Events, oldest first, as the agent token reads them (the API's entry
-    detail)."""
-    return list(reversed(entry_events(entry, prefixes=list(token.scopes), limit=limit)))
+    detail); of a held submission, those any new candidate has (not the hold)."""
+    events = entry_events(entry, prefixes=list(token.scopes), limit=limit)
+    return list(reversed([e for e in events if e.action != EventAction.FORGET_HELD]))
 
 
 def entry_evidence(entry: Entry, *, limit: int) -> list[Evidence]:
@@ -124,10 +126,58 @@ def entry_evidence(entry: Entry, *, limit: int) -> list[Evidence]:
     return list(entry.evidence.order_by("observed_at", "id")[:limit])
 
 
+UNCURATED = (Status.PENDING, Status.REJECTED)  # what no person has made memory: agents read no text of it
+WITHHELD_TEXT = {"trigger": "", "content": "", "conditions": [], "boundary": "", "recheck_when": ""}
+
+
 def entry_for_token(token, entry_id) -> Entry | None:
-    """The entry, if the agent token's scopes cover it; None as for an unknown one."""
+    """The entry as an agent token reads it, if its scopes cover it; None as for an unknown one. Agents
+    read curated memory: of a candidate (pending or rejected) its state, not its text, which is also
+    what keeps a held submission (services.held), whose text was never stored, like any other."""
     entry = Entry.objects.filter(pk=entry_id).first()
-    return entry if entry is not None and access.token_covers(token, entry.scope) else None
+    if entry is None or not access.token_covers(token, entry.scope):
+        return None
+    shown = as_answered(entry)
+    if _text_withheld(shown):
+        shown = copy.copy(shown) if shown is entry else shown
+        for name, value in WITHHELD_TEXT.items():
+            setattr(shown, name, value)
+    return shown
+
+
+def _text_withheld(entry: Entry) -> bool:
+    return entry.status in UNCURATED or entry.held_by_id is not None
+
+
+def entry_evidence_for_token(entry: Entry, *, limit: int) -> list[Evidence]:
+    """entry_evidence as an agent token reads it: of a candidate, the evidence without its texts."""
+    evidence = entry_evidence(entry, limit=limit)
+    if _text_withheld(entry):
+        for piece in evidence:
+            piece.excerpt, piece.task_ref = "", ""
+    return evidence
+
+
+def as_answered(entry: Entry, status: str | None = None) -> Entry:
+    """What an agent reads of an entry: the entry itself, or for a held submission (services.held) the
+    candidate its answer said it became, `status` (by default read from the hold's Event): pending in the
+    queue, or decided at once by the scope's admission policy. Anything else would tell the agent that
+    what it sent repeats a forgotten lesson."""
+    if entry.held_by_id is None:
+        return entry
+    if status is None:
+        after = (Event.objects.filter(entry=entry, action=EventAction.FORGET_HELD)
+                 .values_list("after", flat=True).first()) or {}
+        status = after.get("answered", Status.PENDING)
+    face = copy.copy(entry)
+    face.status = status
+    pending = status == Status.PENDING
+    face.queued_at = entry.created_at if pending else None
+    face.queue_reason = QueueReason.NEW if pending else ""
+    if not pending:  # the policy's decision was written as the entry's second version
+        face.version = entry.version + 1
+        face.last_verified_at = entry.created_at if status == Status.ACTIVE else entry.last_verified_at
+    return face
 
 
 def entry_timeline(user, entry: Entry, *, limit: int | None = None) -> list[TimelineItem]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from curation import access
 from curation.forgetting import Lesson, same_lesson
@@ -82,16 +82,21 @@ def _with_suggestions(user, requests: list) -> list:
     return requests
 
 
+def _with_held_count(requests):
+    """Each request with `held_count`: the submissions since held for repeating what it forgot."""
+    return requests.annotate(held_count=Count("held_entries"))
+
+
 def forget_queue(user, filters: ForgetFilters = ForgetFilters(), *, cursor: str = "",
                  page_size: int = PAGE_SIZE) -> Page:
     """One page of requests (open ones by default), oldest first, keyset on (created_at, id)."""
-    qs = visible_forget_requests(user).filter(filters.as_q()).select_related("entry", "decided_by")
+    qs = _with_held_count(visible_forget_requests(user).filter(filters.as_q()).select_related("entry", "decided_by"))
     return read_page(qs, qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters,
                      prepare=lambda rows: _with_suggestions(user, rows))
 
 
 def forget_card(user, request_id) -> ForgetRequest:
-    request = visible_forget_requests(user).select_related("entry", "decided_by").get(pk=request_id)
+    request = _with_held_count(visible_forget_requests(user).select_related("entry", "decided_by")).get(pk=request_id)
     return _with_suggestions(user, [request])[0]
 
 

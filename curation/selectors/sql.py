@@ -33,7 +33,7 @@ PUBLISHED_NUMBER_SQL = """
 LIVE_BY_FINGERPRINT_SQL = """
     SELECT e.* FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(scope, fingerprint)
     JOIN curation_entry e ON e.scope = k.scope AND e.fingerprint = k.fingerprint
-    WHERE e.status = ANY(%s)
+    WHERE (e.status = ANY(%s) OR e.held_by_id IS NOT NULL)
     ORDER BY e.status, e.id
     FOR UPDATE OF e
 """

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from curation import access, clock, lifecycle, vectors
 from curation.permissions import REVIEW, SETTLE
 from curation.redaction import redact_fields
-from curation.models import Entry, EventAction, Evidence, QueueReason, SimilarEntry, Signal, Status
+from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueReason, SimilarEntry, Signal, Status
 from curation.selectors import approvals_required, similar_active_entries
 from curation.similarity import fingerprint
 
@@ -21,6 +21,7 @@ from .entry_writes import changes_since, insert_entry, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import actor_label_for, record_event
 from .forgets import refuse_forgotten
+from .held import held_evidence, held_fields, with_text
 from .validation import clean_entry_fields, clean_evidence
 
 EDITABLE_FIELDS = ("scope", "trigger", "content", "boundary", "conditions")
@@ -121,16 +122,19 @@ def insert_candidate(prepared: PreparedCandidate, *, actor=None, actor_label: st
     return insert_candidate_with_links(prepared, actor=actor, actor_label=actor_label, at=at)[0]
 
 
-def new_candidate_entry(prepared: PreparedCandidate, *, actor=None, actor_label: str = "", now) -> Entry:
-    """The unsaved pending Entry of a prepared candidate."""
+def new_candidate_entry(prepared: PreparedCandidate, *, actor=None, actor_label: str = "", now,
+                        held_by: ForgetRequest | None = None) -> Entry:
+    """The unsaved pending Entry of a prepared candidate; `held_by`: it repeats the lesson that forget
+    request forgot, and is born rejected and held (services.held)."""
     base = prepared.base_confidence
     return Entry(
-        **prepared.fields,
+        **(prepared.fields if held_by is None else held_fields(prepared.fields, held_by)),
         fingerprint=prepared.fingerprint,
         base_confidence=base,
-        status=Status.PENDING,
-        queued_at=now,
-        queue_reason=QueueReason.NEW,
+        status=Status.PENDING if held_by is None else Status.REJECTED,
+        queued_at=now if held_by is None else None,
+        queue_reason=QueueReason.NEW if held_by is None else "",
+        held_by=held_by,
         flags=prepared.flags,
         created_by=actor,
         created_by_label=actor_label or actor_label_for(actor),
@@ -156,22 +160,23 @@ def submit_note(prepared: PreparedCandidate) -> str:
 
 
 def insert_candidate_with_links(
-    prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None
+    prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None, held_by: ForgetRequest | None = None
 ) -> tuple[Entry, list[int]]:
-    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to."""
+    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to (a
+    held one is linked to none, since no reviewer reads it, but its answer names them as any other's)."""
     now = at or clock.now()
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
-        entry = new_candidate_entry(prepared, actor=actor, actor_label=actor_label, now=now)
+        entry = new_candidate_entry(prepared, actor=actor, actor_label=actor_label, now=now, held_by=held_by)
         insert_entry(entry, action=EventAction.SUBMIT, actor=actor, actor_label=entry.created_by_label,
                      reason=submit_note(prepared), at=now)
-        Evidence.objects.bulk_create(
-            evidence_rows(entry, prepared.evidence, actor=actor, label=entry.created_by_label, now=now)
-        )
-        similar = similar_active_entries(entry)
-        SimilarEntry.objects.bulk_create(
-            SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar
-        )
+        evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
+        Evidence.objects.bulk_create(evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now))
+        similar = similar_active_entries(entry if held_by is None else with_text(entry, prepared.fields))
+        if held_by is None:
+            SimilarEntry.objects.bulk_create(
+                SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar
+            )
     return entry, [other_id for other_id, _ in similar]
 
 

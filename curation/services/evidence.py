@@ -6,6 +6,7 @@ from curation.models import Entry, EventAction, Evidence
 from curation.permissions import REVIEW
 from curation.redaction import redact_fields
 
+from .held import held_evidence
 from .events import actor_label_for, record_event
 from .validation import clean_evidence
 
@@ -26,6 +27,8 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
             if not actor.has_perm(REVIEW):
                 raise PermissionDenied("Only reviewers and leads add evidence in the console.")
         label = actor_label or actor_label_for(actor)
+        if entry.held_by_id is not None:  # a held submission's text is never stored (services.held)
+            cleaned = held_evidence([cleaned], entry.held_by)[0]
         evidence = Evidence.objects.create(
             entry=entry,
             **{**cleaned, "observed_at": cleaned["observed_at"] or now},

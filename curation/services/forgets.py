@@ -51,12 +51,6 @@ def refuse_forgotten(scope: str, trigger: str, content: str) -> None:
         raise Forgotten(stone.request_id, stone.forgotten_on)
 
 
-def forgotten_of(lessons: list[tuple[str, str, str]]) -> list[Forgotten | None]:
-    """refuse_forgotten for a batch of (scope, trigger, content), in one query: each one's refusal or None."""
-    return [Forgotten(stone.request_id, stone.forgotten_on) if stone else None
-            for stone in reads.tombstones_for(lessons)]
-
-
 # --- filing ---------------------------------------------------------------------------------------------
 
 

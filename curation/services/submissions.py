@@ -10,12 +10,17 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Q
 
 from curation import access, clock
+from curation import admission
 from curation.models import (
-    ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, SimilarEntry, Status,
+    ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, ForgetRequest, SimilarEntry,
+    Status,
 )
 from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
+from curation.selectors.entries import as_answered
+from curation.selectors.forgets import tombstones_for
 from curation.selectors.partners import batch_pools
 from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
@@ -27,8 +32,8 @@ from .admission import admit_by_policy
 from .conflicts import detect_conflicts_for, detect_conflicts_many
 from .entry_writes import insert_entries
 from .errors import Forgotten
-from .forgets import forgotten_of, refuse_forgotten
 from .events import build_event, record_events
+from .held import answered_status, held_evidence, hold, with_text
 from .validation import unknown_fields
 
 CANDIDATE_KEYS = frozenset({
@@ -47,23 +52,30 @@ class Submission:
     similar_ids: list[int] = field(default_factory=list)
     conflict_ids: list[int] = field(default_factory=list)
     flags: list[dict] = field(default_factory=list)
+    answered: str | None = None  # a held submission's status as answered (None: read from its hold)
 
     def as_json(self) -> dict:
+        shown = as_answered(self.entry, self.answered)  # a held submission answers as the candidate it would be
         return {
             "id": self.entry.pk,
-            "status": self.entry.status,
+            "status": shown.status,
             "created": self.created,
             "duplicate_of": self.duplicate_of,
             "evidence_added": self.evidence_added,
-            "confidence": round(self.entry.confidence, 4),
+            "confidence": round(shown.confidence, 4),
             "duplicates": self.similar_ids,
             "conflicts": self.conflict_ids,
             "flags": self.flags,
         }
 
 
+def _stored_evidence(entry: Entry, prepared: PreparedCandidate) -> list[dict]:
+    """The evidence as stored for `entry`: as sent, or without its texts for a held one."""
+    return prepared.evidence if entry.held_by_id is None else held_evidence(prepared.evidence, entry.held_by)
+
+
 def _existing_duplicate(prepared: PreparedCandidate) -> Entry | None:
-    """An active (or still pending) entry of the same scope with the same normalised text, locked."""
+    """An active (or still pending, or held) entry of the same scope with the same normalised text, locked."""
     key = (prepared.fields["scope"], prepared.fingerprint)
     return _live_by_fingerprint({key}).get(key)
 
@@ -89,12 +101,12 @@ def _resubmit_event(entry: Entry, prepared: PreparedCandidate, label: str, now):
 
 
 def _add_to_duplicate(entry: Entry, prepared: PreparedCandidate, label: str, now) -> int:
-    Evidence.objects.bulk_create(evidence_rows(entry, prepared.evidence, label=label, now=now))
+    Evidence.objects.bulk_create(evidence_rows(entry, _stored_evidence(entry, prepared), label=label, now=now))
     _resubmit_event(entry, prepared, label, now).save(force_insert=True)
     return len(prepared.evidence)
 
 
-def _prepare_for(data, token: AgentToken, *, check_forgotten: bool = True) -> PreparedCandidate:
+def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
     if not isinstance(data, dict):
         raise ValidationError({"_": ["Each candidate is a JSON object."]})
     if errors := _unknown_candidate_fields(data):
@@ -105,8 +117,6 @@ def _prepare_for(data, token: AgentToken, *, check_forgotten: bool = True) -> Pr
     scope = prepared.fields["scope"]
     if not access.token_covers(token, scope):
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")
-    if check_forgotten:
-        refuse_forgotten(scope, prepared.fields["trigger"], prepared.fields["content"])
     embedding = prepared.fields.get("embedding")
     if embedding is not None and (dimensions := embedding_dimensions(scope)) not in (None, len(embedding)):
         raise ValidationError({"embedding": [
@@ -115,20 +125,30 @@ def _prepare_for(data, token: AgentToken, *, check_forgotten: bool = True) -> Pr
 
 
 def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
-    """One candidate from an agent. Raises ValidationError (bad fields), PermissionDenied (scope) or
-    Forgotten (it repeats a forgotten lesson)."""
+    """One candidate from an agent. Raises ValidationError (bad fields) or PermissionDenied (scope). One
+    that repeats a forgotten lesson is held (services.held), and answered as any other."""
     prepared = _prepare_for(data, token)
+    held_by = _holding_requests([prepared])[0]
     now = at or clock.now()
     try:
         with transaction.atomic():
-            return _submit_prepared(prepared, token, now)
+            return _submit_prepared(prepared, token, now, held_by)
     except IntegrityError as exc:
         if not _lost_to_a_pending_twin(exc):
             raise
     # The same lesson, sent at the same moment, was inserted by another submission between this one's
     # check and its insert (the database kept the second out): written again, it is that one's duplicate.
     with transaction.atomic():
-        return _submit_prepared(prepared, token, now)
+        return _submit_prepared(prepared, token, now, held_by)
+
+
+def _holding_requests(prepared: list[PreparedCandidate]) -> list[ForgetRequest | None]:
+    """For each prepared candidate, the forget request whose tombstone it matches (it will be held), or
+    None: the tombstones of the whole batch in one query, the requests in one more when any matched."""
+    stones = tombstones_for([(p.fields["scope"], p.fields["trigger"], p.fields["content"]) for p in prepared])
+    wanted = {stone.request_id for stone in stones if stone is not None}
+    requests = ForgetRequest.objects.in_bulk(wanted) if wanted else {}
+    return [requests[stone.request_id] if stone is not None else None for stone in stones]
 
 
 def _lost_to_a_pending_twin(exc: IntegrityError) -> bool:
@@ -138,15 +158,21 @@ def _lost_to_a_pending_twin(exc: IntegrityError) -> bool:
     return ONE_PENDING_PER_FINGERPRINT in message or "curation_entry.scope, curation_entry.fingerprint" in message
 
 
-def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now) -> Submission:
+def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now,
+                     held_by: ForgetRequest | None = None) -> Submission:
     existing = _existing_duplicate(prepared)
     if existing is not None:
         added = _add_to_duplicate(existing, prepared, token.label, now)
         return Submission(existing, created=False, duplicate_of=existing.pk, evidence_added=added,
                           flags=prepared.flags)
-    entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now)
-    conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
-    admit_by_policy(entry, prepared.evidence, at=now)
+    entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now, held_by=held_by)
+    conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now) if held_by is None else []
+    answered = None
+    if held_by is None:
+        admit_by_policy(entry, prepared.evidence, at=now)
+    else:
+        answered = answered_status(admission.governing(admission_policies(), entry.scope), prepared.evidence)
+        hold([entry], answered={entry.pk: answered}, now=now)
     return _named_for(token, [Submission(
         entry,
         created=True,
@@ -154,6 +180,7 @@ def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now) -> Sub
         similar_ids=similar_ids,
         conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts),
         flags=prepared.flags,
+        answered=answered,
     )])[0]
 
 
@@ -180,10 +207,6 @@ def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submiss
 
 
 def _refusal(index: int, exc: Exception) -> dict:
-    if isinstance(exc, Forgotten):  # the request and its day, never the forgotten text
-        forgotten = exc.as_json()
-        return {"index": index, "ok": False, "status": 409, "refusal": forgotten["status"],
-                "request_id": exc.request_id, "forgotten_on": forgotten["forgotten_on"], "errors": {"_": [str(exc)]}}
     if isinstance(exc, PermissionDenied):
         return {"index": index, "ok": False, "status": 403, "errors": {"scope": [str(exc)]}}
     errors = exc.message_dict if hasattr(exc, "error_dict") else {"_": exc.messages}
@@ -199,19 +222,15 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
     prepared: list[tuple[int, PreparedCandidate]] = []
     for index, item in enumerate(items):
         try:
-            prepared.append((index, _prepare_for(item, token, check_forgotten=False)))
+            prepared.append((index, _prepare_for(item, token)))
         except (ValidationError, PermissionDenied) as exc:
             results[index] = _refusal(index, exc)
-    # A lesson that repeats a forgotten one: the tombstones of the whole batch in one query.
-    refusals = forgotten_of([(p.fields["scope"], p.fields["trigger"], p.fields["content"]) for _, p in prepared])
-    for (index, _), refusal in zip(prepared, refusals):
-        if refusal is not None:
-            results[index] = _refusal(index, refusal)
-    prepared = [(index, p) for (index, p), refusal in zip(prepared, refusals) if refusal is None]
+    # A lesson that repeats a forgotten one is held, and answered as the others.
+    held_by = dict(zip((index for index, _ in prepared), _holding_requests([p for _, p in prepared])))
     if prepared:
         try:
             with transaction.atomic():
-                written = _write_batch(prepared, token, now)
+                written = _write_batch(prepared, token, now, held_by)
         except DatabaseError:
             # Something only the database could refuse: write item by item, so that it stays that item's.
             written = {}
@@ -219,7 +238,7 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
                 try:
                     with transaction.atomic():
                         written[index] = submit_candidate(data=items[index], token=token, at=now)
-                except (ValidationError, PermissionDenied, Forgotten) as exc:
+                except (ValidationError, PermissionDenied, Forgotten) as exc:  # Forgotten: a write it makes
                     results[index] = _refusal(index, exc)
                 except DatabaseError as exc:
                     results[index] = {"index": index, "ok": False, "status": 409, "errors": {"_": [str(exc)[:200]]}}
@@ -229,15 +248,17 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
 
 
 def _live_by_fingerprint(keys: set[tuple[str, str]]) -> dict[tuple[str, str], Entry]:
-    """The live entry (active before pending, then oldest) of each (scope, fingerprint), locked: on
-    PostgreSQL one index probe per key (LIVE_BY_FINGERPRINT_SQL)."""
+    """The live entry (active before pending, then held, then oldest) of each (scope, fingerprint), locked:
+    on PostgreSQL one index probe per key (LIVE_BY_FINGERPRINT_SQL). A held submission counts as the
+    pending candidate its agent was told it is: sent again, it gets the evidence as a pending one would."""
     live = [Status.ACTIVE, Status.PENDING]
     if connection.vendor == "postgresql":
         scopes, fingerprints = zip(*keys) if keys else ((), ())
         rows = Entry.objects.raw(LIVE_BY_FINGERPRINT_SQL, [list(scopes), list(fingerprints), live])
     else:
         rows = (Entry.objects.select_for_update()
-                .filter(fingerprint__in={f for _, f in keys}, status__in=live).order_by("status", "id"))
+                .filter(Q(status__in=live) | Q(held_by__isnull=False), fingerprint__in={f for _, f in keys})
+                .order_by("status", "id"))
     found: dict[tuple[str, str], Entry] = {}
     for entry in rows:  # "active" sorts before "pending": the first one of a key is kept
         if (entry.scope, entry.fingerprint) in keys:
@@ -245,7 +266,7 @@ def _live_by_fingerprint(keys: set[tuple[str, str]]) -> dict[tuple[str, str], En
     return found
 
 
-def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
+def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequest | None]) -> dict[int, Submission]:
     label = token.label
     existing = _live_by_fingerprint({(p.fields["scope"], p.fingerprint) for _, p in prepared})
     new_entries, duplicates, first_in_batch = [], [], {}
@@ -256,32 +277,42 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
         elif key in first_in_batch:  # the same lesson twice in one batch: the second adds its evidence
             duplicates.append((index, p, first_in_batch[key]))
         else:
-            entry = new_candidate_entry(p, actor_label=label, now=now)
+            entry = new_candidate_entry(p, actor_label=label, now=now, held_by=held_by.get(index))
             first_in_batch[key] = entry
             new_entries.append((index, p, entry))
     insert_entries([(entry, submit_note(p)) for _, p, entry in new_entries], action=EventAction.SUBMIT, at=now,
                    actor_label=label)
     evidence = [row for _, p, entry in new_entries + duplicates
-                for row in evidence_rows(entry, p.evidence, label=label, now=now)]
+                for row in evidence_rows(entry, _stored_evidence(entry, p), label=label, now=now)]
     Evidence.objects.bulk_create(evidence)
     record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
     links, submissions = [], {}
     # Near duplicates and conflict partners of the batch's scopes, read once for both (None on PostgreSQL,
     # whose statements read each entry's ranked pools for the whole batch).
     pools = batch_pools({entry.scope for _, _, entry in new_entries})
-    similar_by_entry = similar_active_entries_many((entry for _, _, entry in new_entries), pools=pools)
-    conflicts_by_entry = detect_conflicts_many([entry for _, _, entry in new_entries], detected_by="ingest", at=now,
-                                               pools=pools)
+    similar_by_entry = similar_active_entries_many(
+        (entry if entry.held_by_id is None else with_text(entry, p.fields) for _, p, entry in new_entries), pools=pools)
+    conflicts_by_entry = {entry.pk: [] for _, _, entry in new_entries}
+    conflicts_by_entry.update(detect_conflicts_many(
+        [entry for _, _, entry in new_entries if entry.held_by_id is None], detected_by="ingest", at=now, pools=pools))
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
-        links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
+        if entry.held_by_id is None:  # a held one is no reviewer's to compare
+            links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
         submissions[index] = Submission(
             entry, created=True, evidence_added=len(p.evidence), similar_ids=[other_id for other_id, _ in similar],
             conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]), flags=p.flags)
     SimilarEntry.objects.bulk_create(links)
     policies = admission_policies() if new_entries else []
-    for _, p, entry in new_entries:
-        admit_by_policy(entry, p.evidence, at=now, policies=policies)
+    held, answered = [], {}
+    for index, p, entry in new_entries:
+        if entry.held_by_id is None:
+            admit_by_policy(entry, p.evidence, at=now, policies=policies)
+        else:
+            held.append(entry)
+            answered[entry.pk] = submissions[index].answered = answered_status(
+                admission.governing(policies, entry.scope), p.evidence)
+    hold(held, answered=answered, now=now)
     _named_for(token, list(submissions.values()))
     for index, p, entry in duplicates:
         submissions[index] = Submission(entry, created=False, duplicate_of=entry.pk, evidence_added=len(p.evidence),

@@ -65,9 +65,11 @@ def test_a_forgotten_lesson_is_nowhere_after_every_sweep(caplog, capfd):
     decided = lead_console.post(reverse("curation:forget-approve", args=[filed["id"]]), {"duplicates": [ids[1]]})
     assert decided.status_code == 302 and ForgetRequest.objects.get(pk=filed["id"]).state == "approved"
 
-    # Learned again? A paraphrase is refused at ingest; then every sweep runs.
+    # Learned again? A paraphrase is held at ingest (answered as any candidate, its text never stored, its
+    # evidence neither); then every sweep runs.
     again = agent.submit(**api_candidate(**PARAPHRASE))
-    assert again.status_code == 409 and again.json()["request_id"] == filed["id"]
+    assert again.status_code == 201 and again.json()["status"] == "pending"
+    assert Entry.objects.get(pk=again.json()["id"]).held_by_id == filed["id"]
     for task in TASK_NAMES:
         run, _ = run_sweep(task, triggered_by="test")
         assert run.state in (TaskRun.State.SUCCEEDED, TaskRun.State.SKIPPED), (task, run.error)

@@ -126,34 +126,38 @@ def test_approval_retires_purges_publishes_and_leaves_a_tombstone(reviewer, lead
 
 @pytest.mark.parametrize("lesson_text", [{"trigger": TRIGGER, "content": CONTENT}, PARAPHRASE],
                          ids=["exact", "paraphrase"])
-def test_the_tombstone_refuses_the_lesson_again(reviewer, lead, lesson, token, lesson_text):
+def test_the_tombstone_holds_the_lesson_again(reviewer, lead, lesson, token, lesson_text):
     request = file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
-    with pytest.raises(Forgotten) as exc:
+    with pytest.raises(Forgotten) as exc:  # a person in the console is told (no agent's guesses to answer)
         services.create_candidate(data=candidate_data(scope="acme/payroll/eu", **lesson_text), actor_label="agent:ci")
     assert exc.value.as_json()["status"] == "forgotten" and exc.value.request_id == request.pk
-    with pytest.raises(Forgotten):
-        submit_candidate(data=candidate_data(scope="acme/payroll", **lesson_text), token=token)
+    submission = submit_candidate(data=candidate_data(scope="acme/payroll", **lesson_text), token=token)
+    assert submission.as_json()["status"] == Status.PENDING  # what the agent is told
+    held = Entry.objects.get(pk=submission.entry.pk)
+    assert (held.status, held.held_by_id) == (Status.REJECTED, request.pk)
     # Another project's lesson with the same words is not this one.
-    services.create_candidate(data=candidate_data(scope="globex/payroll", **lesson_text), actor_label="agent:ci")
+    other = services.create_candidate(data=candidate_data(scope="globex/payroll", **lesson_text), actor_label="agent:ci")
+    assert (other.status, other.held_by_id) == (Status.PENDING, None)
 
 
-def test_a_batch_is_refused_the_lesson_in_the_scopes_above_and_below_the_tombstone_and_only_there(reviewer, lead,
-                                                                                                 lesson):
+def test_a_batch_holds_the_lesson_in_the_scopes_above_and_below_the_tombstone_and_only_there(reviewer, lead,
+                                                                                             lesson):
     request = file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
     token, _ = create_agent_token(name="fleet-agent", scopes=["acme", "globex"])
 
-    def refused_in(scopes, *others):
+    def held_in(scopes, *others):
         items = [candidate_data(scope=scope, trigger=TRIGGER, content=CONTENT) for scope in scopes]
         results = submit_batch(items=items + [candidate_data(scope=scope) for scope in others], token=token)
-        assert all(r["request_id"] == request.pk for r in results if not r["ok"])
-        assert all(r["ok"] for r in results[len(scopes):])  # other lessons in those scopes come in
-        return [scopes[r["index"]] for r in results if r.get("refusal") == "forgotten"]
+        assert all(r["ok"] and r["status"] == Status.PENDING for r in results)  # every answer alike
+        held = dict(Entry.objects.filter(pk__in=[r["id"] for r in results]).values_list("pk", "held_by_id"))
+        assert all(held[r["id"]] is None for r in results[len(scopes):])  # other lessons in those scopes come in
+        return [scopes[r["index"]] for r in results[:len(scopes)] if held[r["id"]] == request.pk]
 
     # The tombstone (acme/payroll) lies below "acme" and above "acme/payroll/eu"; each alone in its batch.
-    assert refused_in(["acme", "acme/billing", "globex/payroll"], "acme") == ["acme"]
-    assert refused_in(["acme/payroll/eu", "globex/payroll/eu"], "acme/payroll") == ["acme/payroll/eu"]
+    assert held_in(["acme", "acme/billing", "globex/payroll"], "acme") == ["acme"]
+    assert held_in(["acme/payroll/eu", "globex/payroll/eu"], "acme/payroll") == ["acme/payroll/eu"]
 
 
 def test_an_unrelated_lesson_in_the_scope_still_comes_in(reviewer, lead, lesson):

@@ -144,3 +144,21 @@ def test_an_auditor_reads_decided_requests_and_what_they_forgot(lead, auditor, f
     card = client.get(reverse("curation:forget-card", args=[filed.pk])).content.decode()
     assert "Decided by lena" in card and f'href="/entries/{lesson.pk}/"' in card and "Okonkwo" not in card
     assert client.get(reverse("curation:forgets"), {"f-state": "gone"}).status_code == 400
+
+
+def test_the_decided_card_counts_the_submissions_held_since(lead, filed, lesson):
+    from curation.services.forgets import approve_forget_request
+    from curation.services.submissions import submit_candidate
+    from curation.services.tokens import create_agent_token
+    from tests.factories import candidate_data
+
+    approve_forget_request(filed.pk, actor=lead)
+    token, _ = create_agent_token(name="payroll-agent", scopes=["acme/payroll"])
+    for trigger in ("Deploying the payroll service on Fridays", "Deploying payroll on a Friday"):
+        submit_candidate(data=candidate_data(scope="acme/payroll", trigger=trigger, content=LESSON["content"]),
+                         token=token)
+    submit_candidate(data=candidate_data(scope="acme/payroll"), token=token)  # an unrelated lesson comes in
+    card = client_for(lead).get(reverse("curation:forget-card", args=[filed.pk])).content.decode()
+    assert "Submissions held since, for repeating it: 2." in card and "Okonkwo" not in card
+    queue = client_for(lead).get(reverse("curation:candidates")).content.decode()
+    assert "Okonkwo" not in queue and "[forgotten: request" not in queue
