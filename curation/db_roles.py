@@ -5,7 +5,7 @@ granted here, again after every `migrate`, so a table a later migration adds is 
 - read and write the working tables (entries, queues, sessions, ...);
 - only read and append the history (events, evidence, skill trials): no UPDATE or DELETE grant, beside
   the trigger that refuses them to everyone;
-- run `curation_forget_purge`, the one way the history's text changes: a forget's purge (migration 0024);
+- run `curation_forget_purge`, the one way the history's text changes: a forget's purge (migrations 0024, 0037);
 - no TRUNCATE, no TRIGGER, no REFERENCES anywhere, and no ownership, so it cannot `ALTER TABLE ...
   DISABLE TRIGGER`, drop a table or create one; and not a superuser, so it cannot set
   `session_replication_role` (which would silence the triggers)."""
@@ -17,7 +17,7 @@ from django.db import connections
 
 APPEND_ONLY_TABLES = ("curation_event", "curation_evidence", "curation_skilltrial", "curation_tombstone")
 # Functions the role may execute (owned by the tables' owner, SECURITY DEFINER), when they exist.
-APP_FUNCTIONS = ("curation_forget_purge(bigint, text[])",)
+APP_FUNCTIONS = ("curation_forget_purge(bigint, text[], bigint[], bigint[])",)
 
 
 def _ident(name: str) -> str:

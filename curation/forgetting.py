@@ -1,5 +1,6 @@
 """Rules of forgetting, as pure functions: when a lesson is the same as a forgotten one (its tombstone),
-and how a forgotten text is purged from a stored value (a snapshot in an Event, a reason, a query).
+and how a forgotten text is purged from a stored value (a snapshot in an Event by its text keys, a quoting
+row by the quoted text).
 
 Same lesson: the exact fingerprint in an overlapping scope, or a near duplicate by the tombstone's signature
 (the stems' Jaccard at FORGOTTEN_NEAR or more, or nearly all of the forgotten stems restated)."""
@@ -57,17 +58,9 @@ def purge_text(value: str, texts: list[str], marker: str) -> str:
     return value
 
 
-def purge_value(value, texts: list[str], marker: str, *, own_snapshot: bool = False):
-    """`value` (a JSON value: an Event's before or after) with every forgotten text replaced by the marker.
-    `own_snapshot`: it is a forgotten entry's own snapshot, whose text fields become the marker whatever
-    they hold, and its keywords an empty list. The SQL function curation_forget_purge does the same."""
-    if own_snapshot and isinstance(value, dict):
-        value = dict(value)
-        for key in SNAPSHOT_TEXTS:
-            if isinstance(value.get(key), str) and value[key]:
-                value[key] = marker
-        if isinstance(value.get("conditions"), list) and value["conditions"]:
-            value["conditions"] = []
+def purge_value(value, texts: list[str], marker: str):
+    """`value` (a string, or a JSON value of strings) with every quoted forgotten text replaced by the
+    marker: for the rows the lead ticked as quoting the lesson, and the working rows made of it."""
     if isinstance(value, str):
         return purge_text(value, texts, marker)
     if isinstance(value, list):
@@ -75,3 +68,45 @@ def purge_value(value, texts: list[str], marker: str, *, own_snapshot: bool = Fa
     if isinstance(value, dict):
         return {k: purge_value(v, texts, marker) for k, v in value.items()}
     return value
+
+
+# --- what the purge rewrites: the forgotten entries' own values whole, and nothing else by search ------------
+
+# Keys of a stored JSON value (an Event's before/after) that hold a lesson's text. The purge replaces their
+# values whole, in the values it names, and never searches the other keys (a scope, a slug, a status):
+# - ENTRY_*: a forgotten entry's own snapshot (and a conflict's quoted directives, under "reason");
+# - DERIVED_*: what was made of it, in Events about a conflict, a consolidation or a skill, which may sit on
+#   another entry's history beside that entry's own snapshot (left as it is).
+ENTRY_TEXT_KEYS = (*SNAPSHOT_TEXTS, "reason")
+ENTRY_TEXT_LISTS = ("conditions",)
+DERIVED_TEXT_KEYS = ("reason", "proposed_trigger", "proposed_content", "proposed_boundary",
+                     "description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
+DERIVED_TEXT_LISTS = ("proposed_conditions",)
+
+
+def purge_keys(value, keys, lists, marker: str):
+    """`value` with the text under each of `keys` (non-empty strings) replaced by the marker and each of
+    `lists` emptied: at the top level of an object only, which is where the writers put them. The SQL
+    function curation_forget_keys does the same."""
+    if not isinstance(value, dict):
+        return value
+    value = dict(value)
+    for key in keys:
+        if isinstance(value.get(key), str) and value[key]:
+            value[key] = marker
+    for key in lists:
+        if isinstance(value.get(key), list) and value[key]:
+            value[key] = []
+    return value
+
+
+def purge_warnings(acknowledged: list, ids: set[int], marker: str) -> list:
+    """A version's acknowledged pre-publish warnings with the text of those about a forgotten entry replaced."""
+    return [{**w, "text": marker} if isinstance(w, dict) and w.get("entry") in ids and w.get("text") else w
+            for w in acknowledged]
+
+
+def quoted_texts(texts) -> list[str]:
+    """The forgotten texts searched for inside rows that quote them (which a lead ticks): the lesson's
+    sentences, not its keywords or conditions, distinct and longest first."""
+    return texts_to_purge(texts)

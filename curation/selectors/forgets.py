@@ -13,6 +13,7 @@ from curation.forgetting import Lesson, same_lesson
 from curation.models import Entry, ForgetRequest, Tombstone
 
 from .entries import visible_entries
+from .forget_quotes import quotes_of_many
 from .paging import Page, capped_count, read_page
 from .similar import similar_active_entries_many
 
@@ -82,6 +83,16 @@ def _with_suggestions(user, requests: list) -> list:
     return requests
 
 
+def _with_quotes(user, requests: list) -> list:
+    """Each open request's "Also found in": the rows beyond the lesson's own that quote its text, for the
+    lead to tick (forget_quotes), searched once for the page."""
+    open_ones = [r for r in requests if r.state == ForgetRequest.State.OPEN]
+    found = quotes_of_many(user, [(r, [r.entry] if r.entry_id else []) for r in open_ones]) if open_ones else {}
+    for r in requests:
+        r.quotes = found.get(r.pk, [])
+    return requests
+
+
 def _with_held_count(requests):
     """Each request with `held_count`: the submissions since held for repeating what it forgot."""
     return requests.annotate(held_count=Count("held_entries"))
@@ -92,12 +103,12 @@ def forget_queue(user, filters: ForgetFilters = ForgetFilters(), *, cursor: str 
     """One page of requests (open ones by default), oldest first, keyset on (created_at, id)."""
     qs = _with_held_count(visible_forget_requests(user).filter(filters.as_q()).select_related("entry", "decided_by"))
     return read_page(qs, qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters,
-                     prepare=lambda rows: _with_suggestions(user, rows))
+                     prepare=lambda rows: _with_quotes(user, _with_suggestions(user, rows)))
 
 
 def forget_card(user, request_id) -> ForgetRequest:
     request = _with_held_count(visible_forget_requests(user).select_related("entry", "decided_by")).get(pk=request_id)
-    return _with_suggestions(user, [request])[0]
+    return _with_quotes(user, _with_suggestions(user, [request]))[0]
 
 
 # --- tombstones ---------------------------------------------------------------------------------------------

@@ -1,19 +1,17 @@
-"""Forget requests: "forget this" retires a lesson, purges its text everywhere and keeps it from being
-learned again.
+"""Forget requests: "forget this" retires a lesson, purges its text and keeps it from being learned again.
 
 - `file_forget_request`: a reviewer (console) or an agent (API, for its user) names an entry, or a text to
   match in a scope, and a reason. The request waits in the Forget queue.
 - `decline_forget_request`: a lead declines, with a reason.
-- `approve_forget_request`: a lead approves, with the near duplicates ticked on the card. In one
-  transaction: each entry is retired through the write path with its text replaced by the request's marker
-  ("[forgotten: request #N]"); a version is published at once without them; the forgotten texts are purged
-  from the evidence excerpts, the snapshots and reasons stored in Events, every stored version
-  (ReleasedEntry rows), the retrieval logs' queries and the proposals made of them; tombstones (fingerprint
-  and signature, never the text) are written; and the purge is recorded as an Event.
+- `approve_forget_request`: a lead approves, with the near duplicates and the quoting rows ("Also found
+  in", selectors.forget_quotes) ticked on the card. In one transaction: each entry is retired through the
+  write path with its text replaced by the request's marker ("[forgotten: request #N]"); a version is
+  published at once without them; the purge rewrites exactly what the forgotten lesson left (see "the
+  purge" below); tombstones (never the text) are written; and the purge is recorded as an Event.
 
 On PostgreSQL events and evidence are append-only (a trigger refuses UPDATE and DELETE): their purge is
-`curation_forget_purge` (migration 0024), the one function the trigger lets through, run inside this
-transaction. Elsewhere the same purge is done here (forgetting.purge_value is its rule in Python)."""
+`curation_forget_purge` (migrations 0024, 0037), the one function the trigger lets through, run inside this
+transaction. Elsewhere the same purge is done here (forgetting.purge_keys and purge_text are its rules)."""
 
 from __future__ import annotations
 
@@ -24,13 +22,17 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 
 from curation import access, clock
-from curation.forgetting import purge_text, purge_value, texts_to_purge
+from curation.forgetting import (
+    DERIVED_TEXT_KEYS, DERIVED_TEXT_LISTS, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, purge_keys, purge_text, purge_value,
+    purge_warnings, quoted_texts,
+)
 from curation.models import (
     CONTENT_MAX, AgentToken, Conflict, ConsolidationProposal, Entry, Event, EventAction, Evidence, ForgetRequest,
     MemoryVersion, ReleasedEntry, Retrieval, RetrievedEntry, SkillProposal, Status, Tombstone, forgotten_marker,
 )
 from curation.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
+from curation.selectors.forget_quotes import lesson_texts, quotes_of
 from curation.selectors.retrieval_cache import forget_cached_answers
 from curation.similarity import fingerprint, signature
 
@@ -179,15 +181,30 @@ PROPOSAL_TEXTS = ("proposed_trigger", "proposed_content", "proposed_boundary")
 
 
 def _forgotten_texts(request: ForgetRequest, entries: list[Entry]) -> list[str]:
-    """Every stored text made of the forgotten lessons: their fields, their evidence, the request's text, and
-    the merged text of consolidation proposals made of them (which their Events quote too)."""
-    texts = [request.match_text]
-    for e in entries:
-        texts += [e.trigger, e.content, e.boundary, e.recheck_when, *(c for c in e.conditions or () if isinstance(c, str))]
-    texts += Evidence.objects.filter(entry__in=entries).values_list("excerpt", flat=True)
+    """The forgotten lesson's texts, as the rows that quote them are searched for (never its keywords or
+    conditions, which other lessons share): what the card's "Also found in" found, and what a ticked
+    quote has replaced. The merged drafts of consolidation proposals made of the entries count too."""
+    texts = lesson_texts(request, entries)
     for proposal in ConsolidationProposal.objects.filter(entries__in=entries).distinct().only(*PROPOSAL_TEXTS):
         texts += [getattr(proposal, name) for name in PROPOSAL_TEXTS]
-    return texts_to_purge(texts)
+    return quoted_texts(texts)
+
+
+def _ticked_quotes(actor, request: ForgetRequest, entries: list[Entry], texts: list[str], keys) -> dict[str, list[str]]:
+    """The ticked "Also found in" rows, by kind: each must still be one the card lists (so a key names no row
+    the lead could not see, nor one that does not quote the lesson)."""
+    keys = {k for k in keys if isinstance(k, str) and k}
+    if not keys:
+        return {}
+    listed = {q.key: q for q in quotes_of(actor, request, entries, texts)}
+    unknown = keys - listed.keys()
+    if unknown:
+        raise ValidationError({"quotes": [f"Not found quoting this lesson any more: {', '.join(sorted(unknown))}. "
+                                          "Reload the request."]})
+    ticked: dict[str, list[str]] = {}
+    for key in sorted(keys):
+        ticked.setdefault(listed[key].kind, []).append(listed[key].pk)
+    return ticked
 
 
 def _publish_without(entries: list[Entry], request: ForgetRequest, actor, now) -> MemoryVersion | None:
@@ -220,8 +237,10 @@ def _common_scope(scopes: list[str]) -> str:
     return "/".join(common)
 
 
-def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: str = "", at=None) -> ForgetOutcome:
-    """Forget the request's entry and the ticked duplicates, everywhere, in one transaction (see the module)."""
+def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(), note: str = "",
+                           at=None) -> ForgetOutcome:
+    """Forget the request's entry and the ticked duplicates, everywhere, in one transaction (see the module);
+    `quotes`: the keys of the ticked "Also found in" rows (selectors.forget_quotes), rewritten too."""
     now = at or clock.now()
     with transaction.atomic():
         request = _load_open(request_id, actor)
@@ -230,6 +249,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
             raise ValidationError({"duplicates": ["Tick the entries to forget."]})
         marker = request.marker
         texts = _forgotten_texts(request, entries)
+        ticked = _ticked_quotes(actor, request, entries, texts, quotes)
         stones = [Tombstone(request=request, entry=e, scope=e.scope, fingerprint=fingerprint(e.trigger, e.content),
                             signature=signature(f"{e.trigger} {e.content}"), forgotten_on=now.date(), created_at=now)
                   for e in entries]
@@ -245,7 +265,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
         request.state, request.decided_by, request.decided_at = ForgetRequest.State.APPROVED, actor, now
         request.forgotten_ids = [e.pk for e in entries]
         request.match_text = marker if request.match_text else ""
-        request.reason = purge_text(request.reason, texts, marker)
+        request.reason = marker  # purged with it, whatever it says (the form asks not to paste the text)
         request.decision_note = purge_text((note or "").strip()[:REASON_MAX], texts, marker)
         request.save()
         close_moot_conflicts(entries, actor=actor, now=now, except_id=0, went=f"forgotten (request #{request.pk})")
@@ -254,7 +274,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
         if version is not None:
             ForgetRequest.objects.filter(pk=request.pk).update(published_version=version.number)
             request.published_version = version.number
-        purged = _purge(request, [e.pk for e in entries], texts)
+        purged = _purge(request, [e.pk for e in entries], texts, ticked)
         Tombstone.objects.bulk_create(stones)
         record_event(request, actor=actor, action=EventAction.FORGET_APPROVED, reason=request.decision_note, at=now,
                      before={"state": ForgetRequest.State.OPEN},
@@ -282,28 +302,35 @@ def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now)
 
 
 # --- the purge ------------------------------------------------------------------------------------------
+#
+# Exactly the forgotten text, nowhere else: the forgotten entries' own rows (their text whole), the rows
+# made of them (their conflicts, proposals and skills, by the keys that hold text), the request's own, and
+# the rows the lead ticked as quoting it (the quoted text replaced there). No search at purge time, and no
+# replacement inside a scope, a slug, a condition or a summary the lead did not tick.
 
 
-def _purge(request: ForgetRequest, ids: list[int], texts: list[str]) -> dict:
-    """Replace the forgotten texts by the marker wherever they are stored; answers how many rows, per place."""
+def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> dict:
+    """Replace the forgotten text by the marker where it is stored; answers how many rows, per place."""
     marker = request.marker
-    counts = {"history": _purge_history(request, ids, texts)}
+    counts = {"history": _purge_history(request, ids, texts, ticked)}
     # Every stored version: the text goes, and the rows close where they start, so that no version holds
     # them any more and a rollback to a version before the forget cannot serve the marker as a lesson.
     # Cached answers of every version may hold them: none is served once this commits.
     transaction.on_commit(forget_cached_answers)
     counts["released_rows"] = ReleasedEntry.objects.filter(entry_id__in=ids).update(
         trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from"))
-    counts["retrievals"] = Retrieval.objects.filter(
-        pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id")).exclude(query="").update(query=marker)
+    returned_it = Retrieval.objects.filter(pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id"))
+    counts["retrievals"] = (returned_it.exclude(query="").update(query=marker)
+                            + _purge_quoted(Retrieval.objects.filter(pk__in=ticked.get("retrieval", [])),
+                                            ("query", "task_ref"), texts, marker))
     counts["proposals"] = _purge_proposals(ids, texts, marker)
     counts["skills"] = _purge_rows(SkillProposal.objects.filter(sources__entry_id__in=ids).distinct(),
                                    (*SKILL_TEXTS, "reason", "decision_note", "retire_reason"), texts, marker)
-    # The warnings a publisher acknowledged quote the entries' triggers; versions are few.
-    counts["versions"] = _purge_rows(MemoryVersion.objects.exclude(acknowledged=[]), ("acknowledged", "summary"),
-                                     texts, marker)
-    counts["conflicts"] = _purge_rows(Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)),
-                                      ("reason",), texts, marker)
+    counts["versions"] = _purge_versions(ids, ticked.get("version", []), texts, marker)
+    conflicts = Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)).exclude(reason="")
+    counts["conflicts"] = conflicts.exclude(reason=marker).update(reason=marker)  # it quotes the forgotten side
+    counts["requests"] = _purge_quoted(ForgetRequest.objects.filter(pk__in=ticked.get("request", [])),
+                                       ("reason",), texts, marker)
     return counts
 
 
@@ -318,8 +345,25 @@ def _purge_proposals(ids: list[int], texts: list[str], marker: str) -> int:
     return len(proposals)
 
 
+def _purge_versions(ids: list[int], ticked: list[str], texts: list[str], marker: str) -> int:
+    """The warnings a publisher acknowledged about a forgotten entry (by its id), and the ticked summaries."""
+    changed = 0
+    id_set = set(ids)
+    for version in MemoryVersion.objects.exclude(acknowledged=[]):  # versions are few
+        acknowledged = purge_warnings(version.acknowledged, id_set, marker)
+        if acknowledged != version.acknowledged:
+            MemoryVersion.objects.filter(pk=version.pk).update(acknowledged=acknowledged)
+            changed += 1
+    return changed + _purge_quoted(MemoryVersion.objects.filter(pk__in=ticked), ("summary",), texts, marker)
+
+
+def _purge_quoted(rows, fields, texts: list[str], marker: str) -> int:
+    """Rows the lead ticked as quoting the lesson: the quoted texts replaced in `fields`, nothing else."""
+    return _purge_rows(rows, fields, texts, marker)
+
+
 def _purge_rows(rows, fields, texts: list[str], marker: str) -> int:
-    """Working rows that may quote a forgotten text (few: those made of the forgotten entries)."""
+    """Rows made of or quoting the forgotten lesson (few): the texts replaced where they occur in `fields`."""
     changed = 0
     for row in rows:
         values = {f: purge_value(getattr(row, f), texts, marker) for f in fields}
@@ -329,30 +373,62 @@ def _purge_rows(rows, fields, texts: list[str], marker: str) -> int:
     return changed
 
 
-def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str]) -> int:
-    """Events and evidence: on PostgreSQL the one function the append-only trigger lets through."""
+def _related_events_q(request: ForgetRequest, ids: list[int]) -> Q:
+    """The Events about what the forgotten entries made: their conflicts, proposals and skills."""
+    return (Q(conflict__in=Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)))
+            | Q(proposal__in=ConsolidationProposal.objects.filter(entries__in=ids))
+            | Q(skill__in=SkillProposal.objects.filter(sources__entry_id__in=ids)))
+
+
+def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> int:
+    """Events and evidence: on PostgreSQL the one function the append-only trigger lets through, which
+    does what this does elsewhere (forgetting.purge_keys is its rule)."""
+    quoting_events = [int(pk) for pk in ticked.get("event", [])]
+    quoting_evidence = [int(pk) for pk in ticked.get("evidence", [])]
+    # Another request's reason quoting the lesson is also in that request's own filing Event.
+    quoting_events += list(Event.objects.filter(forget_request_id__in=ticked.get("request", []),
+                                                action=EventAction.FORGET_FILED).values_list("pk", flat=True))
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT curation_forget_purge(%s, %s)", [request.pk, texts])
+            cursor.execute("SELECT curation_forget_purge(%s, %s, %s, %s)",
+                           [request.pk, texts, quoting_events, quoting_evidence])
             return cursor.fetchone()[0]
     marker = request.marker
-    changed = Evidence.objects.filter(entry_id__in=ids).exclude(excerpt=marker).update(excerpt=marker)
-    events = Event.objects.filter(
-        Q(entry_id__in=ids) | Q(forget_request=request)
-        | Q(conflict__in=Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)))
-        | Q(proposal__entries__in=ids) | Q(skill__sources__entry_id__in=ids)
-    ).distinct()
-    for event in events:
-        own = event.entry_id in ids
-        rewrite_purged_text(
-            event,
-            before=purge_value(event.before, texts, marker, own_snapshot=own),
-            after=purge_value(event.after, texts, marker, own_snapshot=own),
-            reason=purge_text(event.reason, texts, marker),
-            entry_label=f"#{event.entry_id} {marker}" if own else purge_text(event.entry_label, texts, marker),
-        )
-        changed += 1
+    changed = 0
+    for piece in Evidence.objects.filter(entry_id__in=ids):
+        values = {"excerpt": marker if piece.excerpt else "", "task_ref": marker if piece.task_ref else ""}
+        changed += _rewrite_evidence(piece, values)
+    for piece in Evidence.objects.filter(pk__in=quoting_evidence):
+        changed += _rewrite_evidence(piece, {f: purge_text(getattr(piece, f), texts, marker)
+                                             for f in ("excerpt", "task_ref")})
+    own = Q(entry_id__in=ids)
+    every_key, every_list = (*ENTRY_TEXT_KEYS, *DERIVED_TEXT_KEYS), (*ENTRY_TEXT_LISTS, *DERIVED_TEXT_LISTS)
+    for event in Event.objects.filter(own | Q(forget_request=request) | _related_events_q(request, ids)
+                                      | Q(pk__in=quoting_events)).distinct():
+        if event.entry_id in ids:
+            values = dict(before=purge_keys(event.before, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, marker),
+                          after=purge_keys(event.after, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, marker),
+                          reason=marker if event.reason else "", entry_label=f"#{event.entry_id} {marker}")
+        elif event.pk in quoting_events:
+            values = dict(before=event.before, after=event.after, reason=purge_text(event.reason, texts, marker),
+                          entry_label=event.entry_label)
+        else:  # the request's own, or about a conflict, proposal or skill of the forgotten entries: what was
+            # made of them goes; another entry's own snapshot beside it stays
+            keys, lists = (every_key, every_list) if event.entry_id is None else (DERIVED_TEXT_KEYS, DERIVED_TEXT_LISTS)
+            values = dict(before=purge_keys(event.before, keys, lists, marker),
+                          after=purge_keys(event.after, keys, lists, marker),
+                          reason=marker if event.reason else "", entry_label=event.entry_label)
+        if any(values[f] != getattr(event, f) for f in values):
+            rewrite_purged_text(event, **values)
+            changed += 1
     return changed
+
+
+def _rewrite_evidence(piece: Evidence, values: dict) -> int:
+    if all(values[f] == getattr(piece, f) for f in values):
+        return 0
+    Evidence.objects.filter(pk=piece.pk).update(**values)
+    return 1
 
 
 __all__ = ["Forgotten", "ForgetOutcome", "approve_forget_request", "decline_forget_request", "file_forget_request",

@@ -40,7 +40,8 @@ QUEUE = Forgets()
 @decision(FORGET, "Only a lead approves or declines forget requests.")
 def approve(request, pk):
     return QUEUE.decide(request, pk, "approved: forgotten", service.approve_forget_request,
-                        duplicate_ids=request.POST.getlist("duplicates"), note=request.POST.get("note", ""))
+                        duplicate_ids=request.POST.getlist("duplicates"), quotes=request.POST.getlist("quotes"),
+                        note=request.POST.get("note", ""))
 
 
 @decision(FORGET, "Only a lead approves or declines forget requests.")

@@ -122,5 +122,6 @@ def test_the_purge_function_refuses_a_request_that_is_not_approved(on_postgres, 
     request = file_forget_request(entry_id=entry.pk, reason="r", actor=make_user("lena", "lead"))
     with pytest.raises(DatabaseError, match="not approved"), transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT curation_forget_purge(%s, %s)", [request.pk, ["Confirm the repository root"]])
+            cursor.execute("SELECT curation_forget_purge(%s, %s, %s, %s)",
+                           [request.pk, ["Confirm the repository root"], [], []])
     assert "Confirm the repository root" in Event.objects.get(entry=entry, action="submit").after["content"]

@@ -162,3 +162,23 @@ def test_the_decided_card_counts_the_submissions_held_since(lead, filed, lesson)
     assert "Submissions held since, for repeating it: 2." in card and "Okonkwo" not in card
     queue = client_for(lead).get(reverse("curation:candidates")).content.decode()
     assert "Okonkwo" not in queue and "[forgotten: request" not in queue
+
+
+def test_the_card_lists_where_else_the_lesson_is_quoted_and_the_ticked_quote_is_purged(lead, filed, lesson):
+    from curation import services
+    from curation.models import Evidence
+
+    other = active(lead, scope="acme/payroll/eu", trigger="Deploying payroll in the EU",
+                   content="Follow the EU release checklist.")
+    quoting = services.add_evidence(other.pk, actor=lead, data={
+        "kind": "review", "signal": "independent", "polarity": "supports",
+        "excerpt": f"Copied from the old runbook: {LESSON['content']}"})
+    client = client_for(lead)
+    card = client.get(reverse("curation:forget-card", args=[filed.pk])).content.decode()
+    assert "Also found in" in card and f'value="evidence:{quoting.pk}"' in card
+    assert f"evidence of entry #{other.pk}" in card
+    response = client.post(reverse("curation:forget-approve", args=[filed.pk]), {"quotes": [f"evidence:{quoting.pk}"]})
+    assert response.status_code == 302
+    assert Evidence.objects.get(pk=quoting.pk).excerpt == f"Copied from the old runbook: {filed.marker}"
+    bad = client.post(reverse("curation:forget-approve", args=[filed.pk]), {"quotes": ["evidence:99999"]}, **HTMX)
+    assert bad.status_code in (409, 422)  # already decided, or not a listed quote: a clear refusal, never a 500
