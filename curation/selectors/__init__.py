@@ -18,7 +18,7 @@ from .candidates import QueueFilters, candidate_lines, candidate_queue, encode_c
 from .conflicts import ConflictFilters, conflict_card, conflict_count, conflict_queue, merge_defaults
 from .consolidation import ProposalFilters, consolidation_queue, proposal_card, proposal_count
 from .entries import (
-    CHAIN_LIMIT, TimelineItem, entry_events, entry_events_for_token, entry_evidence, entry_evidence_for_token, entry_for_token, entry_history, entry_page_timeline, entry_timeline, event_changes, supersedes_chain,
+    CHAIN_LIMIT, TimelineItem, entry_events, entry_events_for_token, entry_evidence, entry_evidence_for_token, entry_for_token, evidence_as_read, entry_history, entry_page_timeline, entry_timeline, event_changes, supersedes_chain,
     visible_entries, visible_entry,
 )
 from .preferences import queue_preference
@@ -37,7 +37,7 @@ __all__ = [
     "BadCursor", "CHAIN_LIMIT", "ConflictFilters", "NEAR_DUPLICATE", "Page", "ProposalFilters", "QueueFilters",
     "RETRIEVAL_POOL_FACTOR", "RETRIEVED_FIELDS", "Ranked", "SIMILAR_POOL", "SIMILAR_POOL_POSTGRES", "SkillFilters",
     "TimelineItem", "any_word_tsquery_sql", "candidate_lines", "candidate_queue", "capped_count", "conflict_card", "conflict_count",
-    "conflict_queue", "consolidation_queue", "decode_cursor", "encode_cursor", "encode_keyset", "entry_events", "entry_events_for_token", "entry_evidence", "entry_evidence_for_token", "entry_for_token", "entry_history",
+    "conflict_queue", "consolidation_queue", "decode_cursor", "encode_cursor", "encode_keyset", "entry_events", "entry_events_for_token", "entry_evidence", "entry_evidence_for_token", "entry_for_token", "evidence_as_read", "entry_history",
     "entry_page_timeline", "entry_timeline", "event_changes", "merge_defaults", "outer_params", "outer_rows_sql",
     "overlapping_entries_sql", "proposal_card", "proposal_count", "queue_card", "queue_count", "queue_preference", "retrievable_scopes",
     "retrieve_memory", "similar_active_entries", "similar_active_entries_many", "supersedes_chain",

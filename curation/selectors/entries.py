@@ -138,24 +138,29 @@ def entry_for_token(token, entry_id) -> Entry | None:
     if entry is None or not access.token_covers(token, entry.scope):
         return None
     shown = as_answered(entry)
-    if _text_withheld(shown):
+    if text_withheld(shown):
         shown = copy.copy(shown) if shown is entry else shown
         for name, value in WITHHELD_TEXT.items():
             setattr(shown, name, value)
     return shown
 
 
-def _text_withheld(entry: Entry) -> bool:
+def text_withheld(entry: Entry) -> bool:
+    """Does an agent read this entry's text? Not of a candidate, nor of a held submission whatever its answer said."""
     return entry.status in UNCURATED or entry.held_by_id is not None
 
 
 def entry_evidence_for_token(entry: Entry, *, limit: int) -> list[Evidence]:
     """entry_evidence as an agent token reads it: of a candidate, the evidence without its texts."""
     evidence = entry_evidence(entry, limit=limit)
-    if _text_withheld(entry):
-        for piece in evidence:
-            piece.excerpt, piece.task_ref = "", ""
-    return evidence
+    return [evidence_as_read(entry, piece) for piece in evidence]
+
+
+def evidence_as_read(entry: Entry, piece: Evidence) -> Evidence:
+    """A piece of the entry's evidence as an agent token reads it: without its texts when the entry's is withheld."""
+    if text_withheld(entry):
+        piece.excerpt, piece.task_ref = "", ""
+    return piece
 
 
 def as_answered(entry: Entry, status: str | None = None) -> Entry:

@@ -62,7 +62,7 @@ FRESH = dict(scope="acme/billing-api", trigger="Deploying the billing worker",
              content="Drain the invoice queue before the deploy; it refills within a minute.")
 # What differs between any two candidates' answers: their ids and times, never their shape or states.
 VARYING = {"id", "created_at", "updated_at", "trigger", "content", "scope", "conditions", "last_verified_at",
-           "queued_at", "review_by", "source_task", "boundary", "recheck_when"}
+           "queued_at", "review_by", "source_task", "boundary", "recheck_when", "observed_at"}
 
 
 def _same_but_ids(a: dict, b: dict) -> dict:
@@ -104,6 +104,13 @@ def test_a_forgotten_lesson_is_held_and_answered_as_any_new_candidate(agent, lea
     assert [e["action"] for e in held_view["events"]] == [e["action"] for e in fresh_view["events"]] == ["submit"]
     assert _same_but_ids({k: v for k, v in held_view.items() if k not in ("events", "evidence")},
                          {k: v for k, v in fresh_view.items() if k not in ("events", "evidence")}) == {}
+
+    # Evidence added by id: answered alike (no candidate's evidence text is echoed), stored without its text.
+    piece = {"kind": "tool_output", "signal": "external", "excerpt": "Okonkwo signed off again"}
+    held_piece = agent.post(f"entries/{row.pk}/evidence", piece).json()["evidence"]
+    fresh_piece = agent.post(f"entries/{fresh_body['id']}/evidence", piece).json()["evidence"]
+    assert _same_but_ids(held_piece, fresh_piece) == {} and held_piece["excerpt"] == ""
+    assert not row.evidence.filter(excerpt__contains="Okonkwo").exists()
 
     # Sent again: evidence for the one it repeats, as for a pending candidate.
     held_again, fresh_again = agent.submit(**again).json(), agent.submit(**FRESH).json()
