@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning bench-replay bench-ingest load clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning bench-replay bench-ingest bench-forget load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -48,6 +48,12 @@ bench-learning: $(STAMP)
 
 bench-replay: $(STAMP)
 	$(BIN)/python benchmarks/replay_bench.py
+
+# a held submission (it repeats a forgotten lesson) against a fresh one: the same answer in the same time
+bench-forget: $(STAMP)
+	$(BIN)/python benchmarks/forget_bench.py --db sqlite; sqlite=$$?; \
+	$(BIN)/python benchmarks/forget_bench.py --db postgres; postgres=$$?; \
+	exit $$(( sqlite || postgres ))
 
 # locust against gunicorn + PostgreSQL + Redis + a Celery worker and beat, on loopback; LOAD_MINUTES=1 to shorten
 load: $(STAMP)

@@ -110,8 +110,23 @@ def detect_conflicts_many(
 def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None,
                  pools=None) -> tuple[list[Conflict], int]:
     """The conflicts detect_conflicts_many opens, in pair order, and how many pairs it compared."""
-    pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
     now = at or clock.now()
+    found, members, compared = _contradictions(entries, detected_by=detected_by, pool=pool, pools=pools)
+    # A partner read as a Partner row becomes an Entry to have its conflict written about (the few found).
+    members = {pk: m if isinstance(m, Entry) else m.entry() for pk, m in members.items()}
+    return _open_conflicts(found, members, detected_by=detected_by, at=now), compared
+
+
+def weigh_contradictions(entries, *, pools=None) -> int:
+    """The reads and comparisons ingest's detection makes for `entries`, opening nothing: a held submission
+    (services.held) costs what a fresh one does, so its answer's timing tells nothing. Answers the pairs compared."""
+    return _contradictions(list(entries), detected_by="ingest", pool=None, pools=pools)[2]
+
+
+def _contradictions(entries: list[Entry], *, detected_by: str, pool: int | None, pools=None):
+    """The contradicting pairs among `entries` and their partners ({(low id, high id): reason}), every entry
+    involved by id, and how many pairs were compared."""
+    pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
     lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in entries}
     searching = [e for e in entries if lessons[e.pk].search_words]
     found: dict[tuple[int, int], str] = {}
@@ -125,9 +140,7 @@ def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None
             if reason:
                 found[_pair(entry, other)] = reason
                 members.setdefault(other.pk, other)
-    # A partner read as a Partner row becomes an Entry to have its conflict written about (the few found).
-    members = {pk: m if isinstance(m, Entry) else m.entry() for pk, m in members.items()}
-    return _open_conflicts(found, members, detected_by=detected_by, at=now), compared
+    return found, members, compared
 
 
 def _lesson_of(entry: Entry, lessons: dict[int, Lesson]) -> Lesson:

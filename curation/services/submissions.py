@@ -29,7 +29,7 @@ from .candidates import (
     submit_note,
 )
 from .admission import admit_by_policy
-from .conflicts import detect_conflicts_for, detect_conflicts_many
+from .conflicts import detect_conflicts_for, detect_conflicts_many, weigh_contradictions
 from .entry_writes import insert_entries
 from .errors import Forgotten
 from .events import build_event, record_events
@@ -166,11 +166,13 @@ def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now,
         return Submission(existing, created=False, duplicate_of=existing.pk, evidence_added=added,
                           flags=prepared.flags)
     entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now, held_by=held_by)
-    conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now) if held_by is None else []
     answered = None
     if held_by is None:
+        conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
         admit_by_policy(entry, prepared.evidence, at=now)
     else:
+        conflicts = []
+        weigh_contradictions([with_text(entry, prepared.fields)])
         answered = answered_status(admission.governing(admission_policies(), entry.scope), prepared.evidence)
         hold([entry], answered={entry.pk: answered}, now=now)
     return _named_for(token, [Submission(
@@ -295,6 +297,8 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
     conflicts_by_entry = {entry.pk: [] for _, _, entry in new_entries}
     conflicts_by_entry.update(detect_conflicts_many(
         [entry for _, _, entry in new_entries if entry.held_by_id is None], detected_by="ingest", at=now, pools=pools))
+    weigh_contradictions([with_text(entry, p.fields) for _, p, entry in new_entries if entry.held_by_id is not None],
+                         pools=pools)
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
         if entry.held_by_id is None:  # a held one is no reviewer's to compare
