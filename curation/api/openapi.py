@@ -273,14 +273,13 @@ def schema() -> dict:
             "/candidates": {"post": {
                 "summary": "Submit one candidate lesson",
                 "description": "Secrets and personal data are redacted before storage and flagged. An exact "
-                               "duplicate of an active (or pending) entry creates nothing: its evidence is added.",
+                               "duplicate of an active (or pending) entry creates nothing: its evidence is added. "
+                               "A lesson that repeats a forgotten one is answered as any new candidate and never "
+                               "reaches a reviewer or an agent.",
                 "parameters": [IDEMPOTENCY_KEY],
                 "requestBody": _json_body("#/components/schemas/Candidate", EXAMPLE_CANDIDATE),
                 "responses": {"201": _ok("Created, or added to its duplicate.", "#/components/schemas/Submission"),
-                              **BODY_ERRORS, **COMMON_ERRORS, "403": _error("The scope is outside the token's scopes."),
-                              "409": {"description": "The lesson repeats a forgotten one (exactly or nearly): "
-                                                     "{status: \"forgotten\", request_id, forgotten_on, error}, never "
-                                                     "the forgotten text. In a batch, that item: status 409, refusal \"forgotten\", request_id, forgotten_on."}},
+                              **BODY_ERRORS, **COMMON_ERRORS, "403": _error("The scope is outside the token's scopes.")},
             }},
             "/candidates/batch": {"post": {
                 "summary": f"Submit up to {c['API_BATCH_MAX']} candidates",
@@ -332,6 +331,8 @@ def schema() -> dict:
             }},
             "/entries/{id}": {"get": {
                 "summary": "One entry with its evidence and events",
+                "description": "Agents read curated memory: of a candidate still under review or rejected, its state "
+                               "and history without its text or its evidence's text (empty strings).",
                 "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
                 "responses": {"200": _ok("The entry.", "#/components/schemas/EntryDetail"),
                               "404": _error("No such entry in this token's scopes."), **COMMON_ERRORS},
@@ -394,7 +395,8 @@ def schema() -> dict:
                 "description": "Name an entry of the token's scopes (`entry_id`), or a text to match (`text`) in a "
                                "`scope` of the token, with the user's `reason`. A lead approves or declines in the "
                                "console's Forget queue; approval retires the lesson, purges its text everywhere and "
-                               "refuses it when it is submitted again (409, `\"status\": \"forgotten\"`).",
+                               "keeps it from being learned again. The reason is purged with the lesson: say who "
+                               "asked and why, without pasting the lesson's text.",
                 "requestBody": {"required": True, "content": {"application/json": {"example": {
                     "entry_id": 42, "reason": "The user asked to forget what they said about their colleague."}}}},
                 "responses": {"201": {"description": "{id, state: open, entry_id, scope}: the request waits for a lead."},

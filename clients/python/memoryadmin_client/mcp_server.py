@@ -111,7 +111,8 @@ class AddEvidence(_Arguments):
 
 
 class RequestForget(_Arguments):
-    reason: str = Field(description="Why, in the user's words (e.g. 'the user asked to forget their address').")
+    reason: str = Field(description="Who asked and why (e.g. 'the user asked to forget their address'), without "
+                                    "the lesson's text: the reason is purged with the lesson.")
     entry_id: int | None = Field(None, description="The lesson to forget (an entry id from search_memory).")
     text: str | None = Field(None, description="Or: the text of the lessons to forget, matched in `scope`.")
     scope: str | None = Field(None, description="With `text`: the scope the lessons are in.")
