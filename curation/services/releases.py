@@ -161,9 +161,15 @@ def _copy_rows(number: int, table: str, entry_column: str, version_column: str, 
 
 
 def _locked_pointer() -> PublishedVersion:
-    """The pointer row, locked until the transaction ends (an unsaved one where none exists yet)."""
-    return PublishedVersion.objects.select_for_update().select_related("version").filter(pk=1).first() \
-        or PublishedVersion(pk=1)
+    """The pointer row, locked until the transaction ends (an unsaved one where none exists yet). Locked
+    alone, its version read after: PostgreSQL re-reads a row it waited for, but a locking read joined to
+    the version drops the row when the winner switched it to a version it just made, and the loser would
+    then insert a second pointer."""
+    pointer = PublishedVersion.objects.select_for_update().filter(pk=1).first()
+    if pointer is None:
+        return PublishedVersion(pk=1)
+    pointer.version = MemoryVersion.objects.get(pk=pointer.version_id)
+    return pointer
 
 
 def _switch(pointer: PublishedVersion, version: MemoryVersion, now) -> None:
