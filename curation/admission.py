@@ -4,6 +4,8 @@ this only says what it is and why (the rule, in the words the queue and the audi
 
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass
 
@@ -62,8 +64,10 @@ def clean_policy(data: dict) -> Policy:
     else:
         try:
             threshold = float(threshold)
-        except (TypeError, ValueError):
-            errors["threshold"] = ["A number."]
+        except (TypeError, ValueError, OverflowError):
+            threshold = None
+        if threshold is None or isinstance(data.get("threshold"), bool) or not math.isfinite(threshold):
+            errors["threshold"] = ["A number (no NaN or infinity)."]
             threshold = None
     if mode == "auto":
         if not evaluator or len(evaluator) > 100:

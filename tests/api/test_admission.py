@@ -119,7 +119,11 @@ def test_the_lead_page_lists_and_sets_policies(policies, lead, reviewer):
     assert "policy:ops-gate" in page_text(client.get("/admission/"))
     refused = client.post("/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
                                           "evaluator": "ci", "threshold": "high"})
-    assert refused.status_code == 422 and "A number." in page_text(refused)
+    assert refused.status_code == 422 and "A number" in page_text(refused)
+    for not_a_number in ("nan", "NaN", "inf", "-inf", "1e400"):  # parsed as floats, stored nowhere
+        refused = client.post("/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
+                                              "evaluator": "ci", "threshold": not_a_number})
+        assert refused.status_code == 422 and "no NaN or infinity" in page_text(refused), not_a_number
     assert AdmissionPolicy.objects.get(prefix="acme/ops").version == 1
     assert client_for(reviewer).get("/admission/").status_code == 403
 
