@@ -18,7 +18,7 @@ def _redacted_record_factory(make):
         except Exception:  # a malformed call: logging reports it when the record is formatted
             return record
         clean, found = redact(message, "log")
-        if found:
+        if found and not _redact_in_shape(record):
             record.msg, record.args = clean, None
         if record.exc_info and not record.exc_text:
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info), "log")[0]
@@ -26,6 +26,24 @@ def _redacted_record_factory(make):
 
     make_record.redacts = True
     return make_record
+
+
+def _redact_in_shape(record: logging.LogRecord) -> bool:
+    """Redact the message's format and each argument apart, keeping `args` a tuple: a formatter that reads
+    the arguments by position (uvicorn's access log: client, method, path, version, status) still can.
+    False when that leaves a secret (one split between the format and an argument): then the caller keeps
+    only the redacted whole message."""
+    if not isinstance(record.args, tuple) or not record.args or not isinstance(record.msg, str):
+        return False
+    msg = redact(record.msg, "log")[0]
+    args = tuple(redact(a, "log")[0] if isinstance(a, str) else a for a in record.args)
+    try:
+        if redact(msg % args, "log")[1]:
+            return False
+    except (TypeError, ValueError):
+        return False
+    record.msg, record.args = msg, args
+    return True
 
 
 def redact_every_log_record() -> None:
