@@ -5,7 +5,7 @@ granted here, again after every `migrate`, so a table a later migration adds is 
 - read and write the working tables (entries, queues, sessions, ...);
 - only read and append the history (events, evidence, skill trials): no UPDATE or DELETE grant, beside
   the trigger that refuses them to everyone;
-- run `curation_forget_purge`, the one way the history's text changes: a forget's purge (migrations 0024, 0037);
+- run `curation_forget_purge`, the one way the history's text changes: a forget's purge (migrations 0024, 0032);
 - no TRUNCATE, no TRIGGER, no REFERENCES anywhere, and no ownership, so it cannot `ALTER TABLE ...
   DISABLE TRIGGER`, drop a table or create one; and not a superuser, so it cannot set
   `session_replication_role` (which would silence the triggers)."""

@@ -10,7 +10,7 @@
   purge" below); tombstones (never the text) are written; and the purge is recorded as an Event.
 
 On PostgreSQL events and evidence are append-only (a trigger refuses UPDATE and DELETE): their purge is
-`curation_forget_purge` (migrations 0024, 0037), the one function the trigger lets through, run inside this
+`curation_forget_purge` (migrations 0024, 0032), the one function the trigger lets through, run inside this
 transaction. Elsewhere the same purge is done here (forgetting.purge_keys and purge_text are its rules)."""
 
 from __future__ import annotations
