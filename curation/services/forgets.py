@@ -39,6 +39,7 @@ from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
 from .events import actor_label_for, record_event, rewrite_purged_text
 from .releases import OutsideScopes, publish_version
+from .skills import withdraw_skills_made_of
 
 REASON_MAX = 2000
 SKILL_TEXTS = ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
@@ -256,6 +257,9 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
         request.save()
         close_moot_conflicts(entries, actor=actor, now=now, except_id=0, went=f"forgotten (request #{request.pk})")
         _dismiss_proposals(entries, request, actor, now)
+        # Skills made of them follow: withdrawn, their text purged, out of every published version.
+        withdraw_skills_made_of([e.pk for e in entries], request_id=request.pk, marker=marker, texts=texts,
+                                actor=actor, at=now)
         version = _publish_without(entries, request, actor, now)
         if version is not None:
             ForgetRequest.objects.filter(pk=request.pk).update(published_version=version.number)
