@@ -462,10 +462,12 @@ def _withdraw(proposal: SkillProposal, ids: list[int], *, request_id: int, marke
     gone = sorted(set(ids) & set(proposal.sources.values_list("entry_id", flat=True)))
     why = (f"withdrawn: its source entr{'y' if len(gone) == 1 else 'ies'} {', '.join(f'#{pk}' for pk in gone)} "
            f"{'was' if len(gone) == 1 else 'were'} forgotten by forget request #{request_id}")
-    if status == SkillProposal.Status.APPROVED:
+    if status in (SkillProposal.Status.APPROVED, SkillProposal.Status.NOMINATED):
+        # What the lead reads on its card in the queue: why it is there, what to do.
         proposal.status, proposal.decided_by, proposal.decided_at = SkillProposal.Status.NOMINATED, None, None
-        proposal.decision_note = (f"Back in the queue, {why}: its text made of it is replaced by {marker}. "
-                                  "Rewrite it from its other sources and run its trials again, or reject it.")
+        proposal.decision_note = (f"{'Back in the queue' if status == SkillProposal.Status.APPROVED else 'Changed'}"
+                                  f", {why}: its text made of it is replaced by {marker}. Rewrite it from its other "
+                                  "sources and run its trials again, or reject it.")
     else:
         proposal.decision_note = purge_text(proposal.decision_note, texts, marker)
     proposal.retire_reason = purge_text(proposal.retire_reason, texts, marker)

@@ -14,6 +14,7 @@ from django.urls import reverse
 from curation.models import Event, EventAction, MemoryVersion, ReleasedSkill, SkillProposal, SkillSource, Status
 from curation.services import skills
 from curation.services.forgets import approve_forget_request, file_forget_request
+from curation.services.releases import rollback_version
 from curation.services.tokens import create_agent_token
 from tests.factories import Agent, client_for, database_dump, make_user, nominated, publish_pending, report
 
@@ -124,6 +125,10 @@ def test_forgetting_a_skills_source_withdraws_it_from_every_version_and_surface(
     call_command("export_skills", str(tmp_path / "skills"), stdout=io.StringIO(), stderr=io.StringIO())
     after["on disk"] = "\n".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     after["on disk names"] = "\n".join(str(p) for p in tmp_path.rglob("*"))
+    # A rollback to a version published when the skill was approved serves nothing of it either.
+    rollback_version(2, actor=lead, reason="checking a forget holds")
+    after.update({f"after a rollback: {name}": text
+                  for name, text in agent_answers(agent, [skill.slug, withdrawn.slug]).items()})
     for place, text in after.items():
         assert not leaks(text), f"{leaks(text)} still served by {place}"
     # Nothing else was taken: the other skill is still served.
@@ -158,6 +163,7 @@ def test_a_nominated_skill_made_of_it_stays_in_the_queue_purged_and_a_retired_on
     forget(retired_source.nominated_entry, lead)
     waiting.refresh_from_db(), retired_source.refresh_from_db()
     assert waiting.status == "nominated" and retired_source.status == "retired"
+    assert waiting.decision_note.startswith("Changed, withdrawn: its source entry #")
     for proposal in (waiting, retired_source):
         assert not leaks(" ".join(str(v) for v in skills.draft_of(proposal).values()) + proposal.retire_reason)
         assert Event.objects.filter(skill=proposal, action=EventAction.SKILL_WITHDRAWN).count() == 1
