@@ -5,7 +5,8 @@ granted here, again after every `migrate`, so a table a later migration adds is 
 - read and write the working tables (entries, queues, sessions, ...);
 - only read and append the history (events, evidence, skill trials): no UPDATE or DELETE grant, beside
   the trigger that refuses them to everyone;
-- run `curation_forget_purge`, the one way the history's text changes: a forget's purge (migrations 0024, 0032);
+- run `curation_forget_purge` and `curation_forget_skill`, the only ways the history's text changes: a
+  forget's purge (migrations 0024, 0032) and the withdrawal of the skills made of what it forgot (0033);
 - no TRUNCATE, no TRIGGER, no REFERENCES anywhere, and no ownership, so it cannot `ALTER TABLE ...
   DISABLE TRIGGER`, drop a table or create one; and not a superuser, so it cannot set
   `session_replication_role` (which would silence the triggers)."""
@@ -17,7 +18,8 @@ from django.db import connections
 
 APPEND_ONLY_TABLES = ("curation_event", "curation_evidence", "curation_skilltrial", "curation_tombstone")
 # Functions the role may execute (owned by the tables' owner, SECURITY DEFINER), when they exist.
-APP_FUNCTIONS = ("curation_forget_purge(bigint, text[], bigint[], bigint[])",)
+APP_FUNCTIONS = ("curation_forget_purge(bigint, text[], bigint[], bigint[])",
+                 "curation_forget_skill(bigint, bigint, text[], text[])")
 
 
 def _ident(name: str) -> str:

@@ -75,12 +75,11 @@ def purge_value(value, texts: list[str], marker: str):
 # Keys of a stored JSON value (an Event's before/after) that hold a lesson's text. The purge replaces their
 # values whole, in the values it names, and never searches the other keys (a scope, a slug, a status):
 # - ENTRY_*: a forgotten entry's own snapshot (and a conflict's quoted directives, under "reason");
-# - DERIVED_*: what was made of it, in Events about a conflict, a consolidation or a skill, which may sit on
+# - DERIVED_*: what was made of it, in Events about a conflict or a consolidation, which may sit on
 #   another entry's history beside that entry's own snapshot (left as it is).
 ENTRY_TEXT_KEYS = (*SNAPSHOT_TEXTS, "reason")
 ENTRY_TEXT_LISTS = ("conditions",)
-DERIVED_TEXT_KEYS = ("reason", "proposed_trigger", "proposed_content", "proposed_boundary",
-                     "description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
+DERIVED_TEXT_KEYS = ("reason", "proposed_trigger", "proposed_content", "proposed_boundary")
 DERIVED_TEXT_LISTS = ("proposed_conditions",)
 
 

@@ -337,6 +337,7 @@ class EventAction(models.TextChoices):
     SKILL_APPROVED = "skill_approved", "skill approved"
     SKILL_REJECTED = "skill_rejected", "skill rejected"
     SKILL_RETIRED = "skill_retired", "skill retired"
+    SKILL_WITHDRAWN = "skill_withdrawn", "skill withdrawn: a source was forgotten"
     # Agent tokens.
     TOKEN_CREATED = "token_created", "token created"
     TOKEN_REVOKED = "token_revoked", "token revoked"

@@ -188,3 +188,63 @@ def render_skill_md(*, slug: str, description: str, sections: dict, sources, foo
     if footer:
         lines += ["", footer]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# --- withdrawal: a skill made of a forgotten entry ------------------------------------------------------------
+
+DRAFT_TEXTS = ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
+SLUG_KEYS = ("slug", "skill")  # where a skill's Events carry its name
+
+
+def withdrawn_slug(proposal_id: int) -> str:
+    """The name a withdrawn skill takes: its own was made from the forgotten trigger."""
+    return f"withdrawn-skill-{proposal_id}"
+
+
+def withdrawn_draft(draft: dict, *, texts, marker: str, made_of_it: bool) -> dict:
+    """The draft text fields of a skill one of whose sources was forgotten. Every non-empty field becomes the
+    marker when the draft was made of the forgotten entry (its nomination); otherwise a field that holds a
+    forgotten text anywhere becomes the marker whole (the rest of it paraphrases the same lesson)."""
+    pieces = quoted_pieces(texts)
+    return {name: (marker if value and (made_of_it or any(p in value for p in pieces)) else value)
+            for name, value in ((n, draft.get(n) or "") for n in DRAFT_TEXTS)}
+
+
+QUOTED_MIN_LENGTH = 16  # a keyword or a stock phrase ("nothing to undo") is no quote of a lesson
+
+
+def quoted_pieces(texts, *, min_length: int = QUOTED_MIN_LENGTH) -> list[str]:
+    """What a draft quoting a forgotten text holds of it: the texts, their labelled sections, their lines
+    and their sentences (list markers dropped); only pieces of several words and `min_length` characters."""
+    pieces = set()
+    for text in texts:
+        parts = [text, *content_sections(text).values()]
+        lines = [_LIST_MARKER.sub("", line).strip() for part in parts for line in part.splitlines()]
+        pieces.update(parts + lines + [s.strip() for line in lines for s in _SENTENCE_END.split(line)])
+    return sorted({p.strip() for p in pieces if len(p.strip()) >= min_length and " " in p.strip()},
+                  key=lambda p: (-len(p), p))
+
+
+def withdrawn_snapshot(value, *, marker: str, new_slug: str):
+    """A withdrawn skill's Event snapshot (before or after): its draft texts become the marker, its names the
+    new slug, the nomination's `draft` likewise. The SQL function curation_forget_skill does the same."""
+    if not isinstance(value, dict):
+        return value
+    value = dict(value)
+    for key in DRAFT_TEXTS:
+        if isinstance(value.get(key), str) and value[key]:
+            value[key] = marker
+    for key in SLUG_KEYS:
+        if isinstance(value.get(key), str) and value[key]:
+            value[key] = new_slug
+    if isinstance(value.get("draft"), dict):
+        value["draft"] = withdrawn_snapshot(value["draft"], marker=marker, new_slug=new_slug)
+    return value
+
+
+def replace_slugs(text: str, slugs, new_slug: str) -> str:
+    """`text` with each old name of the skill, as a whole name (not inside a longer one), replaced."""
+    for slug in sorted(set(slugs), key=len, reverse=True):
+        if slug and slug != new_slug:
+            text = re.sub(rf"(?<![a-z0-9-]){re.escape(slug)}(?![a-z0-9-])", new_slug, text)
+    return text

@@ -2,8 +2,8 @@
 
 `curation_forget_purge` no longer searches the texts inside every related value: it replaces the forgotten
 entries' own texts whole (their evidence's excerpt and task reference; their Events' snapshot texts, reason
-and label), the text keys of the Events about what they made (their conflicts, consolidation proposals and
-skills) and the request's own Events' reasons, and the quoted texts only in the Events and evidence the lead
+and label), the text keys of the Events about what they made (their conflicts and consolidation proposals;
+a skill's are its withdrawal's) and the request's own Events' reasons, and the quoted texts only in the Events and evidence the lead
 ticked as quoting the lesson. A scope, a slug, a status or another entry's snapshot is never touched.
 The trigger lets the evidence's `task_ref` change during a purge too.
 
@@ -61,8 +61,7 @@ DECLARE
     marker text := '[forgotten: request #' || purged_request || ']';
     entry_keys text[] := ARRAY['trigger', 'content', 'boundary', 'recheck_when', 'reason'];
     entry_lists text[] := ARRAY['conditions'];
-    derived_keys text[] := ARRAY['reason', 'proposed_trigger', 'proposed_content', 'proposed_boundary',
-        'description', 'when_to_use', 'steps', 'parameters', 'verification', 'rollback', 'pitfalls'];
+    derived_keys text[] := ARRAY['reason', 'proposed_trigger', 'proposed_content', 'proposed_boundary'];
     derived_lists text[] := ARRAY['proposed_conditions'];
     every_key text[] := entry_keys || derived_keys;
     every_list text[] := entry_lists || derived_lists;
@@ -105,8 +104,8 @@ BEGIN
     WHERE e.id = ANY(quoting_events) AND (e.entry_id IS NULL OR NOT (e.entry_id = ANY(ids)))
       AND curation_forget_text(e.reason, texts, marker) <> e.reason;
     GET DIAGNOSTICS n = ROW_COUNT; changed := changed + n;
-    -- The request's own Events, and those about what the forgotten entries made (their conflicts, proposals
-    -- and skills): those texts whole; another entry's own snapshot beside them stays.
+    -- The request's own Events, and those about what the forgotten entries made (their conflicts and
+    -- proposals; a skill's are its withdrawal's): those texts whole; another entry's own snapshot beside them stays.
     WITH related AS (
         SELECT e.id,
                CASE WHEN e.entry_id IS NULL THEN every_key ELSE derived_keys END AS keys,
@@ -117,8 +116,7 @@ BEGIN
                OR e.conflict_id IN (SELECT c.id FROM curation_conflict c
                                     WHERE c.entry_a_id = ANY(ids) OR c.entry_b_id = ANY(ids))
                OR e.proposal_id IN (SELECT p.consolidationproposal_id FROM curation_consolidationproposal_entries p
-                                    WHERE p.entry_id = ANY(ids))
-               OR e.skill_id IN (SELECT s.proposal_id FROM curation_skillsource s WHERE s.entry_id = ANY(ids)))
+                                    WHERE p.entry_id = ANY(ids)))
     )
     UPDATE curation_event e SET
         before = curation_forget_keys(e.before, r.keys, r.lists, marker),

@@ -28,7 +28,7 @@ from curation.forgetting import (
 )
 from curation.models import (
     CONTENT_MAX, AgentToken, Conflict, ConsolidationProposal, Entry, Event, EventAction, Evidence, ForgetRequest,
-    MemoryVersion, ReleasedEntry, Retrieval, RetrievedEntry, SkillProposal, Status, Tombstone, forgotten_marker,
+    MemoryVersion, ReleasedEntry, Retrieval, RetrievedEntry, Status, Tombstone, forgotten_marker,
 )
 from curation.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
@@ -41,9 +41,9 @@ from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
 from .events import actor_label_for, record_event, rewrite_purged_text
 from .releases import OutsideScopes, publish_version
+from .skills import withdraw_skills_made_of
 
 REASON_MAX = 2000
-SKILL_TEXTS = ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
 
 
 def refuse_forgotten(scope: str, trigger: str, content: str) -> None:
@@ -270,11 +270,14 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
         request.save()
         close_moot_conflicts(entries, actor=actor, now=now, except_id=0, went=f"forgotten (request #{request.pk})")
         _dismiss_proposals(entries, request, actor, now)
+        # Skills made of them follow: withdrawn, their text purged, out of every published version.
+        withdrawn = withdraw_skills_made_of([e.pk for e in entries], request_id=request.pk, marker=marker,
+                                            texts=texts, actor=actor, at=now)
         version = _publish_without(entries, request, actor, now)
         if version is not None:
             ForgetRequest.objects.filter(pk=request.pk).update(published_version=version.number)
             request.published_version = version.number
-        purged = _purge(request, [e.pk for e in entries], texts, ticked)
+        purged = {**_purge(request, [e.pk for e in entries], texts, ticked), "skills_withdrawn": withdrawn}
         Tombstone.objects.bulk_create(stones)
         record_event(request, actor=actor, action=EventAction.FORGET_APPROVED, reason=request.decision_note, at=now,
                      before={"state": ForgetRequest.State.OPEN},
@@ -324,8 +327,6 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
                             + _purge_quoted(Retrieval.objects.filter(pk__in=ticked.get("retrieval", [])),
                                             ("query", "task_ref"), texts, marker))
     counts["proposals"] = _purge_proposals(ids, texts, marker)
-    counts["skills"] = _purge_rows(SkillProposal.objects.filter(sources__entry_id__in=ids).distinct(),
-                                   (*SKILL_TEXTS, "reason", "decision_note", "retire_reason"), texts, marker)
     counts["versions"] = _purge_versions(ids, ticked.get("version", []), texts, marker)
     conflicts = Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)).exclude(reason="")
     counts["conflicts"] = conflicts.exclude(reason=marker).update(reason=marker)  # it quotes the forgotten side
@@ -374,10 +375,10 @@ def _purge_rows(rows, fields, texts: list[str], marker: str) -> int:
 
 
 def _related_events_q(request: ForgetRequest, ids: list[int]) -> Q:
-    """The Events about what the forgotten entries made: their conflicts, proposals and skills."""
+    """The Events about what the forgotten entries made: their conflicts and consolidation proposals (a
+    skill's own Events are purged by its withdrawal, services.skills.withdraw_skills_made_of)."""
     return (Q(conflict__in=Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)))
-            | Q(proposal__in=ConsolidationProposal.objects.filter(entries__in=ids))
-            | Q(skill__in=SkillProposal.objects.filter(sources__entry_id__in=ids)))
+            | Q(proposal__in=ConsolidationProposal.objects.filter(entries__in=ids)))
 
 
 def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> int:

@@ -14,20 +14,23 @@ import re
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 
 from curation import access, clock, lifecycle, skill_format
+from curation.forgetting import purge_text, purge_value, texts_to_purge
 from curation.models import (
     SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SKILL_TEXT_MAX, AgentToken, Entry, Event,
-    EventAction, SkillProposal, SkillSource, SkillTrial, Status,
+    EventAction, ReleasedSkill, SkillProposal, SkillSource, SkillTrial, Status,
 )
 from curation.permissions import SKILL_DECISIONS
 from curation.redaction import redact_fields
+from curation.selectors.forgets import tombstone_for
 from curation.selectors.skills import skill_events
 from curation.storable_text import text_problem
 
 from .errors import GateNotMet, InvalidTransition, StaleProposal
-from .events import record_event
+from .events import record_event, rewrite_purged_text
 from .validation import unknown_fields
 
 
@@ -151,6 +154,11 @@ def _source_ids(value) -> list[int] | None:
     return None
 
 
+def _nominated_entry_is_live(proposal: SkillProposal) -> bool:
+    """The nominated entry stays a source, unless it was forgotten (its source row closed then)."""
+    return proposal.sources.filter(entry_id=proposal.nominated_entry_id, live=True).exists()
+
+
 def clean_draft(data: dict, *, proposal: SkillProposal, actor) -> dict:
     """The draft fields present in `data`, checked; one ValidationError with a message per bad field."""
     errors = unknown_fields(data, DRAFT_FIELDS)
@@ -176,7 +184,7 @@ def clean_draft(data: dict, *, proposal: SkillProposal, actor) -> dict:
         ids = _source_ids(data["sources"])
         if ids is None:
             errors["sources"] = ["Entry ids, e.g. #12, #15."]
-        elif proposal.nominated_entry_id not in ids:
+        elif proposal.nominated_entry_id not in ids and _nominated_entry_is_live(proposal):
             errors["sources"] = [f"The nominated entry #{proposal.nominated_entry_id} stays a source."]
         elif len(ids) > 20:
             errors["sources"] = ["At most 20 source entries."]
@@ -184,6 +192,22 @@ def clean_draft(data: dict, *, proposal: SkillProposal, actor) -> dict:
     if errors:
         raise ValidationError(errors)
     return cleaned
+
+
+# What a skill is for and what it does, compared with the forgotten lessons as a lesson's trigger and content.
+TRIGGER_TEXTS = ("description", "when_to_use")
+CONTENT_TEXTS = ("steps", "parameters", "verification", "rollback", "pitfalls")
+
+
+def refuse_forgotten_draft(scope: str, draft: dict) -> None:
+    """ValidationError naming the forget request when this draft repeats a forgotten lesson in an overlapping
+    scope: a skill text is a write like any other, and a forgotten lesson does not come back as a skill."""
+    stone = tombstone_for(scope, "\n".join(draft[f] or "" for f in TRIGGER_TEXTS),
+                          "\n".join(draft[f] or "" for f in CONTENT_TEXTS))
+    if stone is not None:
+        raise ValidationError({"forgotten": [
+            f"This skill's text repeats a lesson forgotten by forget request #{stone.request_id} "
+            f"(on {stone.forgotten_on:%Y-%m-%d}): write it without that lesson. Nothing was saved."]})
 
 
 def _check_new_sources(proposal: SkillProposal, ids: list[int], actor) -> list[Entry]:
@@ -227,6 +251,8 @@ def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes:
         cleaned = clean_draft(changes, proposal=proposal, actor=actor)
         before = draft_of(proposal)
         changed = [f for f in ("slug", *DRAFT_TEXT_FIELDS) if f in cleaned and cleaned[f] != before[f]]
+        if any(f in DRAFT_TEXT_FIELDS for f in changed):
+            refuse_forgotten_draft(proposal.scope, {**before, **{f: cleaned[f] for f in changed}})
         current = [s.entry_id for s in sources]
         new_ids = cleaned.get("sources", current)
         added = [pk for pk in new_ids if pk not in current]
@@ -288,6 +314,7 @@ def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str =
     with transaction.atomic():
         proposal, sources = _load(proposal_id, actor, expected_version)
         _require_nominated(proposal, "approved")
+        refuse_forgotten_draft(proposal.scope, draft_of(proposal))
         progress, blockers = approval_check(proposal, sources)
         if blockers:
             raise GateNotMet(f"Skill {proposal.slug} cannot be approved yet", blockers)
@@ -396,3 +423,100 @@ def record_skill_trial(*, token: AgentToken, slug: str, data, at=None) -> TrialR
         _record(proposal, actor_label=token.label, action=EventAction.SKILL_TRIAL, reason=reason,
                 after={"trial": trial.pk, "outcome": trial.outcome, "task_ref": trial.task_ref}, now=now)
     return TrialReport(trial, True, progress, proposal)
+
+
+# --- withdrawal: a source entry was forgotten -------------------------------------------------------------
+
+
+def withdraw_skills_made_of(entry_ids, *, request_id: int, marker: str, texts: list[str], actor, at) -> int:
+    """The skills made of entries that a forget request forgets (a source now or once), inside the forget's
+    transaction. For each one: its text that holds the forgotten lesson becomes the marker (all of it, and
+    a neutral name, when the draft was made of the forgotten entry), in its own Events too; the forgotten
+    source leaves it; an approved one goes back to the skill queue as nominated, for a lead to rewrite from
+    its other sources or reject (a rejected or retired one stays so); its rows close where they start in
+    every published version, so that no version, pinned or rolled back, serves it. One SKILL_WITHDRAWN
+    Event each. Answers how many skills."""
+    ids = list(entry_ids)
+    proposals = list(SkillProposal.objects.select_for_update().filter(
+        pk__in=SkillSource.objects.filter(entry_id__in=ids).values("proposal_id")).order_by("id"))
+    for proposal in proposals:
+        _withdraw(proposal, ids, request_id=request_id, marker=marker, texts=texts, actor=actor, now=at)
+    return len(proposals)
+
+
+def _withdraw(proposal: SkillProposal, ids: list[int], *, request_id: int, marker: str, texts: list[str], actor,
+              now) -> None:
+    made_of_it = proposal.nominated_entry_id in ids
+    before = draft_of(proposal)
+    drafts, slugs = _drafts_in_history(proposal)
+    draft = skill_format.withdrawn_draft(before, texts=texts, marker=marker, made_of_it=made_of_it)
+    replaced = [f for f in DRAFT_TEXT_FIELDS if draft[f] != before[f]]
+    for field in replaced:
+        setattr(proposal, field, draft[field])
+    if made_of_it:
+        taken = set(SkillProposal.objects.filter(slug__startswith="withdrawn-skill-").values_list("slug", flat=True))
+        proposal.slug = skill_format.unique_slug(skill_format.withdrawn_slug(proposal.pk), taken - {proposal.slug})
+    if any(f in EXECUTABLE_FIELDS for f in replaced):
+        proposal.revision += 1  # other steps now: the trials so far were runs of the forgotten ones
+    status = proposal.status
+    gone = sorted(set(ids) & set(proposal.sources.values_list("entry_id", flat=True)))
+    why = (f"withdrawn: its source entr{'y' if len(gone) == 1 else 'ies'} {', '.join(f'#{pk}' for pk in gone)} "
+           f"{'was' if len(gone) == 1 else 'were'} forgotten by forget request #{request_id}")
+    if status in (SkillProposal.Status.APPROVED, SkillProposal.Status.NOMINATED):
+        # What the lead reads on its card in the queue: why it is there, what to do.
+        proposal.status, proposal.decided_by, proposal.decided_at = SkillProposal.Status.NOMINATED, None, None
+        proposal.decision_note = (f"{'Back in the queue' if status == SkillProposal.Status.APPROVED else 'Changed'}"
+                                  f", {why}: its text made of it is replaced by {marker}. Rewrite it from its other "
+                                  "sources and run its trials again, or reject it.")
+    else:
+        proposal.decision_note = purge_text(proposal.decision_note, texts, marker)
+    proposal.retire_reason = purge_text(proposal.retire_reason, texts, marker)
+    _save(proposal, now, ["slug", *DRAFT_TEXT_FIELDS, "revision", "status", "decided_by", "decided_at",
+                          "decision_note", "retire_reason"])
+    SkillSource.objects.filter(proposal=proposal, entry_id__in=ids).update(live=False, removed_at=now)
+    # No published version holds it any more, at any number: its rows close where they start.
+    ReleasedSkill.objects.filter(skill=proposal).update(slug=proposal.slug, valid_to=F("valid_from"))
+    # Its own Events quote its draft (the nomination's, every edit's) and its name: they go with it.
+    own_texts = texts_to_purge([*texts, *(before[f] for f in replaced), *(drafts if made_of_it else ())])
+    _purge_skill_history(proposal, request_id=request_id, marker=marker, texts=own_texts,
+                         slugs=slugs if made_of_it else [], whole=made_of_it)
+    _record(proposal, actor=actor, action=EventAction.SKILL_WITHDRAWN, now=now,
+            reason=f"{why}; {', '.join(replaced) or 'no text'} replaced by {marker}"
+                   + ("; back in the skill queue" if status == SkillProposal.Status.APPROVED else ""),
+            before={"status": status}, after={"status": proposal.status, "replaced": replaced})
+
+
+def _drafts_in_history(proposal: SkillProposal) -> tuple[list[str], list[str]]:
+    """Every draft text and every name of the skill that its Events hold (the nomination's draft, each
+    edit's before and after), with its current ones."""
+    texts, slugs = [*draft_of(proposal).values()], [proposal.slug]
+    for before, after in skill_events(proposal).values_list("before", "after"):
+        for snapshot in (before, after, *(v.get("draft") for v in (before, after) if isinstance(v, dict))):
+            if not isinstance(snapshot, dict):
+                continue
+            texts += [snapshot[k] for k in skill_format.DRAFT_TEXTS if isinstance(snapshot.get(k), str)]
+            slugs += [snapshot[k] for k in skill_format.SLUG_KEYS if isinstance(snapshot.get(k), str)]
+    return texts, sorted({s for s in slugs if s}, key=lambda s: (-len(s), s))
+
+
+def _purge_skill_history(proposal: SkillProposal, *, request_id: int, marker: str, texts: list[str], slugs: list[str],
+                         whole: bool) -> None:
+    """The skill's Events with the forgotten texts replaced (`whole`: every draft text and every old name).
+    On PostgreSQL the history is append-only: the one function its trigger lets through for this,
+    curation_forget_skill (migration 0033), does the same."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT curation_forget_skill(%s, %s, %s, %s)", [request_id, proposal.pk, slugs, texts])
+        return
+
+    def snapshot(value):
+        if whole:
+            value = skill_format.withdrawn_snapshot(value, marker=marker, new_slug=proposal.slug)
+        return purge_value(value, texts, marker)
+
+    def text(value):
+        return purge_text(skill_format.replace_slugs(value, slugs, proposal.slug), texts, marker)
+
+    for event in skill_events(proposal):
+        rewrite_purged_text(event, before=snapshot(event.before), after=snapshot(event.after),
+                            reason=text(event.reason), entry_label=text(event.entry_label))

@@ -136,3 +136,28 @@ def test_the_app_role_forgets_through_the_purge_function_only(app_role, as_app):
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         as_app.execute("SELECT set_config('memoryadmin.forget_purge', '1', false); "
                        "UPDATE curation_evidence SET excerpt = 'x'")
+
+
+def test_the_app_role_withdraws_a_skill_made_of_a_forgotten_entry_through_its_function_only(app_role, as_app):
+    """As the application role: forgetting a skill's source rewrites the skill's Events (the SECURITY DEFINER
+    curation_forget_skill), and that function refuses a skill none of whose sources a request forgot."""
+    from curation.models import SkillProposal
+    from curation.services.forgets import approve_forget_request, file_forget_request
+    from tests.factories import nominated
+
+    lead = make_user("lena", "lead")
+    skill, other = nominated(), nominated(scope="acme/billing-api", trigger="Rotating the webhook signing key",
+                                          content="Deploy the new key first.\nRollback: restore the old key.")
+    owner = connection.settings_dict["USER"]
+    connection.close()
+    connection.settings_dict["USER"] = app_role
+    try:
+        request = file_forget_request(entry_id=skill.nominated_entry_id, reason="the user asked", actor=lead)
+        approve_forget_request(request.pk, actor=lead)
+        assert SkillProposal.objects.get(pk=skill.pk).slug == f"withdrawn-skill-{skill.pk}"
+        assert all("/srv/app" not in str(e.after) for e in Event.objects.filter(skill_id=skill.pk))
+    finally:
+        connection.close()
+        connection.settings_dict["USER"] = owner
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="nothing is purged"):
+        as_app.execute("SELECT curation_forget_skill(%s, %s, %s, %s)", [request.pk, other.pk, [], ["Deploy"]])

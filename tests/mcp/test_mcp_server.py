@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from curation.evaluation import HOLDOUT, MEMORY, assign_arm
 from curation.models import Entry, ForgetRequest, HoldoutFraction
 from curation.services import approve_candidate
+from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.skills import approve_skill
 from tests.factories import nominated, publish_pending, report
 from tests.live import MEMORYADMIN_MCP, run_async, stdio_environment, token_key
@@ -205,6 +206,39 @@ def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, appro
     run_async(scenario)
     entry = Entry.objects.get(content__contains=secret_word)
     assert entry.evidence.count() == 1 and entry.hit_count == 0  # the second token changed nothing
+
+
+def test_a_skill_whose_source_is_forgotten_is_in_no_tool_or_resource(connect, lead, approved_skill):
+    key = token_key("mcp-agent", ["acme/billing-api"])
+    skill_uri = f"memoryadmin://skills/{approved_skill.slug}/SKILL.md"
+    forgotten = ("showmigrations", "/srv/app", approved_skill.slug, "Running migrations in the billing-api")
+
+    async def scenario():
+        async with connect(key) as client:
+            assert skill_uri in {str(r.uri) for r in (await client.list_resources()).resources}
+            assert "showmigrations" in (await client.read_resource(skill_uri)).contents[0].text
+
+            request = file_forget_request(reason="the user asked", entry_id=approved_skill.nominated_entry_id,
+                                          actor=lead)
+            approve_forget_request(request.pk, actor=lead)
+
+            answers = [str(r.uri) for r in (await client.list_resources()).resources]
+            answers.append((await client.read_resource("memoryadmin://memory/acme/billing-api")).contents[0].text)
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(skill_uri)
+            answers.append(refused.value.message)
+            listed = await client.call_tool("list_skills", {})
+            assert not listed.is_error and listed.structured_content["skills"] == []
+            for name, arguments in (("list_skills", {}), ("list_skills", {"scope": "acme/billing-api/container"}),
+                                    ("get_skill", {"name": approved_skill.slug}),
+                                    ("get_skill", {"name": f"withdrawn-skill-{approved_skill.pk}"}),
+                                    ("search_memory", {"scope": "acme/billing-api/container",
+                                                       "query": "running migrations showmigrations"})):
+                answers.append(text(await client.call_tool(name, arguments)))
+            leaks = [(word, answer) for answer in answers for word in forgotten if word in answer]
+            assert leaks == []
+
+    run_async(scenario)
 
 
 def test_the_http_endpoint_wants_an_agent_token(asgi_server):

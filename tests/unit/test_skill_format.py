@@ -116,3 +116,38 @@ def test_slugs():
     assert len(long) <= 64 and not long.endswith("-") and long.startswith("word-word")
     assert skill_format.slug_base("???") == "skill"
     assert skill_format.unique_slug("a" * 64, {"a" * 64}) == "a" * 62 + "-2"
+
+
+# --- withdrawal ----------------------------------------------------------------------------------------------
+
+MARK = "[forgotten: request #7]"
+
+
+def test_a_draft_made_of_the_forgotten_entry_loses_every_text_and_keeps_its_empty_fields():
+    draft = {"description": "Run it.", "when_to_use": "Always.", "steps": "1. Run it.", "parameters": "",
+             "verification": "", "rollback": "Undo it.", "pitfalls": ""}
+    assert skill_format.withdrawn_draft(draft, texts=[], marker=MARK, made_of_it=True) == {
+        "description": MARK, "when_to_use": MARK, "steps": MARK, "parameters": "", "verification": "",
+        "rollback": MARK, "pitfalls": ""}
+
+
+def test_otherwise_only_a_field_quoting_a_line_or_sentence_of_the_forgotten_text_goes():
+    forgotten = "Delete /tmp/zorblax-cache before you migrate. Then wait.\nRollback: nothing to undo."
+    draft = {"description": "Migrate the billing database.", "steps": "1. Run migrate.",
+             "pitfalls": "- Delete /tmp/zorblax-cache before you migrate.", "rollback": "Restore the dump."}
+    withdrawn = skill_format.withdrawn_draft(draft, texts=[forgotten, "migrate"], marker=MARK, made_of_it=False)
+    assert withdrawn["pitfalls"] == MARK
+    # A keyword ("migrate") or a stock phrase is no quote: the other fields stay.
+    assert [withdrawn[f] for f in ("description", "steps", "rollback")] == [
+        "Migrate the billing database.", "1. Run migrate.", "Restore the dump."]
+
+
+def test_a_withdrawn_skills_snapshots_lose_their_texts_and_names_and_its_reasons_its_old_names():
+    nominated = {"proposal": 3, "skill": "running-migrations", "draft": {"slug": "running-migrations",
+                                                                          "steps": "1. Run.", "pitfalls": ""}}
+    assert skill_format.withdrawn_snapshot(nominated, marker=MARK, new_slug="withdrawn-skill-3") == {
+        "proposal": 3, "skill": "withdrawn-skill-3",
+        "draft": {"slug": "withdrawn-skill-3", "steps": MARK, "pitfalls": ""}}
+    reason = "nominated as skill running-migrations (not running-migrations-2): 12 hits"
+    assert skill_format.replace_slugs(reason, ["running-migrations"], "withdrawn-skill-3") == (
+        "nominated as skill withdrawn-skill-3 (not running-migrations-2): 12 hits")
