@@ -200,7 +200,13 @@ def write_entries(
 
 
 def _refuse_forgotten_rows(current: dict[int, Entry], values: dict, row_values: dict, action) -> None:
-    """write_entries' check of the rows it leaves live with their lesson set or made live (a revival)."""
+    """write_entries' check of the rows it leaves live with their lesson set or made live (a revival). A batch
+    that writes none of that (an archive, an outcome) costs no loop over its rows."""
+    per_row = {column for changes in row_values.values() for column in changes}
+    if not LESSON_COLUMNS.intersection({*values, *per_row}) and str(action) not in _ACTIVATING:
+        return
+    if values.get("status", Status.ACTIVE) not in LIVE and "status" not in per_row:
+        return
     lessons = []
     for pk, entry in current.items():
         mine = {**values, **row_values.get(pk, {})}
