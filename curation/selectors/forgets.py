@@ -121,9 +121,9 @@ def _with_suggestions(user, requests: list) -> list:
     targets = {r.pk: _target(r) for r in open_ones}
     stones = {r.pk: prospective_tombstones(r) for r in open_ones}
     pooled = matching_entries([t for ts in stones.values() for t in ts],
-                              within=access.scope_q(access.user_scope_prefixes(user)),
-                              exclude={r.entry_id for r in open_ones if r.entry_id})
-    matched = {r.pk: [e for e in pooled if e.pk in forgotten_among([e], stones[r.pk])] for r in open_ones}
+                              within=access.scope_q(access.user_scope_prefixes(user)))
+    matched = {r.pk: [e for e in pooled if e.pk != r.entry_id and forgotten_among([e], stones[r.pk])]
+               for r in open_ones}
     # The search is keyed by entry id: text requests (all id 0) are searched one by one.
     by_entry = similar_active_entries_many([t for t in targets.values() if t.pk], limit=SUGGESTED)
     found = {r.pk: (by_entry.get(targets[r.pk].pk, []) if targets[r.pk].pk
@@ -141,6 +141,8 @@ def _with_suggestions(user, requests: list) -> list:
                        if pk in entries and pk != r.entry_id and pk not in {e.pk for e, _ in same}]
             for e, _ in same:
                 e.same_lesson = True
+            for e, _ in similar:
+                e.same_lesson = False
             for e, _ in same + similar:
                 e.deferred = _deferred(e, now)
             r.suggestions = same + similar

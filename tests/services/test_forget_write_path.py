@@ -92,6 +92,15 @@ def test_a_deferred_match_is_listed_as_deferred(reviewer, lead, lesson):
     assert listed.same_lesson and listed.deferred
 
 
+def test_two_open_requests_about_the_same_lesson_list_each_other_on_the_page(reviewer, lead, lesson):
+    twin = active(lead, scope=SCOPE, **PARAPHRASE)
+    first = file_forget_request(entry_id=lesson.pk, reason="the user asked", actor=reviewer)
+    second = file_forget_request(entry_id=twin.pk, reason="the user asked too", actor=reviewer)
+    listed = {r.pk: [e.pk for e, _ in r.suggestions if getattr(e, "same_lesson", False)]
+              for r in reads.forget_queue(lead).items}
+    assert listed == {first.pk: [twin.pk], second.pk: [lesson.pk]}
+
+
 def test_approval_refuses_to_leave_an_active_match_the_lead_sees_unticked(reviewer, lead, lesson):
     twin = active(lead, scope=SCOPE, **PARAPHRASE)
     unrelated = active(lead, scope=SCOPE, **OTHER)
