@@ -93,8 +93,15 @@ class Warning:
     def title(self) -> str:
         return CHECK_TITLES[self.check]
 
+    @property
+    def blocking(self) -> bool:
+        """A refusal, not a warning: no acknowledgement publishes past it."""
+        return self.check in BLOCKING_CHECKS
 
+
+BLOCKING_CHECKS = frozenset({"forgotten"})
 CHECK_TITLES = {
+    "forgotten": "Repeats a forgotten lesson (not published)",
     "conflict": "Open conflict within the release",
     "failed_outcomes": "Recent task outcomes failed",
     "no_boundary": "No boundary (when it does not hold)",

@@ -1,16 +1,24 @@
 """Reads for forget requests and tombstones: the Forget queue (open requests, oldest first, each card with
-its entry and the near duplicates the queues' own search suggests) and the tombstones ingest and the
-sweeps compare lessons with. A fixed number of queries per page, whatever its size."""
+its entry and the near duplicates to forget with it) and the tombstones ingest, the write path and the
+sweeps compare lessons with. A fixed number of queries per page, whatever its size.
+
+A card's near duplicates are the active, pending (deferred too) and archived entries the request's
+tombstone would match (forgetting.same_lesson: what the write path refuses once it exists), ticked, and the
+active entries the queues' similarity search finds, unticked. Approval refuses to leave an active match the
+lead sees unticked (`live_matches`); a pending or archived one left unticked stays, and the write path
+refuses to approve or revive it while the tombstone matches it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Count, Q
 
-from curation import access
+from curation import access, clock
 from curation.forgetting import Lesson, same_lesson
-from curation.models import Entry, ForgetRequest, Tombstone
+from curation.models import Entry, ForgetRequest, Status, Tombstone
+from curation.similarity import fingerprint, signature
 
 from .entries import visible_entries
 from .forget_quotes import quotes_of_many
@@ -18,7 +26,14 @@ from .paging import Page, capped_count, read_page
 from .similar import similar_active_entries_many
 
 PAGE_SIZE = 20
-SUGGESTED = 8  # near duplicates a card offers to forget along
+SUGGESTED = 8  # near duplicates by similarity a card offers to forget along
+# The statuses whose entries a tombstone is compared with on the card: what agents read, what reviewers may
+# still approve, what a revival may bring back.
+MATCHED_STATUSES = (Status.ACTIVE, Status.PENDING, Status.ARCHIVED)
+# Entries of the overlapping scopes compared with a request's tombstone, newest first: each costs its
+# signature (about 70 microseconds), so a card and an approval stay under a second or so.
+MATCH_POOL = 5000
+_MATCH_FIELDS = ("id", "scope", "trigger", "content", "status", "queued_at", "kind")
 
 
 @dataclass(frozen=True)
@@ -58,12 +73,58 @@ def _target(request: ForgetRequest) -> Entry:
     return Entry(pk=0, scope=request.scope, trigger=request.match_text, content=request.match_text, conditions=[])
 
 
+def prospective_tombstones(request: ForgetRequest) -> list[Tombstone]:
+    """The tombstone approving an open request leaves of its own entry or text (unsaved), made as approval
+    makes it: what its near duplicates are matched with."""
+    if request.entry_id:
+        e = request.entry
+        return [Tombstone(scope=e.scope, fingerprint=fingerprint(e.trigger, e.content),
+                          signature=signature(f"{e.trigger} {e.content}"))]
+    return [Tombstone(scope=request.scope, signature=signature(request.match_text))]
+
+
+def _overlapping(tombstones) -> Q:
+    return access.overlapping_any_scope_q({t.scope for t in tombstones}, bytewise=connection.vendor == "sqlite")
+
+
+def matching_entries(tombstones, *, statuses=MATCHED_STATUSES, within: Q = Q(), exclude=()) -> list[Entry]:
+    """The entries in `statuses` (`within` narrows them) that one of `tombstones` matches: the MATCH_POOL
+    newest of the overlapping scopes read in one query, each compared in Python. Oldest first."""
+    if not tombstones:
+        return []
+    rows = list(Entry.objects.filter(_overlapping(tombstones), within, status__in=list(statuses))
+                .exclude(pk__in=list(exclude)).only(*_MATCH_FIELDS).order_by("-id")[:MATCH_POOL])
+    found = forgotten_among(rows, list(tombstones))
+    return sorted((e for e in rows if e.pk in found), key=lambda e: e.pk)
+
+
+def live_matches(request: ForgetRequest, entries, tombstones) -> list[Entry]:
+    """What approving `request` with `entries` ticked would leave matching its `tombstones`: the other active,
+    pending and archived entries they match, in every scope (the pre-publish check keeps the active ones of
+    them out of every release; the write path keeps the others from coming back)."""
+    return matching_entries(tombstones, exclude={e.pk for e in entries} | ({request.entry_id} - {None}))
+
+
+def unticked_active(user, left: list[Entry]) -> list[Entry]:
+    """Of live_matches, the active entries the lead sees: approval refuses while they are unticked."""
+    return [e for e in left if e.status == Status.ACTIVE and access.user_can_see_scope(user, e.scope)]
+
+
+def _deferred(entry: Entry, now) -> bool:
+    return entry.status == Status.PENDING and entry.queued_at is not None and entry.queued_at > now
+
+
 def _with_suggestions(user, requests: list) -> list:
-    """Each open request's suggested near duplicates (active entries in overlapping scopes, the user's to
-    see), and each decided one's forgotten entries: the search once for the page, then one read of the
-    entries."""
+    """Each open request's near duplicates (the user's to see): the entries its tombstone would match, ticked,
+    then the active entries the similarity search suggests; each decided one's forgotten entries. One read of
+    the overlapping scopes for the page's matching, the search once for the page, one read of the entries."""
     open_ones = [r for r in requests if r.state == ForgetRequest.State.OPEN]
     targets = {r.pk: _target(r) for r in open_ones}
+    stones = {r.pk: prospective_tombstones(r) for r in open_ones}
+    pooled = matching_entries([t for ts in stones.values() for t in ts],
+                              within=access.scope_q(access.user_scope_prefixes(user)))
+    matched = {r.pk: [e for e in pooled if e.pk != r.entry_id and forgotten_among([e], stones[r.pk])]
+               for r in open_ones}
     # The search is keyed by entry id: text requests (all id 0) are searched one by one.
     by_entry = similar_active_entries_many([t for t in targets.values() if t.pk], limit=SUGGESTED)
     found = {r.pk: (by_entry.get(targets[r.pk].pk, []) if targets[r.pk].pk
@@ -72,10 +133,20 @@ def _with_suggestions(user, requests: list) -> list:
     wanted = {pk for pairs in found.values() for pk, _ in pairs}
     wanted |= {pk for r in requests if r.state != ForgetRequest.State.OPEN for pk in r.forgotten_ids}
     entries = {e.pk: e for e in visible_entries(user).filter(pk__in=wanted)} if wanted else {}
+    now = clock.now()
     for r in requests:
         if r.state == ForgetRequest.State.OPEN:
-            r.suggestions = [(entries[pk], score) for pk, score in found[r.pk]
-                             if pk in entries and pk != r.entry_id]
+            scores = dict(found[r.pk])
+            same = [(e, scores.get(e.pk)) for e in matched[r.pk]]
+            similar = [(entries[pk], score) for pk, score in found[r.pk]
+                       if pk in entries and pk != r.entry_id and pk not in {e.pk for e, _ in same}]
+            for e, _ in same:
+                e.same_lesson = True
+            for e, _ in similar:
+                e.same_lesson = False
+            for e, _ in same + similar:
+                e.deferred = _deferred(e, now)
+            r.suggestions = same + similar
             r.forgotten_entries = []
         else:
             r.suggestions = []

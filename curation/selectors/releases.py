@@ -29,6 +29,7 @@ from .retrieval import (
     RETRIEVAL_POOL_FACTOR, Ranked, rank_by_vector, rank_by_words, ranking_params, without_near_duplicates,
 )
 from .confidence import with_current_confidence
+from .forgets import tombstones_for
 from .skills import exported_skills_of, skill_md
 from .sql import PUBLISHED_NUMBER_SQL, ranked_by_words_sql, released_matches_sql
 
@@ -299,13 +300,15 @@ def group_by_scope(changes: list[Change]) -> list[tuple[str, list[Change]]]:
     return sorted(groups.items())
 
 
-def pre_publish_checks(changes: list[Change], *, now=None) -> list[Warning]:
+def pre_publish_checks(changes: list[Change], *, now=None, kept_under: str | None = None) -> list[Warning]:
     """What a lead must acknowledge before publishing these changes: open conflicts between entries of the
-    release, entries whose recent task outcomes failed, entries without a boundary. One query each."""
+    release, entries whose recent task outcomes failed, entries without a boundary. One query each. First
+    the blocking ones, which no acknowledgement passes: entries a forgotten lesson's tombstone matches that
+    the release would add, change or (`kept_under` a prefix, "" for all) keep (forgotten_in_release)."""
     now = now or clock.now()
     released = [c for c in changes if not c.is_skill and c.after is not None]
     ids = [c.subject_id for c in released]
-    warnings = []
+    warnings = forgotten_in_release(released, kept_under=kept_under)
     if not ids:
         return warnings
     for conflict in Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids),
@@ -322,6 +325,25 @@ def pre_publish_checks(changes: list[Change], *, now=None) -> list[Warning]:
             warnings.append(Warning("no_boundary", change.subject_id,
                                     f"#{change.subject_id} says nothing about when it does not hold."))
     return warnings
+
+
+def forgotten_in_release(released: list[Change], *, kept_under: str | None) -> list[Warning]:
+    """The released entries (added or changed: `released`; and, under `kept_under`, the active ones a forget
+    left matching its tombstone, unticked or outside its lead's scopes) that repeat a forgotten lesson: a
+    release never gives one back to agents. Two queries, and one for the tombstones when any is a candidate."""
+    lessons = {c.subject_id: (c.after["scope"], c.after["trigger"], c.after["content"]) for c in released}
+    if kept_under is not None:
+        left = {pk for after in Event.objects.filter(forget_request__isnull=False, action=EventAction.FORGET_APPROVED)
+                .values_list("after", flat=True) for pk in (after or {}).get("left_matching", [])}
+        kept = Entry.objects.filter(pk__in=sorted(left - set(lessons)), status=Status.ACTIVE)
+        if kept_under:
+            kept = kept.filter(access.under_scope(kept_under))
+        lessons.update({e.pk: (e.scope, e.trigger, e.content) for e in kept.only("id", "scope", "trigger", "content")}
+                       if left else {})
+    ids = sorted(lessons)
+    return [Warning("forgotten", pk, f"#{pk} repeats a lesson forgotten by forget request #{stone.request_id}: "
+                                     "forget or retire it; it is not published.")
+            for pk, stone in zip(ids, tombstones_for([lessons[pk] for pk in ids])) if stone is not None]
 
 
 # --- history and diff -----------------------------------------------------------------------------------

@@ -262,8 +262,6 @@ def edit_and_approve(
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         edited = [f for f in EDITABLE_FIELDS if f in cleaned and getattr(entry, f) != cleaned[f]]
         text = {"trigger": entry.trigger, "content": entry.content, **cleaned}
-        if edited:  # an edit must not type a forgotten lesson back in
-            refuse_forgotten(cleaned.get("scope", entry.scope), text["trigger"], text["content"])
         flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
         decision, action = _activation(entry, now), EventAction.EDIT_APPROVE
         if _needs_second_reviewer(entry):

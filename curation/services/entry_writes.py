@@ -14,6 +14,12 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   same snapshot, all created at the caller's time. Raises ConcurrentChange, having written nothing, when
   a row is no longer in the expected status or its version moved.
 
+Forgotten lessons: every one of these refuses (`Forgotten`, naming the forget request, never the text) a
+write that leaves an entry pending or active and either sets its lesson (scope, trigger, content), makes it
+live or approves it, when a tombstone matches the lesson. So a paraphrase pending since before the forget,
+an edit, a merge, a split, a consolidation, a revival or an undo cannot write a forgotten lesson back. The
+forget's own write and writes to a status agents never read (a held submission is rejected) pass.
+
 `updated_at`: a decision stamps its `at` (a demo replayed as of a past moment reads as it happened then);
 a sweep stamps the wall clock, because the detecting sweeps read "what changed since my last run" by
 it, and a sweep replayed as of the past must still be seen by the next run.
@@ -44,8 +50,9 @@ from curation import clock, lifecycle
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry, Status
 
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
+from curation.selectors.forgets import tombstones_for
 
-from .errors import ConcurrentChange, StaleDecision
+from .errors import ConcurrentChange, Forgotten, StaleDecision
 from .events import build_event, record_event, record_events
 
 # What write_entry writes back: everything a decision may change. Not the usage counters
@@ -57,6 +64,30 @@ WRITTEN_COLUMNS = (
     "decay_key", "decay_rate", "archived_at", "archive_reason", "first_approval_by_id", "first_approval_at", "supersedes_id", "flags",
     "hit_count", "utility_sum", "utility_n", "version", "updated_at",
 )
+
+
+# The statuses whose lessons agents read or reviewers approve: a forgotten lesson is never written into them.
+LIVE = (Status.PENDING, Status.ACTIVE)
+# What, written, makes a lesson (again): its text and scope, its status, an approval (a first one included).
+LESSON_COLUMNS = frozenset({"scope", "trigger", "content", "status", "first_approval_by", "first_approval_by_id"})
+_ACTIVATING = frozenset(str(a) for a in EventAction.activating())  # by value: callers pass a member or its string
+
+
+def checks_forgotten(status: str, columns, action) -> bool:
+    """Is a write that leaves an entry in `status`, setting `columns`, by `action`, checked against the
+    tombstones? Every live result that sets the lesson, makes it live or approves it (an activating action:
+    a kept side of a conflict too), except the forget's own write."""
+    if status not in LIVE or str(action) == EventAction.FORGOTTEN:
+        return False
+    return bool(LESSON_COLUMNS.intersection(columns)) or str(action) in _ACTIVATING
+
+
+def refuse_forgotten_lessons(lessons: list[tuple[str, str, str]]) -> None:
+    """Forgotten for the first of these (scope, trigger, content) a tombstone matches: one query, none
+    computed when no tombstone lies in an overlapping scope."""
+    for stone in tombstones_for(lessons) if lessons else ():
+        if stone is not None:
+            raise Forgotten(stone.request_id, stone.forgotten_on)
 
 
 def changes_since(entry: Entry, version: int) -> QuerySet:
@@ -71,6 +102,8 @@ def write_entry(
     """Apply `changes` (field -> value) to `entry` and write them with its Event. `expected_version` is
     the version the decision was made on (by default the version the entry was loaded at)."""
     expected = entry.version if expected_version is None else expected_version
+    if checks_forgotten(changes.get("status", entry.status), changes, action):
+        refuse_forgotten_lessons([tuple(changes.get(f, getattr(entry, f)) for f in ("scope", "trigger", "content"))])
     before = entry.snapshot(at)
     was_active = entry.status == Status.ACTIVE
     for field, value in changes.items():
@@ -96,6 +129,8 @@ def insert_entry(
     after_extra: dict | None = None, also=(),
 ) -> Event:
     """Insert a new entry (its version is 1) with the Event that made it."""
+    if checks_forgotten(entry.status, ("status",), action):
+        refuse_forgotten_lessons([(entry.scope, entry.trigger, entry.content)])
     entry.save(force_insert=True)
     return record_event(
         entry, actor=actor, actor_label=actor_label, action=action, reason=reason,
@@ -105,6 +140,7 @@ def insert_entry(
 
 def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str) -> list[Event]:
     """insert_entry for many (entry, its Event's reason): one insert for the entries, one for their Events."""
+    refuse_forgotten_lessons([(e.scope, e.trigger, e.content) for e, _ in new if checks_forgotten(e.status, ("status",), action)])
     for entry, _ in new:
         entry.refresh_decay_key()  # bulk_create does not call save()
     Entry.objects.bulk_create([entry for entry, _ in new])
@@ -142,6 +178,7 @@ def write_entries(
             current = {e.pk: copy.copy(e) for e in rows}
         before = {pk: e.snapshot(at) for pk, e in current.items()}
         values, row_values = _with_decay_columns(current, expected_status, dict(values or {}), row_values or {}, at)
+        _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
         target = Entry.objects.filter(pk__in=ids)
         if expected_status is not None:
@@ -160,6 +197,25 @@ def write_entries(
             for e in rows
         )
     return written
+
+
+def _refuse_forgotten_rows(current: dict[int, Entry], values: dict, row_values: dict, action) -> None:
+    """write_entries' check of the rows it leaves live with their lesson set or made live (a revival). A batch
+    that writes none of that (an archive, an outcome) costs no loop over its rows."""
+    per_row = {column for changes in row_values.values() for column in changes}
+    if not LESSON_COLUMNS.intersection({*values, *per_row}) and str(action) not in _ACTIVATING:
+        return
+    if values.get("status", Status.ACTIVE) not in LIVE and "status" not in per_row:
+        return
+    lessons = []
+    for pk, entry in current.items():
+        mine = {**values, **row_values.get(pk, {})}
+        result = {f: mine.get(f, getattr(entry, f)) for f in ("status", "scope", "trigger", "content")}
+        if any(hasattr(v, "resolve_expression") for v in result.values()):
+            raise TypeError("write_entries: the status and the lesson are plain values, to check the tombstones")
+        if checks_forgotten(result["status"], mine, action):
+            lessons.append((result["scope"], result["trigger"], result["content"]))
+    refuse_forgotten_lessons(lessons)
 
 
 def _decay_stop(was_active: bool, status: str, stopped_at, at):

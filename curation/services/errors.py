@@ -52,14 +52,14 @@ class ConcurrentChange(Exception):
 
 
 class Forgotten(InvalidTransition):
-    """A lesson that repeats a forgotten one (its tombstone): refused wherever lessons come in (an edit in
-    a queue shows it as a refused decision). The answer names the forget request and its day, never the
+    """A lesson that repeats a forgotten one (its tombstone): refused by the write path wherever a lesson is
+    written or made live (a decision in a queue shows it as a refused decision, on its card). The answer names the forget request and its day, never the
     forgotten text."""
 
     def __init__(self, request_id: int, forgotten_on):
         self.request_id, self.forgotten_on = request_id, forgotten_on
-        super().__init__(f"This lesson was forgotten on {forgotten_on:%Y-%m-%d} (forget request #{request_id}) "
-                         "and is not learned again.")
+        super().__init__(f"This repeats a lesson forgotten by forget request #{request_id} on {forgotten_on:%Y-%m-%d}: "
+                         "it is not learned, approved or published again.")
 
     def as_json(self) -> dict:
         return {"status": "forgotten", "request_id": self.request_id,

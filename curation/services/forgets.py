@@ -256,6 +256,10 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
         if request.match_text:
             stones.append(Tombstone(request=request, scope=request.scope, signature=signature(request.match_text),
                                     forgotten_on=now.date(), created_at=now))
+        left = reads.live_matches(request, entries, stones)  # kept out of releases; refused by the write path
+        if unticked := reads.unticked_active(actor, left):
+            raise ValidationError({"duplicates": [f"Still active and the same lesson: {', '.join(f'#{e.pk}' for e in unticked)}. "
+                                                  "Tick them to forget them with it."]})
         for entry in entries:
             write_entry(entry, {
                 "status": Status.RETIRED, "queued_at": None, "queue_reason": "", "trigger": marker, "content": marker,
@@ -282,7 +286,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
         record_event(request, actor=actor, action=EventAction.FORGET_APPROVED, reason=request.decision_note, at=now,
                      before={"state": ForgetRequest.State.OPEN},
                      after={"state": request.state, "forgotten": request.forgotten_ids,
-                            "published_version": request.published_version})
+                            "published_version": request.published_version, "left_matching": [e.pk for e in left]})
         record_event(request, actor=actor, action=EventAction.FORGET_PURGE, at=now,
                      reason=f"text of {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} replaced by {marker}",
                      after=purged)

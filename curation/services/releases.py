@@ -59,7 +59,8 @@ def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge:
                     actor_label: str = "", entry_ids=None, also_entry_ids=(), at=None) -> MemoryVersion:
     """Publish the pending changes (under `scope_prefix`; only of `entry_ids` for auto-publish) as a new
     version. `also_entry_ids`: entries changed without an Event (a data fix by hand) to compare too.
-    ValidationError when there is nothing to publish or no summary; UnacknowledgedWarnings when a
+    ValidationError when there is nothing to publish or no summary, or (`publish`) when the release would add,
+    change or keep an entry that repeats a forgotten lesson (a blocking check); UnacknowledgedWarnings when a
     pre-publish check warns and `acknowledge` is not set."""
     now = at or clock.now()
     summary = (summary or "").strip()
@@ -80,7 +81,10 @@ def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge:
         if not changes:
             raise ValidationError({"scope_prefix": ["Nothing to publish: the draft equals the published version"
                                                     + (f" under {prefix}." if prefix else ".")]})
-        warnings = reads.pre_publish_checks(changes, now=now)
+        warnings = reads.pre_publish_checks(changes, now=now, kept_under=None if entry_ids is not None else prefix)
+        refused = [w for w in warnings if w.blocking]
+        if refused:  # a forgotten lesson is never published, whatever is acknowledged
+            raise ValidationError({"publish": [" ".join(w.text for w in refused)]})
         if warnings and not acknowledge:
             raise UnacknowledgedWarnings(warnings)
         whole = not prefix and entry_ids is None

@@ -133,6 +133,10 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
     try:
         with transaction.atomic():
             return _submit_prepared(prepared, token, now, held_by)
+    except Forgotten as exc:
+        # A forget approved between this submission's look at the tombstones and its insert (the write
+        # path's own check caught it): held as well, so the answer is still a new candidate's.
+        held_by = ForgetRequest.objects.get(pk=exc.request_id)
     except IntegrityError as exc:
         if not _lost_to_a_pending_twin(exc):
             raise
@@ -231,8 +235,13 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
     held_by = dict(zip((index for index, _ in prepared), _holding_requests([p for _, p in prepared])))
     if prepared:
         try:
-            with transaction.atomic():
-                written = _write_batch(prepared, token, now, held_by)
+            try:
+                with transaction.atomic():
+                    written = _write_batch(prepared, token, now, held_by)
+            except Forgotten:  # a forget approved meanwhile (see submit_candidate): look again, once
+                held_by = dict(zip((index for index, _ in prepared), _holding_requests([p for _, p in prepared])))
+                with transaction.atomic():
+                    written = _write_batch(prepared, token, now, held_by)
         except DatabaseError:
             # Something only the database could refuse: write item by item, so that it stays that item's.
             written = {}

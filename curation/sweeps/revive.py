@@ -1,6 +1,7 @@
 """Revive: archived entries that received supporting external or independent evidence since they were
 archived come back. SQL finds the (few) candidates, the rule lifecycle.revival() decides each, and one
-statement writes the batch."""
+statement writes the batch. An entry that repeats a forgotten lesson (a near duplicate left unticked when
+it was forgotten) stays archived: the write path would refuse it."""
 
 from collections import defaultdict
 
@@ -9,6 +10,7 @@ from django.db.models import Exists, OuterRef
 
 from curation import lifecycle
 from curation.models import Entry, EventAction, Evidence, Signal, Status
+from curation.selectors.forgets import all_tombstones, forgotten_among
 
 from .engine import ROW_FIELDS, Sweep, keyset_batches, locked, write_batch
 
@@ -27,7 +29,17 @@ def _decide(sweep: Sweep, entries) -> dict[int, lifecycle.Revival]:
         decision = lifecycle.revival(evidence[e.pk], archived_at=e.archived_at, now=sweep.as_of, rules=sweep.rules)
         if decision:
             decisions[e.pk] = decision
-    return decisions
+    return _without_forgotten(decisions)
+
+
+def _without_forgotten(decisions: dict[int, lifecycle.Revival]) -> dict[int, lifecycle.Revival]:
+    """The revivals of entries no tombstone matches (their text read only when there are tombstones)."""
+    tombstones = all_tombstones() if decisions else []
+    if not tombstones:
+        return decisions
+    lessons = Entry.objects.filter(pk__in=list(decisions)).only("id", "scope", "trigger", "content")
+    barred = forgotten_among(lessons, tombstones)
+    return {pk: d for pk, d in decisions.items() if pk not in barred}
 
 
 def _reason(decision: lifecycle.Revival) -> str:

@@ -41,7 +41,7 @@ class _BadInput(Exception):
 
 def _page(request, *, prefix="", form=None, errors=None, warnings_refused=(), status=200):
     changes = reads.pending_changes(prefix, user=request.user)
-    warnings = reads.pre_publish_checks(changes)
+    warnings = reads.pre_publish_checks(changes, kept_under=prefix)
     return render(request, "curation/releases.html", {
         "published": reads.published_version(),
         "prefix": prefix,
@@ -50,6 +50,8 @@ def _page(request, *, prefix="", form=None, errors=None, warnings_refused=(), st
         "counts": change_counts(changes),
         "total": len(changes),
         "warnings": warnings,
+        "blocking": [w for w in warnings if w.blocking],
+        "acknowledgeable": [w for w in warnings if not w.blocking],
         "refused": bool(warnings_refused),
         "history": reads.version_history(),
         "form": form or {},

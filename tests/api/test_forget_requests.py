@@ -124,3 +124,26 @@ def test_a_forgotten_lesson_is_held_and_answered_as_any_new_candidate(agent, lea
     assert [(r["ok"], r["status"], r["created"]) for r in batch["results"]] == [(True, "pending", True)] * 2
     assert batch["created"] == 2
     assert Entry.objects.filter(held_by=request).count() == 2
+
+
+def test_a_forget_approved_between_the_look_and_the_insert_still_holds(agent, lead, lesson, monkeypatch):
+    """The write path's own check catches what the submission's look missed (a forget approved in
+    between): the submission is held all the same, never a 409 that would tell."""
+    from curation.services import submissions
+
+    filed = agent.post("forget-requests", {"entry_id": lesson.pk, "reason": "user asked"}).json()
+    approve_forget_request(filed["id"], actor=lead)
+    real, looks = submissions._holding_requests, []
+
+    def stale_first_look(prepared):
+        looks.append(len(prepared))
+        return [None] * len(prepared) if len(looks) == 1 else real(prepared)
+
+    monkeypatch.setattr(submissions, "_holding_requests", stale_first_look)
+    answer = agent.submit(**LESSON)
+    assert answer.status_code == 201 and answer.json()["status"] == "pending"
+    assert Entry.objects.get(pk=answer.json()["id"]).held_by_id == filed["id"]
+    looks.clear()
+    batch = agent.post("candidates/batch", {"candidates": [api_candidate(**{**LESSON, "trigger": LESSON["trigger"] + "!"})]})
+    assert batch.json()["results"][0]["ok"] is True
+    assert Entry.objects.get(pk=batch.json()["results"][0]["id"]).held_by_id == filed["id"]

@@ -178,11 +178,13 @@ def test_a_text_request_forgets_the_ticked_entries_and_the_text(reviewer, lead, 
 
 
 def test_sweeps_never_propose_a_forgotten_lesson_again(reviewer, lead, lesson):
-    # Two more restatements that were not ticked: the consolidation sweep would merge them.
-    one = active(lead, scope="acme/payroll", **PARAPHRASE)
-    two = active(lead, scope="acme/payroll", trigger=PARAPHRASE["trigger"] + " evening",
-                 content=PARAPHRASE["content"])
-    approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk, actor=lead)
+    # Two more restatements that were not ticked, in a scope the approving lead does not see (an active one
+    # the lead sees must be ticked): the consolidation sweep would merge them.
+    one = active(lead, scope="acme", **PARAPHRASE)
+    two = active(lead, scope="acme", trigger=PARAPHRASE["trigger"] + " evening", content=PARAPHRASE["content"])
+    payroll_lead = make_user("paula", "lead", scopes=["acme/payroll"])
+    approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk,
+                           actor=payroll_lead)
     sweep_consolidation()
     assert not ConsolidationProposal.objects.filter(entries__in=[one, two]).exists()
 
@@ -233,7 +235,9 @@ def test_open_conflicts_and_proposals_of_a_forgotten_entry_are_closed(reviewer, 
     conflicts = [c for c in Conflict.objects.filter(state="open") if lesson.pk in (c.entry_a_id, c.entry_b_id)]
     proposals = list(ConsolidationProposal.objects.filter(state="open", entries=lesson))
     assert conflicts and proposals
-    approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk, actor=lead)
+    # Both repeat the forgotten lesson by its tombstone: an active match the lead sees is ticked, or approval refuses.
+    approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk, actor=lead,
+                           duplicate_ids=[contrary.pk, twin.pk])
     assert all(Conflict.objects.get(pk=c.pk).state == "resolved" for c in conflicts if lesson.pk in (c.entry_a_id, c.entry_b_id))
     assert all(ConsolidationProposal.objects.get(pk=p.pk).state == "dismissed" for p in proposals)
     assert Event.objects.filter(action=EventAction.CONSOLIDATION_DISMISSED).count() == len(proposals)

@@ -11,8 +11,10 @@ from django.core.management import call_command
 from django.db.models import F
 from django.urls import reverse
 
+from curation import clock
 from curation.models import Event, EventAction, MemoryVersion, ReleasedSkill, SkillProposal, SkillSource, Status
 from curation.services import skills
+from curation.services.entry_writes import write_entry
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.releases import rollback_version
 from curation.services.tokens import create_agent_token
@@ -214,8 +216,12 @@ def test_a_draft_that_repeats_a_forgotten_lesson_is_refused_naming_the_request(l
 def test_approving_a_draft_that_repeats_a_forgotten_lesson_is_refused_on_the_card(lead, reviewer):
     skill = nominated()
     report(skill)
-    request = file_forget_request(reason="consent withdrawn", scope=skill.scope, text=skill.nominated_entry.content,
-                                  actor=lead)
+    # Its source entry has since decayed out of the active set: a forget may leave an archived match
+    # unticked (an active one it refuses), and the skill's draft still holds the lesson.
+    source = skill.nominated_entry
+    write_entry(source, {"status": Status.ARCHIVED, "archived_at": clock.now(), "archive_reason": "decayed"},
+                action=EventAction.ARCHIVE, at=clock.now())
+    request = file_forget_request(reason="consent withdrawn", scope=skill.scope, text=source.content, actor=lead)
     approve_forget_request(request.pk, actor=lead)  # a text request: the entry itself is not ticked
     skill.refresh_from_db()
     answer = client_for(lead).post(reverse("curation:skill-approve", args=[skill.pk]), {"version": skill.version},
