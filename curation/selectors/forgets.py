@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db.models import Q
 
 from curation import access
-from curation.forgetting import Lesson, same_lesson
+from curation.forgetting import LEGACY_KEY_ID, Lesson, key_id, same_lesson, same_stems, tombstone_key
+from curation.matching_text import Token, stems, token_forms
 from curation.models import Entry, ForgetRequest, Tombstone
 
 from .entries import visible_entries
@@ -98,6 +100,26 @@ def forget_card(user, request_id) -> ForgetRequest:
 # --- tombstones ---------------------------------------------------------------------------------------------
 
 
+def tombstone_keys() -> dict[str, bytes | None]:
+    """The keys tombstones are compared under, by key id: the current one (from SECRET_KEY, the one new
+    tombstones are written with: first), each of SECRET_KEY_FALLBACKS (a rotation keeps the tombstones of the
+    old key matching while it is a fallback), and the fixed legacy key (None) of the tombstones written before."""
+    keys: dict[str, bytes | None] = {}
+    for secret in [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]:
+        key = tombstone_key(secret)
+        keys.setdefault(key_id(key), key)
+    keys[LEGACY_KEY_ID] = None
+    return keys
+
+
+def _matching(lesson: Lesson, stones, keys) -> Tombstone | None:
+    """The first of `stones` whose forgotten lesson `lesson` is; a stone whose key is no longer known (its
+    secret rotated out of the fallbacks) cannot be compared and holds nothing."""
+    return next((stone for stone in stones if stone.key_id in keys and same_lesson(
+        lesson, scope=stone.scope, fingerprint=stone.fingerprint, signature=stone.signature, tokens=stone.tokens,
+        key=keys[stone.key_id])), None)
+
+
 def tombstone_for(scope: str, trigger: str, content: str) -> Tombstone | None:
     """The tombstone of a forgotten lesson that this one repeats, exactly or nearly, in an overlapping
     scope (the oldest), or None: one query over the tombstones of the overlapping scopes."""
@@ -110,29 +132,44 @@ def tombstones_for(lessons: list[tuple[str, str, str]]) -> list[Tombstone | None
         return []
     overlapping = access.overlapping_any_scope_q(scope for scope, _, _ in lessons)
     stones = list(Tombstone.objects.filter(overlapping).order_by("id"))
-    if not stones:  # the usual answer: no lesson's signature is worth computing
+    if not stones:  # the usual answer: no lesson's text is worth reading
         return [None] * len(lessons)
-    found = []
-    for scope, trigger, content in lessons:
-        lesson = Lesson.of(scope, trigger, content)
-        found.append(next((stone for stone in stones if same_lesson(
-            lesson, scope=stone.scope, fingerprint=stone.fingerprint, signature=stone.signature)), None))
-    return found
+    keys = tombstone_keys()
+    return [_matching(Lesson.of(scope, trigger, content), stones, keys) for scope, trigger, content in lessons]
 
 
 def all_tombstones() -> list[Tombstone]:
     """Every tombstone, for a sweep that compares many lessons at once (forgetting is rare: they are few)."""
-    return list(Tombstone.objects.only("scope", "fingerprint", "signature", "request_id").order_by("id"))
+    return list(Tombstone.objects.only("scope", "fingerprint", "signature", "tokens", "key_id", "request_id")
+                .order_by("id"))
 
 
 def forgotten_among(entries, tombstones: list[Tombstone]) -> set[int]:
     """The ids of `entries` that repeat a forgotten lesson: what a sweep never proposes again."""
     if not tombstones:
         return set()
-    found = set()
-    for entry in entries:
-        lesson = Lesson.of(entry.scope, entry.trigger, entry.content)
-        if any(same_lesson(lesson, scope=t.scope, fingerprint=t.fingerprint, signature=t.signature)
-               for t in tombstones):
-            found.add(entry.pk)
-    return found
+    keys = tombstone_keys()
+    return {entry.pk for entry in entries
+            if _matching(Lesson.of(entry.scope, entry.trigger, entry.content), tombstones, keys) is not None}
+
+
+USES_READ = 20  # entries read per token when looking for other lessons that use it
+
+
+def tokens_used_elsewhere(scope: str, tokens: list[Token], lesson: Lesson, *, exclude_ids=()) -> set[str]:
+    """The folded forms of `tokens` that another lesson in a scope overlapping `scope` also uses: shared
+    vocabulary, not what makes this lesson unique (a tombstone holding it would hold those lessons too). A
+    near duplicate of `lesson` itself (its own copies, a paraphrase) is not another lesson. One query per
+    token, at forget time only; the word is looked for case-insensitively inside trigger and content, then
+    the rows read are checked token by token."""
+    shared = set()
+    overlapping = Entry.objects.filter(access.overlapping_scopes_q(scope)).exclude(pk__in=list(exclude_ids))
+    for token in tokens:
+        rows = overlapping.filter(Q(trigger__icontains=token.written) | Q(content__icontains=token.written)) \
+            .values_list("trigger", "content")[:USES_READ]
+        for trigger, content in rows:
+            other = f"{trigger}\n{content}"
+            if token.folded in token_forms(other) and not same_stems(lesson.stems, stems(other)):
+                shared.add(token.folded)
+                break
+    return shared

@@ -32,13 +32,13 @@ from curation.models import (
 from curation.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
 from curation.selectors.retrieval_cache import forget_cached_answers
-from curation.similarity import fingerprint, signature
 
 from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
 from .events import actor_label_for, record_event, rewrite_purged_text
 from .releases import OutsideScopes, publish_version
+from .tombstones import tombstones_of
 
 REASON_MAX = 2000
 SKILL_TEXTS = ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls")
@@ -236,12 +236,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
             raise ValidationError({"duplicates": ["Tick the entries to forget."]})
         marker = request.marker
         texts = _forgotten_texts(request, entries)
-        stones = [Tombstone(request=request, entry=e, scope=e.scope, fingerprint=fingerprint(e.trigger, e.content),
-                            signature=signature(f"{e.trigger} {e.content}"), forgotten_on=now.date(), created_at=now)
-                  for e in entries]
-        if request.match_text:
-            stones.append(Tombstone(request=request, scope=request.scope, signature=signature(request.match_text),
-                                    forgotten_on=now.date(), created_at=now))
+        stones = tombstones_of(request, entries, now=now)
         for entry in entries:
             write_entry(entry, {
                 "status": Status.RETIRED, "queued_at": None, "queue_reason": "", "trigger": marker, "content": marker,
