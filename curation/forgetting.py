@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from curation import matching_text
 from curation.access import scopes_overlap
@@ -45,23 +46,35 @@ def key_id(key: bytes) -> str:
     return hashlib.sha256(b"key id " + key).hexdigest()[:12]
 
 
-def _hash(key: bytes, text: str, size: int) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=size, key=key).hexdigest()
+@lru_cache(maxsize=64)
+def _hasher(key: bytes, size: int):
+    """A keyed hash set up once per key and size: copying it is a quarter of the cost of keying anew."""
+    return hashlib.blake2b(digest_size=size, key=key)
 
 
-def keyed_fingerprint(key: bytes, trigger: str, content: str) -> str:
-    """Equal for lessons a reader sees as the same words: the exact-duplicate key of a tombstone."""
-    return _hash(key, " ".join(matching_text.pieces(trigger)) + "\n" + " ".join(matching_text.pieces(content)), 32)
+def _hashes(key: bytes, texts, size: int) -> list[str]:
+    base, found = _hasher(key, size), set()
+    for text in texts:
+        h = base.copy()
+        h.update(text.encode())
+        found.add(h.hexdigest())
+    return sorted(found)
+
+
+def keyed_fingerprint(key: bytes, pieces) -> str:
+    """Equal for lessons a reader sees as the same words in the same order (matching_text.Reading.pieces):
+    the exact-duplicate key of a tombstone."""
+    return _hashes(key, [" ".join(pieces)], 32)[0]
 
 
 def keyed_signature(key: bytes, stems) -> list[str]:
     """The stems (matching_text.stems), each as a short keyed hash, sorted: the Jaccard of two signatures is
     the Jaccard of the two texts' stems, and no signature holds a word of its text."""
-    return sorted({_hash(key, s, 6) for s in stems})
+    return _hashes(key, stems, 6)
 
 
 def keyed_tokens(key: bytes, tokens) -> list[str]:
-    return sorted({_hash(key, t, 8) for t in tokens})
+    return _hashes(key, tokens, 8)
 
 
 @dataclass(frozen=True)
@@ -77,43 +90,52 @@ class ForgottenLesson:
 def forgotten_lesson(key: bytes, trigger: str, content: str, tokens, *, exact: bool = True) -> ForgottenLesson:
     """A tombstone's hashes of a lesson, with the distinctive `tokens` (folded forms) chosen for it. A text
     request's text is no (trigger, content) pair: it is passed as both, without its fingerprint (exact=False)."""
-    text = f"{trigger}\n{content}" if exact else trigger
-    return ForgottenLesson(keyed_fingerprint(key, trigger, content) if exact else "",
-                           keyed_signature(key, matching_text.stems(text)), keyed_tokens(key, tokens), key_id(key))
+    read = matching_text.reading(f"{trigger}\n{content}" if exact else trigger)
+    return ForgottenLesson(keyed_fingerprint(key, read.pieces) if exact else "", keyed_signature(key, read.stems),
+                           keyed_tokens(key, tokens), key_id(key))
 
 
 @dataclass
 class Lesson:
-    """A lesson compared with tombstones: its scope, its readable stems and token forms, computed once; their
-    hashes computed once per key that the tombstones compared with it use."""
+    """A lesson compared with tombstones: its scope and its reading (matching_text.reading), computed once;
+    their hashes computed once per key that the tombstones compared with it use, and only those asked for."""
 
     scope: str
     trigger: str
     content: str
-    stems: frozenset = field(repr=False)
-    forms: frozenset = field(repr=False)
+    read: matching_text.Reading = field(repr=False)
     _keyed: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, scope: str, trigger: str, content: str) -> "Lesson":
-        text = f"{trigger}\n{content}"
-        return cls(scope, trigger, content, matching_text.stems(text), matching_text.token_forms(text))
+        return cls(scope, trigger, content, matching_text.reading(f"{trigger}\n{content}"))
 
-    def keyed(self, key: bytes | None) -> tuple[str, frozenset, frozenset]:
-        """(fingerprint, signature, token hashes) under `key`; None: the legacy ones (no tokens)."""
-        if key not in self._keyed:
-            if key is None:
-                readable_trigger, readable_content = (matching_text.readable(self.trigger),
-                                                      matching_text.readable(self.content))
-                prints = frozenset({legacy_fingerprint(self.trigger, self.content),
-                                    legacy_fingerprint(readable_trigger, readable_content)})
-                signature = frozenset(legacy_signature(f"{readable_trigger} {readable_content}"))
-                self._keyed[key] = (prints, signature, frozenset())
-            else:
-                self._keyed[key] = (frozenset({keyed_fingerprint(key, self.trigger, self.content)}),
-                                    frozenset(keyed_signature(key, self.stems)),
-                                    frozenset(keyed_tokens(key, self.forms)))
-        return self._keyed[key]
+    @property
+    def stems(self) -> frozenset:
+        return self.read.stems
+
+    def _cached(self, part: str, key: bytes | None, compute):
+        if (part, key) not in self._keyed:
+            self._keyed[part, key] = compute()
+        return self._keyed[part, key]
+
+    def fingerprints(self, key: bytes | None) -> frozenset:
+        """Its exact-duplicate keys under `key`; None: the legacy ones (of the raw and of the readable text)."""
+        if key is None:
+            return self._cached("fingerprint", key, lambda: frozenset({
+                legacy_fingerprint(self.trigger, self.content),
+                legacy_fingerprint(matching_text.readable(self.trigger), matching_text.readable(self.content))}))
+        return self._cached("fingerprint", key, lambda: frozenset({keyed_fingerprint(key, self.read.pieces)}))
+
+    def signature(self, key: bytes | None) -> frozenset:
+        if key is None:
+            return self._cached("signature", key, lambda: frozenset(legacy_signature(
+                f"{matching_text.readable(self.trigger)} {matching_text.readable(self.content)}")))
+        return self._cached("signature", key, lambda: frozenset(keyed_signature(key, self.read.stems)))
+
+    def tokens(self, key: bytes) -> frozenset:
+        """Its token forms hashed under `key`: hashed only for a tombstone that has tokens."""
+        return self._cached("tokens", key, lambda: frozenset(keyed_tokens(key, self.read.forms)))
 
 
 def same_lesson(lesson: Lesson, *, scope: str, fingerprint: str, signature, tokens=(), key: bytes | None = None) -> bool:
@@ -121,12 +143,11 @@ def same_lesson(lesson: Lesson, *, scope: str, fingerprint: str, signature, toke
     under `key`; None for a legacy tombstone)?"""
     if not scopes_overlap(lesson.scope, scope):
         return False
-    prints, hashed, forms = lesson.keyed(key)
-    if fingerprint and fingerprint in prints:
+    if fingerprint and fingerprint in lesson.fingerprints(key):
         return True
-    if tokens and not forms.isdisjoint(tokens):
+    if tokens and key is not None and not lesson.tokens(key).isdisjoint(tokens):
         return True
-    return same_stems(frozenset(signature), hashed)
+    return same_stems(frozenset(signature), lesson.signature(key))
 
 
 def same_stems(forgotten: frozenset, other: frozenset) -> bool:

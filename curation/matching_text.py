@@ -25,7 +25,7 @@ import html
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from urllib.parse import unquote
 
 from confusable_homoglyphs.confusables import confusables_data
@@ -103,14 +103,29 @@ _SYMBOL_LETTERS = {"@": "a", "$": "s", "|": "l", "!": "i"}
 _COMPOUND = re.compile(r"[^\W_]+(?:[-_.:/#][^\W_]+)*")
 _PIECE = re.compile(r"[^\W_]+")
 _DIGIT_LETTERS = str.maketrans("013456789", "oieasgtbg")  # 1 is i or l: fold makes those one letter
+WORDS_CACHED = 50_000  # words whose folded form and stem are kept: a scope's vocabulary repeats
 _STOP = frozenset("a an the to of in on and or for is are be it this that with when before after".split())
 
 
+@lru_cache(maxsize=WORDS_CACHED)
 def fold(piece: str) -> str:
     """One word's canonical form (see the module): a number stays itself."""
     if piece.isdigit():
         return piece
     return piece.translate(_DIGIT_LETTERS).replace("i", "l").replace("rn", "m")
+
+
+@lru_cache(maxsize=WORDS_CACHED)
+def _stem_of(piece: str) -> str:
+    """A word's folded stem, or "" for a stop word. It is stemmed before its letters are folded ("merging"
+    and "m3rging" are "merg"); leetspeak is read first ("th3" is a stop word)."""
+    if piece in _STOP:
+        return ""
+    if not piece.isdigit():
+        piece = piece.translate(_DIGIT_LETTERS)
+        if piece in _STOP:
+            return ""
+    return fold(stem(piece))
 
 
 def _compounds(text: str) -> list[str]:
@@ -119,29 +134,37 @@ def _compounds(text: str) -> list[str]:
     return _COMPOUND.findall(text)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What a text is compared by, read once: its folded words in order (the exact-duplicate key), its
+    folded stems (the signature) and its token forms (token_forms)."""
+
+    pieces: tuple[str, ...]
+    stems: frozenset[str]
+    forms: frozenset[str]
+
+
+def reading(text: str) -> Reading:
+    compounds = [_PIECE.findall(c) for c in _compounds(readable(text))]
+    stems_found = {_stem_of(p) for parts in compounds for p in parts}
+    stems_found.discard("")
+    folded = [[fold(p) for p in parts] for parts in compounds]
+    return Reading(tuple(p for parts in folded for p in parts), frozenset(stems_found), _forms(folded))
+
+
 def pieces(text: str) -> list[str]:
     """The folded words of `text`, in order."""
-    return [fold(p) for p in _PIECE.findall(" ".join(_compounds(readable(text))))]
+    return list(reading(text).pieces)
 
 
 def stems(text: str) -> frozenset[str]:
-    """The folded stems of `text` without the stop words: what a tombstone's signature is made of. A word
-    is stemmed before its letters are folded ("merging" and "m3rging" are "merg")."""
-    found = set()
-    for word in _PIECE.findall(" ".join(_compounds(readable(text)))):
-        if word in _STOP:
-            continue
-        if not word.isdigit():
-            word = word.translate(_DIGIT_LETTERS)
-            if word in _STOP:
-                continue
-        found.add(fold(stem(word)))
-    return frozenset(found)
+    """The folded stems of `text` without the stop words: what a tombstone's signature is made of."""
+    return reading(text).stems
 
 
 # --- tokens that make a text unique -------------------------------------------------------------------------
 
-JOINED_MAX = 4          # a token split into up to this many pieces is still found
+JOINED_MAX = 3          # a token split into up to this many pieces is still found (a compound: any)
 TOKEN_MIN = 5           # shorter forms are never a distinctive token (nor looked for)
 IDENTIFIER_DIGITS = 3   # letters with at least this many digits: an identifier (BILL-4821, FORGETMEAXOLOTL-4242)
 NUMBER_DIGITS = 8       # a number this long: an account, a card, a phone number (a port or a year is shorter;
@@ -215,7 +238,10 @@ def distinctive_tokens(text: str) -> list[Token]:
 def token_forms(text: str) -> frozenset[str]:
     """Every folded form of `text` that could be a distinctive token: each piece, each run of up to
     JOINED_MAX adjacent pieces joined, each compound joined, and each run of single letters joined (r.e.t.r.y)."""
-    compounds = [[fold(p) for p in _PIECE.findall(c)] for c in _compounds(readable(text))]
+    return reading(text).forms
+
+
+def _forms(compounds: list[list[str]]) -> frozenset[str]:
     flat = [p for parts in compounds for p in parts]
     forms = {"".join(parts) for parts in compounds}
     for start in range(len(flat)):

@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from curation import access
 from curation.forgetting import LEGACY_KEY_ID, Lesson, key_id, same_lesson, same_stems, tombstone_key
-from curation.matching_text import Token, stems, token_forms
+from curation.matching_text import Token, reading
 from curation.models import Entry, ForgetRequest, Tombstone
 
 from .entries import visible_entries
@@ -168,8 +168,8 @@ def tokens_used_elsewhere(scope: str, tokens: list[Token], lesson: Lesson, *, ex
         rows = overlapping.filter(Q(trigger__icontains=token.written) | Q(content__icontains=token.written)) \
             .values_list("trigger", "content")[:USES_READ]
         for trigger, content in rows:
-            other = f"{trigger}\n{content}"
-            if token.folded in token_forms(other) and not same_stems(lesson.stems, stems(other)):
+            other = reading(f"{trigger}\n{content}")
+            if token.folded in other.forms and not same_stems(lesson.stems, other.stems):
                 shared.add(token.folded)
                 break
     return shared
