@@ -28,9 +28,6 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from urllib.parse import unquote
 
-from confusable_homoglyphs.confusables import confusables_data
-from wordfreq import zipf_frequency
-
 from curation.similarity import stem
 
 # --- what a reader reads ------------------------------------------------------------------------------------
@@ -46,7 +43,10 @@ _INVISIBLE = frozenset(("Cf", "Mn", "Me"))  # format characters, and the marks t
 def _skeleton() -> dict[int, str]:
     """Each character outside ASCII that Unicode's confusables table maps to ASCII (Cyrillic а, Greek ο,
     Cherokee Ꭺ ...), as a str.translate table. The package's table lists, for a character that has a
-    prototype, that one prototype; for a prototype, its many look-alikes."""
+    prototype, that one prototype; for a prototype, its many look-alikes. Imported on first use: loading
+    the table costs every process's start some 70 ms, and most never read a tombstone."""
+    from confusable_homoglyphs.confusables import confusables_data
+
     return {ord(char): likes[0]["c"] for char, likes in confusables_data.items()
             if len(char) == 1 and not char.isascii() and len(likes) == 1 and likes[0]["c"].isascii()}
 
@@ -190,6 +190,14 @@ class Token:
     folded: str
 
 
+def english_zipf(word: str) -> float:
+    """wordfreq's Zipf frequency of an English word (0: unknown). Imported on first use (forget time only):
+    loading wordfreq costs a process's start some 200 ms."""
+    from wordfreq import zipf_frequency as english
+
+    return english(word, "en")
+
+
 def _is_identifier(compound: str, parts: list[str]) -> bool:
     if _VERSION.search(compound):  # python3.11, 10.0.0.12: a version or an address
         return False
@@ -201,12 +209,12 @@ def _is_identifier(compound: str, parts: list[str]) -> bool:
     # sha256, x86-64, 500ms, v2.3.1, 2024-01-15t10: a standard, a unit, a version or a time with a number
     if all(re.sub(r"\d+", "", p) in _STANDARD for p in letter_parts):
         return False
-    return zipf_frequency("".join(parts), "en") < KNOWN_ZIPF
+    return english_zipf("".join(parts)) < KNOWN_ZIPF
 
 
 def _is_name(word: str, *, starts_sentence: bool) -> bool:
     lower = word.casefold()
-    if not lower.isalpha() or len(lower) < NAME_MIN or zipf_frequency(lower, "en") >= KNOWN_ZIPF:
+    if not lower.isalpha() or len(lower) < NAME_MIN or english_zipf(lower) >= KNOWN_ZIPF:
         return False
     written_as_name = word[:1].isupper() and word[1:].islower() and not starts_sentence
     return written_as_name or len(lower) >= LONG_NAME_MIN
