@@ -112,12 +112,18 @@ def tombstone_keys() -> dict[str, bytes | None]:
     return keys
 
 
-def _matching(lesson: Lesson, stones, keys) -> Tombstone | None:
-    """The first of `stones` whose forgotten lesson `lesson` is; a stone whose key is no longer known (its
-    secret rotated out of the fallbacks) cannot be compared and holds nothing."""
-    return next((stone for stone in stones if stone.key_id in keys and same_lesson(
-        lesson, scope=stone.scope, fingerprint=stone.fingerprint, signature=stone.signature, tokens=stone.tokens,
-        key=keys[stone.key_id])), None)
+def _comparable(stones, keys) -> list[tuple[Tombstone, dict]]:
+    """Each stone whose key is known, with what same_lesson compares, read once for a whole batch. A stone
+    whose key is no longer known (its secret rotated out of the fallbacks) cannot be compared: it holds
+    nothing."""
+    return [(stone, {"scope": stone.scope, "fingerprint": stone.fingerprint, "signature": frozenset(stone.signature),
+                     "tokens": frozenset(stone.tokens), "key": keys[stone.key_id]})
+            for stone in stones if stone.key_id in keys]
+
+
+def _matching(lesson: Lesson, comparable) -> Tombstone | None:
+    """The first stone whose forgotten lesson `lesson` is."""
+    return next((stone for stone, fields in comparable if same_lesson(lesson, **fields)), None)
 
 
 def tombstone_for(scope: str, trigger: str, content: str) -> Tombstone | None:
@@ -134,8 +140,8 @@ def tombstones_for(lessons: list[tuple[str, str, str]]) -> list[Tombstone | None
     stones = list(Tombstone.objects.filter(overlapping).order_by("id"))
     if not stones:  # the usual answer: no lesson's text is worth reading
         return [None] * len(lessons)
-    keys = tombstone_keys()
-    return [_matching(Lesson.of(scope, trigger, content), stones, keys) for scope, trigger, content in lessons]
+    comparable = _comparable(stones, tombstone_keys())
+    return [_matching(Lesson.of(scope, trigger, content), comparable) for scope, trigger, content in lessons]
 
 
 def all_tombstones() -> list[Tombstone]:
@@ -148,9 +154,9 @@ def forgotten_among(entries, tombstones: list[Tombstone]) -> set[int]:
     """The ids of `entries` that repeat a forgotten lesson: what a sweep never proposes again."""
     if not tombstones:
         return set()
-    keys = tombstone_keys()
+    comparable = _comparable(tombstones, tombstone_keys())
     return {entry.pk for entry in entries
-            if _matching(Lesson.of(entry.scope, entry.trigger, entry.content), tombstones, keys) is not None}
+            if _matching(Lesson.of(entry.scope, entry.trigger, entry.content), comparable) is not None}
 
 
 USES_READ = 20  # entries read per token when looking for other lessons that use it
