@@ -130,3 +130,12 @@ def test_a_text_request_keeps_the_text_s_tokens(reviewer, lead):
     stone = Tombstone.objects.get(request=request)
     assert (stone.entry_id, stone.fingerprint, len(stone.tokens)) == (None, "", 2)
     assert _held([("Bill dumps", "Use forget-me-axolotl_4242 as the tag."), UNRELATED[0]]) == [True, False]
+
+
+def test_with_no_tombstone_in_the_scopes_nothing_is_read(forgotten, monkeypatch, django_assert_num_queries):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a lesson was read with no tombstone to compare it with")
+
+    monkeypatch.setattr(reads.Lesson, "of", refuse)
+    with django_assert_num_queries(1):
+        assert reads.tombstones_for([("globex/web", TRIGGER, CONTENT)] * 50) == [None] * 50
