@@ -170,7 +170,7 @@ IDENTIFIER_DIGITS = 3   # letters with at least this many digits: an identifier 
 NUMBER_DIGITS = 8       # a number this long: an account, a card, a phone number (a port or a year is shorter;
                         # in parts, 2 more: 2024-01-15 is a date)
 NAME_MIN = 6            # a made-up name: a word no word list knows, at least this long, and ...
-LONG_NAME_MIN = 13      # ... written as a name (capitalised inside a sentence), or this long in any case
+LONG_NAME_MIN = 13      # ... written as a name (capitalised, alone, inside a sentence), or this long in capitals
 KNOWN_ZIPF = 1.0        # wordfreq's Zipf frequency from which a word is a known word
 # Letters that with a number name a standard or a unit, not something unique: sha256, iso-8601, 500ms.
 _STANDARD = frozenset("""sha md crc aes des rsa ecdsa iso rfc utf ucs pep cve cwe ieee ecma es js x arm int uint
@@ -179,6 +179,7 @@ st nd rd th am pm utc gmt q k p""".split())
 
 
 _VERSION = re.compile(r"\d\.\d")
+_NAMED = re.compile(r"[^\W_]+(?:[-_.#][^\W_]+)*")  # a compound as distinctive_tokens reads it: no / or :
 
 
 @dataclass(frozen=True)
@@ -212,22 +213,26 @@ def _is_identifier(compound: str, parts: list[str]) -> bool:
     return english_zipf("".join(parts)) < KNOWN_ZIPF
 
 
-def _is_name(word: str, *, starts_sentence: bool) -> bool:
+def _is_name(word: str, *, alone: bool, starts_sentence: bool) -> bool:
+    """A made-up name: a word no word list knows, written as a name (capitalised, alone, inside a sentence:
+    not PermissionError, not Idempotency-Key) or as a long code in capitals (FORGETMEAXOLOTL). A long word in
+    lower or camel case is a program's identifier (showmigrations, advanceTimersByTime): vocabulary."""
     lower = word.casefold()
     if not lower.isalpha() or len(lower) < NAME_MIN or english_zipf(lower) >= KNOWN_ZIPF:
         return False
-    written_as_name = word[:1].isupper() and word[1:].islower() and not starts_sentence
-    return written_as_name or len(lower) >= LONG_NAME_MIN
+    written_as_name = alone and word[:1].isupper() and word[1:].islower() and not starts_sentence
+    return written_as_name or (len(lower) >= LONG_NAME_MIN and word.isupper())
 
 
 def distinctive_tokens(text: str) -> list[Token]:
     """What makes `text` unique, in order, without repeats: identifiers (letters with a number of 3+ digits
     that is no standard, unit or version), long numbers (8+ digits) and made-up names (a word no word list
-    knows, capitalised inside a sentence, or 13+ letters). Ordinary words and technical vocabulary are not
-    (`selectors.forgets` further drops what other lessons use)."""
+    knows, capitalised alone inside a sentence, or 13+ capitals). Ordinary words and technical vocabulary
+    are not (`selectors.forgets` further drops what other lessons use). A host, a port and a path are
+    read part by part (localhost:8080/healthz is three ordinary parts)."""
     found: dict[str, Token] = {}
     unmasked = _unmasked(text)
-    for match in _COMPOUND.finditer(_IN_WORD_SYMBOL.sub(lambda m: _SYMBOL_LETTERS[m.group()], unmasked)):
+    for match in _NAMED.finditer(_IN_WORD_SYMBOL.sub(lambda m: _SYMBOL_LETTERS[m.group()], unmasked)):
         compound = match.group()
         parts = _PIECE.findall(compound.casefold())
         joined = "".join(fold(p) for p in parts)
@@ -237,8 +242,9 @@ def distinctive_tokens(text: str) -> list[Token]:
         if _is_identifier(compound, parts) or (numbers and sum(map(len, parts)) >= NUMBER_DIGITS + 2 * (len(parts) > 1)):
             if len(joined) >= TOKEN_MIN:
                 found.setdefault(joined, Token(compound.casefold(), joined))
-        for index, word in enumerate(_PIECE.findall(compound)):
-            if _is_name(word, starts_sentence=starts_sentence and index == 0):
+        words = _PIECE.findall(compound)
+        for index, word in enumerate(words):
+            if _is_name(word, alone=len(words) == 1, starts_sentence=starts_sentence and index == 0):
                 found.setdefault(fold(word.casefold()), Token(word.casefold(), fold(word.casefold())))
     return list(found.values())
 

@@ -72,6 +72,9 @@ def test_distinctive_tokens_are_identifiers_long_numbers_and_made_up_names(text,
     "Initrode asked for it.",  # a name at the start of a sentence: could be any capitalised word
     "Use the test card 4242 4242 4242 4242 and keys starting sk_test_ in the sandbox.",
     "Invoices, refunds, ledger, billing and exports are the words of this scope.",
+    # Hosts, ports and paths, and a program's identifiers (the demo's lessons have these).
+    "Poll localhost:8080/healthz until it answers; a PermissionError means the volume is read-only.",
+    "Send the Idempotency-Key header; call advanceTimersByTime, run showmigrations and supervisorctl status.",
 ])
 def test_ordinary_words_and_technical_vocabulary_are_not_distinctive(ordinary):
     assert distinctive_tokens(ordinary) == []
