@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning bench-replay bench-ingest bench-forget load clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning bench-replay bench-ingest bench-forget bench-tombstones load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -60,6 +60,9 @@ load: $(STAMP)
 	$(BIN)/python benchmarks/load/run.py
 
 # both databases measured whatever the first gives; non-zero when either misses its target
+bench-tombstones: $(STAMP)
+	$(BIN)/python benchmarks/tombstone_bench.py --db sqlite
+
 bench-ingest: $(STAMP)
 	$(BIN)/python benchmarks/ingest_bench.py --db sqlite; sqlite=$$?; \
 	$(BIN)/python benchmarks/ingest_bench.py --db postgres; postgres=$$?; \

@@ -1067,14 +1067,18 @@ class ForgetRequest(models.Model):
 
 class Tombstone(models.Model):
     """What keeps a forgotten lesson from being learned again, without its text: the exact-duplicate
-    fingerprint (similarity.fingerprint) and the near-duplicate signature (similarity.signature: keyed
-    hashes of the lesson's word stems), the scope it was in, the request and the day. Append-only."""
+    fingerprint, the near-duplicate signature (hashes of the lesson's readable word stems) and the hashes of
+    its distinctive tokens (forgetting.forgotten_lesson), all keyed with the install's key named by `key_id`
+    ("": the fixed key of the tombstones written before, fingerprint and signature only), the scope it was
+    in, the request and the day. Append-only."""
 
     request = models.ForeignKey(ForgetRequest, on_delete=models.PROTECT, related_name="tombstones")
     entry = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     scope = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64, blank=True)
     signature = models.JSONField(default=list)
+    tokens = models.JSONField(default=list, blank=True)
+    key_id = models.CharField(max_length=16, blank=True, default="")
     forgotten_on = models.DateField()
     created_at = models.DateTimeField(default=clock.now)
 

@@ -37,7 +37,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 SAME_SENTENCE = 0.5  # word-set Jaccard at or above which two sentences say the same thing
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """A rough stem, enough to see "merging" and "merge", "branches" and "branch" as one word."""
     for suffix in ("ing", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -47,7 +47,7 @@ def _stem(word: str) -> str:
 
 
 def sentence_words(sentence: str) -> frozenset[str]:
-    return frozenset(_stem(w) for w in words(sentence))
+    return frozenset(stem(w) for w in words(sentence))
 
 
 def sentences(text: str) -> list[str]:
@@ -72,13 +72,14 @@ def merged_content(contents: list[str]) -> tuple[str, list[list[str]]]:
     return " ".join(merged), added
 
 
-# The tombstone's near-duplicate signature: keyed hashes of the word stems, never the words. The key only
-# keeps the hashes from being a plain dictionary lookup; it is fixed, so signatures stay comparable forever.
+# The signature of the tombstones written before keys per install (key id ""): keyed hashes of the word
+# stems under a key fixed in the code, which anyone with the code has. New tombstones are keyed with the
+# install's secret (forgetting.tombstone_key); this one is only read, to keep those old rows matching.
 _SIGNATURE_KEY = b"memoryadmin tombstone signature"
 
 
 def signature(text: str) -> list[str]:
-    """The stems of `text` (sentence_words), each as a short keyed hash, sorted: the Jaccard of two
-    signatures is the Jaccard of the two texts' stems, and no signature holds a word of its text."""
+    """The legacy signature: the stems of `text` (sentence_words), each as a short hash under the fixed key,
+    sorted. The Jaccard of two signatures is the Jaccard of the two texts' stems."""
     return sorted({hashlib.blake2b(w.encode(), digest_size=6, key=_SIGNATURE_KEY).hexdigest()
                    for w in sentence_words(text)})

@@ -51,6 +51,9 @@ elif not DEBUG and (len(SECRET_KEY) < 50 or "insecure" in SECRET_KEY or "change-
     # A shipped placeholder or a short key signs sessions anyone could forge: refuse to start.
     raise RuntimeError("SECRET_KEY must be a random value of 50 or more characters "
                        "(python -c 'import secrets; print(secrets.token_urlsafe(50))')")
+# Earlier keys, still accepted after a rotation (comma-separated): sessions signed with them stay valid and the
+# tombstones hashed with them keep matching (README "Forgetting").
+SECRET_KEY_FALLBACKS = [k.strip() for k in os.environ.get("SECRET_KEY_FALLBACKS", "").split(",") if k.strip()]
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
 PORT = int(os.environ.get("PORT", "8000"))
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q
 
 from curation import access, clock
-from curation.forgetting import Lesson, same_lesson
+from curation.forgetting import LEGACY_KEY_ID, Lesson, forgotten_lesson, key_id, same_lesson, same_stems, tombstone_key
+from curation.matching_text import Token, distinctive_tokens, reading
 from curation.models import Entry, ForgetRequest, Status, Tombstone
-from curation.similarity import fingerprint, signature
 
 from .entries import visible_entries
 from .forget_quotes import quotes_of_many
@@ -74,13 +75,38 @@ def _target(request: ForgetRequest) -> Entry:
 
 
 def prospective_tombstones(request: ForgetRequest) -> list[Tombstone]:
-    """The tombstone approving an open request leaves of its own entry or text (unsaved), made as approval
-    makes it: what its near duplicates are matched with."""
-    if request.entry_id:
-        e = request.entry
-        return [Tombstone(scope=e.scope, fingerprint=fingerprint(e.trigger, e.content),
-                          signature=signature(f"{e.trigger} {e.content}"))]
-    return [Tombstone(scope=request.scope, signature=signature(request.match_text))]
+    """The tombstones approving an open request leaves of its own entry or text (unsaved), made as approval
+    makes them (tombstones_of): what its near duplicates are matched with."""
+    return tombstones_of(request, [request.entry] if request.entry_id else [], now=clock.now())
+
+
+def tombstones_of(request: ForgetRequest, entries: list[Entry], *, now) -> list[Tombstone]:
+    """The unsaved tombstones of `request` forgetting `entries` (and its text, for a text request): for
+    each, the hashes (fingerprint, signature, distinctive tokens) under the install's current key, never a
+    word. Built in this one place, for the approval that writes them and for the card that shows what they
+    will match."""
+    key = next(iter(tombstone_keys().values()))  # the current key: the first
+    forgotten_ids = [e.pk for e in entries]
+    stones = [_tombstone(request, key, scope=e.scope, trigger=e.trigger, content=e.content, exact=True,
+                         forgotten_ids=forgotten_ids, entry=e, now=now) for e in entries]
+    if request.match_text:
+        stones.append(_tombstone(request, key, scope=request.scope, trigger=request.match_text,
+                                 content=request.match_text, exact=False, forgotten_ids=forgotten_ids, entry=None,
+                                 now=now))
+    return stones
+
+
+def _tombstone(request: ForgetRequest, key: bytes, *, scope: str, trigger: str, content: str, exact: bool,
+               forgotten_ids, entry: Entry | None, now) -> Tombstone:
+    text = f"{trigger}\n{content}" if exact else trigger
+    tokens = distinctive_tokens(text)
+    # A token another lesson of these scopes uses is shared vocabulary: it would hold that lesson too.
+    shared = tokens_used_elsewhere(scope, tokens, Lesson.of(scope, trigger, content), exclude_ids=forgotten_ids)
+    lesson = forgotten_lesson(key, trigger, content, [t.folded for t in tokens if t.folded not in shared],
+                              exact=exact)
+    return Tombstone(request=request, entry=entry, scope=scope,
+                     fingerprint=lesson.fingerprint, signature=lesson.signature, tokens=lesson.tokens,
+                     key_id=lesson.key_id, forgotten_on=now.date(), created_at=now)
 
 
 def _overlapping(tombstones) -> Q:
@@ -185,6 +211,32 @@ def forget_card(user, request_id) -> ForgetRequest:
 # --- tombstones ---------------------------------------------------------------------------------------------
 
 
+def tombstone_keys() -> dict[str, bytes | None]:
+    """The keys tombstones are compared under, by key id: the current one (from SECRET_KEY, the one new
+    tombstones are written with: first), each of SECRET_KEY_FALLBACKS (a rotation keeps the tombstones of the
+    old key matching while it is a fallback), and the fixed legacy key (None) of the tombstones written before."""
+    keys: dict[str, bytes | None] = {}
+    for secret in [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]:
+        key = tombstone_key(secret)
+        keys.setdefault(key_id(key), key)
+    keys[LEGACY_KEY_ID] = None
+    return keys
+
+
+def _comparable(stones, keys) -> list[tuple[Tombstone, dict]]:
+    """Each stone whose key is known, with what same_lesson compares, read once for a whole batch. A stone
+    whose key is no longer known (its secret rotated out of the fallbacks) cannot be compared: it holds
+    nothing."""
+    return [(stone, {"scope": stone.scope, "fingerprint": stone.fingerprint, "signature": frozenset(stone.signature),
+                     "tokens": frozenset(stone.tokens), "key": keys[stone.key_id]})
+            for stone in stones if stone.key_id in keys]
+
+
+def _matching(lesson: Lesson, comparable) -> Tombstone | None:
+    """The first stone whose forgotten lesson `lesson` is."""
+    return next((stone for stone, fields in comparable if same_lesson(lesson, **fields)), None)
+
+
 def tombstone_for(scope: str, trigger: str, content: str) -> Tombstone | None:
     """The tombstone of a forgotten lesson that this one repeats, exactly or nearly, in an overlapping
     scope (the oldest), or None: one query over the tombstones of the overlapping scopes."""
@@ -197,29 +249,44 @@ def tombstones_for(lessons: list[tuple[str, str, str]]) -> list[Tombstone | None
         return []
     overlapping = access.overlapping_any_scope_q(scope for scope, _, _ in lessons)
     stones = list(Tombstone.objects.filter(overlapping).order_by("id"))
-    if not stones:  # the usual answer: no lesson's signature is worth computing
+    if not stones:  # the usual answer: no lesson's text is worth reading
         return [None] * len(lessons)
-    found = []
-    for scope, trigger, content in lessons:
-        lesson = Lesson.of(scope, trigger, content)
-        found.append(next((stone for stone in stones if same_lesson(
-            lesson, scope=stone.scope, fingerprint=stone.fingerprint, signature=stone.signature)), None))
-    return found
+    comparable = _comparable(stones, tombstone_keys())
+    return [_matching(Lesson.of(scope, trigger, content), comparable) for scope, trigger, content in lessons]
 
 
 def all_tombstones() -> list[Tombstone]:
     """Every tombstone, for a sweep that compares many lessons at once (forgetting is rare: they are few)."""
-    return list(Tombstone.objects.only("scope", "fingerprint", "signature", "request_id").order_by("id"))
+    return list(Tombstone.objects.only("scope", "fingerprint", "signature", "tokens", "key_id", "request_id")
+                .order_by("id"))
 
 
 def forgotten_among(entries, tombstones: list[Tombstone]) -> set[int]:
     """The ids of `entries` that repeat a forgotten lesson: what a sweep never proposes again."""
     if not tombstones:
         return set()
-    found = set()
-    for entry in entries:
-        lesson = Lesson.of(entry.scope, entry.trigger, entry.content)
-        if any(same_lesson(lesson, scope=t.scope, fingerprint=t.fingerprint, signature=t.signature)
-               for t in tombstones):
-            found.add(entry.pk)
-    return found
+    comparable = _comparable(tombstones, tombstone_keys())
+    return {entry.pk for entry in entries
+            if _matching(Lesson.of(entry.scope, entry.trigger, entry.content), comparable) is not None}
+
+
+USES_READ = 20  # entries read per token when looking for other lessons that use it
+
+
+def tokens_used_elsewhere(scope: str, tokens: list[Token], lesson: Lesson, *, exclude_ids=()) -> set[str]:
+    """The folded forms of `tokens` that another lesson in a scope overlapping `scope` also uses: shared
+    vocabulary, not what makes this lesson unique (a tombstone holding it would hold those lessons too). A
+    near duplicate of `lesson` itself (its own copies, a paraphrase) is not another lesson. One query per
+    token, at forget time only; the word is looked for case-insensitively inside trigger and content, then
+    the rows read are checked token by token."""
+    shared = set()
+    overlapping = Entry.objects.filter(access.overlapping_scopes_q(scope)).exclude(pk__in=list(exclude_ids))
+    for token in tokens:
+        rows = overlapping.filter(Q(trigger__icontains=token.written) | Q(content__icontains=token.written)) \
+            .values_list("trigger", "content")[:USES_READ]
+        for trigger, content in rows:
+            other = reading(f"{trigger}\n{content}")
+            if token.folded in other.forms and not same_stems(lesson.stems, other.stems):
+                shared.add(token.folded)
+                break
+    return shared

@@ -34,7 +34,6 @@ from curation.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
 from curation.selectors.forget_quotes import lesson_texts, quotes_of
 from curation.selectors.retrieval_cache import forget_cached_answers
-from curation.similarity import fingerprint, signature
 
 from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
@@ -250,12 +249,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
         marker = request.marker
         texts = _forgotten_texts(request, entries)
         ticked = _ticked_quotes(actor, request, entries, texts, quotes)
-        stones = [Tombstone(request=request, entry=e, scope=e.scope, fingerprint=fingerprint(e.trigger, e.content),
-                            signature=signature(f"{e.trigger} {e.content}"), forgotten_on=now.date(), created_at=now)
-                  for e in entries]
-        if request.match_text:
-            stones.append(Tombstone(request=request, scope=request.scope, signature=signature(request.match_text),
-                                    forgotten_on=now.date(), created_at=now))
+        stones = reads.tombstones_of(request, entries, now=now)
         left = reads.live_matches(request, entries, stones)  # kept out of releases; refused by the write path
         if unticked := reads.unticked_active(actor, left):
             raise ValidationError({"duplicates": [f"Still active and the same lesson: {', '.join(f'#{e.pk}' for e in unticked)}. "

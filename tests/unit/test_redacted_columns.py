@@ -66,8 +66,10 @@ NOT_FREE_TEXT = {
     "ForgetRequest.requested_by_label": "a username or an agent token's label",
     "ForgetRequest.forgotten_ids": "entry ids",
     "Tombstone.scope": "a copy of a redacted entry's scope path",
-    "Tombstone.fingerprint": "a sha256",
+    "Tombstone.fingerprint": "a keyed blake2b of the readable words (a sha256 on rows from before keys per install)",
     "Tombstone.signature": "keyed hashes of word stems, never the words",
+    "Tombstone.tokens": "keyed hashes of distinctive tokens, never the tokens",
+    "Tombstone.key_id": "a short hash naming the key, from forgetting.key_id",
     "ReleasedSkill.slug": "a copy of a skill's slug, validated against SKILL_SLUG_PATTERN",
     "ReleasedSkill.scope": "a copy of a skill's scope path",
 }
