@@ -21,7 +21,7 @@ from .entry_writes import changes_since, insert_entry, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import actor_label_for, record_event
 from .forgets import refuse_forgotten
-from .held import held_evidence, held_fields, with_text
+from .held import held_evidence, held_fields, weigh_tombstone_check, with_text
 from .validation import clean_entry_fields, clean_evidence
 
 EDITABLE_FIELDS = ("scope", "trigger", "content", "boundary", "conditions")
@@ -162,8 +162,7 @@ def submit_note(prepared: PreparedCandidate) -> str:
 def insert_candidate_with_links(
     prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None, held_by: ForgetRequest | None = None
 ) -> tuple[Entry, list[int]]:
-    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to (a
-    held one is linked to none, since no reviewer reads it, but its answer names them as any other's)."""
+    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to."""
     now = at or clock.now()
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
@@ -172,11 +171,13 @@ def insert_candidate_with_links(
                      reason=submit_note(prepared), at=now)
         evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
         Evidence.objects.bulk_create(evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now))
-        similar = similar_active_entries(entry if held_by is None else with_text(entry, prepared.fields))
-        if held_by is None:
-            SimilarEntry.objects.bulk_create(
-                SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar
-            )
+        probe = entry if held_by is None else with_text(entry, prepared.fields)
+        similar = similar_active_entries(probe)
+        SimilarEntry.objects.bulk_create(  # a held one's too: ids and scores, no text, and the same work
+            SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar
+        )
+        if held_by is not None:
+            weigh_tombstone_check([probe])
     return entry, [other_id for other_id, _ in similar]
 
 

@@ -1,8 +1,9 @@
 """Submissions that repeat a forgotten lesson: held, and answered as any new candidate is.
 
 A refusal, or any answer that differs, would let an agent token test guesses against a forgotten lesson
-(an oracle). So such a submission goes through ingest like any other (a row with its id, its evidence, the
-exact and near duplicates its answer names) but is born rejected and `held_by` the forget request whose
+(an oracle). So such a submission goes through ingest like any other, at the same cost (a row with its id,
+its evidence, its near-duplicate links, the exact and near duplicates its answer names, the reads and
+comparisons of conflict detection and the write path's tombstone check, `weigh_*`) but is born rejected and `held_by` the forget request whose
 tombstone it matches, and its text is never stored: the row and its evidence hold the request's marker
 (the comparisons read the text in memory, `with_text`). No queue, read, search, publish or sweep sees it;
 an Event on the entry and the request names the request for the lead. What its agent reads of it (the
@@ -19,6 +20,8 @@ import copy
 
 from curation import admission
 from curation.models import Entry, EventAction, ForgetRequest, Status, forgotten_marker
+
+from curation.selectors.forgets import tombstones_for
 
 from .events import build_event, record_events
 
@@ -58,6 +61,14 @@ def with_text(entry: Entry, fields: dict) -> Entry:
         if name in fields:
             setattr(probe, name, fields[name])
     return probe
+
+
+def weigh_tombstone_check(probes: list[Entry]) -> None:
+    """The tombstone check the write path makes of a fresh candidate's insert (a held one, written
+    rejected, is not checked there), made of the held ones too and its answer dropped: the same work, so
+    the answer's timing tells nothing."""
+    if probes:
+        tombstones_for([(p.scope, p.trigger, p.content) for p in probes])
 
 
 def hold(entries: list[Entry], *, answered: dict[int, str], now) -> None:

@@ -33,7 +33,7 @@ from .conflicts import detect_conflicts_for, detect_conflicts_many, weigh_contra
 from .entry_writes import insert_entries
 from .errors import Forgotten
 from .events import build_event, record_events
-from .held import answered_status, held_evidence, hold, with_text
+from .held import answered_status, held_evidence, hold, weigh_tombstone_check, with_text
 from .validation import unknown_fields
 
 CANDIDATE_KEYS = frozenset({
@@ -306,12 +306,12 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
     conflicts_by_entry = {entry.pk: [] for _, _, entry in new_entries}
     conflicts_by_entry.update(detect_conflicts_many(
         [entry for _, _, entry in new_entries if entry.held_by_id is None], detected_by="ingest", at=now, pools=pools))
-    weigh_contradictions([with_text(entry, p.fields) for _, p, entry in new_entries if entry.held_by_id is not None],
-                         pools=pools)
+    held_probes = [with_text(entry, p.fields) for _, p, entry in new_entries if entry.held_by_id is not None]
+    weigh_contradictions(held_probes, pools=pools)
+    weigh_tombstone_check(held_probes)
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
-        if entry.held_by_id is None:  # a held one is no reviewer's to compare
-            links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
+        links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
         submissions[index] = Submission(
             entry, created=True, evidence_added=len(p.evidence), similar_ids=[other_id for other_id, _ in similar],
             conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]), flags=p.flags)
