@@ -17,6 +17,7 @@ from .paging import Page, capped_count, read_page
 from .similar import similar_active_entries_many
 
 PAGE_SIZE = 20
+WAITING = (ForgetRequest.State.OPEN, ForgetRequest.State.REOPENED)  # what a lead has to decide
 SUGGESTED = 8  # near duplicates a card offers to forget along
 
 
@@ -26,7 +27,8 @@ class ForgetFilters:
     state: str = ForgetRequest.State.OPEN
 
     def as_q(self) -> Q:
-        q = Q(state=self.state or ForgetRequest.State.OPEN)
+        # "open": waiting for a lead, which a request reopened by its receipt is too.
+        q = Q(state__in=WAITING) if self.state in ("", ForgetRequest.State.OPEN) else Q(state=self.state)
         if self.scope:
             q &= access.under_scope(self.scope)
         return q
@@ -46,7 +48,7 @@ def forget_count(user, filters: ForgetFilters = ForgetFilters()) -> tuple[int, b
 
 
 def open_forget_requests(user):
-    return visible_forget_requests(user).filter(state=ForgetRequest.State.OPEN)
+    return visible_forget_requests(user).filter(state__in=WAITING)
 
 
 def _target(request: ForgetRequest) -> Entry:

@@ -37,6 +37,7 @@ from curation.similarity import fingerprint, signature
 from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
+from .forget_receipt import Receipt, issue_receipt, receipt_tokens
 from .events import actor_label_for, record_event, rewrite_purged_text
 from .releases import OutsideScopes, publish_version
 
@@ -155,6 +156,7 @@ class ForgetOutcome:
     forgotten: list[Entry]
     version: MemoryVersion | None
     purged_rows: int
+    receipt: Receipt | None = None
 
     @property
     def request_id(self) -> int:
@@ -236,6 +238,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
             raise ValidationError({"duplicates": ["Tick the entries to forget."]})
         marker = request.marker
         texts = _forgotten_texts(request, entries)
+        tokens = receipt_tokens(texts, entries, request)  # in memory only, for the receipt after the purge
         stones = [Tombstone(request=request, entry=e, scope=e.scope, fingerprint=fingerprint(e.trigger, e.content),
                             signature=signature(f"{e.trigger} {e.content}"), forgotten_on=now.date(), created_at=now)
                   for e in entries]
@@ -269,7 +272,8 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), note: st
         record_event(request, actor=actor, action=EventAction.FORGET_PURGE, at=now,
                      reason=f"text of {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} replaced by {marker}",
                      after=purged)
-    return ForgetOutcome(request, entries, version, sum(purged.values()))
+        receipt = issue_receipt(request, tokens, entries, actor=actor, at=now)
+    return ForgetOutcome(request, entries, version, sum(purged.values()), receipt)
 
 
 def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now) -> None:

@@ -117,7 +117,7 @@ def test_approval_retires_purges_publishes_and_leaves_a_tombstone(reviewer, lead
     assert (request.state, request.forgotten_ids, request.published_version) == (
         "approved", [lesson.pk, duplicate.pk], outcome.version.number)
     assert set(Event.objects.filter(forget_request=request).values_list("action", flat=True)) == {
-        EventAction.FORGET_FILED, EventAction.FORGET_APPROVED, EventAction.FORGET_PURGE}
+        EventAction.FORGET_FILED, EventAction.FORGET_APPROVED, EventAction.FORGET_PURGE, EventAction.FORGET_RECEIPT}
     assert Tombstone.objects.filter(request=request).count() == 2
     dump = database_dump()
     for words in FORGOTTEN_WORDS:
