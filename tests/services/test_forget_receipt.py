@@ -64,7 +64,8 @@ def test_a_purge_that_reaches_everything_gets_a_receipt_of_zero_residues(lead, f
 
 
 def _other_entry(lead):
-    return active(lead, scope=ELSEWHERE, trigger="Caching the landing page", content="Purge the CDN after a deploy.")
+    return active(lead, scope=ELSEWHERE, trigger="Caching the landing page", content="Purge the CDN after a deploy.",
+                   boundary="Only for the public site.")
 
 
 def _plant_evidence_task_ref(lead, lesson):
@@ -163,8 +164,11 @@ def test_words_other_lessons_use_too_are_not_residues(lead, reviewer):
 
 
 def test_a_lead_closes_a_reopened_request_with_a_note(lead, reviewer, lesson, filed):
-    _plant_evidence_task_ref(lead, lesson)
+    planted = _plant_evidence_task_ref(lead, lesson)
     approve_forget_request(filed.pk, actor=lead)
+    residues = receipt_of(filed).after["residues"]
+    assert residues == [{"place": "curation_evidence.task_ref", "ids": [planted["curation_evidence.task_ref"]],
+                         "count": 1}]
     with pytest.raises(PermissionDenied):
         close_reopened(filed.pk, actor=reviewer, note="done")
     with pytest.raises(ValidationError) as exc:
