@@ -16,10 +16,8 @@ import logging
 from django.db import connection
 from django.db.models import Max
 
-from curation.models import (
-    ConsolidationProposal, Conflict, Entry, Event, EventAction, Evidence, ForgetRequest, MemoryVersion, ReleasedEntry,
-    Retrieval, SkillProposal, TaskRun,
-)
+from curation.db_roles import PURGED_TABLES
+from curation.models import Event, EventAction, TaskRun
 
 from .engine import Sweep
 
@@ -28,13 +26,9 @@ logger = logging.getLogger(__name__)
 NAME = "vacuum_purged"
 DESCRIPTION = "VACUUM the tables a forget's purge rewrote, so no dead row keeps the forgotten text (PostgreSQL)."
 
-# Every table a forget's purge rewrites (services/forgets.py).
-PURGED_MODELS = (Entry, Evidence, Event, ReleasedEntry, Retrieval, ConsolidationProposal, SkillProposal,
-                 MemoryVersion, Conflict, ForgetRequest)
-
-
 def purged_tables() -> list[str]:
-    return [model._meta.db_table for model in PURGED_MODELS]
+    """Every table a forget's purge rewrites (services/forgets.py; db_roles lists them for its grants)."""
+    return list(PURGED_TABLES)
 
 
 def thresholds() -> str:
@@ -91,6 +85,6 @@ def run(sweep: Sweep) -> None:
             cursor.execute(f'VACUUM (ANALYZE) "{table}"')
         sweep.sample(f"{table}: vacuumed")
         vacuumed += 1
-    if not sweep.dry_run:
+    if not sweep.dry_run and vacuumed == len(tables):  # a table skipped: the next run (as its owner) tries again
         sweep.heartbeat(cursor={"after_event": newest})
     sweep.batch_done(examined=len(tables), changed=vacuumed, last=True)

@@ -8,7 +8,8 @@ from curation.models import TaskRun
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.sweeps import run_sweep
 from curation.sweeps.vacuum_purged import purged_tables
-from tests.factories import active, publish_pending
+from tests.deploy.test_app_db_role import APP_ROLE, app_role  # noqa: F401 (a fixture)
+from tests.factories import active, make_user, publish_pending
 
 TOKEN = "FORGETMEAXOLOTL-4242"
 
@@ -70,3 +71,36 @@ def test_inside_a_transaction_the_sweep_vacuums_nothing_and_keeps_its_cursor(on_
     run, sweep = run_sweep("vacuum_purged", triggered_by="test")
     assert run.rows_changed == 0 and "VACUUM cannot run inside a transaction" in sweep.samples[0]
     assert TaskRun.objects.get(pk=run.pk).cursor is None  # the next run outside one still vacuums
+
+
+def test_the_tables_vacuumed_are_those_the_purge_rewrites():
+    from curation.models import (
+        ConsolidationProposal, Conflict, Entry, Event, Evidence, ForgetRequest, MemoryVersion, ReleasedEntry,
+        Retrieval, SkillProposal,
+    )
+    purged = {Entry, Evidence, Event, ReleasedEntry, Retrieval, ConsolidationProposal, SkillProposal, MemoryVersion,
+              Conflict, ForgetRequest}
+    assert set(purged_tables()) == {m._meta.db_table for m in purged}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_role_that_may_not_vacuum_names_each_table_it_skipped(app_role, reviewer):
+    lead = make_user("lena2", "lead")
+    _forget(lead, reviewer)
+    owner = connection.settings_dict["USER"]
+    connection.close()
+    connection.settings_dict["USER"] = APP_ROLE
+    try:
+        run, sweep = run_sweep("vacuum_purged", triggered_by="test")
+    finally:
+        connection.close()
+        connection.settings_dict["USER"] = owner
+    assert run.state == TaskRun.State.SUCCEEDED
+    if connection.pg_version >= 170000:  # MAINTAIN granted by db_roles
+        assert run.rows_changed == len(purged_tables())
+    else:
+        assert run.rows_changed == 0
+        assert sweep.samples == [f"{t}: skipped, this role may not vacuum it (run the sweep as the tables' owner)"
+                                 for t in purged_tables()]
+        as_owner, _ = run_sweep("vacuum_purged", triggered_by="test")  # the purge is still to vacuum
+        assert as_owner.rows_changed == len(purged_tables())
