@@ -25,6 +25,7 @@ NAME_MIN = 4
 IDENTIFIERS_MAX = 32
 PHRASE_WORDS = 5
 PHRASES_PER_TEXT = 4
+PHRASE_MIN_CHARS = 12   # a whole short text ("Use tabs here") is searched for; shorter ones are too common
 PHRASES_MAX = 24
 RESIDUE_IDS_SHOWN = 20  # row ids a residue names (the count is whole)
 
@@ -55,10 +56,12 @@ def _is_name(text: str, start: int, word: str) -> bool:
 
 
 def _phrases(text: str) -> list[str]:
-    """Up to PHRASES_PER_TEXT runs of PHRASE_WORDS words, spread evenly over the text, as they appear in it."""
+    """Up to PHRASES_PER_TEXT runs of PHRASE_WORDS words, spread evenly over the text, as they appear in it;
+    a shorter text (of PHRASE_MIN_CHARS or more) is one phrase itself."""
     words = [m for m in re.finditer(r"\S+", text)]
     if len(words) < PHRASE_WORDS:
-        return []
+        short = text.strip()
+        return [short] if len(short) >= PHRASE_MIN_CHARS else []
     starts = range(0, len(words) - PHRASE_WORDS + 1)
     step = max(1, len(starts) // PHRASES_PER_TEXT)
     return [text[words[i].start():words[i + PHRASE_WORDS - 1].end()] for i in list(starts)[::step][:PHRASES_PER_TEXT]]
@@ -141,6 +144,8 @@ class Receipt:
         return not self.residues
 
     def summary(self) -> str:
+        if not self.tokens:
+            return "nothing distinctive to search for in the forgotten text: 0 places checked"
         checked = f"in {self.places:,} places checked ({self.rows_scanned:,} rows scanned)"
         if self.clean:
             return f"0 residues {checked}"

@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 
 from django.db import connection
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Max, Q, TextField, Value
+from django.db.models.functions import Cast, Concat
 
 from curation.forget_receipt import RESIDUE_IDS_SHOWN, Receipt, Residue, holds_token, json_variants
 from curation.models import (
@@ -26,7 +27,7 @@ from curation.models import (
 from .releases import export_of
 from .skills import exported_skills_of, skill_md
 
-EXPORTS_RENDERED = 10  # the newest versions whose export is rendered (every version's rows are searched)
+EXPORTS_RENDERED = 3  # the newest versions whose export is rendered (every version's rows are searched)
 COMMON_SAMPLE = 20_000   # the newest lessons a word's commonness is judged on
 COMMON_AT = 5            # a token this many other lessons hold is vocabulary or boilerplate
 LESSON_TEXTS = ("trigger", "content", "boundary", "conditions")
@@ -58,7 +59,10 @@ def _is_json(model, column: str) -> bool:
 
 
 def _matches(model, column: str, tokens: list[str]) -> Q:
-    variants = [v for t in tokens for v in (json_variants(t) if _is_json(model, column) else [t])]
+    return _matches_text(column, [v for t in tokens for v in (json_variants(t) if _is_json(model, column) else [t])])
+
+
+def _matches_text(column: str, variants: list[str]) -> Q:
     if connection.vendor == "postgresql":  # one pass over each value, whatever the number of tokens
         return Q(**{f"{column}__iregex": "|".join(re.escape(v) for v in variants)})
     q = Q(pk__in=[])
@@ -162,11 +166,12 @@ def common_words(tokens: list[str], *, besides) -> set[str]:
     if newest is not None:
         others = others.filter(pk__gte=newest)
 
+    # The lesson's texts as one value, so each token is one match per row.
+    others = others.annotate(lesson_text=Concat(*[part for column in LESSON_TEXTS for part in (
+        Cast(column, TextField()) if _is_json(Entry, column) else F(column), Value(" "))], output_field=TextField()))
+
     def used(token: str) -> Q:
-        q = Q(pk__in=[])
-        for column in LESSON_TEXTS:
-            q |= _matches(Entry, column, [token])
-        return q
+        return _matches_text("lesson_text", json_variants(token))
 
     counts = others.aggregate(**{f"t{i}": Count("pk", filter=used(t)) for i, t in enumerate(tokens)})
     return {t for i, t in enumerate(tokens) if counts[f"t{i}"] >= COMMON_AT}

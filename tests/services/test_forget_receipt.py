@@ -193,3 +193,12 @@ def test_the_receipt_of_a_forgotten_entry_s_own_evidence_task_ref(lead, reviewer
     places = {r["place"] for r in receipt_of(request).after["residues"]}
     assert "curation_evidence.task_ref" in places
     assert Entry.objects.get(pk=entry.pk).content == request.marker
+
+
+def test_a_lesson_with_nothing_distinctive_says_so(lead, reviewer):
+    entry = active(lead, scope="acme/payroll", trigger="tabs", content="use tabs", boundary="", conditions=[])
+    request = file_forget_request(entry_id=entry.pk, reason="asked", actor=reviewer)
+    approve_forget_request(request.pk, actor=lead)
+    receipt = receipt_of(request)
+    assert receipt.reason == "nothing distinctive to search for in the forgotten text: 0 places checked"
+    assert (receipt.after["tokens"], receipt.after["places"]) == (0, 0)
