@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 IDENTIFIER_MIN = 5      # shorter identifiers (k8s, v2) are too common to mean the forgotten text
 NAME_MIN = 4
-IDENTIFIERS_MAX = 32
+IDENTIFIERS_MAX = 16    # each token is one more pass over every text: the longest are kept
 PHRASE_WORDS = 5
 PHRASES_PER_TEXT = 4
 PHRASE_MIN_CHARS = 12   # a whole short text ("Use tabs here") is searched for; shorter ones are too common
-PHRASES_MAX = 24
+PHRASES_MAX = 12
 RESIDUE_IDS_SHOWN = 20  # row ids a residue names (the count is whole)
 
 _WORD = re.compile(r"\w(?:[\w.\-:/@+]*\w)?")

