@@ -2,9 +2,9 @@
 forgotten texts' distinctive tokens (forget_receipt.distinctive_tokens) after the purge, in the approval's
 transaction.
 
-Bounded: one scan per table (its text columns, case-insensitive containment of any token: a regular
-expression on PostgreSQL, LIKEs on SQLite), counting its rows in the same statement and reading the ids of
-at most a few matching rows; then what agents are served, rendered: the released rows of every version
+Bounded: one scan per table (its text columns, case-insensitive containment of any token: on PostgreSQL the
+row's columns lower-cased as one text and `LIKE ANY` of the tokens, on SQLite LIKEs), counting its rows in
+the same statement and reading the ids of at most a few matching rows; then what agents are served, rendered: the released rows of every version
 (read from the one scan of the released rows, by the versions each matching row is valid in), every
 skill any version serves as its SKILL.md, and the exports of the recent versions under the forgotten
 entries' scopes. The entry pages, the API's events and the MCP resources show these same columns and
