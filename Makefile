@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-learning bench-replay bench-ingest bench-forget bench-tombstones load clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-ingest bench-forget bench-tombstones load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -42,6 +42,9 @@ bench-lifecycle: $(STAMP)
 
 bench-release: $(STAMP)
 	$(BIN)/python benchmarks/release_bench.py
+
+bench-forget-receipt: $(STAMP)
+	$(BIN)/python benchmarks/forget_receipt_bench.py
 
 bench-learning: $(STAMP)
 	$(BIN)/python benchmarks/learning_bench.py

@@ -7,6 +7,8 @@ granted here, again after every `migrate`, so a table a later migration adds is 
   the trigger that refuses them to everyone;
 - run `curation_forget_purge` and `curation_forget_skill`, the only ways the history's text changes: a
   forget's purge (migrations 0024, 0032) and the withdrawal of the skills made of what it forgot (0033);
+- on PostgreSQL 17 and later, MAINTAIN on the tables a purge rewrites, so the `vacuum_purged` sweep can
+  VACUUM them (before 17 only their owner can: run that sweep as the owner, README "Operations");
 - no TRUNCATE, no TRIGGER, no REFERENCES anywhere, and no ownership, so it cannot `ALTER TABLE ...
   DISABLE TRIGGER`, drop a table or create one; and not a superuser, so it cannot set
   `session_replication_role` (which would silence the triggers)."""
@@ -17,6 +19,10 @@ from django.conf import settings
 from django.db import connections
 
 APPEND_ONLY_TABLES = ("curation_event", "curation_evidence", "curation_skilltrial", "curation_tombstone")
+# The tables a forget's purge rewrites, which the vacuum_purged sweep VACUUMs afterwards.
+PURGED_TABLES = ("curation_entry", "curation_evidence", "curation_event", "curation_releasedentry",
+                 "curation_retrieval", "curation_consolidationproposal", "curation_skillproposal",
+                 "curation_memoryversion", "curation_conflict", "curation_forgetrequest")
 # Functions the role may execute (owned by the tables' owner, SECURITY DEFINER), when they exist.
 APP_FUNCTIONS = ("curation_forget_purge(bigint, text[], bigint[], bigint[])",
                  "curation_forget_skill(bigint, bigint, text[], text[])")
@@ -26,7 +32,7 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def grant_statements(role: str, tables: list[str], functions=()) -> list[str]:
+def grant_statements(role: str, tables: list[str], functions=(), *, maintain: bool = False) -> list[str]:
     """The SQL that leaves `role` with exactly the application's rights on `tables` (the public schema's)."""
     who = _ident(role)
     statements = [
@@ -40,6 +46,8 @@ def grant_statements(role: str, tables: list[str], functions=()) -> list[str]:
         statements.append(f"GRANT {rights} ON {_ident(table)} TO {who}")
     for function in functions:
         statements.append(f"GRANT EXECUTE ON FUNCTION {function} TO {who}")
+    if maintain:  # PostgreSQL 17+: VACUUM without owning the table
+        statements += [f"GRANT MAINTAIN ON {_ident(t)} TO {who}" for t in sorted(tables) if t in PURGED_TABLES]
     return statements
 
 
@@ -53,7 +61,7 @@ def grant_to_app_role(connection, role: str) -> None:
             cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [function])
             if cursor.fetchone()[0]:
                 functions.append(function)
-        for statement in grant_statements(role, tables, functions):
+        for statement in grant_statements(role, tables, functions, maintain=connection.pg_version >= 170000):
             cursor.execute(statement)
 
 

@@ -351,6 +351,10 @@ class EventAction(models.TextChoices):
     FORGOTTEN = "forgotten", "forgotten: retired and its text purged"
     FORGET_PURGE = "forget_purge", "text purged from the history"
     FORGET_HELD = "forget_held", "held: repeats a forgotten lesson"
+    # After the purge, every surface searched for what is left of the text; a residue reopens the request.
+    FORGET_RECEIPT = "forget_receipt", "searched for residues after the purge"
+    FORGET_REOPENED = "forget_reopened", "reopened: a residue was found"
+    FORGET_RESIDUE_CLOSED = "forget_residue_closed", "residues dealt with: closed again"
     # How many reviewers a scope's candidates need.
     REVIEW_RULE_SET = "review_rule_set", "approvals required set"
     # Holdout evaluation: the share of tasks under a scope prefix that get no memory.
@@ -1020,6 +1024,8 @@ class ForgetRequest(models.Model):
         OPEN = "open", "open"
         APPROVED = "approved", "approved"
         DECLINED = "declined", "declined"
+        # Approved and purged, but the receipt's search found the text somewhere: back to a lead.
+        REOPENED = "reopened", "reopened: residue found"
 
     entry = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="forget_requests")
     # Without an entry: the text to match (the lead ticks the entries it matches) and the scope it is about.
@@ -1049,7 +1055,7 @@ class ForgetRequest(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(entry__isnull=False) | ~Q(match_text=""),
                                    name="forget_request_names_something"),
-            models.CheckConstraint(condition=Q(state__in=["open", "approved", "declined"]),
+            models.CheckConstraint(condition=Q(state__in=["open", "approved", "declined", "reopened"]),
                                    name="forget_request_state_known"),
         ]
 

@@ -259,6 +259,9 @@ _LIFECYCLE_SCHEDULE = {
     "conflicts": crontab(minute=10),
     "consolidation": crontab(minute=40, hour=3),
     "skill_nomination": crontab(minute=0, hour=4),
+    # Queued when a forget is approved; the schedule catches a purge whose message was lost (a run with
+    # no new purge is one indexed read).
+    "vacuum_purged": crontab(minute="*/30"),
 }
 CELERY_BEAT_SCHEDULE: dict = {
     f"lifecycle-{name}": {

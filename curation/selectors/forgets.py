@@ -27,6 +27,7 @@ from .paging import Page, capped_count, read_page
 from .similar import similar_active_entries_many
 
 PAGE_SIZE = 20
+WAITING = (ForgetRequest.State.OPEN, ForgetRequest.State.REOPENED)  # what a lead has to decide
 SUGGESTED = 8  # near duplicates by similarity a card offers to forget along
 # The statuses whose entries a tombstone is compared with on the card: what agents read, what reviewers may
 # still approve, what a revival may bring back.
@@ -43,7 +44,8 @@ class ForgetFilters:
     state: str = ForgetRequest.State.OPEN
 
     def as_q(self) -> Q:
-        q = Q(state=self.state or ForgetRequest.State.OPEN)
+        # "open": waiting for a lead, which a request reopened by its receipt is too.
+        q = Q(state__in=WAITING) if self.state in ("", ForgetRequest.State.OPEN) else Q(state=self.state)
         if self.scope:
             q &= access.under_scope(self.scope)
         return q
@@ -63,7 +65,7 @@ def forget_count(user, filters: ForgetFilters = ForgetFilters()) -> tuple[int, b
 
 
 def open_forget_requests(user):
-    return visible_forget_requests(user).filter(state=ForgetRequest.State.OPEN)
+    return visible_forget_requests(user).filter(state__in=WAITING)
 
 
 def _target(request: ForgetRequest) -> Entry:

@@ -57,12 +57,12 @@ from .events import build_event, record_event, record_events
 
 # What write_entry writes back: everything a decision may change. Not the usage counters
 # (retrieval_count, last_retrieved_at), which agents' reads bump without a version, nor what an entry
-# is born with and keeps (created_*, source_task).
+# is born with and keeps (created_*); its source task too, except that a forget purges it.
 WRITTEN_COLUMNS = (
     "status", "queued_at", "queue_reason", "kind", "scope", "trigger", "content", "boundary", "conditions",
     "recheck_when", "review_by", "fingerprint", "signal", "base_confidence", "last_verified_at", "decay_stopped_at",
     "decay_key", "decay_rate", "archived_at", "archive_reason", "first_approval_by_id", "first_approval_at", "supersedes_id", "flags",
-    "hit_count", "utility_sum", "utility_n", "version", "updated_at",
+    "hit_count", "utility_sum", "utility_n", "source_task", "embedding", "version", "updated_at",
 )
 
 

@@ -38,6 +38,7 @@ from curation.selectors.retrieval_cache import forget_cached_answers
 from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
+from .forget_receipt import Receipt, issue_receipt, receipt_tokens
 from .events import actor_label_for, record_event, rewrite_purged_text
 from .releases import OutsideScopes, publish_version
 from .skills import withdraw_skills_made_of
@@ -150,6 +151,7 @@ class ForgetOutcome:
     forgotten: list[Entry]
     version: MemoryVersion | None
     purged_rows: int
+    receipt: Receipt | None = None
 
     @property
     def request_id(self) -> int:
@@ -249,6 +251,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
         marker = request.marker
         texts = _forgotten_texts(request, entries)
         ticked = _ticked_quotes(actor, request, entries, texts, quotes)
+        tokens = receipt_tokens(texts, entries, request)  # in memory only, for the receipt after the purge
         stones = reads.tombstones_of(request, entries, now=now)
         left = reads.live_matches(request, entries, stones)  # kept out of releases; refused by the write path
         if unticked := reads.unticked_active(actor, left):
@@ -259,6 +262,7 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
                 "status": Status.RETIRED, "queued_at": None, "queue_reason": "", "trigger": marker, "content": marker,
                 "boundary": "", "recheck_when": "", "conditions": [], "archived_at": None, "archive_reason": "",
                 "embedding": None,  # an embedding can be turned back into an approximation of the text
+                "source_task": marker if entry.source_task else "",  # an agent's words for its task
             }, action=EventAction.FORGOTTEN, actor=actor, reason=f"forgotten by forget request #{request.pk}", at=now)
         request.state, request.decided_by, request.decided_at = ForgetRequest.State.APPROVED, actor, now
         request.forgotten_ids = [e.pk for e in entries]
@@ -284,7 +288,8 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
         record_event(request, actor=actor, action=EventAction.FORGET_PURGE, at=now,
                      reason=f"text of {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} replaced by {marker}",
                      after=purged)
-    return ForgetOutcome(request, entries, version, sum(purged.values()))
+        receipt = issue_receipt(request, tokens, entries, actor=actor, at=now)
+    return ForgetOutcome(request, entries, version, sum(purged.values()), receipt)
 
 
 def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now) -> None:

@@ -7,12 +7,12 @@ from types import ModuleType
 
 from . import (
     archive, auto_publish, capacity, conflicts, consolidation, decay, low_utility, review_due, revive, skill_nomination,
-    unused,
+    unused, vacuum_purged,
 )
 
 SWEEP_MODULES: tuple[ModuleType, ...] = (
     decay, archive, revive, unused, low_utility, review_due, capacity, conflicts, consolidation, skill_nomination,
-    auto_publish,
+    auto_publish, vacuum_purged,
 )
 
 SWEEPS: dict[str, ModuleType] = {module.NAME: module for module in SWEEP_MODULES}

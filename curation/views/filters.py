@@ -150,4 +150,4 @@ class ForgetFilterForm(QueueFilterForm):
     dataclass = ForgetFilters
     scope = scope_field()
     state = forms.ChoiceField(choices=ForgetRequest.State.choices, required=False,
-                              error_messages={"invalid_choice": "one of open, approved, declined"})
+                              error_messages={"invalid_choice": "one of open, approved, declined, reopened"})

@@ -1,6 +1,7 @@
 """The Forget queue: requests to forget a lesson, filed by reviewers (the entry page's "Request forget")
 and by agents for their users. A lead approves, with the near duplicates ticked on the card, or declines
-with a reason; reviewers file and read, auditors read."""
+with a reason; reviewers file and read, auditors read. A decided card shows the receipt (the search for
+residues after the purge); a request the receipt reopened waits here until a lead closes it with a note."""
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -11,9 +12,21 @@ from django.views.decorators.http import require_POST
 from curation.models import Entry, ForgetRequest
 from curation.permissions import FORGET, REVIEW, require
 from curation.selectors import forgets as reads
+from curation.selectors.forget_receipt import attach_receipts
 from curation.services import forgets as service
+from curation.services.forget_receipt import close_reopened
 from curation.views.filters import ForgetFilterForm
 from curation.views.queues import Queue, decision
+
+
+def _queue_page(user, filters, **paging):
+    page = reads.forget_queue(user, filters, **paging)
+    attach_receipts(page.items)
+    return page
+
+
+def _card(user, pk):
+    return attach_receipts([reads.forget_card(user, pk)])[0]
 
 
 class Forgets(Queue):
@@ -24,14 +37,19 @@ class Forgets(Queue):
     item_noun, outcome_id, dom_prefix = "request", "request_id", "forget"
     missing, not_found = (ForgetRequest.DoesNotExist,), "No such request in your scopes."
     keys = (("j / k", "next / previous request"), ("o", "open the entry's page"))
-    read_list = staticmethod(reads.forget_queue)
+    read_list = staticmethod(_queue_page)
     read_count = staticmethod(reads.forget_count)
-    read_one = staticmethod(reads.forget_card)
+    read_one = staticmethod(_card)
     count_noun, decided_text = "open", "Request #{item.pk}: {verb}."
     decided_attr = "request"
 
     def counted(self, filters) -> str:
         return filters.state or "open"
+
+    def decided_verb(self, item, verb: str) -> str:
+        if item.state == ForgetRequest.State.REOPENED:
+            return "approved and purged, but the receipt found residues: reopened for a lead"
+        return verb
 
 
 QUEUE = Forgets()
@@ -53,6 +71,15 @@ def decline(request, pk):
                         reason=request.POST.get("reason", ""))
 
 
+@decision(FORGET, "Only a lead closes a reopened forget request.")
+def close(request, pk):
+    def act(pk, *, actor, note):
+        return service.ForgetOutcome(close_reopened(pk, actor=actor, note=note), [], None, 0)
+
+    return QUEUE.decide(request, pk, "closed: residues dealt with", act, panel="close",
+                        form={"note": request.POST.get("note", "")}, note=request.POST.get("note", ""))
+
+
 @require_POST
 @require(REVIEW)
 def file_for_entry(request, entry_id):
@@ -69,4 +96,4 @@ def file_for_entry(request, entry_id):
     return redirect("curation:entry", entry_id=entry_id)
 
 
-urlpatterns = QUEUE.urls("review/forgets/", {"approve": approve, "decline": decline})
+urlpatterns = QUEUE.urls("review/forgets/", {"approve": approve, "decline": decline, "close": close})

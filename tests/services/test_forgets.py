@@ -117,7 +117,7 @@ def test_approval_retires_purges_publishes_and_leaves_a_tombstone(reviewer, lead
     assert (request.state, request.forgotten_ids, request.published_version) == (
         "approved", [lesson.pk, duplicate.pk], outcome.version.number)
     assert set(Event.objects.filter(forget_request=request).values_list("action", flat=True)) == {
-        EventAction.FORGET_FILED, EventAction.FORGET_APPROVED, EventAction.FORGET_PURGE}
+        EventAction.FORGET_FILED, EventAction.FORGET_APPROVED, EventAction.FORGET_PURGE, EventAction.FORGET_RECEIPT}
     assert Tombstone.objects.filter(request=request).count() == 2
     dump = database_dump()
     for words in FORGOTTEN_WORDS:
@@ -242,3 +242,15 @@ def test_open_conflicts_and_proposals_of_a_forgotten_entry_are_closed(reviewer, 
     assert all(ConsolidationProposal.objects.get(pk=p.pk).state == "dismissed" for p in proposals)
     assert Event.objects.filter(action=EventAction.CONSOLIDATION_DISMISSED).count() == len(proposals)
     assert contrary and twin
+
+
+def test_the_forgotten_entry_keeps_no_vector_and_no_task_words(lead, reviewer):
+    """An embedding can be turned back into an approximation of the text, and the source task is an
+    agent's words: both go with the lesson (the write path wrote neither before)."""
+    entry = active(lead, scope="acme/payroll", trigger="Deploying payroll", content="Page Dana first.",
+                   embedding=[0.1, 0.2, 0.3], source_task="payroll deploy with Dana")
+    assert Entry.objects.get(pk=entry.pk).embedding == [0.1, 0.2, 0.3]
+    request = file_forget_request(entry_id=entry.pk, reason="asked", actor=reviewer)
+    approve_forget_request(request.pk, actor=lead)
+    row = Entry.objects.get(pk=entry.pk)
+    assert (row.embedding, row.source_task) == (None, request.marker)
