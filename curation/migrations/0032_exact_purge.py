@@ -99,10 +99,15 @@ BEGIN
         entry_label = '#' || e.entry_id || ' ' || marker
     WHERE e.entry_id = ANY(ids);
     GET DIAGNOSTICS n = ROW_COUNT; changed := changed + n;
-    -- Ticked notes on other entries that quote the lesson: the quoted texts in the reason only.
-    UPDATE curation_event e SET reason = curation_forget_text(e.reason, texts, marker)
+    -- Ticked notes on other entries that quote the lesson (and the Events that recorded ticked evidence):
+    -- the quoted texts only, wherever they are in the Event.
+    UPDATE curation_event e SET reason = curation_forget_text(e.reason, texts, marker),
+                                before = curation_forget_json(e.before, texts, marker, false),
+                                after = curation_forget_json(e.after, texts, marker, false)
     WHERE e.id = ANY(quoting_events) AND (e.entry_id IS NULL OR NOT (e.entry_id = ANY(ids)))
-      AND curation_forget_text(e.reason, texts, marker) <> e.reason;
+      AND (curation_forget_text(e.reason, texts, marker) <> e.reason
+           OR curation_forget_json(e.before, texts, marker, false) IS DISTINCT FROM e.before
+           OR curation_forget_json(e.after, texts, marker, false) IS DISTINCT FROM e.after);
     GET DIAGNOSTICS n = ROW_COUNT; changed := changed + n;
     -- The request's own Events, and those about what the forgotten entries made (their conflicts and
     -- proposals; a skill's are its withdrawal's): those texts whole; another entry's own snapshot beside them stays.

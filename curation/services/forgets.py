@@ -389,9 +389,12 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], tic
     does what this does elsewhere (forgetting.purge_keys is its rule)."""
     quoting_events = [int(pk) for pk in ticked.get("event", [])]
     quoting_evidence = [int(pk) for pk in ticked.get("evidence", [])]
-    # Another request's reason quoting the lesson is also in that request's own filing Event.
-    quoting_events += list(Event.objects.filter(forget_request_id__in=ticked.get("request", []),
-                                                action=EventAction.FORGET_FILED).values_list("pk", flat=True))
+    # Another request's reason quoting the lesson is also in that request's own filing Event, and a ticked
+    # piece of evidence in the Event that recorded it.
+    recorded = Q(forget_request_id__in=ticked.get("request", []), action=EventAction.FORGET_FILED)
+    if quoting_evidence:
+        recorded |= Q(action=EventAction.ADD_EVIDENCE, after__evidence_id__in=quoting_evidence)
+    quoting_events += list(Event.objects.filter(recorded).values_list("pk", flat=True))
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT curation_forget_purge(%s, %s, %s, %s)",
@@ -413,9 +416,9 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], tic
             values = dict(before=purge_keys(event.before, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, marker),
                           after=purge_keys(event.after, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, marker),
                           reason=marker if event.reason else "", entry_label=f"#{event.entry_id} {marker}")
-        elif event.pk in quoting_events:
-            values = dict(before=event.before, after=event.after, reason=purge_text(event.reason, texts, marker),
-                          entry_label=event.entry_label)
+        elif event.pk in quoting_events:  # the quoted text only, wherever it is in the Event
+            values = dict(before=purge_value(event.before, texts, marker), after=purge_value(event.after, texts, marker),
+                          reason=purge_text(event.reason, texts, marker), entry_label=event.entry_label)
         else:  # the request's own, or about a conflict, proposal or skill of the forgotten entries: what was
             # made of them goes; another entry's own snapshot beside it stays
             keys, lists = (every_key, every_list) if event.entry_id is None else (DERIVED_TEXT_KEYS, DERIVED_TEXT_LISTS)

@@ -123,3 +123,39 @@ def test_a_quote_not_listed_cannot_be_ticked(world, lead):
     with pytest.raises(Exception) as exc:
         approve_forget_request(request.pk, actor=lead, quotes=[f"evidence:{unrelated.pk}"])
     assert "quotes" in str(exc.value) and ForgetRequest.objects.get(pk=request.pk).state == "open"
+
+
+def test_every_residue_the_outside_tester_found_is_gone_and_the_receipt_says_so(lead, reviewer):
+    """The residues of the outside probe, each made as a user would: the text in the forget request's own
+    reason, in the reviewer's edit note, in the task ref of the entry's evidence, in another entry's
+    evidence quoting it, and in a retrieval query that did not return it. After approval (the quoting rows
+    ticked), the receipt searches every surface and finds nothing."""
+    from curation.models import Event, EventAction
+    from curation.services.candidates import edit_and_approve
+
+    content = "Run rotate-keys with FORGETMEAXOLOTL-4242 and then restart the signer before noon."
+    candidate = services.create_candidate(
+        data={"scope": "acme/payroll", "kind": "procedure", "trigger": "Rotating the payroll signing key",
+              "content": content.replace("noon", "lunch"), "signal": "independent"},
+        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": "rotation log",
+                   "task_ref": "FORGETMEAXOLOTL-4242 rotation"}], actor_label="agent:ci")
+    entry = edit_and_approve(candidate.pk, actor=reviewer, expected_version=candidate.version,
+                             changes={"content": content}, reason=f"fixed it to: {content}")
+    other = active(lead, scope="acme/payroll/eu", trigger="Rotating the EU payroll keys",
+                   content="Follow the EU checklist.")
+    quoting = services.add_evidence(other.pk, actor=lead, data={
+        "kind": "review", "signal": "independent", "polarity": "supports", "excerpt": f"Same as before: {content}"})
+    token, _ = create_agent_token(name="payroll-agent", scopes=["acme/payroll"])
+    query = record_retrieval(token=token, scope="acme/payroll/eu", query=f"how to: {content}", task_ref="t-9",
+                             entries=[other])
+    request = file_forget_request(entry_id=entry.pk, reason=f"The user asked: forget '{content}'", actor=reviewer)
+    keys = sorted(q.key for q in forget_quotes.quotes_of(lead, request, [entry]))
+    assert keys == sorted([f"evidence:{quoting.pk}", f"retrieval:{query.pk}"])
+
+    approve_forget_request(request.pk, actor=lead, quotes=keys)
+
+    receipt = Event.objects.get(forget_request=request, action=EventAction.FORGET_RECEIPT)
+    assert receipt.after["residues"] == [] and receipt.reason.startswith("0 residues in "), receipt.reason
+    dump = database_dump()
+    assert "FORGETMEAXOLOTL" not in dump and "restart the signer" not in dump
+    assert "Follow the EU checklist." in dump and "Same as before: [forgotten: request" in dump
