@@ -4,7 +4,7 @@ their work, and none of the ways to erase or silence the audit trail is open to 
 import psycopg
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 from curation import db_roles, services
 from curation.models import Entry, Event, Status
@@ -26,7 +26,16 @@ def app_role(on_postgres):
                 CREATE ROLE {APP_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE;
             END IF; END $$""")
     db_roles.grant_to_app_role(connection, APP_ROLE)
-    return APP_ROLE
+    yield APP_ROLE
+    # A role is the whole cluster's: the suite leaves none behind (unless another database still grants it
+    # something, a run of the suite beside this one: that run drops it).
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP OWNED BY {APP_ROLE}")
+        try:
+            with transaction.atomic():
+                cursor.execute(f"DROP ROLE IF EXISTS {APP_ROLE}")
+        except DatabaseError:
+            pass
 
 
 @pytest.fixture
