@@ -52,6 +52,17 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def clip(line: str, limit: int = INDEX_LINE_MAX) -> str:
+    """`line` within `limit` characters: cut after a whole word, with an ellipsis saying it was cut (a line
+    cut mid-word reads as a different word)."""
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    if " " in cut and not line[limit - 1].isspace():
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def _group_depth(lessons: list[Lesson]) -> int | None:
     """The deepest scope depth at which the topics fit the index (None: every scope its own topic)."""
     deepest = max((lesson.scope.count("/") + 1 for lesson in lessons), default=1)
@@ -101,12 +112,12 @@ def memory_index(topics: list[Topic], skills: list[tuple[str, str]], version_num
     """MEMORY.md: a few header lines, one line per topic file, one line for the skills."""
     lines = [
         f"# Memory (version {version_number})", "",
-        f"Curated and reviewed lessons, published as version {version_number}: {_one_line(summary)}"[:INDEX_LINE_MAX],
+        clip(f"Curated and reviewed lessons, published as version {version_number}: {_one_line(summary)}"),
         "Open the topic file of the scope you work in; each lesson says when it applies, what to do, when it",
         "does not hold, and how far to trust it.", "",
     ]
     for topic in topics:
-        lines.append(f"- [{topic.path}]({topic.path}): {topic.covers()}"[:INDEX_LINE_MAX])
+        lines.append(clip(f"- [{topic.path}]({topic.path}): {topic.covers()}"))
     if skills:
         lines += ["", f"Skills ({len(skills)}): skills/<name>/SKILL.md, e.g. " + ", ".join(slug for slug, _ in skills[:3])]
     return "\n".join(lines) + "\n"

@@ -2,7 +2,7 @@
 
 from django.core.management import call_command
 
-from curation.memory_export import INDEX_MAX_BYTES, INDEX_MAX_LINES, Lesson, export_files
+from curation.memory_export import INDEX_LINE_MAX, INDEX_MAX_BYTES, INDEX_MAX_LINES, Lesson, export_files
 from curation.services.releases import publish_version
 from tests.factories import active
 
@@ -59,3 +59,15 @@ def test_export_memory_writes_the_published_version_and_a_reexport_changes_no_fi
 
     call_command("export_memory", str(tmp_path), "--version", "1", stdout=open("/dev/null", "w"))
     assert not topic.exists()  # version 1 holds no lesson of that scope: its stale topic file is gone
+
+
+def test_a_long_index_line_is_cut_after_a_whole_word_and_says_so():
+    summary = ("Rotated the billing webhook signing keys across every region and retired the legacy payment "
+               "gateway fallback paths")
+    index = export_files([], [], version_number=7, summary=summary)["MEMORY.md"]
+    line = next(l for l in index.splitlines() if l.startswith("Curated and reviewed"))
+    assert len(line) <= INDEX_LINE_MAX and line.endswith("…")
+    words = line.removesuffix("…").split()
+    assert set(words) <= set(f"Curated and reviewed lessons, published as version 7: {summary}".split())
+    short = export_files([], [], version_number=7, summary="Small fix")["MEMORY.md"]
+    assert "published as version 7: Small fix\n" in short
