@@ -431,7 +431,7 @@ def decided_words(entry: Entry, action: str) -> str:
         return "sent to a lead: another reviewer approved it"
     if entry.status == Status.PENDING and entry.first_approval_by_id:
         return "approved, 1 of 2: a second reviewer activates it"
-    return f"{action}d"
+    return f"{action}d" if action.endswith("e") else f"{action}ed"  # approved, rejected
 
 
 @dataclass(frozen=True)

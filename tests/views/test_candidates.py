@@ -244,6 +244,11 @@ def test_bulk_approve_and_reject(reviewer, second_reviewer, make_candidate):
     assert Entry.objects.get(pk=a.pk).status == Entry.objects.get(pk=b.pk).status == Status.ACTIVE
     response = client.post(reverse("curation:candidates-bulk"), {"action": "approve"})
     assert response.status_code == 422 and "Select at least one card" in response.content.decode()
+    d, e = (make_candidate(trigger=f"Editing config files, case {i}") for i in "de")
+    body = client.post(reverse("curation:candidates-bulk"), {"action": "reject", "reason": "too vague",
+                                                             "selected": [f"{d.pk}:1", f"{e.pk}:1"]},
+                       HTTP_HX_REQUEST="true").content.decode()
+    assert f"#{d.pk}</a>: rejected" in body and "rejectd" not in body
 
 
 def _queue_queries(django_assert_max_num_queries, client):
