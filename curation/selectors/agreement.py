@@ -38,13 +38,16 @@ class RuleRow:
     updated_at: datetime.datetime | None = None
 
 
-def review_rule_rows() -> list[RuleRow]:
-    """The rules as the leads' page lists them, by prefix (1 query)."""
+def review_rule_rows(user) -> list[RuleRow]:
+    """The rules as the leads' page lists them, by prefix (1 query, 1 more for the reader's scopes): those
+    that concern the reader's scopes (a rule under one of them, or above it, which governs it too)."""
     rows = {prefix.rstrip("/"): RuleRow(prefix.rstrip("/"), 2, "setting")
             for prefix in settings.CURATION["TWO_REVIEWER_SCOPES"]}
     for rule in ReviewRule.objects.all():
         rows[rule.prefix] = RuleRow(rule.prefix, rule.approvals, "set by a lead", rule.updated_at)
-    return [rows[prefix] for prefix in sorted(rows)]
+    prefixes = access.user_scope_prefixes(user)
+    return [rows[prefix] for prefix in sorted(rows)
+            if prefixes is None or any(access.scopes_overlap(prefix, mine) for mine in prefixes)]
 
 
 # --- the reviewers' page ---------------------------------------------------------------------------------

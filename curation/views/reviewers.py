@@ -17,7 +17,7 @@ from curation.services.agreement import set_review_rule
 def reviewers(request):
     return render(request, "curation/reviewers.html", {
         "reviewers": selectors.reviewer_stats(request.user), "windows": WINDOWS_DAYS, "pause_minutes": SESSION_GAP_SECONDS // 60,
-        "rules": selectors.review_rule_rows(),
+        "rules": selectors.review_rule_rows(request.user),
     })
 
 
@@ -38,5 +38,5 @@ def review_rules(request):
                                       f"approval{'s' if rule.approvals > 1 else ''}.")
             return redirect("curation:review-rules")
     return render(request, "curation/review_rules.html", {
-        "rules": selectors.review_rule_rows(), "errors": errors, "form": form,
+        "rules": selectors.review_rule_rows(request.user), "errors": errors, "form": form,
     }, status=422 if errors else 200)

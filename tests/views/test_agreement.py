@@ -110,6 +110,20 @@ def test_a_lead_sets_a_rule_on_the_page(lead):
     assert ReviewRule.objects.count() == 1
 
 
+def test_a_scoped_reader_sees_only_the_rules_that_concern_its_scopes(lead, auditor):
+    from tests.factories import make_user
+
+    for prefix in ("acme/web", "acme", "globex/secret-project"):
+        set_review_rule(prefix, approvals=2, actor=lead, reason="r")
+    scoped_lead = make_user("lou", "lead", scopes=["acme/web/frontend"])
+    scoped_auditor = make_user("aud", "auditor", scopes=["acme/web"])
+    for user, url in ((scoped_lead, "curation:review-rules"), (scoped_lead, "curation:reviewers"),
+                      (scoped_auditor, "curation:reviewers")):
+        page = client_for(user).get(reverse(url)).content.decode()
+        assert "acme/web" in page and "globex/secret-project" not in page, (user, url)
+    assert "globex/secret-project" in client_for(lead).get(reverse("curation:review-rules")).content.decode()
+
+
 def test_the_dashboard_links_the_reviewers_page(lead, reviewer):
     assert reverse("curation:reviewers") in client_for(lead).get("/").content.decode()
     assert reverse("curation:reviewers") not in client_for(reviewer).get("/").content.decode()
