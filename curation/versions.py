@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from curation.access import scopes_overlap
+
 # What an agent reads of an entry: a release stores these and compares these; any other change of the live
 # row (its usage counters, its queue state) is not a change agents would see.
 # Confidence is not among them: agents read it derived from the base and the verification, which decays
@@ -106,3 +108,19 @@ CHECK_TITLES = {
     "failed_outcomes": "Recent task outcomes failed",
     "no_boundary": "No boundary (when it does not hold)",
 }
+
+
+OTHER_SCOPES_SUMMARY = "a release of other scopes"
+
+
+def concerns(version_prefix: str, reader_prefixes) -> bool:
+    """Does a version published under `version_prefix` ("" for a whole publish) concern a reader limited to
+    `reader_prefixes` (None: every scope)? Its summary and prefix are shown only to readers it concerns."""
+    return (not version_prefix or reader_prefixes is None
+            or any(scopes_overlap(version_prefix, mine) for mine in reader_prefixes))
+
+
+def summary_for(version_prefix: str, summary: str, reader_prefixes) -> str:
+    """A version's summary as a reader reads it: a publish under other scopes says only that."""
+    return summary if concerns(version_prefix, reader_prefixes) else OTHER_SCOPES_SUMMARY
+

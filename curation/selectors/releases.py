@@ -22,7 +22,7 @@ from curation.models import (
 )
 from curation.memory_export import Lesson, export_files
 from curation.versions import (
-    RELEASED_FIELDS, SKILL_RELEASED_FIELDS, Change, Warning, change_between, released_values,
+    RELEASED_FIELDS, SKILL_RELEASED_FIELDS, Change, Warning, change_between, concerns, released_values, summary_for,
 )
 
 from .retrieval import (
@@ -349,8 +349,15 @@ def forgotten_in_release(released: list[Change], *, kept_under: str | None) -> l
 # --- history and diff -----------------------------------------------------------------------------------
 
 
-def version_history(limit: int = HISTORY_SHOWN) -> list[MemoryVersion]:
-    return list(MemoryVersion.objects.order_by("-number")[:limit])
+def version_history(user=None, limit: int = HISTORY_SHOWN) -> list[MemoryVersion]:
+    """The newest versions, each with `shown_summary` and `shown_prefix` as `user` reads them: a publish
+    under scopes beyond the reader's says only that (versions.summary_for)."""
+    prefixes = access.user_scope_prefixes(user) if user is not None else None
+    versions = list(MemoryVersion.objects.order_by("-number")[:limit])
+    for v in versions:
+        v.shown_summary = summary_for(v.scope_prefix, v.summary, prefixes)
+        v.shown_prefix = v.scope_prefix if concerns(v.scope_prefix, prefixes) else ""
+    return versions
 
 
 def drift_between(a: int, b: int) -> tuple[set[int], set[int]]:
@@ -404,4 +411,5 @@ def export_of(version: MemoryVersion, *, prefixes=None, scope: str = "") -> dict
                       r.confidence)
                for r in rows.order_by("scope", "entry_id").iterator(chunk_size=2000)]
     skill_files = [(p.slug, skill_md(p)) for p in exported_skills_of(skills)]
-    return export_files(lessons, skill_files, version_number=version.number, summary=version.summary)
+    return export_files(lessons, skill_files, version_number=version.number,
+                        summary=summary_for(version.scope_prefix, version.summary, prefixes))

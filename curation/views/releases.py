@@ -21,7 +21,7 @@ from curation.models import MemoryVersion
 from curation.permissions import PUBLISH, READ, require
 from curation.selectors import releases as reads
 from curation.services.releases import OutsideScopes, UnacknowledgedWarnings, publish_version, rollback_version
-from curation.versions import change_counts
+from curation.versions import change_counts, summary_for
 
 
 def _prefix(request, source) -> str:
@@ -53,7 +53,7 @@ def _page(request, *, prefix="", form=None, errors=None, warnings_refused=(), st
         "blocking": [w for w in warnings if w.blocking],
         "acknowledgeable": [w for w in warnings if not w.blocking],
         "refused": bool(warnings_refused),
-        "history": reads.version_history(),
+        "history": reads.version_history(request.user),
         "form": form or {},
         "errors": errors or {},
         "filter_errors": {k: v for k, v in (errors or {}).items() if k == "scope"},
@@ -119,10 +119,13 @@ def _versions(request) -> tuple[MemoryVersion, MemoryVersion]:
 @require(READ)
 def diff(request):
     a, b = _versions(request)
-    changes = reads.version_diff(a.number, b.number, prefixes=access.user_scope_prefixes(request.user))
+    prefixes = access.user_scope_prefixes(request.user)
+    changes = reads.version_diff(a.number, b.number, prefixes=prefixes)
+    for v in (a, b):
+        v.shown_summary = summary_for(v.scope_prefix, v.summary, prefixes)
     return render(request, "curation/release_diff.html", {
         "a": a, "b": b, "groups": reads.group_by_scope(changes), "counts": change_counts(changes),
-        "history": reads.version_history(),
+        "history": reads.version_history(request.user),
     })
 
 
@@ -144,7 +147,7 @@ def preview(request):
     form = {"scope": request.GET.get("scope", "").strip(), "q": request.GET.get("q", "")[:2000],
             "k": request.GET.get("k", str(c["RETRIEVE_LIMIT"])), "budget": request.GET.get("budget", "2000"),
             "version": request.GET.get("version", "published")}
-    context = {"form": form, "history": reads.version_history(), "errors": {}, "result": None}
+    context = {"form": form, "history": reads.version_history(request.user), "errors": {}, "result": None}
     if not form["scope"]:
         return render(request, "curation/preview.html", context)
     errors = {}

@@ -109,3 +109,28 @@ def test_the_export_zip_is_the_published_version_in_the_users_scopes(lead, revie
     assert sorted(archive.namelist()) == ["MEMORY.md", "topics/acme/billing-api.md"]
     assert f"#{billing.pk} When Billing lesson one" in archive.read("topics/acme/billing-api.md").decode()
     assert client_for(scoped).get("/releases/export.zip").content == response.content  # same bytes again
+
+
+def test_a_publish_under_other_scopes_says_only_that_to_a_reader_of_other_scopes(lead):
+    """A globex-only publish's summary names globex work: an acme reader (a scoped user, an acme token) is
+    told only that a release of other scopes happened, on the page, the diff, the zip and the API export."""
+    from curation.services.tokens import create_agent_token
+    from tests.factories import Agent
+
+    active(lead, scope="acme/billing-api", trigger="Deploying billing", content="Run the smoke tests first.")
+    publish_version(actor=lead, summary="billing smoke tests", acknowledge=True)
+    active(lead, scope="globex/payments", trigger="Paying Initrode", content="Use the Initrode escrow account.")
+    globex = publish_version(actor=lead, summary="Initrode acquisition escrow", scope_prefix="globex",
+                             acknowledge=True)
+    acme_reader = client_for(make_user("ann", "reviewer", scopes=["acme"]))
+    page = acme_reader.get("/releases/").content.decode()
+    assert "Initrode" not in page and "a release of other scopes" in page and "(under globex)" not in page
+    assert "billing smoke tests" in page
+    diff = acme_reader.get("/releases/diff/", {"a": globex.number - 1, "b": globex.number}).content.decode()
+    assert "Initrode" not in diff
+    archive = zipfile.ZipFile(io.BytesIO(acme_reader.get("/releases/export.zip").content))
+    assert not any("Initrode" in archive.read(name).decode() for name in archive.namelist())
+    _, key = create_agent_token(name="acme-agent", scopes=["acme/billing-api"])
+    export = Agent(key).get("export").json()
+    assert "Initrode" not in str(export) and "a release of other scopes" in export["files"]["MEMORY.md"]
+    assert "Initrode acquisition escrow" in client_for(lead).get("/releases/").content.decode()
