@@ -134,3 +134,20 @@ def test_a_publish_under_other_scopes_says_only_that_to_a_reader_of_other_scopes
     export = Agent(key).get("export").json()
     assert "Initrode" not in str(export) and "a release of other scopes" in export["files"]["MEMORY.md"]
     assert "Initrode acquisition escrow" in client_for(lead).get("/releases/").content.decode()
+
+
+def test_the_diff_names_its_two_versions_and_shows_lists_as_words(lead):
+    from curation import services
+    from curation.models import Entry
+
+    entry = active(lead, scope="acme/tools", trigger="Reviewing a change", content="Run the linters.",
+                   conditions=["git", "review"])
+    first = publish_version(actor=lead, summary="tools", acknowledge=True)
+    entry = services.candidates.send_back_for_recheck(entry.pk, actor=lead, expected_version=entry.version)
+    services.edit_and_approve(entry.pk, actor=lead, expected_version=Entry.objects.get(pk=entry.pk).version,
+                              changes={"conditions": ["git", "merge"]})
+    second = publish_version(actor=lead, summary="merging", acknowledge=True)
+    body = client_for(lead).get("/releases/diff/", {"a": first.number, "b": second.number}).content.decode()
+    assert f"version {first.number}</th>" in body and f"version {second.number}</th>" in body
+    assert "draft</th>" not in body and "[&#x27;git&#x27;" not in body
+    assert "git, review" in body and "git, merge" in body
