@@ -22,7 +22,6 @@ from curation.redaction import redact
 from curation.models import (
     AgentToken, Arm, Entry, EventAction, Evidence, Feedback, QueueReason, Retrieval, RetrievedEntry, Signal, Status,
 )
-
 from curation.selectors.evaluation import lift_counts
 
 from .entry_writes import count_retrieval, insert_counted_retrieval, write_entries
