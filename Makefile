@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-ingest bench-forget bench-tombstones load clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-ingest bench-forget bench-tombstones load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -57,6 +57,11 @@ bench-forget: $(STAMP)
 	$(BIN)/python benchmarks/forget_bench.py --db sqlite; sqlite=$$?; \
 	$(BIN)/python benchmarks/forget_bench.py --db postgres; postgres=$$?; \
 	exit $$(( sqlite || postgres ))
+
+# the three rule sets side by side on the rows the paper's claims need: 1,500 steps, 3 seeds, 36 runs
+bench-replay-rules: $(STAMP)
+	$(BIN)/python benchmarks/replay_bench.py --steps 1500 --paper-seeds 3 --seed-seeds 3 --product-seeds 3 \
+		--policies fixed,addall,strict,strict+periodic,strict+history --seed-policies addall,strict --jobs 3
 
 # locust against gunicorn + PostgreSQL + Redis + a Celery worker and beat, on loopback; LOAD_MINUTES=1 to shorten
 load: $(STAMP)

@@ -53,6 +53,8 @@ class QueueReason(models.TextChoices):
     # Two reviewers disagreed (one approved, the other rejected): only a lead decides it now.
     NEEDS_LEAD = "needs_lead", "reviewers disagree: a lead decides"
     RECHECK_REQUESTED = "recheck_requested", "recheck: sent back by a person"
+    # The tasks that used it do worse than comparable tasks without it, at 95% (lift.py).
+    RECHECK_HARMFUL = "recheck_harmful", "recheck: tasks with it do worse than without"
 
 
 class Entry(models.Model):
@@ -618,9 +620,15 @@ class LessonTally(models.Model):
     entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+", db_index=False)
     tasks = models.PositiveIntegerField(default=0)
     successes = models.PositiveIntegerField(default=0)
+    # The tasks charged to it: those that said they used it, or, when a task did not say, every task given
+    # it. A lesson's lift (lift.py) is estimated from these.
+    charged_tasks = models.PositiveIntegerField(default=0)
+    charged_successes = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["day", "entry"], name="lesson_tally_once")]
+        # An outcome reads its lessons' tallies over the window by entry.
+        indexes = [models.Index(fields=["entry", "day"], name="lesson_tally_entry_idx")]
 
 
 class Conflict(models.Model):

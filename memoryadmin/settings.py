@@ -343,7 +343,15 @@ CURATION = {
     # Vector retrieval: {"acme": 1536} fixes the embedding dimension of a scope prefix; elsewhere the first
     # entry of a scope tree (its first segment) that carries an embedding fixes it.
     "EMBEDDING_DIMENSIONS": {},
-    # A task that used an active entry failed: send the entry back to the candidates queue for a recheck.
+    # How a task's outcome moves the confidence of the lessons it used (lift.py): "lift" judges each lesson
+    # against the baseline (tasks without it); "steps" is the design notes' rule, SUCCESS_STEP up on a
+    # success and FAILURE_STEP down on a failure to every lesson used, which balances at 80% success.
+    "OUTCOME_RULE": os.environ.get("MEMORYADMIN_OUTCOME_RULE", "lift"),
+    "LIFT_PRIOR_TASKS": 20,           # pseudo-tasks at the baseline's rate: a handful of outcomes moves little
+    "LIFT_GAIN": 1.0,                 # confidence moved per unit of estimated lift (x the lesson's share)
+    "LIFT_MIN_TASKS": 10,             # tasks with a lesson before its lift gets a verdict
+    "LIFT_WINDOW_DAYS": 90,           # the outcomes the lift is estimated from
+    # Under the steps rule: a task that used an active entry failed: send the entry back for a recheck.
     "RECHECK_ON_FAILURE": True,
 }
 

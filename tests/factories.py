@@ -13,10 +13,12 @@ import threading
 import uuid
 
 import psycopg
+from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
+from django.test.utils import override_settings
 from playwright.sync_api import expect
 
 from curation import lifecycle, services, sweeps
@@ -327,12 +329,15 @@ def record_uses(entry: Entry, outcomes, *, end: datetime.datetime = AS_OF, utili
     """Tasks that used the entry: for each outcome, oldest first, one hour apart and the last at `end`, the CI
     agent retrieves it and reports the outcome (at `utility`, else 1 for a success and 0 for a failure).
     A failure sends the entry back for a recheck; the curator confirms it then unless `confirm_failures` is
-    False."""
+    False. The outcomes move confidence by the design notes' rule (OUTCOME_RULE "steps"), so a history of
+    outcomes ends at a base a test can name (_starting_base)."""
     outcomes = list(outcomes)
     for i, outcome in enumerate(outcomes):
         at = end - datetime.timedelta(hours=len(outcomes) - 1 - i)
         retrieval = _retrieval(entry, at)
-        usage.record_feedback(token=retrieval.token, retrieval_id=retrieval.pk, outcome=outcome, utility=utility, at=at)
+        with override_settings(CURATION={**settings.CURATION, "OUTCOME_RULE": "steps"}):
+            usage.record_feedback(token=retrieval.token, retrieval_id=retrieval.pk, outcome=outcome, utility=utility,
+                                  at=at)
         if outcome != "success" and confirm_failures:
             queued = Entry.objects.get(pk=entry.pk)
             services.approve_candidate(entry.pk, actor=_curator(), expected_version=queued.version, at=at)

@@ -245,7 +245,9 @@ def schema() -> dict:
                                  "outcome": {"enum": ["success", "failure"]},
                                  "utility": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
                                  "used": {"type": "array", "items": {"type": "integer"},
-                                          "description": "Default: every entry of the retrieval."}}},
+                                          "description": "The lessons the agent applied: only these are "
+                                                         "credited or charged. Default: every entry of the "
+                                                         "retrieval, each with an equal share."}}},
                 "FeedbackResult": {"type": "object", "properties": {
                     "recorded": {"type": "boolean", "description": "false: already recorded, nothing changed."},
                     "outcome": {"type": "string"}, "arm": {"enum": ["memory", "holdout", "rules-only"]},
@@ -309,8 +311,15 @@ def schema() -> dict:
             }},
             "/feedback": {"post": {
                 "summary": "Report the outcome of a task that used a retrieval",
-                "description": f"Success: +{c['SUCCESS_STEP']} and re-verified. Failure: -{c['FAILURE_STEP']} "
-                               "and the entry goes back to the candidates queue for a recheck. Once per retrieval.",
+                "description": (
+                    "Each lesson charged (those in `used`, or every one returned, each with an equal share, when "
+                    "`used` is left out) is judged against comparable tasks without it: its confidence moves with "
+                    "its share of the change in its estimated lift; a lift above zero at 95% verifies it, one "
+                    "below zero at 95% sends it to the candidates queue for a recheck. Each entry's `lift` in the "
+                    "answer gives the figures. Once per retrieval."
+                    if c.get("OUTCOME_RULE", "lift") == "lift" else
+                    f"Success: +{c['SUCCESS_STEP']} and re-verified. Failure: -{c['FAILURE_STEP']} and the entry "
+                    "goes back to the candidates queue for a recheck. Once per retrieval."),
                 "requestBody": _json_body("#/components/schemas/Feedback",
                                           {"retrieval_id": "6f1c...", "outcome": "success", "utility": 0.9}),
                 "responses": {"200": _ok("Applied, or already recorded.", "#/components/schemas/FeedbackResult"),

@@ -40,8 +40,12 @@ PAPER = {"fixed": (67.53, 100), "addall": (55.48, 4100), "c1": (63.18, 3511), "c
 # What the paper does not have, neutralised: confidence moves on outcomes, decay, the retrieval floor, the
 # recheck a failure asks for, and periodic deletion sparing a record a success verified within the window
 # (the paper's rule reads only a record's age and its retrievals in the window).
-PAPER_RULES = {"SUCCESS_STEP": 0.0, "FAILURE_STEP": 0.0, "DECAY_FACTOR": 1.0, "RETRIEVE_AT_LEAST": 0.0,
-               "RECHECK_ON_FAILURE": False, "UNUSED_SPARES_VERIFIED": False}
+PAPER_RULES = {"OUTCOME_RULE": "steps", "SUCCESS_STEP": 0.0, "FAILURE_STEP": 0.0, "DECAY_FACTOR": 1.0,
+               "RETRIEVE_AT_LEAST": 0.0, "RECHECK_ON_FAILURE": False, "UNUSED_SPARES_VERIFIED": False}
+# The rule sets: the paper's (above); the product's defaults, whose outcome rule judges a lesson against the
+# baseline (lift.py); and the product with the design notes' outcome rule (seed 001: +0.05 / -0.2).
+RULE_SETS = ("paper", "seed", "product")
+OUTCOME_RULE_OF = {"seed": "steps", "product": "lift"}
 # The product's defaults that act on memory over time, run as the beat schedule runs them: once a day.
 PRODUCT_DAILY_SWEEPS = ("decay", "archive")
 DAY_STEPS = round(24 / STEP_HOURS)
@@ -65,12 +69,13 @@ class Configuration:
 
 
 def configuration(policy: str, rules: str = "paper") -> Configuration:
-    """The product configuration of one of the paper's rows (ROWS), under the paper's rule set or the
-    product's defaults. ValueError for an unknown policy or rule set."""
+    """The product configuration of one of the paper's rows (ROWS), under the paper's rule set, the product's
+    defaults, or the product's with the design notes' outcome rule (RULE_SETS). ValueError for an unknown
+    policy or rule set."""
     if policy not in ROWS:
         raise ValueError(f"Unknown policy {policy!r}; choose one of {', '.join(ROWS)}.")
-    if rules not in ("paper", "product"):
-        raise ValueError("--rules is paper or product.")
+    if rules not in RULE_SETS:
+        raise ValueError(f"--rules is {', '.join(RULE_SETS)}.")
     addition, _, deletion = policy.partition("+")
     threshold = ADDITION[addition]
     if addition == "fixed":
@@ -88,5 +93,7 @@ def configuration(policy: str, rules: str = "paper") -> Configuration:
     }
     if rules == "paper":
         settings.update(PAPER_RULES)
-    daily = PRODUCT_DAILY_SWEEPS if rules == "product" else ()
+    else:
+        settings["OUTCOME_RULE"] = OUTCOME_RULE_OF[rules]
+    daily = PRODUCT_DAILY_SWEEPS if rules != "paper" else ()
     return Configuration(policy, admission, threshold if threshold is not None else 1.0, sweeps, settings, daily)

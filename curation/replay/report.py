@@ -37,8 +37,28 @@ def summary(runs: list[dict]) -> dict[str, dict]:
             "inheritance_slope": round(stats.mean(slopes), 3) if slopes else None,
             "median_step_ms": round(stats.mean(steps), 2) if steps else None,
             "paper_success": paper[0] if paper else None, "paper_memory": paper[1] if paper else None,
+            "recheck": recheck_totals(group),
         }
     return rows
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(100.0 * part / whole, 1) if whole else None
+
+
+def recheck_totals(group: list[dict]) -> dict:
+    """The recheck cards an outcome sent, against the world's truth, summed over the runs: precision (% of
+    the lessons sent that are wrong) and recall (% of the wrong lessons retrieved 5 or more times sent)."""
+    figures = [r["recheck"] for r in group if r.get("recheck")]
+    total = {key: sum(f[key] for f in figures) for key in (figures[0] if figures else {})}
+    if not total:
+        return {}
+    return {**total, "precision": _share(total["sent_wrong"], total["sent"]),
+            "recall": _share(total["wrong_retrieved_often_sent"], total["wrong_retrieved_often"]),
+            "per_seed": {r["seed"]: {"precision": _share(r["recheck"]["sent_wrong"], r["recheck"]["sent"]),
+                                     "recall": _share(r["recheck"]["wrong_retrieved_often_sent"],
+                                                      r["recheck"]["wrong_retrieved_often"])}
+                         for r in group if r.get("recheck")}}
 
 
 def checks(runs: list[dict]) -> list[dict]:
@@ -101,6 +121,75 @@ def seed_table(runs: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _percent(value) -> str:
+    return "—" if value is None else f"{value:.1f}%"
+
+
+def recheck_table(rows: dict[str, dict]) -> str:
+    """Per policy: the lessons outcomes sent to a person for a recheck, and how many of them were wrong."""
+    lines = ["| policy | sent for a recheck | of them wrong | precision | wrong lessons retrieved ≥ 5 times | "
+             "of them sent | recall |", "|---|---|---|---|---|---|---|"]
+    for policy, row in rows.items():
+        r = row.get("recheck")
+        if r:
+            lines.append(f"| {policy} | {r['sent']:,} | {r['sent_wrong']:,} | {_percent(r['precision'])} | "
+                         f"{r['wrong_retrieved_often']:,} | {r['wrong_retrieved_often_sent']:,} | "
+                         f"{_percent(r['recall'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def side_by_side(reports: list[dict]) -> str:
+    """The rule sets' reports (report.json each) in one table: success % and memory per policy and rule
+    set, the paper's claims under each, the recheck cards' precision and recall, and product strict
+    against paper strict seed by seed."""
+    names = [data["rules"] for data in reports]
+    policies = [p for p in ROWS if any(p in data["summary"] for data in reports)]
+    lines = ["| policy | " + " | ".join(f"{name}: success % / memory" for name in names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for policy in policies:
+        cells = []
+        for data in reports:
+            row = data["summary"].get(policy)
+            cells.append(f"{row['success_mean']:.2f} ± {row['success_sd']:.2f} / {row['memory_mean']:,.0f}"
+                         if row else "—")
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+    lines += ["", "The paper's claims, under each rule set (held in every seed?):", "",
+              "| claim | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    claims = list(dict.fromkeys(c["claim"] for data in reports for c in data["checks"]))
+    for claim in claims:
+        cells = []
+        for data in reports:
+            found = next((c for c in data["checks"] if c["claim"] == claim), None)
+            cells.append("—" if found is None else "held" if found["held_in_every_seed"] else
+                         "NOT: " + ", ".join(f"seed {s}" for s, v in found["per_seed"].items() if not v))
+        lines.append(f"| {claim} | " + " | ".join(cells) + " |")
+    by_name = {data["rules"]: data for data in reports}
+    if "paper" in by_name:
+        paper = {r["seed"]: r for r in by_name["paper"]["runs"] if r["policy"] == "strict"}
+        for name in names:
+            if name == "paper":
+                continue
+            other = {r["seed"]: r for r in by_name[name]["runs"] if r["policy"] == "strict"}
+            seeds = sorted(set(paper) & set(other))
+            if seeds:
+                gaps = {s: round(other[s]["success_rate"] - paper[s]["success_rate"], 2) for s in seeds}
+                held = all(abs(g) <= 2 for g in gaps.values())
+                lines.append(f"| {name} strict within 2 points of paper strict | " + " | ".join(
+                    ("held" if held else "NOT") + f" ({', '.join(f'seed {s}: {g:+.2f}' for s, g in gaps.items())})"
+                    if n == name else "" for n in names) + " |")
+    lines += ["", "Recheck cards sent by outcomes, against the world's truth (a lesson is wrong when its error "
+              "is over 1.0): precision / recall (sent of the wrong lessons retrieved ≥ 5 times):", "",
+              "| policy | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for policy in policies:
+        cells = []
+        for data in reports:
+            r = (data["summary"].get(policy) or {}).get("recheck")
+            cells.append(f"{_percent(r['precision'])} of {r['sent']:,} / {_percent(r['recall'])} of "
+                         f"{r['wrong_retrieved_often']:,}" if r else "—")
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def checks_text(claims: list[dict]) -> str:
     return "".join(f"- {'held' if c['held_in_every_seed'] else 'DID NOT HOLD'}: {c['claim']} "
                    f"(per seed: {', '.join(f'{s}: {v}' for s, v in c['per_seed'].items())})\n" for c in claims)
@@ -153,7 +242,9 @@ def report_files(runs: list[dict], *, rules: str, steps: int, meta: dict) -> dic
     claims = checks(runs)
     text = (table(rows, rules, steps, meta.get("sweep_every", 1))
             + "\nSeed by seed (success % / final memory):\n\n" + seed_table(runs)
-            + "\nThe paper's shape:\n\n" + (checks_text(claims) or "- (too few policies)\n"))
+            + "\nThe paper's shape:\n\n" + (checks_text(claims) or "- (too few policies)\n")
+            + "\nRecheck cards sent by outcomes, against the world's truth (a lesson is wrong when its error is "
+            "over 1.0):\n\n" + recheck_table(rows))
     data = {"meta": meta, "rules": rules, "steps": steps, "summary": rows, "checks": claims,
             "runs": [{k: v for k, v in r.items() if k != "running_success"} for r in runs],
             "running_success": {f"{r['policy']}/s{r['seed']}": r["running_success"] for r in runs}}

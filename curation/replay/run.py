@@ -14,6 +14,7 @@ import datetime
 import statistics
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -35,6 +36,7 @@ from .policies import DAY_STEPS, EVALUATOR, EVERY_STEP_SWEEPS, STEP_HOURS, Confi
 from .world import SUCCESS_ERROR, World
 
 K = 6
+RECALL_MIN_RETRIEVALS = 5
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 LEAD = "replay-lead"
 
@@ -53,6 +55,21 @@ class RunResult:
     part_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per part of the step, summed
     memory_size: int = 0
     scope: str = ""
+    # The truth the product never sees, against what it did: each lesson's error, how often it was
+    # retrieved, and the lessons an outcome sent to a person for a recheck.
+    lesson_errors: dict[int, float] = field(default_factory=dict)
+    retrieved: Counter = field(default_factory=Counter)
+    sent_for_recheck: set[int] = field(default_factory=set)
+
+    def recheck_figures(self) -> dict:
+        """The recheck cards against the truth: a lesson is wrong when copying it would fail the task
+        (its error is over SUCCESS_ERROR); precision over every lesson sent, recall over the wrong lessons
+        retrieved at least RECALL_MIN_RETRIEVALS times."""
+        wrong = {pk for pk, error in self.lesson_errors.items() if error > SUCCESS_ERROR}
+        often = {pk for pk in wrong if self.retrieved[pk] >= RECALL_MIN_RETRIEVALS}
+        return {"sent": len(self.sent_for_recheck), "sent_wrong": len(self.sent_for_recheck & wrong),
+                "wrong_retrieved": sum(1 for pk in wrong if self.retrieved[pk]), "wrong_retrieved_often": len(often),
+                "wrong_retrieved_often_sent": len(often & self.sent_for_recheck)}
 
     @property
     def success_rate(self) -> float:
@@ -68,6 +85,7 @@ class RunResult:
             "part_cpu_ms": {part: round(1000 * seconds / len(self.step_cpu), 3)
                             for part, seconds in self.part_cpu.items()} if self.step_cpu else {},
             "running_success": [round(v, 4) for v in stats.running_rate(self.successes)],
+            "recheck": self.recheck_figures(),
         }
 
 
@@ -134,7 +152,9 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
                 error = abs(y_hat - task.y)
                 passed = error <= config.passes_at
                 tick("agent")
-                record_feedback(token=token, retrieval_id=retrieval.pk, outcome="success" if passed else "failure")
+                feedback = record_feedback(token=token, retrieval_id=retrieval.pk,
+                                           outcome="success" if passed else "failure")
+                result.sent_for_recheck.update(c["id"] for c in feedback.changes if c["queued_for_recheck"])
                 tick("feedback")
                 submission = submit_candidate(data=_candidate(scope, f"RegAgent task {task.step}", task.x, y_hat, error),
                                               token=token)
@@ -150,7 +170,9 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
                 result.step_cpu.append(ticks[-1] - cpu)
             result.successes.append(error <= SUCCESS_ERROR)
             result.errors.append(error)
+            result.retrieved.update(r.entry.pk for r in ranked)
             if ranked:
                 result.inherited.append((stats.mean(errors[r.entry.pk] for r in ranked), error))
         result.memory_size = Entry.objects.filter(scope=scope, status=Status.ACTIVE).count()
+        result.lesson_errors = errors
     return result

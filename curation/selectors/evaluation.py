@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
-from curation import access, clock, evaluation
+from curation import access, clock, evaluation, lift
 from curation.evaluation import HOLDOUT, MEMORY, RULES_ONLY, Comparison, Rate
 from curation.models import Entry, HoldoutFraction, Kind, LessonTally, OutcomeTally
 
@@ -53,6 +53,23 @@ def arm_for(scope: str, task_ref: str) -> str:
     return evaluation.assign_arm(prefix, task_ref, fraction, rules_only)
 
 
+# --- a lesson's lift ------------------------------------------------------------------------------------
+
+def lift_counts(entry_ids, scope: str, *, since: datetime.date) -> tuple[dict[int, tuple[int, int]],
+                                                                          tuple[int, int], tuple[int, int]]:
+    """The tallies a lesson's lift is estimated from, since `since`, in two aggregates: the tasks charged to
+    each entry and their successes, and the scope's holdout and served tasks (tasks, successes)."""
+    lessons = {row["entry_id"]: (row["t"] or 0, row["s"] or 0) for row in
+               LessonTally.objects.filter(entry_id__in=list(entry_ids), day__gte=since).values("entry_id")
+               .annotate(t=Sum("charged_tasks"), s=Sum("charged_successes")).order_by()}
+    arms = {row["arm"]: (row["t"] or 0, row["s"] or 0) for row in
+            OutcomeTally.objects.filter(scope=scope, day__gte=since).values("arm")
+            .annotate(t=Sum("tasks"), s=Sum("successes")).order_by()}
+    holdout = arms.get(HOLDOUT, (0, 0))
+    served = [arms.get(MEMORY, (0, 0)), arms.get(RULES_ONLY, (0, 0))]
+    return lessons, holdout, (sum(a[0] for a in served), sum(a[1] for a in served))
+
+
 # --- the learning report ---------------------------------------------------------------------------------
 
 @dataclass
@@ -68,10 +85,11 @@ class ScopeRow:
 class Lesson:
     entry_id: int
     scope: str
-    tasks: int
+    tasks: int                                    # tasks charged to it (lift.py)
     successes: int
-    baseline: Rate                                # the holdout arm under the entry's scope
+    baseline: Rate                                # comparable tasks without it (lift.baseline)
     difference: tuple[float, float, float] | None
+    lift: lift.Lift | None = None                 # the outcome rule's estimate and verdict
     # Read for the lessons shown only (_describe).
     trigger: str = ""
     status: str = ""
@@ -89,7 +107,12 @@ class Lesson:
                 "success_rate": round(self.rate.value, 4), "ci95": [round(x, 4) for x in interval],
                 "holdout_rate": round(self.baseline.value, 4) if self.baseline.tasks else None,
                 "difference_points": round(d[0] * 100, 2) if d else None,
-                "difference_ci95": [round(d[1] * 100, 2), round(d[2] * 100, 2)] if d else None}
+                "difference_ci95": [round(d[1] * 100, 2), round(d[2] * 100, 2)] if d else None,
+                **(self.lift.as_json() if self.lift else {})}
+
+    @property
+    def verdict(self) -> str:
+        return lift.VERDICT_WORDS[self.lift.verdict] if self.lift else ""
 
 
 @dataclass
@@ -296,35 +319,49 @@ def _lesson_rows(prefixes, focus, days):
     since = clock.now().date() - datetime.timedelta(days=days - 1)
     return (LessonTally.objects.filter(_scope_filter(prefixes, focus, "entry__scope"), day__gte=since)
             .values("entry_id", "entry__scope")
-            .annotate(tasks=Sum("tasks"), successes=Sum("successes")).order_by())
+            .annotate(tasks=Sum("tasks"), successes=Sum("successes"), charged=Sum("charged_tasks"),
+                      charged_successes=Sum("charged_successes")).order_by())
 
 
 def _lessons(rows, days, rollups, total, config) -> tuple[list[Lesson], list[Lesson], int]:
-    """Entries retrieved by at least LESSON_MIN_RETRIEVALS tasks with an outcome, against the holdout
-    arm's rate under the entry's scope (everything the reader sees when that scope has no holdout tasks),
-    best first and worst first."""
+    """Entries charged with at least LESSON_MIN_RETRIEVALS tasks with an outcome, judged by the outcome
+    rule's estimate of their lift (lift.estimate) against comparable tasks without them: the holdout arm
+    under the entry's scope when it has LIFT_MIN_TASKS tasks, otherwise the scope's served tasks less the
+    lesson's. Those that help most by the evidence first (the interval's lower end), those that harm most
+    first (its upper end)."""
     window = days if days in WINDOWS else 90
+    config_lift = lift.lift_settings()
     lessons = []
     for row in rows:
-        if row["tasks"] < config["LESSON_MIN_RETRIEVALS"]:
+        tasks, successes = row["charged"] or 0, row["charged_successes"] or 0
+        if tasks < config["LESSON_MIN_RETRIEVALS"]:
             continue
-        baseline = Rate(0, 0)
+        holdout, served = (0, 0), (0, 0)
         for ancestor in reversed(access.scope_ancestors(row["entry__scope"])):
             node = rollups.get(ancestor)
             if node and node[1][window][HOLDOUT][1]:
-                baseline = Rate(*node[1][window][HOLDOUT])
+                holdout = tuple(reversed(node[1][window][HOLDOUT]))
                 break
-        if not baseline.tasks:
-            baseline = Rate(*total[window][HOLDOUT])
-        rate = Rate(row["successes"], row["tasks"])
-        lessons.append(Lesson(entry_id=row["entry_id"], scope=row["entry__scope"], tasks=row["tasks"],
-                              successes=row["successes"], baseline=baseline,
-                              difference=evaluation.difference_interval(rate, baseline)))
-    compared = [lesson for lesson in lessons if lesson.difference]
+        if not holdout[0]:
+            holdout = tuple(reversed(total[window][HOLDOUT]))
+        node = rollups.get(row["entry__scope"])
+        if node:
+            served = tuple(a + b for a, b in zip(reversed(node[1][window][MEMORY]),
+                                                 reversed(node[1][window][RULES_ONLY])))
+        without = lift.baseline((tasks, successes), holdout, served, min_tasks=config_lift.min_tasks)
+        baseline = Rate(without[1], without[0])
+        rate = Rate(successes, tasks)
+        lessons.append(Lesson(entry_id=row["entry_id"], scope=row["entry__scope"], tasks=tasks,
+                              successes=successes, baseline=baseline,
+                              difference=evaluation.difference_interval(rate, baseline),
+                              lift=lift.estimate(tasks, successes, *without, prior_tasks=config_lift.prior_tasks,
+                                                 min_tasks=config_lift.min_tasks)))
+    compared = [lesson for lesson in lessons if lesson.baseline.tasks]
     shown = config["LESSONS_SHOWN"]
-    best = sorted(compared, key=lambda lesson: (-lesson.difference[0], lesson.entry_id))
-    helps = [lesson for lesson in best if lesson.difference[0] > 0][:shown]
-    hurts = [lesson for lesson in reversed(best) if lesson.difference[0] < 0][:shown]
+    helps = sorted((lesson for lesson in compared if lesson.lift.mean > 0),
+                   key=lambda lesson: (-lesson.lift.low, lesson.entry_id))[:shown]
+    hurts = sorted((lesson for lesson in compared if lesson.lift.mean < 0),
+                   key=lambda lesson: (lesson.lift.high, lesson.entry_id))[:shown]
     return helps, hurts, len(compared)
 
 

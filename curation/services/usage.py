@@ -1,11 +1,15 @@
 """What agents did with memory: the retrievals they were given and the outcomes they reported.
 
-Outcomes drive the confidence rules of lifecycle.py: a success re-verifies the entry, a failure
-lowers it and sends it back to the candidates queue for a recheck."""
+Outcomes drive the confidence of the lessons a task used. Under the default rule (lift.py) each lesson is
+judged against the baseline: its confidence moves with its share of the change in its estimated lift, a
+lift above zero at 95% verifies it, one below zero at 95% sends it to a person for a recheck with the
+figures. Under the design notes' rule ("steps", lifecycle.after_success / after_failure) a success
+re-verifies it, a failure lowers it and sends it back to the candidates queue."""
 
 from __future__ import annotations
 
 import copy
+import datetime
 import uuid
 from dataclasses import dataclass
 
@@ -13,11 +17,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
-from curation import clock, lifecycle
+from curation import clock, lifecycle, lift
 from curation.redaction import redact
 from curation.models import (
     AgentToken, Arm, Entry, EventAction, Evidence, Feedback, QueueReason, Retrieval, RetrievedEntry, Signal, Status,
 )
+from curation.selectors.evaluation import lift_counts
 
 from .entry_writes import count_retrieval, insert_counted_retrieval, write_entries
 from .evaluation import tally_outcome
@@ -77,7 +82,8 @@ def _clean_feedback(retrieval: Retrieval, outcome, utility, used) -> tuple[str, 
 
 def _outcome_changes(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now, rules,
                      has_external: bool) -> tuple[dict, str]:
-    """What an outcome changes on one entry the task used (field -> value), and its Event's reason."""
+    """The design notes' rule ("steps"): what an outcome changes on one entry the task used (field -> value),
+    and its Event's reason."""
     changes = {"hit_count": entry.hit_count + 1, "utility_sum": entry.utility_sum + utility,
                "utility_n": entry.utility_n + 1}
     if success:
@@ -96,15 +102,83 @@ def _outcome_changes(entry: Entry, *, success: bool, utility: float, retrieval: 
     return changes, reason
 
 
+def _lift_changes(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now, rules,
+                  has_external: bool, lifts: tuple[lift.Lift, lift.Lift], share: float,
+                  config: lift.LiftSettings) -> tuple[dict, str]:
+    """The default rule: the entry judged against the baseline (lift.after_outcome). A lift above zero at
+    95% verifies it (it may pass the self cap); one that falls below zero at 95% sends it to the candidates
+    queue with the figures, so a person decides, whatever its confidence does."""
+    before, after = lifts
+    changes = {"hit_count": entry.hit_count + 1, "utility_sum": entry.utility_sum + utility,
+               "utility_n": entry.utility_n + 1}
+    newly_verified = _newly_verified(success, after, has_external)
+    cap = lifecycle.cap_for(has_external or newly_verified, rules)
+    changes["base_confidence"] = lift.after_outcome(entry.base_confidence, before=before, after=after, share=share,
+                                                    gain=config.gain, cap=cap, rules=rules)
+    reason = (f"a task that used it {'succeeded' if success else 'failed'} (retrieval {retrieval.pk}, its share "
+              f"{share:.2f}); {after.text}")
+    if success and after.verdict != lift.HARMS:
+        changes["last_verified_at"] = now
+    if newly_verified:
+        reason += "; verified by outcomes: its lift is above zero at 95% (recorded as its external evidence)"
+    if (after.verdict == lift.HARMS and before.verdict != lift.HARMS and entry.status == Status.ACTIVE
+            and entry.queued_at is None):
+        changes.update(queued_at=now, queue_reason=QueueReason.RECHECK_HARMFUL)
+        reason += "; sent back to the candidates queue for a recheck: its lift is below zero at 95%"
+    if retrieval.task_ref:
+        reason += f"; task {retrieval.task_ref}"
+    return changes, reason
+
+
+def _newly_verified(success: bool, after: lift.Lift, has_external: bool) -> bool:
+    """Does this outcome verify the entry? Its lift is above zero at 95% and nothing external supported it
+    yet (`has_external` is known on a success, the outcome that raises a lift to "helps")."""
+    return success and after.verdict == lift.HELPS and not has_external
+
+
+def _lifts(entries: list[Entry], *, success: bool, retrieval: Retrieval, now,
+           config: lift.LiftSettings) -> dict[int, tuple[lift.Lift, lift.Lift]]:
+    """Each entry's lift before and after this outcome (already tallied), from the tallies of the window:
+    two aggregates whatever the number of entries."""
+    since = now.date() - datetime.timedelta(days=config.window_days - 1)
+    lessons, holdout, served = lift_counts([e.pk for e in entries], retrieval.scope, since=since)
+    answers = {}
+    for entry in entries:
+        tasks, successes = lessons.get(entry.pk, (0, 0))
+        tasks, successes = max(tasks, 1), max(successes, int(success))  # this outcome is in the tally
+        without = lift.baseline((tasks, successes), holdout, served, min_tasks=config.min_tasks)
+        of = lambda t, s: lift.estimate(t, s, *without, prior_tasks=config.prior_tasks,  # noqa: E731
+                                        min_tasks=config.min_tasks)
+        answers[entry.pk] = (of(tasks - 1, successes - int(success)), of(tasks, successes))
+    return answers
+
+
 def _apply_outcome(entries: list[Entry], *, success: bool, utility: float, retrieval: Retrieval, now,
-                   external: set[int]) -> list[dict]:
+                   external: set[int], share: float) -> list[dict]:
     """Write the outcome on every entry the task used (locked, in pk order) in one bulk write, an Event
     each: on the path of every agent's report, one UPDATE for the six or so entries a task was given
     instead of a statement and an Event insert per entry."""
     rules = lifecycle.rules()
-    planned = {entry.pk: _outcome_changes(entry, success=success, utility=utility, retrieval=retrieval, now=now,
-                                          rules=rules, has_external=entry.pk in external)
-               for entry in entries}
+    config = lift.lift_settings()
+    if config.rule == lift.LIFT:
+        lifts = _lifts(entries, success=success, retrieval=retrieval, now=now, config=config) if entries else {}
+        planned = {entry.pk: _lift_changes(entry, success=success, utility=utility, retrieval=retrieval, now=now,
+                                           rules=rules, has_external=entry.pk in external, lifts=lifts[entry.pk],
+                                           share=share, config=config)
+                   for entry in entries}
+    else:
+        lifts = {}
+        planned = {entry.pk: _outcome_changes(entry, success=success, utility=utility, retrieval=retrieval, now=now,
+                                              rules=rules, has_external=entry.pk in external)
+                   for entry in entries}
+    verified = [entry for entry in entries if entry.pk in lifts
+                and _newly_verified(success, lifts[entry.pk][1], entry.pk in external)]
+    if verified:  # the outcomes are external evidence for it now: it may pass the self cap
+        Evidence.objects.bulk_create(
+            Evidence(entry=entry, kind=Evidence.EvidenceKind.TASK_OUTCOME, signal=Signal.EXTERNAL,
+                     excerpt=f"verified by outcomes: {lifts[entry.pk][1].text}", observed_at=now,
+                     recorded_by_label=retrieval.token.label, task_ref=retrieval.task_ref[:255], created_at=now)
+            for entry in verified)
     write_entries(entries, expected_status=None,
                   action=EventAction.OUTCOME_SUCCESS if success else EventAction.OUTCOME_FAILURE,
                   reason_of=lambda e: planned[e.pk][1], actor_label=retrieval.token.label, at=now, updated_at=now,
@@ -115,9 +189,13 @@ def _apply_outcome(entries: list[Entry], *, success: bool, utility: float, retri
         after = copy.copy(entry)
         for field, value in changes.items():
             setattr(after, field, value)
-        answers.append({"id": entry.pk, "confidence_before": round(entry.confidence_at(now), 4),
-                        "confidence": round(after.confidence_at(now), 4),
-                        "queued_for_recheck": not success and after.queue_reason == QueueReason.RECHECK_FAILURE})
+        answer = {"id": entry.pk, "confidence_before": round(entry.confidence_at(now), 4),
+                  "confidence": round(after.confidence_at(now), 4),
+                  "queued_for_recheck": (not success and after.queue_reason == QueueReason.RECHECK_FAILURE)
+                  or changes.get("queue_reason") == QueueReason.RECHECK_HARMFUL}
+        if entry.pk in lifts:
+            answer["lift"] = lifts[entry.pk][1].as_json()
+        answers.append(answer)
     return answers
 
 
@@ -129,6 +207,7 @@ def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, u
         retrieval = Retrieval.objects.select_related("token").get(pk=retrieval_id, token=token)
     except (Retrieval.DoesNotExist, ValidationError, ValueError):
         raise Retrieval.DoesNotExist from None
+    used_reported = used is not None
     outcome, utility, used = _clean_feedback(retrieval, outcome, utility, used)
     now = at or clock.now()
     success = outcome == Feedback.Outcome.SUCCESS
@@ -137,16 +216,16 @@ def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, u
             feedback = Feedback.objects.create(
                 retrieval=retrieval, outcome=outcome, utility=utility, used_entry_ids=used, created_at=now
             )
-            tally_outcome(retrieval, success=success, at=now)
             if retrieval.arm == Arm.HOLDOUT:
                 used = []  # given nothing, it used nothing: no confidence or utility moves on its outcome
+            tally_outcome(retrieval, success=success, at=now, charged=used)
             # One query for the external support of every used entry (a success's cap depends on it).
             external = set(Evidence.objects.filter(entry_id__in=used, signal=Signal.EXTERNAL, polarity="supports")
                            .values_list("entry_id", flat=True)) if success else set()
             changes = _apply_outcome(
                 list(Entry.objects.select_for_update().filter(pk__in=used).order_by("pk")), success=success,
                 utility=utility if utility is not None else float(success), retrieval=retrieval, now=now,
-                external=external)
+                external=external, share=lift.share_of(len(used), used_reported))
     except IntegrityError:
         return FeedbackResult(Feedback.objects.get(retrieval=retrieval), recorded=False, changes=[])
     return FeedbackResult(feedback, recorded=True, changes=changes)

@@ -32,3 +32,12 @@ def difference_cell(difference) -> str:
     if not difference:
         return "—"
     return format_html('{} <span class="ci">({} to {})</span>', *(evaluation.points(x) for x in difference))
+
+
+@register.filter
+def lift_cell(lift) -> str:
+    """A lesson's estimated lift in points and its 95% interval (lift.estimate); a dash without one."""
+    if lift is None:
+        return "—"
+    return format_html('{} <span class="ci">({} to {})</span>',
+                       *(evaluation.points(x) for x in (lift.mean, lift.low, lift.high)))

@@ -11,6 +11,13 @@ from tests.factories import publish_pending
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def steps_rule(settings):
+    """These pin the design notes' rule (+0.05 / -0.2), which stays selectable as OUTCOME_RULE "steps";
+    the default rule, judged against the baseline, is pinned in test_feedback_lift.py."""
+    settings.CURATION = {**settings.CURATION, "OUTCOME_RULE": "steps"}
+
+
 def _retrieve(agent, **params):
     body = agent.retrieve(scope="acme/billing-api", **params).json()
     return body["retrieval_id"], [e["id"] for e in body["entries"]]

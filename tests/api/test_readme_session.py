@@ -57,7 +57,7 @@ def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp
     feedback = json.loads(output[output.rindex('{"recorded"'):])
     assert feedback["recorded"] is True
     entry.refresh_from_db()
-    assert entry.confidence == pytest.approx(0.90)
+    assert 0.85 < entry.confidence < 0.90  # "a little above 0.85": one success is little evidence of a lift
     assert Event.objects.filter(entry=entry, action="outcome_success").exists()
 
 

@@ -14,7 +14,7 @@ from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidIn
                                 PermissionDenied, RateLimited, RetryPolicy, TransportError)
 
 from curation.evaluation import HOLDOUT, assign_arm
-from curation.models import Entry, ForgetRequest, HoldoutFraction, IdempotentAnswer
+from curation.models import Entry, Feedback, ForgetRequest, HoldoutFraction, IdempotentAnswer
 from curation.services import approve_candidate
 from tests.factories import publish_pending
 from tests.live import run_async, token_key
@@ -56,11 +56,15 @@ def test_the_sync_client_submits_searches_and_reports(live_server, lead):
         assert search.method == "POST" and search.url.path == "/api/v1/memory/search" and not search.url.query
         assert json.loads(search.content)["q"] == "webhook signing key rotation"
 
-        outcome = api.report_outcome(found["retrieval_id"], "success", utility=0.9)
+        outcome = api.report_outcome(found["retrieval_id"], "success", utility=0.9, used=[entry.pk])
         assert outcome["recorded"] is True
+        assert json.loads(transport.requests[-1].content)["used"] == [entry.pk]  # the lessons the agent applied
+        assert Feedback.objects.get(retrieval_id=found["retrieval_id"]).used_entry_ids == [entry.pk]
+        assert outcome["entries"][0]["lift"]["tasks_with"] == 1
         assert api.report_outcome(found["retrieval_id"], "success")["recorded"] is False
         detail = api.get_entry(entry.pk)
-        assert detail["confidence"] == pytest.approx(entry.confidence + 0.05)
+        # One success, no tasks without it yet (the baseline's flat prior, 1/2), 20 pseudo-tasks: +(1 - 1/2) / 21.
+        assert detail["confidence"] == pytest.approx(entry.confidence + 0.5 / 21, abs=1e-4)
         added = api.add_evidence(entry.pk, kind="test_result", signal="external", excerpt="drill passed")
         assert added["evidence"]["excerpt"] == "drill passed"
         assert api.list_skills("acme/billing-api") == {"skills": [], "next_after": None, "memory_version": 2}
@@ -126,7 +130,9 @@ def test_the_async_client_makes_the_same_calls(live_server, lead):
             assert "scope" in bad.value.errors
 
     run_async(scenario)
-    assert Entry.objects.get(trigger=LESSON["trigger"]).queued_at is not None  # the failure sent it to a recheck
+    # One failure is no evidence of harm: it costs the lesson a little and sends nobody a card.
+    entry = Entry.objects.get(trigger=LESSON["trigger"])
+    assert entry.queued_at is None and entry.base_confidence == pytest.approx(0.85 - 0.5 / 21)
 
 
 def test_the_live_rate_limit_answers_rate_limited_with_retry_after(live_server, settings):

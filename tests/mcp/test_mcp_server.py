@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from curation.evaluation import HOLDOUT, MEMORY, assign_arm
-from curation.models import Entry, ForgetRequest, HoldoutFraction
+from curation.models import Entry, Feedback, ForgetRequest, HoldoutFraction
 from curation.services import approve_candidate
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.skills import approve_skill
@@ -99,10 +99,14 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
 
             confidence = Entry.objects.get(pk=entry_id).confidence
             outcome = await client.call_tool("report_outcome", {
-                "retrieval_id": found.structured_content["retrieval_id"], "outcome": "success", "utility": 0.9})
+                "retrieval_id": found.structured_content["retrieval_id"], "outcome": "success", "utility": 0.9,
+                "used": [entry_id]})
             assert not outcome.is_error, text(outcome)
             assert outcome.structured_content["recorded"] is True
-            assert Entry.objects.get(pk=entry_id).confidence == pytest.approx(confidence + 0.05)
+            used = Feedback.objects.get(retrieval_id=found.structured_content["retrieval_id"]).used_entry_ids
+            assert used == [entry_id]  # only the lessons the agent applied are credited or charged
+            # One success, no tasks without it yet (the baseline's flat prior, 1/2), 20 pseudo-tasks: +(1 - 1/2) / 21.
+            assert Entry.objects.get(pk=entry_id).confidence == pytest.approx(confidence + 0.5 / 21, abs=1e-4)
 
             evidence = await client.call_tool("add_evidence", {
                 "entry_id": entry_id, "kind": "test_result", "signal": "external",

@@ -180,3 +180,45 @@ def _reference(policy_threshold, seed, steps):
 def test_the_replay_through_the_product_equals_a_brute_force_reference(policy, threshold):
     result = replay_one(policies.configuration(policy), seed=4, steps=60, rules="paper", agent_factory=regagent)
     assert (result.successes, result.memory_size) == _reference(threshold, 4, 60)
+
+
+@pytest.mark.django_db
+def test_the_rule_sets_and_the_recheck_cards_against_the_truth():
+    """seed is the product with the design notes' outcome rule, product the lift; the recheck cards an
+    outcome sends are counted against the lessons the world knows are wrong."""
+    assert policies.configuration("strict", "paper").settings["OUTCOME_RULE"] == "steps"
+    assert policies.configuration("strict", "seed").settings["OUTCOME_RULE"] == "steps"
+    assert policies.configuration("strict", "product").settings["OUTCOME_RULE"] == "lift"
+    with pytest.raises(ValueError):
+        policies.configuration("strict", "lenient")
+    seed = replay_one(policies.configuration("addall", "seed"), seed=0, steps=30, rules="seed", agent_factory=regagent)
+    figures = seed.as_json()["recheck"]
+    # Under the design notes' rule every failed task sends the lessons it was given back for a recheck.
+    queued = set(Entry.objects.filter(scope=seed.scope, queue_reason="recheck_failure").values_list("pk", flat=True))
+    assert seed.sent_for_recheck == queued and figures["sent"] == len(queued) > 0
+    wrong = {pk for pk, error in seed.lesson_errors.items() if error > 1.0}
+    assert figures["sent_wrong"] == len(queued & wrong)
+    product = replay_one(policies.configuration("addall", "product"), seed=0, steps=30, rules="product",
+                         agent_factory=regagent)
+    assert product.as_json()["recheck"]["sent"] == 0  # 30 tasks: no lesson has the tasks for a verdict yet
+    assert not Entry.objects.filter(scope=product.scope, queue_reason="recheck_failure").exists()
+
+
+def test_the_rule_sets_side_by_side():
+    def data(rules, strict, sent, sent_wrong):
+        runs = [{"policy": p, "seed": s, "success_rate": sr + s, "memory_size": m, "inheritance_slope": 0.2,
+                 "median_step_ms": 5.0, "running_success": [0.5],
+                 "recheck": {"sent": sent, "sent_wrong": sent_wrong, "wrong_retrieved": 10,
+                             "wrong_retrieved_often": 8, "wrong_retrieved_often_sent": sent_wrong}}
+                for s in (0, 1) for p, sr, m in (("addall", 60, 4100), ("strict", strict, 2900), ("fixed", 62, 100))]
+        return json.loads(json.dumps({"rules": rules, "summary": report.summary(runs), "checks": report.checks(runs),
+                                      "runs": runs}))
+
+    text = report.side_by_side([data("paper", 70, 0, 0), data("seed", 59, 500, 8), data("product", 69, 5, 4)])
+    assert "| policy | paper: success % / memory | seed: success % / memory | product: success % / memory |" in text
+    assert "| strict | 70.50 ± 0.71 / 2,900 | 59.50 ± 0.71 / 2,900 | 69.50 ± 0.71 / 2,900 |" in text
+    assert "| strict − addall >= 5 points | held | NOT: seed 0, seed 1 | held |" in text
+    assert "| seed strict within 2 points of paper strict |  | NOT (seed 0: -11.00, seed 1: -11.00) |  |" in text
+    assert "| product strict within 2 points of paper strict |  |  | held (seed 0: -1.00, seed 1: -1.00) |" in text
+    # product: 8 of the 10 sent are wrong, 8 of the 16 wrong lessons retrieved 5 or more times were sent
+    assert "| strict | — of 0 / 0.0% of 16 | 1.6% of 1,000 / 100.0% of 16 | 80.0% of 10 / 50.0% of 16 |" in text

@@ -8,8 +8,6 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from curation.models import LessonTally, OutcomeTally, Retrieval
-
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("migrates_back")]
 
 BEFORE, AFTER = [("curation", "0025_two_reviewers")], [("curation", "0026_holdout_evaluation")]
@@ -31,7 +29,12 @@ def test_earlier_outcomes_are_tallied_in_the_memory_arm():
                                                 created_at=day)
         Item.objects.create(retrieval=retrieval, entry=entry, rank=0, created_at=day)
         Feedback.objects.create(retrieval=retrieval, outcome=outcome, created_at=day)
-    MigrationExecutor(connection).migrate(AFTER)
+    after = MigrationExecutor(connection)
+    after.migrate(AFTER)
+    # The models as they were at that migration (later ones add columns to the tallies).
+    models = after.loader.project_state(AFTER).apps
+    OutcomeTally, LessonTally, Retrieval = (models.get_model("curation", name)
+                                            for name in ("OutcomeTally", "LessonTally", "Retrieval"))
     tally = OutcomeTally.objects.get()
     assert (tally.day, tally.scope, tally.arm, tally.tasks, tally.successes) == (day.date(), "acme/web", "memory", 3, 2)
     lesson = LessonTally.objects.get()

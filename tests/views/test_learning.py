@@ -1,6 +1,8 @@
 """The learning dashboard (/learning/), the leads' Holdout page and the one-click recheck: who may see and
 do what, within their scopes; the figures a user reads; a query count that does not grow with retrievals."""
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -179,3 +181,22 @@ def test_a_scoped_lead_sets_holdouts_only_within_their_scopes(db):
     assert response.status_code == 422 and "within your scopes" in page_text(response)
     HoldoutFraction.objects.create(prefix="globex/web", fraction=0.3)
     assert "globex/web" not in page_text(client_for(scoped).get("/learning/holdout/"))
+
+
+def test_lessons_show_their_lift_and_verdict_and_sort_by_the_evidence(world, lead, reviewer, token, settings):
+    """Per lesson: tasks with it and without, the lift with its interval and the rule's verdict; the harm
+    list ranks by the evidence (the interval's upper end), not by the raw success rate."""
+    settings.CURATION_EVALUATION = {**settings.CURATION_EVALUATION, "LESSON_MIN_RETRIEVALS": 2}
+    clear = active(reviewer, scope=SCOPE, trigger="Force-push the release branch", confidence=0.9, signal="external")
+    hunch = active(reviewer, scope=SCOPE, trigger="Disable the retry budget", confidence=0.9, signal="external")
+    run_tasks(token, entries=[clear], successes=2, failures=18, prefix="clear")  # 10%, over 20 tasks
+    run_tasks(token, entries=[hunch], failures=3, prefix="hunch")  # 0%, over 3 tasks: little evidence
+    text = page_text(client_for(lead).get("/learning/", {"scope": "acme"}))
+    hurt = text.split('id="lessons-hurt"')[1].split("</table>")[0]
+    assert "<th scope=\"col\">Tasks with it</th><th scope=\"col\">Tasks without</th>" in hurt
+    assert "Lift (95%)" in hurt and "Verdict" in hurt
+    assert hurt.index(f"#{clear.pk}</a>") < hurt.index(f"#{hunch.pk}</a>")
+    row = hurt.split(f"#{clear.pk}</a>")[1].split("</tr>")[0]
+    assert "10.0%" in row and "of 20" in row and "of 60" in row  # with it; the holdout, without it
+    assert ">harms</td>" in row and re.search(r"-\d+\.\d <span class=\"ci\">\(-\d+\.\d to -\d+\.\d\)", row)
+    assert ">not enough tasks</td>" in hurt.split(f"#{hunch.pk}</a>")[1].split("</tr>")[0]

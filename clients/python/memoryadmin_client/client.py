@@ -162,7 +162,11 @@ class _Endpoints(Generic[R]):
 
     def report_outcome(self, retrieval_id: str, outcome: Outcome, *, utility: float | None = None,
                        used: list[int] | None = None) -> R:
-        """POST /api/v1/feedback: how the task that used a retrieval went. Once per retrieval."""
+        """POST /api/v1/feedback: how the task that used a retrieval went. Once per retrieval.
+
+        Pass `used`, the ids of the lessons the agent applied, whenever it knows them: only those are
+        credited or charged with the outcome. Without it every lesson the retrieval returned gets an equal
+        share, and a lesson the agent ignored is judged by a task it had no part in."""
         body = _without_none(retrieval_id=retrieval_id, outcome=outcome, utility=utility, used=used)
         return self._run(Call("POST", "/api/v1/feedback", body))
 

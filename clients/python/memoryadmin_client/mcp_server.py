@@ -97,7 +97,10 @@ class ReportOutcome(_Arguments):
     retrieval_id: str = Field(description="The retrieval_id search_memory returned for this task.")
     outcome: Outcome = Field(description="How the task went.")
     utility: float | None = Field(None, description="How useful the lessons were, from 0 to 1.")
-    used: list[int] | None = Field(None, description="The ids of the lessons you used (default: all returned).")
+    used: list[int] | None = Field(None, description="The ids of the lessons you actually applied. Say it whenever "
+                                   "you know: only those are credited or charged with this outcome. Left out, "
+                                   "every lesson returned shares it, so a lesson you ignored is judged by a task "
+                                   "it had no part in.")
 
 
 class AddEvidence(_Arguments):
@@ -228,8 +231,9 @@ TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in [
              "evidence was added there), or in conflict with others (conflicts).",
              SubmitLesson, _submit_lesson, {}),
     ToolSpec("report_outcome",
-             "Say how the task that used a search_memory answer went: success raises the used lessons' "
-             "confidence, failure lowers it and sends them back to review. Once per retrieval.",
+             "Say how the task that used a search_memory answer went, and which lessons you applied (used). "
+             "Each lesson is judged against tasks without it: one that helps gains confidence, one that makes "
+             "tasks fail more often than without it goes to a person for a recheck. Once per retrieval.",
              ReportOutcome, _report_outcome, {}),
     ToolSpec("add_evidence",
              "Add evidence for or against an existing lesson (by entry id), e.g. a test that confirms it or an "

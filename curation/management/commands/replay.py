@@ -64,7 +64,9 @@ class Command(BaseCommand):
         parser.add_argument("--seeds", type=int, default=5, help="seeds 0 … N−1 (default 5)")
         parser.add_argument("--seed-list", help="exactly these seeds, e.g. 3,4")
         parser.add_argument("--steps", type=int, default=4000)
-        parser.add_argument("--rules", choices=["paper", "product"], default="paper")
+        parser.add_argument("--rules", choices=list(replay_policies.RULE_SETS), default="paper",
+                            help="paper: the paper's rules; product: the product's defaults; seed: the product's "
+                            "with the design notes' outcome rule (+0.05 / -0.2)")
         parser.add_argument("--agent", default="curation.replay.agent:regagent", help="module:factory")
         parser.add_argument("--out", help="the report's folder (default: REPLAY_REPORT_DIR/<time>)")
         parser.add_argument("--database-url", help="a PostgreSQL database to use as the template (default: SQLite "
