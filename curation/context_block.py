@@ -16,8 +16,28 @@ def section_of(kind: str, signal: str) -> str:
     return "inferred" if signal == "self" else "validated"
 
 
+# A trigger that is already a clause of time or condition reads as it is; one that is a phrase ("Rotating
+# the keys", "The cache is cold") follows "When", its first word lower-cased when it is one that begins a
+# sentence only because it begins the trigger (a name or an acronym, "Dana", "AWS", keeps its capital).
+_CLAUSE_STARTS = frozenset("when whenever if after before during while once until".split())
+_SENTENCE_WORDS = frozenset("a an the any every each some on in at for to with".split())
+
+
+def situation(trigger: str) -> str:
+    """A trigger as the situation a lesson's line starts with: "Rotating the keys" reads "When rotating the
+    keys"; "When deploying", "After a failed migration" read as they are."""
+    words = " ".join(trigger.split()).rstrip(".")
+    first, _, rest = words.partition(" ")
+    lowered = first.lower()
+    if lowered in _CLAUSE_STARTS:
+        return words[:1].upper() + words[1:]
+    if first[1:] == lowered[1:] and (lowered.endswith("ing") or lowered in _SENTENCE_WORDS):
+        first = lowered
+    return f"When {first}{' ' + rest if rest else ''}"
+
+
 def entry_line(entry) -> str:
-    line = f"- [#{entry.pk} {entry.scope} · confidence {entry.confidence:.2f}] When {entry.trigger.rstrip('.')}: {entry.content}"
+    line = f"- [#{entry.pk} {entry.scope} · confidence {entry.confidence:.2f}] {situation(entry.trigger)}: {entry.content}"
     if entry.boundary:
         line += f" (Does not hold: {entry.boundary})"
     return " ".join(line.split())

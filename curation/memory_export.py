@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from curation.context_block import section_of
+from curation.context_block import section_of, situation
 
 INDEX_MAX_LINES = 200
 INDEX_MAX_BYTES = 25 * 1024
@@ -98,7 +98,7 @@ def topic_file(topic: Topic, version_number: int) -> str:
              "validated > unvalidated inference (verify an inference before relying on it).", ""]
     for lesson in topic.lessons:
         trust = TRUST[section_of(lesson.kind, lesson.signal)]
-        lines += [f"## #{lesson.entry_id} When {_one_line(lesson.trigger).rstrip('.')}", "",
+        lines += [f"## #{lesson.entry_id} {situation(lesson.trigger)}", "",
                   f"- Do: {_one_line(lesson.content)}"]
         if lesson.conditions:
             lines.append(f"- Only if: {'; '.join(_one_line(c) for c in lesson.conditions)}")

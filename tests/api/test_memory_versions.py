@@ -60,7 +60,7 @@ def test_the_export_holds_only_the_tokens_scopes(make_agent, approved, lead):
     body = agent.get("export").json()
     text = "\n".join(body["files"].values())
     assert body["memory_version"] == 2
-    assert f"#{billing.pk} When Billing only lesson" in text and "Web only lesson" not in text
+    assert f"#{billing.pk} When billing only lesson" in text and "Web only lesson" not in text
     assert f"#{web.pk}" not in text
     assert agent.get("export", scope="acme/web").status_code == 403
 

@@ -53,7 +53,7 @@ def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp
     output = run(block("use"), env)
     retrieval = json.loads(output[: output.index("}{") + 1] if "}{" in output else output.splitlines()[0])
     assert entry.pk in [e["id"] for e in retrieval["entries"]]
-    assert "Rotating the billing-api webhook signing key" in retrieval["context"]
+    assert "When rotating the billing-api webhook signing key" in retrieval["context"]
     feedback = json.loads(output[output.rindex('{"recorded"'):])
     assert feedback["recorded"] is True
     entry.refresh_from_db()

@@ -51,7 +51,7 @@ def test_export_memory_writes_the_published_version_and_a_reexport_changes_no_fi
     publish_version(actor=lead, summary="billing")
     call_command("export_memory", str(tmp_path), stdout=open("/dev/null", "w"))
     topic = tmp_path / "topics" / "acme" / "billing-api.md"
-    assert f"#{entry.pk} When Rotating keys" in topic.read_text()
+    assert f"#{entry.pk} When rotating keys" in topic.read_text()
     assert "version 2" in (tmp_path / "MEMORY.md").read_text()
     stamps = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.md")}
     call_command("export_memory", str(tmp_path), stdout=open("/dev/null", "w"))

@@ -11,3 +11,4 @@ def test_no_template_comment_spans_lines():
                      for n, line in enumerate(path.read_text().splitlines(), 1)
                      if line.count("{#") > line.count("#}")]
     assert open_comments == []
+

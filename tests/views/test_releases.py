@@ -107,7 +107,7 @@ def test_the_export_zip_is_the_published_version_in_the_users_scopes(lead, revie
     response = client_for(scoped).get("/releases/export.zip")
     archive = zipfile.ZipFile(io.BytesIO(response.content))
     assert sorted(archive.namelist()) == ["MEMORY.md", "topics/acme/billing-api.md"]
-    assert f"#{billing.pk} When Billing lesson one" in archive.read("topics/acme/billing-api.md").decode()
+    assert f"#{billing.pk} When billing lesson one" in archive.read("topics/acme/billing-api.md").decode()
     assert client_for(scoped).get("/releases/export.zip").content == response.content  # same bytes again
 
 
