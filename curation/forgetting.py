@@ -201,7 +201,8 @@ DERIVED_TEXT_LISTS = ("proposed_conditions",)
 def purge_keys(value, keys, lists, marker: str):
     """`value` with the text under each of `keys` (non-empty strings) replaced by the marker and each of
     `lists` emptied: at the top level of an object only, which is where the writers put them. The SQL
-    function curation_forget_keys does the same."""
+    function curation_forget_keys does the same (and skill_format.withdrawn_snapshot uses it for a skill's
+    draft and names)."""
     if not isinstance(value, dict):
         return value
     value = dict(value)

@@ -10,6 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from curation.forgetting import purge_keys
 from curation.models import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
 
 # A section of an entry's content starts with one of these labels, at the start of a line ("Rollback: ...",
@@ -230,13 +231,8 @@ def withdrawn_snapshot(value, *, marker: str, new_slug: str):
     new slug, the nomination's `draft` likewise. The SQL function curation_forget_skill does the same."""
     if not isinstance(value, dict):
         return value
-    value = dict(value)
-    for key in DRAFT_TEXTS:
-        if isinstance(value.get(key), str) and value[key]:
-            value[key] = marker
-    for key in SLUG_KEYS:
-        if isinstance(value.get(key), str) and value[key]:
-            value[key] = new_slug
+    value = purge_keys(value, DRAFT_TEXTS, (), marker)
+    value = purge_keys(value, SLUG_KEYS, (), new_slug)
     if isinstance(value.get("draft"), dict):
         value["draft"] = withdrawn_snapshot(value["draft"], marker=marker, new_slug=new_slug)
     return value
