@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from curation.evaluation import HOLDOUT, MEMORY, assign_arm
-from curation.models import Entry, Feedback, ForgetRequest, HoldoutFraction
+from curation.models import Entry, Feedback, ForgetRequest, HoldoutFraction, Retrieval
 from curation.services import approve_candidate
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.skills import approve_skill
@@ -94,8 +94,10 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
             assert LESSON["content"] in found.structured_content["context"]
             assert LESSON["content"] in text(found) and found.structured_content["retrieval_id"] in text(found)
 
+            retrievals = Retrieval.objects.count()
             memory = (await client.read_resource("memoryadmin://memory/acme/billing-api")).contents[0].text
             assert memory.startswith("# Curated memory: acme/billing-api") and LESSON["content"] in memory
+            assert Retrieval.objects.count() == retrievals  # a read of memory, not a task
 
             confidence = Entry.objects.get(pk=entry_id).confidence
             outcome = await client.call_tool("report_outcome", {
@@ -339,3 +341,24 @@ def test_search_memory_by_embedding_gives_the_nearest_lessons_with_their_distanc
             assert not_numbers.is_error and "embedding" in text(not_numbers)
 
     run_async(scenario)
+
+
+def test_the_memory_resource_of_a_scope_holds_the_lessons_below_it(connect, lead):
+    """memoryadmin://memory/acme for a token of acme: the published lessons of acme/* (a search of "acme"
+    reads acme and its ancestors only, so the resource used to say there were none)."""
+    from tests.factories import active
+
+    active(lead, scope="acme/billing-api", trigger="Rotating the billing keys", content="Ask the key owner first.")
+    active(lead, scope="acme/web", trigger="Deploying the web app", content="Warm the CDN cache after a deploy.")
+    publish_pending()
+    key = token_key("acme-agent", ["acme"])
+
+    async def scenario():
+        async with connect(key) as client:
+            memory = (await client.read_resource("memoryadmin://memory/acme")).contents[0].text
+            assert "Ask the key owner first." in memory and "Warm the CDN cache after a deploy." in memory
+            assert "No reviewed lessons" not in memory
+
+    run_async(scenario)
+    assert not Retrieval.objects.exists()
+

@@ -177,6 +177,13 @@ class _Endpoints(Generic[R]):
         params = {name: str(value) for name, value in _without_none(scope=scope, days=days).items()}
         return self._run(Call("GET", "/api/v1/evaluation", params=params))
 
+    def export(self, scope: str | None = None, *, version: int | None = None) -> R:
+        """GET /api/v1/export: the published version (or `version`) as the files coding agents load
+        (`MEMORY.md`, the topic files, `skills/<name>/SKILL.md`), of the token's scopes, under `scope`.
+        A read of memory, not a task: it records no retrieval."""
+        params = {name: str(value) for name, value in _without_none(scope=scope, version=version).items()}
+        return self._run(Call("GET", "/api/v1/export", params=params))
+
     def get_entry(self, entry_id: int) -> R:
         """GET /api/v1/entries/<id>: every field, the evidence and the history of one entry."""
         return self._run(Call("GET", f"/api/v1/entries/{int(entry_id)}"))

@@ -37,8 +37,7 @@ INSTRUCTIONS = (
     "report_outcome with the retrieval_id. When you learn something worth keeping (a failure and its fix, "
     "a procedure that worked), call submit_lesson with evidence; a person reviews it before other agents see it."
 )
-MEMORY_K = 20               # the API's largest k: the memory resource gives all it may
-MEMORY_BUDGET_CHARS = 50000  # and the API's largest context block
+MEMORY_BUDGET_CHARS = 50000  # the most of a scope's memory one resource read gives
 Outcome = Literal["success", "failure"]
 KindName = Literal["procedure", "failure_lesson", "success_pattern", "human_correction", "preference", "fact"]
 SignalName = Literal["self", "independent", "external"]
@@ -281,11 +280,19 @@ def skill_uri(slug: str) -> str:
 MEMORY_PREFIX, SKILL_PREFIX, SKILL_SUFFIX = "memoryadmin://memory/", "memoryadmin://skills/", "/SKILL.md"
 
 
-def _memory_document(scope: str, answer: dict) -> str:
+def _memory_document(scope: str, export: dict) -> str:
+    """A scope's memory as one document: the published lessons of the scope and the scopes below it (the
+    export's topic files, as the export writes them), cut to MEMORY_BUDGET_CHARS. A read, not a task:
+    no retrieval is recorded, so it has no retrieval_id to report an outcome with (search_memory has)."""
+    topics = [text for path, text in sorted(export["files"].items()) if path.startswith("topics/")]
+    body = "\n".join(topics) or "No reviewed lessons published under this scope yet."
+    if len(body) > MEMORY_BUDGET_CHARS:
+        body = body[:MEMORY_BUDGET_CHARS].rsplit("\n## ", 1)[0] + (
+            "\n\n(More lessons than fit here: search_memory finds those that apply to a task.)")
     lines = [f"# Curated memory: {scope}", "",
-             "Lessons that people reviewed, most trusted first. Follow them where they apply.", "",
-             answer["context"] or "No reviewed lessons yet.", "", "---",
-             f"retrieval_id: {answer['retrieval_id']} (report how the task went with report_outcome)"]
+             f"Lessons that people reviewed, published as version {export['memory_version']}. Follow them where "
+             "they apply; search_memory ranks them for a task and gives a retrieval_id to report the outcome with.",
+             "", body]
     return "\n".join(lines) + "\n"
 
 
@@ -328,7 +335,7 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
         return types.ListResourceTemplatesResult(resource_templates=[
             types.ResourceTemplate(uri_template="memoryadmin://memory/{scope}", name="memory of a scope",
                                    mime_type="text/markdown",
-                                   description="The reviewed lessons of any scope the token covers, e.g. a subscope."),
+                                   description="The published lessons of a scope the token covers and of the scopes below it."),
             types.ResourceTemplate(uri_template="memoryadmin://skills/{name}/SKILL.md", name="a skill",
                                    mime_type="text/markdown", description="A skill's SKILL.md."),
         ])
@@ -346,8 +353,7 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
         async with client_for(ctx) as api:
             if uri.startswith(MEMORY_PREFIX):
                 scope = unquote(uri.removeprefix(MEMORY_PREFIX))
-                answer = await api.search_memory(scope, "", k=MEMORY_K, budget_chars=MEMORY_BUDGET_CHARS)
-                text = _memory_document(answer["scope"], answer)
+                text = _memory_document(scope, await api.export(scope))
             elif uri.startswith(SKILL_PREFIX) and uri.endswith(SKILL_SUFFIX):
                 skill = await api.get_skill(unquote(uri.removeprefix(SKILL_PREFIX).removesuffix(SKILL_SUFFIX)))
                 text = skill["skill_md"]
