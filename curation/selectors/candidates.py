@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db.models import Prefetch, Q
 
 from curation import access, clock
-from curation.models import CONFIDENCE_FIELDS, Entry, Evidence, QueueReason, SimilarEntry, Status
+from curation.models import CONFIDENCE_FIELDS, Entry, Event, Evidence, QueueReason, SimilarEntry, Status
 from curation.permissions import SETTLE
 
 from .confidence import confidence_at_least, confidence_at_most
@@ -98,7 +98,25 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
     qs = queue_base(user, filters, now or clock.now())
     cards = qs.select_related("first_approval_by").defer(*UNSHOWN).prefetch_related(*_card_prefetches(user))
     return read_page(cards, qs, stamp="queued_at", cursor=cursor,
-                     page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
+                     page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters,
+                     prepare=with_queued_why)
+
+
+def with_queued_why(cards: list) -> list:
+    """Each card sent back for a recheck, with `queued_why`: the reason of the Event that queued it (an
+    outcome's figures, a sweep's threshold, a person's words), which the badge only names. One query, for
+    the page's rechecks only: the Event written in the same moment as the queueing (its `at`)."""
+    rechecks = {c.pk: c for c in cards if c.queued_at and c.queue_reason.startswith("recheck")}
+    for card in cards:
+        card.queued_why = ""
+    if rechecks:
+        events = (Event.objects.filter(entry_id__in=list(rechecks),
+                                       created_at__in={c.queued_at for c in rechecks.values()})
+                  .order_by("created_at", "id").values_list("entry_id", "created_at", "reason"))
+        for entry_id, at, reason in events:
+            if at == rechecks[entry_id].queued_at and reason:
+                rechecks[entry_id].queued_why = reason
+    return cards
 
 
 # What a line of the compact list shows (and its keyset): not the content, nor the search columns.
@@ -116,5 +134,6 @@ def candidate_lines(user, filters: QueueFilters, *, cursor: str = "", page_size:
 
 def queue_card(user, entry_id) -> Entry:
     """One card of the queue, with what the card shows."""
-    return (visible_entries(user).select_related("first_approval_by").defer(*UNSHOWN)
+    card = (visible_entries(user).select_related("first_approval_by").defer(*UNSHOWN)
             .prefetch_related(*_card_prefetches(user)).get(pk=entry_id))
+    return with_queued_why([card])[0]

@@ -121,7 +121,9 @@ def _body(item, shared) -> str:
         f'{esc(truncatechars(ev.excerpt, 400))}{f" <small>({esc(ev.task_ref)})</small>" if ev.task_ref else ""}'
         f'</blockquote>' for ev in evidence
     ) or '      <p class="missing">No evidence: the agent\'s own say-so only.</p>'
-    body = ('  <dl class="lesson">\n' + "\n".join(lesson) + "\n  </dl>\n\n"
+    why = getattr(item, "queued_why", "")
+    body = ((f'  <p class="queued-why">Why it is back: {esc(why)}</p>\n' if why else "")
+            + '  <dl class="lesson">\n' + "\n".join(lesson) + "\n  </dl>\n\n"
             f'  <section class="evidence">\n    <h3>Evidence ({len(evidence)})</h3>\n{quotes}\n  </section>\n')
     links = item.card_similar
     if links:

@@ -65,6 +65,10 @@ def test_a_harmful_lesson_goes_to_a_person_with_the_figures(token, reviewer):
     # The reviewer's queue shows the card and why it is there.
     text = page_text(client_for(reviewer).get("/review/candidates/"))
     assert f"#{lesson.pk}" in text and "tasks with it do worse than without" in text
+    # ...with the figures on the card itself: tasks with it, tasks without, the interval.
+    assert "Why it is back:" in text and "tasks with it succeeded, 70/100 without" in text and "95% -" in text
+    card = page_text(client_for(reviewer).get(f"/review/candidates/{lesson.pk}/"))
+    assert "Why it is back:" in card and "70/100 without" in card
 
 
 def test_a_helpful_lesson_is_verified_and_may_pass_the_self_cap(token, reviewer):

@@ -14,7 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from curation import clock, selectors, services
-from curation.models import Entry, Event, SimilarEntry, Status
+from curation.models import Entry, Event, EventAction, SimilarEntry, Status
+from curation.services.events import record_event
 from curation.views.candidates import QUEUE
 from tests.factories import active, client_for
 
@@ -395,8 +396,10 @@ def test_a_page_of_cards_is_what_card_html_renders_for_each_card(request, role, 
     Entry.objects.filter(pk=halfway.pk).update(first_approval_by=second_reviewer)
     Entry.objects.filter(pk=disputed.pk).update(first_approval_by=second_reviewer, queue_reason="needs_lead")
     recheck = active(lead, trigger="Restarting the search cluster", content="One node at a time.", conditions=[])
-    Entry.objects.filter(pk=recheck.pk).update(queued_at=clock.now() - datetime.timedelta(hours=1),
-                                               queue_reason="recheck_requested")
+    queued = clock.now() - datetime.timedelta(hours=1)
+    Entry.objects.filter(pk=recheck.pk).update(queued_at=queued, queue_reason="recheck_requested")
+    record_event(recheck, actor=lead, action=EventAction.QUEUE_RECHECK, at=queued,
+                 reason="sent back: 0/12 tasks with it succeeded <b>against</b> 70/100 & more")
     # Three days old, so "3 days ago" reads the same in both renderings whenever the test runs.
     Entry.objects.update(created_at=clock.now() - datetime.timedelta(days=3, hours=1))
 
@@ -411,6 +414,7 @@ def test_a_page_of_cards_is_what_card_html_renders_for_each_card(request, role, 
         assert built[item.pk] == _cards(render_to_string(
             QUEUE.card_template, {"queue": QUEUE, "item": item}, request=factory))[item.pk], item.pk
     text = page.content.decode()
+    assert "Why it is back: sent back: 0/12 tasks with it succeeded &lt;b&gt;against&lt;/b&gt; 70/100 &amp; more" in text
     assert "⚑ aws_key: 1 redacted" in text and "<strong>contradicts</strong>" in text
     assert "First line &lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;<br>second line" in text
     assert ("1 of 2 approvals · rob" in text) and ("Retire (no longer served)" in text) == (role != "auditor")
