@@ -27,10 +27,12 @@ _CREDENTIALS: list[tuple[str, re.Pattern]] = [
     ("basic auth", re.compile(r"(?i)\bauthorization\s*[:=]\s*basic\s+(?P<value>[A-Za-z0-9+/]{4,}={0,2})")),
     # "password: x", "api_key=x", and in prose: "the admin password is x", "the password for prod was x"
     ("password", re.compile(
-        r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|token)\b"
-        r"(?:\s+(?:for|of|on|to)\s+(?:the\s+)?[\w.-]+)?"
-        r"(?:\s*[:=]\s*|\s+(?:is|was|are|were|reads|=)\s+)['\"]?"
+        r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|token|passwort|kennwort)\b"
+        r"(?:\s+(?:for|of|on|to|f\u00fcr|von)\s+(?:the\s+|den\s+|das\s+|die\s+)?[\w.-]+)?"
+        r"(?:\s*[:=]\s*|\s+(?:is|was|are|were|reads|=|ist|lautet|war)\s+)['\"]?"
         rf"(?P<value>[^\s'\"]{{4,}}{_VALUE_END})")),
+    # "pw: x" is short enough to be a word elsewhere: only with a colon or an equals sign
+    ("password", re.compile(rf"(?i)\bpw\s*[:=]\s*['\"]?(?P<value>[^\s'\"]{{4,}}{_VALUE_END})")),
     ("API key", re.compile(r"(?<![\w-])sk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{20,}")),
     ("npm token", re.compile(r"(?<![\w-])npm_[A-Za-z0-9]{36}(?!\w)")),
     ("credential in URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<value>[^\s@/]+)@")),
@@ -38,6 +40,13 @@ _CREDENTIALS: list[tuple[str, re.Pattern]] = [
 # Personal data, most specific first: a card or an IBAN is never left half taken by the phone pattern.
 _PERSONAL: list[tuple[str, re.Pattern]] = [
     ("e-mail address", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
+    # Spelled out against scrapers: "jane [at] example [dot] com", or "jane dot doe at example dot com" (a
+    # plain "at" only after a dotted name: "looked at example dot com" is prose).
+    ("e-mail address", re.compile(
+        r"(?i)\b[a-z0-9_%+-]+(?:\s*[\[(]dot[\])]\s*[a-z0-9_%+-]+|\s+dot\s+[a-z0-9_%+-]+)*\s*[\[(]at[\])]\s*"
+        r"[a-z0-9-]+(?:\s*(?:[\[(]dot[\])]|\s+dot\s+)\s*[a-z0-9-]+)+\b"
+        r"|\b[a-z0-9_%+-]+(?:\s+dot\s+[a-z0-9_%+-]+)+\s+at\s+[a-z0-9-]+(?:\s+dot\s+[a-z0-9-]+)*"
+        r"\s+dot\s+(?:com|org|net|io|dev|ai|app|co|uk|de|fr|eu|edu|gov|info|me)\b")),
     ("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")),
     ("card number", re.compile(r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?!\w|[.,-]\d|-\w)")),
     ("US social security number", re.compile(r"(?<![\w.-])\d{3}-\d{2}-\d{4}(?!\w|[.-]\d)")),

@@ -102,6 +102,8 @@ def test_the_corpus_has_at_least_25_formats():
     "Version 1.22.333.4444 of the client; the API host is 192.168.100.200 on port 8443.",
     "Order 12345 shipped; it weighs 1.5 kg and costs 12.50.",
     "The token is refreshed every hour.",
+    "We looked at example dot com for ideas; the pw field is optional.",
+    "Meet at noon, then deploy at 9 dot 30.",
     "Basic configuration: set the basic settings first.",
     # a UUID whose first groups are digits only (an outcome's reason names its retrieval)
     "a task that used it succeeded (retrieval 29425224-6410-4623-b070-0d3d99f00dba)",
