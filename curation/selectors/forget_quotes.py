@@ -82,41 +82,41 @@ def quotes_of_many(user, pairs, texts: dict[int, list[str]] | None = None) -> di
     bound = QUOTES_PER_KIND * len(pairs)
     prefixes = access.user_scope_prefixes(user)
 
-    def give(kind: str, pk, where: str, entry_id, *values: str, request_pk=None) -> None:
+    def give(kind: str, pk, where: str, values, *, owners=frozenset(), request_pk=None) -> None:
+        """Offer the row to each request whose text it quotes, unless it is that request's own (it belongs
+        to a forgotten entry, `owners`, or is the request itself), at most QUOTES_PER_KIND of a kind each."""
         for request, _ in pairs:
-            if (entry_id not in own[request.pk] and request_pk != request.pk
+            if (request_pk != request.pk and not owners & own[request.pk]
                     and any(_quotes(v or "", texts[request.pk]) for v in values)
-                    and len(found[request.pk]) < QUOTES_PER_KIND * len(KINDS)):
+                    and sum(q.kind == kind for q in found[request.pk]) < QUOTES_PER_KIND):
                 found[request.pk].append(Quote(kind, str(pk), where))
 
     for pk, entry_id, excerpt, task_ref in (
             Evidence.objects.filter(_containing(("excerpt", "task_ref"), every))
             .filter(access.scope_q(prefixes, "entry__scope")).order_by("id")
             .values_list("pk", "entry_id", "excerpt", "task_ref")[:bound]):
-        give("evidence", pk, f"evidence of entry #{entry_id}", entry_id, excerpt, task_ref)
+        give("evidence", pk, f"evidence of entry #{entry_id}", (excerpt, task_ref), owners={entry_id})
     for pk, entry_id, action, reason in (
             Event.objects.filter(_containing(("reason",), every), entry__isnull=False)
             .filter(access.scope_q(prefixes, "entry__scope")).order_by("id")
             .values_list("pk", "entry_id", "action", "reason")[:bound]):
-        give("event", pk, f"a note on entry #{entry_id} ({action.replace('_', ' ')})", entry_id, reason)
-    returned = {}
+        give("event", pk, f"a note on entry #{entry_id} ({action.replace('_', ' ')})", (reason,), owners={entry_id})
     retrievals = list(Retrieval.objects.filter(_containing(("query", "task_ref"), every))
                       .filter(access.scope_q(prefixes, "scope")).order_by("created_at", "id")
                       .values_list("pk", "token__name", "created_at", "query", "task_ref")[:bound])
-    if retrievals:  # a retrieval that returned a forgotten entry is that entry's own (its query goes whole)
+    returned: dict = {}  # a retrieval that returned a forgotten entry is that entry's own (its query goes whole)
+    if retrievals:
         for retrieval_id, entry_id in RetrievedEntry.objects.filter(
                 retrieval_id__in=[r[0] for r in retrievals]).values_list("retrieval_id", "entry_id"):
             returned.setdefault(retrieval_id, set()).add(entry_id)
     for pk, name, at, query, task_ref in retrievals:
-        for request, _ in pairs:
-            if not returned.get(pk, set()) & own[request.pk] and (_quotes(query, texts[request.pk])
-                                                                  or _quotes(task_ref, texts[request.pk])):
-                found[request.pk].append(Quote("retrieval", str(pk), f"a query by {name} on {at:%Y-%m-%d %H:%M}"))
+        give("retrieval", pk, f"a query by {name} on {at:%Y-%m-%d %H:%M}", (query, task_ref),
+             owners=returned.get(pk, set()))
     for pk, reason in (ForgetRequest.objects.filter(_containing(("reason",), every))
                        .filter(access.scope_q(prefixes, "scope")).order_by("id").values_list("pk", "reason")[:bound]):
-        give("request", pk, f"the reason of forget request #{pk}", None, reason, request_pk=pk)
+        give("request", pk, f"the reason of forget request #{pk}", (reason,), request_pk=pk)
     if prefixes is None:  # a release summary may be about any scope: only a lead of every scope rewrites one
         for pk, number, summary in (MemoryVersion.objects.filter(_containing(("summary",), every))
                                     .order_by("number").values_list("pk", "number", "summary")[:bound]):
-            give("version", pk, f"the summary of version {number}", None, summary)
+            give("version", pk, f"the summary of version {number}", (summary,))
     return found

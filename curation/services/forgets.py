@@ -310,7 +310,8 @@ def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now)
 # --- the purge ------------------------------------------------------------------------------------------
 #
 # Exactly the forgotten text, nowhere else: the forgotten entries' own rows (their text whole), the rows
-# made of them (their conflicts, proposals and skills, by the keys that hold text), the request's own, and
+# made of them (their conflicts and proposals, by the keys that hold text; skills are withdrawn by
+# services.skills), the request's own, and
 # the rows the lead ticked as quoting it (the quoted text replaced there). No search at purge time, and no
 # replacement inside a scope, a slug, a condition or a summary the lead did not tick.
 
@@ -327,14 +328,14 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
         trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from"))
     returned_it = Retrieval.objects.filter(pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id"))
     counts["retrievals"] = (returned_it.exclude(query="").update(query=marker)
-                            + _purge_quoted(Retrieval.objects.filter(pk__in=ticked.get("retrieval", [])),
-                                            ("query", "task_ref"), texts, marker))
+                            + _purge_rows(Retrieval.objects.filter(pk__in=ticked.get("retrieval", [])),
+                                          ("query", "task_ref"), texts, marker))
     counts["proposals"] = _purge_proposals(ids, texts, marker)
     counts["versions"] = _purge_versions(ids, ticked.get("version", []), texts, marker)
     conflicts = Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)).exclude(reason="")
     counts["conflicts"] = conflicts.exclude(reason=marker).update(reason=marker)  # it quotes the forgotten side
-    counts["requests"] = _purge_quoted(ForgetRequest.objects.filter(pk__in=ticked.get("request", [])),
-                                       ("reason",), texts, marker)
+    counts["requests"] = _purge_rows(ForgetRequest.objects.filter(pk__in=ticked.get("request", [])),
+                                     ("reason",), texts, marker)
     return counts
 
 
@@ -354,27 +355,24 @@ def _purge_versions(ids: list[int], ticked: list[str], texts: list[str], marker:
     changed = 0
     id_set = set(ids)
     for version in MemoryVersion.objects.exclude(acknowledged=[]):  # versions are few
-        acknowledged = purge_warnings(version.acknowledged, id_set, marker)
-        if acknowledged != version.acknowledged:
-            MemoryVersion.objects.filter(pk=version.pk).update(acknowledged=acknowledged)
-            changed += 1
-    return changed + _purge_quoted(MemoryVersion.objects.filter(pk__in=ticked), ("summary",), texts, marker)
-
-
-def _purge_quoted(rows, fields, texts: list[str], marker: str) -> int:
-    """Rows the lead ticked as quoting the lesson: the quoted texts replaced in `fields`, nothing else."""
-    return _purge_rows(rows, fields, texts, marker)
+        changed += _update_if_changed(version, {"acknowledged": purge_warnings(version.acknowledged, id_set, marker)})
+    return changed + _purge_rows(MemoryVersion.objects.filter(pk__in=ticked), ("summary",), texts, marker)
 
 
 def _purge_rows(rows, fields, texts: list[str], marker: str) -> int:
-    """Rows made of or quoting the forgotten lesson (few): the texts replaced where they occur in `fields`."""
-    changed = 0
-    for row in rows:
-        values = {f: purge_value(getattr(row, f), texts, marker) for f in fields}
-        if any(values[f] != getattr(row, f) for f in fields):
-            type(row).objects.filter(pk=row.pk).update(**values)
-            changed += 1
-    return changed
+    """Rows made of or quoting the forgotten lesson (few; a ticked quote): the quoted texts replaced where
+    they occur in `fields`, nothing else."""
+    return sum(_update_if_changed(row, {f: purge_value(getattr(row, f), texts, marker) for f in fields})
+               for row in rows)
+
+
+def _update_if_changed(row, values: dict) -> int:
+    """Write `values` to `row` when they differ from what it holds (1), else nothing (0). Not for Events:
+    their one rewrite is events.rewrite_purged_text."""
+    if all(values[f] == getattr(row, f) for f in values):
+        return 0
+    type(row).objects.filter(pk=row.pk).update(**values)
+    return 1
 
 
 def _related_events_q(request: ForgetRequest, ids: list[int]) -> Q:
@@ -403,11 +401,8 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], tic
     marker = request.marker
     changed = 0
     for piece in Evidence.objects.filter(entry_id__in=ids):
-        values = {"excerpt": marker if piece.excerpt else "", "task_ref": marker if piece.task_ref else ""}
-        changed += _rewrite_evidence(piece, values)
-    for piece in Evidence.objects.filter(pk__in=quoting_evidence):
-        changed += _rewrite_evidence(piece, {f: purge_text(getattr(piece, f), texts, marker)
-                                             for f in ("excerpt", "task_ref")})
+        changed += _update_if_changed(piece, {f: marker if getattr(piece, f) else "" for f in ("excerpt", "task_ref")})
+    changed += _purge_rows(Evidence.objects.filter(pk__in=quoting_evidence), ("excerpt", "task_ref"), texts, marker)
     own = Q(entry_id__in=ids)
     every_key, every_list = (*ENTRY_TEXT_KEYS, *DERIVED_TEXT_KEYS), (*ENTRY_TEXT_LISTS, *DERIVED_TEXT_LISTS)
     for event in Event.objects.filter(own | Q(forget_request=request) | _related_events_q(request, ids)
@@ -419,8 +414,8 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], tic
         elif event.pk in quoting_events:  # the quoted text only, wherever it is in the Event
             values = dict(before=purge_value(event.before, texts, marker), after=purge_value(event.after, texts, marker),
                           reason=purge_text(event.reason, texts, marker), entry_label=event.entry_label)
-        else:  # the request's own, or about a conflict, proposal or skill of the forgotten entries: what was
-            # made of them goes; another entry's own snapshot beside it stays
+        else:  # the request's own, or about a conflict or proposal of the forgotten entries: what was made
+            # of them goes; another entry's own snapshot beside it stays
             keys, lists = (every_key, every_list) if event.entry_id is None else (DERIVED_TEXT_KEYS, DERIVED_TEXT_LISTS)
             values = dict(before=purge_keys(event.before, keys, lists, marker),
                           after=purge_keys(event.after, keys, lists, marker),
@@ -429,13 +424,6 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], tic
             rewrite_purged_text(event, **values)
             changed += 1
     return changed
-
-
-def _rewrite_evidence(piece: Evidence, values: dict) -> int:
-    if all(values[f] == getattr(piece, f) for f in values):
-        return 0
-    Evidence.objects.filter(pk=piece.pk).update(**values)
-    return 1
 
 
 __all__ = ["Forgotten", "ForgetOutcome", "approve_forget_request", "decline_forget_request", "file_forget_request",

@@ -3,9 +3,9 @@
 A refusal, or any answer that differs, would let an agent token test guesses against a forgotten lesson
 (an oracle). So such a submission goes through ingest like any other, at the same cost (a row with its id,
 its evidence, its near-duplicate links, the exact and near duplicates its answer names, the reads and
-comparisons of conflict detection and the write path's tombstone check, `weigh_*`) but is born rejected and `held_by` the forget request whose
-tombstone it matches, and its text is never stored: the row and its evidence hold the request's marker
-(the comparisons read the text in memory, `with_text`). No queue, read, search, publish or sweep sees it;
+comparisons of conflict detection and the write path's tombstone check, `weigh_*`) but is born
+rejected and `held_by` the forget request whose tombstone it matches, and its text is never stored: the
+row and its evidence hold the request's marker (the comparisons read the text in memory, `with_text`). No queue, read, search, publish or sweep sees it;
 an Event on the entry and the request names the request for the lead. What its agent reads of it (the
 answer, GET /api/v1/entries/<id>, which shows no candidate's text) is the candidate it would have been:
 selectors.entries.as_answered.
@@ -19,8 +19,7 @@ from __future__ import annotations
 import copy
 
 from curation import admission
-from curation.models import Entry, EventAction, ForgetRequest, Status, forgotten_marker
-
+from curation.models import Entry, EventAction, ForgetRequest, Status
 from curation.selectors.forgets import tombstones_for
 
 from .events import build_event, record_events
@@ -43,14 +42,12 @@ def answered_status(policy, evidence) -> str:
 
 def held_fields(fields: dict, request: ForgetRequest) -> dict:
     """A held submission's stored fields: its text replaced by the request's marker, the rest kept."""
-    marker = forgotten_marker(request.pk)
-    return {**fields, **{name: marker for name in HELD_TEXTS}, **HELD_CLEARED}
+    return {**fields, **{name: request.marker for name in HELD_TEXTS}, **HELD_CLEARED}
 
 
 def held_evidence(evidence: list[dict], request: ForgetRequest) -> list[dict]:
     """Its evidence as stored: kinds, signals and scores kept, the texts replaced by the marker."""
-    marker = forgotten_marker(request.pk)
-    return [{**e, **{name: marker for name in HELD_EVIDENCE_TEXTS if e.get(name)}} for e in evidence]
+    return [{**e, **{name: request.marker for name in HELD_EVIDENCE_TEXTS if e.get(name)}} for e in evidence]
 
 
 def with_text(entry: Entry, fields: dict) -> Entry:

@@ -155,6 +155,11 @@ def _holding_requests(prepared: list[PreparedCandidate]) -> list[ForgetRequest |
     return [requests[stone.request_id] if stone is not None else None for stone in stones]
 
 
+def _holding_by_index(prepared: list[tuple[int, PreparedCandidate]]) -> dict[int, ForgetRequest | None]:
+    """_holding_requests of a batch's prepared items, by their index in the batch."""
+    return dict(zip((index for index, _ in prepared), _holding_requests([p for _, p in prepared])))
+
+
 def _lost_to_a_pending_twin(exc: IntegrityError) -> bool:
     """Was the insert refused because the same lesson already waits for review in its scope? PostgreSQL
     names the constraint; SQLite names its columns."""
@@ -232,14 +237,14 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
         except (ValidationError, PermissionDenied) as exc:
             results[index] = _refusal(index, exc)
     # A lesson that repeats a forgotten one is held, and answered as the others.
-    held_by = dict(zip((index for index, _ in prepared), _holding_requests([p for _, p in prepared])))
+    held_by = _holding_by_index(prepared)
     if prepared:
         try:
             try:
                 with transaction.atomic():
                     written = _write_batch(prepared, token, now, held_by)
             except Forgotten:  # a forget approved meanwhile (see submit_candidate): look again, once
-                held_by = dict(zip((index for index, _ in prepared), _holding_requests([p for _, p in prepared])))
+                held_by = _holding_by_index(prepared)
                 with transaction.atomic():
                     written = _write_batch(prepared, token, now, held_by)
         except DatabaseError:
