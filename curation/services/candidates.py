@@ -17,10 +17,9 @@ from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueRe
 from curation.selectors import approvals_required, similar_active_entries
 from curation.similarity import fingerprint
 
-from .entry_writes import changes_since, insert_entry, write_entry
+from .entry_writes import changes_since, insert_entry, refuse_forgotten_lessons, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import actor_label_for, record_event
-from .forgets import refuse_forgotten
 from .held import held_evidence, held_fields, weigh_tombstone_check, with_text
 from .validation import clean_entry_fields, clean_evidence
 
@@ -112,9 +111,10 @@ def create_candidate(
 ) -> Entry:
     """A new candidate lesson enters the queue as pending, with its evidence and a "submit" Event.
     Secrets and personal data are redacted first: the raw text is never stored, and the entry is flagged.
-    A lesson that repeats a forgotten one is refused (Forgotten)."""
+    A lesson that repeats a forgotten one is refused (Forgotten): checked before the insert, so that the
+    caller's transaction stays usable (the write path's own check of the insert would refuse it inside)."""
     prepared = prepare_candidate(data, evidence)
-    refuse_forgotten(prepared.fields["scope"], prepared.fields["trigger"], prepared.fields["content"])
+    refuse_forgotten_lessons([(prepared.fields["scope"], prepared.fields["trigger"], prepared.fields["content"])])
     return insert_candidate(prepared, actor=actor, actor_label=actor_label, at=at)
 
 

@@ -46,13 +46,6 @@ from .skills import withdraw_skills_made_of
 REASON_MAX = 2000
 
 
-def refuse_forgotten(scope: str, trigger: str, content: str) -> None:
-    """Raise Forgotten when this lesson repeats a forgotten one (exactly, or nearly by its signature)."""
-    stone = reads.tombstone_for(scope, trigger, content)
-    if stone is not None:
-        raise Forgotten(stone.request_id, stone.forgotten_on)
-
-
 # --- filing ---------------------------------------------------------------------------------------------
 
 
@@ -427,4 +420,4 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], tic
 
 
 __all__ = ["Forgotten", "ForgetOutcome", "approve_forget_request", "decline_forget_request", "file_forget_request",
-           "forgotten_marker", "refuse_forgotten"]
+           "forgotten_marker"]
