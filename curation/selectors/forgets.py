@@ -279,8 +279,9 @@ def tokens_used_elsewhere(scope: str, tokens: list[Token], lesson: Lesson, *, ex
     """The folded forms of `tokens` that another lesson in a scope overlapping `scope` also uses: shared
     vocabulary, not what makes this lesson unique (a tombstone holding it would hold those lessons too). A
     near duplicate of `lesson` itself (its own copies, a paraphrase) is not another lesson. One query per
-    token, at forget time only; the word is looked for case-insensitively inside trigger and content, then
-    the rows read are checked token by token."""
+    token, when a forget is approved and when its card shows what the tombstone will match (so a Forget
+    queue page costs one more query per distinctive token of each open request); the word is looked for
+    case-insensitively inside trigger and content, then the rows read are checked token by token."""
     shared = set()
     overlapping = Entry.objects.filter(access.overlapping_scopes_q(scope)).exclude(pk__in=list(exclude_ids))
     for token in tokens:

@@ -113,7 +113,8 @@ def test_the_dashboard_counts_open_requests(lead, filed):
 def test_queue_query_count(lead, reviewer, django_assert_max_num_queries):
     """A fixed number of queries a page, whatever its requests: the page, the cards' near duplicates and
     the tombstones' matches (once for the page; on SQLite the near duplicates once per scope), and where else
-    each lesson is quoted (one query per kind of row, for the page)."""
+    each lesson is quoted (one query per kind of row, for the page). These lessons have no distinctive token;
+    each one a lesson has costs a query more on its card (selectors.forgets.tokens_used_elsewhere)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
