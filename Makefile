@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-ingest bench-forget bench-tombstones load clean
+.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-harm-oracle bench-ingest bench-forget bench-tombstones load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -62,6 +62,10 @@ bench-forget: $(STAMP)
 bench-replay-rules: $(STAMP)
 	$(BIN)/python benchmarks/replay_bench.py --steps 1500 --paper-seeds 3 --seed-seeds 3 --product-seeds 3 \
 		--policies fixed,addall,strict,strict+periodic,strict+history --seed-policies addall,strict --jobs 3
+
+# can outcomes tell a wrong lesson? each served lesson's true effect in the replay world, against the lift rule's cards
+bench-harm-oracle: $(STAMP)
+	$(BIN)/python benchmarks/harm_oracle_bench.py --steps 1500 --seeds 3
 
 # locust against gunicorn + PostgreSQL + Redis + a Celery worker and beat, on loopback; LOAD_MINUTES=1 to shorten
 load: $(STAMP)

@@ -18,6 +18,9 @@ WINDOW_STEPS = 500  # periodic deletion's window W
 HISTORY_MIN_RETRIEVALS = 3
 HISTORY_BELOW = 0.5
 CAPACITY = 100
+K = 6  # records retrieved per task
+# A wrong lesson counts against the recheck cards' recall once it was retrieved this often.
+RECALL_MIN_RETRIEVALS = 5
 
 ADDITION = {"fixed": None, "addall": None, "c1": 1.6, "c2": 1.4, "c3": 1.2, "strict": 1.0}
 DELETION = {"periodic": ("unused",), "history": ("low_utility",), "combined": ("unused", "low_utility"),

@@ -32,11 +32,11 @@ from curation.sweeps.runs import run_sweep
 
 from . import stats
 from .agent import Neighbour
-from .policies import DAY_STEPS, EVALUATOR, EVERY_STEP_SWEEPS, STEP_HOURS, Configuration, score_of
+from .policies import (
+    DAY_STEPS, EVALUATOR, EVERY_STEP_SWEEPS, RECALL_MIN_RETRIEVALS, STEP_HOURS, K, Configuration, score_of,
+)
 from .world import SUCCESS_ERROR, World
 
-K = 6
-RECALL_MIN_RETRIEVALS = 5
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 LEAD = "replay-lead"
 
