@@ -105,3 +105,12 @@ def decide(policy: Policy, evidence) -> Decision | None:
         return Decision(True, f"{policy.rule}: score {best:g}")
     seen = f"best score {best:g}" if best is not None else f"no score from {policy.evaluator}"
     return Decision(False, f"{policy.rule}: {seen}")
+
+
+def standing(decision: Decision | None, approvals_required: int) -> Decision | None:
+    """The policy's decision as it stands under the scope's review rule. The two-reviewer rule wins over an
+    automatic approval: in a scope that needs two reviewers, a candidate the policy would approve stays in
+    the queue for them (None: people decide); an automatic rejection stands (it activates nothing)."""
+    if decision is not None and decision.approve and approvals_required >= 2:
+        return None
+    return decision

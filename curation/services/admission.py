@@ -6,10 +6,11 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from curation import access, admission
+from curation import access, admission, agreement
 from curation.models import AdmissionPolicy, Entry, EventAction, Status
 from curation.permissions import PUBLISH
 from curation.selectors import admission_policies
+from curation.selectors.agreement import review_rules
 
 from .entry_writes import write_entry
 from .events import record_event
@@ -47,19 +48,26 @@ def _shown(row: AdmissionPolicy) -> dict:
             "threshold": row.threshold, "version": row.version}
 
 
-def admit_by_policy(entry: Entry, evidence: list[dict], *, at, policies=None) -> admission.Decision | None:
+def policy_decision(scope: str, evidence: list[dict], *, policies, review_rules) -> tuple[admission.Policy | None,
+                                                                                       admission.Decision | None]:
+    """The governing policy of `scope` and its decision as it stands under the scope's review rule
+    (admission.standing: two reviewers win over an automatic approval). What a held submission is answered
+    with too, so that its answer never differs from a fresh one's."""
+    policy = admission.governing(policies, scope)
+    decision = admission.decide(policy, evidence) if policy else None
+    return policy, admission.standing(decision, agreement.approvals_required(scope, review_rules))
+
+
+def admit_by_policy(entry: Entry, evidence: list[dict], *, at, policies=None, rules=None) -> admission.Decision | None:
     """The automatic decision on a new pending candidate, in the submission's transaction, after every other
     check of the submission: approved or rejected by `policy:<name>` with the rule as its reason. None when
-    people decide (no policy, or manual). A batch reads the `policies` once and passes them."""
-    policy = admission.governing(admission_policies() if policies is None else policies, entry.scope)
-    decision = admission.decide(policy, evidence) if policy else None
+    people decide (no policy, manual, or an approval in a scope that needs two reviewers). A batch reads the
+    `policies` and the review `rules` once and passes them."""
+    policy, decision = policy_decision(entry.scope, evidence,
+                                       policies=admission_policies() if policies is None else policies,
+                                       review_rules=review_rules() if rules is None else rules)
     if decision is None or entry.status != Status.PENDING:
         return None
-    if decision.approve:
-        changes = {"status": Status.ACTIVE, "queued_at": None, "queue_reason": "", "last_verified_at": at}
-        action = EventAction.APPROVE
-    else:
-        changes = {"status": Status.REJECTED, "queued_at": None, "queue_reason": ""}
-        action = EventAction.REJECT
-    write_entry(entry, changes, action=action, actor_label=policy.actor_label, reason=decision.reason, at=at)
+    write_entry(entry, {}, action=EventAction.APPROVE if decision.approve else EventAction.REJECT,
+                actor_label=policy.actor_label, reason=decision.reason, at=at)
     return decision

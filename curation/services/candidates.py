@@ -197,18 +197,6 @@ def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
     return entry
 
 
-def _activation(entry: Entry, now) -> dict:
-    """A reviewer's approval verifies the entry: decay counts from now."""
-    return {
-        "status": Status.ACTIVE, "queued_at": None, "queue_reason": "", "last_verified_at": now,
-        "archived_at": None, "archive_reason": "",
-        **_NO_FIRST_APPROVAL,
-    }
-
-
-_NO_FIRST_APPROVAL = {"first_approval_by": None, "first_approval_at": None}
-
-
 def _needs_second_reviewer(entry: Entry) -> bool:
     """A pending candidate in a two-reviewer scope, not (yet) handed to a lead: one approval does not
     activate it. Entries sent back for a recheck were approved once already; one reviewer decides them."""
@@ -216,8 +204,8 @@ def _needs_second_reviewer(entry: Entry) -> bool:
             and approvals_required(entry.scope) == 2)
 
 
-def _first_approval(entry: Entry, actor, now) -> dict:
-    return {"first_approval_by": actor, "first_approval_at": now}
+def _first_approval(actor) -> dict:
+    return {"first_approval_by": actor}  # stamped with the decision's time by the write path
 
 
 def _refuse_own_second(entry: Entry, actor) -> None:
@@ -236,13 +224,14 @@ def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: st
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         if _needs_second_reviewer(entry):
             if entry.first_approval_by_id is None:
-                write_entry(entry, _first_approval(entry, actor, now), expected_version=expected_version,
+                write_entry(entry, _first_approval(actor), expected_version=expected_version,
                             action=EventAction.FIRST_APPROVAL, actor=actor, reason=reason.strip(), at=now)
                 return entry
             _refuse_own_second(entry, actor)
             action = EventAction.SECOND_APPROVAL
-        write_entry(entry, _activation(entry, now), expected_version=expected_version, action=action, actor=actor,
-                    reason=reason.strip(), at=now)
+        # What approving writes (the activation, and the two-reviewer rule) is the transition table's.
+        write_entry(entry, {}, expected_version=expected_version, action=action, actor=actor, reason=reason.strip(),
+                    at=now)
     return entry
 
 
@@ -264,11 +253,11 @@ def edit_and_approve(
         edited = [f for f in EDITABLE_FIELDS if f in cleaned and getattr(entry, f) != cleaned[f]]
         text = {"trigger": entry.trigger, "content": entry.content, **cleaned}
         flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
-        decision, action = _activation(entry, now), EventAction.EDIT_APPROVE
+        decision, action = {}, EventAction.EDIT_APPROVE
         if _needs_second_reviewer(entry):
             if edited or entry.first_approval_by_id is None:
                 # Changed text has one approval, its editor's: another reviewer approves what was changed.
-                decision, action = _first_approval(entry, actor, now), EventAction.FIRST_APPROVAL
+                decision, action = _first_approval(actor), EventAction.FIRST_APPROVAL
             else:
                 _refuse_own_second(entry, actor)
                 action = EventAction.SECOND_APPROVAL
@@ -292,15 +281,11 @@ def reject_candidate(entry_id: int, *, actor, expected_version: int, reason: str
         if (pending and entry.first_approval_by_id not in (None, actor.pk)
                 and entry.queue_reason != QueueReason.NEEDS_LEAD and not actor.has_perm(SETTLE)):
             # One approved, another rejects: neither decides; the candidate waits for a lead.
-            write_entry(entry, {"queue_reason": QueueReason.NEEDS_LEAD}, expected_version=expected_version,
-                        action=EventAction.DISAGREEMENT, actor=actor, reason=reason, at=now)
+            write_entry(entry, {}, expected_version=expected_version, action=EventAction.DISAGREEMENT, actor=actor,
+                        reason=reason, at=now)
             return entry
-        write_entry(
-            entry, {"status": Status.REJECTED if pending else Status.RETIRED, "queued_at": None, "queue_reason": "",
-                    **_NO_FIRST_APPROVAL},
-            expected_version=expected_version, action=EventAction.REJECT if pending else EventAction.RETIRE,
-            actor=actor, reason=reason, at=now,
-        )
+        write_entry(entry, {}, expected_version=expected_version,
+                    action=EventAction.REJECT if pending else EventAction.RETIRE, actor=actor, reason=reason, at=now)
     return entry
 
 
@@ -370,8 +355,7 @@ def merge_into(
         )
         note = reason.strip() or f"the same lesson as #{target.pk}"
         write_entry(
-            entry, {"status": Status.SUPERSEDED, "queued_at": None, "queue_reason": ""},
-            expected_version=expected_version, action=EventAction.MERGE_INTO, actor=actor,
+            entry, {}, expected_version=expected_version, action=EventAction.MERGE_INTO, actor=actor,
             reason=f"merged into #{target.pk}: {note}", after_extra={"merged_into": target.pk}, at=now,
         )
         record_event(target, actor=actor, action=EventAction.MERGE_IN,

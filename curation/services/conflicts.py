@@ -365,11 +365,9 @@ def keep_entry(
             raise ValidationError({"keep": [f"Keep #{a.pk} or #{b.pk}."]})
         _require_live(a, b)
         kept, other = (a, b) if keep == a.pk else (b, a)
-        changes = {}
-        if kept.status == Status.PENDING:
-            changes.update(status=Status.ACTIVE, queued_at=None, queue_reason="", last_verified_at=now)
-        if kept.supersedes_id is None:
-            changes["supersedes_id"] = other.pk
+        # A pending kept side is activated by the write path as every approval is: with the activation's
+        # values, and only when its scope's approvals are there.
+        changes = {"supersedes_id": other.pk} if kept.supersedes_id is None else {}
         write_entry(
             kept, changes, action=EventAction.CONFLICT_KEEP, actor=actor,
             reason=reason or f"conflict #{conflict.pk}: kept over #{other.pk}",

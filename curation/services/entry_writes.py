@@ -14,6 +14,13 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   same snapshot, all created at the caller's time. Raises ConcurrentChange, having written nothing, when
   a row is no longer in the expected status or its version moved.
 
+The transition table (curation/transitions.py) is looked up on every one of these: a write the table does not
+allow from the entry's status, or by this actor (a person needs the row's permission and reach over the
+entry's scope; a sweep, a policy or an agent makes only the rows open to them), is refused (InvalidTransition,
+PermissionDenied) before anything is written, and the row's values are applied. A write that makes a pending
+or new entry active is the one activation (its values, and the scope's two-reviewer rule: two different
+people approved it, or a lead settled a disagreement), whichever decision it is.
+
 Forgotten lessons: every one of these refuses (`Forgotten`, naming the forget request, never the text) a
 write that leaves an entry pending or active and either sets its lesson (scope, trigger, content), makes it
 live or approves it, when a tombstone matches the lesson. So a paraphrase pending since before the forget,
@@ -43,16 +50,18 @@ import json
 from typing import Callable
 
 import psycopg
+from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, QuerySet
 
-from curation import clock, lifecycle
+from curation import access, agreement, clock, lifecycle, transitions
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry, Status
 
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
+from curation.selectors.agreement import review_rules
 from curation.selectors.forgets import tombstones_for
 
-from .errors import ConcurrentChange, Forgotten, StaleDecision
+from .errors import ConcurrentChange, Forgotten, InvalidTransition, StaleDecision
 from .events import build_event, record_event, record_events
 
 # What write_entry writes back: everything a decision may change. Not the usage counters
@@ -90,6 +99,51 @@ def refuse_forgotten_lessons(lessons: list[tuple[str, str, str]]) -> None:
             raise Forgotten(stone.request_id, stone.forgotten_on)
 
 
+def _label(action) -> str:
+    return EventAction(str(action)).label
+
+
+def refuse_actor(action, actor, scopes) -> None:
+    """PermissionDenied unless the table lets this actor make `action` on entries of `scopes` (a person: with
+    the row's permission and reach over each scope; no actor: a sweep, a policy or an agent)."""
+    row = transitions.transition(action)
+    if actor is None:
+        if transitions.SYSTEM not in row.by:
+            raise PermissionDenied(f"\"{_label(action)}\" is a person's decision.")
+        return
+    if transitions.PERSON not in row.by:
+        raise PermissionDenied(f"\"{_label(action)}\" is made by the system, not by a person.")
+    if row.permission and not actor.has_perm(row.permission):
+        raise PermissionDenied(f"Your role does not allow \"{_label(action)}\".")
+    if not all(access.user_can_see_scope(actor, scope) for scope in scopes if scope):
+        raise PermissionDenied("That entry lies outside your scopes.")
+
+
+def planned_values(action, *, pk, start: str, changes: dict, at, approvals_required=None, actor_id=None,
+                   first_approval_by=None, queue_reason: str = "") -> dict:
+    """The columns a write of `action` sets on an entry in `start` (transitions.NEW for an insert): the table's
+    values with the caller's changes, the activation's when it makes a pending entry active; InvalidTransition,
+    in words, when the table does not allow it. `approvals_required()` (a callable: read only when needed)
+    answers the scope's review rule."""
+    row = transitions.transition(action)
+    for column in row.requires:
+        if column not in changes and f"{column}_id" not in changes:
+            raise ValueError(f"{action}: the caller gives {column}")
+    values = row.values(changes, at)
+    ends = row.ends - {transitions.SAME}
+    if "status" not in values and len(ends) == 1 and transitions.SAME not in row.ends:
+        values["status"] = next(iter(ends))
+    end = values.get("status", start)
+    if refusal := transitions.refusal(action, start, end):
+        raise InvalidTransition(f"Entry #{pk} cannot be {_label(action)}: {refusal}.")
+    if transitions.activates_pending(start, end):
+        if refusal := transitions.two_reviewer_refusal(approvals_required(), first_approval_by=first_approval_by,
+                                                       actor_id=actor_id, queue_reason=queue_reason):
+            raise InvalidTransition(f"Entry #{pk} cannot be made active: {refusal}.")
+        values = {**{c: at for c in transitions.ACTIVATION_STAMPS}, **values, **transitions.ACTIVATION}
+    return values
+
+
 def changes_since(entry: Entry, version: int) -> QuerySet:
     """The Events of the entry after `version`: what a stale decision is told about."""
     return Event.objects.filter(entry=entry, entry_version__gt=version).order_by("created_at", "id")
@@ -102,6 +156,11 @@ def write_entry(
     """Apply `changes` (field -> value) to `entry` and write them with its Event. `expected_version` is
     the version the decision was made on (by default the version the entry was loaded at)."""
     expected = entry.version if expected_version is None else expected_version
+    refuse_actor(action, actor, (entry.scope, changes.get("scope")))
+    changes = planned_values(
+        action, pk=entry.pk, start=entry.status, changes=changes, at=at, actor_id=getattr(actor, "pk", None),
+        approvals_required=lambda: agreement.approvals_required(changes.get("scope", entry.scope), review_rules()),
+        first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
     if checks_forgotten(changes.get("status", entry.status), changes, action):
         refuse_forgotten_lessons([tuple(changes.get(f, getattr(entry, f)) for f in ("scope", "trigger", "content"))])
     before = entry.snapshot(at)
@@ -129,6 +188,7 @@ def insert_entry(
     after_extra: dict | None = None, also=(),
 ) -> Event:
     """Insert a new entry (its version is 1) with the Event that made it."""
+    _plan_insert(entry, action, at, actor)
     if checks_forgotten(entry.status, ("status",), action):
         refuse_forgotten_lessons([(entry.scope, entry.trigger, entry.content)])
     entry.save(force_insert=True)
@@ -140,6 +200,11 @@ def insert_entry(
 
 def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str) -> list[Event]:
     """insert_entry for many (entry, its Event's reason): one insert for the entries, one for their Events."""
+    rules = None
+    for entry, _ in new:
+        if entry.status == Status.ACTIVE and rules is None:
+            rules = review_rules()
+        _plan_insert(entry, action, at, None, rules=rules)
     refuse_forgotten_lessons([(e.scope, e.trigger, e.content) for e, _ in new if checks_forgotten(e.status, ("status",), action)])
     for entry, _ in new:
         entry.refresh_decay_key()  # bulk_create does not call save()
@@ -149,6 +214,19 @@ def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, act
                     at=at)
         for entry, reason in new
     )
+
+
+def _plan_insert(entry: Entry, action, at, actor, rules=None) -> None:
+    """The table's check of an insert (from NEW to the entry's status), its values set on the entry."""
+    refuse_actor(action, actor, (entry.scope,))
+    values = planned_values(
+        action, pk="(new)", start=transitions.NEW, changes={"status": entry.status}, at=at,
+        approvals_required=lambda: agreement.approvals_required(entry.scope, review_rules() if rules is None else rules),
+        actor_id=getattr(actor, "pk", None), first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
+    for column, value in values.items():
+        if column in transitions.ACTIVATION_STAMPS and getattr(entry, column) is not None:
+            continue  # an insert carries its own verification (a merge's: now)
+        setattr(entry, column, value)
 
 
 def write_entries(
@@ -177,7 +255,10 @@ def write_entries(
         else:
             current = {e.pk: copy.copy(e) for e in rows}
         before = {pk: e.snapshot(at) for pk, e in current.items()}
-        values, row_values = _with_decay_columns(current, expected_status, dict(values or {}), row_values or {}, at)
+        if expected_status is not None and (moved := sum(e.status != expected_status for e in current.values())):
+            raise ConcurrentChange(f"{actor_label}: {moved} of {len(ids)} rows changed under the sweep")
+        values, row_values = _planned_rows(current, action, values or {}, row_values or {}, at, actor_label)
+        values, row_values = _with_decay_columns(current, expected_status, values, row_values, at)
         _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
         target = Entry.objects.filter(pk__in=ids)
@@ -197,6 +278,29 @@ def write_entries(
             for e in rows
         )
     return written
+
+
+def _planned_rows(current: dict[int, Entry], action, values: dict, row_values: dict, at, actor_label: str):
+    """write_entries' look-up of the table: the same values for every row (with the table's), each row's start
+    checked; a row that a pending status would make active gets the activation and the two-reviewer check."""
+    refuse_actor(action, None, ())
+    values = transitions.transition(action).values(dict(values), at)
+    row_values = {pk: dict(changes) for pk, changes in row_values.items()}
+    rules = None
+    for pk, entry in current.items():
+        mine = {**values, **row_values.get(pk, {})}
+        if not isinstance(mine.get("status", entry.status), str):
+            raise TypeError("write_entries: the status is a plain value, to check the transition")
+        if rules is None and entry.status == Status.PENDING and mine.get("status") == Status.ACTIVE:
+            rules = review_rules()
+        planned = planned_values(
+            action, pk=pk, start=entry.status, changes=mine, at=at,
+            approvals_required=lambda: agreement.approvals_required(entry.scope, rules),
+            first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
+        extra = {c: v for c, v in planned.items() if c not in values or not (values[c] is v or values[c] == v)}
+        if extra:
+            row_values[pk] = {**row_values.get(pk, {}), **extra}
+    return values, row_values
 
 
 def _refuse_forgotten_rows(current: dict[int, Entry], values: dict, row_values: dict, action) -> None:

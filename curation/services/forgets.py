@@ -28,7 +28,7 @@ from curation.forgetting import (
 )
 from curation.models import (
     CONTENT_MAX, AgentToken, Conflict, ConsolidationProposal, Entry, Event, EventAction, Evidence, ForgetRequest,
-    MemoryVersion, ReleasedEntry, Retrieval, RetrievedEntry, Status, Tombstone, forgotten_marker,
+    MemoryVersion, ReleasedEntry, Retrieval, RetrievedEntry, Tombstone, forgotten_marker,
 )
 from curation.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
@@ -251,8 +251,8 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
             raise ValidationError({"duplicates": [f"Still active and the same lesson: {', '.join(f'#{e.pk}' for e in unticked)}. "
                                                   "Tick them to forget them with it."]})
         for entry in entries:
-            write_entry(entry, {
-                "status": Status.RETIRED, "queued_at": None, "queue_reason": "", "trigger": marker, "content": marker,
+            write_entry(entry, {  # retired and out of the queue: the transition table's FORGOTTEN row
+                "trigger": marker, "content": marker,
                 "boundary": "", "recheck_when": "", "conditions": [], "archived_at": None, "archive_reason": "",
                 "embedding": None,  # an embedding can be turned back into an approximation of the text
                 "source_task": marker if entry.source_task else "",  # an agent's words for its task

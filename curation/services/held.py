@@ -31,10 +31,10 @@ HELD_EVIDENCE_TEXTS = ("excerpt", "task_ref")
 HELD_REASON = "held: repeats the lesson forgotten by forget request #{request}"
 
 
-def answered_status(policy, evidence) -> str:
-    """The status a new candidate's answer names: pending, or the scope's admission policy's decision.
-    (The policy is not applied to a held entry; its answer says what it would have done.)"""
-    decision = admission.decide(policy, evidence) if policy else None
+def answered_status(decision: admission.Decision | None) -> str:
+    """The status a new candidate's answer names: pending, or the admission policy's decision as it stands
+    (services.admission.policy_decision). The policy is not applied to a held entry; its answer says what it
+    would have done."""
     if decision is None:
         return Status.PENDING
     return Status.ACTIVE if decision.approve else Status.REJECTED

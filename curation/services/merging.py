@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from curation import lifecycle
 from curation.models import Entry, EventAction, Evidence, Status
+from curation.selectors.agreement import approvals_required
 from curation.similarity import fingerprint
 
 from .entry_writes import insert_entry, write_entry
@@ -13,7 +14,7 @@ from .entry_writes import insert_entry, write_entry
 def supersede_entry(entry: Entry, by: Entry, *, actor, reason: str, extra: dict, now, also=()) -> None:
     """`entry` is replaced by `by`: superseded, out of every queue, kept for the audit."""
     write_entry(
-        entry, {"status": Status.SUPERSEDED, "queued_at": None, "queue_reason": ""}, action=EventAction.SUPERSEDE,
+        entry, {}, action=EventAction.SUPERSEDE,
         actor=actor, reason=reason, after_extra={"superseded_by": by.pk, **extra}, at=now, also=also,
     )
 
@@ -27,7 +28,9 @@ def merge_entries(
     sources: list[Entry], *, fields: dict, flags: list, actor, origin: str, reason: str, action: EventAction,
     extra: dict | None = None, now, also=(),
 ) -> Entry:
-    """One new active entry written by a reviewer from `sources`, which the caller then supersedes.
+    """One new entry written by a reviewer from `sources`, which the caller then supersedes: active, or, in a
+    scope that needs two reviewers, a pending candidate with the merger's approval as its first (the merged
+    text is new; a second reviewer makes it active, as the write path requires).
 
     Its evidence is the union of the sources' evidence, copied as new rows (evidence is append-only and
     belongs to one entry) whose excerpt names the original row and entry, with the original task_ref and
@@ -39,13 +42,14 @@ def merge_entries(
         [e.signal for e in originals if e.polarity == Evidence.Polarity.SUPPORTS] + [e.signal for e in sources]
     )
     base = primary.base_confidence
+    second_needed = approvals_required(fields["scope"]) >= 2
     merged = Entry(
         **fields,
         fingerprint=fingerprint(fields["trigger"], fields["content"]),
         signal=signal,
         base_confidence=base,
-        last_verified_at=now,
-        status=Status.ACTIVE,
+        **({"status": Status.PENDING, "queued_at": now, "first_approval_by": actor, "first_approval_at": now}
+           if second_needed else {"status": Status.ACTIVE, "last_verified_at": now}),
         flags=flags,
         supersedes=primary,
         source_task=origin,

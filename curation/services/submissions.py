@@ -13,12 +13,12 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 
 from curation import access, clock
-from curation import admission
 from curation.models import (
     ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, ForgetRequest, SimilarEntry,
     Status,
 )
 from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
+from curation.selectors.agreement import review_rules
 from curation.selectors.entries import as_answered
 from curation.selectors.forgets import tombstones_for
 from curation.selectors.partners import batch_pools
@@ -28,7 +28,7 @@ from .candidates import (
     PreparedCandidate, evidence_rows, insert_candidate_with_links, new_candidate_entry, prepare_candidate,
     submit_note,
 )
-from .admission import admit_by_policy
+from .admission import admit_by_policy, policy_decision
 from .conflicts import detect_conflicts_for, detect_conflicts_many, weigh_contradictions
 from .entry_writes import insert_entries
 from .errors import Forgotten
@@ -182,7 +182,8 @@ def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now,
     else:
         conflicts = []
         weigh_contradictions([with_text(entry, prepared.fields)])
-        answered = answered_status(admission.governing(admission_policies(), entry.scope), prepared.evidence)
+        answered = answered_status(policy_decision(entry.scope, prepared.evidence, policies=admission_policies(),
+                                                   review_rules=review_rules())[1])
         hold([entry], answered={entry.pk: answered}, now=now)
     return _named_for(token, [Submission(
         entry,
@@ -321,15 +322,15 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             entry, created=True, evidence_added=len(p.evidence), similar_ids=[other_id for other_id, _ in similar],
             conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]), flags=p.flags)
     SimilarEntry.objects.bulk_create(links)
-    policies = admission_policies() if new_entries else []
+    policies, rules = (admission_policies(), review_rules()) if new_entries else ([], {})
     held, answered = [], {}
     for index, p, entry in new_entries:
         if entry.held_by_id is None:
-            admit_by_policy(entry, p.evidence, at=now, policies=policies)
+            admit_by_policy(entry, p.evidence, at=now, policies=policies, rules=rules)
         else:
             held.append(entry)
             answered[entry.pk] = submissions[index].answered = answered_status(
-                admission.governing(policies, entry.scope), p.evidence)
+                policy_decision(entry.scope, p.evidence, policies=policies, review_rules=rules)[1])
     hold(held, answered=answered, now=now)
     _named_for(token, list(submissions.values()))
     for index, p, entry in duplicates:

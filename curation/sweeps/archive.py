@@ -36,6 +36,6 @@ def run(sweep: Sweep) -> None:
         apply=lambda rows: write_batch(
             sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE,
             reason_of=lambda e: f"decayed: confidence {e.new_confidence:.3f} is below {below}",
-            values={"status": Status.ARCHIVED, "archived_at": sweep.as_of, "archive_reason": "decayed"},
+            values={"archive_reason": "decayed"},
         ),
     )

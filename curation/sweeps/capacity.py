@@ -58,8 +58,7 @@ def _fit(sweep: Sweep, prefix: str, cap: int) -> None:
                 sweep, locked(Entry.objects.filter(pk__in=ids)), expected_status=Status.ACTIVE,
                 action=EventAction.ARCHIVE,
                 reason_of=lambda e: f"capacity: {prefix} holds {count} active entries, its budget is {cap}",
-                values={"status": Status.ARCHIVED, "archived_at": sweep.as_of,
-                        "archive_reason": f"displaced by #{newest}"},
+                values={"archive_reason": f"displaced by #{newest}"},
             )
         sweep.batch_done(examined, changed)
 

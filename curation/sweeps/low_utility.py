@@ -39,7 +39,7 @@ def run(sweep: Sweep) -> None:
         describe=lambda e: f"#{e.pk} archive and recheck: {reason(e)}",
         apply=lambda rows: write_batch(
             sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE, reason_of=reason,
-            values={"status": Status.ARCHIVED, "archived_at": sweep.as_of, "archive_reason": "low utility",
+            values={"archive_reason": "low utility",
                     "queued_at": Coalesce(F("queued_at"), Value(sweep.as_of, output_field=DateTimeField())),
                     "queue_reason": QueueReason.RECHECK_LOW_UTILITY},
         ),

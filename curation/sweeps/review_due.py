@@ -32,6 +32,6 @@ def run(sweep: Sweep) -> None:
         describe=lambda e: f"#{e.pk} recheck: {reason(e)}",
         apply=lambda rows: write_batch(
             sweep, rows, expected_status=Status.ACTIVE, action=EventAction.QUEUE_RECHECK, reason_of=reason,
-            values={"queued_at": sweep.as_of, "queue_reason": QueueReason.RECHECK_REVIEW_DUE},
+            values={"queue_reason": QueueReason.RECHECK_REVIEW_DUE},
         ),
     )

@@ -51,7 +51,6 @@ def _revive(sweep: Sweep, rows: list[Entry]) -> int:
     return write_batch(
         sweep, [e for e in rows if e.pk in decisions], expected_status=Status.ARCHIVED, action=EventAction.REVIVE,
         reason_of=lambda e: _reason(decisions[e.pk]),
-        values={"status": Status.ACTIVE, "archived_at": None, "archive_reason": ""},
         row_values={pk: {"base_confidence": d.base_confidence, "last_verified_at": d.verified_at}
                     for pk, d in decisions.items()},
     )

@@ -48,6 +48,6 @@ def run(sweep: Sweep) -> None:
         describe=lambda e: f"#{e.pk} archive: {reason(e)}",
         apply=lambda rows: write_batch(
             sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE, reason_of=reason,
-            values={"status": Status.ARCHIVED, "archived_at": sweep.as_of, "archive_reason": "unused"},
+            values={"archive_reason": "unused"},
         ),
     )

@@ -130,7 +130,7 @@ def test_values_per_row_and_the_decay_index_they_move():
 def test_the_base_and_the_verification_are_plain_values_to_index():
     entry = make_entry()
     with pytest.raises(TypeError, match="plain values"), transaction.atomic():
-        write_entries(_locked(entry), expected_status=Status.ACTIVE, action="confirm", reason_of=lambda e: "",
+        write_entries(_locked(entry), expected_status=Status.ACTIVE, action="outcome_success", reason_of=lambda e: "",
                       actor_label="lifecycle:test", at=AS_OF, values={"base_confidence": F("base_confidence") - 0.1})
 
 
@@ -172,7 +172,7 @@ def test_a_row_changed_underneath_is_refused_and_nothing_is_written(underneath):
         rows = _locked(one, two)
         Entry.objects.filter(pk=two.pk).update(**underneath)  # what an unlocked writer could do meanwhile
         write_entries(rows, expected_status=Status.ACTIVE, action="archive", reason_of=lambda e: "",
-                      actor_label="lifecycle:archive", at=AS_OF, values={"status": Status.ARCHIVED})
+                      actor_label="lifecycle:archive", at=AS_OF, values={"status": Status.ARCHIVED, "archive_reason": "decayed"})
     assert fresh(one).status == Status.ACTIVE and fresh(one).version == one.version
     assert Event.objects.count() == events
 

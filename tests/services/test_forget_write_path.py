@@ -229,7 +229,8 @@ def _revive(rows):
 WRITES = {
     "insert_entry: a pending match": (lambda m: insert_entry(_new(**PARAPHRASE), action=EventAction.SUBMIT, at=clock.now()), True),
     "insert_entry: an active match (a merge)": (
-        lambda m: insert_entry(_new(Status.ACTIVE, **PARAPHRASE), action=EventAction.CONFLICT_MERGE, at=clock.now()), True),
+        lambda m: insert_entry(_new(Status.ACTIVE, **PARAPHRASE), action=EventAction.CONFLICT_MERGE, at=clock.now(),
+                               actor=m["reviewer"]), True),
     "insert_entry: a held (rejected) match": (
         lambda m: insert_entry(_new(Status.REJECTED, **PARAPHRASE), action=EventAction.SUBMIT, at=clock.now()), False),
     "insert_entry: something else": (lambda m: insert_entry(_new(), action=EventAction.SUBMIT, at=clock.now()), False),
@@ -237,28 +238,29 @@ WRITES = {
         lambda m: insert_entries([(_new(), ""), (_new(**PARAPHRASE), "")], action=EventAction.SUBMIT, at=clock.now(),
                                  actor_label="t"), True),
     "write_entry: an edit to the lesson": (
-        lambda m: write_entry(_fresh(m["other"]), dict(PARAPHRASE), action=EventAction.EDIT_APPROVE, at=clock.now()), True),
+        lambda m: write_entry(_fresh(m["other"]), dict(PARAPHRASE), action=EventAction.EDIT_APPROVE, at=clock.now(),
+                              actor=m["reviewer"]), True),
     "write_entry: an approval of a pending match": (
         lambda m: write_entry(_fresh(m["pending"]), {"status": Status.ACTIVE, "queued_at": None},
                               action=EventAction.APPROVE, at=clock.now()), True),
     "write_entry: a first approval of a pending match": (
         lambda m: write_entry(_fresh(m["pending"]), {"first_approval_by": m["reviewer"], "first_approval_at": clock.now()},
-                              action=EventAction.FIRST_APPROVAL, at=clock.now()), True),
+                              action=EventAction.FIRST_APPROVAL, at=clock.now(), actor=m["reviewer"]), True),
     "write_entry: a split of a pending match": (
         lambda m: write_entry(_fresh(m["pending"]), {"scope": f"{SCOPE}/eu"}, action=EventAction.CONFLICT_SPLIT,
-                              at=clock.now()), True),
+                              at=clock.now(), actor=m["reviewer"]), True),
     "write_entry: a reactivation of an archived match": (
         lambda m: write_entry(_fresh(m["archived"]), {"status": Status.ACTIVE, "archived_at": None},
-                              action=EventAction.REACTIVATE, at=clock.now()), True),
+                              action=EventAction.REACTIVATE, at=clock.now(), actor=m["reviewer"]), True),
     "write_entry: a deferral of a pending match": (
         lambda m: write_entry(_fresh(m["pending"]), {"queued_at": clock.now()}, action=EventAction.DEFER,
-                              at=clock.now()), False),
+                              at=clock.now(), actor=m["reviewer"]), False),
     "write_entry: a rejection of a pending match": (
         lambda m: write_entry(_fresh(m["pending"]), {"status": Status.REJECTED, "queued_at": None},
                               action=EventAction.REJECT, at=clock.now()), False),
     "write_entry: the forget's own write": (
         lambda m: write_entry(_fresh(m["pending"]), {"status": Status.RETIRED, "queued_at": None},
-                              action=EventAction.FORGOTTEN, at=clock.now()), False),
+                              action=EventAction.FORGOTTEN, at=clock.now(), actor=m["lead"]), False),
     "write_entries: a revival of an archived match": (lambda m: _revive([_fresh(m["archived"])]), True),
     "write_entries: an archive of a match": (
         lambda m: write_entries([_fresh(m["pending"])], expected_status=Status.PENDING, action=EventAction.REJECT,
@@ -269,7 +271,7 @@ WRITES = {
 @pytest.mark.parametrize("name", list(WRITES))
 def test_every_write_path_function_checks_the_tombstones(name, reviewer, lead, lesson):
     made = {"pending": pending(**PARAPHRASE), "archived": make_archived(archived_at=clock.now(), scope=f"{SCOPE}/eu", **PARAPHRASE),
-            "other": pending(**OTHER), "reviewer": reviewer}
+            "other": pending(**OTHER), "reviewer": reviewer, "lead": lead}
     forget(lesson, reviewer, lead)
     write, refused = WRITES[name]
     if refused:
