@@ -8,6 +8,7 @@ from django.db.models import Q
 from curation import clock, lifecycle
 from curation.access import clean_scope
 from curation.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
+from curation.skill_format import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
 
 TRIGGER_MAX = 500
 CONTENT_MAX = 4000
@@ -749,8 +750,6 @@ class ConsolidationProposal(models.Model):
 
 
 SKILL_SLUG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"  # the Agent Skills `name`: also the export's directory name
-SKILL_SLUG_MAX = 64
-SKILL_DESCRIPTION_MAX = 1024
 SKILL_TEXT_MAX = 8000
 
 

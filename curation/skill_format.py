@@ -11,7 +11,11 @@ import unicodedata
 from dataclasses import dataclass
 
 from curation.forgetting import purge_keys
-from curation.models import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
+
+# The Agent Skills format's lengths; models.SkillProposal's columns take them from here (rules sit below the
+# models, so this module imports none).
+SKILL_SLUG_MAX = 64
+SKILL_DESCRIPTION_MAX = 1024
 
 # A section of an entry's content starts with one of these labels, at the start of a line ("Rollback: ...",
 # "- Verify: ...", "**Pitfalls:**", "## Rollback") or after the end of a sentence ("... restart it. Rollback:

@@ -29,7 +29,7 @@ DELETION = {"periodic": ("unused",), "history": ("low_utility",), "combined": ("
 # the scope at its capacity, and run less often the scope would hold more than that between its runs.
 EVERY_STEP_SWEEPS = ("capacity",)
 # The cadence of the other sweeps in `make bench-replay`: every fifth step. Their rules read windows of
-# hundreds of steps, and a comparison with every step, seed by seed, is in ARCHITECTURE.md.
+# hundreds of steps, and a comparison with every step, seed by seed, is in docs/benchmarks.md.
 BENCH_SWEEP_EVERY = 5
 ROWS = ("fixed", "addall", "c1", "c2", "c3", "strict",
         "c1+periodic", "c1+history", "c1+combined", "strict+periodic", "strict+history", "strict+combined",
