@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from curation.models import EventAction, QueueReason, Status
+from curation.vocabulary import EventAction, QueueReason, Status
 from curation.permissions import FORGET, REVIEW
 
 NEW = "new"  # the start of an insert: the entry does not exist yet

@@ -119,7 +119,7 @@ def test_the_sweep_engine_knows_no_sweep(name):
 RULES = {f"curation.{name}" for name in (
     "access", "admission", "agreement", "clock", "context_block", "contradiction", "evaluation", "forget_receipt",
     "forgetting", "lifecycle", "lift", "matching_text", "memory_export", "permissions", "redacted_fields",
-    "redaction", "similarity", "skill_format", "storable_text", "vectors", "versions")}
+    "redaction", "similarity", "skill_format", "storable_text", "transitions", "vectors", "versions", "vocabulary")}
 
 
 @pytest.mark.parametrize("name", sorted(RULES | {"curation.models"}))
