@@ -12,6 +12,12 @@ queries in a POST body (/api/v1/memory/search) anyway."""
 bind = "0.0.0.0:8000"
 wsgi_app = "memoryadmin.asgi:application"
 worker_class = "uvicorn_worker.UvicornWorker"
+# Trust no forwarded header at the server: uvicorn would otherwise take the client's address from
+# X-Forwarded-For on any connection from 127.0.0.1 (its default), and a client on this host could then
+# name any address it likes to its login and bad-token limits. The application reads X-Forwarded-For
+# itself, only behind TRUSTED_PROXIES proxies (curation/client_address.py); HTTPS behind a proxy is
+# HTTPS_PROXY_HEADER's (settings.py).
+forwarded_allow_ips = ""
 accesslog = "-"
 # gunicorn's default with the request line "%(r)s" (method, path, query string, protocol) as method,
 # path and protocol, and without the Referer "%(f)s" (for a sync worker, e.g. `-k sync memoryadmin.wsgi`).

@@ -16,6 +16,13 @@ PY = sys.executable
 DEMO_AGENT_TOKEN = "demo-agent-token-0123456789"
 
 
+def web_command(port: str) -> list[str]:
+    """The ASGI entry point, as in production: Django, and the MCP server at /mcp. The client's address is the
+    connection's: no forwarded header is trusted at the server (gunicorn.conf.py says why)."""
+    return [PY, "-m", "uvicorn", "memoryadmin.asgi:application", "--host", "127.0.0.1", "--port", port,
+            "--no-proxy-headers"]
+
+
 def manage(*args):
     subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True)
 
@@ -27,8 +34,7 @@ def main() -> int:
     manage("seed_demo", "--agent-token", DEMO_AGENT_TOKEN)
     data = Path(os.environ.get("MEMORYADMIN_DATA_DIR", ROOT / "data"))
     commands = {
-        # The ASGI entry point, as in production: Django, and the MCP server at /mcp.
-        "web": [PY, "-m", "uvicorn", "memoryadmin.asgi:application", "--host", "127.0.0.1", "--port", port],
+        "web": web_command(port),
         "worker": [PY, "-m", "celery", "-A", "memoryadmin", "worker", "--loglevel=warning", "--concurrency=1"],
         "beat": [PY, "-m", "celery", "-A", "memoryadmin", "beat", "--loglevel=warning",
                  "--schedule", str(data / "celerybeat-schedule")],

@@ -33,18 +33,29 @@ def _api_headers(headers) -> dict[str, str]:
     return {name: headers[name] for name in FORWARDED if name in headers}
 
 
+def _transport(django_application, client) -> httpx.ASGITransport:
+    """The in-process transport of one caller's API calls, from the caller's own address: the API's limit on
+    bad tokens and its logs count the agent that called /mcp, not this process (httpx's default client
+    address is 127.0.0.1 for every call, which would put every MCP caller behind one counter)."""
+    host, port = client if client else ("", 0)
+    return httpx.ASGITransport(app=django_application, client=(host, port))
+
+
 class BearerTokenGate:
     """Lets a request to /mcp in only with a token the API accepts: it asks the API (GET /api/v1/token,
-    in this process) with the caller's Authorization, and answers the API's refusal (401, 429) as is."""
+    in this process, from the caller's address) with the caller's Authorization, and answers the API's
+    refusal (401, 429) as is."""
 
-    def __init__(self, app, api: httpx.AsyncClient):
-        self.app, self.api = app, api
+    def __init__(self, app, django_application):
+        self.app, self.django_application = app, django_application
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
-            answer = await self.api.get("/api/v1/token", headers={
-                **_api_headers(headers), "authorization": headers.get("authorization", "")})
+            async with httpx.AsyncClient(transport=_transport(self.django_application, scope.get("client")),
+                                         base_url="http://localhost") as api:
+                answer = await api.get("/api/v1/token", headers={
+                    **_api_headers(headers), "authorization": headers.get("authorization", "")})
             if answer.status_code != 200:
                 kept = {k: v for k, v in answer.headers.items() if k.lower() in ("www-authenticate", "retry-after")}
                 await Response(answer.content, answer.status_code, kept, media_type="application/json")(
@@ -56,12 +67,11 @@ class BearerTokenGate:
 def mcp_application(django_application):
     """The ASGI app of /mcp (with the lifespan that runs the MCP session manager). Its gate and its tools
     call the API through `django_application`, in this process."""
-    transport = httpx.ASGITransport(app=django_application)
-
     @asynccontextmanager
     async def client_for(ctx):
         request = ctx.request
         token = request.headers.get("authorization", "").partition(" ")[2].strip()  # the gate checked it
+        transport = _transport(django_application, request.scope.get("client"))
         async with AsyncMemoryAdmin(f"{request.url.scheme}://{request.headers.get('host', 'localhost')}", token,
                                     transport=transport, headers=_api_headers(request.headers),
                                     user_agent="memoryadmin-mcp-http") as api:
@@ -74,7 +84,7 @@ def mcp_application(django_application):
         # each API call, so the SDK's localhost-only DNS-rebinding guard would only refuse real hosts.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return BearerTokenGate(app, httpx.AsyncClient(transport=transport, base_url="http://localhost"))
+    return BearerTokenGate(app, django_application)
 
 
 def with_mcp(django_application):
