@@ -357,7 +357,8 @@ def schema() -> dict:
                                {"name": "version", "in": "query", **VERSION}],
                 "responses": {"200": {"description": "{memory_version, scope, files: {path: text}}."},
                               "403": _error("The scope is outside the token's scopes."),
-                              "404": _error("No such memory version."), **COMMON_ERRORS},
+                              "404": _error("No such memory version."),
+                              "422": _error("A parameter is not valid."), **COMMON_ERRORS},
             }},
             "/skills": {"get": {
                 "summary": "Approved skills for a scope",
@@ -375,6 +376,7 @@ def schema() -> dict:
                 ],
                 "responses": {"200": _ok("The skills, by name.", "#/components/schemas/Skills"),
                               "403": _error("The scope is outside the token's scopes."),
+                              "404": _error("No such memory version."),
                               "422": _error("A parameter is not valid."), **COMMON_ERRORS},
             }},
             "/skills/{slug}": {"get": {

@@ -193,7 +193,7 @@ def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, appro
                 ("get_skill", {"name": approved_skill.slug}, "No such skill"),
                 ("report_skill_trial", {"name": approved_skill.slug, "outcome": "success", "task_ref": "t-1"},
                  "No such skill"),
-                ("add_evidence", {"entry_id": entry_id, "kind": "review", "excerpt": "seen"}, "No such entry"),
+                ("add_evidence", {"entry_id": entry_id, "kind": "review", "signal": "external", "excerpt": "seen"}, "No such entry"),
                 ("report_outcome", {"retrieval_id": retrieval_id, "outcome": "failure"}, "No such retrieval"),
                 ("submit_lesson", {**lesson, "content": "Anything at all."}, "may not write to scope"),
             ]

@@ -69,8 +69,8 @@ class SearchMemory(_Arguments):
 class EvidenceItem(_Arguments):
     kind: EvidenceKindName = Field(description="What the evidence is.")
     excerpt: str = Field(description="The observation itself: an error message, a test result, what the user said.")
-    signal: SignalName | None = Field(None, description="Who produced it: 'external' (a tool, a test, a person), "
-                                                         "'independent' (another agent) or 'self'.")
+    signal: SignalName = Field(description="Who produced it: 'external' (a tool, a test, a person), "
+                                           "'independent' (another agent) or 'self'.")
     polarity: Literal["supports", "contradicts"] | None = Field(None, description="Default 'supports'.")
     task_ref: str | None = Field(None, description="The task it was observed in.")
     observed_at: str | None = Field(None, description="When, as an ISO 8601 time.")
@@ -82,8 +82,8 @@ class SubmitLesson(_Arguments):
                                        "success_pattern, human_correction, preference or fact.")
     trigger: str = Field(description="When the lesson applies: the situation an agent will be in.")
     content: str = Field(description="The lesson: what to do or avoid, specific enough to act on.")
-    signal: SignalName | None = Field(None, description="Where the lesson's evidence comes from; 'external' "
-                                                         "(a tool, a test, a person) weighs most.")
+    signal: SignalName = Field(description="Where the lesson's evidence comes from: 'external' (a tool, a test, "
+                                           "a person) weighs most, then 'independent' (another agent), then 'self'.")
     conditions: list[str] | None = Field(None, description="Conditions that must hold for the lesson to apply.")
     boundary: str | None = Field(None, description="Where the lesson stops holding (a version, a platform).")
     source_task: str | None = Field(None, description="The task you learned it in.")
@@ -106,7 +106,7 @@ class AddEvidence(_Arguments):
     entry_id: int = Field(description="The id of the lesson (an entry id from search_memory or submit_lesson).")
     kind: EvidenceKindName = Field(description="What the evidence is.")
     excerpt: str = Field(description="The observation itself.")
-    signal: SignalName | None = Field(None, description="Who produced it.")
+    signal: SignalName = Field(description="Who produced it: 'external', 'independent' or 'self'.")
     polarity: Literal["supports", "contradicts"] | None = Field(None, description="'contradicts' when it shows "
                                                                                   "the lesson is wrong.")
     task_ref: str | None = Field(None, description="The task it was observed in.")
