@@ -23,7 +23,8 @@ def env_bool(name: str, default: bool) -> bool:
 def local_secret_key(folder: Path) -> str:
     """A random key made on first start and kept in the data folder (readable by its owner only), for
     an install that sets no SECRET_KEY. Of processes starting together, the first to create the file
-    wins and the others read it, so they all sign with one key."""
+    wins and the others read it, so they all sign with one key. (The one folder importing the settings may
+    make: the key is needed now; every other folder is made when the project starts, data_folders.py.)"""
     path = folder / "secret_key"
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -67,6 +68,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "csp",
+    "memoryadmin.apps.ProjectConfig",
     "curation",
 ]
 
@@ -280,9 +282,3 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
-
-DATA_DIR.mkdir(parents=True, exist_ok=True)
-STATIC_ROOT.mkdir(exist_ok=True)
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _folder in ("queue", "processed", "control"):
-        (DATA_DIR / "broker" / _folder).mkdir(parents=True, exist_ok=True)
