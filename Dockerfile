@@ -19,7 +19,8 @@ RUN pip install /tmp/build && rm -rf /tmp/build
 COPY clients/python /tmp/client
 RUN pip install /tmp/client && rm -rf /tmp/client
 
-# /app itself belongs to the app user: settings create data/ inside it at start-up.
+# /app itself belongs to the app user: each process makes data/ inside it when it starts
+# (memoryadmin/data_folders.py).
 RUN install -d -o app -g app /app
 WORKDIR /app
 COPY --chown=app:app . .

@@ -256,15 +256,15 @@ def bench_retrieval(scopes: int, requests: int, clients: int, server_pid: int) -
 def retrieval_statements(plans: list) -> list[tuple[str, object]]:
     """The SQL each request's ranking runs, as Django sends it: retrieve_released for the same scope,
     query, k and floor as the API, its statements captured instead of timed."""
-    from django.conf import settings
     from django.db import connection
 
+    from curation import config
     from curation.models import AgentToken
     from curation.selectors import releases, retrievable_scopes
 
     token = AgentToken.objects.get(name="bench")
     number = releases.published_number()
-    floor = settings.CURATION["RETRIEVE_AT_LEAST"]
+    floor = config.RETRIEVE_AT_LEAST.value
     statements = []
     for scope, q in plans:
         captured = []

@@ -102,10 +102,10 @@ def main() -> int:
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
 
+    from curation.config import overriding
     from curation.selectors import sql
     from curation.services import conflicts, consolidation
 
@@ -119,13 +119,13 @@ def main() -> int:
             print(f"ingest, lookups reading {label:>13}: a batch of {args.ingest} in {seconds:6.1f} s "
                   f"({seconds * 1000 / args.ingest:.1f} ms a candidate)", flush=True)
     for bound in [int(b) for b in args.bounds.split(",")]:
-        settings.CURATION = {**settings.CURATION, "DETECTION_PARTNERS_PER_ENTRY": bound}
-        started = time.perf_counter()
-        found = conflicts.sweep_conflicts()
-        conflict_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        proposed = consolidation.sweep_consolidation()
-        consolidation_seconds = time.perf_counter() - started
+        with overriding(DETECTION_PARTNERS_PER_ENTRY=bound):
+            started = time.perf_counter()
+            found = conflicts.sweep_conflicts()
+            conflict_seconds = time.perf_counter() - started
+            started = time.perf_counter()
+            proposed = consolidation.sweep_consolidation()
+            consolidation_seconds = time.perf_counter() - started
         print(f"partners per entry {bound:>9,}: conflicts {conflict_seconds:6.1f} s "
               f"({found.compared:,} pairs compared, {len(found.opened)} opened); consolidation {consolidation_seconds:6.1f} s "
               f"({len(proposed.proposed)} proposed)", flush=True)

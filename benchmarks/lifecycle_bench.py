@@ -209,13 +209,14 @@ def main() -> int:
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
 
+    from curation import config
+
     call_command("migrate", verbosity=0)
     print(f"PostgreSQL {connection.cursor().connection.info.server_version}, database {connection.settings_dict['NAME']}, "
-          f"batch size {settings.CURATION['SWEEP_BATCH_SIZE']}, fillfactor {args.fillfactor}, "
+          f"batch size {config.SWEEP_BATCH_SIZE.value}, fillfactor {args.fillfactor}, "
           f"{os.cpu_count()} CPUs (shared with other work)")
     start = time.perf_counter()
     fill(args.entries, args.fillfactor)

@@ -169,12 +169,12 @@ class Queue:
         self.urls: dict[str, str] = {}
 
     def prepare(self) -> None:
-        from django.conf import settings
         from django.core.management import call_command
         from django.db import connection
         from django.test import Client
         from django.utils import timezone
 
+        from curation import config
         from curation.models import Entry
         from curation.selectors import encode_cursor
 
@@ -191,7 +191,7 @@ class Queue:
         self.client = Client()
         self.client.force_login(self.user)
         set_compact(self.user, False)
-        page_size = settings.CURATION["QUEUE_PAGE_SIZE"]
+        page_size = config.QUEUE_PAGE_SIZE.value
         ready = Entry.objects.filter(queued_at__isnull=False, queued_at__lte=timezone.now()).order_by("queued_at", "id")
         # The middle of the queue, on a page boundary: the page a reviewer reaches by following "Next page".
         depth = (ready.count() // 2) // page_size * page_size
@@ -271,7 +271,7 @@ def main() -> int:
     args = parser.parse_args()
 
     large_url = configure("memoryadmin_bench")
-    from django.conf import settings
+    from curation import config
 
     queues = [Queue(f"{args.small:,}", sibling_url(large_url, "_small"), args.small),
               Queue(f"{args.large:,}", large_url, args.large)]
@@ -282,7 +282,7 @@ def main() -> int:
     parts = {(q.label, mode, page): anatomy(q, compact, url)
              for q in queues for mode, compact in MODES for page, url in q.urls.items()}
 
-    page_size = settings.CURATION["QUEUE_PAGE_SIZE"]
+    page_size = config.QUEUE_PAGE_SIZE.value
     print(f"\nGET {QUEUE_URL} as a reviewer, {page_size} a page, {args.reps} timed requests per cell in {ROUNDS} "
           f"alternating rounds; server time in ms (in-process, no network); cpu = p50 of this process's CPU "
           f"time (without the wait for a core, nor PostgreSQL's own work); q = queries per request.")

@@ -1,7 +1,7 @@
 """Confidence rules as pure functions.
 
 No database, no Django models: services, tasks and the replay simulator call these with plain values.
-Every threshold comes from settings.CURATION, read once per call through `rules()`.
+Every threshold comes from curation.config, read once per call through `rules()`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from django.conf import settings
+from curation import config
 
 SIGNAL_STRENGTH = {"self": 0, "independent": 1, "external": 2}
 
@@ -32,20 +32,19 @@ class Rules:
 
 
 def rules() -> Rules:
-    c = settings.CURATION
     return Rules(
-        self_signal_cap=c["SELF_SIGNAL_CAP"],
-        human_correction_confidence=c["HUMAN_CORRECTION_CONFIDENCE"],
-        ceiling=c["CEILING"],
-        floor=c["FLOOR"],
-        default_confidence=c["DEFAULT_CONFIDENCE"],
-        success_step=c["SUCCESS_STEP"],
-        failure_step=c["FAILURE_STEP"],
-        decay_factor=c["DECAY_FACTOR"],
-        decay_period_days=c["DECAY_PERIOD_DAYS"],
-        archive_below=c["ARCHIVE_BELOW"],
-        retrieve_at_least=c["RETRIEVE_AT_LEAST"],
-        retrieve_limit=c["RETRIEVE_LIMIT"],
+        self_signal_cap=config.SELF_SIGNAL_CAP.value,
+        human_correction_confidence=config.HUMAN_CORRECTION_CONFIDENCE.value,
+        ceiling=config.CEILING.value,
+        floor=config.FLOOR.value,
+        default_confidence=config.DEFAULT_CONFIDENCE.value,
+        success_step=config.SUCCESS_STEP.value,
+        failure_step=config.FAILURE_STEP.value,
+        decay_factor=config.DECAY_FACTOR.value,
+        decay_period_days=config.DECAY_PERIOD_DAYS.value,
+        archive_below=config.ARCHIVE_BELOW.value,
+        retrieve_at_least=config.RETRIEVE_AT_LEAST.value,
+        retrieve_limit=config.RETRIEVE_LIMIT.value,
     )
 
 
@@ -162,16 +161,15 @@ class Policies:
 
 
 def policies() -> Policies:
-    c = settings.CURATION
     return Policies(
-        unused_window_days=c["UNUSED_WINDOW_DAYS"],
-        unused_max_retrievals=c["UNUSED_MAX_RETRIEVALS"],
-        low_utility_min_retrievals=c["LOW_UTILITY_MIN_RETRIEVALS"],
-        low_utility_below=c["LOW_UTILITY_BELOW"],
-        scope_capacity=dict(c["SCOPE_CAPACITY"]),
-        batch_size=int(c["SWEEP_BATCH_SIZE"]),
-        capacity_spares_unretrieved=bool(c.get("CAPACITY_SPARES_UNRETRIEVED", False)),
-        unused_spares_verified=bool(c.get("UNUSED_SPARES_VERIFIED", True)),
+        unused_window_days=config.UNUSED_WINDOW_DAYS.value,
+        unused_max_retrievals=config.UNUSED_MAX_RETRIEVALS.value,
+        low_utility_min_retrievals=config.LOW_UTILITY_MIN_RETRIEVALS.value,
+        low_utility_below=config.LOW_UTILITY_BELOW.value,
+        scope_capacity=config.SCOPE_CAPACITY.value,
+        batch_size=config.SWEEP_BATCH_SIZE.value,
+        capacity_spares_unretrieved=config.CAPACITY_SPARES_UNRETRIEVED.value,
+        unused_spares_verified=config.UNUSED_SPARES_VERIFIED.value,
     )
 
 
@@ -278,12 +276,11 @@ class SkillGates:
 
 
 def skill_gates() -> SkillGates:
-    c = settings.CURATION
     return SkillGates(
-        min_hits=int(c["SKILL_MIN_HITS"]),
-        min_avg_utility=float(c["SKILL_MIN_AVG_UTILITY"]),
-        recent_window=int(c["SKILL_RECENT_WINDOW"]),
-        trials_required=int(c["SKILL_TRIALS_REQUIRED"]),
+        min_hits=config.SKILL_MIN_HITS.value,
+        min_avg_utility=float(config.SKILL_MIN_AVG_UTILITY.value),
+        recent_window=config.SKILL_RECENT_WINDOW.value,
+        trials_required=config.SKILL_TRIALS_REQUIRED.value,
     )
 
 

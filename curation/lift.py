@@ -18,13 +18,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from django.conf import settings
-
+from curation import config
 from curation.evaluation import Z95
 from curation.lifecycle import Rules, clamp
 
-LIFT, STEPS = "lift", "steps"
-OUTCOME_RULES = (LIFT, STEPS)
+LIFT, STEPS = OUTCOME_RULES = config.OUTCOME_RULES
 HELPS, HARMS, UNCLEAR, NOT_ENOUGH = "helps", "harms", "unclear", "not_enough"
 VERDICT_WORDS = {HELPS: "helps", HARMS: "harms", UNCLEAR: "no clear effect", NOT_ENOUGH: "not enough tasks"}
 
@@ -39,12 +37,9 @@ class LiftSettings:
 
 
 def lift_settings() -> LiftSettings:
-    c = settings.CURATION
-    rule = c.get("OUTCOME_RULE", LIFT)
-    if rule not in OUTCOME_RULES:
-        raise ValueError(f"OUTCOME_RULE is {' or '.join(OUTCOME_RULES)}, not {rule!r}.")
-    return LiftSettings(rule, float(c.get("LIFT_PRIOR_TASKS", 20)), float(c.get("LIFT_GAIN", 1.0)),
-                        int(c.get("LIFT_MIN_TASKS", 10)), int(c.get("LIFT_WINDOW_DAYS", 90)))
+    """The lift rule's settings; SettingError (a ValueError) on an OUTCOME_RULE that is neither rule."""
+    return LiftSettings(config.OUTCOME_RULE.value, float(config.LIFT_PRIOR_TASKS.value),
+                        float(config.LIFT_GAIN.value), config.LIFT_MIN_TASKS.value, config.LIFT_WINDOW_DAYS.value)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import dj_database_url
-from celery.schedules import crontab
 from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -24,7 +23,8 @@ def env_bool(name: str, default: bool) -> bool:
 def local_secret_key(folder: Path) -> str:
     """A random key made on first start and kept in the data folder (readable by its owner only), for
     an install that sets no SECRET_KEY. Of processes starting together, the first to create the file
-    wins and the others read it, so they all sign with one key."""
+    wins and the others read it, so they all sign with one key. (The one folder importing the settings may
+    make: the key is needed now; every other folder is made when the project starts, data_folders.py.)"""
     path = folder / "secret_key"
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "csp",
+    "memoryadmin.apps.ProjectConfig",
     "curation",
 ]
 
@@ -243,36 +244,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 900
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
-# Background curation (curation/tasks.py). Decay runs before archive (archive recomputes the decayed value
-# itself, so the order only affects what the Maintenance page shows in between); capacity runs often so an
-# approval that goes over a scope's budget is settled within minutes. One beat process only.
-_LIFECYCLE_SCHEDULE = {
-    "decay": crontab(minute=0, hour=2),
-    "archive": crontab(minute=20, hour=2),
-    "revive": crontab(minute=40),
-    "unused": crontab(minute=0, hour=3),
-    "low_utility": crontab(minute=20, hour=3),
-    "review_due": crontab(minute=0, hour=6),
-    "capacity": crontab(minute="*/15"),
-    # The queues' detection: conflicts hourly (ingest compares a candidate with a few partners only),
-    # consolidation nightly after the archiving sweeps.
-    "conflicts": crontab(minute=10),
-    "consolidation": crontab(minute=40, hour=3),
-    "skill_nomination": crontab(minute=0, hour=4),
-    # Queued when a forget is approved; the schedule catches a purge whose message was lost (a run with
-    # no new purge is one indexed read).
-    "vacuum_purged": crontab(minute="*/30"),
-}
-CELERY_BEAT_SCHEDULE: dict = {
-    f"lifecycle-{name}": {
-        "task": f"curation.lifecycle.{name}",
-        "schedule": schedule,
-        "kwargs": {"triggered_by": "beat"},
-        # A run that waited longer than its own period is stale: the next one will do the same work.
-        "options": {"expires": 15 * 60 if name == "capacity" else 3600},
-    }
-    for name, schedule in _LIFECYCLE_SCHEDULE.items()
-}
+# Background curation (curation/tasks.py): each sweep's schedule is in its entry of curation/sweeps/registry.py,
+# and the curation app fills this from there when it starts (the registry imports the models, which the
+# settings cannot). One beat process only.
+CELERY_BEAT_SCHEDULE: dict = {}
 CELERY_TIMEZONE = TIME_ZONE
 
 # The cache holds the agent API's rate-limit counters: Redis when there is one, so every worker
@@ -284,108 +259,22 @@ CACHES = {
     if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 
-# --- Curation rules; every threshold can be overridden here ----------------------------------------
-CURATION = {
-    "SELF_SIGNAL_CAP": 0.85,          # self-made lessons cannot pass this without external evidence
-    "HUMAN_CORRECTION_CONFIDENCE": 0.95,
-    "CEILING": 0.95,
-    "FLOOR": 0.05,
-    "DEFAULT_CONFIDENCE": {"self": 0.7, "independent": 0.8, "external": 0.85},
-    "SUCCESS_STEP": 0.05,
-    "FAILURE_STEP": 0.2,
-    "DECAY_FACTOR": 0.95,             # per DECAY_PERIOD_DAYS without verification
-    "DECAY_PERIOD_DAYS": 30,
-    "ARCHIVE_BELOW": 0.3,
-    "RETRIEVE_AT_LEAST": 0.5,
-    "RETRIEVE_LIMIT": 5,
-    "DEFER_HOURS": 24,
-    "QUEUE_PAGE_SIZE": 50,
-    # Counts stop here ("more than 1,000 waiting"): past it a count reads the same 1,001 index entries at any
-    # queue size, so a page with 100,000 waiting costs what one with 1,000 does.
-    "QUEUE_COUNT_CAP": 1000,
-    # Scope prefixes whose candidates need two reviewers' approval (a lead's page overrides per prefix;
-    # the longest matching prefix wins). Comma-separated in the environment.
-    "TWO_REVIEWER_SCOPES": [p.strip() for p in os.environ.get("TWO_REVIEWER_SCOPES", "").split(",") if p.strip()],
-    "SIMILAR_THRESHOLD": 0.35,
-    # Background policies.
-    "UNUSED_WINDOW_DAYS": 30,         # periodic deletion: older than W and retrieved <= alpha times in W
-    "UNUSED_MAX_RETRIEVALS": 0,       # alpha
-    "LOW_UTILITY_MIN_RETRIEVALS": 3,  # history-based deletion: retrieved >= n times ...
-    "LOW_UTILITY_BELOW": 0.4,         # ... with average utility < beta
-    "SCOPE_CAPACITY": {},             # {"acme/billing-api": 200}: active entries allowed per scope
-    "CAPACITY_SPARES_UNRETRIEVED": False,  # True: capacity never displaces an entry no agent has retrieved yet
-    "UNUSED_SPARES_VERIFIED": True,   # periodic deletion spares an entry verified (a success) within W
-    "SWEEP_BATCH_SIZE": 5000,
-    "SWEEP_LEASE_SECONDS": 300,       # a run with no heartbeat for this long (one per batch) holds no lock
-    # A detecting sweep's run stops at the first batch boundary after this long and the next run resumes
-    # there: well inside the worker's soft time limit, since a batch itself takes time.
-    "DETECTION_SLICE_SECONDS": int(os.environ.get("MEMORYADMIN_DETECTION_SLICE_SECONDS", "300")),
-    # The partners one entry is compared with in a detecting sweep, most relevant first (see README).
-    "DETECTION_PARTNERS_PER_ENTRY": 100,
-    # Skill promotion gates. Nominated: a procedure or success pattern with at least
-    # SKILL_MIN_HITS hits, average utility at least SKILL_MIN_AVG_UTILITY, no failure among its last
-    # SKILL_RECENT_WINDOW uses, a rollback note and no open conflict. Approved (by a lead): at least
-    # SKILL_TRIALS_REQUIRED trial runs reported on the current draft, all of them successful.
-    "SKILL_MIN_HITS": 10,
-    "SKILL_MIN_AVG_UTILITY": 0.8,
-    "SKILL_RECENT_WINDOW": 10,
-    "SKILL_TRIALS_REQUIRED": 5,
-    # The agent API.
-    "API_MAX_BODY_BYTES": 1024 * 1024,
-    "API_BATCH_MAX": 500,
-    "API_RETRIEVE_MAX_K": 20,
-    # Retrieval answers cached per (version, scopes, query, k, floor); a publish is the invalidation, this
-    # only bounds how long an unasked answer stays in Redis. 0: no cache.
-    "RETRIEVAL_CACHE_SECONDS": int(os.environ.get("MEMORYADMIN_RETRIEVAL_CACHE_SECONDS", "300")),
-    "API_RATE_LIMIT": int(os.environ.get("MEMORYADMIN_API_RATE_LIMIT", "600")),  # requests per token per minute
-    "API_BAD_TOKEN_LIMIT": int(os.environ.get("MEMORYADMIN_API_BAD_TOKEN_LIMIT", "30")),  # per address per minute
-    "IDEMPOTENCY_KEEP_HOURS": 24,     # how long a submission's answer is kept for a retry with its Idempotency-Key
-    # Vector retrieval: {"acme": 1536} fixes the embedding dimension of a scope prefix; elsewhere the first
-    # entry of a scope tree (its first segment) that carries an embedding fixes it.
-    "EMBEDDING_DIMENSIONS": {},
-    # How a task's outcome moves the confidence of the lessons it used (lift.py): "lift" judges each lesson
-    # against the baseline (tasks without it); "steps" is the design notes' rule, SUCCESS_STEP up on a
-    # success and FAILURE_STEP down on a failure to every lesson used, which balances at 80% success.
-    "OUTCOME_RULE": os.environ.get("MEMORYADMIN_OUTCOME_RULE", "lift"),
-    "LIFT_PRIOR_TASKS": 20,           # pseudo-tasks at the baseline's rate: a handful of outcomes moves little
-    "LIFT_GAIN": 1.0,                 # confidence moved per unit of estimated lift (x the lesson's share)
-    "LIFT_MIN_TASKS": 10,             # tasks with a lesson before its lift gets a verdict
-    "LIFT_WINDOW_DAYS": 90,           # the outcomes the lift is estimated from
-    # Under the steps rule: a task that used an active entry failed: send the entry back for a recheck.
-    "RECHECK_ON_FAILURE": True,
-}
-
-# Admission policies per scope prefix (the longest prefix wins; a lead's row on the Admission page replaces
-# the setting of the same prefix): {"acme/ci": {"name": "ci-gate", "mode": "auto", "evaluator": "ci",
-# "threshold": 0.8}}. Modes: manual (people decide), auto, all, none.
-CURATION_ADMISSION = {}
+# --- Curation rules ---------------------------------------------------------------------------------
+# Every curation setting is declared in curation/config.py: its type, range, default and meaning, and the
+# environment variable of the few that have one (TWO_REVIEWER_SCOPES, MEMORYADMIN_API_RATE_LIMIT, ...). Set
+# a key here to change it for this deployment, e.g. CURATION = {"DECAY_FACTOR": 0.9}; the app refuses to
+# start while a value is out of range or a key is not a setting.
+CURATION: dict = {}
+# Admission policies per scope prefix: {"acme/ci": {"name": "ci-gate", "mode": "auto", "evaluator": "ci",
+# "threshold": 0.8}}.
+CURATION_ADMISSION: dict = {}
+# Published memory versions: pre-publish checks and what auto-publish may release alone.
+CURATION_RELEASES: dict = {}
+# Holdout evaluation and the learning dashboard.
+CURATION_EVALUATION: dict = {}
 
 # Where `manage.py replay` writes its reports; the dashboard links the latest one.
 REPLAY_REPORT_DIR = Path(os.environ.get("MEMORYADMIN_REPLAY_DIR", str(DATA_DIR / "replay")))
-
-# Published memory versions (issue 13): the pre-publish checks and what auto-publish may release alone.
-CURATION_RELEASES = {
-    "FAILED_OUTCOME_DAYS": 14,        # a failed task outcome this recent is a pre-publish warning
-    # Auto-publish releases a pending entry alone only when every unreleased Event of it is one of these
-    # and no pre-publish check warns about it; anything else waits for a lead.
-    "AUTO_PUBLISH_ACTIONS": ["outcome_success", "add_evidence", "revive"],
-}
-# Holdout evaluation and the learning dashboard.
-CURATION_EVALUATION = {
-    # Scope prefix -> share of tasks (by task_ref) answered with no memory; the longest covering prefix
-    # wins, and a lead's setting on the Holdout page overrides the one here. None set: no holdout.
-    "HOLDOUT_FRACTIONS": {},
-    # The same, for the share served people's rules only (human corrections and preferences).
-    "RULES_ONLY_FRACTIONS": {},
-    "MIN_TASKS_PER_ARM": 30,          # below this in either arm the verdict is "not enough tasks yet"
-    "LESSON_MIN_RETRIEVALS": 20,      # lessons that help or hurt: tasks that retrieved it, at least
-    "RECURRING_MIN_FAILURES": 3,      # recurring failures: failed tasks that retrieved the entry, at least
-    "LESSONS_SHOWN": 10,              # each way
-}
-CELERY_BEAT_SCHEDULE["lifecycle-auto_publish"] = {
-    "task": "curation.lifecycle.auto_publish", "schedule": crontab(minute=50),
-    "kwargs": {"triggered_by": "beat"}, "options": {"expires": 3600},
-}
 
 LOGGING = {
     "version": 1,
@@ -393,9 +282,3 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
-
-DATA_DIR.mkdir(parents=True, exist_ok=True)
-STATIC_ROOT.mkdir(exist_ok=True)
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _folder in ("queue", "processed", "control"):
-        (DATA_DIR / "broker" / _folder).mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from curation import access, clock
+from curation.config import API_BAD_TOKEN_LIMIT, API_MAX_BODY_BYTES, API_RATE_LIMIT
 from curation.client_address import client_address
 from curation.models import AgentToken, MemoryVersion
 from curation.selectors import releases
@@ -69,13 +70,13 @@ def _authenticate(request) -> AgentToken:
 
 def _check_rate(token: AgentToken) -> None:
     """A fixed one-minute window per token, counted in the cache (Redis in production)."""
-    _limit_per_minute(f"api-rate:{token.pk}", settings.CURATION["API_RATE_LIMIT"],
+    _limit_per_minute(f"api-rate:{token.pk}", API_RATE_LIMIT.value,
                       "Rate limit of {limit} requests a minute reached; retry in {retry} s.")
 
 
 def _check_bad_token_rate(request) -> None:
     """Guessing tokens is throttled per client address; requests with a good token are never held back."""
-    _limit_per_minute(f"api-bad-token:{client_address(request)}", settings.CURATION["API_BAD_TOKEN_LIMIT"],
+    _limit_per_minute(f"api-bad-token:{client_address(request)}", API_BAD_TOKEN_LIMIT.value,
                       "Too many requests with an unknown token from this address ({limit} a minute); "
                       "retry in {retry} s.")
 
@@ -114,7 +115,7 @@ def _count_request(key: str) -> int:
 
 
 def _json_body(request) -> dict:
-    limit = settings.CURATION["API_MAX_BODY_BYTES"]
+    limit = API_MAX_BODY_BYTES.value
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

@@ -1,7 +1,6 @@
 """The OpenAPI 3.1 description of the agent API, served at /api/v1/openapi.json and rendered at /api/v1/docs."""
 
-from django.conf import settings
-
+from curation import config
 from curation.access import SCOPE_MAX, SCOPE_PATTERN
 from curation.models import (
     CONTENT_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, TRIGGER_MAX, Evidence, Kind, Signal, SkillProposal,
@@ -17,7 +16,7 @@ IDEMPOTENCY_KEY = {
     "schema": {"type": "string", "minLength": 1, "maxLength": 255},
     "description": "A key of the client's choosing (a UUID) to retry this request safely: a request with a key "
                    "already used by this token is answered with the first answer (header Idempotent-Replayed: "
-                   f"true) and writes nothing, for {settings.CURATION['IDEMPOTENCY_KEEP_HOURS']} hours. The same "
+                   f"true) and writes nothing, for {config.IDEMPOTENCY_KEEP_HOURS.value} hours. The same "
                    "key with another body is a 422. A refused request (4xx) is not kept.",
 }
 
@@ -64,7 +63,6 @@ VERSION = {"schema": {"type": "integer", "minimum": 1},
 
 
 def schema() -> dict:
-    c = settings.CURATION
     evidence_in = {
         "type": "object",
         "required": ["kind", "signal", "excerpt"],
@@ -96,9 +94,9 @@ def schema() -> dict:
             "review_by": {"type": ["string", "null"], "format": "date"},
             "signal": {"enum": Signal.values, "description": "Where the verdict came from."},
             "confidence": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
-                           "description": f"Proposed; self-signal lessons are capped at {c['SELF_SIGNAL_CAP']} "
+                           "description": f"Proposed; self-signal lessons are capped at {config.SELF_SIGNAL_CAP.value} "
                                           "without external evidence, human corrections start at "
-                                          f"{c['HUMAN_CORRECTION_CONFIDENCE']}."},
+                                          f"{config.HUMAN_CORRECTION_CONFIDENCE.value}."},
             "source_task": {"type": "string", "maxLength": 255},
             "evidence": {"type": "array", "items": evidence_in},
             "embedding": {"type": ["array", "null"], "items": {"type": "number"},
@@ -141,7 +139,7 @@ def schema() -> dict:
         "properties": {
             "reported": {"type": "integer"}, "succeeded": {"type": "integer"}, "failed": {"type": "integer"},
             "required": {"type": "integer", "description": "Successful trials a lead needs to approve it."},
-            "summary": {"type": "string", "example": f"3 of {c['SKILL_TRIALS_REQUIRED']} trials succeeded"},
+            "summary": {"type": "string", "example": f"3 of {config.SKILL_TRIALS_REQUIRED.value} trials succeeded"},
             "passes": {"type": "boolean", "description": "Enough trials, none of them failed."},
         },
     }
@@ -176,9 +174,9 @@ def schema() -> dict:
     memory_parameters = {
         "scope": {"schema": SCOPE},
         "q": {"schema": {"type": "string", "maxLength": 2000}, "description": "What the task is about: keywords or a sentence."},
-        "k": {"schema": {"type": "integer", "minimum": 1, "maximum": c["API_RETRIEVE_MAX_K"], "default": c["RETRIEVE_LIMIT"]}},
-        "min_confidence": {"schema": {"type": "number", "minimum": 0, "maximum": 1, "default": c["RETRIEVE_AT_LEAST"]},
-                           "description": f"Raised to {c['RETRIEVE_AT_LEAST']} if lower."},
+        "k": {"schema": {"type": "integer", "minimum": 1, "maximum": config.API_RETRIEVE_MAX_K.value, "default": config.RETRIEVE_LIMIT.value}},
+        "min_confidence": {"schema": {"type": "number", "minimum": 0, "maximum": 1, "default": config.RETRIEVE_AT_LEAST.value},
+                           "description": f"Raised to {config.RETRIEVE_AT_LEAST.value} if lower."},
         "budget_chars": {"schema": {"type": "integer", "minimum": 200, "maximum": 50000, "default": 2000}},
         "task_ref": {"schema": {"type": "string", "maxLength": 255}},
         "version": VERSION,
@@ -190,7 +188,7 @@ def schema() -> dict:
     }
     retrieval = ("Entries of the published memory version (or the pinned `version`), of the scope and its "
                  "ancestors (within the token's scopes), at "
-                 f"confidence {c['RETRIEVE_AT_LEAST']} or more, ranked by relevance × confidence, "
+                 f"confidence {config.RETRIEVE_AT_LEAST.value} or more, ranked by relevance × confidence, "
                  "near-duplicates dropped. The retrieval is recorded; report its outcome to /feedback.")
     memory_responses = {"200": _ok("The entries and the context block.", "#/components/schemas/Memory"),
                         "403": _error("The scope is outside the token's scopes."),
@@ -218,7 +216,7 @@ def schema() -> dict:
                 "Evidence": evidence_in,
                 "Submission": submission,
                 "Batch": {"type": "object", "required": ["candidates"], "additionalProperties": False, "properties": {
-                    "candidates": {"type": "array", "minItems": 1, "maxItems": c["API_BATCH_MAX"],
+                    "candidates": {"type": "array", "minItems": 1, "maxItems": config.API_BATCH_MAX.value,
                                    "items": {"$ref": "#/components/schemas/Candidate"}}}},
                 "BatchResult": {"type": "object", "properties": {
                     "results": {"type": "array", "items": {"type": "object", "description":
@@ -284,7 +282,7 @@ def schema() -> dict:
                               **BODY_ERRORS, **COMMON_ERRORS, "403": _error("The scope is outside the token's scopes.")},
             }},
             "/candidates/batch": {"post": {
-                "summary": f"Submit up to {c['API_BATCH_MAX']} candidates",
+                "summary": f"Submit up to {config.API_BATCH_MAX.value} candidates",
                 "description": "One result per item, in order; one bad item never blocks the others. Text no "
                                "database stores (a NUL character, a lone surrogate) anywhere in the body refuses "
                                "the whole request with a 422 naming the item's field, e.g. candidates[3].trigger.",
@@ -317,8 +315,8 @@ def schema() -> dict:
                     "its share of the change in its estimated lift; a lift above zero at 95% verifies it, one "
                     "below zero at 95% sends it to the candidates queue for a recheck. Each entry's `lift` in the "
                     "answer gives the figures. Once per retrieval."
-                    if c.get("OUTCOME_RULE", "lift") == "lift" else
-                    f"Success: +{c['SUCCESS_STEP']} and re-verified. Failure: -{c['FAILURE_STEP']} and the entry "
+                    if config.OUTCOME_RULE.value == "lift" else
+                    f"Success: +{config.SUCCESS_STEP.value} and re-verified. Failure: -{config.FAILURE_STEP.value} and the entry "
                     "goes back to the candidates queue for a recheck. Once per retrieval."),
                 "requestBody": _json_body("#/components/schemas/Feedback",
                                           {"retrieval_id": "6f1c...", "outcome": "success", "utility": 0.9}),
@@ -363,7 +361,7 @@ def schema() -> dict:
             "/skills": {"get": {
                 "summary": "Approved skills for a scope",
                 "description": "Skills a lead approved (enough hits, high utility, "
-                               f"{c['SKILL_TRIALS_REQUIRED']} successful trial runs, a rollback path), of the scope and "
+                               f"{config.SKILL_TRIALS_REQUIRED.value} successful trial runs, a rollback path), of the scope and "
                                "its ancestors within the token's scopes; without `scope`, of every scope of the token. "
                                "While a skill is approved, its source entries are no longer returned by /memory. "
                                "Write each `skill_md` to `<skills dir>/<slug>/SKILL.md`.",
@@ -389,7 +387,7 @@ def schema() -> dict:
             "/skills/{slug}/trials": {"post": {
                 "summary": "Report a trial run of a nominated skill",
                 "description": "Counted for the skill's current revision, once per task_ref: a repeat changes nothing "
-                               f"and answers 200. A lead may approve the skill after {c['SKILL_TRIALS_REQUIRED']} "
+                               f"and answers 200. A lead may approve the skill after {config.SKILL_TRIALS_REQUIRED.value} "
                                "trials of one revision, all successful.",
                 "parameters": [{"name": "slug", "in": "path", "required": True, "schema": SLUG}],
                 "requestBody": _json_body("#/components/schemas/Trial", {

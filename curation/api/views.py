@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.views.decorators.csrf import csrf_exempt
 
-from curation import selectors, vectors
+from curation import config, selectors, vectors
 from curation.selectors import releases
 from curation.selectors.evaluation import arm_for, learning_report
 from curation.selectors.retrieval_cache import cached_retrieve_released
@@ -51,7 +50,7 @@ def candidates(request, token, body):
 def candidates_batch(request, token, body):
     _refuse_unknown(body, frozenset({"candidates"}))
     items = body.get("candidates")
-    limit = settings.CURATION["API_BATCH_MAX"]
+    limit = config.API_BATCH_MAX.value
     if not isinstance(items, list) or not items:
         raise ValidationError({"candidates": ["A non-empty list of candidates."]})
     if len(items) > limit:
@@ -102,9 +101,8 @@ def _as_query_parameters(body: dict) -> dict[str, str]:
 
 def _retrieve(token, params) -> tuple[int, dict]:
     scope = readable_scope(token, params.get("scope", ""))
-    c = settings.CURATION
-    k = query_int(params, "k", c["RETRIEVE_LIMIT"], 1, c["API_RETRIEVE_MAX_K"])
-    floor = c["RETRIEVE_AT_LEAST"]
+    k = query_int(params, "k", config.RETRIEVE_LIMIT.value, 1, config.API_RETRIEVE_MAX_K.value)
+    floor = config.RETRIEVE_AT_LEAST.value
     min_confidence = max(floor, query_float(params, "min_confidence", floor, 0.0, 1.0))
     budget = query_int(params, "budget_chars", 2000, 200, 50000)
     q = params.get("q", "")

@@ -16,8 +16,10 @@ LOWEST_BASE = 1e-9
 
 
 def _rate():
-    c = settings.CURATION
-    return -math.log(c["DECAY_FACTOR"]) / c["DECAY_PERIOD_DAYS"]
+    # The deployment's decay settings, else their defaults as they were when this was written (settings.py
+    # holds only what a deployment sets; a key written under another rate is rewritten by the decay sweep).
+    c = getattr(settings, "CURATION", {})
+    return -math.log(c.get("DECAY_FACTOR", 0.95)) / c.get("DECAY_PERIOD_DAYS", 30)
 
 
 def backfill(apps, schema_editor):

@@ -17,11 +17,10 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.contrib.auth.models import Group, User
-from django.test.utils import override_settings
 
 from curation import clock, lifecycle
+from curation.config import overriding
 from curation.models import Entry, Status
 from curation.selectors import retrieve_memory
 from curation.services.admission import set_admission_policy
@@ -118,7 +117,7 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
     world = World(seed, steps)
     scope = f"replay/{config.policy.replace('+', '-')}/{rules}/s{seed}-{uuid.uuid4().hex[:8]}"
     result = RunResult(config.policy, rules, seed, steps, scope=scope)
-    with override_settings(CURATION={**settings.CURATION, **config.curation_settings(scope)}):
+    with overriding(**config.curation_settings(scope)):
         lead = _lead()
         token, _ = create_agent_token(name=f"regagent-{scope.replace('/', '-')}"[:100], scopes=[scope])
         errors: dict[int, float] = {}

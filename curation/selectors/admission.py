@@ -3,9 +3,8 @@ on the same prefix) and the embedding dimension of a scope tree."""
 
 from __future__ import annotations
 
-from django.conf import settings
 
-from curation import admission
+from curation import admission, config
 from curation.access import governing_prefix, under_scope
 from curation.models import AdmissionPolicy, Entry
 
@@ -13,8 +12,7 @@ from curation.models import AdmissionPolicy, Entry
 def admission_policies() -> list[admission.Policy]:
     """Every policy in force, one per prefix: the settings' defaults, replaced by a lead's row of the same
     prefix. One query."""
-    by_prefix = {prefix: admission.clean_policy({**spec, "prefix": prefix})
-                 for prefix, spec in settings.CURATION_ADMISSION.items()}
+    by_prefix = config.CURATION_ADMISSION.value
     for row in AdmissionPolicy.objects.all():
         by_prefix[row.prefix] = policy_of(row)
     return sorted(by_prefix.values(), key=lambda p: p.prefix)
@@ -36,9 +34,9 @@ def scope_tree(scope: str) -> str:
 
 def embedding_dimensions(scope: str) -> int | None:
     """How many numbers an embedding of `scope` must have: the setting of the longest prefix covering it in
-    CURATION["EMBEDDING_DIMENSIONS"], else the dimension of the first entry of its tree that carried one,
+    the EMBEDDING_DIMENSIONS setting, else the dimension of the first entry of its tree that carried one,
     else None (the first embedding fixes it). One indexed query at most."""
-    configured = settings.CURATION.get("EMBEDDING_DIMENSIONS", {})
+    configured = config.EMBEDDING_DIMENSIONS.value
     if (prefix := governing_prefix(configured, scope)) is not None:
         return int(configured[prefix])
     first = (Entry.objects.filter(under_scope(scope_tree(scope)), embedding__isnull=False)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
 
-from curation import access, agreement, clock
+from curation import access, agreement, clock, config
 from curation.models import Event, EventAction, ReviewRule
 
 # A longer pause between two decisions is a break, not the time one decision took.
@@ -23,7 +22,7 @@ WINDOWS_DAYS = (7, 30)
 def review_rules() -> dict[str, int]:
     """Scope prefix -> approvals required: the settings' prefixes, then the leads' rules over them (1 query)."""
     rows = ReviewRule.objects.values_list("prefix", "approvals")
-    return agreement.merged_rules(settings.CURATION["TWO_REVIEWER_SCOPES"], rows)
+    return agreement.merged_rules(config.TWO_REVIEWER_SCOPES.value, rows)
 
 
 def approvals_required(scope: str) -> int:
@@ -42,7 +41,7 @@ def review_rule_rows(user) -> list[RuleRow]:
     """The rules as the leads' page lists them, by prefix (1 query, 1 more for the reader's scopes): those
     that concern the reader's scopes (a rule under one of them, or above it, which governs it too)."""
     rows = {prefix.rstrip("/"): RuleRow(prefix.rstrip("/"), 2, "setting")
-            for prefix in settings.CURATION["TWO_REVIEWER_SCOPES"]}
+            for prefix in config.TWO_REVIEWER_SCOPES.value}
     for rule in ReviewRule.objects.all():
         rows[rule.prefix] = RuleRow(rule.prefix, rule.approvals, "set by a lead", rule.updated_at)
     prefixes = access.user_scope_prefixes(user)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db.models import Prefetch, Q
 
-from curation import access, clock
+from curation import access, clock, config
 from curation.models import CONFIDENCE_FIELDS, Entry, Event, Evidence, QueueReason, SimilarEntry, Status
 from curation.permissions import SETTLE
 
@@ -98,7 +97,7 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
     qs = queue_base(user, filters, now or clock.now())
     cards = qs.select_related("first_approval_by").defer(*UNSHOWN).prefetch_related(*_card_prefetches(user))
     return read_page(cards, qs, stamp="queued_at", cursor=cursor,
-                     page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters,
+                     page_size=page_size or config.QUEUE_PAGE_SIZE.value, filters=filters,
                      prepare=with_queued_why)
 
 
@@ -129,7 +128,7 @@ def candidate_lines(user, filters: QueueFilters, *, cursor: str = "", page_size:
     count, 2 queries; a line's evidence and similar entries load when it is expanded (queue_card)."""
     qs = queue_base(user, filters, now or clock.now())
     return read_page(qs.select_related("first_approval_by").only(*LINE_FIELDS), qs, stamp="queued_at", cursor=cursor,
-                     page_size=page_size or settings.CURATION["QUEUE_PAGE_SIZE"], filters=filters)
+                     page_size=page_size or config.QUEUE_PAGE_SIZE.value, filters=filters)
 
 
 def queue_card(user, entry_id) -> Entry:

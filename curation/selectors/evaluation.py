@@ -7,11 +7,13 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
 from curation import access, clock, evaluation, lift
+from curation.config import (
+    HOLDOUT_FRACTIONS, LESSON_MIN_RETRIEVALS, LESSONS_SHOWN, MIN_TASKS_PER_ARM, RECURRING_MIN_FAILURES, RULES_ONLY_FRACTIONS,
+)
 from curation.evaluation import HOLDOUT, MEMORY, RULES_ONLY, Comparison, Rate
 from curation.models import Entry, HoldoutFraction, Kind, LessonTally, OutcomeTally
 
@@ -20,8 +22,7 @@ CHART_WEEKS = 13
 
 
 def _configured() -> dict[str, tuple[float, float]]:
-    config = settings.CURATION_EVALUATION
-    holdout, rules_only = config["HOLDOUT_FRACTIONS"], config["RULES_ONLY_FRACTIONS"]
+    holdout, rules_only = HOLDOUT_FRACTIONS.value, RULES_ONLY_FRACTIONS.value
     return {prefix: (holdout.get(prefix, 0.0), rules_only.get(prefix, 0.0)) for prefix in {*holdout, *rules_only}}
 
 
@@ -212,8 +213,7 @@ def learning_report(*, prefixes: list[str] | None, focus: str = "", days: int = 
     """The figures under `focus` (or everything) within `prefixes` (None: every scope): per scope rolled up
     to each prefix, the success rate per arm over 7, 30 and 90 days with the verdict, the weekly rates
     and human corrections, the lessons that help or hurt and the recurring failures over `days`."""
-    config = settings.CURATION_EVALUATION
-    min_tasks = config["MIN_TASKS_PER_ARM"]
+    min_tasks = MIN_TASKS_PER_ARM.value
     today = clock.now().date()
     oldest = today - datetime.timedelta(days=max(WINDOWS) - 1)
 
@@ -245,13 +245,13 @@ def learning_report(*, prefixes: list[str] | None, focus: str = "", days: int = 
 
     weeks = _weeks(prefixes, focus, today)
     rows = list(_lesson_rows(prefixes, focus, days)
-                .filter(tasks__gte=min(config["LESSON_MIN_RETRIEVALS"], config["RECURRING_MIN_FAILURES"])))
-    helps, hurts, compared = _lessons(rows, days, rollups, total, config)
-    failures = _failures(rows, config)
+                .filter(tasks__gte=min(LESSON_MIN_RETRIEVALS.value, RECURRING_MIN_FAILURES.value)))
+    helps, hurts, compared = _lessons(rows, days, rollups, total)
+    failures = _failures(rows)
     _describe([*helps, *hurts, *failures])
     return LearningReport(
         focus=focus, days=days, total=comparisons(total), rules_total=comparisons(total, RULES_ONLY), scopes=scope_rows, weeks=weeks, helps=helps, hurts=hurts,
-        failures=failures, lesson_min=config["LESSON_MIN_RETRIEVALS"], lessons_compared=compared,
+        failures=failures, lesson_min=LESSON_MIN_RETRIEVALS.value, lessons_compared=compared,
     )
 
 
@@ -323,7 +323,7 @@ def _lesson_rows(prefixes, focus, days):
                       charged_successes=Sum("charged_successes")).order_by())
 
 
-def _lessons(rows, days, rollups, total, config) -> tuple[list[Lesson], list[Lesson], int]:
+def _lessons(rows, days, rollups, total) -> tuple[list[Lesson], list[Lesson], int]:
     """Entries charged with at least LESSON_MIN_RETRIEVALS tasks with an outcome, judged by the outcome
     rule's estimate of their lift (lift.estimate) against comparable tasks without them: the holdout arm
     under the entry's scope when it has LIFT_MIN_TASKS tasks, otherwise the scope's served tasks less the
@@ -331,10 +331,11 @@ def _lessons(rows, days, rollups, total, config) -> tuple[list[Lesson], list[Les
     first (its upper end)."""
     window = days if days in WINDOWS else 90
     config_lift = lift.lift_settings()
+    lesson_min = LESSON_MIN_RETRIEVALS.value
     lessons = []
     for row in rows:
         tasks, successes = row["charged"] or 0, row["charged_successes"] or 0
-        if tasks < config["LESSON_MIN_RETRIEVALS"]:
+        if tasks < lesson_min:
             continue
         holdout, served = (0, 0), (0, 0)
         for ancestor in reversed(access.scope_ancestors(row["entry__scope"])):
@@ -357,7 +358,7 @@ def _lessons(rows, days, rollups, total, config) -> tuple[list[Lesson], list[Les
                               lift=lift.estimate(tasks, successes, *without, prior_tasks=config_lift.prior_tasks,
                                                  min_tasks=config_lift.min_tasks)))
     compared = [lesson for lesson in lessons if lesson.baseline.tasks]
-    shown = config["LESSONS_SHOWN"]
+    shown = LESSONS_SHOWN.value
     helps = sorted((lesson for lesson in compared if lesson.lift.mean > 0),
                    key=lambda lesson: (-lesson.lift.low, lesson.entry_id))[:shown]
     hurts = sorted((lesson for lesson in compared if lesson.lift.mean < 0),
@@ -365,8 +366,8 @@ def _lessons(rows, days, rollups, total, config) -> tuple[list[Lesson], list[Les
     return helps, hurts, len(compared)
 
 
-def _failures(rows, config) -> list[Failure]:
+def _failures(rows) -> list[Failure]:
     """Entries that failed tasks kept retrieving: the most failed tasks first."""
     failing = sorted(((row["tasks"] - row["successes"], row) for row in rows), key=lambda f: (-f[0], f[1]["entry_id"]))
     return [Failure(row["entry_id"], row["entry__scope"], failures, row["tasks"])
-            for failures, row in failing if failures >= config["RECURRING_MIN_FAILURES"]][:config["LESSONS_SHOWN"]]
+            for failures, row in failing if failures >= RECURRING_MIN_FAILURES.value][:LESSONS_SHOWN.value]

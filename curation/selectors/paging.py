@@ -9,8 +9,9 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Q, QuerySet
+
+from curation import config
 
 
 class BadCursor(ValueError):
@@ -37,7 +38,7 @@ def capped_label(count: int, capped: bool) -> str:
 
 def capped_count(qs: QuerySet, cap: int | None = None) -> tuple[int, bool]:
     """How many rows match, counted up to a cap: a bounded index scan, never a COUNT(*) of the table."""
-    cap = cap if cap is not None else settings.CURATION["QUEUE_COUNT_CAP"]
+    cap = cap if cap is not None else config.QUEUE_COUNT_CAP.value
     n = qs.order_by().values("pk")[: cap + 1].count()
     return min(n, cap), n > cap
 

@@ -11,11 +11,10 @@ import datetime
 import functools
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import connection, connections, router
 from django.db.models import Exists, Max, OuterRef, Q
 
-from curation import access, clock
+from curation import access, clock, config
 from curation.models import (
     Conflict, Entry, Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry,
     ReleasedSkill, SkillProposal, SkillSource, Status,
@@ -315,7 +314,7 @@ def pre_publish_checks(changes: list[Change], *, now=None, kept_under: str | Non
                                             state=Conflict.State.OPEN).order_by("pk"):
         entry_id = conflict.entry_a_id if conflict.entry_a_id in ids else conflict.entry_b_id
         warnings.append(Warning("conflict", entry_id, f"#{entry_id} is in open {conflict.label}."))
-    since = now - datetime.timedelta(days=settings.CURATION_RELEASES["FAILED_OUTCOME_DAYS"])
+    since = now - datetime.timedelta(days=config.FAILED_OUTCOME_DAYS.value)
     failed = (Event.objects.filter(entry_id__in=ids, action=EventAction.OUTCOME_FAILURE, created_at__gte=since)
               .values_list("entry_id", flat=True).distinct())
     for entry_id in sorted(set(failed)):

@@ -13,10 +13,9 @@ import hashlib
 import json
 import logging
 
-from django.conf import settings
 from django.core.cache import cache
 
-from curation import clock
+from curation import clock, config
 
 from .releases import retrieve_released
 from .retrieval import Ranked
@@ -50,7 +49,7 @@ def cached_retrieve_released(number: int, *, scopes, q: str = "", k: int, min_co
                              embedding=None, metric: str = "l2") -> list[Ranked]:
     """retrieve_released, answered from the cache when the same inputs were asked of the same version."""
     options = {"kinds": kinds, "embedding": embedding, "metric": metric}
-    seconds = settings.CURATION.get("RETRIEVAL_CACHE_SECONDS", 0)
+    seconds = config.RETRIEVAL_CACHE_SECONDS.value
     if not seconds or not scopes:
         return retrieve_released(number, scopes=scopes, q=q, k=k, min_confidence=min_confidence, **options)
     q = (q or "").strip()[:500]  # as retrieve_released reads it

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from django.conf import settings
 from django.db import connection
 
-from curation import access
+from curation import access, config
 from curation.models import Entry, Status
 from curation.similarity import jaccard, words
 
@@ -43,7 +42,7 @@ def similar_active_entries_many(entries, *, limit: int = 5, pools=None) -> dict[
             similar_entries_sql(),
             {**outer_params(entries, _situation_words, lambda e: f"{e.trigger} {e.content}"),
              "pool": SIMILAR_POOL_POSTGRES,
-             "threshold": settings.CURATION["SIMILAR_THRESHOLD"], "limit": limit},
+             "threshold": config.SIMILAR_THRESHOLD.value, "limit": limit},
         )
         for entry_id, other_id, score in cursor.fetchall():
             found[entry_id].append((other_id, round(float(score), 3)))
@@ -60,7 +59,7 @@ def _similar_portable_many(entries: list[Entry], limit: int, pools=None) -> dict
     """Word Jaccard of each entry with the SIMILAR_POOL most recent active entries of its overlapping scopes
     (itself left out). Entries of one scope share that pool: one query per scope of the batch (none when
     the batch read it already, `pools`), and each pooled row's words split once for the whole batch."""
-    threshold = settings.CURATION["SIMILAR_THRESHOLD"]
+    threshold = config.SIMILAR_THRESHOLD.value
     by_scope: dict[str, list[Entry]] = {}
     for entry in entries:
         by_scope.setdefault(entry.scope, []).append(entry)

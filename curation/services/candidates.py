@@ -6,11 +6,10 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from curation import access, clock, lifecycle, vectors
+from curation import access, clock, config, lifecycle, vectors
 from curation.permissions import REVIEW, SETTLE
 from curation.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueReason, SimilarEntry, Signal, Status
@@ -316,7 +315,7 @@ def defer_candidate(
 ) -> Entry:
     """Put a candidate aside: it leaves the queue's front until the deferral ends, then comes back."""
     now = at or clock.now()
-    hours = settings.CURATION["DEFER_HOURS"] if hours is None else hours
+    hours = config.DEFER_HOURS.value if hours is None else hours
     if not 0 < hours <= 24 * 90:
         raise ValidationError({"hours": ["Defer for between a minute and 90 days."]})
     with transaction.atomic():

@@ -13,12 +13,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from curation import access, clock
+from curation import access, clock, config
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
 from curation.models import Conflict, Entry, EventAction, Status
 from curation.permissions import REVIEW
@@ -44,7 +43,7 @@ def partners_per_entry() -> int:
     action words most, then the newest). It keeps a scope of thousands of near-identical entries from
     costing a comparison of every pair; what it may miss: a contradiction with a partner ranked below
     that many is found only if the partner's own comparisons reach the entry."""
-    return int(settings.CURATION["DETECTION_PARTNERS_PER_ENTRY"])
+    return config.DETECTION_PARTNERS_PER_ENTRY.value
 def _pair(a: Entry, b: Entry) -> tuple[int, int]:
     return (a.pk, b.pk) if a.pk < b.pk else (b.pk, a.pk)
 
@@ -187,7 +186,7 @@ def sweep_conflicts(
     The walk starts above `after` (a pass resumed) and, when given, calls `progress(last id)` after each
     batch, whose conflicts are written by then; True stops the walk there (`resume_after`)."""
     now = at or clock.now()
-    batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
+    batch_size = batch_size or config.SWEEP_BATCH_SIZE.value
     per_entry = partners_per_entry()
     if changed_since is not None:
         return _sweep_changed(changed_since, now=now, batch_size=batch_size,

@@ -15,11 +15,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 
-from curation import access, clock
+from curation import access, clock, config
 from curation.contradiction import contradiction, parse_lesson
 from curation.models import ConsolidationProposal, Entry, EventAction, Status
 from curation.permissions import REVIEW
@@ -45,11 +44,11 @@ _FIELDS = (
 
 
 def merge_threshold() -> float:
-    return settings.CURATION.get("CONSOLIDATE_MERGE_AT", 0.6)
+    return config.CONSOLIDATE_MERGE_AT.value
 
 
 def supersede_trigger_threshold() -> float:
-    return settings.CURATION.get("CONSOLIDATE_SUPERSEDE_TRIGGER_AT", 0.6)
+    return config.CONSOLIDATE_SUPERSEDE_TRIGGER_AT.value
 
 
 def proposal_key(kind: str, ids) -> str:
@@ -178,8 +177,8 @@ def sweep_consolidation(
     batch, inside the snapshot transaction that also writes the proposals: True stops the walk there
     (`resume_after`), the proposals found so far are written, and the cursor commits with them."""
     now = at or clock.now()
-    per_entry = int(settings.CURATION["DETECTION_PARTNERS_PER_ENTRY"])
-    batch_size = batch_size or settings.CURATION["SWEEP_BATCH_SIZE"]
+    per_entry = config.DETECTION_PARTNERS_PER_ENTRY.value
+    batch_size = batch_size or config.SWEEP_BATCH_SIZE.value
     pool_limit = pool_limit or POOL
     merge_at, trigger_at = merge_threshold(), supersede_trigger_threshold()
     clusters = _Clusters()

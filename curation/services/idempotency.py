@@ -12,11 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from curation import clock
+from curation import clock, config
 from curation.models import AgentToken, IdempotentAnswer
 
 KEY_MAX = 255
@@ -42,7 +41,7 @@ def request_hash(path: str, body: dict) -> str:
 
 
 def _kept_since(now) -> datetime.datetime:
-    return now - datetime.timedelta(hours=settings.CURATION["IDEMPOTENCY_KEEP_HOURS"])
+    return now - datetime.timedelta(hours=config.IDEMPOTENCY_KEEP_HOURS.value)
 
 
 def _stored(token: AgentToken, key: str, digest: str, now) -> Answer | None:

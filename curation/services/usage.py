@@ -13,11 +13,11 @@ import datetime
 import uuid
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from curation import clock, lifecycle, lift
+from curation.config import RECHECK_ON_FAILURE
 from curation.redaction import redact
 from curation.models import (
     AgentToken, Arm, Entry, EventAction, Evidence, Feedback, QueueReason, Retrieval, RetrievedEntry, Signal, Status,
@@ -94,7 +94,7 @@ def _outcome_changes(entry: Entry, *, success: bool, utility: float, retrieval: 
         base = lifecycle.after_failure(entry.base_confidence, rules)
         changes.update(base_confidence=base)
         reason = f"a task that used it failed (retrieval {retrieval.pk})"
-        if entry.status == Status.ACTIVE and entry.queued_at is None and settings.CURATION["RECHECK_ON_FAILURE"]:
+        if entry.status == Status.ACTIVE and entry.queued_at is None and RECHECK_ON_FAILURE.value:
             changes.update(queued_at=now, queue_reason=QueueReason.RECHECK_FAILURE)
             reason += "; sent back to the candidates queue for a recheck"
     if retrieval.task_ref:

@@ -1,14 +1,14 @@
 """Auto-publish: release the low-impact pending changes on a schedule, so agents get them without a lead.
 
-Low-impact (settings.CURATION_RELEASES["AUTO_PUBLISH_ACTIONS"]): an entry whose every Event since the
+Low-impact (the AUTO_PUBLISH_ACTIONS setting): an entry whose every Event since the
 published version is one of those actions (an outcome that succeeded, new evidence, a revival), that stays
 in the release (a removal waits), and that no pre-publish check warns about. Everything else, approvals,
 edits, retirements, merges and skills, waits for a lead on the releases page. The publish is an Event with
 the actor `auto-publish`."""
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from curation import config
 from curation.models import EventAction
 from curation.selectors import releases
 from curation.services.releases import publish_version
@@ -22,14 +22,14 @@ DESCRIPTION = "Publish the low-impact pending changes (outcomes, evidence, reviv
 
 
 def thresholds() -> str:
-    actions = ", ".join(EventAction(a).label for a in settings.CURATION_RELEASES["AUTO_PUBLISH_ACTIONS"])
+    actions = ", ".join(EventAction(a).label for a in config.AUTO_PUBLISH_ACTIONS.value)
     return (f"Publishes a new memory version when every change of an entry since the last one is low-impact ({actions}); "
             "anything a reviewer decided waits for a lead to publish.")
 
 
 def run(sweep: Sweep) -> None:
     changes = releases.pending_changes()
-    low = releases.low_impact(changes, settings.CURATION_RELEASES["AUTO_PUBLISH_ACTIONS"])
+    low = releases.low_impact(changes, config.AUTO_PUBLISH_ACTIONS.value)
     for change in low[:sweep.samples_left]:
         sweep.sample(f"#{change.subject_id} {change.kind}: " + ", ".join(f.name for f in change.fields))
     if low and not sweep.dry_run:

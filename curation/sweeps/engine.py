@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
 
-from curation import clock, lifecycle
+from curation import clock, config, lifecycle
 from curation.models import CONFIDENCE_FIELDS, Entry, EventAction, TaskRun
 from curation.services.entry_writes import write_entries
 
@@ -174,7 +174,7 @@ def detecting_sweep(sweep: Sweep, detect: Callable, describe: Callable[[object],
     one run. A dry run does the same slice in one transaction and rolls it back (its counts and
     samples say what a real run would open) and moves no cursor."""
     position = pass_position(sweep)
-    slice_seconds = None if sweep.full else settings.CURATION["DETECTION_SLICE_SECONDS"]
+    slice_seconds = None if sweep.full else config.DETECTION_SLICE_SECONDS.value
     deadline = clock.wall() + datetime.timedelta(seconds=slice_seconds) if slice_seconds is not None else None
 
     def progress(after: int) -> bool:

@@ -14,7 +14,7 @@ from typing import Callable
 from django.conf import settings
 from django.db import connection
 
-from curation import clock
+from curation import clock, config
 from curation.middleware import current_request_id
 from curation.models import TaskRun
 
@@ -65,7 +65,7 @@ def holder_alive(run: TaskRun, now: datetime.datetime) -> bool:
     if host == socket.gethostname() and pid.isdigit():
         found = _process_start(int(pid))
         return found is not None and (not start or not found or found == start)
-    lease = datetime.timedelta(seconds=settings.CURATION["SWEEP_LEASE_SECONDS"])
+    lease = datetime.timedelta(seconds=config.SWEEP_LEASE_SECONDS.value)
     return (run.heartbeat_at or run.started_at) >= now - lease
 
 

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from curation import clock
+from curation import clock, config
 from curation.permissions import RUN_TASKS, can_view_maintenance, require
 from curation.selectors.maintenance import recent_runs
 from curation.sweeps import TASK_DESCRIPTIONS, TASK_NAMES, task_thresholds
@@ -44,7 +44,7 @@ def page(request):
     ]
     return render(request, "curation/maintenance.html", {
         "tasks": tasks,
-        "capacity": sorted(settings.CURATION["SCOPE_CAPACITY"].items()),
+        "capacity": sorted(config.SCOPE_CAPACITY.value.items()),
     })
 
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 import io
 import zipfile
 
-from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from curation import access, selectors
+from curation import access, config, selectors
 from curation.context_block import build_context
 from curation.models import MemoryVersion
 from curation.permissions import PUBLISH, READ, require
@@ -143,9 +142,9 @@ def diff_json(request):
 def preview(request):
     """What an agent would receive: a scope, a query, k, a context budget and a version (published, an
     earlier one, or the pending draft)."""
-    c = settings.CURATION
+    max_k = config.API_RETRIEVE_MAX_K.value
     form = {"scope": request.GET.get("scope", "").strip(), "q": request.GET.get("q", "")[:2000],
-            "k": request.GET.get("k", str(c["RETRIEVE_LIMIT"])), "budget": request.GET.get("budget", "2000"),
+            "k": request.GET.get("k", str(config.RETRIEVE_LIMIT.value)), "budget": request.GET.get("budget", "2000"),
             "version": request.GET.get("version", "published")}
     context = {"form": form, "history": reads.version_history(request.user), "errors": {}, "result": None}
     if not form["scope"]:
@@ -160,10 +159,10 @@ def preview(request):
     try:
         k = int(form["k"])
         budget = int(form["budget"])
-        if not (1 <= k <= c["API_RETRIEVE_MAX_K"] and 200 <= budget <= 50000):
+        if not (1 <= k <= max_k and 200 <= budget <= 50000):
             raise ValueError
     except ValueError:
-        errors["k"] = [f"k from 1 to {c['API_RETRIEVE_MAX_K']}, a budget from 200 to 50,000 characters."]
+        errors["k"] = [f"k from 1 to {max_k}, a budget from 200 to 50,000 characters."]
     number = None
     if form["version"] == "published":
         number = reads.published_number()
@@ -179,7 +178,7 @@ def preview(request):
     prefixes = access.user_scope_prefixes(request.user)
     if prefixes is not None:
         scopes = [s for s in scopes if access.covered_by_any(prefixes, s)]
-    floor = c["RETRIEVE_AT_LEAST"]
+    floor = config.RETRIEVE_AT_LEAST.value
     if number is None:
         ranked = selectors.retrieve_memory(scopes=scopes, q=form["q"], k=k, min_confidence=floor)
     else:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from curation import config
 from curation.models import Entry, Event, Evidence, IdempotentAnswer
 from curation.services.idempotency import clean_key
 from tests.factories import Agent, api_candidate, run_together
@@ -75,7 +76,7 @@ def test_the_answer_is_kept_for_its_hours_then_the_key_is_free(agent, settings):
     stored = IdempotentAnswer.objects.get(key=clean_key("old-key"))
     assert "old-key" not in str(IdempotentAnswer.objects.values().get())  # only its hash is kept
     assert (stored.status, stored.answer) == (201, first.json())  # in the database: it outlives a restart
-    hours = settings.CURATION["IDEMPOTENCY_KEEP_HOURS"]
+    hours = config.IDEMPOTENCY_KEEP_HOURS.value
     IdempotentAnswer.objects.filter(pk=stored.pk).update(
         created_at=stored.created_at - datetime.timedelta(hours=hours, minutes=1))
     later = submit(agent, "old-key")

@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from curation import config
 from curation.models import Entry, Status, TaskRun
 from curation.services import conflicts
 from curation.sweeps import run_sweep, runs
@@ -99,7 +100,7 @@ def test_on_postgresql_a_killed_worker_takes_its_advisory_lock_with_it(on_postgr
 def test_a_worker_on_another_host_holds_the_lock_while_its_lease_runs(settings, doomed):
     if connection.vendor == "postgresql":
         pytest.skip("on PostgreSQL the advisory lock, not the lease, decides")
-    lease = datetime.timedelta(seconds=settings.CURATION["SWEEP_LEASE_SECONDS"])
+    lease = datetime.timedelta(seconds=config.SWEEP_LEASE_SECONDS.value)
     elsewhere = a_run_held_by("worker-7.example:4242:99", heartbeat_at=timezone.now() - lease / 2)
     run, _ = run_sweep("archive", as_of=AS_OF)
     assert run.state == TaskRun.State.SKIPPED

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("task", choices=[*sweeps.TASK_NAMES, "all"], help="the task to run, or all")
         parser.add_argument("--at", dest="at", help="run as of this ISO 8601 time (default: now)")
         parser.add_argument("--dry-run", action="store_true", help="print what would change and change nothing")
-        parser.add_argument("--batch-size", type=int, help="rows per batch (default: CURATION['SWEEP_BATCH_SIZE'])")
+        parser.add_argument("--batch-size", type=int, help="rows per batch (default: the SWEEP_BATCH_SIZE setting)")
         parser.add_argument("--full", action="store_true",
                             help="conflicts and consolidation: read every active entry, not only those changed "
                                  "since the last successful run")

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import datetime
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.db.models import Count, Q
-from django.test.utils import override_settings
 
-from curation import clock, services
+from curation import clock, config, services
 from curation.demo.lessons import AGENT_TOKEN_SCOPES, DEMO_TASK_PREFIX, timeline
 from curation.models import (
     AgentToken, Conflict, ConsolidationProposal, Entry, Event, Evidence, ScopeGrant, SimilarEntry, SkillProposal,
@@ -166,7 +164,7 @@ class Command(BaseCommand):
                 # The timeline's stories (a failure sends an entry back for a recheck, a reviewer confirms it)
                 # are told with the design notes' outcome rule; a handful of outcomes per lesson is too few
                 # for the default rule's verdicts.
-                with override_settings(CURATION={**settings.CURATION, "OUTCOME_RULE": "steps"}):
+                with config.overriding(OUTCOME_RULE="steps"):
                     self.seed_entries()
                 # Agents read the published version: the demo's lead publishes what the replay curated.
                 publish_version(actor=get_user_model().objects.get(username="lead"), acknowledge=True,

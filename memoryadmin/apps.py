@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+from memoryadmin.data_folders import make_data_folders
+
+
+class ProjectConfig(AppConfig):
+    """The project's own start-up work, which belongs to no app: the data folders."""
+
+    name = "memoryadmin"
+    label = "memoryadmin"
+
+    def ready(self):
+        make_data_folders()
