@@ -139,8 +139,10 @@ class Queue:
         preference = selectors.queue_preference(request.user, self.url_name)
         filters = self.filter_params(request.GET)
         if not filters and "after" not in request.GET and preference.filters and not request.htmx:
+            request.session[f"restored:{self.url_name}"] = True  # the page says so, once, with a way back
             return redirect(f"{self.page_url}?{preference.filters}")
-        response = self.render_page(request, request.GET, compact=preference.compact)
+        response = self.render_page(request, request.GET, compact=preference.compact,
+                                    restored=request.session.pop(f"restored:{self.url_name}", False))
         remembered = urlencode([(name, value) for name, value in filters if value])
         if filters and response.status_code == 200 and len(remembered) <= FILTERS_KEPT:
             services.remember_queue(request.user, self.url_name, filters=remembered)
@@ -158,11 +160,12 @@ class Queue:
         services.remember_queue(request.user, self.url_name, compact=request.POST.get("view") == "compact")
         return redirect(self.back_url(request))
 
-    def render_page(self, request, params, *, status=200, bulk_errors=(), compact=False):
+    def render_page(self, request, params, *, status=200, bulk_errors=(), compact=False, restored=False):
         form = self.filters_for(request, params)
         filters = form.filters()
         compact = compact and bool(self.lines_template)
         context = {**self.context(request), "queue": self, "filter_form": form, "filters": filters, "page": None,
+                   "restored_filters": restored,
                    "bulk_errors": bulk_errors, "compact": compact, "decided_here": self.decided_here(request)}
         if not form.is_valid():
             return render(request, self.page_template, {**context, "filter_errors": form.errors},

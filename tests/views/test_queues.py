@@ -7,7 +7,7 @@ from django.utils.cache import has_vary_header
 
 from curation import services
 from curation.services import conflicts, consolidation
-from tests.factories import active, candidate_data, client_for
+from tests.factories import active, candidate_data, client_for, page_text
 from tests.factories import nominated
 
 pytestmark = pytest.mark.django_db
@@ -88,6 +88,10 @@ def test_a_queue_remembers_its_filters_and_view_per_reviewer(reviewer, second_re
     assert QueuePreference.objects.get(user=reviewer, queue="candidates").filters == "f-scope=acme%2Fweb"
     back = client.get(url)
     assert back.status_code == 302 and back["Location"] == f"{url}?f-scope=acme%2Fweb"
+    # The page says the filters came back from the last visit, once, with a way to the whole queue.
+    restored = page_text(client.get(back["Location"]))
+    assert "Showing the filters you last used on this queue" in restored and "Show the whole queue" in restored
+    assert "Showing the filters you last used" not in page_text(client.get(back["Location"]))
     assert client_for(second_reviewer).get(url).status_code == 200  # per reviewer
     assert client.get(url, {"f-kind": "rumour"}).status_code == 400  # a refused filter is not remembered
     assert client.get(url).status_code == 302
