@@ -18,6 +18,8 @@ from django.urls import reverse
 from django.utils.html import conditional_escape as esc
 from django.utils.safestring import mark_safe
 
+from curation.templatetags.lesson_fields import lesson_fields
+
 register = template.Library()
 
 _MARK = 987654321  # an id no URL pattern holds elsewhere, to cut a reversed URL around
@@ -90,11 +92,6 @@ def _errors(shared, name: str, indent: str = "        ") -> str:
     if not messages:
         return ""
     return f'\n{indent}<p class="field-error" role="alert">{join(messages, " ", autoescape=True)}</p>'
-
-
-def _typed(shared, name: str, saved) -> str:
-    """What the field shows: what was typed into it when the panel is reopened, else the saved value."""
-    return esc(shared.form[name] if name in shared.form else saved)
 
 
 def _card(item, shared) -> str:
@@ -230,7 +227,10 @@ def _decisions(item, shared) -> str:
                                     for name in ("approve", "defer", "edit", "reject"))
     second = item.first_approval_by_id and item.queue_reason != "needs_lead"
     retiring = item.status == "active"
-    keywords = join(item.conditions, ", ", autoescape=True)
+    edit_fields = lesson_fields({
+        "scope": item.scope, "trigger": item.trigger, "content": item.content, "boundary": item.boundary,
+        "conditions": join(item.conditions, ", ", autoescape=True),
+    }, form=shared.form, errors=shared.errors)
     return (
         f'    <form method="post" action="{approve}" hx-post="{approve}">\n      {fields}\n'
         f'      <button type="submit" class="primary" data-action="approve">'
@@ -239,16 +239,7 @@ def _decisions(item, shared) -> str:
         f'      <button type="submit" data-action="defer">Defer <kbd>d</kbd></button>\n    </form>\n\n'
         f'    <details data-panel="edit"{_open(shared, "edit")}>\n      <summary>Edit, then approve <kbd>e</kbd></summary>\n'
         f'      <form method="post" class="edit" action="{edit}" hx-post="{edit}">\n        {fields}\n'
-        f'        <label>Scope <input name="scope" value="{_typed(shared, "scope", item.scope)}" required></label>'
-        f'{_errors(shared, "scope")}\n'
-        f'        <label>When (trigger) <textarea name="trigger" rows="2" maxlength="500" required>'
-        f'{_typed(shared, "trigger", item.trigger)}</textarea></label>{_errors(shared, "trigger")}\n'
-        f'        <label>Do (content) <textarea name="content" rows="4" maxlength="4000" required>'
-        f'{_typed(shared, "content", item.content)}</textarea></label>{_errors(shared, "content")}\n'
-        f'        <label>Not when (boundary) <textarea name="boundary" rows="2">'
-        f'{_typed(shared, "boundary", item.boundary)}</textarea></label>{_errors(shared, "boundary")}\n'
-        f'        <label>Keywords (comma separated) <input name="conditions" '
-        f'value="{_typed(shared, "conditions", keywords)}"></label>{_errors(shared, "conditions")}\n'
+        f'        {edit_fields}\n'
         f'        <label>Note (optional) <input name="note" placeholder="why you changed it"></label>\n'
         f'        <button type="submit" class="primary" data-action="save">Save and approve <kbd>Ctrl+Enter</kbd>'
         f'</button>\n      </form>\n    </details>\n\n'
