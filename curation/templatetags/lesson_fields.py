@@ -5,12 +5,12 @@ so the browser stops where the write path would refuse."""
 
 from __future__ import annotations
 
-from functools import cache
-
 from django import template
 from django.template.defaultfilters import join
 from django.utils.html import conditional_escape as esc
 from django.utils.safestring import mark_safe
+
+from curation.models import Entry
 
 register = template.Library()
 
@@ -24,11 +24,8 @@ FIELDS = (
 )
 
 
-@cache
 def max_lengths() -> dict[str, int | None]:
-    """Each field's max_length on Entry (None: no limit), read once the models are loaded."""
-    from curation.models import Entry
-
+    """Each field's max_length on Entry (None: no limit)."""
     return {name: getattr(Entry._meta.get_field(name), "max_length", None) for name, *_ in FIELDS}
 
 

@@ -5,7 +5,6 @@ import pytest
 from django.urls import reverse
 
 from curation.models import Entry
-from curation.templatetags import lesson_fields
 from tests.factories import client_for
 from tests.views.test_conflicts import HTMX, open_conflict, url, versions  # noqa: F401 (a fixture)
 from tests.views.test_consolidation import proposal  # noqa: F401 (a fixture)
@@ -18,9 +17,6 @@ def shorter_fields(monkeypatch):
     """Entry's scope, trigger and content shortened, as a change to the model would: the forms follow."""
     for name, length in (("scope", 99), ("trigger", 123), ("content", 456)):
         monkeypatch.setattr(Entry._meta.get_field(name), "max_length", length)
-    lesson_fields.max_lengths.cache_clear()
-    yield
-    lesson_fields.max_lengths.cache_clear()
 
 
 def test_every_edit_form_takes_its_lengths_from_the_model(reviewer, make_candidate, proposal, open_conflict,
