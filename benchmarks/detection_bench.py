@@ -107,7 +107,7 @@ def main() -> int:
 
     from curation.config import overriding
     from curation.selectors import sql
-    from curation.services import conflicts, consolidation
+    from curation.sweeps import conflicts as conflict_sweep, consolidation as consolidation_sweep
 
     call_command("migrate", verbosity=0)
     flood(args.flood)
@@ -121,10 +121,10 @@ def main() -> int:
     for bound in [int(b) for b in args.bounds.split(",")]:
         with overriding(DETECTION_PARTNERS_PER_ENTRY=bound):
             started = time.perf_counter()
-            found = conflicts.sweep_conflicts()
+            found = conflict_sweep.sweep_conflicts()
             conflict_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            proposed = consolidation.sweep_consolidation()
+            proposed = consolidation_sweep.sweep_consolidation()
             consolidation_seconds = time.perf_counter() - started
         print(f"partners per entry {bound:>9,}: conflicts {conflict_seconds:6.1f} s "
               f"({found.compared:,} pairs compared, {len(found.opened)} opened); consolidation {consolidation_seconds:6.1f} s "

@@ -97,20 +97,20 @@ def main() -> int:
     from django.core.management import call_command
 
     from curation import access
-    from curation.services import conflicts, consolidation
+    from curation.sweeps import conflicts as conflict_sweep, consolidation as consolidation_sweep
 
     call_command("migrate", verbosity=0)
     seed(args.entries)
     n = args.entries
     print(f"sweeps over {n:,} active entries in {len(SCOPES)} scopes, batches of {args.batch:,}:")
-    result = measure("sweep_conflicts", lambda: conflicts.sweep_conflicts(batch_size=args.batch))
+    result = measure("sweep_conflicts", lambda: conflict_sweep.sweep_conflicts(batch_size=args.batch))
     print(f"  examined {result.examined:,}, compared {result.compared:,} pairs "
           f"({result.compared / max(1, n * (n - 1) // 2):.4%} of all {n * (n - 1) // 2:,}), opened {len(result.opened):,}")
-    result = measure("sweep_conflicts again (all known)", lambda: conflicts.sweep_conflicts(batch_size=args.batch))
+    result = measure("sweep_conflicts again (all known)", lambda: conflict_sweep.sweep_conflicts(batch_size=args.batch))
     print(f"  opened {len(result.opened):,}")
-    result = measure("sweep_consolidation", lambda: consolidation.sweep_consolidation(batch_size=args.batch))
+    result = measure("sweep_consolidation", lambda: consolidation_sweep.sweep_consolidation(batch_size=args.batch))
     print(f"  examined {result.examined:,}, proposed {len(result.proposed):,}")
-    result = measure("sweep_consolidation again", lambda: consolidation.sweep_consolidation(batch_size=args.batch))
+    result = measure("sweep_consolidation again", lambda: consolidation_sweep.sweep_consolidation(batch_size=args.batch))
     print(f"  proposed {len(result.proposed):,}")
 
     # What the hourly task does after its first run: only the entries changed since (here 1% of them,
@@ -123,10 +123,10 @@ def main() -> int:
     touched = list(Entry.objects.filter(status="active").order_by("?").values_list("id", flat=True)[: max(1, n // 100)])
     Entry.objects.filter(pk__in=touched).update(updated_at=timezone.now())
     result = measure(f"sweep_conflicts, {len(touched):,} changed",
-                     lambda: conflicts.sweep_conflicts(batch_size=args.batch, changed_since=since))
+                     lambda: conflict_sweep.sweep_conflicts(batch_size=args.batch, changed_since=since))
     print(f"  examined {result.examined:,}, compared {result.compared:,} pairs, opened {len(result.opened):,}")
     result = measure(f"sweep_consolidation, {len(touched):,} changed",
-                     lambda: consolidation.sweep_consolidation(batch_size=args.batch, changed_since=since))
+                     lambda: consolidation_sweep.sweep_consolidation(batch_size=args.batch, changed_since=since))
     print(f"  examined {result.examined:,}, proposed {len(result.proposed):,}")
 
     from django.db.models import BooleanField

@@ -1,6 +1,9 @@
 """The data of memoryadmin, nothing else: rules live in lifecycle.py, writes in services/. Every free-text
 column redacts secrets and personal data on its way to the database (redacted_fields.py)."""
 
+import operator
+from functools import reduce
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -251,10 +254,27 @@ class Evidence(models.Model):
         indexes = [models.Index(fields=["entry", "observed_at"], name="evidence_entry_time_idx")]
 
 
-# The Event columns that link its subjects, one per kind (services/events.py fills the one of the subject's model).
-EVENT_SUBJECT_FIELDS = (
-    "entry", "conflict", "proposal", "skill", "token", "memory_version", "forget_request", "review_rule", "holdout", "policy",
-)
+# Every kind of subject an Event can be about: the name of its link on Event and the model the link points at.
+# A new kind of subject is one line here: Event's link, its history index and the "has a subject" check follow
+# (services/events.py fills the link of the subject's model).
+EVENT_SUBJECTS = {
+    "entry": "Entry",
+    "conflict": "Conflict",
+    "proposal": "ConsolidationProposal",
+    "skill": "SkillProposal",
+    "token": "AgentToken",
+    "memory_version": "MemoryVersion",
+    "forget_request": "ForgetRequest",
+    "review_rule": "ReviewRule",
+    "holdout": "HoldoutFraction",
+    "policy": "AdmissionPolicy",
+}
+EVENT_SUBJECT_FIELDS = tuple(EVENT_SUBJECTS)
+
+
+def event_has_subject() -> Q:
+    """At least one subject link is set: the check every Event row passes, one term per link."""
+    return reduce(operator.or_, (Q(**{f"{link}__isnull": False}) for link in EVENT_SUBJECT_FIELDS))
 
 
 def _subject_link(model: str, related_name: str = "events") -> models.ForeignKey:
@@ -270,16 +290,10 @@ class Event(models.Model):
     (`entry_label`, named when entries were the only subject) keep the history readable whatever
     happens to the rows it points at."""
 
-    entry = _subject_link(Entry)
-    conflict = _subject_link("Conflict")
-    proposal = _subject_link("ConsolidationProposal")
-    skill = _subject_link("SkillProposal")
-    token = _subject_link("AgentToken")
-    memory_version = _subject_link("MemoryVersion")
-    forget_request = _subject_link("ForgetRequest")
-    review_rule = _subject_link("ReviewRule")
-    holdout = _subject_link("HoldoutFraction")
-    policy = _subject_link("AdmissionPolicy")  # an admission policy
+    # The subject links (entry, conflict, proposal, ...), one per line of EVENT_SUBJECTS, declared from it so
+    # that the links, their indexes and the check below cannot disagree. A class body's locals() is the
+    # class's namespace, so these are fields like any other.
+    locals().update({link: _subject_link(model) for link, model in EVENT_SUBJECTS.items()})
     entry_label = RedactedCharField(max_length=400)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -305,12 +319,7 @@ class Event(models.Model):
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(entry__isnull=False) | Q(conflict__isnull=False) | Q(proposal__isnull=False)
-                | Q(skill__isnull=False) | Q(token__isnull=False) | Q(memory_version__isnull=False)
-                | Q(forget_request__isnull=False)
-                | Q(review_rule__isnull=False)
-                | Q(holdout__isnull=False)
-                | Q(policy__isnull=False),
+                condition=event_has_subject(),
                 name="event_has_subject",
             ),
         ]

@@ -1,28 +1,26 @@
 """Conflicts: two entries whose triggers overlap and whose advice contradicts.
 
-Detection opens a Conflict per contradicting pair, at ingest (`detect_conflicts_for`) and in a sweep over
-the active entries (`sweep_conflicts`). Partners are found through indexed lookups only: the scope index
-(an ancestor scope, the same scope or a descendant) and, on PostgreSQL, the full-text index on the
-action words; never every pair of the table. A pair that has a Conflict in any state is never raised
+Detection opens a Conflict per contradicting pair, at ingest (`detect_conflicts_for`) and in the conflicts
+sweep over the active entries (sweeps/conflicts.py, which opens what it finds with `open_conflicts`).
+Partners are found through indexed lookups only: the scope index (an ancestor scope, the same scope or a
+descendant) and, on PostgreSQL, the full-text index on the action words; never every pair of the table. A pair that has a Conflict in any state is never raised
 again, so a dismissed pair stays dismissed.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from curation import access, clock, config
+from curation import access, clock
 from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
 from curation.models import Conflict, Entry, EventAction, Status
 from curation.permissions import REVIEW
 from curation.redaction import redact_fields
-from curation.selectors.partners import DETECTION_FIELDS, partner_pool, partner_pools
+from curation.selectors.partners import partner_pools
 
 from .entry_writes import changes_since, write_entry
 from .errors import InvalidTransition, StaleDecision
@@ -34,21 +32,13 @@ PARTNER_POOL = 500
 # At ingest an agent waits for the answer (and batches of 500 must stay fast): compare with the partners
 # that mention the action words most, not with every one of them. The sweep reads the full pool later.
 INGEST_PARTNER_POOL = 10
-# The incremental sweep looks up this many changed entries' partners per query (at most PARTNER_POOL each).
-CHANGED_PER_QUERY = 100
 
 
-def partners_per_entry() -> int:
-    """How many partners a sweep compares one entry with, most relevant first (those that mention its
-    action words most, then the newest). It keeps a scope of thousands of near-identical entries from
-    costing a comparison of every pair; what it may miss: a contradiction with a partner ranked below
-    that many is found only if the partner's own comparisons reach the entry."""
-    return config.DETECTION_PARTNERS_PER_ENTRY.value
-def _pair(a: Entry, b: Entry) -> tuple[int, int]:
+def pair_key(a: Entry, b: Entry) -> tuple[int, int]:
     return (a.pk, b.pk) if a.pk < b.pk else (b.pk, a.pk)
 
 
-def _open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list[Conflict]:
+def open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list[Conflict]:
     """Open a Conflict for each (low id, high id) -> reason not already known, with an Event on both."""
     if not found:
         return []
@@ -79,7 +69,7 @@ def _open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list
     return opened
 
 
-def _contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesson) -> str | None:
+def contradicts(entry: Entry, lesson: Lesson, other: Entry, other_lesson: Lesson) -> str | None:
     """The reason, read in the stored pair's order (lower id first), as the queue shows them left to right."""
     if not access.scopes_overlap(entry.scope, other.scope):
         return None
@@ -99,21 +89,21 @@ def detect_conflicts_many(
     the action words most first; from a batch's `pools` (partners.batch_pools) where they suffice."""
     entries = list(entries)
     opened: dict[int, list[Conflict]] = {e.pk: [] for e in entries}
-    for conflict in _detect_many(entries, detected_by=detected_by, at=at, pool=pool, pools=pools)[0]:
+    for conflict in detect_and_open(entries, detected_by=detected_by, at=at, pool=pool, pools=pools)[0]:
         for entry_id in (conflict.entry_a_id, conflict.entry_b_id):
             if entry_id in opened:
                 opened[entry_id].append(conflict)
     return opened
 
 
-def _detect_many(entries: list[Entry], *, detected_by: str, at, pool: int | None,
-                 pools=None) -> tuple[list[Conflict], int]:
+def detect_and_open(entries: list[Entry], *, detected_by: str, at, pool: int | None,
+                    pools=None) -> tuple[list[Conflict], int]:
     """The conflicts detect_conflicts_many opens, in pair order, and how many pairs it compared."""
     now = at or clock.now()
     found, members, compared = _contradictions(entries, detected_by=detected_by, pool=pool, pools=pools)
     # A partner read as a Partner row becomes an Entry to have its conflict written about (the few found).
     members = {pk: m if isinstance(m, Entry) else m.entry() for pk, m in members.items()}
-    return _open_conflicts(found, members, detected_by=detected_by, at=now), compared
+    return open_conflicts(found, members, detected_by=detected_by, at=now), compared
 
 
 def weigh_contradictions(entries, *, pools=None) -> int:
@@ -135,9 +125,9 @@ def _contradictions(entries: list[Entry], *, detected_by: str, pool: int | None,
     for entry in searching:
         for other in partners[entry.pk]:
             compared += 1
-            reason = _contradicts(entry, lessons[entry.pk], other, _lesson_of(other, lessons))
+            reason = contradicts(entry, lessons[entry.pk], other, _lesson_of(other, lessons))
             if reason:
-                found[_pair(entry, other)] = reason
+                found[pair_key(entry, other)] = reason
                 members.setdefault(other.pk, other)
     return found, members, compared
 
@@ -153,109 +143,6 @@ def detect_conflicts_for(
 ) -> list[Conflict]:
     """detect_conflicts_many for one entry."""
     return detect_conflicts_many([entry], detected_by=detected_by, at=at, pool=pool)[entry.pk]
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    examined: int
-    compared: int
-    opened: list
-    resume_after: int | None = None  # the last entry id done when the walk stopped early; None: complete
-
-    @property
-    def found(self) -> list:  # what the detecting sweep reports, as for consolidation
-        return self.opened
-
-
-def sweep_conflicts(
-    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None,
-    heartbeat: Callable[[], None] = lambda: None, after: int = 0, progress: Callable[[int], bool] | None = None,
-) -> SweepResult:
-    """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners in that
-    scope and its ancestors that mention one of the group's action words (index lookups, at most
-    pool_limit each; descendants are covered when the batch holding them looks up), then compare only
-    pairs that share an action word with opposite polarity. Idempotent: a known pair is never raised
-    again, so a second run opens nothing.
-
-    With `changed_since`, only the entries changed (activated, edited, revived, used) since then are
-    walked: a pair of two unchanged entries was compared by an earlier run. Each is compared with the
-    partners above, at and below its scope, as at ingest but with the sweep's pool. Either way an entry is
-    compared with at most partners_per_entry() partners. `heartbeat` is called after each batch (the
-    sweep's run renews its lease).
-
-    The walk starts above `after` (a pass resumed) and, when given, calls `progress(last id)` after each
-    batch, whose conflicts are written by then; True stops the walk there (`resume_after`)."""
-    now = at or clock.now()
-    batch_size = batch_size or config.SWEEP_BATCH_SIZE.value
-    per_entry = partners_per_entry()
-    if changed_since is not None:
-        return _sweep_changed(changed_since, now=now, batch_size=batch_size,
-                              pool=min(pool_limit or PARTNER_POOL, per_entry), heartbeat=heartbeat, after=after,
-                              progress=progress)
-    examined = compared = 0
-    opened: list[Conflict] = []
-    while True:
-        batch = list(
-            Entry.objects.filter(status=Status.ACTIVE, pk__gt=after).only(*DETECTION_FIELDS).order_by("id")[:batch_size]
-        )
-        if not batch:
-            break
-        after = batch[-1].pk
-        examined += len(batch)
-        lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in batch}
-        by_scope: dict[str, list[Entry]] = defaultdict(list)
-        for e in batch:
-            if lessons[e.pk].directives:
-                by_scope[e.scope].append(e)
-        found: dict[tuple[int, int], str] = {}
-        entries: dict[int, Entry] = {}
-        for scope, group in by_scope.items():
-            stems = set().union(*(lessons[e.pk].search_words for e in group))
-            partners = partner_pool(scope, stems, limit=pool_limit or PARTNER_POOL, descendants=False)
-            # An in-memory index of the partners by (action word, polarity): only opposite pairs meet.
-            index: dict[tuple[str, bool], list[Entry]] = defaultdict(list)
-            for p in partners:
-                if p.pk not in lessons:
-                    lessons[p.pk] = parse_lesson(p.trigger, p.content)
-                for key in lessons[p.pk].action_keys:
-                    index[key].append(p)
-            for e in group:
-                seen = set()
-                for verb, positive in lessons[e.pk].action_keys:
-                    for p in index.get((verb, not positive), ()):
-                        pair = _pair(e, p)
-                        if p.pk == e.pk or pair in found or p.pk in seen or len(seen) >= per_entry:
-                            continue
-                        seen.add(p.pk)
-                        compared += 1
-                        reason = _contradicts(e, lessons[e.pk], p, lessons[p.pk])
-                        if reason:
-                            found[pair] = reason
-                            entries[e.pk], entries[p.pk] = e, p
-        opened += _open_conflicts(found, entries, detected_by="sweep", at=now)
-        heartbeat()
-        if len(batch) == batch_size and progress and progress(after):
-            return SweepResult(examined=examined, compared=compared, opened=opened, resume_after=after)
-    return SweepResult(examined=examined, compared=compared, opened=opened)
-
-
-def _sweep_changed(changed_since, *, now, batch_size: int, pool: int, heartbeat: Callable[[], None], after: int,
-                   progress: Callable[[int], bool] | None) -> SweepResult:
-    examined = compared = 0
-    opened: list[Conflict] = []
-    changed = Entry.objects.filter(status=Status.ACTIVE, updated_at__gte=changed_since)
-    while batch := list(changed.filter(pk__gt=after).only(*DETECTION_FIELDS).order_by("id")[:batch_size]):
-        after = batch[-1].pk
-        examined += len(batch)
-        # Each entry brings up to `pool` partners: a few entries per query keep the rows in memory bounded.
-        for start in range(0, len(batch), CHANGED_PER_QUERY):
-            found, n = _detect_many(batch[start:start + CHANGED_PER_QUERY], detected_by="sweep", at=now, pool=pool)
-            opened += found
-            compared += n
-        heartbeat()
-        if len(batch) == batch_size and progress and progress(after):
-            return SweepResult(examined=examined, compared=compared, opened=opened, resume_after=after)
-    return SweepResult(examined=examined, compared=compared, opened=opened)
 
 
 # --- resolutions ------------------------------------------------------------------------------------

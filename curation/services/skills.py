@@ -11,11 +11,14 @@ a source of."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
+from operator import or_
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 
 from curation import access, clock, lifecycle, skill_format
 from curation.forgetting import purge_text, purge_value, texts_to_purge
@@ -30,7 +33,7 @@ from curation.selectors.skills import skill_events
 from curation.storable_text import text_problem
 
 from .errors import GateNotMet, InvalidTransition, StaleProposal
-from .events import record_event, rewrite_purged_text
+from .events import build_event, record_event, record_events, rewrite_purged_text
 from .validation import unknown_fields
 
 
@@ -520,3 +523,76 @@ def _purge_skill_history(proposal: SkillProposal, *, request_id: int, marker: st
     for event in skill_events(proposal):
         rewrite_purged_text(event, before=snapshot(event.before), after=snapshot(event.after),
                             reason=text(event.reason), entry_label=text(event.entry_label))
+
+
+# --- nominations -----------------------------------------------------------------------------------------
+#
+# The skill_nomination sweep picks the entries that pass the gates; inserting their proposals is here.
+
+# What a nomination reads of an entry: its draft's sources, its version, and what the reason says.
+NOMINEE_FIELDS = ("id", "kind", "scope", "trigger", "content", "boundary", "conditions", "status", "version",
+                  "hit_count", "utility_sum", "utility_n", "queued_at")
+
+
+def nominate_skills(entries: list[Entry], *, reason_of: Callable[[Entry], str], actor_label: str, at) -> int:
+    """A skill proposal for each of `entries` still active and not waiting for a recheck, with a draft made
+    from the entry, the entry as its source, and one Event about both; `reason_of(entry)` says why it was
+    nominated. All in one transaction; when a reviewer took a slug or linked one of the entries meanwhile,
+    one entry at a time, skipping the refused. Answers how many were nominated."""
+    if not entries:
+        return 0
+    try:
+        with transaction.atomic():
+            return _nominate(entries, reason_of=reason_of, actor_label=actor_label, at=at)
+    except IntegrityError:
+        made = 0
+        for entry in entries:
+            try:
+                with transaction.atomic():
+                    made += _nominate([entry], reason_of=reason_of, actor_label=actor_label, at=at)
+            except IntegrityError:
+                continue
+        return made
+
+
+def _nominate(entries: list[Entry], *, reason_of: Callable[[Entry], str], actor_label: str, at) -> int:
+    ids = [e.pk for e in entries]
+    locked = list(Entry.objects.select_for_update().filter(pk__in=ids, status=Status.ACTIVE, queued_at__isnull=True)
+                  .only(*NOMINEE_FIELDS).order_by("id"))
+    if not locked:
+        return 0
+    drafts = {
+        e.pk: skill_format.draft_from_entry(kind=e.kind, scope=e.scope, trigger=e.trigger, content=e.content,
+                                            boundary=e.boundary, conditions=e.conditions)
+        for e in locked
+    }
+    bases = {d["slug"] for d in drafts.values()}
+    taken = set(
+        # A suffixed slug ("-2") may shorten its base: every slug sharing the first 54 characters is read.
+        SkillProposal.objects.filter(reduce(or_, (Q(slug__startswith=b[:SKILL_SLUG_MAX - 10]) for b in bases)))
+        .values_list("slug", flat=True)
+    )
+    proposals = []
+    for e in locked:
+        draft = drafts[e.pk]
+        slug = skill_format.unique_slug(draft.pop("slug"), taken)
+        taken.add(slug)
+        proposals.append(SkillProposal(
+            slug=slug, scope=e.scope, nominated_entry_id=e.pk, reason=reason_of(e),
+            created_at=at, updated_at=at, created_by_label=actor_label, **draft,
+        ))
+    SkillProposal.objects.bulk_create(proposals)
+    by_entry = {p.nominated_entry_id: p for p in proposals}
+    SkillSource.objects.bulk_create(
+        SkillSource(proposal=by_entry[e.pk], entry_id=e.pk, entry_version=e.version, added_at=at,
+                    added_by_label=actor_label)
+        for e in locked
+    )
+    # One Event each, about the new skill proposal and its entry: both histories show the nomination.
+    record_events(
+        build_event(by_entry[e.pk], also=(e,), actor=None, actor_label=actor_label, action=EventAction.SKILL_NOMINATED,
+                    reason=f"nominated as skill {by_entry[e.pk].slug}: {by_entry[e.pk].reason}",
+                    after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])}, at=at)
+        for e in locked
+    )
+    return len(locked)

@@ -4,18 +4,13 @@ nomination is not made again."""
 
 from __future__ import annotations
 
-from functools import reduce
-from operator import or_
-
-from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, Q, Value, Window
 from django.db.models.functions import RowNumber
 
 from curation import lifecycle, skill_format
-from curation.models import SKILL_SLUG_MAX, Conflict, Entry, Event, EventAction, SkillProposal, SkillSource, Status
+from curation.models import Conflict, Entry, Event, EventAction, SkillSource, Status
 from curation.selectors.forgets import all_tombstones, forgotten_among
-from curation.services.events import build_event, record_events
-from curation.services.skills import draft_of, proposal_ref
+from curation.services.skills import NOMINEE_FIELDS, nominate_skills
 
 from .engine import Sweep, keyset_batches
 
@@ -70,11 +65,6 @@ def _nomination_reason(entry: Entry, gates: lifecycle.SkillGates) -> str:
             f"last {gates.recent_window} uses, a rollback note")
 
 
-_ENTRY_FIELDS = ("id", "kind", "scope", "trigger", "content", "boundary", "conditions", "status", "version",
-                 "hit_count", "utility_sum", "utility_n", "queued_at")
-
-
-
 def thresholds() -> str:
     g = lifecycle.skill_gates()
     return (f"Nominates a procedure or success pattern used at least {g.min_hits} times, with an average reported "
@@ -84,13 +74,13 @@ def thresholds() -> str:
 
 
 def run(sweep: Sweep) -> None:
-    """Walk the active entries in keyset batches of id; per batch a
-    fixed number of queries (the candidates, their recent outcomes, then for the nominees: a lock, the
+    """Walk the active entries in keyset batches of id; per batch a fixed number of queries (the
+    candidates, their recent outcomes, then for the nominees services.skills.nominate_skills: a lock, the
     slugs taken, and one insert each for the proposals, their sources and their Events)."""
     gates = lifecycle.skill_gates()
     tombstones = all_tombstones()
     for batch, count in keyset_batches(Status.ACTIVE, sweep.batch_size):
-        rows = list(_candidates(batch, gates).only(*_ENTRY_FIELDS).order_by("id"))
+        rows = list(_candidates(batch, gates).only(*NOMINEE_FIELDS).order_by("id"))
         chosen = []
         if rows:
             outcomes = recent_outcomes([e.pk for e in rows], window=gates.recent_window, as_of=sweep.as_of)
@@ -102,66 +92,6 @@ def run(sweep: Sweep) -> None:
                 sweep.sample(f"#{e.pk} nominate as skill {skill_format.slug_base(e.trigger)}: {_nomination_reason(e, gates)}")
             changed = len(chosen)
         else:
-            changed = _nominate_all(sweep, chosen, gates)
+            changed = nominate_skills(chosen, reason_of=lambda e: _nomination_reason(e, gates),
+                                      actor_label=sweep.actor_label, at=sweep.as_of)
         sweep.batch_done(count, changed)
-
-
-def _nominate_all(sweep, entries: list[Entry], gates) -> int:
-    if not entries:
-        return 0
-    try:
-        with transaction.atomic():
-            return _nominate(sweep, entries, gates)
-    except IntegrityError:
-        # A reviewer took a slug or linked one of these entries meanwhile: one at a time, skip the refused.
-        made = 0
-        for entry in entries:
-            try:
-                with transaction.atomic():
-                    made += _nominate(sweep, [entry], gates)
-            except IntegrityError:
-                continue
-        return made
-
-
-def _nominate(sweep, entries: list[Entry], gates) -> int:
-    ids = [e.pk for e in entries]
-    locked = list(Entry.objects.select_for_update().filter(pk__in=ids, status=Status.ACTIVE, queued_at__isnull=True)
-                  .only(*_ENTRY_FIELDS).order_by("id"))
-    if not locked:
-        return 0
-    drafts = {
-        e.pk: skill_format.draft_from_entry(kind=e.kind, scope=e.scope, trigger=e.trigger, content=e.content,
-                                            boundary=e.boundary, conditions=e.conditions)
-        for e in locked
-    }
-    bases = {d["slug"] for d in drafts.values()}
-    taken = set(
-        # A suffixed slug ("-2") may shorten its base: every slug sharing the first 54 characters is read.
-        SkillProposal.objects.filter(reduce(or_, (Q(slug__startswith=b[:SKILL_SLUG_MAX - 10]) for b in bases)))
-        .values_list("slug", flat=True)
-    )
-    proposals = []
-    for e in locked:
-        draft = drafts[e.pk]
-        slug = skill_format.unique_slug(draft.pop("slug"), taken)
-        taken.add(slug)
-        proposals.append(SkillProposal(
-            slug=slug, scope=e.scope, nominated_entry_id=e.pk, reason=_nomination_reason(e, gates),
-            created_at=sweep.as_of, updated_at=sweep.as_of, created_by_label=sweep.actor_label, **draft,
-        ))
-    SkillProposal.objects.bulk_create(proposals)
-    by_entry = {p.nominated_entry_id: p for p in proposals}
-    SkillSource.objects.bulk_create(
-        SkillSource(proposal=by_entry[e.pk], entry_id=e.pk, entry_version=e.version, added_at=sweep.as_of,
-                    added_by_label=sweep.actor_label)
-        for e in locked
-    )
-    # One Event each, about the new skill proposal and its entry: both histories show the nomination.
-    record_events(
-        build_event(by_entry[e.pk], also=(e,), actor=None, actor_label=sweep.actor_label, action=EventAction.SKILL_NOMINATED,
-                    reason=f"nominated as skill {by_entry[e.pk].slug}: {by_entry[e.pk].reason}",
-                    after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])}, at=sweep.as_of)
-        for e in locked
-    )
-    return len(locked)

@@ -1,14 +1,15 @@
-"""The candidates queue's page of full cards, built in Python: the 50 cards of a page are the queue's hot path,
-and rendered through partials/card.html they cost about a millisecond each (URL reversals, a variable
-lookup per field, nested blocks), several times the page's queries.
+"""The candidates queue's card, built in Python: the only renderer of it. A page's 50 cards are the queue's
+hot path, and rendered through a template they cost about a millisecond each (URL reversals, a variable
+lookup per field, nested blocks), several times the page's queries (benchmarks/queue_bench.py, `make bench`).
 
-Each card is what partials/card.html renders for a card that is neither refused nor being edited (the
-only state a page lists), the same markup to the character but for white space between tags;
-tests/views/test_candidates.py renders both for the same entries and compares them, so a change to one
-that is not made to the other fails there. A single card (a decision's answer, a refused card, the card's
-own page) still renders card.html."""
+`candidate_cards` builds a page of cards in one go; `candidate_card` builds one card (a decision's answer,
+the card's own page) with what a single card can also show: why a decision was refused, "Undone", the
+edit or reject panel reopened with what was typed and its field errors. The card keeps the frame every
+queue card has (partials/card_frame.html): the article, its header, the refused box and the actions."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
@@ -17,9 +18,13 @@ from django.urls import reverse
 from django.utils.html import conditional_escape as esc
 from django.utils.safestring import mark_safe
 
+from curation.templatetags.lesson_fields import lesson_fields
+
 register = template.Library()
 
 _MARK = 987654321  # an id no URL pattern holds elsewhere, to cut a reversed URL around
+_URL_NAMES = ("entry", "candidate-approve", "candidate-defer", "candidate-edit", "candidate-reject",
+              "candidate-merge")
 
 
 def _around_id(name: str) -> tuple[str, str]:
@@ -28,49 +33,108 @@ def _around_id(name: str) -> tuple[str, str]:
     return before, after
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """What every card of one response has in common, worked out once."""
+
+    csrf: str            # the hidden CSRF input, or nothing
+    next: str            # where a decision returns to (escaped)
+    prefix: str          # the queue's dom prefix (escaped)
+    can_review: bool
+    urls: dict
+    # A single card's state (a page's cards have none): why a decision was refused, whether an undo just
+    # reopened it, the panel to reopen with what was typed in it (`form`) and the errors by field.
+    refused: object = None
+    undone: bool = False
+    open_panel: str = ""
+    form: dict = field(default_factory=dict)
+    errors: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_context(cls, context, **state) -> "_Shared":
+        csrf = str(context.get("csrf_token") or "")
+        return cls(
+            csrf=(f'<input type="hidden" name="csrfmiddlewaretoken" value="{esc(csrf)}">'
+                  if csrf and csrf != "NOTPROVIDED" else ""),
+            next=esc(context["request"].get_full_path()),
+            prefix=esc(context["queue"].dom_prefix),
+            can_review=bool(context["can"]["review"]),
+            urls={name: _around_id(f"curation:{name}") for name in _URL_NAMES},
+            **state,
+        )
+
+
 @register.simple_tag(takes_context=True)
 def candidate_cards(context, items) -> str:
-    """The page's cards, one after another, as partials/card.html would render each."""
-    request = context["request"]
-    can_review = bool(context["can"]["review"])
-    csrf = str(context.get("csrf_token") or "")
-    hidden_csrf = (f'<input type="hidden" name="csrfmiddlewaretoken" value="{esc(csrf)}">'
-                   if csrf and csrf != "NOTPROVIDED" else "")
-    next_path = esc(request.get_full_path())
-    prefix = esc(context["queue"].dom_prefix)
-    urls = {name: _around_id(f"curation:{name}") for name in (
-        "entry", "candidate-approve", "candidate-defer", "candidate-edit", "candidate-reject", "candidate-merge")}
-    shared = {"csrf": hidden_csrf, "next": next_path, "prefix": prefix, "can_review": can_review, "urls": urls}
+    """The page's cards, one after another."""
+    shared = _Shared.from_context(context)
     return mark_safe("\n".join(_card(item, shared) for item in items))
 
 
+@register.simple_tag(takes_context=True)
+def candidate_card(context, item) -> str:
+    """One card, with the state the context gives it: `refused`, `undone`, `open_panel`, `form`, `errors`."""
+    shared = _Shared.from_context(
+        context, refused=context.get("refused"), undone=bool(context.get("undone")),
+        open_panel=context.get("open_panel") or "", form=context.get("form") or {},
+        errors=context.get("errors") or {})
+    return mark_safe(_card(item, shared))
+
+
 def _url(shared, name: str, pk) -> str:
-    before, after = shared["urls"][name]
+    before, after = shared.urls[name]
     return f"{before}{pk}{after}"
 
 
+def _errors(shared, name: str, indent: str = "        ") -> str:
+    """The field's errors under it, as a line of its own; nothing when it has none."""
+    messages = shared.errors.get(name)
+    if not messages:
+        return ""
+    return f'\n{indent}<p class="field-error" role="alert">{join(messages, " ", autoescape=True)}</p>'
+
+
 def _card(item, shared) -> str:
-    pk, prefix = item.pk, shared["prefix"]
+    pk, prefix = item.pk, shared.prefix
     entry_url = _url(shared, "entry", pk)
     actions = ""
-    if shared["can_review"] and item.queued_at:
+    if shared.can_review and item.queued_at:
         actions = (f'  <div class="actions" hx-target="#{prefix}-{pk}" hx-swap="outerHTML" '
-                   f'hx-include="#queue-filters">\n{_decisions(item, shared)}\n  </div>\n')
+                   f'hx-include="#queue-filters">\n{_decisions(item, shared)}{_errors(shared, "version", "    ")}'
+                   f'\n  </div>\n')
+    undone = (f'  <p class="undone" role="status">Undone: #{pk} is back in the queue.</p>\n'
+              if shared.undone else "")
     return (
-        f'<article class="card" id="{prefix}-{pk}" data-card tabindex="-1"\n'
-        f'         data-entry-url="{entry_url}" aria-labelledby="{prefix}-{pk}-title">\n'
+        f'<article class="card{" has-conflict" if shared.refused else ""}" id="{prefix}-{pk}" data-card '
+        f'tabindex="-1"\n         data-entry-url="{entry_url}" aria-labelledby="{prefix}-{pk}-title">\n'
         f'  <header class="card-head">\n{_head(item, shared, entry_url)}\n  </header>\n'
-        f'{_body(item, shared)}\n{actions}</article>\n'
+        f'{undone}{_refused(item, shared, entry_url)}{_body(item, shared)}\n{actions}</article>\n'
     )
+
+
+def _refused(item, shared, entry_url: str) -> str:
+    """Why the decision was refused: what changed since the card was loaded, and what to do now."""
+    if not shared.refused:
+        return ""
+    changes = getattr(shared.refused, "changes", None)
+    changed = ""
+    if changes:
+        changed = "    <ul>" + "".join(
+            f'<li>{esc(ev.actor_label)} — {esc(ev.action)} {esc(naturaltime(ev.created_at))}'
+            f'{f": “{esc(ev.reason)}”" if ev.reason else ""}</li>' for ev in changes) + "</ul>\n"
+    waiting = " and still waiting: decide again on what you see below" if item.queued_at else ""
+    return (f'  <div class="conflict" role="alert">\n    <p><strong>{esc(shared.refused)}</strong></p>\n{changed}'
+            f'    <p>It is now <strong>{esc(item.status)}</strong>{waiting}. <a href="{entry_url}">Its history</a></p>\n'
+            f'  </div>\n')
 
 
 def _head(item, shared, entry_url: str) -> str:
     pk = item.pk
     parts = []
-    if shared["can_review"] and item.queued_at:
+    if shared.can_review and item.queued_at:
         parts.append(f'<input type="checkbox" name="selected" value="{pk}:{esc(item.version)}" form="bulk-form" '
                      f'data-select aria-label="select #{pk}">')
-    parts.append(f'<a id="{shared["prefix"]}-{pk}-title" class="id" href="{entry_url}">#{pk}</a>')
+    parts.append(f'<a id="{shared.prefix}-{pk}-title" class="id" href="{entry_url}">#{pk}</a>')
     parts.append(f'<span class="badge kind">{esc(item.get_kind_display())}</span>')
     parts.append(f'<code class="scope" title="applies to this scope and everything below it">{esc(item.scope)}</code>')
     parts.append(f'<span class="badge signal signal-{esc(item.signal)}" title="where the verdict came from">'
@@ -136,52 +200,55 @@ def _similar(item, link, shared) -> str:
     other = link.similar
     line = (f'<li><a href="{_url(shared, "entry", other.pk)}">#{other.pk}</a> <code>{esc(other.scope)}</code> '
             f'{esc(truncatechars(other.trigger, 90))} <small>({floatformat(link.score, 2)} alike)</small>')
-    if shared["can_review"] and item.status == "pending" and other.status == "active":
+    if shared.can_review and item.status == "pending" and other.status == "active":
         merge = _url(shared, "candidate-merge", item.pk)
         line += (
             f'\n        <form method="post" class="inline" action="{merge}" hx-post="{merge}" '
             f'hx-target="#card-{item.pk}" hx-swap="outerHTML" hx-include="#queue-filters">\n'
-            f'          {shared["csrf"]}<input type="hidden" name="version" value="{esc(item.version)}">'
+            f'          {shared.csrf}<input type="hidden" name="version" value="{esc(item.version)}">'
             f'<input type="hidden" name="target" value="{other.pk}">'
-            f'<input type="hidden" name="next" value="{shared["next"]}">\n'
+            f'<input type="hidden" name="next" value="{shared.next}">\n'
             f'          <button type="submit" data-action="merge" title="copy this candidate\'s evidence to '
             f'#{other.pk} and close the candidate">Merge into #{other.pk}</button>\n        </form>\n      '
         )
     return line + "</li>"
 
 
+def _open(shared, panel: str) -> str:
+    return " open" if shared.open_panel == panel else ""
+
+
 def _decisions(item, shared) -> str:
     pk = item.pk
     version = esc(item.version)
-    fields = (f'{shared["csrf"]}<input type="hidden" name="version" value="{version}">'
-              f'<input type="hidden" name="next" value="{shared["next"]}">')
+    fields = (f'{shared.csrf}<input type="hidden" name="version" value="{version}">'
+              f'<input type="hidden" name="next" value="{shared.next}">')
     approve, defer, edit, reject = (_url(shared, f"candidate-{name}", pk)
                                     for name in ("approve", "defer", "edit", "reject"))
     second = item.first_approval_by_id and item.queue_reason != "needs_lead"
     retiring = item.status == "active"
+    edit_fields = lesson_fields({
+        "scope": item.scope, "trigger": item.trigger, "content": item.content, "boundary": item.boundary,
+        "conditions": join(item.conditions, ", ", autoescape=True),
+    }, form=shared.form, errors=shared.errors)
     return (
         f'    <form method="post" action="{approve}" hx-post="{approve}">\n      {fields}\n'
         f'      <button type="submit" class="primary" data-action="approve">'
         f'{"Approve, 2 of 2" if second else "Approve"} <kbd>a</kbd></button>\n    </form>\n'
         f'    <form method="post" action="{defer}" hx-post="{defer}">\n      {fields}\n'
         f'      <button type="submit" data-action="defer">Defer <kbd>d</kbd></button>\n    </form>\n\n'
-        f'    <details data-panel="edit" >\n      <summary>Edit, then approve <kbd>e</kbd></summary>\n'
+        f'    <details data-panel="edit"{_open(shared, "edit")}>\n      <summary>Edit, then approve <kbd>e</kbd></summary>\n'
         f'      <form method="post" class="edit" action="{edit}" hx-post="{edit}">\n        {fields}\n'
-        f'        <label>Scope <input name="scope" value="{esc(item.scope)}" required></label>\n'
-        f'        <label>When (trigger) <textarea name="trigger" rows="2" maxlength="500" required>'
-        f'{esc(item.trigger)}</textarea></label>\n'
-        f'        <label>Do (content) <textarea name="content" rows="4" maxlength="4000" required>'
-        f'{esc(item.content)}</textarea></label>\n'
-        f'        <label>Not when (boundary) <textarea name="boundary" rows="2">{esc(item.boundary)}</textarea></label>\n'
-        f'        <label>Keywords (comma separated) <input name="conditions" '
-        f'value="{join(item.conditions, ", ", autoescape=True)}"></label>\n'
+        f'        {edit_fields}\n'
         f'        <label>Note (optional) <input name="note" placeholder="why you changed it"></label>\n'
         f'        <button type="submit" class="primary" data-action="save">Save and approve <kbd>Ctrl+Enter</kbd>'
         f'</button>\n      </form>\n    </details>\n\n'
-        f'    <details data-panel="reject" >\n      <summary>{"Retire" if retiring else "Reject"} <kbd>r</kbd></summary>\n'
+        f'    <details data-panel="reject"{_open(shared, "reject")}>\n'
+        f'      <summary>{"Retire" if retiring else "Reject"} <kbd>r</kbd></summary>\n'
         f'      <form method="post" class="reject" action="{reject}" hx-post="{reject}">\n        {fields}\n'
-        f'        <label>Reason <input name="reason" value="" placeholder="e.g. too broad: only true in the staging '
-        f'container" size="50"></label>\n'
+        f'        <label>Reason <input name="reason" value="{esc(shared.form.get("reason") or "")}" '
+        f'placeholder="e.g. too broad: only true in the staging container" size="50"></label>'
+        f'{_errors(shared, "reason")}\n'
         f'        <button type="submit" class="danger" data-action="reject">'
         f'{"Retire (no longer served)" if retiring else "Reject"}</button>\n      </form>\n    </details>'
     )

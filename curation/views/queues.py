@@ -56,7 +56,7 @@ class Queue:
     url_name: str                  # the queue's page, e.g. "candidates"
     card_url_name: str             # one card on its own page, e.g. "candidate-card"
     page_template: str             # extends curation/queue.html
-    card_template: str             # one card, extending partials/card_frame.html; the item is `item`
+    card_template: str             # one card, in the frame of partials/card_frame.html; the item is `item`
     decided_template: str          # extends curation/partials/decided.html
     filter_form: type[QueueFilterForm]
     label: str                     # the list's accessible name
@@ -73,7 +73,7 @@ class Queue:
     not_found: str
     refusals: tuple[type[Exception], ...] = (StaleDecision, InvalidTransition)  # 409, with the card
     lines_template: str = ""       # the compact list, one line an item ("": the queue has no compact list)
-    cards_template: str = ""       # a page's cards at once, the markup of card_template ("": card_template for each)
+    cards_template: str = ""       # a page's cards at once, by card_template's renderer ("": card_template for each)
 
     def urls(self, prefix: str, decisions: dict) -> list:
         """The queue's URLs under `prefix`: its page, its view switch (cards or compact list), its bulk form,

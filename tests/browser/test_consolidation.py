@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from curation.models import ConsolidationProposal, Entry, Status
-from curation.services import consolidation
+from curation.sweeps import consolidation as consolidation_sweep
 from tests.factories import active, log_in, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -17,7 +17,7 @@ def test_reviewer_accepts_a_merge_proposal_after_editing(live_server, page):
     port = dict(scope="acme/billing-api", trigger="Connecting to the billing database from the container", conditions=["db"])
     a = active(rita, content="Probe port 5432 with nc before connecting.", confidence=0.6, **port)
     b = active(rita, content="Probe port 5432 with nc before connecting!", confidence=0.8, **port)
-    [proposal] = consolidation.sweep_consolidation().proposed
+    [proposal] = consolidation_sweep.sweep_consolidation().proposed
 
     log_in(page, live_server, "rita")
     page.get_by_role("link", name="Consolidation").click()

@@ -5,6 +5,7 @@ import pytest
 from curation import services
 from curation.models import Conflict, Entry, Event, Status
 from curation.services import conflicts
+from curation.sweeps import conflicts as conflict_sweep
 from tests.factories import active, candidate_data, make_user
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +49,7 @@ def test_a_known_pair_is_never_raised_again_in_any_state(reviewer):
     assert conflicts.detect_conflicts_for(new) == []
     Conflict.objects.filter(pk=conflict.pk).update(state=Conflict.State.DISMISSED)
     assert conflicts.detect_conflicts_for(new) == []
-    assert conflicts.sweep_conflicts().opened == []
+    assert conflict_sweep.sweep_conflicts().opened == []
     assert Conflict.objects.count() == 1
     assert Event.objects.filter(action="conflict_opened").count() == 2
     assert old.pk < new.pk
@@ -126,13 +127,13 @@ def test_sweep_finds_pairs_across_batches_and_is_idempotent(reviewer):
     b = active(reviewer, scope="acme/billing-api/container", **NO_REBASE)
     c = active(reviewer, scope="acme/web", **NO_REBASE)  # a sibling of a: never paired with it
 
-    result = conflicts.sweep_conflicts(batch_size=2)
+    result = conflict_sweep.sweep_conflicts(batch_size=2)
 
     assert result.examined == 7
     assert [(x.entry_a_id, x.entry_b_id, x.detected_by) for x in result.opened] == [(a.pk, b.pk, "sweep")]
     assert actions(a)[-1] == "conflict_opened" and actions(b)[-1] == "conflict_opened"
     assert "conflict_opened" not in actions(c) and all("conflict_opened" not in actions(f) for f in filler)
-    again = conflicts.sweep_conflicts(batch_size=2)
+    again = conflict_sweep.sweep_conflicts(batch_size=2)
     assert again.opened == [] and again.examined == 7
     assert Conflict.objects.count() == 1
 
@@ -142,11 +143,11 @@ def test_sweep_query_count_grows_with_batches_and_scopes_not_pairs(reviewer, dja
     for i in range(10):
         active(reviewer, scope="acme/billing-api", trigger=f"Merging feature branch {i}", content="Always rebase.")
         active(reviewer, scope="acme/billing-api", trigger=f"Merging feature branch {i}", content="Never rebase.")
-    first = conflicts.sweep_conflicts(batch_size=10)
+    first = conflict_sweep.sweep_conflicts(batch_size=10)
     assert len(first.opened) == 100
     # Nothing new: per batch one read of the batch, one pool per scope, one read of known pairs; and the end.
     with django_assert_max_num_queries(2 * 3 + 1):
-        again = conflicts.sweep_conflicts(batch_size=10)
+        again = conflict_sweep.sweep_conflicts(batch_size=10)
     assert again.opened == [] and again.examined == 20
 
 
@@ -154,7 +155,7 @@ def test_sweep_ignores_archived_and_superseded_entries(reviewer):
     a = active(reviewer, scope="acme/billing-api", **REBASE)
     b = active(reviewer, scope="acme/billing-api", **NO_REBASE)
     Entry.objects.filter(pk=b.pk).update(status=Status.ARCHIVED)
-    assert conflicts.sweep_conflicts().opened == []
+    assert conflict_sweep.sweep_conflicts().opened == []
     assert a.pk
 
 
@@ -331,7 +332,7 @@ def test_dismiss_keeps_both_and_the_pair_stays_dismissed(pair, reviewer):
     for entry in (a, b):
         assert Event.objects.get(entry=entry, action="conflict_dismissed").reason == "different branches"
     assert conflicts.detect_conflicts_for(Entry.objects.get(pk=b.pk)) == []
-    assert conflicts.sweep_conflicts().opened == []
+    assert conflict_sweep.sweep_conflicts().opened == []
 
 
 RESOLUTIONS = {
@@ -403,5 +404,5 @@ def test_sweep_pairs_ancestor_and_descendant_scopes_in_either_order(reviewer, de
     scopes = ["acme/billing-api/container/x", "acme"] if deeper_first else ["acme", "acme/billing-api/container/x"]
     first = active(reviewer, scope=scopes[0], **REBASE)
     second = active(reviewer, scope=scopes[1], **NO_REBASE)
-    [conflict] = conflicts.sweep_conflicts(batch_size=1).opened
+    [conflict] = conflict_sweep.sweep_conflicts(batch_size=1).opened
     assert (conflict.entry_a_id, conflict.entry_b_id) == (first.pk, second.pk)

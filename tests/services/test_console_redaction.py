@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from curation import services
 from curation.models import Entry
 from curation.services import conflicts, consolidation, skills
+from curation.sweeps import consolidation as consolidation_sweep
 from curation.services.tokens import create_agent_token
 from tests.factories import (
     CONFIG, NEAR, NO_REBASE, REBASE, SECRET_CORPUS, Agent, active, candidate_data, database_dump, nominated, report,
@@ -97,7 +98,7 @@ def test_every_note_reason_and_draft_typed_in_the_console_is_redacted(reviewer, 
     for scope in ("acme/accept", "acme/dismiss"):
         for text in (CONFIG, NEAR):
             active(reviewer, scope=scope, **text)
-    proposals = {p.scope: p for p in consolidation.sweep_consolidation().proposed}
+    proposals = {p.scope: p for p in consolidation_sweep.sweep_consolidation().proposed}
     consolidation.accept_proposal(proposals["acme/accept"].pk, actor=reviewer, note=LEAK,
                                   edits={"content": LEAK, "conditions": [LEAK]})
     consolidation.dismiss_proposal(proposals["acme/dismiss"].pk, actor=reviewer, note=LEAK)

@@ -10,6 +10,7 @@ from django.utils import timezone
 from curation import services
 from curation.models import ConsolidationProposal, Entry, Event, Evidence, Status
 from curation.services import InvalidTransition, StaleDecision, consolidation
+from curation.sweeps import consolidation as consolidation_sweep
 from tests.factories import active, make_user
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +27,7 @@ def test_near_duplicates_in_one_scope_become_one_merge_proposal(reviewer):
     elsewhere = active(reviewer, scope="acme/web", **PORT)  # same text, other scope: not a duplicate here
     events_before = Event.objects.count()
 
-    result = consolidation.sweep_consolidation(batch_size=2)
+    result = consolidation_sweep.sweep_consolidation(batch_size=2)
 
     [proposal] = result.proposed
     assert proposal.kind == "merge" and proposal.scope == "acme/billing-api" and proposal.state == "open"
@@ -44,7 +45,7 @@ def test_near_duplicates_in_one_scope_become_one_merge_proposal(reviewer):
         "consolidation_proposed", "lifecycle:consolidation", sorted([a.pk, b.pk, c.pk], reverse=True))
     assert all(Entry.objects.get(pk=e.pk).version == e.version for e in (a, b, c, elsewhere))
     # idempotent
-    assert consolidation.sweep_consolidation().proposed == []
+    assert consolidation_sweep.sweep_consolidation().proposed == []
 
 
 def test_a_newer_entry_with_the_same_trigger_proposes_to_supersede_the_older(reviewer):
@@ -53,7 +54,7 @@ def test_a_newer_entry_with_the_same_trigger_proposes_to_supersede_the_older(rev
                  trigger="Deploying the billing API", content="Run deploy.sh from the ops box.", conditions=[])
     new = active(reviewer, scope="acme/billing-api", at=now, confidence=0.8,
                  trigger="Deploying the billing API", content="Trigger the GitHub Actions release workflow.", conditions=[])
-    [proposal] = consolidation.sweep_consolidation().proposed
+    [proposal] = consolidation_sweep.sweep_consolidation().proposed
     assert (proposal.kind, proposal.target_id) == ("supersede", new.pk)
     assert f"#{new.pk} is newer" in proposal.reason and f"as #{old.pk}" in proposal.reason
 
@@ -61,16 +62,16 @@ def test_a_newer_entry_with_the_same_trigger_proposes_to_supersede_the_older(rev
 def test_contradicting_entries_are_left_to_the_conflicts_queue(reviewer):
     active(reviewer, scope="acme/billing-api", trigger="Merging a feature branch", content="Always rebase first.", conditions=[])
     active(reviewer, scope="acme/billing-api", trigger="Merging a feature branch", content="Never rebase first.", conditions=[])
-    assert consolidation.sweep_consolidation().proposed == []
+    assert consolidation_sweep.sweep_consolidation().proposed == []
 
 
 def test_sweep_query_count_does_not_grow_with_pairs(reviewer, django_assert_max_num_queries):
     for i in range(12):
         active(reviewer, scope="acme/billing-api", **{**PORT, "content": PORT["content"] + f" Attempt {i}."})
-    consolidation.sweep_consolidation(batch_size=6)
+    consolidation_sweep.sweep_consolidation(batch_size=6)
     # the tombstones, once; batches: read + one pool per scope; the end: known keys, busy entries; nothing written
     with django_assert_max_num_queries(1 + 2 * 2 + 1 + 2 + 2):
-        assert consolidation.sweep_consolidation(batch_size=6).proposed == []
+        assert consolidation_sweep.sweep_consolidation(batch_size=6).proposed == []
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def merge_proposal(reviewer):
     a = active(reviewer, scope="acme/billing-api", confidence=0.6,
                evidence=[{"kind": "tool_output", "signal": "external", "excerpt": "nc: connection refused", "task_ref": "t-1"}], **PORT)
     b = active(reviewer, scope="acme/billing-api", confidence=0.8, **{**PORT, "content": PORT["content"] + "!"})
-    [proposal] = consolidation.sweep_consolidation().proposed
+    [proposal] = consolidation_sweep.sweep_consolidation().proposed
     return proposal, Entry.objects.get(pk=a.pk), Entry.objects.get(pk=b.pk)
 
 
@@ -126,7 +127,7 @@ def test_accept_supersede(reviewer):
                  trigger="Deploying the billing API", content="Run deploy.sh from the ops box.", conditions=[])
     new = active(reviewer, scope="acme/billing-api", confidence=0.8,
                  trigger="Deploying the billing API", content="Trigger the GitHub Actions release workflow.", conditions=[])
-    [proposal] = consolidation.sweep_consolidation().proposed
+    [proposal] = consolidation_sweep.sweep_consolidation().proposed
     consolidation.accept_proposal(proposal.pk, actor=reviewer)
     assert Entry.objects.get(pk=old.pk).status == Status.SUPERSEDED
     kept = Entry.objects.get(pk=new.pk)
@@ -140,7 +141,7 @@ def test_dismiss_writes_events_and_is_never_proposed_again(merge_proposal, revie
     assert ConsolidationProposal.objects.get(pk=proposal.pk).state == "dismissed"
     assert Event.objects.get(entry=a, action="consolidation_dismissed").reason == "different ports really"
     assert {Entry.objects.get(pk=a.pk).status, Entry.objects.get(pk=b.pk).status} == {"active"}
-    assert consolidation.sweep_consolidation().proposed == []
+    assert consolidation_sweep.sweep_consolidation().proposed == []
 
 
 def test_an_entry_changed_since_the_proposal_is_refused(merge_proposal, reviewer):
@@ -172,9 +173,9 @@ def test_the_prefix_index_misses_no_pair_above_the_threshold(threshold):
     rng = random.Random(threshold)
     vocab = [f"w{i}" for i in range(30)]
     sets = {i: frozenset(rng.sample(vocab, rng.randint(1, 8))) for i in range(1, 120)}
-    index = consolidation._PrefixIndex(sets, threshold, list(sets))
+    index = consolidation_sweep._PrefixIndex(sets, threshold, list(sets))
     for a in sets:
         found = index.candidates(a)
         for b in sets:
-            if a != b and consolidation._jaccard(sets[a], sets[b]) >= threshold:
+            if a != b and consolidation_sweep._jaccard(sets[a], sets[b]) >= threshold:
                 assert b in found, (sets[a], sets[b])

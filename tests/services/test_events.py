@@ -5,7 +5,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from curation import services
-from curation.models import Entry, Event, EventAction, QueueReason, Status
+from curation.models import EVENT_SUBJECTS, Entry, Event, EventAction, QueueReason, Status
 from curation.sweeps import run_sweep
 from tests.factories import AS_OF, days_before, make_entry
 
@@ -28,6 +28,17 @@ def test_one_name_for_sending_an_entry_back_for_a_recheck():
 def test_an_event_about_nothing_is_refused():
     with pytest.raises(IntegrityError), transaction.atomic():
         Event.objects.create(entry_label="nothing", actor_label="system", action=EventAction.SUBMIT)
+
+
+def test_every_subject_link_is_one_line_of_the_subject_list_and_one_term_of_the_check():
+    """Event's subject links are declared from EVENT_SUBJECTS, and the "has a subject" check names each."""
+    links = {f.name: f.related_model.__name__ for f in Event._meta.get_fields()
+             if f.many_to_one and f.name != "actor"}
+    assert links == EVENT_SUBJECTS
+    assert all(Event._meta.get_field(link).null for link in links)
+    [check] = [c for c in Event._meta.constraints if c.name == "event_has_subject"]
+    assert check.condition.connector == "OR"
+    assert check.condition.children == [(f"{link}__isnull", False) for link in EVENT_SUBJECTS]
 
 
 @pytest.mark.parametrize("restored_by", ["reactivate", "confirm"])

@@ -16,7 +16,7 @@ from curation.services.entry_writes import insert_entries, insert_entry, write_e
 from curation.services.errors import Forgotten
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.releases import publish_version
-from curation.sweeps import run_sweep
+from curation.sweeps import consolidation as consolidation_sweep, run_sweep
 from tests.factories import active, candidate_data, make_archived, make_user, publish_pending
 
 pytestmark = pytest.mark.django_db
@@ -168,7 +168,7 @@ def test_a_conflict_merge_keep_or_split_cannot_write_the_forgotten_lesson(review
 def test_a_consolidation_accepted_with_the_forgotten_text_is_refused(reviewer, lead, lesson):
     for content in (OTHER["content"], OTHER["content"] + " Always.", "Probe the port 5432 with nc first, before connecting."):
         active(reviewer, scope=SCOPE, trigger=OTHER["trigger"], content=content)
-    [proposal] = consolidation.sweep_consolidation().proposed
+    [proposal] = consolidation_sweep.sweep_consolidation().proposed
     forget(lesson, reviewer, lead)
     with pytest.raises(Forgotten):
         consolidation.accept_proposal(proposal.pk, actor=reviewer, edits=LESSON)

@@ -12,7 +12,7 @@ from curation.models import (
 from curation.selectors import forgets as reads
 from curation.selectors.releases import published_number, released_entries
 from curation.services.errors import Forgotten, InvalidTransition
-from curation.services.consolidation import sweep_consolidation
+from curation.sweeps.consolidation import sweep_consolidation
 from curation.services.forgets import approve_forget_request, decline_forget_request, file_forget_request
 from curation.services.submissions import submit_batch, submit_candidate
 from curation.services.tokens import create_agent_token

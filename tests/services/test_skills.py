@@ -346,3 +346,25 @@ def test_a_token_outside_the_scope_finds_no_skill():
     with pytest.raises(SkillProposal.DoesNotExist):
         skills.record_skill_trial(token=web, slug=p.slug, data={"outcome": "success", "task_ref": "task-1"})
     assert not SkillTrial.objects.exists()
+
+
+def test_nominate_skills_inserts_a_proposal_with_its_source_and_one_event_each():
+    """The nomination sweep's insert: a draft per entry still active, its source, an Event about both;
+    an entry another proposal took meanwhile is skipped, the others are nominated one at a time."""
+    first = ready_entry()
+    second = ready_entry(scope="acme/web", trigger="Running migrations in the web container")
+    archived = ready_entry(scope="acme/search", status=Status.ARCHIVED)
+    reason = lambda entry: f"{entry.hit_count} hits"  # noqa: E731
+    assert skills.nominate_skills([second], reason_of=reason, actor_label="lifecycle:test", at=AS_OF) == 1
+    made = skills.nominate_skills([first, second, archived], reason_of=reason, actor_label="lifecycle:test", at=AS_OF)
+    assert made == 1  # second already has its live proposal; archived is no longer active
+    proposal = SkillProposal.objects.get(nominated_entry=first)
+    assert (proposal.reason, proposal.created_by_label, proposal.created_at) == ("12 hits", "lifecycle:test", AS_OF)
+    assert proposal.slug == "running-migrations-in-the-billing-api-container"
+    assert list(SkillSource.objects.filter(proposal=proposal).values_list("entry_id", "entry_version")) == \
+        [(first.pk, first.version)]
+    [event] = Event.objects.filter(action="skill_nominated", skill=proposal)
+    assert event.entry_id == first.pk and event.actor_label == "lifecycle:test"
+    assert event.reason == f"nominated as skill {proposal.slug}: 12 hits"
+    assert SkillProposal.objects.filter(nominated_entry=second).count() == 1
+    assert not SkillProposal.objects.filter(nominated_entry=archived).exists()

@@ -5,8 +5,7 @@ complete; a scope of many near-identical entries costs a bounded number of compa
 import pytest
 
 from curation.models import Conflict, ConsolidationProposal, TaskRun
-from curation.services import conflicts, consolidation
-from curation.sweeps import run_sweep
+from curation.sweeps import conflicts as conflict_sweep, run_sweep
 from tests.factories import AS_OF, days_before, make_entry
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +73,7 @@ def test_a_consolidation_pass_resumes_and_proposes_what_lies_beyond_the_first_sl
 def test_a_run_killed_mid_pass_is_resumed_from_the_cursor_written_with_its_last_batch(settings, monkeypatch):
     settings.CURATION = {**settings.CURATION, "DETECTION_SLICE_SECONDS": 3600}
     early = fillers(4)
-    detect = conflicts.sweep_conflicts
+    detect = conflict_sweep.sweep_conflicts
 
     def killed_after_its_first_batch(**kwargs):
         def progress(after):
@@ -82,13 +81,13 @@ def test_a_run_killed_mid_pass_is_resumed_from_the_cursor_written_with_its_last_
             raise KeyboardInterrupt  # the worker is killed once its first batch is written
         return detect(**{**kwargs, "progress": progress})
 
-    monkeypatch.setattr(conflicts, "sweep_conflicts", killed_after_its_first_batch)
+    monkeypatch.setattr(conflict_sweep, "sweep_conflicts", killed_after_its_first_batch)
     with pytest.raises(KeyboardInterrupt):
         run_sweep("conflicts", as_of=AS_OF, batch_size=2)
     killed = TaskRun.objects.get(task="conflicts")
     assert killed.state == TaskRun.State.FAILED and killed.cursor["after"] == early[1].pk
 
-    monkeypatch.setattr(conflicts, "sweep_conflicts", detect)
+    monkeypatch.setattr(conflict_sweep, "sweep_conflicts", detect)
     resumed = sweep("conflicts")
     assert resumed.rows_examined == 2 and resumed.cursor["after"] is None
 
@@ -106,10 +105,10 @@ def test_many_near_identical_entries_cost_a_bounded_number_of_comparisons_per_en
         make_entry(scope="acme/flood", trigger="Restarting the worker after a deploy",
                    content=f"{'Always' if i % 2 else 'Never'} restart the worker after a deploy.",
                    last_verified_at=days_before(1))
-    result = conflicts.sweep_conflicts(batch_size=50)
+    result = conflict_sweep.sweep_conflicts(batch_size=50)
     assert result.examined == 40
     assert 0 < result.compared <= 40 * 3
     assert Conflict.objects.exists()  # still found: each entry meets its nearest partners
     settings.CURATION = {**settings.CURATION, "DETECTION_PARTNERS_PER_ENTRY": 1000}
-    unbounded = conflicts.sweep_conflicts(batch_size=50)
+    unbounded = conflict_sweep.sweep_conflicts(batch_size=50)
     assert unbounded.compared > 40 * 3

@@ -15,8 +15,7 @@ from django.utils import timezone
 
 from curation import config
 from curation.models import Entry, Status, TaskRun
-from curation.services import conflicts
-from curation.sweeps import run_sweep, runs
+from curation.sweeps import conflicts as conflict_sweep, run_sweep, runs
 from tests.factories import AS_OF, days_before, make_entry
 
 pytestmark = pytest.mark.django_db
@@ -138,8 +137,8 @@ def test_conflict_detection_beats_after_each_batch():
     for n in range(5):
         make_entry(trigger=f"Deploying service {n}", content="Always run the smoke tests first.")
     beats = []
-    conflicts.sweep_conflicts(at=AS_OF, batch_size=2, heartbeat=lambda: beats.append(1))
+    conflict_sweep.sweep_conflicts(at=AS_OF, batch_size=2, heartbeat=lambda: beats.append(1))
     assert len(beats) == 3
     beats.clear()
-    conflicts.sweep_conflicts(at=AS_OF, batch_size=2, changed_since=days_before(365), heartbeat=lambda: beats.append(1))
+    conflict_sweep.sweep_conflicts(at=AS_OF, batch_size=2, changed_since=days_before(365), heartbeat=lambda: beats.append(1))
     assert len(beats) == 3

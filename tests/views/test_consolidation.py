@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from curation.models import ConsolidationProposal, Entry, Status
 from curation.services import consolidation
+from curation.sweeps import consolidation as consolidation_sweep
 from tests.factories import active, client_for, make_user
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +19,7 @@ def proposal(reviewer):
     def make(scope="acme/billing-api"):
         a = active(reviewer, scope=scope, confidence=0.6, **PORT)
         b = active(reviewer, scope=scope, confidence=0.8, **{**PORT, "content": PORT["content"] + "!"})
-        [p] = consolidation.sweep_consolidation().proposed
+        [p] = consolidation_sweep.sweep_consolidation().proposed
         return p, a, b
     return make
 
@@ -39,7 +40,7 @@ def test_queue_query_count(reviewer, django_assert_max_num_queries):
     for i in range(5):
         a = active(reviewer, scope=f"acme/p{i}", **PORT)
         active(reviewer, scope=f"acme/p{i}", **{**PORT, "content": PORT["content"] + "!"})
-    consolidation.sweep_consolidation()
+    consolidation_sweep.sweep_consolidation()
     client = client_for(reviewer)
     client.get(reverse("curation:consolidation"))
     # session, user, permissions, grants, the reviewer's queue preference, then 4: page, members, evidence, count

@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from curation import services
 from curation.models import ConsolidationProposal, Entry, Status
-from curation.services import conflicts, consolidation
+from curation.services import conflicts
+from curation.sweeps import consolidation as consolidation_sweep
 from tests.factories import CONFIG, NEAR, NO_REBASE, REBASE, active, client_for, make_user, page_text, record_uses
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +50,7 @@ def test_a_proposal_with_an_entry_moved_out_of_the_scopes_is_hidden(reviewer, le
                 content="Probe port 5432 with nc before connecting.", conditions=["db"])
     a = active(reviewer, scope="acme/billing-api", confidence=0.6, **port)
     b = active(reviewer, scope="acme/billing-api", confidence=0.8, **{**port, "content": port["content"] + "!"})
-    [proposal] = consolidation.sweep_consolidation().proposed
+    [proposal] = consolidation_sweep.sweep_consolidation().proposed
     card = reverse("curation:proposal-card", args=[proposal.pk])
     assert client_for(scoped_reviewer).get(card).status_code == 200
     record_uses(b, ["failure"], confirm_failures=False)  # back in the queue for a recheck: its scope is editable

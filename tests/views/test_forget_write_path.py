@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from curation import services
 from curation.models import Conflict, Entry, Status
-from curation.services import conflicts, consolidation
+from curation.services import conflicts
+from curation.sweeps import consolidation as consolidation_sweep
 from curation.services.forgets import approve_forget_request, file_forget_request
 from tests.factories import active, candidate_data, client_for, make_user, publish_pending
 
@@ -83,7 +84,7 @@ def test_a_consolidation_accept_with_the_forgotten_text_is_refused_on_its_card(l
     port = dict(trigger="Connecting to the billing database from the container", conditions=["db"])
     for content in ("Probe port 5432 with nc before connecting.", "Probe port 5432 with nc before connecting!"):
         active(reviewer, scope=SCOPE, content=content, **port)
-    [proposal] = consolidation.sweep_consolidation().proposed
+    [proposal] = consolidation_sweep.sweep_consolidation().proposed
     approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="asked", actor=reviewer).pk, actor=lead)
     response = client_for(reviewer).post(reverse("curation:proposal-accept", args=[proposal.pk]), {
         "edited": "1", "trigger": LESSON["trigger"], "content": LESSON["content"]}, **HTMX)

@@ -6,7 +6,8 @@ from django.urls import reverse
 from django.utils.cache import has_vary_header
 
 from curation import services
-from curation.services import conflicts, consolidation
+from curation.services import conflicts
+from curation.sweeps import consolidation as consolidation_sweep
 from tests.factories import active, candidate_data, client_for, page_text
 from tests.factories import nominated
 
@@ -31,7 +32,7 @@ def a_proposal(reviewer):
     port = dict(trigger="Connecting to the billing database", content="Probe port 5432 with nc first.", conditions=["db"])
     active(reviewer, confidence=0.6, **port)
     active(reviewer, confidence=0.8, **{**port, "content": port["content"] + "!"})
-    [proposal] = consolidation.sweep_consolidation().proposed
+    [proposal] = consolidation_sweep.sweep_consolidation().proposed
     return proposal.pk
 
 
