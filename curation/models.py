@@ -1060,7 +1060,7 @@ class Tombstone(models.Model):
         indexes = [models.Index(fields=["scope"], name="tombstone_scope_idx")]
 
 
-# --- admission policies -----------------------------------------------------------------------------------
+# --- settings per scope prefix: review rules, holdout fractions, admission policies ---------------------
 
 
 class ScopePolicy(models.Model):
