@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    lessons, cards, rate = [], [], []
+    lessons, rate = [], []
     for seed in range(args.seeds):
         memory, effects, sent, served = replay(seed, args.steps)
         rate.append(served[1] / served[0])

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from curation import clock, lifecycle
+from curation import clock, lifecycle, scope_policies
 from curation.vocabulary import EventAction, Kind, QueueReason, Signal, Status  # noqa: F401  (the models' vocabulary)
 from curation.access import clean_scope
 from curation.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
@@ -265,9 +265,7 @@ EVENT_SUBJECTS = {
     "token": "AgentToken",
     "memory_version": "MemoryVersion",
     "forget_request": "ForgetRequest",
-    "review_rule": "ReviewRule",
-    "holdout": "HoldoutFraction",
-    "policy": "AdmissionPolicy",
+    "scope_policy": "ScopePolicy",  # a two-reviewer rule, a holdout fraction or an admission policy
 }
 EVENT_SUBJECT_FIELDS = tuple(EVENT_SUBJECTS)
 
@@ -446,25 +444,6 @@ class Feedback(models.Model):
     utility = models.FloatField(null=True, blank=True)
     used_entry_ids = models.JSONField(default=list)
     created_at = models.DateTimeField(default=clock.now)
-
-
-class HoldoutFraction(models.Model):
-    """The share of tasks under a scope prefix that get no memory (the holdout arm), set by a lead; the
-    longest prefix covering a retrieval's scope wins, over settings.CURATION["HOLDOUT_FRACTIONS"]."""
-
-    prefix = models.CharField(max_length=255, unique=True, validators=[clean_scope])
-    fraction = models.FloatField()
-    # The share served only what people wrote or agreed to (human corrections and preferences).
-    rules_only = models.FloatField(default=0.0)
-    updated_at = models.DateTimeField(default=clock.now)
-    updated_by_label = models.CharField(max_length=150, blank=True)
-
-    def __str__(self) -> str:
-        return self.label
-
-    @property
-    def label(self) -> str:
-        return f"holdout of {self.prefix}"
 
 
 class OutcomeTally(models.Model):
@@ -741,23 +720,6 @@ class QueuePreference(models.Model):
         constraints = [models.UniqueConstraint(fields=["user", "queue"], name="one_queue_preference_per_user")]
 
 
-class ReviewRule(models.Model):
-    """How many reviewers' approvals a candidate under a scope prefix needs (1 or 2), set by a lead; the
-    longest matching prefix wins, over CURATION["TWO_REVIEWER_SCOPES"] too. Never deleted: a lead sets a
-    prefix back to 1. Each change is an Event about the rule."""
-
-    prefix = models.CharField(max_length=255, unique=True, validators=[clean_scope])
-    approvals = models.PositiveSmallIntegerField(default=2)
-    updated_at = models.DateTimeField(default=clock.now)
-
-    class Meta:
-        constraints = [models.CheckConstraint(condition=Q(approvals__in=[1, 2]), name="review_rule_one_or_two")]
-
-    @property
-    def label(self) -> str:
-        return f"{self.prefix}: {self.approvals} approval{'s' if self.approvals > 1 else ''}"
-
-
 # --- published memory versions ------------------------------------------------------------------------------
 
 
@@ -965,36 +927,40 @@ class Tombstone(models.Model):
         indexes = [models.Index(fields=["scope"], name="tombstone_scope_idx")]
 
 
-# --- admission policies -----------------------------------------------------------------------------------
+# --- settings per scope prefix: review rules, holdout fractions, admission policies ---------------------
 
 
-class AdmissionMode(models.TextChoices):
-    """Who decides on a new candidate of a scope prefix."""
+class ScopePolicy(models.Model):
+    """A lead's setting of one kind for a scope prefix (scope_policies.KINDS): how many reviewers its
+    candidates need, the share of its tasks in the holdout, or who decides on its new candidates. The
+    server's settings hold the defaults; a row replaces the setting of its prefix; the longest prefix
+    covering a scope wins (scope_policies.resolve). Never deleted: a lead sets a prefix back (1 approval, a
+    holdout of 0, manual admission). Each change is an Event about the row."""
 
-    MANUAL = "manual", "manual: people decide"
-    AUTO = "auto", "auto: an evaluator's score decides"
-    ALL = "all", "all: approve every new candidate"
-    NONE = "none", "none: reject every new candidate"
-
-
-class AdmissionPolicy(models.Model):
-    """The admission policy of a scope prefix, set by a lead (settings.CURATION_ADMISSION holds the
-    defaults; the longest prefix wins, a row here over a setting of the same prefix). `auto` approves a
-    new candidate when a supporting evidence item from `evaluator` has a score at or above `threshold`
-    and rejects it otherwise. Each change is an Event about the row; nothing is deleted (a prefix set back
-    to manual keeps its row)."""
-
-    prefix = models.CharField(max_length=255, unique=True, validators=[clean_scope])
-    name = models.CharField(max_length=64)  # decisions are signed policy:<name>
-    mode = models.CharField(max_length=16, choices=AdmissionMode.choices)
-    evaluator = RedactedCharField(max_length=100, blank=True)
-    threshold = models.FloatField(null=True, blank=True)
+    kind = models.CharField(max_length=16, choices=scope_policies.KIND_CHOICES)
+    prefix = models.CharField(max_length=255, validators=[clean_scope])
+    # The kind's value, as scope_policies.clean makes it: {"approvals"}, {"fraction", "rules_only"} or
+    # {"name", "mode", "evaluator", "threshold"}; an admission decision is signed policy:<name>.
+    value = RedactedJSONField()
     version = models.PositiveIntegerField(default=1)
     updated_at = models.DateTimeField(default=clock.now)
+    updated_by_label = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "prefix"], name="scope_policy_once_per_prefix"),
+            models.CheckConstraint(condition=~Q(kind=scope_policies.REVIEW) | Q(value__approvals__in=[1, 2]),
+                                   name="scope_policy_review_one_or_two"),
+        ]
 
     def __str__(self) -> str:
         return self.label
 
     @property
     def label(self) -> str:
-        return f"admission policy {self.name} for {self.prefix}"
+        return f"{scope_policies.KIND_LABELS[self.kind]} of {self.prefix}"
+
+    @property
+    def shown(self) -> dict:
+        """What an Event records before and after a change: the prefix, the value and the version."""
+        return {"prefix": self.prefix, **self.value, "version": self.version}

@@ -18,9 +18,11 @@ FORGET = "curation.handle_forget"
 MANAGE_TOKENS = "curation.add_agenttoken"
 # Starting background work changes what agents are served, like publishing: leads only.
 RUN_TASKS = PUBLISH
-# Deciding a candidate two reviewers disagreed on, and how many approvals a scope needs: leads only.
+# Deciding a candidate two reviewers disagreed on: leads only.
 SETTLE = PUBLISH
-SET_REVIEW_RULES = PUBLISH
+# The settings per scope prefix (how many reviewers, the holdout, admission) change what agents are served
+# and who decides: leads only.
+SET_SCOPE_POLICIES = PUBLISH
 
 
 # Each action in words, for the 403 page ("Your role does not allow you to ..."): the page names what was
@@ -86,7 +88,7 @@ class Abilities:
         "view_maintenance": can_view_maintenance,
         "view_reviewers": can_view_reviewers,
         "settle": SETTLE,
-        "set_review_rules": SET_REVIEW_RULES,
+        "set_scope_policies": SET_SCOPE_POLICIES,
     }
 
     def __init__(self, user):

@@ -1,8 +1,8 @@
 from django.urls import path
 
 from curation.views import (
-    admission, candidates, conflicts, consolidation, dashboard, entries, forgets, health, learning, maintenance,
-    releases, reviewers, skills, tokens,
+    candidates, conflicts, consolidation, dashboard, entries, forgets, health, learning, maintenance, releases,
+    reviewers, scope_policies, skills, tokens,
 )
 
 app_name = "curation"
@@ -35,11 +35,14 @@ urlpatterns = [
     path("releases/export.zip", releases.export_zip, name="release-export"),
     path("preview/", releases.preview, name="preview"),
     path("reviewers/", reviewers.reviewers, name="reviewers"),
-    path("review/rules/", reviewers.review_rules, name="review-rules"),
     path("learning/", learning.learning, name="learning"),
-    path("learning/holdout/", learning.holdout, name="holdout"),
     path("learning/entries/<int:entry_id>/recheck/", learning.recheck, name="learning-recheck"),
-    path("admission/", admission.admission_page, name="admission"),
+    path("policies/", scope_policies.scope_policies_page, name="scope-policies"),
+    path("policies/<str:kind>/", scope_policies.set_policy, name="scope-policy-set"),
+    # The pages each kind had before it was a section of the one above: bookmarks lead to the section.
+    path("review/rules/", scope_policies.moved_to("review")),
+    path("learning/holdout/", scope_policies.moved_to("holdout")),
+    path("admission/", scope_policies.moved_to("admission")),
     path("replay/latest/<str:name>", dashboard.replay_report, name="replay-report"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),

@@ -22,13 +22,18 @@ from django.test.utils import override_settings
 from playwright.sync_api import expect
 
 from curation import lifecycle, services, sweeps
-from curation.models import AgentToken, Entry, Evidence, Retrieval, ScopeGrant, SkillProposal, Status, TaskRun
+from curation.models import (
+    AgentToken, Entry, Evidence, Retrieval, ScopeGrant, ScopePolicy, SkillProposal, Status, TaskRun,
+)
+from curation.scope_policies import HOLDOUT
 from curation.services import skills, usage
 from curation.services.releases import publish_version
+from curation.services.scope_policies import set_scope_policy
 from curation.services.tokens import create_agent_token
 from curation.sweeps import run_sweep
 
 PASSWORD = "correct-horse-battery"
+POLICY_LEAD = "policy-lead"  # who sets the scope policies test data needs
 AS_OF = datetime.datetime(2026, 12, 1, 2, 0, tzinfo=datetime.timezone.utc)
 
 
@@ -41,6 +46,13 @@ def make_user(username, role=None, scopes=()):
     for prefix in scopes:
         ScopeGrant.objects.create(user=user, prefix=prefix)
     return User.objects.get(pk=user.pk)  # fresh: no cached permissions
+
+
+def set_holdout(prefix: str, fraction: float, rules_only: float = 0.0) -> ScopePolicy:
+    """A holdout under `prefix`, set by a lead through the scope policies service (for tests about the arms)."""
+    lead = User.objects.filter(username=POLICY_LEAD).first() or make_user(POLICY_LEAD, "lead")
+    return set_scope_policy(HOLDOUT, data={"prefix": prefix, "fraction": fraction, "rules_only": rules_only},
+                            actor=lead).policy
 
 
 def client_for(user):

@@ -1,6 +1,6 @@
 """The paper's policies as memoryadmin configuration, nothing else: an admission policy for the run's scope,
 the sweeps that run after each step, and the settings those sweeps read. The replay applies them through
-the product (services.admission.set_admission_policy, settings.CURATION, run_sweep); no policy is coded
+the product (services.scope_policies.set_scope_policy, settings.CURATION, run_sweep); no policy is coded
 here.
 
 Evaluators: the paper's coarse evaluators C1/C2/C3 pass a task when |ŷ − y| <= 1.6/1.4/1.2, the strict one
@@ -61,7 +61,7 @@ def score_of(error: float) -> float:
 @dataclass(frozen=True)
 class Configuration:
     policy: str
-    admission: dict            # for set_admission_policy (without the prefix)
+    admission: dict            # for set_scope_policy(ADMISSION, ...) (without the prefix)
     passes_at: float           # |error| at or under which the policy's own evaluator passes a task
     sweeps: tuple[str, ...]    # after every step
     settings: dict = field(default_factory=dict)  # settings.CURATION overrides

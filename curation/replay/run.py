@@ -22,8 +22,9 @@ from django.contrib.auth.models import Group, User
 from curation import clock, lifecycle
 from curation.config import overriding
 from curation.models import Entry, Status
+from curation.scope_policies import ADMISSION
 from curation.selectors import retrieve_memory
-from curation.services.admission import set_admission_policy
+from curation.services.scope_policies import set_scope_policy
 from curation.services.submissions import submit_batch, submit_candidate
 from curation.services.tokens import create_agent_token
 from curation.services.usage import record_feedback, record_retrieval
@@ -123,12 +124,13 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
         errors: dict[int, float] = {}
         with clock.running_at(_moment(-1)) as now:
             # The initial memory is admitted by a policy too, then the run's policy takes over the scope.
-            set_admission_policy(data={"prefix": scope, "name": "initial-memory", "mode": "all"}, actor=lead, at=now)
+            set_scope_policy(ADMISSION, data={"prefix": scope, "name": "initial-memory", "mode": "all"}, actor=lead,
+                             at=now)
             answers = submit_batch(items=[_candidate(scope, f"RegAgent initial record {i}", r.x, r.y, None)
                                           for i, r in enumerate(world.initial)], token=token, at=now)
             for answer, record in zip(answers, world.initial):
                 errors[answer["id"]] = record.error
-            set_admission_policy(data={"prefix": scope, **config.admission}, actor=lead, at=now)
+            set_scope_policy(ADMISSION, data={"prefix": scope, **config.admission}, actor=lead, at=now)
         agent = agent_factory(world)
         floor = lifecycle.rules().retrieve_at_least
         for task in world.tasks:

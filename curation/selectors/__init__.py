@@ -9,11 +9,12 @@ number of queries whatever the size of the page or of the table.
     candidates, conflicts, consolidation, skills   the four review queues (and the skills pages)
     dashboard     the lead's dashboard
     maintenance   background task runs; agent tokens
+    scope_policies  the settings per scope prefix: review rules, holdout fractions, admission policies
 
 The names below are what services, the API, tasks and commands import from `curation.selectors`."""
 
-from .admission import admission_policies, admission_policy_rows, embedding_dimensions
-from .agreement import approvals_required, review_rule_rows, review_rules, reviewer_stats
+from .admission import embedding_dimensions
+from .agreement import reviewer_stats
 from .candidates import QueueFilters, candidate_lines, candidate_queue, encode_cursor, queue_card, queue_count
 from .conflicts import ConflictFilters, conflict_card, conflict_count, conflict_queue, merge_defaults
 from .consolidation import ProposalFilters, consolidation_queue, proposal_card, proposal_count
@@ -23,6 +24,7 @@ from .entries import (
 )
 from .preferences import queue_preference
 from .paging import BadCursor, Page, capped_count, decode_cursor, encode_keyset
+from .scope_policies import admission_policies, approvals_required, holdout_fractions, review_rules
 from .retrieval import (
     NEAR_DUPLICATE, RETRIEVAL_POOL_FACTOR, RETRIEVED_FIELDS, Ranked, retrievable_scopes, retrieve_memory,
     withheld_by_skill,
@@ -32,8 +34,8 @@ from .skills import SkillFilters
 from .sql import any_word_tsquery_sql, outer_params, outer_rows_sql, overlapping_entries_sql
 
 __all__ = [
-    "approvals_required", "review_rule_rows", "review_rules", "reviewer_stats",
-    "admission_policies", "admission_policy_rows", "embedding_dimensions",
+    "approvals_required", "review_rules", "reviewer_stats", "admission_policies", "holdout_fractions",
+    "embedding_dimensions",
     "BadCursor", "CHAIN_LIMIT", "ConflictFilters", "NEAR_DUPLICATE", "Page", "ProposalFilters", "QueueFilters",
     "RETRIEVAL_POOL_FACTOR", "RETRIEVED_FIELDS", "Ranked", "SIMILAR_POOL", "SIMILAR_POOL_POSTGRES", "SkillFilters",
     "TimelineItem", "any_word_tsquery_sql", "candidate_lines", "candidate_queue", "capped_count", "conflict_card", "conflict_count",

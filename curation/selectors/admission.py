@@ -1,30 +1,11 @@
-"""Reads for admission and embeddings at ingest: the admission policies (settings, then the table, which wins
-on the same prefix) and the embedding dimension of a scope tree."""
+"""Reads for embeddings at ingest: the embedding dimension of a scope tree. (The admission policies in force
+are a scope policy: selectors/scope_policies.py.)"""
 
 from __future__ import annotations
 
-
-from curation import admission, config
+from curation import config
 from curation.access import governing_prefix, under_scope
-from curation.models import AdmissionPolicy, Entry
-
-
-def admission_policies() -> list[admission.Policy]:
-    """Every policy in force, one per prefix: the settings' defaults, replaced by a lead's row of the same
-    prefix. One query."""
-    by_prefix = config.CURATION_ADMISSION.value
-    for row in AdmissionPolicy.objects.all():
-        by_prefix[row.prefix] = policy_of(row)
-    return sorted(by_prefix.values(), key=lambda p: p.prefix)
-
-
-def policy_of(row: AdmissionPolicy) -> admission.Policy:
-    return admission.Policy(row.prefix, row.name, row.mode, row.evaluator, row.threshold)
-
-
-def admission_policy_rows():
-    """The lead's page: the rows set in the console, by prefix."""
-    return list(AdmissionPolicy.objects.order_by("prefix"))
+from curation.models import Entry
 
 
 def scope_tree(scope: str) -> str:

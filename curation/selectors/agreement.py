@@ -1,5 +1,5 @@
-"""Reads for two-reviewer agreement: the rules (how many approvals a scope needs) and the reviewers' page
-(each reviewer's decisions, agreement rate and median time per decision), in a fixed number of queries."""
+"""The reviewers' page: each reviewer's decisions, agreement rate and median time per decision, in a fixed
+number of queries. How many approvals a scope needs is a scope policy (selectors/scope_policies.py)."""
 
 from __future__ import annotations
 
@@ -11,42 +11,12 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
 
-from curation import access, agreement, clock, config
-from curation.models import Event, EventAction, ReviewRule
+from curation import access, clock
+from curation.models import Event, EventAction
 
 # A longer pause between two decisions is a break, not the time one decision took.
 SESSION_GAP_SECONDS = 15 * 60
 WINDOWS_DAYS = (7, 30)
-
-
-def review_rules() -> dict[str, int]:
-    """Scope prefix -> approvals required: the settings' prefixes, then the leads' rules over them (1 query)."""
-    rows = ReviewRule.objects.values_list("prefix", "approvals")
-    return agreement.merged_rules(config.TWO_REVIEWER_SCOPES.value, rows)
-
-
-def approvals_required(scope: str) -> int:
-    return agreement.approvals_required(scope, review_rules())
-
-
-@dataclass(frozen=True)
-class RuleRow:
-    prefix: str
-    approvals: int
-    source: str                 # "setting" or "set by a lead"
-    updated_at: datetime.datetime | None = None
-
-
-def review_rule_rows(user) -> list[RuleRow]:
-    """The rules as the leads' page lists them, by prefix (1 query, 1 more for the reader's scopes): those
-    that concern the reader's scopes (a rule under one of them, or above it, which governs it too)."""
-    rows = {prefix.rstrip("/"): RuleRow(prefix.rstrip("/"), 2, "setting")
-            for prefix in config.TWO_REVIEWER_SCOPES.value}
-    for rule in ReviewRule.objects.all():
-        rows[rule.prefix] = RuleRow(rule.prefix, rule.approvals, "set by a lead", rule.updated_at)
-    prefixes = access.user_scope_prefixes(user)
-    return [rows[prefix] for prefix in sorted(rows)
-            if prefixes is None or any(access.scopes_overlap(prefix, mine) for mine in prefixes)]
 
 
 # --- the reviewers' page ---------------------------------------------------------------------------------

@@ -12,38 +12,15 @@ from django.db.models.functions import TruncDate
 
 from curation import access, clock, evaluation, lift
 from curation.config import (
-    HOLDOUT_FRACTIONS, LESSON_MIN_RETRIEVALS, LESSONS_SHOWN, MIN_TASKS_PER_ARM, RECURRING_MIN_FAILURES, RULES_ONLY_FRACTIONS,
+    LESSON_MIN_RETRIEVALS, LESSONS_SHOWN, MIN_TASKS_PER_ARM, RECURRING_MIN_FAILURES,
 )
 from curation.evaluation import HOLDOUT, MEMORY, RULES_ONLY, Comparison, Rate
-from curation.models import Entry, HoldoutFraction, Kind, LessonTally, OutcomeTally
+from curation.models import Entry, Kind, LessonTally, OutcomeTally
+
+from .scope_policies import holdout_fractions
 
 WINDOWS = (7, 30, 90)
 CHART_WEEKS = 13
-
-
-def _configured() -> dict[str, tuple[float, float]]:
-    holdout, rules_only = HOLDOUT_FRACTIONS.value, RULES_ONLY_FRACTIONS.value
-    return {prefix: (holdout.get(prefix, 0.0), rules_only.get(prefix, 0.0)) for prefix in {*holdout, *rules_only}}
-
-
-def holdout_fractions() -> dict[str, tuple[float, float]]:
-    """Scope prefix -> (holdout, rules-only) fractions: the settings', overridden by what leads set on the
-    Holdout page."""
-    fractions = _configured()
-    fractions.update((prefix, (fraction, rules_only)) for prefix, fraction, rules_only
-                     in HoldoutFraction.objects.values_list("prefix", "fraction", "rules_only"))
-    return fractions
-
-
-def holdout_settings(user) -> tuple[list[HoldoutFraction], list[tuple[str, tuple[float, float]]]]:
-    """The lead's Holdout page, within the user's scopes: the prefixes set on the page, and those set only
-    in the settings (prefix, (holdout, rules-only)), by prefix."""
-    rows = list(HoldoutFraction.objects.filter(access.scope_q(access.user_scope_prefixes(user), "prefix"))
-                .order_by("prefix"))
-    overridden = {row.prefix for row in rows}
-    from_settings = sorted((prefix, split) for prefix, split in _configured().items()
-                           if prefix not in overridden and access.user_can_see_scope(user, prefix))
-    return rows, from_settings
 
 
 def arm_for(scope: str, task_ref: str) -> str:

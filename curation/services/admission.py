@@ -1,51 +1,14 @@
-"""Admission policies: a lead sets the policy of a scope prefix; at ingest, the policy governing a new
-candidate's scope decides on it (unless people do). Each is one transaction with its Event."""
+"""Admission at ingest: the policy governing a new candidate's scope decides on it (unless people do), in the
+submission's transaction. (A lead sets a prefix's policy as a scope policy: services/scope_policies.py.)"""
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
-from django.db import transaction
-
-from curation import access, admission, agreement
-from curation.models import AdmissionPolicy, Entry, EventAction, Status
-from curation.permissions import PUBLISH
+from curation import admission, scope_policies
+from curation.models import Entry, EventAction, Status
 from curation.selectors import admission_policies
-from curation.selectors.agreement import review_rules
+from curation.selectors.scope_policies import in_force
 
 from .entry_writes import write_entry
-from .events import record_event
-
-
-def set_admission_policy(*, data: dict, actor, at) -> AdmissionPolicy:
-    """Create or change the policy of a prefix (leads only, within their scopes), with an Event saying
-    what it was and what it is."""
-    if not actor.has_perm(PUBLISH):
-        raise PermissionDenied("Only leads set admission policies.")
-    policy = admission.clean_policy(data)
-    if not access.user_can_see_scope(actor, policy.prefix):
-        raise PermissionDenied(f"You do not lead scope {policy.prefix!r}.")
-    values = {"name": policy.name, "mode": policy.mode, "evaluator": policy.evaluator,
-              "threshold": policy.threshold}
-    with transaction.atomic():
-        row = AdmissionPolicy.objects.select_for_update().filter(prefix=policy.prefix).first()
-        before = _shown(row) if row else None
-        if row is None:
-            row = AdmissionPolicy(prefix=policy.prefix, updated_at=at, **values)
-            row.save(force_insert=True)
-        else:
-            for name, value in values.items():
-                setattr(row, name, value)
-            row.version += 1
-            row.updated_at = at
-            row.save()
-        record_event(row, actor=actor, action=EventAction.ADMISSION_POLICY_SET, before=before, after=_shown(row),
-                     reason=f"{policy.prefix}: {policy.rule}", at=at)
-    return row
-
-
-def _shown(row: AdmissionPolicy) -> dict:
-    return {"prefix": row.prefix, "name": row.name, "mode": row.mode, "evaluator": row.evaluator,
-            "threshold": row.threshold, "version": row.version}
 
 
 def policy_decision(scope: str, evidence: list[dict], *, policies, review_rules) -> tuple[admission.Policy | None,
@@ -55,7 +18,7 @@ def policy_decision(scope: str, evidence: list[dict], *, policies, review_rules)
     with too, so that its answer never differs from a fresh one's."""
     policy = admission.governing(policies, scope)
     decision = admission.decide(policy, evidence) if policy else None
-    return policy, admission.standing(decision, agreement.approvals_required(scope, review_rules))
+    return policy, admission.standing(decision, scope_policies.approvals_required(scope, review_rules))
 
 
 def admit_by_policy(entry: Entry, evidence: list[dict], *, at, policies=None, rules=None) -> admission.Decision | None:
@@ -65,7 +28,7 @@ def admit_by_policy(entry: Entry, evidence: list[dict], *, at, policies=None, ru
     `policies` and the review `rules` once and passes them."""
     policy, decision = policy_decision(entry.scope, evidence,
                                        policies=admission_policies() if policies is None else policies,
-                                       review_rules=review_rules() if rules is None else rules)
+                                       review_rules=in_force(scope_policies.REVIEW) if rules is None else rules)
     if decision is None or entry.status != Status.PENDING:
         return None
     write_entry(entry, {}, action=EventAction.APPROVE if decision.approve else EventAction.REJECT,

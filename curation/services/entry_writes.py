@@ -54,11 +54,11 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, QuerySet
 
-from curation import access, agreement, clock, lifecycle, transitions
+from curation import access, clock, lifecycle, scope_policies, transitions
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry, Status
 
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
-from curation.selectors.agreement import review_rules
+from curation.selectors.scope_policies import in_force
 from curation.selectors.forgets import tombstones_for
 
 from .errors import ConcurrentChange, Forgotten, InvalidTransition, StaleDecision
@@ -159,7 +159,7 @@ def write_entry(
     refuse_actor(action, actor, (entry.scope, changes.get("scope")))
     changes = planned_values(
         action, pk=entry.pk, start=entry.status, changes=changes, at=at, actor_id=getattr(actor, "pk", None),
-        approvals_required=lambda: agreement.approvals_required(changes.get("scope", entry.scope), review_rules()),
+        approvals_required=lambda: scope_policies.approvals_required(changes.get("scope", entry.scope), in_force(scope_policies.REVIEW)),
         first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
     if checks_forgotten(changes.get("status", entry.status), changes, action):
         refuse_forgotten_lessons([tuple(changes.get(f, getattr(entry, f)) for f in ("scope", "trigger", "content"))])
@@ -203,7 +203,7 @@ def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, act
     rules = None
     for entry, _ in new:
         if entry.status == Status.ACTIVE and rules is None:
-            rules = review_rules()
+            rules = in_force(scope_policies.REVIEW)
         _plan_insert(entry, action, at, None, rules=rules)
     refuse_forgotten_lessons([(e.scope, e.trigger, e.content) for e, _ in new if checks_forgotten(e.status, ("status",), action)])
     for entry, _ in new:
@@ -221,7 +221,7 @@ def _plan_insert(entry: Entry, action, at, actor, rules=None) -> None:
     refuse_actor(action, actor, (entry.scope,))
     values = planned_values(
         action, pk="(new)", start=transitions.NEW, changes={"status": entry.status}, at=at,
-        approvals_required=lambda: agreement.approvals_required(entry.scope, review_rules() if rules is None else rules),
+        approvals_required=lambda: scope_policies.approvals_required(entry.scope, in_force(scope_policies.REVIEW) if rules is None else rules),
         actor_id=getattr(actor, "pk", None), first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
     for column, value in values.items():
         if column in transitions.ACTIVATION_STAMPS and getattr(entry, column) is not None:
@@ -292,10 +292,10 @@ def _planned_rows(current: dict[int, Entry], action, values: dict, row_values: d
         if not isinstance(mine.get("status", entry.status), str):
             raise TypeError("write_entries: the status is a plain value, to check the transition")
         if rules is None and entry.status == Status.PENDING and mine.get("status") == Status.ACTIVE:
-            rules = review_rules()
+            rules = in_force(scope_policies.REVIEW)
         planned = planned_values(
             action, pk=pk, start=entry.status, changes=mine, at=at,
-            approvals_required=lambda: agreement.approvals_required(entry.scope, rules),
+            approvals_required=lambda: scope_policies.approvals_required(entry.scope, rules),
             first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
         extra = {c: v for c, v in planned.items() if c not in values or not (values[c] is v or values[c] == v)}
         if extra:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from curation import lifecycle
 from curation.models import Entry, EventAction, Evidence, Status
-from curation.selectors.agreement import approvals_required
+from curation.selectors import approvals_required
 from curation.similarity import fingerprint
 
 from .entry_writes import insert_entry, write_entry

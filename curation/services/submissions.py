@@ -12,13 +12,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 
-from curation import access, clock
+from curation import access, clock, scope_policies
 from curation.models import (
     ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, ForgetRequest, SimilarEntry,
     Status,
 )
 from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
-from curation.selectors.agreement import review_rules
+from curation.selectors.scope_policies import in_force
 from curation.selectors.entries import as_answered
 from curation.selectors.forgets import tombstones_for
 from curation.selectors.partners import batch_pools
@@ -183,7 +183,7 @@ def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now,
         conflicts = []
         weigh_contradictions([with_text(entry, prepared.fields)])
         answered = answered_status(policy_decision(entry.scope, prepared.evidence, policies=admission_policies(),
-                                                   review_rules=review_rules())[1])
+                                                   review_rules=in_force(scope_policies.REVIEW))[1])
         hold([entry], answered={entry.pk: answered}, now=now)
     return _named_for(token, [Submission(
         entry,
@@ -322,7 +322,7 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             entry, created=True, evidence_added=len(p.evidence), similar_ids=[other_id for other_id, _ in similar],
             conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]), flags=p.flags)
     SimilarEntry.objects.bulk_create(links)
-    policies, rules = (admission_policies(), review_rules()) if new_entries else ([], {})
+    policies, rules = (admission_policies(), in_force(scope_policies.REVIEW)) if new_entries else ([], {})
     held, answered = [], {}
     for index, p, entry in new_entries:
         if entry.held_by_id is None:

@@ -1,5 +1,5 @@
-"""Is memory helping? The learning dashboard (everyone who reads the console, within their scopes), the
-lead's holdout settings, and the one-click "send back for recheck" of a lesson that hurts."""
+"""Is memory helping? The learning dashboard (everyone who reads the console, within their scopes) and the
+one-click "send back for recheck" of a lesson that hurts. (The holdout is set on the scope policies page.)"""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from curation import access
 from curation.models import Entry
-from curation.permissions import PUBLISH, READ, REVIEW, require
+from curation.permissions import READ, REVIEW, require
 from curation.selectors import evaluation as reads
 from curation.services import InvalidTransition, StaleDecision
 from curation.services.candidates import send_back_for_recheck
-from curation.services.evaluation import set_holdout_fraction
 
 DAYS = (7, 30, 90)
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT = 520, 160, 34
@@ -106,24 +105,3 @@ def recheck(request, entry_id: int):
     else:
         messages.success(request, f"Entry #{entry_id} is back in the candidates queue for a recheck.")
     return redirect(back)
-
-
-@require_http_methods(["GET", "POST"])
-@require(PUBLISH, "Only a lead sets holdout fractions.")
-def holdout(request):
-    form, errors, status = {"prefix": "", "fraction": "", "rules_only": ""}, {}, 200
-    if request.method == "POST":
-        form = {k: request.POST.get(k, "") for k in ("prefix", "fraction", "rules_only")}
-        try:
-            setting = set_holdout_fraction(actor=request.user, prefix=form["prefix"], fraction=form["fraction"],
-                                           rules_only=form["rules_only"])
-        except ValidationError as exc:
-            errors, status = exc.message_dict, 422
-        else:
-            messages.success(request, f"Holdout of {setting.prefix}: {setting.fraction:.0%} of its tasks get no memory"
-                                      + (f", {setting.rules_only:.0%} people's rules only." if setting.rules_only else "."))
-            return redirect("curation:holdout")
-    rows, from_settings = reads.holdout_settings(request.user)
-    return render(request, "curation/holdout.html", {
-        "settings_rows": rows, "from_settings": from_settings, "form": form, "errors": errors,
-    }, status=status)

@@ -5,8 +5,9 @@ decide. The lead's page sets policies, each change an Event."""
 import pytest
 
 from curation import admission, clock
-from curation.models import AdmissionPolicy, Entry, Event, EventAction, Status
-from curation.services.admission import set_admission_policy
+from curation.models import Entry, Event, EventAction, ScopePolicy, Status
+from curation.scope_policies import ADMISSION
+from curation.services.scope_policies import set_scope_policy
 from tests.factories import api_candidate, client_for, page_text
 
 pytestmark = pytest.mark.django_db
@@ -95,37 +96,41 @@ def test_evidence_carries_its_score_and_evaluator(make_agent, policies):
 
 
 def test_a_leads_row_replaces_the_setting_of_its_prefix_with_an_event(make_agent, policies, lead):
-    row = set_admission_policy(data={"prefix": "acme/billing-api", "name": "open", "mode": "all"}, actor=lead,
-                               at=clock.now())
-    event = Event.objects.get(policy=row)
+    row = set_scope_policy(ADMISSION, data={"prefix": "acme/billing-api", "name": "open", "mode": "all"},
+                           actor=lead, at=clock.now()).policy
+    event = Event.objects.get(scope_policy=row)
     assert (event.action, event.actor_label, event.before, event.after["mode"]) == (
         EventAction.ADMISSION_POLICY_SET, lead.username, None, "all")
     entry, _ = _submit(make_agent(scopes=("acme",)), "acme/billing-api")
     assert entry.status == Status.ACTIVE and _decision(entry).actor_label == "policy:open"
-    set_admission_policy(data={"prefix": "acme/billing-api", "name": "open", "mode": "manual"}, actor=lead,
-                         at=clock.now())
-    second = Event.objects.filter(policy=row).order_by("pk").last()
+    set_scope_policy(ADMISSION, data={"prefix": "acme/billing-api", "name": "open", "mode": "manual"}, actor=lead,
+                     at=clock.now())
+    second = Event.objects.filter(scope_policy=row).order_by("pk").last()
     assert (second.before["mode"], second.after["mode"], second.after["version"]) == ("all", "manual", 2)
 
 
 def test_the_lead_page_lists_and_sets_policies(policies, lead, reviewer):
     client = client_for(lead)
-    text = page_text(client.get("/admission/"))
+    text = page_text(client.get("/policies/"))
     assert "policy:strict" in text and "acme/billing-api/legacy" in text
-    answer = client.post("/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
-                                         "evaluator": "ci", "threshold": "0.8"})
-    assert answer.status_code == 302
-    assert AdmissionPolicy.objects.get(prefix="acme/ops").threshold == 0.8
-    assert "policy:ops-gate" in page_text(client.get("/admission/"))
-    refused = client.post("/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
-                                          "evaluator": "ci", "threshold": "high"})
+    moved = client.get("/admission/")  # the old page's address, bookmarked
+    assert (moved.status_code, moved["Location"]) == (301, "/policies/#admission")
+    answer = client.post("/policies/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
+                                                  "evaluator": "ci", "threshold": "0.8"})
+    assert (answer.status_code, answer["Location"]) == (302, "/policies/#admission")
+    assert ScopePolicy.objects.get(kind=ADMISSION, prefix="acme/ops").value["threshold"] == 0.8
+    assert "policy:ops-gate" in page_text(client.get("/policies/"))
+    refused = client.post("/policies/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
+                                                   "evaluator": "ci", "threshold": "high"})
     assert refused.status_code == 422 and "A number" in page_text(refused)
     for not_a_number in ("nan", "NaN", "inf", "-inf", "1e400"):  # parsed as floats, stored nowhere
-        refused = client.post("/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
-                                              "evaluator": "ci", "threshold": not_a_number})
+        refused = client.post("/policies/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
+                                                       "evaluator": "ci", "threshold": not_a_number})
         assert refused.status_code == 422 and "no NaN or infinity" in page_text(refused), not_a_number
-    assert AdmissionPolicy.objects.get(prefix="acme/ops").version == 1
-    assert client_for(reviewer).get("/admission/").status_code == 403
+    assert ScopePolicy.objects.get(kind=ADMISSION, prefix="acme/ops").version == 1
+    assert client_for(reviewer).get("/policies/").status_code == 403
+    assert client_for(reviewer).post("/policies/admission/", {"prefix": "acme/x", "name": "x", "mode": "all"}
+                                     ).status_code == 403
 
 
 @pytest.mark.parametrize("data, field", [

@@ -4,7 +4,8 @@ comparison and moves no entry; GET /api/v1/evaluation answers the figures within
 import pytest
 
 from curation.evaluation import HOLDOUT, MEMORY, assign_arm
-from curation.models import Entry, Event, Feedback, HoldoutFraction, LessonTally, OutcomeTally, Retrieval
+from curation.models import Entry, Event, Feedback, LessonTally, OutcomeTally, Retrieval
+from tests.factories import set_holdout
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +18,7 @@ def _task_in(arm: str, fraction: float = 0.5, prefix: str = SCOPE, start: int = 
 
 @pytest.fixture
 def half_held_out(db):
-    return HoldoutFraction.objects.create(prefix=SCOPE, fraction=0.5)
+    return set_holdout(SCOPE, 0.5)
 
 
 def test_a_holdout_task_gets_no_entries_an_empty_context_and_its_arm(agent, approved, half_held_out):
@@ -49,7 +50,7 @@ def test_settings_fraction_applies_and_the_longest_prefix_wins(agent, approved, 
     settings.CURATION_EVALUATION = {**settings.CURATION_EVALUATION, "HOLDOUT_FRACTIONS": {"acme": 0.5}}
     task = _task_in(HOLDOUT, prefix="acme")
     assert agent.retrieve(scope=SCOPE, task_ref=task).json()["arm"] == "holdout"
-    HoldoutFraction.objects.create(prefix=SCOPE, fraction=0.0)  # a lead turned it off for billing-api
+    set_holdout(SCOPE, 0.0)  # a lead turned it off for billing-api
     assert agent.retrieve(scope=SCOPE, task_ref=task).json()["arm"] == "memory"
 
 

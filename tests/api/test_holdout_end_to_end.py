@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from curation.models import HoldoutFraction, Retrieval
-from tests.factories import client_for, publish_pending
+from curation.models import Retrieval
+from tests.factories import client_for, publish_pending, set_holdout
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +21,7 @@ def test_a_known_effect_is_reported_within_its_interval(agent, approved, lead, s
     approved(scope=SCOPE, signal="external", confidence=0.9)
     publish_pending()
     agent.publish_first = False
-    HoldoutFraction.objects.create(prefix="acme", fraction=0.5)
+    set_holdout("acme", 0.5)
     outcomes = random.Random(20261203)
     for i in range(TASKS):
         answer = agent.post("memory/search", {"scope": f"{SCOPE}/container", "q": "config", "task_ref": f"sim-{i}"})

@@ -4,8 +4,8 @@ preferences, so a team compares no memory, people's rules and curated experience
 import pytest
 
 from curation.evaluation import RULES_ONLY, assign_arm
-from curation.models import Entry, HoldoutFraction, OutcomeTally, Retrieval
-from tests.factories import client_for, page_text
+from curation.models import Entry, OutcomeTally, Retrieval, ScopePolicy
+from tests.factories import client_for, page_text, set_holdout
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +18,7 @@ def _task_in(arm: str) -> str:
 
 @pytest.fixture
 def three_arms(db):
-    return HoldoutFraction.objects.create(prefix=SCOPE, fraction=0.2, rules_only=0.3)
+    return set_holdout(SCOPE, 0.2, 0.3)
 
 
 def test_a_rules_only_task_gets_only_what_people_wrote(agent, approved, three_arms):
@@ -54,10 +54,10 @@ def test_the_dashboard_and_the_api_show_the_third_arm(agent, approved, three_arm
 
 
 def test_a_lead_sets_the_rules_only_share(lead):
-    response = client_for(lead).post("/learning/holdout/", {"prefix": SCOPE, "fraction": "0.1", "rules_only": "20%"},
+    response = client_for(lead).post("/policies/holdout/", {"prefix": SCOPE, "fraction": "0.1", "rules_only": "20%"},
                                      follow=True)
     assert "10% of its tasks get no memory, 20% people&#x27;s rules only." in page_text(response)
-    assert HoldoutFraction.objects.values_list("fraction", "rules_only").get(prefix=SCOPE) == (0.1, 0.2)
+    assert ScopePolicy.objects.get(kind="holdout", prefix=SCOPE).value == {"fraction": 0.1, "rules_only": 0.2}
 
 
 def test_settings_may_set_the_rules_only_share(agent, approved, settings):

@@ -4,13 +4,14 @@ memory, with the approval in its history; the second approval serves it."""
 import pytest
 
 from curation import services
-from curation.services.agreement import set_review_rule
+from curation.scope_policies import REVIEW
+from curation.services.scope_policies import set_scope_policy
 
 pytestmark = pytest.mark.django_db
 
 
 def test_one_approval_of_two_serves_nothing_and_the_second_serves_it(agent, lead, reviewer, second_reviewer):
-    set_review_rule("acme/billing-api", approvals=2, actor=lead)
+    set_scope_policy(REVIEW, data={"prefix": "acme/billing-api", "approvals": 2}, actor=lead)
     entry_id = agent.submit(trigger="Running the billing-api migrations twice").json()["id"]
     services.approve_candidate(entry_id, actor=reviewer, expected_version=1)
 

@@ -40,6 +40,7 @@ def test_every_page_has_no_serious_or_critical_violation(live_server, page):
         "dashboard": "/", "skills": "/skills/", "entry": f"/entries/{entry.pk}/", "active entry": f"/entries/{kept.pk}/",
         "tokens": "/agents/tokens/", "api docs": "/api/v1/docs", "maintenance": "/maintenance/",
         "forget requests": "/review/forgets/", "forget request": f"/review/forgets/{forget.pk}/",
+        "scope policies": "/policies/",
     }
     for name, path in pages.items():
         page.goto(live_server.url + path)

@@ -24,10 +24,12 @@ def test_two_reviewers_approve_and_the_second_activates(live_server, page):
 
     # The lead requires two approvals under acme/billing-api.
     log_in(page, live_server, "lena")
-    page.goto(f"{live_server.url}/review/rules/")
-    page.get_by_label("Scope prefix").fill("acme/billing-api")
-    page.get_by_label("Approvals needed").select_option("2")
-    page.get_by_role("button", name="Set").click()
+    page.goto(f"{live_server.url}/review/rules/")  # the old page's bookmark: its section of the policies page
+    expect(page).to_have_url(f"{live_server.url}/policies/#review")
+    rules = page.locator("section#review")
+    rules.get_by_label("Scope prefix").fill("acme/billing-api")
+    rules.get_by_label("Approvals needed").select_option("2")
+    rules.get_by_role("button", name="Save the two-reviewer rule").click()
     expect(page.locator(".flash")).to_contain_text("Candidates under acme/billing-api now need 2 approvals.")
     expect(page.locator("table.rules")).to_contain_text("acme/billing-api")
     found["rules page"] = violations(page)
@@ -70,3 +72,24 @@ def test_two_reviewers_approve_and_the_second_activates(live_server, page):
     expect(page.locator("#reviewers-7")).to_contain_text("100% (1 of 1)")
     found["reviewers page"] = violations(page)
     assert {name: v for name, v in found.items() if v} == {}
+
+
+def test_a_lead_who_makes_an_automatic_policy_meet_a_two_reviewer_rule_is_told(live_server, page):
+    make_user("lena", "lead")
+    log_in(page, live_server, "lena")
+    page.get_by_role("link", name="Scope policies").click()
+    rules = page.locator("section#review")
+    rules.get_by_label("Scope prefix").fill("acme")
+    rules.get_by_role("button", name="Save the two-reviewer rule").click()
+    admission = page.locator("section#admission")
+    admission.get_by_label("Scope prefix").fill("acme/ops")
+    admission.get_by_label("Name").fill("open")
+    admission.get_by_label("Mode").select_option("all")
+    admission.get_by_role("button", name="Save the admission policy").click()
+    expect(page).to_have_url(f"{live_server.url}/policies/#admission")
+    expect(page.locator(".flash.warning")).to_contain_text(
+        "Candidates under acme need two reviewers, and admission policy policy:open (all) of acme/ops")
+    expect(page.locator(".flash.warning")).to_contain_text("the two-reviewer rule wins")
+    expect(page.locator("#precedence .overlap")).to_have_count(1)
+    expect(page.locator("#history")).to_contain_text("the two-reviewer rule wins")
+    assert violations(page) == []

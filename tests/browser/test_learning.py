@@ -56,12 +56,14 @@ def test_a_lead_reads_the_dashboard_and_sends_a_lesson_back(live_server, page, s
     assert Entry.objects.get(pk=harmful.pk).queue_reason == QueueReason.RECHECK_REQUESTED
 
     page.get_by_role("link", name="Holdout settings").click()
-    page.get_by_label("Scope prefix").fill("acme/web")
-    page.get_by_label(re.compile("Fraction")).fill("0.8")
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#fraction-error")).to_contain_text("at most half")
-    page.get_by_label(re.compile("Fraction")).fill("10%")
-    page.get_by_role("button", name="Save").click()
+    holdout = page.locator("section#holdout")
+    holdout.get_by_label("Scope prefix").fill("acme/web")
+    holdout.get_by_label(re.compile("Fraction")).fill("0.8")
+    holdout.get_by_role("button", name="Save the holdout").click()
+    expect(page.locator("#holdout-fraction-error")).to_contain_text("at most half")
+    holdout.get_by_label(re.compile("Fraction")).fill("10%")
+    holdout.get_by_role("button", name="Save the holdout").click()
+    expect(page).to_have_url(re.compile(r"/policies/#holdout$"))
     expect(page.locator("#holdouts")).to_contain_text("acme/web")
     expect(page.locator("#holdouts")).to_contain_text("10%")
     assert violations(page) == []

@@ -14,9 +14,9 @@ from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidIn
                                 PermissionDenied, RateLimited, RetryPolicy, TransportError)
 
 from curation.evaluation import HOLDOUT, assign_arm
-from curation.models import Entry, Feedback, ForgetRequest, HoldoutFraction, IdempotentAnswer
+from curation.models import Entry, Feedback, ForgetRequest, IdempotentAnswer
 from curation.services import approve_candidate
-from tests.factories import publish_pending
+from tests.factories import publish_pending, set_holdout
 from tests.live import run_async, token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -207,7 +207,7 @@ def test_an_unreachable_server_is_a_transport_error():
 
 
 def test_the_client_passes_the_holdout_arm_and_reads_the_evaluation(live_server, lead):
-    HoldoutFraction.objects.create(prefix="acme/billing-api", fraction=0.5)
+    set_holdout("acme/billing-api", 0.5)
     held = next(f"task-{i}" for i in range(1000) if assign_arm("acme/billing-api", f"task-{i}", 0.5) == HOLDOUT)
     with MemoryAdmin(live_server.url, token_key("py-agent", ["acme/billing-api"])) as api:
         submitted = api.submit_candidate(**LESSON)

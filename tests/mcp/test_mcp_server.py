@@ -13,11 +13,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from curation.evaluation import HOLDOUT, MEMORY, assign_arm
-from curation.models import Entry, Feedback, ForgetRequest, HoldoutFraction, Retrieval
+from curation.models import Entry, Feedback, ForgetRequest, Retrieval
 from curation.services import approve_candidate
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.skills import approve_skill
-from tests.factories import nominated, publish_pending, report
+from tests.factories import nominated, publish_pending, report, set_holdout
 from tests.live import MEMORYADMIN_MCP, run_async, stdio_environment, token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -279,7 +279,7 @@ def test_the_http_server_logs_no_token_and_no_query(asgi_server, caplog):
 
 
 def test_search_memory_says_when_a_task_is_in_the_holdout(connect, lead):
-    HoldoutFraction.objects.create(prefix="acme/billing-api", fraction=0.5)
+    set_holdout("acme/billing-api", 0.5)
     held = next(f"task-{i}" for i in range(1000) if assign_arm("acme/billing-api", f"task-{i}", 0.5) == HOLDOUT)
     kept = next(f"task-{i}" for i in range(1000) if assign_arm("acme/billing-api", f"task-{i}", 0.5) == MEMORY)
     key = token_key("mcp-agent", ["acme/billing-api"])

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.test.utils import override_settings
 
 from curation.models import (
-    AdmissionPolicy, Entry, Event, EventAction, Evidence, Feedback, Retrieval, Status, TaskRun,
+    Entry, Event, EventAction, Evidence, Feedback, Retrieval, ScopePolicy, Status, TaskRun,
 )
 from curation.replay import policies, report, stats
 from curation.replay.agent import Neighbour, regagent
@@ -52,9 +52,9 @@ def test_each_policy_is_product_configuration(policy):
     config = policies.configuration(policy)
     result = replay_one(config, seed=1, steps=12, rules="paper", agent_factory=regagent)
     name = config.admission["name"]
-    row = AdmissionPolicy.objects.get(prefix=result.scope)
-    assert (row.name, row.mode) == (name, config.admission["mode"])
-    assert Event.objects.filter(policy=row, action=EventAction.ADMISSION_POLICY_SET).count() == 2  # initial, then the run's
+    row = ScopePolicy.objects.get(kind="admission", prefix=result.scope)
+    assert (row.value["name"], row.value["mode"]) == (name, config.admission["mode"])
+    assert Event.objects.filter(scope_policy=row, action=EventAction.ADMISSION_POLICY_SET).count() == 2  # initial, then the run's
     decided = Event.objects.filter(entry__scope=result.scope, actor_label=f"policy:{name}")
     assert decided.count() == 12  # every task's answer was decided by the policy at ingest
     if policy == "fixed":

@@ -6,8 +6,9 @@ import datetime
 import pytest
 
 from curation import clock, services
+from curation.scope_policies import REVIEW
 from curation.selectors import reviewer_stats
-from curation.services.agreement import set_review_rule
+from curation.services.scope_policies import set_scope_policy
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +34,7 @@ def test_decisions_windows_and_median_time(make_candidate, reviewer, django_asse
 
 
 def test_agreement_counts_for_both_reviewers(make_candidate, lead, reviewer, second_reviewer):
-    set_review_rule("acme", approvals=2, actor=lead)
+    set_scope_policy(REVIEW, data={"prefix": "acme", "approvals": 2}, actor=lead)
     agreed = make_candidate(scope="acme/web", trigger="Both approve this one")
     services.approve_candidate(agreed.pk, actor=reviewer, expected_version=1)
     services.approve_candidate(agreed.pk, actor=second_reviewer, expected_version=2)

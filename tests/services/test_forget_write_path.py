@@ -7,15 +7,16 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from curation import clock, services
-from curation.models import Conflict, ConsolidationProposal, Entry, EventAction, Evidence, Status
+from curation.models import Conflict, ConsolidationProposal, Entry, EventAction, Status
+from curation.scope_policies import REVIEW
 from curation.selectors import forgets as reads
 from curation.selectors.releases import pending_changes, pre_publish_checks, published_number, released_entries
 from curation.services import conflicts, consolidation
-from curation.services.agreement import set_review_rule
 from curation.services.entry_writes import insert_entries, insert_entry, write_entries, write_entry
 from curation.services.errors import Forgotten
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.releases import publish_version
+from curation.services.scope_policies import set_scope_policy
 from curation.sweeps import consolidation as consolidation_sweep, run_sweep
 from tests.factories import active, candidate_data, make_archived, make_user, publish_pending
 
@@ -49,7 +50,7 @@ def lesson(lead):
 
 def test_the_testers_story_a_pending_paraphrase_is_listed_ticked_and_never_approved_or_published(
         reviewer, second_reviewer, lead, lesson):
-    set_review_rule(SCOPE, approvals=2, actor=lead)
+    set_scope_policy(REVIEW, data={"prefix": SCOPE, "approvals": 2}, actor=lead)
     paraphrase = pending(**PARAPHRASE)  # submitted before the forget request: ingest called it a duplicate
     paraphrase = services.approve_candidate(paraphrase.pk, actor=reviewer, expected_version=paraphrase.version)
     assert paraphrase.first_approval_by == reviewer and paraphrase.status == Status.PENDING

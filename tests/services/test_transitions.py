@@ -13,10 +13,9 @@ from django.db import transaction
 from curation import clock, services, transitions
 from curation.models import Conflict, Entry, Event, EventAction, QueueReason, Status
 from curation.services import InvalidTransition, conflicts
-from curation.services.admission import set_admission_policy
 from curation.services.candidates import send_back_for_recheck
-from curation.services.agreement import set_review_rule
 from curation.services.entry_writes import insert_entry, write_entry
+from curation.services.scope_policies import set_scope_policy
 from curation.services.submissions import submit_batch, submit_candidate
 from tests.factories import active, agent_token, candidate_data, make_archived, make_user
 
@@ -25,6 +24,14 @@ pytestmark = pytest.mark.django_db
 SCOPE = "acme/billing-api"
 REBASE = dict(trigger="Merging a feature branch into main", content="Always rebase before merging.", conditions=[])
 NO_REBASE = dict(trigger="Merging feature branches into main", content="Never rebase shared branches.", conditions=[])
+
+
+def set_review_rule(prefix, *, approvals, actor):
+    return set_scope_policy("review", data={"prefix": prefix, "approvals": approvals}, actor=actor)
+
+
+def set_admission_policy(*, data, actor, at):
+    return set_scope_policy("admission", data=data, actor=actor, at=at)
 
 
 def _pending(**fields):

@@ -117,9 +117,9 @@ def test_the_sweep_engine_knows_no_sweep(name):
 # The rules layer of ARCHITECTURE.md: pure functions and constants (and the redacting column types), below
 # models.py, which builds its tables on them.
 RULES = {f"curation.{name}" for name in (
-    "access", "admission", "agreement", "clock", "context_block", "contradiction", "evaluation", "forget_receipt",
+    "access", "admission", "clock", "config", "context_block", "contradiction", "evaluation", "forget_receipt",
     "forgetting", "lifecycle", "lift", "matching_text", "memory_export", "permissions", "redacted_fields",
-    "redaction", "similarity", "skill_format", "storable_text", "transitions", "vectors", "versions", "vocabulary")}
+    "redaction", "scope_policies", "similarity", "skill_format", "storable_text", "transitions", "vectors", "versions", "vocabulary")}
 
 
 @pytest.mark.parametrize("name", sorted(RULES | {"curation.models"}))

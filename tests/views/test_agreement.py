@@ -5,14 +5,23 @@ import pytest
 from django.urls import reverse
 
 from curation import services
-from curation.models import Entry, EventAction, ReviewRule, Status
-from curation.services.agreement import set_review_rule
+from curation.models import Entry, EventAction, ScopePolicy, Status
+from curation.scope_policies import REVIEW
+from curation.services.scope_policies import set_scope_policy
 from tests.factories import client_for
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 QUEUE = "/review/candidates/"
+
+
+RULES_PAGE = "/policies/"          # the two-reviewer rules are its section #review
+SET_RULE = "/policies/review/"
+
+
+def set_review_rule(prefix, *, approvals, actor, reason=""):
+    return set_scope_policy(REVIEW, data={"prefix": prefix, "approvals": approvals}, actor=actor, reason=reason).policy
 
 
 @pytest.fixture
@@ -92,22 +101,30 @@ def test_the_reviewers_page_shows_decisions_and_agreement(entry, reviewer, secon
 @pytest.mark.parametrize("role", ["reviewer", "auditor", "nobody"])
 def test_only_leads_open_the_rules_page(request, role):
     client = client_for(request.getfixturevalue(role))
-    assert client.get(reverse("curation:review-rules")).status_code == 403
-    assert client.post(reverse("curation:review-rules"), {"prefix": "acme", "approvals": "2"}).status_code == 403
-    assert not ReviewRule.objects.exists()
+    assert client.get(RULES_PAGE).status_code == 403
+    assert client.post(SET_RULE, {"prefix": "acme", "approvals": "2"}).status_code == 403
+    assert not ScopePolicy.objects.exists()
 
 
 def test_a_lead_sets_a_rule_on_the_page(lead):
     client = client_for(lead)
-    response = client.post(reverse("curation:review-rules"), {"prefix": "acme/web", "approvals": "2",
-                                                                "reason": "customer facing"}, follow=True)
+    response = client.post(SET_RULE, {"prefix": "acme/web", "approvals": "2", "reason": "customer facing"},
+                           follow=True)
+    assert response.redirect_chain[-1][0] == "/policies/#review"
     assert "Candidates under acme/web now need 2 approvals." in response.content.decode()
-    rule = ReviewRule.objects.get()
-    assert (rule.prefix, rule.approvals, rule.events.get().action) == ("acme/web", 2, EventAction.REVIEW_RULE_SET)
-    bad = client.post(reverse("curation:review-rules"), {"prefix": "Acme Web", "approvals": "3"})
+    rule = ScopePolicy.objects.get()
+    assert (rule.kind, rule.prefix, rule.value["approvals"], rule.events.get().action) == (
+        REVIEW, "acme/web", 2, EventAction.REVIEW_RULE_SET)
+    assert rule.events.get().reason == "customer facing"
+    bad = client.post(SET_RULE, {"prefix": "Acme Web", "approvals": "3"})
     body = bad.content.decode()
     assert bad.status_code == 422 and "Illegal scope segment" in body and "1 or 2 approvals." in body
-    assert ReviewRule.objects.count() == 1
+    assert ScopePolicy.objects.count() == 1
+
+
+def test_the_old_rules_page_leads_to_its_section(lead):
+    response = client_for(lead).get("/review/rules/")
+    assert (response.status_code, response["Location"]) == (301, "/policies/#review")
 
 
 def test_a_scoped_reader_sees_only_the_rules_that_concern_its_scopes(lead, auditor):
@@ -117,11 +134,11 @@ def test_a_scoped_reader_sees_only_the_rules_that_concern_its_scopes(lead, audit
         set_review_rule(prefix, approvals=2, actor=lead, reason="r")
     scoped_lead = make_user("lou", "lead", scopes=["acme/web/frontend"])
     scoped_auditor = make_user("aud", "auditor", scopes=["acme/web"])
-    for user, url in ((scoped_lead, "curation:review-rules"), (scoped_lead, "curation:reviewers"),
+    for user, url in ((scoped_lead, "curation:scope-policies"), (scoped_lead, "curation:reviewers"),
                       (scoped_auditor, "curation:reviewers")):
         page = client_for(user).get(reverse(url)).content.decode()
         assert "acme/web" in page and "globex/secret-project" not in page, (user, url)
-    assert "globex/secret-project" in client_for(lead).get(reverse("curation:review-rules")).content.decode()
+    assert "globex/secret-project" in client_for(lead).get(RULES_PAGE).content.decode()
 
 
 def test_the_dashboard_links_the_reviewers_page(lead, reviewer):

@@ -7,10 +7,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from curation.models import Entry, Event, EventAction, HoldoutFraction, Kind, QueueReason
+from curation.models import Entry, Event, EventAction, Kind, QueueReason, ScopePolicy
 from curation.services.tokens import create_agent_token
 from curation.services.usage import record_feedback, record_retrieval
-from tests.factories import active, client_for, make_user, page_text
+from tests.factories import active, client_for, make_user, page_text, set_holdout
 
 pytestmark = pytest.mark.django_db
 
@@ -141,22 +141,26 @@ def test_recheck_refuses_a_stale_version_an_auditor_and_other_scopes(world, revi
 
 
 def test_only_leads_open_the_holdout_page(reviewer, auditor, lead):
-    assert client_for(reviewer).get("/learning/holdout/").status_code == 403
-    assert client_for(auditor).get("/learning/holdout/").status_code == 403
-    assert client_for(lead).get("/learning/holdout/").status_code == 200
+    assert client_for(reviewer).get("/policies/").status_code == 403
+    assert client_for(auditor).get("/policies/").status_code == 403
+    assert client_for(reviewer).post("/policies/holdout/", {"prefix": "acme", "fraction": "0.1"}).status_code == 403
+    assert client_for(lead).get("/policies/").status_code == 200
+    assert 'id="holdout"' in page_text(client_for(lead).get("/policies/"))
+    moved = client_for(lead).get("/learning/holdout/")  # the old page's address, bookmarked
+    assert (moved.status_code, moved["Location"]) == (301, "/policies/#holdout")
 
 
 def test_a_lead_sets_a_holdout_with_its_event(lead):
-    response = client_for(lead).post("/learning/holdout/", {"prefix": "acme/billing-api", "fraction": "10%"},
+    response = client_for(lead).post("/policies/holdout/", {"prefix": "acme/billing-api", "fraction": "10%"},
                                      follow=True)
     assert "Holdout of acme/billing-api: 10% of its tasks get no memory." in page_text(response)
-    setting = HoldoutFraction.objects.get(prefix="acme/billing-api")
-    assert setting.fraction == 0.1
-    client_for(lead).post("/learning/holdout/", {"prefix": "acme/billing-api", "fraction": "0.2"})
-    events = list(Event.objects.filter(holdout=setting).order_by("id"))
+    setting = ScopePolicy.objects.get(kind="holdout", prefix="acme/billing-api")
+    assert setting.value["fraction"] == 0.1
+    client_for(lead).post("/policies/holdout/", {"prefix": "acme/billing-api", "fraction": "0.2"})
+    events = list(Event.objects.filter(scope_policy=setting).order_by("id"))
     assert [e.action for e in events] == [EventAction.HOLDOUT_SET] * 2
-    assert events[1].before == {"fraction": 0.1, "rules_only": 0.0}
-    assert events[1].after == {"prefix": "acme/billing-api", "fraction": 0.2, "rules_only": 0.0}
+    assert events[1].before == {"prefix": "acme/billing-api", "fraction": 0.1, "rules_only": 0.0, "version": 1}
+    assert events[1].after == {"prefix": "acme/billing-api", "fraction": 0.2, "rules_only": 0.0, "version": 2}
     assert events[1].actor == lead
 
 
@@ -169,18 +173,19 @@ def test_a_lead_sets_a_holdout_with_its_event(lead):
     ({"prefix": "acme", "fraction": "0.3", "rules_only": "0.3"}, "rules_only"),
 ])
 def test_bad_holdout_input_answers_422_and_writes_nothing(lead, data, field):
-    response = client_for(lead).post("/learning/holdout/", data)
+    response = client_for(lead).post("/policies/holdout/", data)
     assert response.status_code == 422
-    assert f'id="{field}-error"' in page_text(response)
-    assert not HoldoutFraction.objects.exists() and not Event.objects.filter(action="holdout_set").exists()
+    assert f'id="holdout-{field}-error"' in page_text(response)
+    assert not ScopePolicy.objects.exists() and not Event.objects.filter(action="holdout_set").exists()
 
 
 def test_a_scoped_lead_sets_holdouts_only_within_their_scopes(db):
     scoped = make_user("lou", "lead", scopes=["acme"])
-    response = client_for(scoped).post("/learning/holdout/", {"prefix": "globex", "fraction": "0.1"})
-    assert response.status_code == 422 and "within your scopes" in page_text(response)
-    HoldoutFraction.objects.create(prefix="globex/web", fraction=0.3)
-    assert "globex/web" not in page_text(client_for(scoped).get("/learning/holdout/"))
+    response = client_for(scoped).post("/policies/holdout/", {"prefix": "globex", "fraction": "0.1"})
+    assert response.status_code == 403 and "within your scopes" in page_text(response)  # as every kind answers
+    assert not ScopePolicy.objects.exists()
+    set_holdout("globex/web", 0.3)
+    assert "globex/web" not in page_text(client_for(scoped).get("/policies/"))
 
 
 def test_lessons_show_their_lift_and_verdict_and_sort_by_the_evidence(world, lead, reviewer, token, settings):
