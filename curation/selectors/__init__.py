@@ -15,7 +15,9 @@ The names below are what services, the API, tasks and commands import from `cura
 
 from .admission import embedding_dimensions
 from .agreement import reviewer_stats
-from .candidates import QueueFilters, candidate_lines, candidate_queue, encode_cursor, queue_card, queue_count
+from .candidates import (
+    QueueFilters, candidate_lines, candidate_queue, encode_cursor, queue_card, queue_count, waiting_on_others,
+)
 from .conflicts import ConflictFilters, conflict_card, conflict_count, conflict_queue, merge_defaults
 from .consolidation import ProposalFilters, consolidation_queue, proposal_card, proposal_count
 from .entries import (
@@ -41,7 +43,7 @@ __all__ = [
     "TimelineItem", "any_word_tsquery_sql", "candidate_lines", "candidate_queue", "capped_count", "conflict_card", "conflict_count",
     "conflict_queue", "consolidation_queue", "decode_cursor", "encode_cursor", "encode_keyset", "entry_events", "entry_events_for_token", "entry_evidence", "entry_evidence_for_token", "entry_for_token", "evidence_as_read", "entry_history",
     "entry_page_timeline", "entry_timeline", "event_changes", "merge_defaults", "outer_params", "outer_rows_sql",
-    "overlapping_entries_sql", "proposal_card", "proposal_count", "queue_card", "queue_count", "queue_preference", "retrievable_scopes",
+    "overlapping_entries_sql", "proposal_card", "proposal_count", "queue_card", "queue_count", "waiting_on_others", "queue_preference", "retrievable_scopes",
     "retrieve_memory", "similar_active_entries", "similar_active_entries_many", "supersedes_chain",
     "visible_entries", "visible_entry", "withheld_by_skill",
 ]

@@ -72,6 +72,13 @@ def queue_count(user, filters: QueueFilters, now=None) -> tuple[int, bool]:
     return capped_count(queue_base(user, filters, now))
 
 
+def waiting_on_others(user, filters: QueueFilters, now=None) -> int:
+    """Of those, the candidates the user gave a first approval: only another reviewer can act on them (one
+    query, on the queue's rows only)."""
+    return (queue_base(user, filters, now).filter(first_approval_by=user, status=Status.PENDING)
+            .exclude(queue_reason=QueueReason.NEEDS_LEAD).count())
+
+
 # What an entry holds that no card shows: the agent's embedding (a list of floats, kilobytes of JSON a row)
 # is read by retrieval, never by a reviewer.
 UNSHOWN = ("embedding",)

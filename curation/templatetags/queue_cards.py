@@ -42,6 +42,7 @@ class _Shared:
     prefix: str          # the queue's dom prefix (escaped)
     can_review: bool
     urls: dict
+    viewer_id: int | None  # the reader: their own first approval waits for someone else
     # A single card's state (a page's cards have none): why a decision was refused, whether an undo just
     # reopened it, the panel to reopen with what was typed in it (`form`) and the errors by field.
     refused: object = None
@@ -59,6 +60,7 @@ class _Shared:
             next=esc(context["request"].get_full_path()),
             prefix=esc(context["queue"].dom_prefix),
             can_review=bool(context["can"]["review"]),
+            viewer_id=getattr(context["request"].user, "pk", None),
             urls={name: _around_id(f"curation:{name}") for name in _URL_NAMES},
             **state,
         )
@@ -148,6 +150,7 @@ def _head(item, shared, entry_url: str) -> str:
     if item.first_approval_by_id:
         who = esc(item.first_approval_by.username)
         said = (f"approved by {who}, rejected by another" if item.queue_reason == "needs_lead"
+                else "1 of 2 approvals · yours: waiting for a second reviewer" if _yours(item, shared)
                 else f"1 of 2 approvals · {who}")
         parts.append(f'<span class="badge approvals" title="this scope needs two reviewers\' approval">{said}</span>')
     flags = "".join(f'<span class="badge flag" title="the raw text was never stored">⚑ {esc(_key(flag, "kind"))}: '
@@ -214,6 +217,12 @@ def _similar(item, link, shared) -> str:
     return line + "</li>"
 
 
+def _yours(item, shared) -> bool:
+    """The reader gave this candidate its first approval: only another reviewer can give the second."""
+    return bool(item.first_approval_by_id) and item.first_approval_by_id == shared.viewer_id \
+        and item.queue_reason != "needs_lead"
+
+
 def _open(shared, panel: str) -> str:
     return " open" if shared.open_panel == panel else ""
 
@@ -231,10 +240,14 @@ def _decisions(item, shared) -> str:
         "scope": item.scope, "trigger": item.trigger, "content": item.content, "boundary": item.boundary,
         "conditions": join(item.conditions, ", ", autoescape=True),
     }, form=shared.form, errors=shared.errors)
+    approve_button = (
+        '      <button type="button" class="primary" disabled title="you gave it its first approval">'
+        'Waiting for a second reviewer</button>' if _yours(item, shared) else
+        f'      <button type="submit" class="primary" data-action="approve">'
+        f'{"Approve, 2 of 2" if second else "Approve"} <kbd>a</kbd></button>')
     return (
         f'    <form method="post" action="{approve}" hx-post="{approve}">\n      {fields}\n'
-        f'      <button type="submit" class="primary" data-action="approve">'
-        f'{"Approve, 2 of 2" if second else "Approve"} <kbd>a</kbd></button>\n    </form>\n'
+        f'{approve_button}\n    </form>\n'
         f'    <form method="post" action="{defer}" hx-post="{defer}">\n      {fields}\n'
         f'      <button type="submit" data-action="defer">Defer <kbd>d</kbd></button>\n    </form>\n\n'
         f'    <details data-panel="edit"{_open(shared, "edit")}>\n      <summary>Edit, then approve <kbd>e</kbd></summary>\n'

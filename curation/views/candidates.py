@@ -54,6 +54,15 @@ class Candidates(Queue):
     def counted(self, filters):
         return "deferred" if filters.deferred else "waiting"
 
+    def count_note(self, request, filters, count, capped):
+        """A reviewer's own first approvals wait for a second reviewer: counted apart, so the count says what
+        this reader can act on."""
+        theirs = selectors.waiting_on_others(request.user, filters)
+        if not theirs:
+            return ""
+        for_you = "" if capped else f"{count - theirs:,} for you, "
+        return f"({for_you}{theirs:,} waiting for a second reviewer)"
+
     def versions(self, request):
         try:
             return {"expected_version": int(request.POST.get("version", ""))}

@@ -123,6 +123,10 @@ class Queue:
     def counted(self, filters) -> str:
         return self.count_noun
 
+    def count_note(self, request, filters, count: int, capped: bool) -> str:
+        """What the count adds in words (the candidates': how many wait for someone else)."""
+        return ""
+
     def versions(self, request) -> dict:
         """The versions a decision was made on, as its service takes them; ValidationError when missing."""
         return {}
@@ -179,7 +183,8 @@ class Queue:
                           status=400)
         query = params.copy()
         query.pop("after", None)
-        context.update(page=page, filter_query=query.urlencode(), count_noun=self.counted(filters))
+        context.update(page=page, filter_query=query.urlencode(), count_noun=self.counted(filters),
+                       count_note=self.count_note(request, filters, page.count, page.count_is_capped))
         # Filtering and paging with htmx swap only the list; a full load (or a boosted one) gets the page.
         if request.htmx and not request.htmx.boosted and request.htmx.target == "queue":
             return render(request, "curation/partials/queue_list.html", {**context, "oob": True}, status=status)
@@ -252,7 +257,8 @@ class Queue:
         filters = self.filters_for(request, request.POST).filters()
         count, capped = self.read_count(request.user, filters)
         return {"page": Page([], count=count, count_is_capped=capped, filters=filters),
-                "count_noun": self.counted(filters), "oob": True, "with_end": True, "decided_here": self.decided_here(request),
+                "count_noun": self.counted(filters), "count_note": self.count_note(request, filters, count, capped),
+                "oob": True, "with_end": True, "decided_here": self.decided_here(request),
                 "filter_query": urlencode(self.filter_params(request.POST))}
 
     def back_url(self, request) -> str:

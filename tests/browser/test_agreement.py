@@ -43,7 +43,9 @@ def test_two_reviewers_approve_and_the_second_activates(live_server, page):
     expect(card).to_contain_text("Approved, 1 of 2: a second reviewer activates it")
     expect(page.locator("#queue-count")).to_contain_text("1 waiting")
     page.reload()
-    expect(card.locator(".badge.approvals")).to_have_text("1 of 2 approvals · rita")
+    # Her own first approval waits for someone else: marked so, and its approve button cannot be pressed.
+    expect(card.locator(".badge.approvals")).to_have_text("1 of 2 approvals · yours: waiting for a second reviewer")
+    expect(card.get_by_role("button", name="Waiting for a second reviewer")).to_be_disabled()
     found["queue after a first approval"] = violations(page)
 
     # The second reviewer sees who approved, on the card and in the compact list, and activates it.

@@ -49,6 +49,19 @@ def test_first_approval_says_1_of_2_and_the_second_reviewer_activates(entry, rev
     assert Entry.objects.get(pk=entry.pk).status == Status.ACTIVE
 
 
+def test_your_own_first_approvals_wait_for_someone_else_and_are_counted_apart(entry, reviewer, second_reviewer,
+                                                                              make_candidate):
+    make_candidate(trigger="Another candidate of the scope")
+    approve(reviewer, entry, 1)
+    mine = client_for(reviewer).get(QUEUE).content.decode()
+    assert "1 of 2 approvals · yours: waiting for a second reviewer" in mine
+    assert '<button type="button" class="primary" disabled title="you gave it its first approval">' in mine
+    assert mine.count('data-action="approve"') == 1  # only the other candidate can be approved here
+    assert "2 waiting <span class=\"count-note\">(1 for you, 1 waiting for a second reviewer)</span>" in mine
+    theirs = client_for(second_reviewer).get(QUEUE).content.decode()
+    assert "Approve, 2 of 2" in theirs and "count-note" not in theirs
+
+
 def test_without_htmx_the_message_says_what_the_approval_did(entry, reviewer):
     response = client_for(reviewer).post(reverse("curation:candidate-approve", args=[entry.pk]),
                                          {"version": 1}, follow=True)

@@ -448,7 +448,8 @@ def test_a_deep_page_costs_the_queries_of_the_first(reviewer, make_candidate, se
     assert "Lesson number 09" in response.content.decode() and url  # the fourth of five pages
     assert [q["sql"].split(" FROM ")[1].split()[0] for q in deep.captured_queries] == \
         [q["sql"].split(" FROM ")[1].split()[0] for q in first.captured_queries]
-    assert len(deep) == len(first) <= (11 if not compact else 9)
+    # 12 / 10: one of them counts the reader's own first approvals, which wait for another reviewer.
+    assert len(deep) == len(first) <= (12 if not compact else 10)
     assert not any(" OFFSET " in q["sql"] for q in deep.captured_queries)
     assert not any('"embedding"' in q["sql"] for q in deep.captured_queries)  # no card shows it
 
