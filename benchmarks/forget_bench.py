@@ -83,7 +83,6 @@ def main() -> int:
     from django.test import Client
 
     call_command("migrate", verbosity=0)
-    from curation import services
     from curation.models import Entry
     from curation.services.forgets import approve_forget_request, file_forget_request
     from curation.services.tokens import create_agent_token

@@ -294,9 +294,10 @@ def main() -> int:
     misses = []
     for mode, _ in MODES:
         for page in small.urls:
-            s, l = (sorted(samples[(q.label, mode, page)]) for q in queues)
+            small_ms, large_ms = (sorted(samples[(q.label, mode, page)]) for q in queues)
             sq, lq = (len(parts[(q.label, mode, page)]["queries"]) for q in queues)
-            s50, l50, s95, l95 = statistics.median(s), statistics.median(l), percentile(s, .95), percentile(l, .95)
+            s50, l50 = statistics.median(small_ms), statistics.median(large_ms)
+            s95, l95 = percentile(small_ms, .95), percentile(large_ms, .95)
             scpu, lcpu = (statistics.median(cpu[(q.label, mode, page)]) for q in queues)
             ratio = l50 / s50
             missed = []

@@ -21,7 +21,7 @@ from curation.models import (
 )
 from curation.selectors import releases as reads
 from curation.versions import (
-    RELEASED_FIELDS, SKILL_RELEASED_FIELDS, change_between, change_counts, released_values,
+    RELEASED_FIELDS, SKILL_RELEASED_FIELDS, change_counts, released_values,
 )
 
 from .events import actor_label_for, record_event

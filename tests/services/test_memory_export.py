@@ -65,7 +65,7 @@ def test_a_long_index_line_is_cut_after_a_whole_word_and_says_so():
     summary = ("Rotated the billing webhook signing keys across every region and retired the legacy payment "
                "gateway fallback paths")
     index = export_files([], [], version_number=7, summary=summary)["MEMORY.md"]
-    line = next(l for l in index.splitlines() if l.startswith("Curated and reviewed"))
+    line = next(text for text in index.splitlines() if text.startswith("Curated and reviewed"))
     assert len(line) <= INDEX_LINE_MAX and line.endswith("…")
     words = line.removesuffix("…").split()
     assert set(words) <= set(f"Curated and reviewed lessons, published as version 7: {summary}".split())

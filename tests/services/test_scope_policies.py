@@ -5,7 +5,6 @@ admission policy govern the same scopes is told that the two-reviewer rule wins,
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
 
 from curation.models import Event, EventAction, ScopePolicy
 from curation.scope_policies import ADMISSION, HOLDOUT, REVIEW

@@ -18,7 +18,7 @@ from curation.services.entry_writes import write_entry
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.releases import rollback_version
 from curation.services.tokens import create_agent_token
-from tests.factories import Agent, client_for, database_dump, make_user, nominated, publish_pending, report
+from tests.factories import Agent, client_for, database_dump, nominated, publish_pending, report
 
 pytestmark = pytest.mark.django_db
 

@@ -287,8 +287,8 @@ def test_displacement_order_sql_equals_the_rule(settings):
         ("self", [], 0.50, 0.0, 0),                # self, merit 0.25
     ]
     entries = []
-    for signal, evidence, confidence, utility_sum, utility_n in rows:
-        e = make_entry(scope="acme/web", signal=signal, base_confidence=confidence, utility_sum=utility_sum,
+    for signal, evidence, base, utility_sum, utility_n in rows:
+        e = make_entry(scope="acme/web", signal=signal, base_confidence=base, utility_sum=utility_sum,
                        utility_n=utility_n)
         for ev in evidence:
             add_evidence_row(e, signal=ev, observed_at=days_before(50))

@@ -4,7 +4,6 @@ reviewer's approval, a disagreement shown to leads only, the leads' rules page a
 import pytest
 from django.urls import reverse
 
-from curation import services
 from curation.models import Entry, EventAction, ScopePolicy, Status
 from curation.scope_policies import REVIEW
 from curation.services.scope_policies import set_scope_policy
