@@ -38,8 +38,9 @@ DB_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:543
 os.environ["DATABASE_URL"] = DB_URL
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-os.environ.update(DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost",
-                  MEMORYADMIN_API_RATE_LIMIT="100000000", LOG_LEVEL="WARNING")
+os.environ.update(
+    DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost", MEMORYADMIN_API_RATE_LIMIT="100000000", LOG_LEVEL="WARNING"
+)
 # Every request ranks in the database (no answer from the retrieval cache), so retrieval / raw compares
 # like with like; BENCH_RETRIEVAL_CACHE_SECONDS=300 measures the cache instead.
 os.environ["MEMORYADMIN_RETRIEVAL_CACHE_SECONDS"] = os.environ.get("BENCH_RETRIEVAL_CACHE_SECONDS", "0")
@@ -49,10 +50,12 @@ from queue_bench import ensure_database  # noqa: E402
 
 PORT = int(os.environ.get("BENCH_PORT", "8765"))
 TOKEN = "bench-agent-token-0123456789"
-WORDS = ("deploy migrate config container cache worker queue ledger invoice webhook signing key rotate "
-         "restart drain lock retry timeout schema index backup restore release branch rebase merge test "
-         "fixture mock secret token session cookie header proxy nginx kubectl helm terraform docker image "
-         "build lint format upgrade pin version rollback canary metrics alert log trace").split()
+WORDS = (
+    "deploy migrate config container cache worker queue ledger invoice webhook signing key rotate "
+    "restart drain lock retry timeout schema index backup restore release branch rebase merge test "
+    "fixture mock secret token session cookie header proxy nginx kubectl helm terraform docker image "
+    "build lint format upgrade pin version rollback canary metrics alert log trace"
+).split()
 
 
 # Lessons mix common words with a long tail of specific terms (part123, unit456), as real lessons do:
@@ -123,8 +126,21 @@ def ensure_token(scopes: int) -> None:
 def start_server(workers: int):
     env = {**os.environ}
     proc = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "memoryadmin.asgi:application", "--bind", f"127.0.0.1:{PORT}", "--workers",
-         str(workers), "--timeout", "300", "--log-level", "warning"], cwd=ROOT, env=env)
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "memoryadmin.asgi:application",
+            "--bind",
+            f"127.0.0.1:{PORT}",
+            "--workers",
+            str(workers),
+            "--timeout",
+            "300",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     for _ in range(100):
         try:
             http.client.HTTPConnection("127.0.0.1", PORT, timeout=1).request("GET", "/api/v1/openapi.json")
@@ -165,8 +181,10 @@ def call(method: str, path: str, body=None) -> tuple[int, bytes, float]:
 
 def run_clients(work: list, clients: int, handle) -> float:
     """Split the work among `clients` threads calling handle(item); answer the wall time."""
-    threads = [threading.Thread(target=lambda part: [handle(item) for item in part], args=(work[i::clients],))
-               for i in range(clients)]
+    threads = [
+        threading.Thread(target=lambda part: [handle(item) for item in part], args=(work[i::clients],))
+        for i in range(clients)
+    ]
     started = time.perf_counter()
     for t in threads:
         t.start()
@@ -202,7 +220,9 @@ def database_backends() -> dict[int, float]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
         pids = [pid for (pid,) in cursor.fetchall()]
     return {pid: cpu_seconds([pid]) for pid in pids}
 
@@ -214,10 +234,15 @@ def bench_retrieval(scopes: int, requests: int, clients: int, server_pid: int) -
     # (the first touch of a scope after a restart reads its pages from disk: reported separately).
     cold = []
     for j in range(scopes):
-        cold.append(call("GET", f"/api/v1/memory?scope={scope_name(j)}&q={query_words(rng).replace(' ', '+')}")[2] * 1000)
+        cold.append(
+            call("GET", f"/api/v1/memory?scope={scope_name(j)}&q={query_words(rng).replace(' ', '+')}")[2] * 1000
+        )
     cold.sort()
-    print(f"  warm-up (first touch of each of {scopes} scopes, 1 client): p50 {statistics.median(cold):.1f} ms, "
-          f"p99 {cold[int(len(cold) * 0.99) - 1]:.1f} ms", flush=True)
+    print(
+        f"  warm-up (first touch of each of {scopes} scopes, 1 client): p50 {statistics.median(cold):.1f} ms, "
+        f"p99 {cold[int(len(cold) * 0.99) - 1]:.1f} ms",
+        flush=True,
+    )
     prewarm()
     latencies, failures, found = [], [], []
     lock = threading.Lock()
@@ -234,23 +259,35 @@ def bench_retrieval(scopes: int, requests: int, clients: int, server_pid: int) -
 
     # One client alone: what a read costs when it waits for no other (other queries than the measured pass's).
     alone = []
-    run_clients([(scope_name(rng.randrange(scopes)), query_words(rng)) for _ in range(min(500, requests))], 1,
-                lambda plan: one(plan, alone))
+    run_clients(
+        [(scope_name(rng.randrange(scopes)), query_words(rng)) for _ in range(min(500, requests))],
+        1,
+        lambda plan: one(plan, alone),
+    )
     alone.sort()
     workers = children_of(server_pid)
     web_before, db_before, own_before = cpu_seconds(workers), database_backends(), time.process_time()
     wall = run_clients(plans, clients, one)
     db_after = database_backends()
-    cpu = {"web": cpu_seconds(workers) - web_before,
-           "database": sum(after - db_before.get(pid, 0.0) for pid, after in db_after.items()),
-           "clients": time.process_time() - own_before}
+    cpu = {
+        "web": cpu_seconds(workers) - web_before,
+        "database": sum(after - db_before.get(pid, 0.0) for pid, after in db_after.items()),
+        "clients": time.process_time() - own_before,
+    }
     latencies.sort()
     raw = bench_raw(retrieval_statements(plans), clients)
-    return {"raw": raw, "requests": len(latencies), "failures": len(failures), "p50_ms": statistics.median(latencies),
-            "p99_ms": latencies[int(len(latencies) * 0.99) - 1], "per_second": len(latencies) / wall,
-            "mean_entries": statistics.mean(found) if found else 0, "alone_p50_ms": statistics.median(alone),
-            "alone_p99_ms": alone[int(len(alone) * 0.99) - 1],
-            "cpu_ms": {part: seconds * 1000 / len(latencies) for part, seconds in cpu.items()}}
+    return {
+        "raw": raw,
+        "requests": len(latencies),
+        "failures": len(failures),
+        "p50_ms": statistics.median(latencies),
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1],
+        "per_second": len(latencies) / wall,
+        "mean_entries": statistics.mean(found) if found else 0,
+        "alone_p50_ms": statistics.median(alone),
+        "alone_p99_ms": alone[int(len(alone) * 0.99) - 1],
+        "cpu_ms": {part: seconds * 1000 / len(latencies) for part, seconds in cpu.items()},
+    }
 
 
 def retrieval_statements(plans: list) -> list[tuple[str, object]]:
@@ -274,8 +311,9 @@ def retrieval_statements(plans: list) -> list[tuple[str, object]]:
             return execute(sql, params, many, context)
 
         with connection.execute_wrapper(capture):
-            releases.retrieve_released(number, scopes=retrievable_scopes(scope, token.scopes), q=q, k=5,
-                                       min_confidence=floor)
+            releases.retrieve_released(
+                number, scopes=retrievable_scopes(scope, token.scopes), q=q, k=5, min_confidence=floor
+            )
         statements += captured
     return statements
 
@@ -287,16 +325,26 @@ def bench_raw(statements: list, clients: int) -> dict:
     import psycopg
 
     db = dj_database_url.parse(DB_URL)
-    params = {k: v for k, v in {"host": db["HOST"], "port": db["PORT"], "user": db["USER"],
-                                "password": db["PASSWORD"], "dbname": db["NAME"]}.items() if v}
+    params = {
+        k: v
+        for k, v in {
+            "host": db["HOST"],
+            "port": db["PORT"],
+            "user": db["USER"],
+            "password": db["PASSWORD"],
+            "dbname": db["NAME"],
+        }.items()
+        if v
+    }
     latencies = []
     lock = threading.Lock()
     local = threading.local()
 
     def one(statement):
         if not hasattr(local, "conn"):
-            local.conn = psycopg.connect(autocommit=True, options="-c jit=off", cursor_factory=psycopg.ClientCursor,
-                                         **params)
+            local.conn = psycopg.connect(
+                autocommit=True, options="-c jit=off", cursor_factory=psycopg.ClientCursor, **params
+            )
         sql, args = statement
         started = time.perf_counter()
         with local.conn.cursor() as cursor:
@@ -308,8 +356,11 @@ def bench_raw(statements: list, clients: int) -> dict:
 
     run_clients(statements, clients, one)
     latencies.sort()
-    return {"statements": len(latencies), "p50_ms": statistics.median(latencies),
-            "p99_ms": latencies[int(len(latencies) * 0.99) - 1]}
+    return {
+        "statements": len(latencies),
+        "p50_ms": statistics.median(latencies),
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1],
+    }
 
 
 def bench_ingest(scopes: int, total: int, batch: int, clients: int) -> dict:
@@ -319,11 +370,16 @@ def bench_ingest(scopes: int, total: int, batch: int, clients: int) -> dict:
     def candidate(i):
         w = rng.sample(WORDS, 4)
         part, unit = rng.randrange(TERMS), rng.randrange(TERMS)
-        return {"scope": scope_name(rng.randrange(scopes)), "kind": "failure_lesson", "signal": "self",
-                "trigger": f"When {w[0]}ing the part{part} {w[1]} (run {run}, item {i})",
-                "content": f"Never {w[2]} the unit{unit} before the {w[3]} is drained; seen in task {run}-{i}.",
-                "conditions": [w[0]], "source_task": f"bench-{run}-{i}",
-                "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}]}
+        return {
+            "scope": scope_name(rng.randrange(scopes)),
+            "kind": "failure_lesson",
+            "signal": "self",
+            "trigger": f"When {w[0]}ing the part{part} {w[1]} (run {run}, item {i})",
+            "content": f"Never {w[2]} the unit{unit} before the {w[3]} is drained; seen in task {run}-{i}.",
+            "conditions": [w[0]],
+            "source_task": f"bench-{run}-{i}",
+            "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}],
+        }
 
     batches = [[candidate(b * batch + i) for i in range(batch)] for b in range(total // batch)]
     created, failed = [], []
@@ -370,33 +426,47 @@ def main() -> int:
     server = start_server(args.workers)
     try:
         r = bench_retrieval(args.scopes, args.requests, args.clients, server.pid)
-        print(f"GET /api/v1/memory: {r['requests']} requests, {args.clients} clients, {args.workers} gunicorn workers: "
-              f"p50 {r['p50_ms']:.1f} ms (target 10), p99 {r['p99_ms']:.1f} ms (target 30), "
-              f"{r['per_second']:.0f}/s, {r['mean_entries']:.1f} entries per answer, {r['failures']} failures")
+        print(
+            f"GET /api/v1/memory: {r['requests']} requests, {args.clients} clients, {args.workers} gunicorn workers: "
+            f"p50 {r['p50_ms']:.1f} ms (target 10), p99 {r['p99_ms']:.1f} ms (target 30), "
+            f"{r['per_second']:.0f}/s, {r['mean_entries']:.1f} entries per answer, {r['failures']} failures"
+        )
         cpu = r["cpu_ms"]
         total = sum(cpu.values())
         cores = os.cpu_count()
         print(f"  one client alone: p50 {r['alone_p50_ms']:.1f} ms, p99 {r['alone_p99_ms']:.1f} ms")
-        print(f"  CPU per read: web workers {cpu['web']:.1f} ms + PostgreSQL {cpu['database']:.1f} ms + the clients "
-              f"{cpu['clients']:.1f} ms = {total:.1f} ms; {args.clients} clients on {cores} cores queue for about "
-              f"{args.clients} x {total:.1f} / {cores} = {args.clients * total / cores:.1f} ms a read")
+        print(
+            f"  CPU per read: web workers {cpu['web']:.1f} ms + PostgreSQL {cpu['database']:.1f} ms + the clients "
+            f"{cpu['clients']:.1f} ms = {total:.1f} ms; {args.clients} clients on {cores} cores queue for about "
+            f"{args.clients} x {total:.1f} / {cores} = {args.clients * total / cores:.1f} ms a read"
+        )
         raw = r["raw"]
-        print(f"the same ranking SQL through psycopg ({raw['statements']} statements, {args.clients} connections): "
-              f"p50 {raw['p50_ms']:.1f} ms, p99 {raw['p99_ms']:.1f} ms; retrieval / raw: p50 "
-              f"{r['p50_ms'] / raw['p50_ms']:.2f}x, p99 {r['p99_ms'] / raw['p99_ms']:.2f}x (target <= 2x)")
+        print(
+            f"the same ranking SQL through psycopg ({raw['statements']} statements, {args.clients} connections): "
+            f"p50 {raw['p50_ms']:.1f} ms, p99 {raw['p99_ms']:.1f} ms; retrieval / raw: p50 "
+            f"{r['p50_ms'] / raw['p50_ms']:.2f}x, p99 {r['p99_ms'] / raw['p99_ms']:.2f}x (target <= 2x)"
+        )
         i = bench_ingest(args.scopes, args.ingest, 500, min(args.clients, args.workers))
-        print(f"POST /api/v1/candidates/batch: {i['candidates']:,} candidates in {i['seconds']:.1f} s = "
-              f"{i['per_second']:.0f}/s (target 2,000), {i['failed']} failed")
+        print(
+            f"POST /api/v1/candidates/batch: {i['candidates']:,} candidates in {i['seconds']:.1f} s = "
+            f"{i['per_second']:.0f}/s (target 2,000), {i['failed']} failed"
+        )
     finally:
         server.terminate()
         server.wait(10)
     raw = r["raw"]
-    missed = [name for name, met in (
-        ("retrieval p50 < 10 ms", r["p50_ms"] < 10), ("retrieval p99 < 30 ms", r["p99_ms"] < 30),
-        ("retrieval p50 <= 2x the raw SQL", r["p50_ms"] <= 2 * raw["p50_ms"]),
-        ("retrieval p99 <= 2x the raw SQL", r["p99_ms"] <= 2 * raw["p99_ms"]),
-        ("ingest >= 2,000/s", i["per_second"] >= 2000), ("no failed request", not r["failures"] and not i["failed"]),
-    ) if not met]
+    missed = [
+        name
+        for name, met in (
+            ("retrieval p50 < 10 ms", r["p50_ms"] < 10),
+            ("retrieval p99 < 30 ms", r["p99_ms"] < 30),
+            ("retrieval p50 <= 2x the raw SQL", r["p50_ms"] <= 2 * raw["p50_ms"]),
+            ("retrieval p99 <= 2x the raw SQL", r["p99_ms"] <= 2 * raw["p99_ms"]),
+            ("ingest >= 2,000/s", i["per_second"] >= 2000),
+            ("no failed request", not r["failures"] and not i["failed"]),
+        )
+        if not met
+    ]
     print("targets met" if not missed else "targets NOT met: " + "; ".join(missed))
     return 0 if not missed else 1
 

@@ -17,8 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def database_url(default_db_name: str) -> str:
     """The bench's database: BENCH_DATABASE_URL, else DATABASE_URL, else `default_db_name` on the local server."""
-    return (os.environ.get("BENCH_DATABASE_URL") or os.environ.get("DATABASE_URL")
-            or f"postgres://postgres@127.0.0.1:5432/{default_db_name}")
+    return (
+        os.environ.get("BENCH_DATABASE_URL")
+        or os.environ.get("DATABASE_URL")
+        or f"postgres://postgres@127.0.0.1:5432/{default_db_name}"
+    )
 
 
 def configure(default_db_name: str, *, migrate: bool = True, **env: str) -> str:
@@ -53,8 +56,11 @@ def ensure_database(url: str) -> None:
     from psycopg import sql
 
     db = dj_database_url.parse(url)
-    params = {k: v for k, v in {"host": db["HOST"], "port": db["PORT"], "user": db["USER"],
-                                "password": db["PASSWORD"]}.items() if v}
+    params = {
+        k: v
+        for k, v in {"host": db["HOST"], "port": db["PORT"], "user": db["USER"], "password": db["PASSWORD"]}.items()
+        if v
+    }
     with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
@@ -83,8 +89,11 @@ def cpu_seconds(pids) -> float:
 
 def children_of(parent: int) -> list[int]:
     """The pids whose parent is `parent` (a gunicorn master's workers)."""
-    return [int(name) for name in os.listdir("/proc")
-            if name.isdigit() and (fields := _stat_fields(int(name))) and int(fields[1]) == parent]
+    return [
+        int(name)
+        for name in os.listdir("/proc")
+        if name.isdigit() and (fields := _stat_fields(int(name))) and int(fields[1]) == parent
+    ]
 
 
 def percentile(ordered: list[float], share: float) -> float:
@@ -117,6 +126,8 @@ def summary(name: str, samples: list[float], target_ms: float, *, width: int = 3
     ordered = sorted(samples)
     p95 = percentile(ordered, 0.95)
     ok = p95 < target_ms
-    print(f"  {name:<{width}} n={len(ordered):<4} p50 {statistics.median(ordered):7.1f}  p95 {p95:7.1f}  "
-          f"max {ordered[-1]:7.1f} ms   {'PASS' if ok else 'FAIL'} (p95 < {target_ms:.0f} ms)")
+    print(
+        f"  {name:<{width}} n={len(ordered):<4} p50 {statistics.median(ordered):7.1f}  p95 {p95:7.1f}  "
+        f"max {ordered[-1]:7.1f} ms   {'PASS' if ok else 'FAIL'} (p95 < {target_ms:.0f} ms)"
+    )
     return ok

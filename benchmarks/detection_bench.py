@@ -72,15 +72,24 @@ def ingest(size: int, read: int, run: int) -> float:
     from curation.services.submissions import submit_batch
     from curation.services.tokens import create_agent_token
 
-    token = AgentToken.objects.filter(name="flood-bench").first() or create_agent_token(
-        name="flood-bench", scopes=["acme"])[0]
-    items = [{"scope": "acme/flood", "kind": "procedure", "signal": "self",
-              "trigger": f"Restarting the billing worker after a deploy of release {i % 7}",
-              "content": f"{'Always' if i % 2 == 0 else 'Never'} restart the billing worker after the deploy "
-                         f"finishes (ticket {run}-{i}).",
-              "conditions": ["staging"], "source_task": f"flood-{run}-{i}",
-              "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": "restart failed: exit 1"}]}
-             for i in range(size)]
+    token = (
+        AgentToken.objects.filter(name="flood-bench").first()
+        or create_agent_token(name="flood-bench", scopes=["acme"])[0]
+    )
+    items = [
+        {
+            "scope": "acme/flood",
+            "kind": "procedure",
+            "signal": "self",
+            "trigger": f"Restarting the billing worker after a deploy of release {i % 7}",
+            "content": f"{'Always' if i % 2 == 0 else 'Never'} restart the billing worker after the deploy "
+            f"finishes (ticket {run}-{i}).",
+            "conditions": ["staging"],
+            "source_task": f"flood-{run}-{i}",
+            "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": "restart failed: exit 1"}],
+        }
+        for i in range(size)
+    ]
     bound, sql.OVERLAPPING_MATCHES_READ = sql.OVERLAPPING_MATCHES_READ, read
     try:
         started = time.perf_counter()
@@ -116,8 +125,11 @@ def main() -> int:
         for run, read in enumerate((sql.OVERLAPPING_MATCHES_READ, EVERY_MATCH)):
             seconds = ingest(args.ingest, read, run)
             label = "every match" if read == EVERY_MATCH else f"{read:,} matches"
-            print(f"ingest, lookups reading {label:>13}: a batch of {args.ingest} in {seconds:6.1f} s "
-                  f"({seconds * 1000 / args.ingest:.1f} ms a candidate)", flush=True)
+            print(
+                f"ingest, lookups reading {label:>13}: a batch of {args.ingest} in {seconds:6.1f} s "
+                f"({seconds * 1000 / args.ingest:.1f} ms a candidate)",
+                flush=True,
+            )
     for bound in [int(b) for b in args.bounds.split(",")]:
         with overriding(DETECTION_PARTNERS_PER_ENTRY=bound):
             started = time.perf_counter()
@@ -126,9 +138,12 @@ def main() -> int:
             started = time.perf_counter()
             proposed = consolidation_sweep.sweep_consolidation()
             consolidation_seconds = time.perf_counter() - started
-        print(f"partners per entry {bound:>9,}: conflicts {conflict_seconds:6.1f} s "
-              f"({found.compared:,} pairs compared, {len(found.opened)} opened); consolidation {consolidation_seconds:6.1f} s "
-              f"({len(proposed.proposed)} proposed)", flush=True)
+        print(
+            f"partners per entry {bound:>9,}: conflicts {conflict_seconds:6.1f} s "
+            f"({found.compared:,} pairs compared, {len(found.opened)} opened); consolidation {consolidation_seconds:6.1f} s "
+            f"({len(proposed.proposed)} proposed)",
+            flush=True,
+        )
     return 0
 
 

@@ -29,11 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-WORDS = ("deploy migrate config cache worker queue ledger invoice webhook signing rotate restart drain lock "
-         "retry timeout schema index backup restore release branch rebase merge fixture session cookie header "
-         "proxy build lint format upgrade version rollback canary metrics alert trace").split()
-FORGOTTEN = ("Rotating the billing webhook signing key",
-             "Ask Marguerite Okonkwo to approve the rotation; she owns the webhook signing key FORGETME-4242.")
+WORDS = (
+    "deploy migrate config cache worker queue ledger invoice webhook signing rotate restart drain lock "
+    "retry timeout schema index backup restore release branch rebase merge fixture session cookie header "
+    "proxy build lint format upgrade version rollback canary metrics alert trace"
+).split()
+FORGOTTEN = (
+    "Rotating the billing webhook signing key",
+    "Ask Marguerite Okonkwo to approve the rotation; she owns the webhook signing key FORGETME-4242.",
+)
 
 
 def configure(db: str) -> None:
@@ -50,8 +54,13 @@ def configure(db: str) -> None:
 
         url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryadmin_forget_bench")
         parsed = dj_database_url.parse(url)
-        with psycopg.connect(dbname="postgres", host=parsed["HOST"] or "127.0.0.1", user=parsed["USER"] or "postgres",
-                             port=parsed["PORT"] or 5432, autocommit=True) as conn:
+        with psycopg.connect(
+            dbname="postgres",
+            host=parsed["HOST"] or "127.0.0.1",
+            user=parsed["USER"] or "postgres",
+            port=parsed["PORT"] or 5432,
+            autocommit=True,
+        ) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{parsed["NAME"]}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{parsed["NAME"]}"')
         os.environ["DATABASE_URL"] = url
@@ -59,8 +68,10 @@ def configure(db: str) -> None:
 
 def lesson(rng: random.Random, n: int) -> tuple[str, str]:
     words = rng.sample(WORDS, 8)
-    return (f"When {words[0]} the {words[1]} {n}",
-            f"Always {words[2]} the {words[3]} before {words[4]}; {words[5]} {words[6]} {words[7]} owns it.")
+    return (
+        f"When {words[0]} the {words[1]} {n}",
+        f"Always {words[2]} the {words[3]} before {words[4]}; {words[5]} {words[6]} {words[7]} owns it.",
+    )
 
 
 def quartiles(samples: list[float]) -> tuple[float, float, float]:
@@ -100,8 +111,14 @@ def main() -> int:
     client, headers = Client(), {"HTTP_AUTHORIZATION": f"Bearer {key}"}
 
     def submit(trigger: str, content: str) -> tuple[float, float, dict]:
-        body = {"scope": scope, "kind": "procedure", "trigger": trigger, "content": content, "signal": "independent",
-                "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": "seen in the run log"}]}
+        body = {
+            "scope": scope,
+            "kind": "procedure",
+            "trigger": trigger,
+            "content": content,
+            "signal": "independent",
+            "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": "seen in the run log"}],
+        }
         started, cpu_started = time.perf_counter(), time.process_time()
         response = client.post("/api/v1/candidates", body, content_type="application/json", **headers)
         wall, cpu = (time.perf_counter() - started) * 1000, (time.process_time() - cpu_started) * 1000
@@ -123,8 +140,10 @@ def main() -> int:
             target["wall"].append(wall)
             target["cpu"].append(cpu)
     held_rows = Entry.objects.filter(held_by=request).count()
-    print(f"forget oracle on {connection.vendor}: {args.rounds} held and {args.rounds} fresh submissions, "
-          f"{args.existing} lessons in the scope; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(
+        f"forget oracle on {connection.vendor}: {args.rounds} held and {args.rounds} fresh submissions, "
+        f"{args.existing} lessons in the scope; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
     print(f"  answers: {sorted(statuses)}; rows held: {held_rows}")
     ok = held_rows == args.rounds and {s for _, s, _ in statuses} == {"pending"}
     for measure in ("wall", "cpu"):
@@ -132,10 +151,12 @@ def main() -> int:
         difference = hq[1] - fq[1]
         inside = abs(difference) <= (fq[2] - fq[0])
         ok &= inside or measure == "wall"  # the wall time also carries the other processes on the machine
-        print(f"  {measure:>4} ms   held p25 {hq[0]:6.2f} p50 {hq[1]:6.2f} p75 {hq[2]:6.2f}   "
-              f"fresh p25 {fq[0]:6.2f} p50 {fq[1]:6.2f} p75 {fq[2]:6.2f}   "
-              f"difference of medians {difference:+.2f} ({difference / fq[1]:+.1%}), "
-              f"{'inside' if inside else 'OUTSIDE'} the fresh ones' quartile range")
+        print(
+            f"  {measure:>4} ms   held p25 {hq[0]:6.2f} p50 {hq[1]:6.2f} p75 {hq[2]:6.2f}   "
+            f"fresh p25 {fq[0]:6.2f} p50 {fq[1]:6.2f} p75 {fq[2]:6.2f}   "
+            f"difference of medians {difference:+.2f} ({difference / fq[1]:+.1%}), "
+            f"{'inside' if inside else 'OUTSIDE'} the fresh ones' quartile range"
+        )
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -64,8 +64,12 @@ def forget_one(n: int, lead, reviewer, *, with_receipt: bool):
     from tests.factories import active
 
     w = [uuid.uuid4().hex[:9] for _ in range(6)]  # a lesson of its own each run: no tombstone refuses it
-    entry = active(lead, scope="org0/svc0", trigger=f"When {w[0]} meets {w[1]} during {w[2]}",
-                   content=f"Run {w[3]} with BENCHTOKEN-{n}-{os.getpid()} then ask Quillon about {w[4]} {w[5]}.")
+    entry = active(
+        lead,
+        scope="org0/svc0",
+        trigger=f"When {w[0]} meets {w[1]} during {w[2]}",
+        content=f"Run {w[3]} with BENCHTOKEN-{n}-{os.getpid()} then ask Quillon about {w[4]} {w[5]}.",
+    )
     request = file_forget_request(entry_id=entry.pk, reason="bench", actor=reviewer)
     original = forgets.issue_receipt
     if not with_receipt:

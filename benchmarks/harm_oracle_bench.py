@@ -59,7 +59,7 @@ def replay(seed: int, steps: int):
         y_hat = answer(top)
         passed = abs(y_hat - task.y) <= SUCCESS_ERROR
         for j, (_, i) in enumerate(top):
-            alone = abs(answer(top[:j] + ranked[j + 1:K + 1]) - task.y) <= SUCCESS_ERROR
+            alone = abs(answer(top[:j] + ranked[j + 1 : K + 1]) - task.y) <= SUCCESS_ERROR
             effects.setdefault(i, []).append(int(passed) - int(alone))
         served[0] += 1
         served[1] += passed
@@ -68,8 +68,9 @@ def replay(seed: int, steps: int):
             tally[0] += 1
             tally[1] += passed
             without = lift.baseline(tuple(tally), (0, 0), tuple(served), min_tasks=MIN_TASKS)
-            before = lift.estimate(tally[0] - 1, tally[1] - passed, *without, prior_tasks=PRIOR_TASKS,
-                                   min_tasks=MIN_TASKS)
+            before = lift.estimate(
+                tally[0] - 1, tally[1] - passed, *without, prior_tasks=PRIOR_TASKS, min_tasks=MIN_TASKS
+            )
             after = lift.estimate(*tally, *without, prior_tasks=PRIOR_TASKS, min_tasks=MIN_TASKS)
             if after.verdict == lift.HARMS and before.verdict != lift.HARMS:  # as services.usage sends a card
                 sent.add(i)
@@ -91,28 +92,38 @@ def main() -> None:
             lessons.append((seed, i, memory[i][2] > SUCCESS_ERROR, len(per_task), statistics.mean(per_task), i in sent))
     p = statistics.mean(rate)
     print(f"{args.seeds} seeds × {args.steps:,} steps, strict admission, K = {K}; success {100 * p:.1f}%")
-    print("| lessons served ≥ 5 times | count | median uses | median true effect | effect below zero | "
-          "tasks needed at that effect (95%, 80% power) | served that often |")
+    print(
+        "| lessons served ≥ 5 times | count | median uses | median true effect | effect below zero | "
+        "tasks needed at that effect (95%, 80% power) | served that often |"
+    )
     print("|---|---|---|---|---|---|---|")
     for label, wrong in (("wrong (error over 1.0)", True), ("right", False)):
         rows = [r for r in lessons if r[2] == wrong and r[3] >= RECALL_MIN_RETRIEVALS]
         if not rows:
             continue
         harmful = [r for r in rows if r[4] < 0]
-        needed = statistics.median(Z_POWER ** 2 * 2 * p * (1 - p) / r[4] ** 2 for r in harmful) if harmful else 0
-        often = sum(1 for r in harmful if r[3] >= Z_POWER ** 2 * 2 * p * (1 - p) / r[4] ** 2)
-        print(f"| {label} | {len(rows):,} | {statistics.median(r[3] for r in rows):.0f} | "
-              f"{100 * statistics.median(r[4] for r in rows):+.1f} points | {len(harmful):,} | {needed:,.0f} | {often:,} |")
+        needed = statistics.median(Z_POWER**2 * 2 * p * (1 - p) / r[4] ** 2 for r in harmful) if harmful else 0
+        often = sum(1 for r in harmful if r[3] >= Z_POWER**2 * 2 * p * (1 - p) / r[4] ** 2)
+        print(
+            f"| {label} | {len(rows):,} | {statistics.median(r[3] for r in rows):.0f} | "
+            f"{100 * statistics.median(r[4] for r in rows):+.1f} points | {len(harmful):,} | {needed:,.0f} | {often:,} |"
+        )
     sent = [r for r in lessons if r[5]]
     wrong_often = [r for r in lessons if r[2] and r[3] >= RECALL_MIN_RETRIEVALS]
     harmful_often = [r for r in lessons if r[4] < 0 and r[3] >= RECALL_MIN_RETRIEVALS]
-    print(f"\nThe lift rule sent {len(sent)} lessons for a recheck: {sum(1 for r in sent if r[2])} wrong by their "
-          f"error, {sum(1 for r in sent if r[4] < 0)} harmful by their true effect.")
-    print(f"Recall of wrong lessons served ≥ 5 times: {sum(1 for r in wrong_often if r[5])} of {len(wrong_often)}; "
-          f"of truly harmful ones: {sum(1 for r in harmful_often if r[5])} of {len(harmful_often)}.")
+    print(
+        f"\nThe lift rule sent {len(sent)} lessons for a recheck: {sum(1 for r in sent if r[2])} wrong by their "
+        f"error, {sum(1 for r in sent if r[4] < 0)} harmful by their true effect."
+    )
+    print(
+        f"Recall of wrong lessons served ≥ 5 times: {sum(1 for r in wrong_often if r[5])} of {len(wrong_often)}; "
+        f"of truly harmful ones: {sum(1 for r in harmful_often if r[5])} of {len(harmful_often)}."
+    )
     for r in sent:
-        print(f"  seed {r[0]} lesson {r[1]}: {'wrong' if r[2] else 'right'}, served {r[3]} times, "
-              f"true effect {100 * r[4]:+.1f} points")
+        print(
+            f"  seed {r[0]} lesson {r[1]}: {'wrong' if r[2] else 'right'}, served {r[3]} times, "
+            f"true effect {100 * r[4]:+.1f} points"
+        )
 
 
 if __name__ == "__main__":

@@ -29,10 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-WORDS = ("deploy migrate config container cache worker queue ledger invoice webhook signing key rotate "
-         "restart drain lock retry timeout schema index backup restore release branch rebase merge test "
-         "fixture mock session cookie header proxy nginx kubectl helm terraform docker image "
-         "build lint format upgrade pin version rollback canary metrics alert log trace").split()
+WORDS = (
+    "deploy migrate config container cache worker queue ledger invoice webhook signing key rotate "
+    "restart drain lock retry timeout schema index backup restore release branch rebase merge test "
+    "fixture mock session cookie header proxy nginx kubectl helm terraform docker image "
+    "build lint format upgrade pin version rollback canary metrics alert log trace"
+).split()
 TARGET = 2000
 
 
@@ -59,11 +61,16 @@ def scope_name(j: int) -> str:
 def lesson(rng: random.Random, run: str, i: int, scopes: int) -> dict:
     w = rng.sample(WORDS, 4)
     part, unit = rng.randrange(500), rng.randrange(500)
-    return {"scope": scope_name(rng.randrange(scopes)), "kind": "failure_lesson", "signal": "self",
-            "trigger": f"When {w[0]}ing the part{part} {w[1]} (run {run}, item {i})",
-            "content": f"Never {w[2]} the unit{unit} before the {w[3]} is drained; seen in task {run}-{i}.",
-            "conditions": [w[0]], "source_task": f"bench-{run}-{i}",
-            "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}]}
+    return {
+        "scope": scope_name(rng.randrange(scopes)),
+        "kind": "failure_lesson",
+        "signal": "self",
+        "trigger": f"When {w[0]}ing the part{part} {w[1]} (run {run}, item {i})",
+        "content": f"Never {w[2]} the unit{unit} before the {w[3]} is drained; seen in task {run}-{i}.",
+        "conditions": [w[0]],
+        "source_task": f"bench-{run}-{i}",
+        "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}],
+    }
 
 
 # The steps of submit_batch, by the name it calls them under, and what each is for.
@@ -190,8 +197,10 @@ def main() -> int:
         failed += sum(not r["ok"] for r in results)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     rate = done / seconds if seconds else 0
-    print(f"submit_batch on {connection.vendor}: {done:,} candidates in {seconds:.1f} s = {rate:.0f}/s "
-          f"(target {TARGET:,}), {failed} refused; this process's CPU {cpu:.1f} s = {done / cpu if cpu else 0:.0f}/s")
+    print(
+        f"submit_batch on {connection.vendor}: {done:,} candidates in {seconds:.1f} s = {rate:.0f}/s "
+        f"(target {TARGET:,}), {failed} refused; this process's CPU {cpu:.1f} s = {done / cpu if cpu else 0:.0f}/s"
+    )
     per = 1000 / len(batches)
     print(f"  a batch of {args.batch}: {seconds * per:.0f} ms, of which this process's CPU {cpu * per:.0f} ms")
     for name, purpose in PHASES.items():
@@ -199,7 +208,9 @@ def main() -> int:
         print(f"    {purpose:<38} {wall * per:6.0f} ms  (CPU here {used * per:4.0f} ms)")
     rest_wall = seconds - sum(wall for wall, _ in spent.values())
     rest_cpu = cpu - sum(used for _, used in spent.values())
-    print(f"    {'the rest (evidence, links, admission)':<38} {rest_wall * per:6.0f} ms  (CPU here {rest_cpu * per:4.0f} ms)")
+    print(
+        f"    {'the rest (evidence, links, admission)':<38} {rest_wall * per:6.0f} ms  (CPU here {rest_cpu * per:4.0f} ms)"
+    )
     return 0 if rate >= TARGET and not failed else 1
 
 

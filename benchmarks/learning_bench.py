@@ -43,19 +43,66 @@ def seed_entries(rng: random.Random, now) -> dict[str, list[int]]:
 
     have = Entry.objects.filter(created_by_label="agent:learning-bench").count()
     if have < ENTRIES:
-        columns = ("kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "signal",
-                   "base_confidence", "hit_count", "retrieval_count", "utility_sum", "utility_n",
-                   "status", "queue_reason", "flags", "source_task", "created_by_label", "version", "created_at",
-                   "updated_at", "archive_reason", "fingerprint", "last_verified_at")
+        columns = (
+            "kind",
+            "scope",
+            "trigger",
+            "content",
+            "conditions",
+            "boundary",
+            "recheck_when",
+            "signal",
+            "base_confidence",
+            "hit_count",
+            "retrieval_count",
+            "utility_sum",
+            "utility_n",
+            "status",
+            "queue_reason",
+            "flags",
+            "source_task",
+            "created_by_label",
+            "version",
+            "created_at",
+            "updated_at",
+            "archive_reason",
+            "fingerprint",
+            "last_verified_at",
+        )
         with transaction.atomic(), connection.cursor() as cursor:
             with cursor.copy(f"COPY curation_entry ({', '.join(columns)}) FROM STDIN") as copy:
                 for i in range(have, ENTRIES):
                     scope = rng.choices(SCOPES, weights=SCOPE_WEIGHTS)[0]
                     made = now - datetime.timedelta(days=rng.uniform(0, 90))
                     kind = "human_correction" if i % 20 == 0 else rng.choice(KINDS[:5])
-                    copy.write_row((kind, scope, f"Lesson {i} for {scope}", f"Do the thing number {i} first.",
-                                    Jsonb(["bench"]), "", "", "external", 0.8, 0, 0, 0.0, 0, "active", "",
-                                    Jsonb([]), f"task-{i}", "agent:learning-bench", 1, made, made, "", "", made))
+                    copy.write_row(
+                        (
+                            kind,
+                            scope,
+                            f"Lesson {i} for {scope}",
+                            f"Do the thing number {i} first.",
+                            Jsonb(["bench"]),
+                            "",
+                            "",
+                            "external",
+                            0.8,
+                            0,
+                            0,
+                            0.0,
+                            0,
+                            "active",
+                            "",
+                            Jsonb([]),
+                            f"task-{i}",
+                            "agent:learning-bench",
+                            1,
+                            made,
+                            made,
+                            "",
+                            "",
+                            made,
+                        )
+                    )
         rewrite_decay_keys(Entry.objects.filter(decay_rate__lt=0))  # COPY bypassed the write path's decay index
     by_scope: dict[str, list[int]] = {}
     for pk, scope in Entry.objects.filter(created_by_label="agent:learning-bench").values_list("id", "scope"):
@@ -82,8 +129,10 @@ def seed_retrievals(target: int, rng: random.Random, now, by_scope) -> bool:
     weights = [SCOPE_WEIGHTS[SCOPES.index(s)] for s in scopes]
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
-        with (cursor.copy("COPY curation_retrieval (id, token_id, scope, query, task_ref, entry_ids, memory_version, "
-                          "arm, created_at) FROM STDIN") as retrievals):
+        with cursor.copy(
+            "COPY curation_retrieval (id, token_id, scope, query, task_ref, entry_ids, memory_version, "
+            "arm, created_at) FROM STDIN"
+        ) as retrievals:
             rows = []
             for i in range(missing):
                 scope = rng.choices(scopes, weights=weights)[0]
@@ -92,8 +141,19 @@ def seed_retrievals(target: int, rng: random.Random, now, by_scope) -> bool:
                 ids = [] if holdout else rng.sample(by_scope[scope], min(len(by_scope[scope]), rng.randint(1, 5)))
                 chance = 0.55 + (sum(quality[pk] for pk in ids) / len(ids) if ids else 0.0)
                 pk = uuid.UUID(int=rng.getrandbits(128), version=4)
-                retrievals.write_row((pk, token.pk, scope, "bench query", f"bench-{have + i}", Jsonb(ids), 1,
-                                      "holdout" if holdout else "memory", at))
+                retrievals.write_row(
+                    (
+                        pk,
+                        token.pk,
+                        scope,
+                        "bench query",
+                        f"bench-{have + i}",
+                        Jsonb(ids),
+                        1,
+                        "holdout" if holdout else "memory",
+                        at,
+                    )
+                )
                 rows.append((pk, ids, at, "success" if rng.random() < chance else "failure"))
         with cursor.copy("COPY curation_retrievedentry (retrieval_id, entry_id, rank, created_at) FROM STDIN") as items:
             for pk, ids, at, _ in rows:
@@ -125,13 +185,17 @@ def rebuild_tallies() -> None:
                    count(*) FILTER (WHERE f.outcome = 'success')
             FROM curation_feedback f JOIN curation_retrievedentry i ON i.retrieval_id = f.retrieval_id
             GROUP BY 1, 2""")
-        cursor.execute("SELECT (SELECT count(*) FROM curation_outcometally), (SELECT count(*) FROM curation_lessontally)")
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM curation_outcometally), (SELECT count(*) FROM curation_lessontally)"
+        )
         outcome_rows, lesson_rows = cursor.fetchone()
     with connection.cursor() as cursor:
         for table in ("curation_outcometally", "curation_lessontally", "curation_retrieval", "curation_entry"):
             cursor.execute(f"VACUUM (ANALYZE) {table}")
-    print(f"tallies: {outcome_rows:,} outcome rows, {lesson_rows:,} lesson rows, built in "
-          f"{time.perf_counter() - started:.1f} s")
+    print(
+        f"tallies: {outcome_rows:,} outcome rows, {lesson_rows:,} lesson rows, built in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
 
 
 def user(name: str, role: str, scopes=()):
@@ -171,8 +235,12 @@ def main() -> int:
         ("lead, every scope", lead, "/learning/", {}),
         ("lead, under acme, 90 days", lead, "/learning/?scope=acme&days=90", {}),
         ("reviewer scoped to acme/billing-api", scoped, "/learning/", {}),
-        ("GET /api/v1/evaluation?scope=acme", None, "/api/v1/evaluation?scope=acme",
-         {"HTTP_AUTHORIZATION": f"Bearer {key}"}),
+        (
+            "GET /api/v1/evaluation?scope=acme",
+            None,
+            "/api/v1/evaluation?scope=acme",
+            {"HTTP_AUTHORIZATION": f"Bearer {key}"},
+        ),
     ]
     print(f"\n{args.reps} timed requests each:")
     ok = True
@@ -183,14 +251,18 @@ def main() -> int:
         ok &= summary(name, timed(client, url, args.reps, **headers), TARGET_MS, width=34)
         with CaptureQueriesContext(connection) as captured:
             client.get(url, **headers)
-        print(f"    {len(captured)} queries; the slowest: "
-              f"{max(float(q['time']) for q in captured.captured_queries) * 1000:.1f} ms")
+        print(
+            f"    {len(captured)} queries; the slowest: "
+            f"{max(float(q['time']) for q in captured.captured_queries) * 1000:.1f} ms"
+        )
     page = Client()
     page.force_login(lead)
     text = page.get("/learning/").content.decode()
     verdict = text.split('id="verdict-30">', 1)[1].split("</li>", 1)[0]
     print(f"\n30-day verdict on the page: {' '.join(verdict.replace('<strong>', '').replace('</strong>', '').split())}")
-    print(f"\n{'PASS' if ok else 'FAIL'}: /learning/ under {TARGET_MS:.0f} ms at p95 with {args.retrievals:,} retrievals")
+    print(
+        f"\n{'PASS' if ok else 'FAIL'}: /learning/ under {TARGET_MS:.0f} ms at p95 with {args.retrievals:,} retrievals"
+    )
     return 0 if ok else 1
 
 

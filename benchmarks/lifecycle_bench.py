@@ -49,9 +49,11 @@ def fill(n: int, fillfactor: int) -> None:
     with connection.cursor() as cursor:
         # 100 is PostgreSQL's default (and the schema's); below it, pages keep room for HOT updates.
         cursor.execute(f"ALTER TABLE curation_entry SET (fillfactor = {int(fillfactor)})")
-        cursor.execute("TRUNCATE curation_event, curation_evidence, curation_similarentry, curation_retrievedentry, "
-                       "curation_retrieval, curation_feedback, curation_conflict, curation_taskrun, curation_entry "
-                       "RESTART IDENTITY CASCADE")
+        cursor.execute(
+            "TRUNCATE curation_event, curation_evidence, curation_similarentry, curation_retrievedentry, "
+            "curation_retrieval, curation_feedback, curation_conflict, curation_taskrun, curation_entry "
+            "RESTART IDENTITY CASCADE"
+        )
         # days_max: the age at which base × 0.95^(days/30) reaches 0.3, as of yesterday's run.
         cursor.execute(
             """
@@ -126,7 +128,11 @@ def _params() -> dict:
     from curation import lifecycle
 
     rules = lifecycle.rules()
-    return {"as_of": AS_OF, "below": rules.archive_below, "key_below": lifecycle.key_below(rules.archive_below, AS_OF, rules)}
+    return {
+        "as_of": AS_OF,
+        "below": rules.archive_below,
+        "key_below": lifecycle.key_below(rules.archive_below, AS_OF, rules),
+    }
 
 
 def _decayed_sql() -> str:
@@ -134,7 +140,8 @@ def _decayed_sql() -> str:
     from curation.selectors.confidence import confidence_sql
 
     return confidence_sql("base_confidence", "COALESCE(last_verified_at, created_at)", lifecycle.rules()).replace(
-        "%(now)s", "%(as_of)s")
+        "%(now)s", "%(as_of)s"
+    )
 
 
 def timed_rollback(name: str, sql: str) -> tuple[float, int]:
@@ -171,8 +178,10 @@ def timed_committed(name: str, sql: str) -> tuple[float, int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM curation_entry WHERE status = 'archived'")
         archived = cursor.fetchone()[0]
-        cursor.execute("UPDATE curation_entry SET status = 'active', archived_at = NULL, archive_reason = '', "
-                       "decay_stopped_at = NULL, version = version - 1 WHERE status = 'archived'")
+        cursor.execute(
+            "UPDATE curation_entry SET status = 'active', archived_at = NULL, archive_reason = '', "
+            "decay_stopped_at = NULL, version = version - 1 WHERE status = 'archived'"
+        )
         cursor.execute("VACUUM curation_entry")
     print(f"  {name:<18} {elapsed:8.3f} s  ({archived:,} archived; committed, then put back)")
     return elapsed, archived
@@ -190,10 +199,14 @@ def sweep() -> tuple[float, int]:
     middle = time.perf_counter()
     _, archive = run_sweep("archive", as_of=AS_OF, triggered_by="bench")
     elapsed = time.perf_counter() - start
-    print(f"  {'sweep decay':<18} {middle - start:8.3f} s  ({decay.changed:,} keys rewritten, "
-          f"{decay.examined:,} fell under the retrieval floor today)")
-    print(f"  {'sweep archive':<18} {elapsed - (middle - start):8.3f} s  ({archive.examined:,} read by the index, "
-          f"{archive.changed:,} archived, one Event each)")
+    print(
+        f"  {'sweep decay':<18} {middle - start:8.3f} s  ({decay.changed:,} keys rewritten, "
+        f"{decay.examined:,} fell under the retrieval floor today)"
+    )
+    print(
+        f"  {'sweep archive':<18} {elapsed - (middle - start):8.3f} s  ({archive.examined:,} read by the index, "
+        f"{archive.changed:,} archived, one Event each)"
+    )
     print(f"  {'sweep total':<18} {elapsed:8.3f} s")
     return elapsed, archive.changed
 
@@ -201,8 +214,14 @@ def sweep() -> tuple[float, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1_000_000)
-    parser.add_argument("--fillfactor", type=int, default=70, choices=range(10, 101), metavar="10..100",
-                        help="curation_entry's fillfactor for this run (default 70, the schema's)")
+    parser.add_argument(
+        "--fillfactor",
+        type=int,
+        default=70,
+        choices=range(10, 101),
+        metavar="10..100",
+        help="curation_entry's fillfactor for this run (default 70, the schema's)",
+    )
     args = parser.parse_args()
 
     ensure_database(os.environ["DATABASE_URL"])
@@ -215,9 +234,11 @@ def main() -> int:
     from curation import config
 
     call_command("migrate", verbosity=0)
-    print(f"PostgreSQL {connection.cursor().connection.info.server_version}, database {connection.settings_dict['NAME']}, "
-          f"batch size {config.SWEEP_BATCH_SIZE.value}, fillfactor {args.fillfactor}, "
-          f"{os.cpu_count()} CPUs (shared with other work)")
+    print(
+        f"PostgreSQL {connection.cursor().connection.info.server_version}, database {connection.settings_dict['NAME']}, "
+        f"batch size {config.SWEEP_BATCH_SIZE.value}, fillfactor {args.fillfactor}, "
+        f"{os.cpu_count()} CPUs (shared with other work)"
+    )
     start = time.perf_counter()
     fill(args.entries, args.fillfactor)
     with connection.cursor() as cursor:
@@ -228,19 +249,25 @@ def main() -> int:
     # A worker is a long-lived process: load the secret detectors (which the Events' redaction uses) once
     # before timing, as a worker has long since done.
     from curation.redaction import redact
+
     redact("warm up the detectors", "bench")
     full, full_archived = timed_rollback("full-table UPDATE", FULL_TABLE_SQL)
     minimal_first, minimal_archived = timed_committed("minimal raw SQL", MINIMAL_SQL)
     swept, sweep_archived = sweep()
     assert full_archived == minimal_archived == sweep_archived, (
-        f"archived: full-table {full_archived}, minimal {minimal_archived}, sweep {sweep_archived}")
+        f"archived: full-table {full_archived}, minimal {minimal_archived}, sweep {sweep_archived}"
+    )
     minimal = minimal_first
     speedup, ratio = full / swept, swept / minimal
     ok_full, ok_minimal = speedup >= 50, ratio <= 1.25
-    print(f"full-table UPDATE / sweep = {full:.2f} / {swept:.3f} = {speedup:,.0f}× (target ≥ 50×): "
-          f"{'PASS' if ok_full else 'FAIL'}")
-    print(f"sweep / minimal raw SQL = {swept:.3f} / {minimal:.3f} = {ratio:.2f}× (target ≤ 1.25×): "
-          f"{'PASS' if ok_minimal else 'FAIL'}")
+    print(
+        f"full-table UPDATE / sweep = {full:.2f} / {swept:.3f} = {speedup:,.0f}× (target ≥ 50×): "
+        f"{'PASS' if ok_full else 'FAIL'}"
+    )
+    print(
+        f"sweep / minimal raw SQL = {swept:.3f} / {minimal:.3f} = {ratio:.2f}× (target ≤ 1.25×): "
+        f"{'PASS' if ok_minimal else 'FAIL'}"
+    )
     return 0 if ok_full and ok_minimal else 1
 
 

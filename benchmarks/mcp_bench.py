@@ -31,8 +31,7 @@ os.environ["BENCH_DATABASE_URL"] = DB_URL  # api_bench (its data generator) read
 os.environ["DATABASE_URL"] = DB_URL
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-os.environ.update(DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost",
-                  MEMORYADMIN_API_RATE_LIMIT="0")
+os.environ.update(DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost", MEMORYADMIN_API_RATE_LIMIT="0")
 
 import anyio  # noqa: E402
 import httpx  # noqa: E402
@@ -52,14 +51,28 @@ def ensure_token(scopes: int) -> None:
     from curation.services.tokens import create_agent_token
 
     if not AgentToken.objects.filter(name="mcp-bench").exists():
-        create_agent_token(name="mcp-bench", key=TOKEN,
-                           scopes=sorted({scope_name(j).split("/")[0] for j in range(scopes)}))
+        create_agent_token(
+            name="mcp-bench", key=TOKEN, scopes=sorted({scope_name(j).split("/")[0] for j in range(scopes)})
+        )
 
 
 def start_server() -> subprocess.Popen:
-    proc = subprocess.Popen([str(ROOT / ".venv/bin/gunicorn"), "--config", "gunicorn.conf.py", "--bind",
-                             f"127.0.0.1:{PORT}", "--workers", "1", "--access-logfile", "/dev/null",
-                             "--log-level", "warning"], cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "--config",
+            "gunicorn.conf.py",
+            "--bind",
+            f"127.0.0.1:{PORT}",
+            "--workers",
+            "1",
+            "--access-logfile",
+            "/dev/null",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+    )
     for _ in range(150):
         try:
             httpx.get(f"{URL}/api/v1/openapi.json", timeout=1)
@@ -78,13 +91,22 @@ def summary(latencies: list[float]) -> dict:
 async def measure(plans: list[tuple[str, str]], warmup: int) -> dict[str, list[float]]:
     env = {"PATH": os.environ["PATH"], "MEMORYADMIN_URL": URL, "MEMORYADMIN_TOKEN": TOKEN}
     stdio = Client(StdioServerParameters(command=str(ROOT / ".venv/bin/memoryadmin-mcp"), env=env))
-    remote = Client(streamable_http_client(f"{URL}/mcp", http_client=httpx2.AsyncClient(
-        headers={"Authorization": f"Bearer {TOKEN}"})))
-    times: dict[str, list[float]] = {"HTTP POST /api/v1/memory/search": [], "MCP stdio search_memory": [],
-                                     "MCP /mcp (Streamable HTTP) search_memory": []}
+    remote = Client(
+        streamable_http_client(
+            f"{URL}/mcp", http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+        )
+    )
+    times: dict[str, list[float]] = {
+        "HTTP POST /api/v1/memory/search": [],
+        "MCP stdio search_memory": [],
+        "MCP /mcp (Streamable HTTP) search_memory": [],
+    }
     names = list(times)
-    async with httpx.AsyncClient(base_url=URL, headers={"Authorization": f"Bearer {TOKEN}"}) as http, \
-            stdio as via_stdio, remote as via_http:
+    async with (
+        httpx.AsyncClient(base_url=URL, headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        stdio as via_stdio,
+        remote as via_http,
+    ):
 
         async def plain(scope, q):
             response = await http.post("/api/v1/memory/search", json={"scope": scope, "q": q, "k": 5})
@@ -130,13 +152,18 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(20)
-    print(f"\nsearch, {args.requests} requests each (after {args.warmup} warm-up), one at a time, interleaved; "
-          f"{args.entries:,} active entries across {args.scopes} scopes; gunicorn, 1 uvicorn worker:")
+    print(
+        f"\nsearch, {args.requests} requests each (after {args.warmup} warm-up), one at a time, interleaved; "
+        f"{args.entries:,} active entries across {args.scopes} scopes; gunicorn, 1 uvicorn worker:"
+    )
     base = summary(times["HTTP POST /api/v1/memory/search"])
     for name, latencies in times.items():
         s = summary(latencies)
-        extra = "" if s is base or name.startswith("HTTP") else \
-            f"   (+{s['p50'] - base['p50']:.1f} ms p50, +{s['p99'] - base['p99']:.1f} ms p99 over HTTP)"
+        extra = (
+            ""
+            if s is base or name.startswith("HTTP")
+            else f"   (+{s['p50'] - base['p50']:.1f} ms p50, +{s['p99'] - base['p99']:.1f} ms p99 over HTTP)"
+        )
         print(f"  {name:<44} p50 {s['p50']:6.1f} ms   p99 {s['p99']:6.1f} ms{extra}")
     return 0
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # ensure_database stays importable from here: api_bench and lifecycle_bench still take it from this module.
 from benchmarks.common import configure, ensure_database, percentile, timed  # noqa: E402,F401
 
-TARGET_MS = 50.0      # server time at p95, with the large queue, full cards and compact list alike
-FLAT_RATIO = 1.2      # the large queue's p50 over the small queue's, page for page
-ROUNDS = 5            # alternating rounds of small and large: a passing load falls on both
+TARGET_MS = 50.0  # server time at p95, with the large queue, full cards and compact list alike
+FLAT_RATIO = 1.2  # the large queue's p50 over the small queue's, page for page
+ROUNDS = 5  # alternating rounds of small and large: a passing load falls on both
 QUEUE_URL = "/review/candidates/"
 MODES = (("cards", False), ("compact", True))
 
@@ -44,20 +44,58 @@ ENVS = ["container", "ci", "staging", "prod", "host"]
 SCOPES = [f"{o}/{s}/{e}" for o in ORGS for s in SERVICES for e in ENVS]  # 200 scopes
 SCOPE_WEIGHTS = [1 / (i + 1) ** 0.8 for i in range(len(SCOPES))]  # a few busy scopes, a long tail
 TOOLS = ["pytest", "alembic", "terraform", "npm", "git", "kubectl", "psql", "make", "celery", "nginx"]
-ACTIONS = ["editing config files", "running migrations", "rotating credentials", "restarting workers",
-           "bumping dependencies", "rebuilding the cache", "deploying a hotfix", "reading the logs"]
+ACTIONS = [
+    "editing config files",
+    "running migrations",
+    "rotating credentials",
+    "restarting workers",
+    "bumping dependencies",
+    "rebuilding the cache",
+    "deploying a hotfix",
+    "reading the logs",
+]
 KINDS = ["procedure", "failure_lesson", "success_pattern", "preference", "fact", "human_correction"]
 KIND_WEIGHTS = [30, 30, 20, 8, 10, 2]
 SIGNALS = ["self", "independent", "external"]
 SIGNAL_WEIGHTS = [60, 30, 10]
 ENTRY_COLUMNS = (
-    "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "signal",
-    "base_confidence", "hit_count", "retrieval_count", "utility_sum", "utility_n", "status",
-    "queued_at", "queue_reason", "flags", "source_task", "created_by_label", "version", "created_at", "updated_at",
-    "archive_reason", "fingerprint",
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "conditions",
+    "boundary",
+    "recheck_when",
+    "signal",
+    "base_confidence",
+    "hit_count",
+    "retrieval_count",
+    "utility_sum",
+    "utility_n",
+    "status",
+    "queued_at",
+    "queue_reason",
+    "flags",
+    "source_task",
+    "created_by_label",
+    "version",
+    "created_at",
+    "updated_at",
+    "archive_reason",
+    "fingerprint",
 )
-EVIDENCE_COLUMNS = ("entry_id", "kind", "signal", "polarity", "excerpt", "task_ref", "observed_at",
-                    "recorded_by_label", "evaluator", "created_at")
+EVIDENCE_COLUMNS = (
+    "entry_id",
+    "kind",
+    "signal",
+    "polarity",
+    "excerpt",
+    "task_ref",
+    "observed_at",
+    "recorded_by_label",
+    "evaluator",
+    "created_at",
+)
 
 
 def entry_row(rng: random.Random, now: datetime.datetime) -> tuple:
@@ -67,16 +105,37 @@ def entry_row(rng: random.Random, now: datetime.datetime) -> tuple:
     queued = now - datetime.timedelta(seconds=rng.uniform(60, 60 * 86400))  # the last 60 days, all ready
     confidence = round(rng.uniform(0.3, 0.85), 3)
     trigger = f"When {action} with {tool} in {scope.split('/')[1]} ({scope.split('/')[2]})"
-    content = (f"Run `{tool} --check` first and confirm the working directory; {action} without it has "
-               f"failed {rng.randint(2, 9)} times this month. " * rng.randint(1, 4)).strip()
+    content = (
+        f"Run `{tool} --check` first and confirm the working directory; {action} without it has "
+        f"failed {rng.randint(2, 9)} times this month. " * rng.randint(1, 4)
+    ).strip()
     boundary = "" if rng.random() < 0.3 else f"Not on the {rng.choice(ENVS)} checkout, where paths are fixed."
     return (
-        rng.choices(KINDS, weights=KIND_WEIGHTS)[0], scope, trigger, content, Jsonb([tool, action.split()[0]]),
-        boundary, "", rng.choices(SIGNALS, weights=SIGNAL_WEIGHTS)[0], confidence, 0, 0, 0.0, 0,
-        "pending", queued, "new", Jsonb([]), f"task-{rng.randint(1, 10**6)}", f"agent:bench-{rng.randint(1, 40)}",
-        1, queued, queued, "", "",  # no fingerprint: random lessons repeat, and one pending per fingerprint holds
+        rng.choices(KINDS, weights=KIND_WEIGHTS)[0],
+        scope,
+        trigger,
+        content,
+        Jsonb([tool, action.split()[0]]),
+        boundary,
+        "",
+        rng.choices(SIGNALS, weights=SIGNAL_WEIGHTS)[0],
+        confidence,
+        0,
+        0,
+        0.0,
+        0,
+        "pending",
+        queued,
+        "new",
+        Jsonb([]),
+        f"task-{rng.randint(1, 10**6)}",
+        f"agent:bench-{rng.randint(1, 40)}",
+        1,
+        queued,
+        queued,
+        "",
+        "",  # no fingerprint: random lessons repeat, and one pending per fingerprint holds
     )
-
 
 
 def seed(target: int) -> None:
@@ -102,10 +161,20 @@ def seed(target: int) -> None:
         with cursor.copy(f"COPY curation_evidence ({', '.join(EVIDENCE_COLUMNS)}) FROM STDIN") as copy:
             for entry_id, queued in rng.sample(new_ids, len(new_ids) // 7):
                 for _ in range(rng.randint(1, 3)):
-                    copy.write_row((entry_id, rng.choice(["tool_output", "test_result", "task_outcome"]),
-                                    rng.choice(SIGNALS), rng.choice(["supports", "supports", "contradicts"]),
-                                    "exit status 1: no such file or directory: config/settings.yaml " * 3,
-                                    f"task-{rng.randint(1, 10**6)}", queued, "agent:bench", "", queued))
+                    copy.write_row(
+                        (
+                            entry_id,
+                            rng.choice(["tool_output", "test_result", "task_outcome"]),
+                            rng.choice(SIGNALS),
+                            rng.choice(["supports", "supports", "contradicts"]),
+                            "exit status 1: no such file or directory: config/settings.yaml " * 3,
+                            f"task-{rng.randint(1, 10**6)}",
+                            queued,
+                            "agent:bench",
+                            "",
+                            queued,
+                        )
+                    )
     print(f"inserted in {time.perf_counter() - started:.1f} s")
 
 
@@ -216,7 +285,8 @@ def measure(queues: list[Queue], reps: int) -> tuple[dict, dict]:
                 for page, url in queue.urls.items():
                     key = (queue.label, mode, page)
                     wall.setdefault(key, []).extend(
-                        timed(queue.client, url, max(1, reps // ROUNDS), cpu=cpu.setdefault(key, [])))
+                        timed(queue.client, url, max(1, reps // ROUNDS), cpu=cpu.setdefault(key, []))
+                    )
     return wall, cpu
 
 
@@ -257,39 +327,61 @@ def anatomy(queue: Queue, compact: bool, url: str) -> dict:
         queue_views.render = original
     if compact:
         assert response.content.decode().count('class="card line"') > 0, "the compact list did not render"
-    return {"queries": queries, "total_ms": total_ms, "template_ms": sum(rendering),
-            "sql_ms": sum(q["ms"] for q in queries)}
+    return {
+        "queries": queries,
+        "total_ms": total_ms,
+        "template_ms": sum(rendering),
+        "sql_ms": sum(q["ms"] for q in queries),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--small", type=int, default=1_000, help="pending entries in the small queue (default 1000)")
-    parser.add_argument("--large", type=int, default=100_000, help="pending entries in the large queue (default 100000)")
+    parser.add_argument(
+        "--large", type=int, default=100_000, help="pending entries in the large queue (default 100000)"
+    )
     parser.add_argument("--reps", type=int, default=60, help="timed requests per page and size (default 60)")
-    parser.add_argument("--explain", action=argparse.BooleanOptionalAction, default=True,
-                        help="print EXPLAIN ANALYZE of each query of the large queue's pages (default on)")
+    parser.add_argument(
+        "--explain",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="print EXPLAIN ANALYZE of each query of the large queue's pages (default on)",
+    )
     args = parser.parse_args()
 
     large_url = configure("memoryadmin_bench")
     from curation import config
 
-    queues = [Queue(f"{args.small:,}", sibling_url(large_url, "_small"), args.small),
-              Queue(f"{args.large:,}", large_url, args.large)]
+    queues = [
+        Queue(f"{args.small:,}", sibling_url(large_url, "_small"), args.small),
+        Queue(f"{args.large:,}", large_url, args.large),
+    ]
     for queue in queues:
         queue.prepare()
     small, large = queues
     samples, cpu = measure(queues, args.reps)
-    parts = {(q.label, mode, page): anatomy(q, compact, url)
-             for q in queues for mode, compact in MODES for page, url in q.urls.items()}
+    parts = {
+        (q.label, mode, page): anatomy(q, compact, url)
+        for q in queues
+        for mode, compact in MODES
+        for page, url in q.urls.items()
+    }
 
     page_size = config.QUEUE_PAGE_SIZE.value
-    print(f"\nGET {QUEUE_URL} as a reviewer, {page_size} a page, {args.reps} timed requests per cell in {ROUNDS} "
-          f"alternating rounds; server time in ms (in-process, no network); cpu = p50 of this process's CPU "
-          f"time (without the wait for a core, nor PostgreSQL's own work); q = queries per request.")
-    print(f"deep page: page {small.depth_page} of the {small.label} queue, page {large.depth_page} of the "
-          f"{large.label} queue (the middle, reached by its own Next links).")
-    print(f"\n{'view':<8} {'page':<11}| {small.label + ' pending':>30} | {large.label + ' pending':>30} | "
-          f"{'large/small':>11} | verdict")
+    print(
+        f"\nGET {QUEUE_URL} as a reviewer, {page_size} a page, {args.reps} timed requests per cell in {ROUNDS} "
+        f"alternating rounds; server time in ms (in-process, no network); cpu = p50 of this process's CPU "
+        f"time (without the wait for a core, nor PostgreSQL's own work); q = queries per request."
+    )
+    print(
+        f"deep page: page {small.depth_page} of the {small.label} queue, page {large.depth_page} of the "
+        f"{large.label} queue (the middle, reached by its own Next links)."
+    )
+    print(
+        f"\n{'view':<8} {'page':<11}| {small.label + ' pending':>30} | {large.label + ' pending':>30} | "
+        f"{'large/small':>11} | verdict"
+    )
     print(f"{'':<8} {'':<11}|" + f" {'p50':>7} {'p95':>7} {'cpu':>7} {'q':>6} |" * 2 + f" {'p50':>11} |")
     misses = []
     for mode, _ in MODES:
@@ -297,30 +389,38 @@ def main() -> int:
             small_ms, large_ms = (sorted(samples[(q.label, mode, page)]) for q in queues)
             sq, lq = (len(parts[(q.label, mode, page)]["queries"]) for q in queues)
             s50, l50 = statistics.median(small_ms), statistics.median(large_ms)
-            s95, l95 = percentile(small_ms, .95), percentile(large_ms, .95)
+            s95, l95 = percentile(small_ms, 0.95), percentile(large_ms, 0.95)
             scpu, lcpu = (statistics.median(cpu[(q.label, mode, page)]) for q in queues)
             ratio = l50 / s50
             missed = []
             if l95 >= TARGET_MS:
-                missed.append(f"{mode} {page}: p95 {l95:.1f} ms with {large.label} pending, target < {TARGET_MS:.0f} ms")
+                missed.append(
+                    f"{mode} {page}: p95 {l95:.1f} ms with {large.label} pending, target < {TARGET_MS:.0f} ms"
+                )
             if ratio > FLAT_RATIO:
                 missed.append(f"{mode} {page}: {ratio:.2f}x the {small.label} queue's p50, target <= {FLAT_RATIO}x")
             if lq != sq:
                 missed.append(f"{mode} {page}: {lq} queries with {large.label} pending, {sq} with {small.label}")
             misses += missed
-            print(f"{mode:<8} {page:<11}| {s50:7.1f} {s95:7.1f} {scpu:7.1f} {sq:6} | {l50:7.1f} {l95:7.1f} {lcpu:7.1f} {lq:6} | "
-                  f"{ratio:10.2f}x | {'MISS' if missed else 'ok'}")
+            print(
+                f"{mode:<8} {page:<11}| {s50:7.1f} {s95:7.1f} {scpu:7.1f} {sq:6} | {l50:7.1f} {l95:7.1f} {lcpu:7.1f} {lq:6} | "
+                f"{ratio:10.2f}x | {'MISS' if missed else 'ok'}"
+            )
         first, deep = (len(parts[(large.label, mode, page)]["queries"]) for page in large.urls)
         if first != deep:
             misses.append(f"{mode}: the deep page runs {deep} queries, the first page {first}")
 
-    print("\nWhere a request's time goes, in ms (one request each; template = render(); SQL = from sending each query "
-          "to reading its last row):")
+    print(
+        "\nWhere a request's time goes, in ms (one request each; template = render(); SQL = from sending each query "
+        "to reading its last row):"
+    )
     print(f"{'queue':>9} {'view':<8} {'page':<11} {'total':>7} {'SQL':>6} {'template':>9} {'other':>6} {'queries':>8}")
     for (label, mode, page), part in parts.items():
         other = part["total_ms"] - part["sql_ms"] - part["template_ms"]
-        print(f"{label:>9} {mode:<8} {page:<11} {part['total_ms']:7.1f} {part['sql_ms']:6.1f} "
-              f"{part['template_ms']:9.1f} {other:6.1f} {len(part['queries']):8}")
+        print(
+            f"{label:>9} {mode:<8} {page:<11} {part['total_ms']:7.1f} {part['sql_ms']:6.1f} "
+            f"{part['template_ms']:9.1f} {other:6.1f} {len(part['queries']):8}"
+        )
 
     use_database(large.url)
     for mode, _ in MODES:
@@ -333,8 +433,11 @@ def main() -> int:
             bounded = all(re.search(r"FROM \(SELECT .* LIMIT \d+\)", sql, re.S) for sql in counts)
             if not bounded:
                 misses.append(f"{mode} {page}: a COUNT without a LIMIT inside it")
-            main_sql = [(q["sql"], q["params"]) for q in part["queries"]
-                        if 'FROM "curation_entry"' in q["sql"] and 'ORDER BY "curation_entry"."queued_at"' in q["sql"]]
+            main_sql = [
+                (q["sql"], q["params"])
+                for q in part["queries"]
+                if 'FROM "curation_entry"' in q["sql"] and 'ORDER BY "curation_entry"."queued_at"' in q["sql"]
+            ]
             if not main_sql:
                 misses.append(f"{mode} {page}: no page query ordered by queued_at")
             elif "entry_queue_idx" not in explain(*main_sql[0]):
@@ -348,9 +451,11 @@ def main() -> int:
     print()
     for miss in misses:
         print(f"MISS: {miss}")
-    print(f"{'FAIL' if misses else 'PASS'}: queue pages under {TARGET_MS:.0f} ms at p95 with {large.label} pending "
-          f"and within {FLAT_RATIO}x of {small.label} pending, as cards and as the compact list, in the same "
-          f"queries at any depth (upper bounds: the machine is shared)")
+    print(
+        f"{'FAIL' if misses else 'PASS'}: queue pages under {TARGET_MS:.0f} ms at p95 with {large.label} pending "
+        f"and within {FLAT_RATIO}x of {small.label} pending, as cards and as the compact list, in the same "
+        f"queries at any depth (upper bounds: the machine is shared)"
+    )
     return 1 if misses else 0
 
 

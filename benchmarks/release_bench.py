@@ -39,8 +39,18 @@ from queue_bench import ensure_database  # noqa: E402
 # Importing api_bench points DATABASE_URL at its own database; this benchmark fills and reads its own.
 os.environ["DATABASE_URL"] = DB_URL
 
-RELEASED = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "base_confidence",
-            "last_verified_at", "fingerprint")
+RELEASED = (
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "conditions",
+    "boundary",
+    "signal",
+    "base_confidence",
+    "last_verified_at",
+    "fingerprint",
+)
 
 
 def release_everything() -> None:
@@ -58,16 +68,26 @@ def release_everything() -> None:
     number = head + 1
     columns = ", ".join(RELEASED)
     with connection.cursor() as cursor:
-        cursor.execute(f"""
+        cursor.execute(
+            f"""
             INSERT INTO curation_releasedentry (entry_id, valid_from, entry_version, {columns})
             SELECT id, %s, version, {columns} FROM curation_entry WHERE status = 'active'
-        """, [number])
+        """,
+            [number],
+        )
         cursor.execute("ANALYZE curation_releasedentry")
-    version = MemoryVersion.objects.create(number=number, summary="bench: everything", published_by_label="bench",
-                                           pending_from_event=releases.last_event_id() + 1)
+    version = MemoryVersion.objects.create(
+        number=number,
+        summary="bench: everything",
+        published_by_label="bench",
+        pending_from_event=releases.last_event_id() + 1,
+    )
     PublishedVersion.objects.update_or_create(pk=1, defaults={"version": version})
-    print(f"released {ReleasedEntry.objects.count():,} entries as version {number} in "
-          f"{time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"released {ReleasedEntry.objects.count():,} entries as version {number} in "
+        f"{time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
 
 
 def make_changes(n: int, rng) -> list[int]:
@@ -79,17 +99,23 @@ def make_changes(n: int, rng) -> list[int]:
         cursor.execute("SELECT max(id) FROM curation_entry")
         top = cursor.fetchone()[0]
         ids = sorted(rng.sample(range(1, top + 1), n))
-        cursor.execute("""
+        cursor.execute(
+            """
             UPDATE curation_entry SET base_confidence = LEAST(0.95, base_confidence + 0.01), content = content || ' (edited)',
                    version = version + 1, updated_at = now()
             WHERE id = ANY(%s) AND status = 'active'
-        """, [ids])
-        cursor.execute("""
+        """,
+            [ids],
+        )
+        cursor.execute(
+            """
             INSERT INTO curation_event (entry_id, entry_label, actor_label, action, reason, request_id,
                                         entry_version, created_at)
             SELECT id, '#' || id, 'bench', 'edit_approve', 'bench edit', '', version, now()
             FROM curation_entry WHERE id = ANY(%s)
-        """, [ids])
+        """,
+            [ids],
+        )
     return ids
 
 
@@ -104,8 +130,10 @@ def bench_publish(sizes: list[int]) -> list[tuple[int, float, int]]:
         version = publish_version(actor=None, actor_label="bench", summary=f"bench: {n} changes", acknowledge=True)
         seconds = time.perf_counter() - started
         results.append((n, seconds, version.changed))
-        print(f"publish {n:,} changes: {seconds:.2f} s (version {version.number}, {version.changed:,} changed)",
-              flush=True)
+        print(
+            f"publish {n:,} changes: {seconds:.2f} s (version {version.number}, {version.changed:,} changed)",
+            flush=True,
+        )
     return results
 
 
@@ -134,8 +162,11 @@ def bench_retrieval(scopes: int, queries: int) -> None:
         live.append((time.perf_counter() - started) * 1000)
     p50, p99 = percentiles(published)
     l50, l99 = percentiles(live)
-    print(f"retrieval, {queries} queries, in process: published version p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
-          f"live rows p50 {l50:.1f} ms, p99 {l99:.1f} ms", flush=True)
+    print(
+        f"retrieval, {queries} queries, in process: published version p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
+        f"live rows p50 {l50:.1f} ms, p99 {l99:.1f} ms",
+        flush=True,
+    )
 
 
 def main() -> int:

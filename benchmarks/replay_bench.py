@@ -39,8 +39,11 @@ def main() -> None:
     parser.add_argument("--seed-policies", help="the policies of the seed rule set (default: --policies)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--sweep-every", type=int, default=BENCH_SWEEP_EVERY)
-    parser.add_argument("--out", default=str(ROOT / "data" / "replay"), help="the reports go to OUT/bench-<time>-<rules> "
-                        "(the dashboard links the newest)")
+    parser.add_argument(
+        "--out",
+        default=str(ROOT / "data" / "replay"),
+        help="the reports go to OUT/bench-<time>-<rules> (the dashboard links the newest)",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
@@ -51,15 +54,39 @@ def main() -> None:
             continue
         out = Path(args.out) / f"bench-{stamp}-{rules}"
         policies = args.seed_policies if rules == "seed" and args.seed_policies else args.policies
-        command = [sys.executable, str(ROOT / "manage.py"), "replay", "regagent", "--policy", policies,
-                   "--seeds", str(seeds), "--steps", str(args.steps), "--rules", rules, "--jobs", str(args.jobs),
-                   "--sweep-every", str(args.sweep_every), "--out", str(out)]
+        command = [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "replay",
+            "regagent",
+            "--policy",
+            policies,
+            "--seeds",
+            str(seeds),
+            "--steps",
+            str(args.steps),
+            "--rules",
+            rules,
+            "--jobs",
+            str(args.jobs),
+            "--sweep-every",
+            str(args.sweep_every),
+            "--out",
+            str(out),
+        ]
         print("$", " ".join(command[1:]), flush=True)
         subprocess.run(command, check=True, cwd=ROOT)
         reports.append(json.loads((out / "report.json").read_text()))
         meta = reports[-1]["meta"]
-        figures.append((rules, meta["wall_seconds"], meta["median_step_ms"], meta.get("median_step_cpu_ms"),
-                        meta.get("part_cpu_ms")))
+        figures.append(
+            (
+                rules,
+                meta["wall_seconds"],
+                meta["median_step_ms"],
+                meta.get("median_step_cpu_ms"),
+                meta.get("part_cpu_ms"),
+            )
+        )
     text = side_by_side(sorted(reports, key=lambda data: RULE_SETS.index(data["rules"])))
     (Path(args.out) / f"bench-{stamp}-side_by_side.md").write_text(text)
     print()

@@ -26,15 +26,58 @@ os.environ.setdefault("DEBUG", "false")
 from queue_bench import ENVS, ORGS, SERVICES, ensure_database, explain  # noqa: E402
 
 SCOPES = [f"{o}/{s}" for o in ORGS for s in SERVICES] + [f"{o}/{s}/{e}" for o in ORGS for s in SERVICES for e in ENVS]
-VERBS = [f"{verb} the {thing}" for verb in ("restart", "rebuild", "pin", "clear", "rotate", "retry", "skip", "vendor",
-                                              "bump", "check", "reset", "tag")
-         for thing in ("worker", "cache", "image", "lockfile", "keys", "job", "smoke tests", "branch")]
-SITUATIONS = ["merging a feature branch", "deploying a hotfix", "a failing CI run", "editing config files",
-              "an incident at night", "a schema change", "a dependency upgrade", "a flaky integration test"]
+VERBS = [
+    f"{verb} the {thing}"
+    for verb in (
+        "restart",
+        "rebuild",
+        "pin",
+        "clear",
+        "rotate",
+        "retry",
+        "skip",
+        "vendor",
+        "bump",
+        "check",
+        "reset",
+        "tag",
+    )
+    for thing in ("worker", "cache", "image", "lockfile", "keys", "job", "smoke tests", "branch")
+]
+SITUATIONS = [
+    "merging a feature branch",
+    "deploying a hotfix",
+    "a failing CI run",
+    "editing config files",
+    "an incident at night",
+    "a schema change",
+    "a dependency upgrade",
+    "a flaky integration test",
+]
 ENTRY_COLUMNS = (
-    "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "signal", "base_confidence",
-    "hit_count", "retrieval_count", "utility_sum", "utility_n", "status", "queue_reason", "flags",
-    "fingerprint", "source_task", "created_by_label", "version", "created_at", "updated_at", "archive_reason",
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "conditions",
+    "boundary",
+    "recheck_when",
+    "signal",
+    "base_confidence",
+    "hit_count",
+    "retrieval_count",
+    "utility_sum",
+    "utility_n",
+    "status",
+    "queue_reason",
+    "flags",
+    "fingerprint",
+    "source_task",
+    "created_by_label",
+    "version",
+    "created_at",
+    "updated_at",
+    "archive_reason",
     "last_verified_at",
 )
 
@@ -48,8 +91,32 @@ def entry_row(rng, now):
     content = f"{marker} {verb} first; it saved {rng.randint(2, 40)} minutes last time.".strip().capitalize()
     trigger = f"When {situation} in {rng.choice(SERVICES)}"
     confidence = round(rng.uniform(0.5, 0.9), 3)
-    return ("procedure", rng.choice(SCOPES), trigger, content, Jsonb([]), "", "", "self", confidence,
-            0, 0, 0.0, 0, "active", "", Jsonb([]), "", "", "agent:bench", 1, now, now, "", now)
+    return (
+        "procedure",
+        rng.choice(SCOPES),
+        trigger,
+        content,
+        Jsonb([]),
+        "",
+        "",
+        "self",
+        confidence,
+        0,
+        0,
+        0.0,
+        0,
+        "active",
+        "",
+        Jsonb([]),
+        "",
+        "",
+        "agent:bench",
+        1,
+        now,
+        now,
+        "",
+        now,
+    )
 
 
 def seed(target):
@@ -104,13 +171,17 @@ def main() -> int:
     n = args.entries
     print(f"sweeps over {n:,} active entries in {len(SCOPES)} scopes, batches of {args.batch:,}:")
     result = measure("sweep_conflicts", lambda: conflict_sweep.sweep_conflicts(batch_size=args.batch))
-    print(f"  examined {result.examined:,}, compared {result.compared:,} pairs "
-          f"({result.compared / max(1, n * (n - 1) // 2):.4%} of all {n * (n - 1) // 2:,}), opened {len(result.opened):,}")
+    print(
+        f"  examined {result.examined:,}, compared {result.compared:,} pairs "
+        f"({result.compared / max(1, n * (n - 1) // 2):.4%} of all {n * (n - 1) // 2:,}), opened {len(result.opened):,}"
+    )
     result = measure("sweep_conflicts again (all known)", lambda: conflict_sweep.sweep_conflicts(batch_size=args.batch))
     print(f"  opened {len(result.opened):,}")
     result = measure("sweep_consolidation", lambda: consolidation_sweep.sweep_consolidation(batch_size=args.batch))
     print(f"  examined {result.examined:,}, proposed {len(result.proposed):,}")
-    result = measure("sweep_consolidation again", lambda: consolidation_sweep.sweep_consolidation(batch_size=args.batch))
+    result = measure(
+        "sweep_consolidation again", lambda: consolidation_sweep.sweep_consolidation(batch_size=args.batch)
+    )
     print(f"  proposed {len(result.proposed):,}")
 
     # What the hourly task does after its first run: only the entries changed since (here 1% of them,
@@ -122,20 +193,29 @@ def main() -> int:
     since = timezone.now()
     touched = list(Entry.objects.filter(status="active").order_by("?").values_list("id", flat=True)[: max(1, n // 100)])
     Entry.objects.filter(pk__in=touched).update(updated_at=timezone.now())
-    result = measure(f"sweep_conflicts, {len(touched):,} changed",
-                     lambda: conflict_sweep.sweep_conflicts(batch_size=args.batch, changed_since=since))
+    result = measure(
+        f"sweep_conflicts, {len(touched):,} changed",
+        lambda: conflict_sweep.sweep_conflicts(batch_size=args.batch, changed_since=since),
+    )
     print(f"  examined {result.examined:,}, compared {result.compared:,} pairs, opened {len(result.opened):,}")
-    result = measure(f"sweep_consolidation, {len(touched):,} changed",
-                     lambda: consolidation_sweep.sweep_consolidation(batch_size=args.batch, changed_since=since))
+    result = measure(
+        f"sweep_consolidation, {len(touched):,} changed",
+        lambda: consolidation_sweep.sweep_consolidation(batch_size=args.batch, changed_since=since),
+    )
     print(f"  examined {result.examined:,}, proposed {len(result.proposed):,}")
 
     from django.db.models import BooleanField
     from django.db.models.expressions import RawSQL
 
     scope = "acme/billing-api/container"
-    qs = (Entry.objects.filter(status="active").filter(access.overlapping_scopes_q(scope))
-          .alias(m=RawSQL("search_vector @@ to_tsquery('simple', %s)", ("reba:* | forc:*",), output_field=BooleanField()))
-          .filter(m=True).only("id", "scope", "trigger", "content").order_by("-id")[:500])
+    qs = (
+        Entry.objects.filter(status="active")
+        .filter(access.overlapping_scopes_q(scope))
+        .alias(m=RawSQL("search_vector @@ to_tsquery('simple', %s)", ("reba:* | forc:*",), output_field=BooleanField()))
+        .filter(m=True)
+        .only("id", "scope", "trigger", "content")
+        .order_by("-id")[:500]
+    )
     sql, params = qs.query.sql_with_params()
     from django.db import connection
 

@@ -47,8 +47,9 @@ def previous_rule(lessons, stones) -> int:
     for scope, trigger, content in lessons:
         print_, sig = fingerprint(trigger, content), frozenset(signature(f"{trigger} {content}"))
         for stone_scope, stone_print, stone_sig in stones:
-            if scopes_overlap(scope, stone_scope) and (stone_print == print_ or jaccard(stone_sig, sig) >= 0.5
-                                                       or len(stone_sig & sig) / len(stone_sig) >= 0.8):
+            if scopes_overlap(scope, stone_scope) and (
+                stone_print == print_ or jaccard(stone_sig, sig) >= 0.5 or len(stone_sig & sig) / len(stone_sig) >= 0.8
+            ):
                 held += 1
                 break
     return held
@@ -76,8 +77,9 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("TRUNCATE curation_entry, curation_forgetrequest, curation_event, auth_user "
-                           "RESTART IDENTITY CASCADE")
+            cursor.execute(
+                "TRUNCATE curation_entry, curation_forgetrequest, curation_event, auth_user RESTART IDENTITY CASCADE"
+            )
     lead = User.objects.create_user("bench-lead")
     lead.groups.add(Group.objects.get(name="lead"))
     lead = User.objects.get(pk=lead.pk)
@@ -100,9 +102,17 @@ def main() -> int:
         while forgotten < wanted:
             trigger, content = lesson(rng, 10_000 + forgotten)
             content += f" Batch tag FORGET{forgotten:04d}-AXOLOTL-{4242 + forgotten}."
-            entry = services.create_candidate(data={
-                "kind": "failure_lesson", "scope": SCOPE, "trigger": trigger, "content": content,
-                "signal": "self", "confidence": 0.7}, actor_label="agent:bench")
+            entry = services.create_candidate(
+                data={
+                    "kind": "failure_lesson",
+                    "scope": SCOPE,
+                    "trigger": trigger,
+                    "content": content,
+                    "signal": "self",
+                    "confidence": 0.7,
+                },
+                actor_label="agent:bench",
+            )
             request = file_forget_request(entry_id=entry.pk, reason="bench", actor=lead)
             started = time.perf_counter()
             approve_forget_request(request.pk, actor=lead)
@@ -115,11 +125,15 @@ def main() -> int:
         before = (time.perf_counter() - started) * 1000 / len(batch)
         held = sum(stone is not None for stone in tombstones_for(batch))
         failed |= wanted <= 10 and now > TARGET_MS
-        print(f"  {wanted:3} tombstones in the scope: {now * 1000:7.1f} µs a candidate "
-              f"(the rule before: {before * 1000:6.1f} µs); {held} of {len(batch)} held")
+        print(
+            f"  {wanted:3} tombstones in the scope: {now * 1000:7.1f} µs a candidate "
+            f"(the rule before: {before * 1000:6.1f} µs); {held} of {len(batch)} held"
+        )
     approvals.sort()
-    print(f"  approving a forget request (tombstone with tokens included): median "
-          f"{approvals[len(approvals) // 2] * 1000:.0f} ms, slowest {approvals[-1] * 1000:.0f} ms")
+    print(
+        f"  approving a forget request (tombstone with tokens included): median "
+        f"{approvals[len(approvals) // 2] * 1000:.0f} ms, slowest {approvals[-1] * 1000:.0f} ms"
+    )
     return 1 if failed else 0
 
 

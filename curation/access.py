@@ -32,8 +32,10 @@ def clean_scope(value) -> str:
         return value
     segments = value.split("/")
     if illegal := [seg for seg in segments if not _SEGMENT_CHARACTERS.fullmatch(seg)]:
-        raise ValidationError(f"Illegal scope segment {', '.join(map(repr, illegal))}: segments use only a-z, 0-9, "
-                              "'.', '_' or '-', joined by '/'.")
+        raise ValidationError(
+            f"Illegal scope segment {', '.join(map(repr, illegal))}: segments use only a-z, 0-9, "
+            "'.', '_' or '-', joined by '/'."
+        )
     dotted = ", ".join(repr(seg) for seg in segments if seg.startswith(".") or seg.endswith("."))
     raise ValidationError(
         f"Illegal scope segment {dotted}: a segment may not be '.' or '..', nor start or end with '.'."
@@ -48,8 +50,9 @@ def governing_prefix(prefixes, scope: str) -> str | None:
     """Of the per-prefix settings `prefixes`, the one that governs `scope`: the longest that covers it (None
     when none does). Every setting kept per scope prefix (approvals, holdout, admission, embedding size)
     is read through this one rule."""
-    return max((p for p in prefixes if scope_covers(p.rstrip("/"), scope)), key=lambda p: len(p.rstrip("/")),
-               default=None)
+    return max(
+        (p for p in prefixes if scope_covers(p.rstrip("/"), scope)), key=lambda p: len(p.rstrip("/")), default=None
+    )
 
 
 def covered_by_any(prefixes, scope: str) -> bool:

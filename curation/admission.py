@@ -33,8 +33,11 @@ class Policy:
     def rule(self) -> str:
         if self.mode == "auto":
             return f"auto: approve when {self.evaluator} scored at least {self.threshold:g}, else reject"
-        return {"all": "all: approve every new candidate", "none": "none: reject every new candidate",
-                "manual": "manual: people decide"}[self.mode]
+        return {
+            "all": "all: approve every new candidate",
+            "none": "none: reject every new candidate",
+            "manual": "manual: people decide",
+        }[self.mode]
 
 
 @dataclass(frozen=True)
@@ -97,9 +100,13 @@ def decide(policy: Policy, evidence) -> Decision | None:
         return Decision(False, policy.rule)
     if policy.mode != "auto":
         return None
-    scores = [e["score"] for e in evidence
-              if e.get("polarity", "supports") == "supports" and e.get("evaluator") == policy.evaluator
-              and e.get("score") is not None]
+    scores = [
+        e["score"]
+        for e in evidence
+        if e.get("polarity", "supports") == "supports"
+        and e.get("evaluator") == policy.evaluator
+        and e.get("score") is not None
+    ]
     best = max(scores, default=None)
     if best is not None and best >= policy.threshold:
         return Decision(True, f"{policy.rule}: score {best:g}")

@@ -1,6 +1,7 @@
 """The one clock. Every service, selector, sweep and model default asks `now()` for the time, so a replay or
 `run_lifecycle --at` can run the product at a simulated time and every stamp (evidence, outcomes, retrievals,
 sweep runs, Events) agrees with it. Outside `running_at` it is the wall clock."""
+
 import contextlib
 import contextvars
 import datetime

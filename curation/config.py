@@ -43,6 +43,7 @@ class _Refused(Exception):
 
 # --- kinds: what a setting's value may be -----------------------------------------------------------------
 
+
 class Kind(Generic[T]):
     expected = ""  # in words, for the message: "a number in (0, 1]"
     scalar = True  # an immutable value, which a setting may hand out again; a container is checked (copied) per read
@@ -135,6 +136,7 @@ def _scope_prefix(value, where: str = "") -> str:
 
 class Prefixes(Kind[list[str]]):
     """Scope prefixes; in the environment, comma-separated."""
+
     scalar = False
     expected = "a list of scope prefixes such as ['acme/billing-api']"
 
@@ -176,8 +178,10 @@ class Table(Kind[dict[str, T]]):
 
     def __init__(self, keys: tuple[str, ...], required: tuple[str, ...], each: Kind[T]):
         self.keys, self.required, self.each = keys, required, each
-        self.expected = (f"a dict of {' / '.join(repr(k) for k in keys)} -> {each.expected}, with "
-                         f"{' and '.join(repr(k) for k in required)}")
+        self.expected = (
+            f"a dict of {' / '.join(repr(k) for k in keys)} -> {each.expected}, with "
+            f"{' and '.join(repr(k) for k in required)}"
+        )
 
     def check(self, value) -> dict[str, T]:
         if not isinstance(value, dict) or not set(self.required) <= set(value) or not set(value) <= set(self.keys):
@@ -193,6 +197,7 @@ class Table(Kind[dict[str, T]]):
 
 class Names(Kind[list[str]]):
     """Names (non-empty strings); which names are allowed is checked where they are known (validate())."""
+
     scalar = False
     expected = "a list of names"
 
@@ -204,9 +209,12 @@ class Names(Kind[list[str]]):
 
 class AdmissionPolicies(Kind[dict[str, admission.Policy]]):
     """Scope prefix -> an admission policy's fields, as the Admission page takes them (admission.clean_policy)."""
+
     scalar = False
-    expected = ("a dict of scope prefix -> {'name': ..., 'mode': 'manual' | 'auto' | 'all' | 'none', "
-                "'evaluator': ..., 'threshold': ...}")
+    expected = (
+        "a dict of scope prefix -> {'name': ..., 'mode': 'manual' | 'auto' | 'all' | 'none', "
+        "'evaluator': ..., 'threshold': ...}"
+    )
 
     def check(self, value) -> dict[str, admission.Policy]:
         if not isinstance(value, dict):
@@ -225,14 +233,15 @@ class AdmissionPolicies(Kind[dict[str, admission.Policy]]):
 
 # --- settings -----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Setting(Generic[T]):
-    group: str          # the settings.py name it is set in
-    key: str | None     # its key in that dict; None when the setting is the whole of it (CURATION_ADMISSION)
+    group: str  # the settings.py name it is set in
+    key: str | None  # its key in that dict; None when the setting is the whole of it (CURATION_ADMISSION)
     kind: Kind[T]
     default: T
     meaning: str
-    env: str = ""       # the environment variable that sets it when settings.py does not
+    env: str = ""  # the environment variable that sets it when settings.py does not
     # (the settings' dict it was read from, its checked value): confidence rules are read per entry, so a
     # scalar is checked again only when the dict is another one (override_settings replaces it).
     _checked: tuple | None = field(default=None, init=False, repr=False, compare=False)
@@ -285,138 +294,245 @@ UNIT = Number(0, 1)
 OUTCOME_RULES = ("lift", "steps")
 
 # Confidence (lifecycle.py).
-SELF_SIGNAL_CAP = _curation("SELF_SIGNAL_CAP", UNIT, 0.85,
-                            "self-made lessons cannot pass this confidence without external evidence")
-HUMAN_CORRECTION_CONFIDENCE = _curation("HUMAN_CORRECTION_CONFIDENCE", UNIT, 0.95,
-                                        "the confidence a human correction starts at")
+SELF_SIGNAL_CAP = _curation(
+    "SELF_SIGNAL_CAP", UNIT, 0.85, "self-made lessons cannot pass this confidence without external evidence"
+)
+HUMAN_CORRECTION_CONFIDENCE = _curation(
+    "HUMAN_CORRECTION_CONFIDENCE", UNIT, 0.95, "the confidence a human correction starts at"
+)
 CEILING = _curation("CEILING", UNIT, 0.95, "no confidence goes above this")
 FLOOR = _curation("FLOOR", UNIT, 0.05, "no confidence goes below this")
 DEFAULT_CONFIDENCE = _curation(
-    "DEFAULT_CONFIDENCE", Table(("self", "independent", "external"), ("self",), UNIT),
+    "DEFAULT_CONFIDENCE",
+    Table(("self", "independent", "external"), ("self",), UNIT),
     {"self": 0.7, "independent": 0.8, "external": 0.85},
-    "the confidence a new lesson starts at by its signal, when it proposes none ('self' for any other)")
+    "the confidence a new lesson starts at by its signal, when it proposes none ('self' for any other)",
+)
 SUCCESS_STEP = _curation("SUCCESS_STEP", UNIT, 0.05, "steps rule: confidence added when a task that used it succeeds")
 FAILURE_STEP = _curation("FAILURE_STEP", UNIT, 0.2, "steps rule: confidence taken when a task that used it fails")
-DECAY_FACTOR = _curation("DECAY_FACTOR", Number(0, 1, low_open=True), 0.95,
-                         "confidence is multiplied by this per DECAY_PERIOD_DAYS without verification (1: no decay)")
+DECAY_FACTOR = _curation(
+    "DECAY_FACTOR",
+    Number(0, 1, low_open=True),
+    0.95,
+    "confidence is multiplied by this per DECAY_PERIOD_DAYS without verification (1: no decay)",
+)
 DECAY_PERIOD_DAYS = _curation("DECAY_PERIOD_DAYS", Number(0, low_open=True), 30, "the period of DECAY_FACTOR")
 ARCHIVE_BELOW = _curation("ARCHIVE_BELOW", UNIT, 0.3, "an active entry decayed below this is archived")
 RETRIEVE_AT_LEAST = _curation("RETRIEVE_AT_LEAST", UNIT, 0.5, "agents are served entries at or above this only")
 RETRIEVE_LIMIT = _curation("RETRIEVE_LIMIT", Whole(1), 5, "entries a retrieval returns when it asks no k")
 # Review queues.
-DEFER_HOURS = _curation("DEFER_HOURS", Number(0, 24 * 90, low_open=True), 24,
-                        "how long a deferred candidate stays off the queue's front when the reviewer names no time")
+DEFER_HOURS = _curation(
+    "DEFER_HOURS",
+    Number(0, 24 * 90, low_open=True),
+    24,
+    "how long a deferred candidate stays off the queue's front when the reviewer names no time",
+)
 QUEUE_PAGE_SIZE = _curation("QUEUE_PAGE_SIZE", Whole(1), 50, "cards on one page of a queue")
 QUEUE_COUNT_CAP = _curation(
-    "QUEUE_COUNT_CAP", Whole(1), 1000,
-    "counts stop here ('more than 1,000 waiting'), so a count costs the same at any queue size")
+    "QUEUE_COUNT_CAP",
+    Whole(1),
+    1000,
+    "counts stop here ('more than 1,000 waiting'), so a count costs the same at any queue size",
+)
 TWO_REVIEWER_SCOPES = _curation(
-    "TWO_REVIEWER_SCOPES", Prefixes(), [],
+    "TWO_REVIEWER_SCOPES",
+    Prefixes(),
+    [],
     "scope prefixes whose candidates need two reviewers' approval (a lead's Review rules page overrides per "
-    "prefix; the longest matching prefix wins)", env="TWO_REVIEWER_SCOPES")
-SIMILAR_THRESHOLD = _curation("SIMILAR_THRESHOLD", UNIT, 0.35,
-                              "word similarity at which a card lists another entry as similar")
+    "prefix; the longest matching prefix wins)",
+    env="TWO_REVIEWER_SCOPES",
+)
+SIMILAR_THRESHOLD = _curation(
+    "SIMILAR_THRESHOLD", UNIT, 0.35, "word similarity at which a card lists another entry as similar"
+)
 # Background policies (the sweeps).
-UNUSED_WINDOW_DAYS = _curation("UNUSED_WINDOW_DAYS", Number(0, low_open=True), 30,
-                               "periodic deletion: entries older than this window W ...")
-UNUSED_MAX_RETRIEVALS = _curation("UNUSED_MAX_RETRIEVALS", Whole(0), 0,
-                                  "... and retrieved at most this often (alpha) within W are archived")
-UNUSED_SPARES_VERIFIED = _curation("UNUSED_SPARES_VERIFIED", Flag(), True,
-                                   "periodic deletion spares an entry verified (a success) within W")
-LOW_UTILITY_MIN_RETRIEVALS = _curation("LOW_UTILITY_MIN_RETRIEVALS", Whole(0), 3,
-                                       "history-based deletion: entries retrieved at least this often (n) ...")
+UNUSED_WINDOW_DAYS = _curation(
+    "UNUSED_WINDOW_DAYS", Number(0, low_open=True), 30, "periodic deletion: entries older than this window W ..."
+)
+UNUSED_MAX_RETRIEVALS = _curation(
+    "UNUSED_MAX_RETRIEVALS", Whole(0), 0, "... and retrieved at most this often (alpha) within W are archived"
+)
+UNUSED_SPARES_VERIFIED = _curation(
+    "UNUSED_SPARES_VERIFIED", Flag(), True, "periodic deletion spares an entry verified (a success) within W"
+)
+LOW_UTILITY_MIN_RETRIEVALS = _curation(
+    "LOW_UTILITY_MIN_RETRIEVALS", Whole(0), 3, "history-based deletion: entries retrieved at least this often (n) ..."
+)
 LOW_UTILITY_BELOW = _curation("LOW_UTILITY_BELOW", UNIT, 0.4, "... with an average utility below this (beta)")
-SCOPE_CAPACITY = _curation("SCOPE_CAPACITY", ByPrefix(Whole(0)), {},
-                           "active entries allowed per scope prefix ({'acme/billing-api': 200}); none: no budget")
-CAPACITY_SPARES_UNRETRIEVED = _curation("CAPACITY_SPARES_UNRETRIEVED", Flag(), False,
-                                        "capacity never displaces an entry no agent has retrieved yet")
+SCOPE_CAPACITY = _curation(
+    "SCOPE_CAPACITY",
+    ByPrefix(Whole(0)),
+    {},
+    "active entries allowed per scope prefix ({'acme/billing-api': 200}); none: no budget",
+)
+CAPACITY_SPARES_UNRETRIEVED = _curation(
+    "CAPACITY_SPARES_UNRETRIEVED", Flag(), False, "capacity never displaces an entry no agent has retrieved yet"
+)
 SWEEP_BATCH_SIZE = _curation("SWEEP_BATCH_SIZE", Whole(1), 5000, "rows a sweep handles per transaction")
-SWEEP_LEASE_SECONDS = _curation("SWEEP_LEASE_SECONDS", Whole(1), 300,
-                                "a run with no heartbeat (one per batch) for this long holds no lock")
+SWEEP_LEASE_SECONDS = _curation(
+    "SWEEP_LEASE_SECONDS", Whole(1), 300, "a run with no heartbeat (one per batch) for this long holds no lock"
+)
 DETECTION_SLICE_SECONDS = _curation(
-    "DETECTION_SLICE_SECONDS", Whole(0), 300,
+    "DETECTION_SLICE_SECONDS",
+    Whole(0),
+    300,
     "a detecting sweep's run stops at the first batch boundary after this long and the next resumes there "
-    "(well inside the worker's soft time limit)", env="MEMORYADMIN_DETECTION_SLICE_SECONDS")
-DETECTION_PARTNERS_PER_ENTRY = _curation("DETECTION_PARTNERS_PER_ENTRY", Whole(1), 100,
-                                         "partners one entry is compared with in a detecting sweep, most relevant first")
-CONSOLIDATE_MERGE_AT = _curation("CONSOLIDATE_MERGE_AT", UNIT, 0.6,
-                                 "similarity at which two entries are proposed for a merge")
+    "(well inside the worker's soft time limit)",
+    env="MEMORYADMIN_DETECTION_SLICE_SECONDS",
+)
+DETECTION_PARTNERS_PER_ENTRY = _curation(
+    "DETECTION_PARTNERS_PER_ENTRY",
+    Whole(1),
+    100,
+    "partners one entry is compared with in a detecting sweep, most relevant first",
+)
+CONSOLIDATE_MERGE_AT = _curation(
+    "CONSOLIDATE_MERGE_AT", UNIT, 0.6, "similarity at which two entries are proposed for a merge"
+)
 CONSOLIDATE_SUPERSEDE_TRIGGER_AT = _curation(
-    "CONSOLIDATE_SUPERSEDE_TRIGGER_AT", UNIT, 0.6,
-    "trigger similarity at which a newer entry is proposed to replace an older one")
+    "CONSOLIDATE_SUPERSEDE_TRIGGER_AT",
+    UNIT,
+    0.6,
+    "trigger similarity at which a newer entry is proposed to replace an older one",
+)
 # Skill promotion: nominated with at least SKILL_MIN_HITS hits, an average utility of SKILL_MIN_AVG_UTILITY, no
 # failure among the last SKILL_RECENT_WINDOW uses, a rollback note and no open conflict; approved by a lead after
 # SKILL_TRIALS_REQUIRED successful trial runs of the current draft.
 SKILL_MIN_HITS = _curation("SKILL_MIN_HITS", Whole(0), 10, "hits a lesson needs to be nominated as a skill")
 SKILL_MIN_AVG_UTILITY = _curation("SKILL_MIN_AVG_UTILITY", UNIT, 0.8, "average utility it needs")
 SKILL_RECENT_WINDOW = _curation("SKILL_RECENT_WINDOW", Whole(0), 10, "its latest uses that must hold no failure")
-SKILL_TRIALS_REQUIRED = _curation("SKILL_TRIALS_REQUIRED", Whole(0), 5,
-                                  "successful trial runs of the current draft before a lead may approve it")
+SKILL_TRIALS_REQUIRED = _curation(
+    "SKILL_TRIALS_REQUIRED", Whole(0), 5, "successful trial runs of the current draft before a lead may approve it"
+)
 # The agent API.
 API_MAX_BODY_BYTES = _curation("API_MAX_BODY_BYTES", Whole(1), 1024 * 1024, "the largest request body accepted")
 API_BATCH_MAX = _curation("API_BATCH_MAX", Whole(1), 500, "candidates in one batch submission, at most")
 API_RETRIEVE_MAX_K = _curation("API_RETRIEVE_MAX_K", Whole(1), 20, "the largest k a retrieval may ask for")
 RETRIEVAL_CACHE_SECONDS = _curation(
-    "RETRIEVAL_CACHE_SECONDS", Whole(0), 300,
+    "RETRIEVAL_CACHE_SECONDS",
+    Whole(0),
+    300,
     "how long an unasked retrieval answer stays cached (a publish invalidates it anyway); 0: no cache",
-    env="MEMORYADMIN_RETRIEVAL_CACHE_SECONDS")
-API_RATE_LIMIT = _curation("API_RATE_LIMIT", Whole(0), 600, "requests per token per minute; 0: no limit",
-                           env="MEMORYADMIN_API_RATE_LIMIT")
-API_BAD_TOKEN_LIMIT = _curation("API_BAD_TOKEN_LIMIT", Whole(0), 30,
-                                "requests with an unknown token per client address per minute; 0: no limit",
-                                env="MEMORYADMIN_API_BAD_TOKEN_LIMIT")
-IDEMPOTENCY_KEEP_HOURS = _curation("IDEMPOTENCY_KEEP_HOURS", Number(0, low_open=True), 24,
-                                   "how long a submission's answer is kept for a retry with its Idempotency-Key")
+    env="MEMORYADMIN_RETRIEVAL_CACHE_SECONDS",
+)
+API_RATE_LIMIT = _curation(
+    "API_RATE_LIMIT", Whole(0), 600, "requests per token per minute; 0: no limit", env="MEMORYADMIN_API_RATE_LIMIT"
+)
+API_BAD_TOKEN_LIMIT = _curation(
+    "API_BAD_TOKEN_LIMIT",
+    Whole(0),
+    30,
+    "requests with an unknown token per client address per minute; 0: no limit",
+    env="MEMORYADMIN_API_BAD_TOKEN_LIMIT",
+)
+IDEMPOTENCY_KEEP_HOURS = _curation(
+    "IDEMPOTENCY_KEEP_HOURS",
+    Number(0, low_open=True),
+    24,
+    "how long a submission's answer is kept for a retry with its Idempotency-Key",
+)
 EMBEDDING_DIMENSIONS = _curation(
-    "EMBEDDING_DIMENSIONS", ByPrefix(Whole(1)), {},
+    "EMBEDDING_DIMENSIONS",
+    ByPrefix(Whole(1)),
+    {},
     "the embedding dimension of a scope prefix ({'acme': 1536}); elsewhere the first embedding of a scope "
-    "tree fixes it")
+    "tree fixes it",
+)
 # How a task's outcome moves the confidence of the lessons it used (lift.py).
 OUTCOME_RULE = _curation(
-    "OUTCOME_RULE", OneOf(*OUTCOME_RULES), "lift",
+    "OUTCOME_RULE",
+    OneOf(*OUTCOME_RULES),
+    "lift",
     "'lift' judges each lesson against the baseline; 'steps' adds SUCCESS_STEP on a success and takes "
-    "FAILURE_STEP on a failure from every lesson used (it balances at 80% success)", env="MEMORYADMIN_OUTCOME_RULE")
-LIFT_PRIOR_TASKS = _curation("LIFT_PRIOR_TASKS", Number(0), 20,
-                             "pseudo-tasks at the baseline's rate, so a handful of outcomes moves a lesson little")
-LIFT_GAIN = _curation("LIFT_GAIN", Number(0), 1.0,
-                      "confidence moved per unit of estimated lift (times the lesson's share)")
+    "FAILURE_STEP on a failure from every lesson used (it balances at 80% success)",
+    env="MEMORYADMIN_OUTCOME_RULE",
+)
+LIFT_PRIOR_TASKS = _curation(
+    "LIFT_PRIOR_TASKS",
+    Number(0),
+    20,
+    "pseudo-tasks at the baseline's rate, so a handful of outcomes moves a lesson little",
+)
+LIFT_GAIN = _curation(
+    "LIFT_GAIN", Number(0), 1.0, "confidence moved per unit of estimated lift (times the lesson's share)"
+)
 LIFT_MIN_TASKS = _curation("LIFT_MIN_TASKS", Whole(0), 10, "tasks with a lesson before its lift gets a verdict")
 LIFT_WINDOW_DAYS = _curation("LIFT_WINDOW_DAYS", Whole(1), 90, "the days of outcomes a lift is estimated from")
-RECHECK_ON_FAILURE = _curation("RECHECK_ON_FAILURE", Flag(), True,
-                               "steps rule: a failed task sends the active entries it used back for a recheck")
+RECHECK_ON_FAILURE = _curation(
+    "RECHECK_ON_FAILURE", Flag(), True, "steps rule: a failed task sends the active entries it used back for a recheck"
+)
 
 # Published memory versions.
-FAILED_OUTCOME_DAYS = _declare("CURATION_RELEASES", "FAILED_OUTCOME_DAYS", Whole(0), 14,
-                               "a failed task outcome this recent is a pre-publish warning")
+FAILED_OUTCOME_DAYS = _declare(
+    "CURATION_RELEASES",
+    "FAILED_OUTCOME_DAYS",
+    Whole(0),
+    14,
+    "a failed task outcome this recent is a pre-publish warning",
+)
 AUTO_PUBLISH_ACTIONS = _declare(
-    "CURATION_RELEASES", "AUTO_PUBLISH_ACTIONS", Names(), ["outcome_success", "add_evidence", "revive"],
+    "CURATION_RELEASES",
+    "AUTO_PUBLISH_ACTIONS",
+    Names(),
+    ["outcome_success", "add_evidence", "revive"],
     "auto-publish releases a pending entry alone only when every unreleased Event of it is one of these "
-    "event actions and no pre-publish check warns about it")
+    "event actions and no pre-publish check warns about it",
+)
 
 # Holdout evaluation and the learning dashboard.
 HOLDOUT_FRACTIONS = _declare(
-    "CURATION_EVALUATION", "HOLDOUT_FRACTIONS", ByPrefix(UNIT), {},
+    "CURATION_EVALUATION",
+    "HOLDOUT_FRACTIONS",
+    ByPrefix(UNIT),
+    {},
     "scope prefix -> share of tasks answered with no memory (the longest covering prefix wins; the Holdout "
-    "page overrides it)")
-RULES_ONLY_FRACTIONS = _declare("CURATION_EVALUATION", "RULES_ONLY_FRACTIONS", ByPrefix(UNIT), {},
-                                "the same, for the share served people's rules only")
-MIN_TASKS_PER_ARM = _declare("CURATION_EVALUATION", "MIN_TASKS_PER_ARM", Whole(1), 30,
-                             "below this in either arm the verdict is 'not enough tasks yet'")
-LESSON_MIN_RETRIEVALS = _declare("CURATION_EVALUATION", "LESSON_MIN_RETRIEVALS", Whole(1), 20,
-                                 "lessons that help or hurt: tasks that retrieved it, at least")
-RECURRING_MIN_FAILURES = _declare("CURATION_EVALUATION", "RECURRING_MIN_FAILURES", Whole(1), 3,
-                                  "recurring failures: failed tasks that retrieved the entry, at least")
-LESSONS_SHOWN = _declare("CURATION_EVALUATION", "LESSONS_SHOWN", Whole(1), 10,
-                         "lessons listed each way on the learning dashboard")
+    "page overrides it)",
+)
+RULES_ONLY_FRACTIONS = _declare(
+    "CURATION_EVALUATION",
+    "RULES_ONLY_FRACTIONS",
+    ByPrefix(UNIT),
+    {},
+    "the same, for the share served people's rules only",
+)
+MIN_TASKS_PER_ARM = _declare(
+    "CURATION_EVALUATION",
+    "MIN_TASKS_PER_ARM",
+    Whole(1),
+    30,
+    "below this in either arm the verdict is 'not enough tasks yet'",
+)
+LESSON_MIN_RETRIEVALS = _declare(
+    "CURATION_EVALUATION",
+    "LESSON_MIN_RETRIEVALS",
+    Whole(1),
+    20,
+    "lessons that help or hurt: tasks that retrieved it, at least",
+)
+RECURRING_MIN_FAILURES = _declare(
+    "CURATION_EVALUATION",
+    "RECURRING_MIN_FAILURES",
+    Whole(1),
+    3,
+    "recurring failures: failed tasks that retrieved the entry, at least",
+)
+LESSONS_SHOWN = _declare(
+    "CURATION_EVALUATION", "LESSONS_SHOWN", Whole(1), 10, "lessons listed each way on the learning dashboard"
+)
 
 # Admission policies per scope prefix; a lead's row on the Admission page replaces the one of the same prefix.
 CURATION_ADMISSION = _declare(
-    "CURATION_ADMISSION", None, AdmissionPolicies(), {},
+    "CURATION_ADMISSION",
+    None,
+    AdmissionPolicies(),
+    {},
     "scope prefix -> admission policy ({'acme/ci': {'name': 'ci-gate', 'mode': 'auto', 'evaluator': 'ci', "
-    "'threshold': 0.8}}); modes: manual (people decide), auto, all, none")
+    "'threshold': 0.8}}); modes: manual (people decide), auto, all, none",
+)
 
 
 # --- checking them all ----------------------------------------------------------------------------------------
+
 
 def problems(*, event_actions: Collection[str] | None = None) -> list[str]:
     """Every setting in force that is out of range, and every key of the settings' dicts that is not a setting
@@ -427,8 +543,11 @@ def problems(*, event_actions: Collection[str] | None = None) -> list[str]:
         given = getattr(settings, group, {})
         if isinstance(given, dict):
             declared = {s.key for s in SETTINGS.values() if s.group == group}
-            found += [f"{group}[{key!r}] is not a setting (curation/config.py lists them)"
-                      for key in given if key not in declared]
+            found += [
+                f"{group}[{key!r}] is not a setting (curation/config.py lists them)"
+                for key in given
+                if key not in declared
+            ]
     for setting in SETTINGS.values():
         try:
             setting.value

@@ -37,7 +37,9 @@ def situation(trigger: str) -> str:
 
 
 def entry_line(entry) -> str:
-    line = f"- [#{entry.pk} {entry.scope} · confidence {entry.confidence:.2f}] {situation(entry.trigger)}: {entry.content}"
+    line = (
+        f"- [#{entry.pk} {entry.scope} · confidence {entry.confidence:.2f}] {situation(entry.trigger)}: {entry.content}"
+    )
     if entry.boundary:
         line += f" (Does not hold: {entry.boundary})"
     return " ".join(line.split())

@@ -30,13 +30,32 @@ PHRASE_MAX_WORDS = 6
 
 # Longest first: "must not" before "must", "do not" before "do".
 NEGATIVE_MARKERS = (
-    ("must", "not"), ("should", "not"), ("do", "not"), ("does", "not"), ("never", "ever"),
-    ("no", "longer"), ("refrain", "from"), ("stop",), ("never",), ("don't",), ("dont",), ("doesn't",),
-    ("mustn't",), ("shouldn't",), ("avoid",),
+    ("must", "not"),
+    ("should", "not"),
+    ("do", "not"),
+    ("does", "not"),
+    ("never", "ever"),
+    ("no", "longer"),
+    ("refrain", "from"),
+    ("stop",),
+    ("never",),
+    ("don't",),
+    ("dont",),
+    ("doesn't",),
+    ("mustn't",),
+    ("shouldn't",),
+    ("avoid",),
 )
 POSITIVE_MARKERS = (
-    ("make", "sure", "to"), ("be", "sure", "to"), ("remember", "to"), ("always",), ("must",), ("should",),
-    ("do",), ("use",), ("prefer",),
+    ("make", "sure", "to"),
+    ("be", "sure", "to"),
+    ("remember", "to"),
+    ("always",),
+    ("must",),
+    ("should",),
+    ("do",),
+    ("use",),
+    ("prefer",),
 )
 # Words that only carry the directive ("use X", "prefer X", "avoid using X"): dropped from the action.
 LIGHT_VERBS = frozenset({"use", "using", "prefer", "preferring", "do", "doing", "to", "always", "first"})
@@ -60,11 +79,11 @@ _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 @dataclass(frozen=True)
 class Directive:
     positive: bool
-    marker: str          # as written, lower case: "never", "do not", "" for a bare imperative
-    verb: str            # the stemmed head of the action: "rebas"; "use X" / "prefer X" are about X
-    objects: frozenset   # the stemmed words after the verb
-    phrase: str          # the action as written: "rebase shared branches"
-    head: str = ""       # the verb as written: "rebase"
+    marker: str  # as written, lower case: "never", "do not", "" for a bare imperative
+    verb: str  # the stemmed head of the action: "rebas"; "use X" / "prefer X" are about X
+    objects: frozenset  # the stemmed words after the verb
+    phrase: str  # the action as written: "rebase shared branches"
+    head: str = ""  # the verb as written: "rebase"
     object_words: frozenset = frozenset()  # the objects as written
 
     @property
@@ -114,8 +133,10 @@ def _action(tokens: list[str], start: int) -> tuple[list[str], int]:
         if tok in PHRASE_BOUNDARY:
             break
         # A marker ends the phrase, except as its first word: "don't stop the queue" is about stopping.
-        if phrase and (_match_marker(tokens, i, _NEGATIVE_BY_FIRST) or (
-                _match_marker(tokens, i, _POSITIVE_BY_FIRST) and tok not in LIGHT_VERBS)):
+        if phrase and (
+            _match_marker(tokens, i, _NEGATIVE_BY_FIRST)
+            or (_match_marker(tokens, i, _POSITIVE_BY_FIRST) and tok not in LIGHT_VERBS)
+        ):
             break
         phrase.append(tok)
         i += 1
@@ -130,15 +151,27 @@ def _directive(positive: bool, marker: str, phrase: list[str]) -> Directive | No
     if not core:
         return None
     kept = [t for t in core[1:] if t in words(t) or t.isdigit()]
-    return Directive(positive, marker, stem(core[0]), frozenset(stem(t) for t in kept), " ".join(phrase).strip(),
-                     head=core[0], object_words=frozenset(kept))
+    return Directive(
+        positive,
+        marker,
+        stem(core[0]),
+        frozenset(stem(t) for t in kept),
+        " ".join(phrase).strip(),
+        head=core[0],
+        object_words=frozenset(kept),
+    )
 
 
 def _imperative(tokens: list[str]) -> bool:
     """Does a clause without a marker open with an order? Not "Skipping X is fine", "Merges happen"."""
     first = tokens[0]
-    if first in ARTICLES or first in PRONOUNS or first[0].isdigit() or first.endswith("ing") or (
-            first.endswith("s") and not first.endswith("ss")):
+    if (
+        first in ARTICLES
+        or first in PRONOUNS
+        or first[0].isdigit()
+        or first.endswith("ing")
+        or (first.endswith("s") and not first.endswith("ss"))
+    ):
         return False
     return not COPULAS & set(tokens)
 

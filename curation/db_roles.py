@@ -20,12 +20,23 @@ from django.db import connections
 
 APPEND_ONLY_TABLES = ("curation_event", "curation_evidence", "curation_skilltrial", "curation_tombstone")
 # The tables a forget's purge rewrites, which the vacuum_purged sweep VACUUMs afterwards.
-PURGED_TABLES = ("curation_entry", "curation_evidence", "curation_event", "curation_releasedentry",
-                 "curation_retrieval", "curation_consolidationproposal", "curation_skillproposal",
-                 "curation_memoryversion", "curation_conflict", "curation_forgetrequest")
+PURGED_TABLES = (
+    "curation_entry",
+    "curation_evidence",
+    "curation_event",
+    "curation_releasedentry",
+    "curation_retrieval",
+    "curation_consolidationproposal",
+    "curation_skillproposal",
+    "curation_memoryversion",
+    "curation_conflict",
+    "curation_forgetrequest",
+)
 # Functions the role may execute (owned by the tables' owner, SECURITY DEFINER), when they exist.
-APP_FUNCTIONS = ("curation_forget_purge(bigint, text[], bigint[], bigint[])",
-                 "curation_forget_skill(bigint, bigint, text[], text[])")
+APP_FUNCTIONS = (
+    "curation_forget_purge(bigint, text[], bigint[], bigint[])",
+    "curation_forget_skill(bigint, bigint, text[], text[])",
+)
 
 
 def _ident(name: str) -> str:

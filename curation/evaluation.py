@@ -24,6 +24,7 @@ RULES_KINDS = ("human_correction", "preference")
 
 # --- the arm of a task -----------------------------------------------------------------------------------
 
+
 def holdout_setting(scope: str, fractions: dict[str, tuple[float, float]]) -> tuple[str, float, float]:
     """The longest prefix in `fractions` (prefix -> (holdout, rules-only) fractions) covering `scope`, and
     its fractions; ("", 0.0, 0.0) when none does."""
@@ -51,6 +52,7 @@ def assign_arm(prefix: str, task_ref: str, fraction: float, rules_only: float = 
 
 
 # --- intervals -----------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Rate:
@@ -93,12 +95,13 @@ def difference_interval(a: Rate, b: Rate, z: float = Z95) -> tuple[float, float,
 
 # --- the verdict ---------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Comparison:
     memory: Rate
     holdout: Rate
     difference: tuple[float, float, float] | None
-    verdict: str          # helps, hurts, no_difference, not_enough
+    verdict: str  # helps, hurts, no_difference, not_enough
     text: str
 
     @property
@@ -108,14 +111,24 @@ class Comparison:
     def as_json(self, treatment: str = "memory") -> dict:
         def rate(r: Rate) -> dict:
             interval = r.interval
-            return {"tasks": r.tasks, "successes": r.successes,
-                    "success_rate": _round(r.value), "ci95": [_round(x) for x in interval] if interval else None}
+            return {
+                "tasks": r.tasks,
+                "successes": r.successes,
+                "success_rate": _round(r.value),
+                "ci95": [_round(x) for x in interval] if interval else None,
+            }
 
         d = self.difference
-        return {"tasks": self.tasks, treatment: rate(self.memory), "holdout": rate(self.holdout),
-                "difference": {"points": _round(d[0] * 100, 2), "ci95": [_round(d[1] * 100, 2), _round(d[2] * 100, 2)]}
-                if d else None,
-                "verdict": self.verdict, "text": self.text}
+        return {
+            "tasks": self.tasks,
+            treatment: rate(self.memory),
+            "holdout": rate(self.holdout),
+            "difference": {"points": _round(d[0] * 100, 2), "ci95": [_round(d[1] * 100, 2), _round(d[2] * 100, 2)]}
+            if d
+            else None,
+            "verdict": self.verdict,
+            "text": self.text,
+        }
 
 
 def _round(value, places: int = 4):
@@ -139,9 +152,14 @@ def compare(memory: Rate, holdout: Rate, *, min_tasks: int, words=MEMORY_WORDS) 
     subject, helps, hurts, tasks_with = words
     total = memory.tasks + holdout.tasks
     if memory.tasks < min_tasks or holdout.tasks < min_tasks:
-        return Comparison(memory, holdout, difference_interval(memory, holdout), "not_enough",
-                          f"not enough tasks yet: {memory.tasks:,} {tasks_with}, {holdout.tasks:,} in the holdout "
-                          f"({min_tasks:,} in each needed)")
+        return Comparison(
+            memory,
+            holdout,
+            difference_interval(memory, holdout),
+            "not_enough",
+            f"not enough tasks yet: {memory.tasks:,} {tasks_with}, {holdout.tasks:,} in the holdout "
+            f"({min_tasks:,} in each needed)",
+        )
     d, low, high = difference_interval(memory, holdout)
     figures = f"{points(d)} points, 95% CI {points(low)} to {points(high)}, {total:,} tasks"
     if low > 0:

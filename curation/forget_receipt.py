@@ -20,12 +20,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
-IDENTIFIER_MIN = 5      # shorter identifiers (k8s, v2) are too common to mean the forgotten text
+IDENTIFIER_MIN = 5  # shorter identifiers (k8s, v2) are too common to mean the forgotten text
 NAME_MIN = 4
-IDENTIFIERS_MAX = 16    # each token is one more pass over every text: the longest are kept
+IDENTIFIERS_MAX = 16  # each token is one more pass over every text: the longest are kept
 PHRASE_WORDS = 5
 PHRASES_PER_TEXT = 4
-PHRASE_MIN_CHARS = 12   # a whole short text ("Use tabs here") is searched for; shorter ones are too common
+PHRASE_MIN_CHARS = 12  # a whole short text ("Use tabs here") is searched for; shorter ones are too common
 PHRASES_MAX = 12
 RESIDUE_IDS_SHOWN = 20  # row ids a residue names (the count is whole)
 
@@ -64,7 +64,7 @@ def _phrases(text: str) -> list[str]:
         return [short] if len(short) >= PHRASE_MIN_CHARS else []
     starts = range(0, len(words) - PHRASE_WORDS + 1)
     step = max(1, len(starts) // PHRASES_PER_TEXT)
-    return [text[words[i].start():words[i + PHRASE_WORDS - 1].end()] for i in list(starts)[::step][:PHRASES_PER_TEXT]]
+    return [text[words[i].start() : words[i + PHRASE_WORDS - 1].end()] for i in list(starts)[::step][:PHRASES_PER_TEXT]]
 
 
 def distinctive_tokens(texts, *, kept=()) -> list[str]:
@@ -151,11 +151,17 @@ class Receipt:
             return f"0 residues {checked}"
         where = "; ".join(
             f"{r.place} ({', '.join(f'#{i}' if isinstance(i, int) else str(i) for i in r.ids[:RESIDUE_IDS_SHOWN])}"
-            f"{', ...' if len(r.ids) > RESIDUE_IDS_SHOWN else ''})" for r in self.residues)
+            f"{', ...' if len(r.ids) > RESIDUE_IDS_SHOWN else ''})"
+            for r in self.residues
+        )
         n = len(self.residues)
         return f"{n} residue{'s' if n != 1 else ''} {checked}: {where}"
 
     def as_json(self) -> dict:
-        return {"residues": [r.as_json() for r in self.residues], "places": self.places,
-                "places_by_surface": dict(self.places_by_surface), "rows_scanned": self.rows_scanned,
-                "tokens": self.tokens}
+        return {
+            "residues": [r.as_json() for r in self.residues],
+            "places": self.places,
+            "places_by_surface": dict(self.places_by_surface),
+            "rows_scanned": self.rows_scanned,
+            "tokens": self.tokens,
+        }

@@ -26,13 +26,13 @@ from curation.similarity import fingerprint as legacy_fingerprint
 from curation.similarity import jaccard
 from curation.similarity import signature as legacy_signature
 
-FORGOTTEN_NEAR = 0.5        # signature Jaccard at or above which a lesson is the forgotten one again
-FORGOTTEN_CONTAINED = 0.8   # ... or the share of the forgotten stems it restates (at least CONTAINED_MIN stems)
+FORGOTTEN_NEAR = 0.5  # signature Jaccard at or above which a lesson is the forgotten one again
+FORGOTTEN_CONTAINED = 0.8  # ... or the share of the forgotten stems it restates (at least CONTAINED_MIN stems)
 CONTAINED_MIN = 3
-PURGED_MIN_LENGTH = 8       # shorter texts (a keyword) are not searched for inside other texts
+PURGED_MIN_LENGTH = 8  # shorter texts (a keyword) are not searched for inside other texts
 SNAPSHOT_TEXTS = ("trigger", "content", "boundary", "recheck_when")
 
-LEGACY_KEY_ID = ""          # tombstones written before keys per install: matched under the fixed key
+LEGACY_KEY_ID = ""  # tombstones written before keys per install: matched under the fixed key
 _KEY_PURPOSE = b"memoryadmin tombstone matching v1"
 
 
@@ -92,8 +92,12 @@ def forgotten_lesson(key: bytes, trigger: str, content: str, tokens, *, exact: b
     """A tombstone's hashes of a lesson, with the distinctive `tokens` (folded forms) chosen for it. A text
     request's text is no (trigger, content) pair: it is passed as both, without its fingerprint (exact=False)."""
     read = matching_text.reading(f"{trigger}\n{content}" if exact else trigger)
-    return ForgottenLesson(keyed_fingerprint(key, read.pieces) if exact else "", keyed_signature(key, read.stems),
-                           keyed_tokens(key, tokens), key_id(key))
+    return ForgottenLesson(
+        keyed_fingerprint(key, read.pieces) if exact else "",
+        keyed_signature(key, read.stems),
+        keyed_tokens(key, tokens),
+        key_id(key),
+    )
 
 
 @dataclass
@@ -123,15 +127,27 @@ class Lesson:
     def fingerprints(self, key: bytes | None) -> frozenset:
         """Its exact-duplicate keys under `key`; None: the legacy ones (of the raw and of the readable text)."""
         if key is None:
-            return self._cached("fingerprint", key, lambda: frozenset({
-                legacy_fingerprint(self.trigger, self.content),
-                legacy_fingerprint(matching_text.readable(self.trigger), matching_text.readable(self.content))}))
+            return self._cached(
+                "fingerprint",
+                key,
+                lambda: frozenset(
+                    {
+                        legacy_fingerprint(self.trigger, self.content),
+                        legacy_fingerprint(matching_text.readable(self.trigger), matching_text.readable(self.content)),
+                    }
+                ),
+            )
         return self._cached("fingerprint", key, lambda: frozenset({keyed_fingerprint(key, self.read.pieces)}))
 
     def signature(self, key: bytes | None) -> frozenset:
         if key is None:
-            return self._cached("signature", key, lambda: frozenset(legacy_signature(
-                f"{matching_text.readable(self.trigger)} {matching_text.readable(self.content)}")))
+            return self._cached(
+                "signature",
+                key,
+                lambda: frozenset(
+                    legacy_signature(f"{matching_text.readable(self.trigger)} {matching_text.readable(self.content)}")
+                ),
+            )
         return self._cached("signature", key, lambda: frozenset(keyed_signature(key, self.read.stems)))
 
     def tokens(self, key: bytes) -> frozenset:
@@ -139,7 +155,9 @@ class Lesson:
         return self._cached("tokens", key, lambda: frozenset(keyed_tokens(key, self.read.forms)))
 
 
-def same_lesson(lesson: Lesson, *, scope: str, fingerprint: str, signature, tokens=(), key: bytes | None = None) -> bool:
+def same_lesson(
+    lesson: Lesson, *, scope: str, fingerprint: str, signature, tokens=(), key: bytes | None = None
+) -> bool:
     """Is `lesson` the forgotten lesson of a tombstone (its scope, fingerprint, signature and tokens, hashed
     under `key`; None for a legacy tombstone)?"""
     if not scopes_overlap(lesson.scope, scope):
@@ -217,8 +235,10 @@ def purge_keys(value, keys, lists, marker: str):
 
 def purge_warnings(acknowledged: list, ids: set[int], marker: str) -> list:
     """A version's acknowledged pre-publish warnings with the text of those about a forgotten entry replaced."""
-    return [{**w, "text": marker} if isinstance(w, dict) and w.get("entry") in ids and w.get("text") else w
-            for w in acknowledged]
+    return [
+        {**w, "text": marker} if isinstance(w, dict) and w.get("entry") in ids and w.get("text") else w
+        for w in acknowledged
+    ]
 
 
 def quoted_texts(texts) -> list[str]:

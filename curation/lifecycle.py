@@ -212,7 +212,12 @@ def revival(evidence, *, archived_at: datetime, now: datetime, rules: Rules) -> 
 
 
 def is_unused(
-    *, created_at: datetime, last_verified_at: datetime | None, retrievals_in_window: int, now: datetime, policies: Policies,
+    *,
+    created_at: datetime,
+    last_verified_at: datetime | None,
+    retrievals_in_window: int,
+    now: datetime,
+    policies: Policies,
     withheld: bool = False,
 ) -> bool:
     """Periodic deletion: neither created nor verified within the last W days, and retrieved
@@ -285,8 +290,17 @@ def skill_gates() -> SkillGates:
 
 
 def nomination_blockers(
-    *, kind: str, status: str, hit_count: int, utility_sum: float, utility_n: int, recent_outcomes,
-    has_rollback_note: bool, open_conflicts: int = 0, awaiting_recheck: bool = False, gates: SkillGates,
+    *,
+    kind: str,
+    status: str,
+    hit_count: int,
+    utility_sum: float,
+    utility_n: int,
+    recent_outcomes,
+    has_rollback_note: bool,
+    open_conflicts: int = 0,
+    awaiting_recheck: bool = False,
+    gates: SkillGates,
 ) -> list[str]:
     """Why an entry may not be nominated as a skill yet; [] when it may.
 
@@ -306,8 +320,9 @@ def nomination_blockers(
         reasons.append(f"average utility {utility_sum / utility_n:.2f}, at least {gates.min_avg_utility:g} needed")
     failures = [i for i, outcome in enumerate(list(recent_outcomes)[: gates.recent_window]) if outcome != "success"]
     if failures:
-        reasons.append(f"a task that used it failed {failures[0] + 1} uses ago (none allowed in the last "
-                       f"{gates.recent_window})")
+        reasons.append(
+            f"a task that used it failed {failures[0] + 1} uses ago (none allowed in the last {gates.recent_window})"
+        )
     if not has_rollback_note:
         reasons.append("no rollback note (a line starting 'Rollback:' in its content)")
     if open_conflicts:
@@ -352,8 +367,10 @@ def approval_blockers(*, progress: TrialProgress, rollback: str, steps: str, ina
     reported on this revision, all successful, a rollback path and steps in the draft, every source active."""
     reasons = []
     if progress.failed:
-        reasons.append(f"{progress.failed} trial{'s' if progress.failed > 1 else ''} of this revision failed: revise "
-                       "the draft (its trials start again) or reject it")
+        reasons.append(
+            f"{progress.failed} trial{'s' if progress.failed > 1 else ''} of this revision failed: revise "
+            "the draft (its trials start again) or reject it"
+        )
     if progress.reported < progress.required:
         missing = progress.required - progress.reported
         reasons.append(f"{progress.reported} of {progress.required} trials reported: {missing} more needed")

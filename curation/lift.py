@@ -38,40 +38,61 @@ class LiftSettings:
 
 def lift_settings() -> LiftSettings:
     """The lift rule's settings; SettingError (a ValueError) on an OUTCOME_RULE that is neither rule."""
-    return LiftSettings(config.OUTCOME_RULE.value, float(config.LIFT_PRIOR_TASKS.value),
-                        float(config.LIFT_GAIN.value), config.LIFT_MIN_TASKS.value, config.LIFT_WINDOW_DAYS.value)
+    return LiftSettings(
+        config.OUTCOME_RULE.value,
+        float(config.LIFT_PRIOR_TASKS.value),
+        float(config.LIFT_GAIN.value),
+        config.LIFT_MIN_TASKS.value,
+        config.LIFT_WINDOW_DAYS.value,
+    )
 
 
 @dataclass(frozen=True)
 class Lift:
-    tasks: int                 # tasks with the lesson
+    tasks: int  # tasks with the lesson
     successes: int
-    baseline_tasks: int        # comparable tasks without it
+    baseline_tasks: int  # comparable tasks without it
     baseline_successes: int
-    mean: float                # posterior mean of the lift (a difference of rates)
-    low: float                 # its 95% interval
+    mean: float  # posterior mean of the lift (a difference of rates)
+    low: float  # its 95% interval
     high: float
-    verdict: str               # helps, harms, unclear, not_enough
+    verdict: str  # helps, harms, unclear, not_enough
 
     @property
     def text(self) -> str:
         """The figures a reviewer reads on a card or an Event."""
-        return (f"lift {self.mean * 100:+.1f} points (95% {self.low * 100:+.1f} to {self.high * 100:+.1f}), "
-                f"{self.successes}/{self.tasks} tasks with it succeeded, {self.baseline_successes}/"
-                f"{self.baseline_tasks} without")
+        return (
+            f"lift {self.mean * 100:+.1f} points (95% {self.low * 100:+.1f} to {self.high * 100:+.1f}), "
+            f"{self.successes}/{self.tasks} tasks with it succeeded, {self.baseline_successes}/"
+            f"{self.baseline_tasks} without"
+        )
 
     def as_json(self) -> dict:
-        return {"tasks_with": self.tasks, "successes_with": self.successes, "tasks_without": self.baseline_tasks,
-                "successes_without": self.baseline_successes, "lift_points": round(self.mean * 100, 2),
-                "lift_ci95": [round(self.low * 100, 2), round(self.high * 100, 2)], "verdict": self.verdict}
+        return {
+            "tasks_with": self.tasks,
+            "successes_with": self.successes,
+            "tasks_without": self.baseline_tasks,
+            "successes_without": self.baseline_successes,
+            "lift_points": round(self.mean * 100, 2),
+            "lift_ci95": [round(self.low * 100, 2), round(self.high * 100, 2)],
+            "verdict": self.verdict,
+        }
 
 
 def _beta_variance(a: float, b: float) -> float:
     return a * b / ((a + b) ** 2 * (a + b + 1))
 
 
-def estimate(tasks: int, successes: int, baseline_tasks: int, baseline_successes: int, *, prior_tasks: float,
-             min_tasks: int, z: float = Z95) -> Lift:
+def estimate(
+    tasks: int,
+    successes: int,
+    baseline_tasks: int,
+    baseline_successes: int,
+    *,
+    prior_tasks: float,
+    min_tasks: int,
+    z: float = Z95,
+) -> Lift:
     """The lift of a lesson from its tasks' outcomes and the baseline's. ValueError on impossible counts."""
     if not (0 <= successes <= tasks and 0 <= baseline_successes <= baseline_tasks):
         raise ValueError(f"{successes}/{tasks} with, {baseline_successes}/{baseline_tasks} without")
@@ -92,8 +113,9 @@ def estimate(tasks: int, successes: int, baseline_tasks: int, baseline_successes
     return Lift(tasks, successes, baseline_tasks, baseline_successes, mean, low, high, verdict)
 
 
-def baseline(lesson: tuple[int, int], holdout: tuple[int, int], others: tuple[int, int], *,
-             min_tasks: int) -> tuple[int, int]:
+def baseline(
+    lesson: tuple[int, int], holdout: tuple[int, int], others: tuple[int, int], *, min_tasks: int
+) -> tuple[int, int]:
     """The comparable tasks without a lesson, as (tasks, successes): the holdout arm when it has at least
     `min_tasks`, otherwise the scope's other tasks (`others`, the tasks served memory) less the lesson's."""
     if holdout[0] >= min_tasks:
@@ -108,8 +130,9 @@ def share_of(lesson_count: int, used_reported: bool) -> float:
     return 1.0 if used_reported or lesson_count <= 1 else 1.0 / lesson_count
 
 
-def after_outcome(base: float, *, before: Lift, after: Lift, share: float, gain: float, cap: float,
-                  rules: Rules) -> float:
+def after_outcome(
+    base: float, *, before: Lift, after: Lift, share: float, gain: float, cap: float, rules: Rules
+) -> float:
     """A lesson's base confidence after one outcome: moved by its share of the change in the lift's
     estimate (so, summed over its outcomes, start + gain × share × lift), never past `cap` (the self cap
     until verified), and never under the retrieval floor by outcomes unless the lift is below zero at 95%:

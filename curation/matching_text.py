@@ -47,16 +47,20 @@ def _skeleton() -> dict[int, str]:
     the table costs every process's start some 70 ms, and most never read a tombstone."""
     from confusable_homoglyphs.confusables import confusables_data
 
-    return {ord(char): likes[0]["c"] for char, likes in confusables_data.items()
-            if len(char) == 1 and not char.isascii() and len(likes) == 1 and likes[0]["c"].isascii()}
+    return {
+        ord(char): likes[0]["c"]
+        for char, likes in confusables_data.items()
+        if len(char) == 1 and not char.isascii() and len(likes) == 1 and likes[0]["c"].isascii()
+    }
 
 
 def _decoded_base64(run: str) -> str | None:
     """The text a base64 run encodes, or None when it does not decode to printable UTF-8 text."""
     raw = run.rstrip("=")
     try:
-        data = base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=b"-_" if "-" in raw or "_" in raw else None,
-                                validate=True)
+        data = base64.b64decode(
+            raw + "=" * (-len(raw) % 4), altchars=b"-_" if "-" in raw or "_" in raw else None, validate=True
+        )
         text = data.decode("utf-8")
     except (binascii.Error, ValueError):
         return None
@@ -164,18 +168,20 @@ def stems(text: str) -> frozenset[str]:
 
 # --- tokens that make a text unique -------------------------------------------------------------------------
 
-JOINED_MAX = 3          # a token split into up to this many pieces is still found (a compound: any)
-TOKEN_MIN = 5           # shorter forms are never a distinctive token (nor looked for)
-IDENTIFIER_DIGITS = 3   # letters with at least this many digits: an identifier (BILL-4821, FORGETMEAXOLOTL-4242)
-NUMBER_DIGITS = 8       # a number this long: an account, a card, a phone number (a port or a year is shorter;
-                        # in parts, 2 more: 2024-01-15 is a date)
-NAME_MIN = 6            # a made-up name: a word no word list knows, at least this long, and ...
-LONG_NAME_MIN = 13      # ... written as a name (capitalised, alone, inside a sentence), or this long in capitals
-KNOWN_ZIPF = 1.0        # wordfreq's Zipf frequency from which a word is a known word
+JOINED_MAX = 3  # a token split into up to this many pieces is still found (a compound: any)
+TOKEN_MIN = 5  # shorter forms are never a distinctive token (nor looked for)
+IDENTIFIER_DIGITS = 3  # letters with at least this many digits: an identifier (BILL-4821, FORGETMEAXOLOTL-4242)
+NUMBER_DIGITS = 8  # a number this long: an account, a card, a phone number (a port or a year is shorter;
+# in parts, 2 more: 2024-01-15 is a date)
+NAME_MIN = 6  # a made-up name: a word no word list knows, at least this long, and ...
+LONG_NAME_MIN = 13  # ... written as a name (capitalised, alone, inside a sentence), or this long in capitals
+KNOWN_ZIPF = 1.0  # wordfreq's Zipf frequency from which a word is a known word
 # Letters that with a number name a standard or a unit, not something unique: sha256, iso-8601, 500ms.
-_STANDARD = frozenset("""sha md crc aes des rsa ecdsa iso rfc utf ucs pep cve cwe ieee ecma es js x arm int uint
+_STANDARD = frozenset(
+    """sha md crc aes des rsa ecdsa iso rfc utf ucs pep cve cwe ieee ecma es js x arm int uint
 float win ipv http tls ssl h mp base v r rc b kb mb gb tb pb kib mib gib ms s sec m min h hr d px em pt rem
-st nd rd th am pm utc gmt q k p""".split())
+st nd rd th am pm utc gmt q k p""".split()
+)
 
 
 _VERSION = re.compile(r"\d\.\d")
@@ -236,10 +242,12 @@ def distinctive_tokens(text: str) -> list[Token]:
         compound = match.group()
         parts = _PIECE.findall(compound.casefold())
         joined = "".join(fold(p) for p in parts)
-        before = unmasked[:match.start()].rstrip()
+        before = unmasked[: match.start()].rstrip()
         starts_sentence = not before or before[-1] in ".!?:\n*#>-"
         numbers = all(p.isdigit() for p in parts) and not _VERSION.search(compound)
-        if _is_identifier(compound, parts) or (numbers and sum(map(len, parts)) >= NUMBER_DIGITS + 2 * (len(parts) > 1)):
+        if _is_identifier(compound, parts) or (
+            numbers and sum(map(len, parts)) >= NUMBER_DIGITS + 2 * (len(parts) > 1)
+        ):
             if len(joined) >= TOKEN_MIN:
                 found.setdefault(joined, Token(compound.casefold(), joined))
         words = _PIECE.findall(compound)
@@ -260,7 +268,7 @@ def _forms(compounds: list[list[str]]) -> frozenset[str]:
     forms = {"".join(parts) for parts in compounds}
     for start in range(len(flat)):
         joined = ""
-        for piece in flat[start:start + JOINED_MAX]:
+        for piece in flat[start : start + JOINED_MAX]:
             joined += piece
             forms.add(joined)
     run: list[str] = []

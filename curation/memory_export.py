@@ -12,9 +12,9 @@ from curation.context_block import section_of, situation
 
 INDEX_MAX_LINES = 200
 INDEX_MAX_BYTES = 25 * 1024
-INDEX_LINE_MAX = 110         # characters of one index line (its path and what the topic covers)
-TOPIC_SPLIT_AT = 200         # a scope with more lessons than this gets one topic file per kind
-_INDEX_HEADER_LINES = 8      # the lines of the index that are not topics
+INDEX_LINE_MAX = 110  # characters of one index line (its path and what the topic covers)
+TOPIC_SPLIT_AT = 200  # a scope with more lessons than this gets one topic file per kind
+_INDEX_HEADER_LINES = 8  # the lines of the index that are not topics
 MAX_TOPICS = INDEX_MAX_LINES - _INDEX_HEADER_LINES - 2
 
 TRUST = {"agreed": "agreed with people", "validated": "validated", "inferred": "unvalidated inference"}
@@ -85,8 +85,10 @@ def _topics(lessons: list[Lesson], depth: int | None) -> list[Topic]:
         members.sort(key=lambda lesson: (lesson.scope, lesson.entry_id))
         if len(members) > TOPIC_SPLIT_AT:
             kinds = sorted({lesson.kind for lesson in members})
-            topics += [Topic(f"topics/{scope}.{kind}.md", scope, kind, [m for m in members if m.kind == kind])
-                       for kind in kinds]
+            topics += [
+                Topic(f"topics/{scope}.{kind}.md", scope, kind, [m for m in members if m.kind == kind])
+                for kind in kinds
+            ]
         else:
             topics.append(Topic(f"topics/{scope}.md", scope, "", members))
     return topics
@@ -94,37 +96,50 @@ def _topics(lessons: list[Lesson], depth: int | None) -> list[Topic]:
 
 def topic_file(topic: Topic, version_number: int) -> str:
     title = topic.scope + (f" · {topic.kind.replace('_', ' ')}" if topic.kind else "")
-    lines = [f"# {title}", "", f"Curated lessons from memory version {version_number}. Trust: agreed with people > "
-             "validated > unvalidated inference (verify an inference before relying on it).", ""]
+    lines = [
+        f"# {title}",
+        "",
+        f"Curated lessons from memory version {version_number}. Trust: agreed with people > "
+        "validated > unvalidated inference (verify an inference before relying on it).",
+        "",
+    ]
     for lesson in topic.lessons:
         trust = TRUST[section_of(lesson.kind, lesson.signal)]
-        lines += [f"## #{lesson.entry_id} {situation(lesson.trigger)}", "",
-                  f"- Do: {_one_line(lesson.content)}"]
+        lines += [f"## #{lesson.entry_id} {situation(lesson.trigger)}", "", f"- Do: {_one_line(lesson.content)}"]
         if lesson.conditions:
             lines.append(f"- Only if: {'; '.join(_one_line(c) for c in lesson.conditions)}")
-        lines += [f"- Does not hold: {_one_line(lesson.boundary) or 'not stated'}",
-                  f"- Trust: {trust} (confidence {lesson.confidence:.2f}, {lesson.kind.replace('_', ' ')})",
-                  f"- Scope: `{lesson.scope}` · entry #{lesson.entry_id}", ""]
+        lines += [
+            f"- Does not hold: {_one_line(lesson.boundary) or 'not stated'}",
+            f"- Trust: {trust} (confidence {lesson.confidence:.2f}, {lesson.kind.replace('_', ' ')})",
+            f"- Scope: `{lesson.scope}` · entry #{lesson.entry_id}",
+            "",
+        ]
     return "\n".join(lines)
 
 
 def memory_index(topics: list[Topic], skills: list[tuple[str, str]], version_number: int, summary: str) -> str:
     """MEMORY.md: a few header lines, one line per topic file, one line for the skills."""
     lines = [
-        f"# Memory (version {version_number})", "",
+        f"# Memory (version {version_number})",
+        "",
         clip(f"Curated and reviewed lessons, published as version {version_number}: {_one_line(summary)}"),
         "Open the topic file of the scope you work in; each lesson says when it applies, what to do, when it",
-        "does not hold, and how far to trust it.", "",
+        "does not hold, and how far to trust it.",
+        "",
     ]
     for topic in topics:
         lines.append(clip(f"- [{topic.path}]({topic.path}): {topic.covers()}"))
     if skills:
-        lines += ["", f"Skills ({len(skills)}): skills/<name>/SKILL.md, e.g. " + ", ".join(slug for slug, _ in skills[:3])]
+        lines += [
+            "",
+            f"Skills ({len(skills)}): skills/<name>/SKILL.md, e.g. " + ", ".join(slug for slug, _ in skills[:3]),
+        ]
     return "\n".join(lines) + "\n"
 
 
-def export_files(lessons: list[Lesson], skills: list[tuple[str, str]], *, version_number: int,
-                 summary: str) -> dict[str, str]:
+def export_files(
+    lessons: list[Lesson], skills: list[tuple[str, str]], *, version_number: int, summary: str
+) -> dict[str, str]:
     """Every file of the export, by path: the index, the topic files and `skills/<slug>/SKILL.md`."""
     topics = _topics(lessons, _group_depth(lessons))
     files = {"MEMORY.md": memory_index(topics, skills, version_number, summary)}

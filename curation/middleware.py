@@ -50,4 +50,6 @@ class UnstorableInputMiddleware:
         if request.path.startswith("/api/"):
             return JsonResponse({"error": "Some parameters are not valid.", "errors": errors}, status=422)
         lines = "\n".join(f"{name}: {' '.join(messages)}" for name, messages in errors.items())
-        return HttpResponse(f"Some fields are not valid.\n{lines}\n", status=422, content_type="text/plain; charset=utf-8")
+        return HttpResponse(
+            f"Some fields are not valid.\n{lines}\n", status=422, content_type="text/plain; charset=utf-8"
+        )

@@ -104,7 +104,9 @@ class Entry(models.Model):
             # reason rides along (PostgreSQL) so that a reviewer's count, which leaves out what waits for a
             # lead, stays an index-only scan.
             models.Index(
-                fields=["queued_at", "id"], name="entry_queue_idx", condition=Q(queued_at__isnull=False),
+                fields=["queued_at", "id"],
+                name="entry_queue_idx",
+                condition=Q(queued_at__isnull=False),
                 include=["queue_reason"],
             ),
             # Retrieval and similarity look at active entries of a scope.
@@ -133,7 +135,8 @@ class Entry(models.Model):
             # candidates are the only rows born pending, while two active entries of one text can come of
             # an edit or a merge and are the consolidation queue's to merge.
             models.UniqueConstraint(
-                fields=["scope", "fingerprint"], condition=Q(status="pending") & ~Q(fingerprint=""),
+                fields=["scope", "fingerprint"],
+                condition=Q(status="pending") & ~Q(fingerprint=""),
                 name=ONE_PENDING_PER_FINGERPRINT,
             ),
         ]
@@ -212,9 +215,24 @@ class Entry(models.Model):
 # The columns Entry.snapshot() and Entry.label read.
 CONFIDENCE_FIELDS = ("status", "base_confidence", "last_verified_at", "created_at", "decay_stopped_at")
 SNAPSHOT_FIELDS = (
-    "id", "kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by",
-    "signal", *CONFIDENCE_FIELDS, "queue_reason", "queued_at", "archive_reason",
-    "first_approval_by_id", "first_approval_at", "supersedes_id", "version",
+    "id",
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "conditions",
+    "boundary",
+    "recheck_when",
+    "review_by",
+    "signal",
+    *CONFIDENCE_FIELDS,
+    "queue_reason",
+    "queued_at",
+    "archive_reason",
+    "first_approval_by_id",
+    "first_approval_at",
+    "supersedes_id",
+    "version",
 )
 
 
@@ -277,8 +295,9 @@ def event_has_subject() -> Q:
 
 def _subject_link(model: str, related_name: str = "events") -> models.ForeignKey:
     # No index of its own: the partial (subject, created_at, id) index below serves its history.
-    return models.ForeignKey(model, null=True, blank=True, on_delete=models.PROTECT, related_name=related_name,
-                             db_index=False)
+    return models.ForeignKey(
+        model, null=True, blank=True, on_delete=models.PROTECT, related_name=related_name, db_index=False
+    )
 
 
 class Event(models.Model):
@@ -310,8 +329,11 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["entry", "created_at", "id"], name="event_entry_time_idx"),
             *(
-                models.Index(fields=[subject, "created_at", "id"], name=f"event_{subject}_time_idx",
-                             condition=Q(**{f"{subject}__isnull": False}))
+                models.Index(
+                    fields=[subject, "created_at", "id"],
+                    name=f"event_{subject}_time_idx",
+                    condition=Q(**{f"{subject}__isnull": False}),
+                )
                 for subject in EVENT_SUBJECT_FIELDS[1:]
             ),
         ]
@@ -649,8 +671,9 @@ class SkillProposal(models.Model):
             models.Index(fields=["status", "scope"], name="skill_status_scope_idx"),
         ]
         constraints = [
-            models.CheckConstraint(condition=Q(status__in=["nominated", "approved", "rejected", "retired"]),
-                                   name="skill_status_known"),
+            models.CheckConstraint(
+                condition=Q(status__in=["nominated", "approved", "rejected", "retired"]), name="skill_status_known"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -803,8 +826,9 @@ class ReleasedEntry(models.Model):
         ]
         constraints = [
             # The head version's row of an entry, the one publishing closes and replaces (and its index).
-            models.UniqueConstraint(fields=["entry"], condition=Q(valid_to__isnull=True),
-                                    name="released_entry_one_open_row"),
+            models.UniqueConstraint(
+                fields=["entry"], condition=Q(valid_to__isnull=True), name="released_entry_one_open_row"
+            ),
         ]
 
     @property
@@ -817,8 +841,9 @@ class ReleasedEntry(models.Model):
         """Released rows are of active entries: decaying since their verification (see Entry.confidence_at;
         a row without one, which no service makes, keeps its base)."""
         rules = lifecycle.rules()
-        return lifecycle.confidence_at(self.base_confidence, self.last_verified_at,
-                                       clock.now() if self.last_verified_at else None, rules)
+        return lifecycle.confidence_at(
+            self.base_confidence, self.last_verified_at, clock.now() if self.last_verified_at else None, rules
+        )
 
 
 class ReleasedSkill(models.Model):
@@ -837,8 +862,9 @@ class ReleasedSkill(models.Model):
             models.Index(fields=["valid_from"], name="released_skill_from_idx"),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["skill"], condition=Q(valid_to__isnull=True),
-                                    name="released_skill_one_open_row"),
+            models.UniqueConstraint(
+                fields=["skill"], condition=Q(valid_to__isnull=True), name="released_skill_one_open_row"
+            ),
         ]
 
 
@@ -851,7 +877,7 @@ def forgotten_marker(request_id: int) -> str:
 
 
 class ForgetRequest(models.Model):
-    """"Forget this": a request, by a reviewer in the console or by an agent for its user, to retire a lesson
+    """ "Forget this": a request, by a reviewer in the console or by an agent for its user, to retire a lesson
     (an entry, or the entries matching a text) and purge its text everywhere. A lead approves (ticking the
     near duplicates to forget with it) or declines. Never deleted; on approval its own text is purged too."""
 
@@ -870,8 +896,9 @@ class ForgetRequest(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    requested_by_token = models.ForeignKey("AgentToken", null=True, blank=True, on_delete=models.PROTECT,
-                                           related_name="+")
+    requested_by_token = models.ForeignKey(
+        "AgentToken", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     requested_by_label = models.CharField(max_length=150)
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
     created_at = models.DateTimeField(default=clock.now)
@@ -888,10 +915,12 @@ class ForgetRequest(models.Model):
     class Meta:
         indexes = [models.Index(fields=["state", "created_at", "id"], name="forget_state_created_idx")]
         constraints = [
-            models.CheckConstraint(condition=Q(entry__isnull=False) | ~Q(match_text=""),
-                                   name="forget_request_names_something"),
-            models.CheckConstraint(condition=Q(state__in=["open", "approved", "declined", "reopened"]),
-                                   name="forget_request_state_known"),
+            models.CheckConstraint(
+                condition=Q(entry__isnull=False) | ~Q(match_text=""), name="forget_request_names_something"
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=["open", "approved", "declined", "reopened"]), name="forget_request_state_known"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -949,8 +978,10 @@ class ScopePolicy(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["kind", "prefix"], name="scope_policy_once_per_prefix"),
-            models.CheckConstraint(condition=~Q(kind=scope_policies.REVIEW) | Q(value__approvals__in=[1, 2]),
-                                   name="scope_policy_review_one_or_two"),
+            models.CheckConstraint(
+                condition=~Q(kind=scope_policies.REVIEW) | Q(value__approvals__in=[1, 2]),
+                name="scope_policy_review_one_or_two",
+            ),
         ]
 
     def __str__(self) -> str:

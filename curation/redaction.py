@@ -21,16 +21,19 @@ _VALUE_END = r"[^\s'\".,;:!?)\]}>]"  # a value's last character: never the sente
 # Credentials, found before any personal-data pattern runs: a phone or card pattern must never cut a token
 # (a Slack token's digit groups look like a phone number) and leave its other parts behind.
 _CREDENTIALS: list[tuple[str, re.Pattern]] = [
-    ("private key", re.compile(
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)),
+    ("private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)),
     ("bearer token", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9\-._~+/]{16,}=*)")),
     ("basic auth", re.compile(r"(?i)\bauthorization\s*[:=]\s*basic\s+(?P<value>[A-Za-z0-9+/]{4,}={0,2})")),
     # "password: x", "api_key=x", and in prose: "the admin password is x", "the password for prod was x"
-    ("password", re.compile(
-        r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|token|passwort|kennwort)\b"
-        r"(?:\s+(?:for|of|on|to|f\u00fcr|von)\s+(?:the\s+|den\s+|das\s+|die\s+)?[\w.-]+)?"
-        r"(?:\s*[:=]\s*|\s+(?:is|was|are|were|reads|=|ist|lautet|war)\s+)['\"]?"
-        rf"(?P<value>[^\s'\"]{{4,}}{_VALUE_END})")),
+    (
+        "password",
+        re.compile(
+            r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|token|passwort|kennwort)\b"
+            r"(?:\s+(?:for|of|on|to|f\u00fcr|von)\s+(?:the\s+|den\s+|das\s+|die\s+)?[\w.-]+)?"
+            r"(?:\s*[:=]\s*|\s+(?:is|was|are|were|reads|=|ist|lautet|war)\s+)['\"]?"
+            rf"(?P<value>[^\s'\"]{{4,}}{_VALUE_END})"
+        ),
+    ),
     # "pw: x" is short enough to be a word elsewhere: only with a colon or an equals sign
     ("password", re.compile(rf"(?i)\bpw\s*[:=]\s*['\"]?(?P<value>[^\s'\"]{{4,}}{_VALUE_END})")),
     ("API key", re.compile(r"(?<![\w-])sk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{20,}")),
@@ -42,11 +45,15 @@ _PERSONAL: list[tuple[str, re.Pattern]] = [
     ("e-mail address", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
     # Spelled out against scrapers: "jane [at] example [dot] com", or "jane dot doe at example dot com" (a
     # plain "at" only after a dotted name: "looked at example dot com" is prose).
-    ("e-mail address", re.compile(
-        r"(?i)\b[a-z0-9_%+-]+(?:\s*[\[(]dot[\])]\s*[a-z0-9_%+-]+|\s+dot\s+[a-z0-9_%+-]+)*\s*[\[(]at[\])]\s*"
-        r"[a-z0-9-]+(?:\s*(?:[\[(]dot[\])]|\s+dot\s+)\s*[a-z0-9-]+)+\b"
-        r"|\b[a-z0-9_%+-]+(?:\s+dot\s+[a-z0-9_%+-]+)+\s+at\s+[a-z0-9-]+(?:\s+dot\s+[a-z0-9-]+)*"
-        r"\s+dot\s+(?:com|org|net|io|dev|ai|app|co|uk|de|fr|eu|edu|gov|info|me)\b")),
+    (
+        "e-mail address",
+        re.compile(
+            r"(?i)\b[a-z0-9_%+-]+(?:\s*[\[(]dot[\])]\s*[a-z0-9_%+-]+|\s+dot\s+[a-z0-9_%+-]+)*\s*[\[(]at[\])]\s*"
+            r"[a-z0-9-]+(?:\s*(?:[\[(]dot[\])]|\s+dot\s+)\s*[a-z0-9-]+)+\b"
+            r"|\b[a-z0-9_%+-]+(?:\s+dot\s+[a-z0-9_%+-]+)+\s+at\s+[a-z0-9-]+(?:\s+dot\s+[a-z0-9-]+)*"
+            r"\s+dot\s+(?:com|org|net|io|dev|ai|app|co|uk|de|fr|eu|edu|gov|info|me)\b"
+        ),
+    ),
     ("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")),
     ("card number", re.compile(r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?!\w|[.,-]\d|-\w)")),
     ("US social security number", re.compile(r"(?<![\w.-])\d{3}-\d{2}-\d{4}(?!\w|[.-]\d)")),
@@ -125,8 +132,17 @@ def _detect_secrets_values(text: str) -> list[tuple[str, str]]:
             if gate and not any(regex.search(line) for regex in gate):
                 continue
             context = context or get_code_snippet(lines=[line], line_number=1)
-            for secret in _scan_line(plugin=plugin, filename="submitted-text", line=line, line_number=0,
-                                     context=context, enable_eager_search=False) or ():
+            for secret in (
+                _scan_line(
+                    plugin=plugin,
+                    filename="submitted-text",
+                    line=line,
+                    line_number=0,
+                    context=context,
+                    enable_eager_search=False,
+                )
+                or ()
+            ):
                 if secret.secret_value:
                     found.append((secret.type, secret.secret_value))
     return found
@@ -168,13 +184,15 @@ def _is_match(kind: str, match: re.Match) -> bool:
         return _iban_valid(found)
     if kind == "phone number":
         separators = set(re.sub(r"\d", "", found))
-        return (len(digits) >= _MIN_PHONE_DIGITS and not _DATE.search(found)
-                and not separators <= {"."})  # 10.20.30.40 and 1.2.345.6789 are addresses and versions
+        return (
+            len(digits) >= _MIN_PHONE_DIGITS and not _DATE.search(found) and not separators <= {"."}
+        )  # 10.20.30.40 and 1.2.345.6789 are addresses and versions
     return True
 
 
 def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
     for kind, pattern in patterns:
+
         def replace(match, kind=kind, pattern=pattern):
             if not _is_match(kind, match):
                 return match.group(0)
@@ -184,7 +202,7 @@ def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
             start, end = match.span("value")
             whole = match.group(0)
             offset = match.start()
-            return whole[: start - offset] + f"[REDACTED: {kind}]" + whole[end - offset:]
+            return whole[: start - offset] + f"[REDACTED: {kind}]" + whole[end - offset :]
 
         text = pattern.sub(replace, text)
     return text

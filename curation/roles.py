@@ -5,8 +5,17 @@ so a database emptied by a test flush or a restore still has its roles."""
 
 ROLES = {
     "reviewer": ["view_entry", "review_entry", "export_history"],
-    "lead": ["view_entry", "review_entry", "export_history", "promote_skill", "publish_memory", "handle_forget",
-             "view_agenttoken", "add_agenttoken", "change_agenttoken"],
+    "lead": [
+        "view_entry",
+        "review_entry",
+        "export_history",
+        "promote_skill",
+        "publish_memory",
+        "handle_forget",
+        "view_agenttoken",
+        "add_agenttoken",
+        "change_agenttoken",
+    ],
     "auditor": ["view_entry", "export_history"],
 }
 

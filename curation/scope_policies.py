@@ -63,8 +63,10 @@ def review_defaults(two_reviewer_scopes) -> dict[str, dict]:
 
 def holdout_defaults(holdout: dict, rules_only: dict) -> dict[str, dict]:
     """CURATION_EVALUATION["HOLDOUT_FRACTIONS"] and ["RULES_ONLY_FRACTIONS"] (prefix -> share) as holdout values."""
-    return {prefix: {"fraction": float(holdout.get(prefix, 0.0)), "rules_only": float(rules_only.get(prefix, 0.0))}
-            for prefix in {*holdout, *rules_only}}
+    return {
+        prefix: {"fraction": float(holdout.get(prefix, 0.0)), "rules_only": float(rules_only.get(prefix, 0.0))}
+        for prefix in {*holdout, *rules_only}
+    }
 
 
 def admission_defaults(specs: dict) -> dict[str, dict]:
@@ -158,8 +160,9 @@ def describe(kind: str, prefix: str, value: dict) -> str:
         n = value["approvals"]
         return f"Candidates under {prefix} now need {n} approval{'s' if n > 1 else ''}."
     if kind == HOLDOUT:
-        return (f"Holdout of {prefix}: {value['fraction']:.0%} of its tasks get no memory"
-                + (f", {value['rules_only']:.0%} people's rules only." if value["rules_only"] else "."))
+        return f"Holdout of {prefix}: {value['fraction']:.0%} of its tasks get no memory" + (
+            f", {value['rules_only']:.0%} people's rules only." if value["rules_only"] else "."
+        )
     policy = admission_policy(prefix, value)
     return f"Candidates under {prefix}: {policy.rule} (signed {policy.actor_label})."
 
@@ -169,8 +172,9 @@ def shown(kind: str, value: dict) -> str:
     if kind == REVIEW:
         return f"{value['approvals']} approval{'s' if value['approvals'] > 1 else ''}"
     if kind == HOLDOUT:
-        return (f"{value['fraction']:.0%} holdout"
-                + (f", {value['rules_only']:.0%} people's rules only" if value["rules_only"] else ""))
+        return f"{value['fraction']:.0%} holdout" + (
+            f", {value['rules_only']:.0%} people's rules only" if value["rules_only"] else ""
+        )
     return f"policy:{value['name']}, {admission_policy('', value).rule}"
 
 
@@ -190,18 +194,24 @@ def two_reviewer_overlaps(reviews: dict[str, dict], admissions: dict[str, dict])
         if governing and governing[1]["approvals"] == 2:
             pairs.add((governing[0], a_prefix))
         for r_prefix, rule in reviews.items():
-            if (rule["approvals"] == 2 and r_prefix != a_prefix and scope_covers(a_prefix, r_prefix)
-                    and governing_prefix(admissions, r_prefix) == a_prefix):
+            if (
+                rule["approvals"] == 2
+                and r_prefix != a_prefix
+                and scope_covers(a_prefix, r_prefix)
+                and governing_prefix(admissions, r_prefix) == a_prefix
+            ):
                 pairs.add((r_prefix, a_prefix))
     return sorted(pairs)
 
 
 def precedence_note(review_prefix: str, a_prefix: str, policy: dict) -> str:
     """The sentence a lead reads where a two-reviewer rule and an automatic admission policy meet."""
-    return (f"Candidates under {review_prefix} need two reviewers, and admission policy policy:{policy['name']} "
-            f"({policy['mode']}) of {a_prefix} governs some of them: the two-reviewer rule wins, so its automatic "
-            f"approvals leave those candidates in the queue for two reviewers; its automatic rejections still "
-            f"reject.")
+    return (
+        f"Candidates under {review_prefix} need two reviewers, and admission policy policy:{policy['name']} "
+        f"({policy['mode']}) of {a_prefix} governs some of them: the two-reviewer rule wins, so its automatic "
+        f"approvals leave those candidates in the queue for two reviewers; its automatic rejections still "
+        f"reject."
+    )
 
 
 def precedence_warnings(kind: str, prefix: str, reviews: dict[str, dict], admissions: dict[str, dict]) -> list[str]:
@@ -211,5 +221,8 @@ def precedence_warnings(kind: str, prefix: str, reviews: dict[str, dict], admiss
     side = 0 if kind == REVIEW else 1 if kind == ADMISSION else None
     if side is None:
         return []
-    return [precedence_note(r, a, admissions[a]) for r, a in two_reviewer_overlaps(reviews, admissions)
-            if (r, a)[side] == prefix]
+    return [
+        precedence_note(r, a, admissions[a])
+        for r, a in two_reviewer_overlaps(reviews, admissions)
+        if (r, a)[side] == prefix
+    ]

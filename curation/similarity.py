@@ -81,5 +81,6 @@ _SIGNATURE_KEY = b"memoryadmin tombstone signature"
 def signature(text: str) -> list[str]:
     """The legacy signature: the stems of `text` (sentence_words), each as a short hash under the fixed key,
     sorted. The Jaccard of two signatures is the Jaccard of the two texts' stems."""
-    return sorted({hashlib.blake2b(w.encode(), digest_size=6, key=_SIGNATURE_KEY).hexdigest()
-                   for w in sentence_words(text)})
+    return sorted(
+        {hashlib.blake2b(w.encode(), digest_size=6, key=_SIGNATURE_KEY).hexdigest() for w in sentence_words(text)}
+    )

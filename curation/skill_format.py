@@ -29,8 +29,7 @@ LABELS = {
 SECTIONS = ("steps", *LABELS)
 _BY_LABEL = {label: section for section, labels in LABELS.items() for label in labels}
 _ALTERNATIVES = "|".join(
-    re.escape(label).replace(r"\ ", r"\s+").replace(r"\-", "-")
-    for label in sorted(_BY_LABEL, key=len, reverse=True)
+    re.escape(label).replace(r"\ ", r"\s+").replace(r"\-", "-") for label in sorted(_BY_LABEL, key=len, reverse=True)
 )
 _LABEL = re.compile(
     rf"(?:^[ \t>*-]*|(?<=[.!?;])[ \t]+)\**(?P<inline>{_ALTERNATIVES})\**[ \t]*:\**[ \t]*"
@@ -51,7 +50,7 @@ def content_sections(content: str) -> dict[str, str]:
     parts: dict[str, list[str]] = {name: [] for name in SECTIONS}
     current, start = "steps", 0
     for match in _LABEL.finditer(content or ""):
-        parts[current].append(content[start:match.start()])
+        parts[current].append(content[start : match.start()])
         current, start = _section_of(match.group("inline") or match.group("heading")), match.end()
     parts[current].append((content or "")[start:])
     return {name: "\n".join(p.strip() for p in chunks if p.strip()) for name, chunks in parts.items()}
@@ -181,8 +180,15 @@ def title_of(slug: str) -> str:
 def render_skill_md(*, slug: str, description: str, sections: dict, sources, footer: str = "") -> str:
     """SKILL.md: front matter (name, description) then one `##` section per part of the draft, "None." for an
     empty one so every skill reads the same way, and the entries it was curated from."""
-    lines = ["---", f"name: {yaml_quoted(slug)}", f"description: {yaml_quoted(' '.join(description.split()))}",
-             "---", "", f"# {title_of(slug)}", ""]
+    lines = [
+        "---",
+        f"name: {yaml_quoted(slug)}",
+        f"description: {yaml_quoted(' '.join(description.split()))}",
+        "---",
+        "",
+        f"# {title_of(slug)}",
+        "",
+    ]
     for heading, key in BODY_SECTIONS:
         body = (sections.get(key) or "").strip().replace("\r\n", "\n")
         lines += [f"## {heading}", "", body or "None.", ""]
@@ -211,8 +217,10 @@ def withdrawn_draft(draft: dict, *, texts, marker: str, made_of_it: bool) -> dic
     marker when the draft was made of the forgotten entry (its nomination); otherwise a field that holds a
     forgotten text anywhere becomes the marker whole (the rest of it paraphrases the same lesson)."""
     pieces = quoted_pieces(texts)
-    return {name: (marker if value and (made_of_it or any(p in value for p in pieces)) else value)
-            for name, value in ((n, draft.get(n) or "") for n in DRAFT_TEXTS)}
+    return {
+        name: (marker if value and (made_of_it or any(p in value for p in pieces)) else value)
+        for name, value in ((n, draft.get(n) or "") for n in DRAFT_TEXTS)
+    }
 
 
 QUOTED_MIN_LENGTH = 16  # a keyword or a stock phrase ("nothing to undo") is no quote of a lesson
@@ -226,8 +234,9 @@ def quoted_pieces(texts, *, min_length: int = QUOTED_MIN_LENGTH) -> list[str]:
         parts = [text, *content_sections(text).values()]
         lines = [_LIST_MARKER.sub("", line).strip() for part in parts for line in part.splitlines()]
         pieces.update(parts + lines + [s.strip() for line in lines for s in _SENTENCE_END.split(line)])
-    return sorted({p.strip() for p in pieces if len(p.strip()) >= min_length and " " in p.strip()},
-                  key=lambda p: (-len(p), p))
+    return sorted(
+        {p.strip() for p in pieces if len(p.strip()) >= min_length and " " in p.strip()}, key=lambda p: (-len(p), p)
+    )
 
 
 def withdrawn_snapshot(value, *, marker: str, new_slug: str):

@@ -26,8 +26,13 @@ A = EventAction
 # activation writes (an approval, a second approval, a confirmation on recheck, a reactivation, an admission
 # policy's approval, the kept side of a conflict that was pending, a merge's new entry).
 ACTIVATION: Mapping[str, Any] = {
-    "status": Status.ACTIVE, "queued_at": None, "queue_reason": "", "archived_at": None, "archive_reason": "",
-    "first_approval_by": None, "first_approval_at": None,
+    "status": Status.ACTIVE,
+    "queued_at": None,
+    "queue_reason": "",
+    "archived_at": None,
+    "archive_reason": "",
+    "first_approval_by": None,
+    "first_approval_at": None,
 }
 ACTIVATION_STAMPS = ("last_verified_at",)
 # Out of every queue, with no half approval: an entry that leaves the live set for good.
@@ -39,13 +44,13 @@ PERSON, SYSTEM = "person", "system"  # who makes a change: a signed-in user, or 
 
 @dataclass(frozen=True)
 class Transition:
-    starts: frozenset[str]                      # the statuses it may start from (NEW: an insert)
-    ends: frozenset[str]                        # the statuses it may leave the entry in
+    starts: frozenset[str]  # the statuses it may start from (NEW: an insert)
+    ends: frozenset[str]  # the statuses it may leave the entry in
     sets: Mapping[str, Any] = field(default_factory=dict)  # values it always writes
-    stamps: tuple[str, ...] = ()                # columns set to the write's moment unless the caller gives them
-    requires: tuple[str, ...] = ()              # columns the caller must give
-    by: frozenset[str] = frozenset({PERSON})    # who may make it
-    permission: str | None = REVIEW             # what a person needs (and reach over the entry's scope)
+    stamps: tuple[str, ...] = ()  # columns set to the write's moment unless the caller gives them
+    requires: tuple[str, ...] = ()  # columns the caller must give
+    by: frozenset[str] = frozenset({PERSON})  # who may make it
+    permission: str | None = REVIEW  # what a person needs (and reach over the entry's scope)
 
     def values(self, changes: Mapping[str, Any], at) -> dict:
         """The columns the write sets: the stamps the caller did not give, the caller's changes, then the
@@ -71,8 +76,9 @@ TRANSITIONS: dict[str, Transition] = {
     # The candidates queue. Archived entries reach it only when low utility sent them for a recheck.
     A.APPROVE: _t([Status.PENDING], [Status.ACTIVE], by=_EITHER, **_ACTIVATE),
     A.EDIT_APPROVE: _t([Status.PENDING, Status.ACTIVE, Status.ARCHIVED], [Status.ACTIVE], **_ACTIVATE),
-    A.FIRST_APPROVAL: _t([Status.PENDING], [Status.PENDING], stamps=("first_approval_at",),
-                         requires=("first_approval_by",)),
+    A.FIRST_APPROVAL: _t(
+        [Status.PENDING], [Status.PENDING], stamps=("first_approval_at",), requires=("first_approval_by",)
+    ),
     A.SECOND_APPROVAL: _t([Status.PENDING], [Status.ACTIVE], **_ACTIVATE),
     A.CONFIRM: _t([Status.ACTIVE], [Status.ACTIVE], **_ACTIVATE),
     A.REACTIVATE: _t([Status.ARCHIVED], [Status.ACTIVE], **_ACTIVATE),
@@ -83,16 +89,27 @@ TRANSITIONS: dict[str, Transition] = {
     A.MERGE_INTO: _t([Status.PENDING], [Status.SUPERSEDED], sets={"status": Status.SUPERSEDED, **LEAVING}),
     # Puts back what the undone decision's Event saw (undoable decisions only: the service checks).
     A.UNDO: _t(_ANY, _ANY),
-    A.QUEUE_RECHECK: _t([Status.ACTIVE], [Status.ACTIVE], stamps=("queued_at",), requires=("queue_reason",),
-                        by=_EITHER),
+    A.QUEUE_RECHECK: _t(
+        [Status.ACTIVE], [Status.ACTIVE], stamps=("queued_at",), requires=("queue_reason",), by=_EITHER
+    ),
     # Agents' outcomes count on whatever the entry is now (archived since the task read it, say).
     A.OUTCOME_SUCCESS: _t(_ANY, [SAME], by=frozenset({SYSTEM})),
     A.OUTCOME_FAILURE: _t(_ANY, [SAME], by=frozenset({SYSTEM})),
     # Sweeps: every archiving sweep (decay, unused, low utility, capacity) is this one archive.
-    A.ARCHIVE: _t([Status.ACTIVE], [Status.ARCHIVED], sets={"status": Status.ARCHIVED}, stamps=("archived_at",),
-                  requires=("archive_reason",), by=frozenset({SYSTEM})),
-    A.REVIVE: _t([Status.ARCHIVED], [Status.ACTIVE],
-                 sets={"status": Status.ACTIVE, "archived_at": None, "archive_reason": ""}, by=frozenset({SYSTEM})),
+    A.ARCHIVE: _t(
+        [Status.ACTIVE],
+        [Status.ARCHIVED],
+        sets={"status": Status.ARCHIVED},
+        stamps=("archived_at",),
+        requires=("archive_reason",),
+        by=frozenset({SYSTEM}),
+    ),
+    A.REVIVE: _t(
+        [Status.ARCHIVED],
+        [Status.ACTIVE],
+        sets={"status": Status.ACTIVE, "archived_at": None, "archive_reason": ""},
+        by=frozenset({SYSTEM}),
+    ),
     # Conflicts and consolidation. A kept side that was pending is activated (the activation's values and
     # the two-reviewer rule, as every pending entry made active); a merge inserts one new entry.
     A.CONFLICT_KEEP: _t(_LIVE, [Status.ACTIVE]),
@@ -132,8 +149,9 @@ def activates_pending(start: str, end: str) -> bool:
     return start in (Status.PENDING, NEW) and end == Status.ACTIVE
 
 
-def two_reviewer_refusal(approvals_required: int, *, first_approval_by: int | None, actor_id: int | None,
-                         queue_reason: str) -> str | None:
+def two_reviewer_refusal(
+    approvals_required: int, *, first_approval_by: int | None, actor_id: int | None, queue_reason: str
+) -> str | None:
     """A pending entry in a scope that needs two approvals becomes active only when two different people
     approved it: the write is by a person other than the one who gave its first approval (the second
     approval, or keeping it on a conflict card), or a lead settles a disagreement (the entry waits with
@@ -141,8 +159,10 @@ def two_reviewer_refusal(approvals_required: int, *, first_approval_by: int | No
     if approvals_required < 2 or (queue_reason == QueueReason.NEEDS_LEAD and actor_id is not None):
         return None
     if first_approval_by is None:
-        return ("its scope needs two reviewers' approvals and it has none yet: approve it in the candidates queue, "
-                "then a second reviewer makes it active")
+        return (
+            "its scope needs two reviewers' approvals and it has none yet: approve it in the candidates queue, "
+            "then a second reviewer makes it active"
+        )
     if actor_id is None or actor_id == first_approval_by:
         return "its scope needs two reviewers' approvals: a reviewer other than the first one makes it active"
     return None

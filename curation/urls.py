@@ -1,8 +1,20 @@
 from django.urls import path
 
 from curation.views import (
-    candidates, conflicts, consolidation, dashboard, entries, forgets, health, learning, maintenance, releases,
-    reviewers, scope_policies, skills, tokens,
+    candidates,
+    conflicts,
+    consolidation,
+    dashboard,
+    entries,
+    forgets,
+    health,
+    learning,
+    maintenance,
+    releases,
+    reviewers,
+    scope_policies,
+    skills,
+    tokens,
 )
 
 app_name = "curation"

@@ -23,8 +23,11 @@ def clean_embedding(value, *, field: str = "embedding", dimensions: int | None =
     field otherwise."""
     if value is None:
         return None
-    if (not isinstance(value, list) or not value
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
         raise ValidationError({field: ["A non-empty list of numbers."]})
     if len(value) > MAX_DIMENSIONS:
         raise ValidationError({field: [f"At most {MAX_DIMENSIONS} numbers (this has {len(value)})."]})
@@ -94,9 +97,13 @@ def nearest(query, candidates, metric: str, limit: int) -> list[tuple[int, float
     Candidates of another dimension are never near (a scope tree keeps one dimension; this is a guard)."""
     size = len(query)
     if metric == "l2":
-        scored = ((math.dist(query, vector), pk) for pk, vector in candidates if vector is not None and len(vector) == size)
+        scored = (
+            (math.dist(query, vector), pk) for pk, vector in candidates if vector is not None and len(vector) == size
+        )
     else:
-        scored = ((cosine(query, vector), pk) for pk, vector in candidates if vector is not None and len(vector) == size)
+        scored = (
+            (cosine(query, vector), pk) for pk, vector in candidates if vector is not None and len(vector) == size
+        )
     return [(pk, d) for d, pk in heapq.nsmallest(limit, scored)]
 
 

@@ -11,8 +11,19 @@ from curation.access import scopes_overlap
 # row (its usage counters, its queue state) is not a change agents would see.
 # Confidence is not among them: agents read it derived from the base and the verification, which decays
 # without any change to release.
-RELEASED_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "base_confidence",
-                   "last_verified_at", "fingerprint", "embedding")
+RELEASED_FIELDS = (
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "conditions",
+    "boundary",
+    "signal",
+    "base_confidence",
+    "last_verified_at",
+    "fingerprint",
+    "embedding",
+)
 SKILL_RELEASED_FIELDS = ("slug", "scope", "revision")
 AUTO_PUBLISH_ACTOR = "auto-publish"
 
@@ -68,8 +79,11 @@ def change_between(subject_id: int, before: dict | None, after: dict | None, *, 
         return None
     change = Change(subject_id, before, after, is_skill=is_skill)
     if before is not None and after is not None:
-        change.fields = [FieldChange(name, before.get(name), after.get(name))
-                         for name in after if before.get(name) != after.get(name)]
+        change.fields = [
+            FieldChange(name, before.get(name), after.get(name))
+            for name in after
+            if before.get(name) != after.get(name)
+        ]
     return change
 
 
@@ -116,11 +130,13 @@ OTHER_SCOPES_SUMMARY = "a release of other scopes"
 def concerns(version_prefix: str, reader_prefixes) -> bool:
     """Does a version published under `version_prefix` ("" for a whole publish) concern a reader limited to
     `reader_prefixes` (None: every scope)? Its summary and prefix are shown only to readers it concerns."""
-    return (not version_prefix or reader_prefixes is None
-            or any(scopes_overlap(version_prefix, mine) for mine in reader_prefixes))
+    return (
+        not version_prefix
+        or reader_prefixes is None
+        or any(scopes_overlap(version_prefix, mine) for mine in reader_prefixes)
+    )
 
 
 def summary_for(version_prefix: str, summary: str, reader_prefixes) -> str:
     """A version's summary as a reader reads it: a publish under other scopes says only that."""
     return summary if concerns(version_prefix, reader_prefixes) else OTHER_SCOPES_SUMMARY
-

@@ -124,23 +124,57 @@ class EventAction(models.TextChoices):
     def activating(cls) -> frozenset["EventAction"]:
         """The actions after which their entry is active because someone chose it (or fresh evidence
         revived it): the capacity budget treats the latest of these as the scope's newcomer."""
-        return frozenset({
-            cls.APPROVE, cls.EDIT_APPROVE, cls.SECOND_APPROVAL, cls.CONFIRM, cls.REACTIVATE, cls.REVIVE,
-            cls.CONFLICT_KEEP, cls.CONFLICT_MERGE, cls.CONSOLIDATION_MERGE, cls.CONSOLIDATION_KEEP,
-        })
+        return frozenset(
+            {
+                cls.APPROVE,
+                cls.EDIT_APPROVE,
+                cls.SECOND_APPROVAL,
+                cls.CONFIRM,
+                cls.REACTIVATE,
+                cls.REVIVE,
+                cls.CONFLICT_KEEP,
+                cls.CONFLICT_MERGE,
+                cls.CONSOLIDATION_MERGE,
+                cls.CONSOLIDATION_KEEP,
+            }
+        )
 
     @classmethod
     def undoable(cls) -> frozenset["EventAction"]:
         """A reviewer's decisions on the candidates queue that the reviewer may take back for a short while:
         each changes only the entry itself (a merge also writes its target, a reactivation its archive)."""
-        return frozenset({cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REJECT, cls.RETIRE, cls.DEFER,
-                          cls.FIRST_APPROVAL, cls.SECOND_APPROVAL, cls.DISAGREEMENT})
+        return frozenset(
+            {
+                cls.APPROVE,
+                cls.EDIT_APPROVE,
+                cls.CONFIRM,
+                cls.REJECT,
+                cls.RETIRE,
+                cls.DEFER,
+                cls.FIRST_APPROVAL,
+                cls.SECOND_APPROVAL,
+                cls.DISAGREEMENT,
+            }
+        )
 
     @classmethod
     def reviewer_decisions(cls) -> frozenset["EventAction"]:
         """What a person decides on the candidates queue: the reviewers' page counts and times these."""
-        return frozenset({cls.APPROVE, cls.EDIT_APPROVE, cls.CONFIRM, cls.REACTIVATE, cls.REJECT, cls.RETIRE,
-                          cls.DEFER, cls.MERGE_INTO, cls.FIRST_APPROVAL, cls.SECOND_APPROVAL, cls.DISAGREEMENT})
+        return frozenset(
+            {
+                cls.APPROVE,
+                cls.EDIT_APPROVE,
+                cls.CONFIRM,
+                cls.REACTIVATE,
+                cls.REJECT,
+                cls.RETIRE,
+                cls.DEFER,
+                cls.MERGE_INTO,
+                cls.FIRST_APPROVAL,
+                cls.SECOND_APPROVAL,
+                cls.DISAGREEMENT,
+            }
+        )
 
     @classmethod
     def outcomes(cls) -> frozenset["EventAction"]:

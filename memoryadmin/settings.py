@@ -49,8 +49,10 @@ if SECRET_KEY_FROM_FILE:
     SECRET_KEY = local_secret_key(DATA_DIR)
 elif not DEBUG and (len(SECRET_KEY) < 50 or "insecure" in SECRET_KEY or "change-me" in SECRET_KEY):
     # A shipped placeholder or a short key signs sessions anyone could forge: refuse to start.
-    raise RuntimeError("SECRET_KEY must be a random value of 50 or more characters "
-                       "(python -c 'import secrets; print(secrets.token_urlsafe(50))')")
+    raise RuntimeError(
+        "SECRET_KEY must be a random value of 50 or more characters "
+        "(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    )
 # Earlier keys, still accepted after a rotation (comma-separated): sessions signed with them stay valid and the
 # tombstones hashed with them keep matching (README "Forgetting").
 SECRET_KEY_FALLBACKS = [k.strip() for k in os.environ.get("SECRET_KEY_FALLBACKS", "").split(",") if k.strip()]
@@ -123,8 +125,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 # A read replica for agents' retrieval (curation/db_router.py): the reads inside retrieval_reads() go there.
 # Its tests mirror the primary's test database.
 if os.environ.get("DATABASE_REPLICA_URL"):
-    _replica = dj_database_url.parse(os.environ["DATABASE_REPLICA_URL"],
-                                     conn_max_age=DATABASES["default"]["CONN_MAX_AGE"])
+    _replica = dj_database_url.parse(
+        os.environ["DATABASE_REPLICA_URL"], conn_max_age=DATABASES["default"]["CONN_MAX_AGE"]
+    )
     DATABASES["replica"] = {**DATABASES["default"], **_replica, "TEST": {"MIRROR": "default"}}
 RETRIEVAL_ON_REPLICA = "replica" in DATABASES
 DATABASE_ROUTERS = ["curation.db_router.ReplicaRouter"]
@@ -137,8 +140,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         # A throw-away database (manage.py replay's) may skip the disk flush of each commit: losing it to a
         # power cut loses nothing anyone keeps.
-        "init_command": "PRAGMA journal_mode=WAL;" + (
-            "PRAGMA synchronous=OFF;" if os.environ.get("MEMORYADMIN_THROWAWAY_DATABASE") == "1" else ""),
+        "init_command": "PRAGMA journal_mode=WAL;"
+        + ("PRAGMA synchronous=OFF;" if os.environ.get("MEMORYADMIN_THROWAWAY_DATABASE") == "1" else ""),
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
@@ -254,9 +257,13 @@ CELERY_TIMEZONE = TIME_ZONE
 # process shares them; in memory for the embedded default.
 REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                "KEY_PREFIX": "memoryadmin"}
-    if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "memoryadmin",
+    }
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 
 # --- Curation rules ---------------------------------------------------------------------------------

@@ -36,8 +36,9 @@ class ThreadedWSGI:
         def start_response(status: str, headers, exc_info=None):
             started["status"] = int(status.split(" ", 1)[0])
             # stripped: Django writes a cookie as " name=value; ..." (what a WSGI server tolerates, and h11 does not)
-            started["headers"] = [(name.lower().encode("latin-1"), value.strip().encode("latin-1"))
-                                  for name, value in headers]
+            started["headers"] = [
+                (name.lower().encode("latin-1"), value.strip().encode("latin-1")) for name, value in headers
+            ]
 
         result = self.wsgi_application(environ, start_response)
         try:

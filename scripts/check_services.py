@@ -11,8 +11,12 @@ ok = True
 db = dj_database_url.parse(os.environ["DATABASE_URL"])
 try:
     psycopg.connect(
-        host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"], password=db["PASSWORD"] or None,
-        dbname="postgres", connect_timeout=3,
+        host=db["HOST"] or "127.0.0.1",
+        port=db["PORT"] or 5432,
+        user=db["USER"],
+        password=db["PASSWORD"] or None,
+        dbname="postgres",
+        connect_timeout=3,
     ).close()
 except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
     print(f"PostgreSQL not reachable: {exc}", file=sys.stderr)

@@ -19,8 +19,17 @@ DEMO_AGENT_TOKEN = "demo-agent-token-0123456789"
 def web_command(port: str) -> list[str]:
     """The ASGI entry point, as in production: Django, and the MCP server at /mcp. The client's address is the
     connection's: no forwarded header is trusted at the server (gunicorn.conf.py says why)."""
-    return [PY, "-m", "uvicorn", "memoryadmin.asgi:application", "--host", "127.0.0.1", "--port", port,
-            "--no-proxy-headers"]
+    return [
+        PY,
+        "-m",
+        "uvicorn",
+        "memoryadmin.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        port,
+        "--no-proxy-headers",
+    ]
 
 
 def manage(*args):
@@ -36,8 +45,17 @@ def main() -> int:
     commands = {
         "web": web_command(port),
         "worker": [PY, "-m", "celery", "-A", "memoryadmin", "worker", "--loglevel=warning", "--concurrency=1"],
-        "beat": [PY, "-m", "celery", "-A", "memoryadmin", "beat", "--loglevel=warning",
-                 "--schedule", str(data / "celerybeat-schedule")],
+        "beat": [
+            PY,
+            "-m",
+            "celery",
+            "-A",
+            "memoryadmin",
+            "beat",
+            "--loglevel=warning",
+            "--schedule",
+            str(data / "celerybeat-schedule"),
+        ],
     }
     procs = {name: subprocess.Popen(cmd, cwd=ROOT) for name, cmd in commands.items()}
 

@@ -31,9 +31,13 @@ def _version_one() -> None:
     assert not Entry.objects.exists(), "version 1 is made on an empty database"
     now = timezone.now()
     version = MemoryVersion.objects.create(
-        number=1, summary="Version 1: the active entries and approved skills at the upgrade.",
-        published_by_label="migration", added=0, pending_from_event=(Event.objects.aggregate(n=Max("pk"))["n"] or 0) + 1,
-        created_at=now)
+        number=1,
+        summary="Version 1: the active entries and approved skills at the upgrade.",
+        published_by_label="migration",
+        added=0,
+        pending_from_event=(Event.objects.aggregate(n=Max("pk"))["n"] or 0) + 1,
+        created_at=now,
+    )
     PublishedVersion.objects.create(id=1, version=version, switched_at=now)
 
 
@@ -41,9 +45,15 @@ def _version_one() -> None:
 def memory_version_one(request):
     """The database as `migrate` leaves it: version 1 published. A transactional test's flush (and a
     migration test that migrates back and forth) empties the tables the migration filled."""
-    if not {"db", "transactional_db", "live_server"} & set(request.fixturenames) and not request.node.get_closest_marker("django_db"):
+    if not {"db", "transactional_db", "live_server"} & set(
+        request.fixturenames
+    ) and not request.node.get_closest_marker("django_db"):
         return
-    request.getfixturevalue("transactional_db" if "transactional_db" in request.fixturenames or "live_server" in request.fixturenames else "db")
+    request.getfixturevalue(
+        "transactional_db"
+        if "transactional_db" in request.fixturenames or "live_server" in request.fixturenames
+        else "db"
+    )
     if not PublishedVersion.objects.exists():
         _version_one()
 
@@ -119,6 +129,8 @@ def nobody(db):
 @pytest.fixture
 def make_candidate(db):
     def make(evidence=(), **overrides):
-        return services.create_candidate(data=candidate_data(**overrides), evidence=list(evidence), actor_label="agent:ci")
+        return services.create_candidate(
+            data=candidate_data(**overrides), evidence=list(evidence), actor_label="agent:ci"
+        )
 
     return make

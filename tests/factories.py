@@ -23,7 +23,15 @@ from playwright.sync_api import expect
 
 from curation import lifecycle, services, sweeps
 from curation.models import (
-    AgentToken, Entry, Evidence, Retrieval, ScopeGrant, ScopePolicy, SkillProposal, Status, TaskRun,
+    AgentToken,
+    Entry,
+    Evidence,
+    Retrieval,
+    ScopeGrant,
+    ScopePolicy,
+    SkillProposal,
+    Status,
+    TaskRun,
 )
 from curation.scope_policies import HOLDOUT
 from curation.services import skills, usage
@@ -39,6 +47,7 @@ AS_OF = datetime.datetime(2026, 12, 1, 2, 0, tzinfo=datetime.timezone.utc)
 
 # --- people -------------------------------------------------------------------------------------------------
 
+
 def make_user(username, role=None, scopes=()):
     user = User.objects.create_user(username, password=PASSWORD)
     if role:
@@ -51,8 +60,9 @@ def make_user(username, role=None, scopes=()):
 def set_holdout(prefix: str, fraction: float, rules_only: float = 0.0) -> ScopePolicy:
     """A holdout under `prefix`, set by a lead through the scope policies service (for tests about the arms)."""
     lead = User.objects.filter(username=POLICY_LEAD).first() or make_user(POLICY_LEAD, "lead")
-    return set_scope_policy(HOLDOUT, data={"prefix": prefix, "fraction": fraction, "rules_only": rules_only},
-                            actor=lead).policy
+    return set_scope_policy(
+        HOLDOUT, data={"prefix": prefix, "fraction": fraction, "rules_only": rules_only}, actor=lead
+    ).policy
 
 
 def client_for(user):
@@ -77,6 +87,7 @@ def log_in(page, live_server, username):
 
 
 # --- concurrent requests ---------------------------------------------------------------------------------
+
 
 def run_together(calls, timeout: float = 60) -> list:
     """Run each call in its own thread (its own database connection), all released at once by a barrier;
@@ -104,14 +115,21 @@ def run_together(calls, timeout: float = 60) -> list:
 
 # --- the agent API ---------------------------------------------------------------------------------------
 
+
 def publish_pending(*, written_directly=(), **options):
     """Publish whatever is pending, as a lead would after reading the releases page: agents read only the
     published version, so a test that approves something and then reads it as an agent publishes between.
     `written_directly`: entries a test changed with a plain UPDATE (no service, so no Event names them).
     Answers the new version, or None when nothing was pending."""
     try:
-        return publish_version(actor=None, actor_label="tests:publish", summary="publish what the test did",
-                               acknowledge=True, also_entry_ids=[e.pk for e in written_directly], **options)
+        return publish_version(
+            actor=None,
+            actor_label="tests:publish",
+            summary="publish what the test did",
+            acknowledge=True,
+            also_entry_ids=[e.pk for e in written_directly],
+            **options,
+        )
     except ValidationError:
         return None
 
@@ -129,8 +147,9 @@ class Agent:
 
     def post(self, path, body, *, content_type="application/json", **extra):
         if isinstance(body, bytes):  # sent as is, whatever charset the content type claims
-            return self.client.generic("POST", f"/api/v1/{path}", data=body, CONTENT_TYPE=content_type,
-                                       **self.headers(extra))
+            return self.client.generic(
+                "POST", f"/api/v1/{path}", data=body, CONTENT_TYPE=content_type, **self.headers(extra)
+            )
         data = body if isinstance(body, str) else json.dumps(body)
         if self.publish_first and path == "memory/search":
             publish_pending()
@@ -157,6 +176,7 @@ def api_candidate(**overrides):
 
 # --- candidates and active entries --------------------------------------------------------------------------
 
+
 def candidate_data(**overrides):
     data = {
         "kind": "failure_lesson",
@@ -174,12 +194,14 @@ def candidate_data(**overrides):
 
 def active(actor, at=None, evidence=(), **fields):
     """An active entry made the way a reviewer makes one: submitted by an agent, then approved."""
-    entry = services.create_candidate(data=candidate_data(**fields), evidence=list(evidence), actor_label="agent:ci",
-                                      at=at)
+    entry = services.create_candidate(
+        data=candidate_data(**fields), evidence=list(evidence), actor_label="agent:ci", at=at
+    )
     return services.approve_candidate(entry.pk, actor=actor, expected_version=entry.version, at=at)
 
 
 # --- the state the background sweeps find -------------------------------------------------------------------
+
 
 def days_before(days: float, moment: datetime.datetime = AS_OF) -> datetime.datetime:
     return moment - datetime.timedelta(days=days)
@@ -214,10 +236,24 @@ def _days_to_fade(base: float) -> float:
     return rules.decay_period_days * math.log((rules.archive_below - 0.01) / base) / math.log(rules.decay_factor)
 
 
-def make_entry(*, base_confidence: float = _DEFAULT, last_verified_at=_DEFAULT, created_at=None, updated_at=None,
-               status: str = Status.ACTIVE, archived_at=None, review_by=None, retrieval_count: int = 0,
-               hit_count: int | None = None, utility_sum: float = 0.0, utility_n: int = 0, outcomes=None,
-               confirm_failures: bool = True, signal: str = "independent", **text) -> Entry:
+def make_entry(
+    *,
+    base_confidence: float = _DEFAULT,
+    last_verified_at=_DEFAULT,
+    created_at=None,
+    updated_at=None,
+    status: str = Status.ACTIVE,
+    archived_at=None,
+    review_by=None,
+    retrieval_count: int = 0,
+    hit_count: int | None = None,
+    utility_sum: float = 0.0,
+    utility_n: int = 0,
+    outcomes=None,
+    confirm_failures: bool = True,
+    signal: str = "independent",
+    **text,
+) -> Entry:
     """An entry in the state the sweeps find, reached the way the product reaches it:
 
     - an agent submits it at `created_at` (400 days before AS_OF unless said) and the curator approves it,
@@ -256,8 +292,9 @@ def make_entry(*, base_confidence: float = _DEFAULT, last_verified_at=_DEFAULT, 
             raise ValueError("an approval writes the row when it verifies it: updated_at is last_verified_at")
         last_verified_at = updated_at
     if last_verified_at is None:
-        return never_verified_entry(base_confidence=base_confidence, created_at=created_at, review_by=review_by,
-                                    signal=signal, **text)
+        return never_verified_entry(
+            base_confidence=base_confidence, created_at=created_at, review_by=review_by, signal=signal, **text
+        )
     verified = days_before(10) if last_verified_at is _DEFAULT else last_verified_at
     approved_at = verified - datetime.timedelta(hours=len(outcomes))
     created_at = created_at or min(days_before(400), approved_at)
@@ -269,15 +306,22 @@ def make_entry(*, base_confidence: float = _DEFAULT, last_verified_at=_DEFAULT, 
     curator = _curator()
     entry = services.approve_candidate(entry.pk, actor=curator, expected_version=entry.version, at=approved_at)
     retrieve(entry, at=approved_at, times=retrieval_count - len(outcomes))
-    record_uses(entry, outcomes, end=verified, utility=utility_sum / utility_n if utility_n else None,
-                confirm_failures=confirm_failures)
+    record_uses(
+        entry,
+        outcomes,
+        end=verified,
+        utility=utility_sum / utility_n if utility_n else None,
+        confirm_failures=confirm_failures,
+    )
     if archived:
         run_sweep("archive", as_of=archived_at)
     entry = Entry.objects.get(pk=entry.pk)
     reached = base_confidence is None or abs(entry.base_confidence - base_confidence) < 1e-9
     if not reached or entry.status != status:
-        raise ValueError(f"not reachable through the services: base {base_confidence} and {status} asked, "
-                         f"base {entry.base_confidence:.4f} and {entry.status} reached")
+        raise ValueError(
+            f"not reachable through the services: base {base_confidence} and {status} asked, "
+            f"base {entry.base_confidence:.4f} and {entry.status} reached"
+        )
     return entry
 
 
@@ -293,11 +337,25 @@ def submitted(created_at, *, base: float, review_by=None, signal: str = "indepen
         **text,
     }
     lift_cap = base > lifecycle.rules().self_signal_cap and signal != "external"
-    evidence = [{"kind": "tool_output", "signal": "external", "excerpt": "CI run 4410 passed",
-                 "observed_at": created_at.isoformat()}] if lift_cap else []
+    evidence = (
+        [
+            {
+                "kind": "tool_output",
+                "signal": "external",
+                "excerpt": "CI run 4410 passed",
+                "observed_at": created_at.isoformat(),
+            }
+        ]
+        if lift_cap
+        else []
+    )
     review_by = review_by.isoformat() if review_by else None
-    return services.create_candidate(data={**fields, "signal": signal, "confidence": base, "review_by": review_by},
-                                     evidence=evidence, actor_label=f"agent:{CI_AGENT}", at=created_at)
+    return services.create_candidate(
+        data={**fields, "signal": signal, "confidence": base, "review_by": review_by},
+        evidence=evidence,
+        actor_label=f"agent:{CI_AGENT}",
+        at=created_at,
+    )
 
 
 def never_verified_entry(*, base_confidence: float, created_at=None, **fields) -> Entry:
@@ -320,9 +378,16 @@ def make_archived(*, archived_at, **fields) -> Entry:
 def add_evidence_row(entry, *, signal, polarity="supports", observed_at, created_at=None) -> Evidence:
     """A test result the CI agent adds to the entry, observed at `observed_at` and recorded at `created_at`."""
     return services.add_evidence(
-        entry.pk, data={"kind": "test_result", "signal": signal, "polarity": polarity, "excerpt": "CI run 4411 passed",
-                        "observed_at": observed_at.isoformat()},
-        actor_label=f"agent:{CI_AGENT}", at=created_at or observed_at,
+        entry.pk,
+        data={
+            "kind": "test_result",
+            "signal": signal,
+            "polarity": polarity,
+            "excerpt": "CI run 4411 passed",
+            "observed_at": observed_at.isoformat(),
+        },
+        actor_label=f"agent:{CI_AGENT}",
+        at=created_at or observed_at,
     )
 
 
@@ -336,8 +401,14 @@ def _retrieval(entry: Entry, at) -> Retrieval:
     return usage.record_retrieval(token=_ci_token(), scope=entry.scope, query="", task_ref="", entries=[entry], at=at)
 
 
-def record_uses(entry: Entry, outcomes, *, end: datetime.datetime = AS_OF, utility: float | None = None,
-                confirm_failures: bool = True) -> None:
+def record_uses(
+    entry: Entry,
+    outcomes,
+    *,
+    end: datetime.datetime = AS_OF,
+    utility: float | None = None,
+    confirm_failures: bool = True,
+) -> None:
     """Tasks that used the entry: for each outcome, oldest first, one hour apart and the last at `end`, the CI
     agent retrieves it and reports the outcome (at `utility`, else 1 for a success and 0 for a failure).
     A failure sends the entry back for a recheck; the curator confirms it then unless `confirm_failures` is
@@ -348,8 +419,9 @@ def record_uses(entry: Entry, outcomes, *, end: datetime.datetime = AS_OF, utili
         at = end - datetime.timedelta(hours=len(outcomes) - 1 - i)
         retrieval = _retrieval(entry, at)
         with override_settings(CURATION={**settings.CURATION, "OUTCOME_RULE": "steps"}):
-            usage.record_feedback(token=retrieval.token, retrieval_id=retrieval.pk, outcome=outcome, utility=utility,
-                                  at=at)
+            usage.record_feedback(
+                token=retrieval.token, retrieval_id=retrieval.pk, outcome=outcome, utility=utility, at=at
+            )
         if outcome != "success" and confirm_failures:
             queued = Entry.objects.get(pk=entry.pk)
             services.approve_candidate(entry.pk, actor=_curator(), expected_version=queued.version, at=at)
@@ -365,8 +437,14 @@ class holding_lock:
     def __enter__(self):
         if connection.vendor == "postgresql":
             s = connection.settings_dict
-            self.conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"] or None,
-                                        port=s["PORT"] or None, password=s["PASSWORD"] or None, autocommit=True)
+            self.conn = psycopg.connect(
+                dbname=s["NAME"],
+                user=s["USER"],
+                host=s["HOST"] or None,
+                port=s["PORT"] or None,
+                password=s["PASSWORD"] or None,
+                autocommit=True,
+            )
             assert self.conn.execute("SELECT pg_try_advisory_lock(%s)", [sweeps.runs.lock_key(self.task)]).fetchone()[0]
         else:
             self.run = TaskRun.objects.create(task=self.task, as_of=AS_OF)
@@ -381,22 +459,32 @@ class holding_lock:
 # --- skill promotions ---------------------------------------------------------------------------------------
 
 # Two lessons the near-duplicate measure pairs, on both databases, and two the contradiction detector does.
-CONFIG = dict(trigger="Editing config files inside the billing-api container",
-              content="Confirm the repository root with git rev-parse before editing config.")
-NEAR = dict(trigger="Editing config files in the billing-api container",
-            content="Confirm the repository root with git rev-parse before you edit config files.")
-REBASE = dict(trigger="Updating a feature branch before review", content="Always rebase the feature branch onto main.",
-              conditions=[])
-NO_REBASE = dict(trigger="Updating a feature branch before review",
-                 content="Never rebase the feature branch; merge main into it.", conditions=[])
+CONFIG = dict(
+    trigger="Editing config files inside the billing-api container",
+    content="Confirm the repository root with git rev-parse before editing config.",
+)
+NEAR = dict(
+    trigger="Editing config files in the billing-api container",
+    content="Confirm the repository root with git rev-parse before you edit config files.",
+)
+REBASE = dict(
+    trigger="Updating a feature branch before review",
+    content="Always rebase the feature branch onto main.",
+    conditions=[],
+)
+NO_REBASE = dict(
+    trigger="Updating a feature branch before review",
+    content="Never rebase the feature branch; merge main into it.",
+    conditions=[],
+)
 
 MIGRATE = dict(
     kind="procedure",
     scope="acme/billing-api/container",
     trigger="Running migrations in the billing-api container",
     content="Run `python manage.py migrate` from /srv/app, not from /workspace.\n"
-            "Check `python manage.py showmigrations` lists every migration as applied.\n"
-            "Rollback: `python manage.py migrate billing <previous>` from /srv/app, then restart the worker.",
+    "Check `python manage.py showmigrations` lists every migration as applied.\n"
+    "Rollback: `python manage.py migrate billing <previous>` from /srv/app, then restart the worker.",
     boundary="Not on the host checkout, where `make migrate` sets the directory.",
     conditions=["container", "migrations"],
 )
@@ -406,8 +494,13 @@ def ready_entry(*, hits: int = 12, utility: float = 0.9, outcomes=None, **fields
     """An active procedure that passes every nomination gate unless a field says otherwise: `hits` uses,
     all successful (or `outcomes`, oldest first), at `utility` each, the last one a day before AS_OF."""
     outcomes = list(outcomes) if outcomes is not None else ["success"] * hits
-    values = {**MIGRATE, "outcomes": outcomes, "utility_n": len(outcomes), "utility_sum": utility * len(outcomes),
-              "base_confidence": None}
+    values = {
+        **MIGRATE,
+        "outcomes": outcomes,
+        "utility_n": len(outcomes),
+        "utility_sum": utility * len(outcomes),
+        "base_confidence": None,
+    }
     if fields.get("status", Status.ACTIVE) == Status.ACTIVE:
         values["last_verified_at"] = days_before(1)
     return make_entry(**{**values, **fields})
@@ -431,9 +524,12 @@ def agent_token(name: str = "skill-agent", scopes=("acme/billing-api",)):
 
 def report(proposal: SkillProposal, outcomes=("success",) * 5, *, token=None, prefix: str = "task"):
     token = token or agent_token(f"trial-agent-{proposal.pk}-{prefix}", scopes=[proposal.scope])
-    return [skills.record_skill_trial(token=token, slug=proposal.slug,
-                                      data={"outcome": o, "task_ref": f"{prefix}-{i}", "notes": ""})
-            for i, o in enumerate(outcomes)]
+    return [
+        skills.record_skill_trial(
+            token=token, slug=proposal.slug, data={"outcome": o, "task_ref": f"{prefix}-{i}", "notes": ""}
+        )
+        for i, o in enumerate(outcomes)
+    ]
 
 
 # --- secrets and personal data ------------------------------------------------------------------------------
@@ -443,41 +539,72 @@ def report(proposal: SkillProposal, outcomes=("success",) * 5, *, token=None, pr
 # tests/api/test_secrets.py, tests/services/test_console_redaction.py).
 SECRET_CORPUS = [
     ("AWS access key", "AKIAZ3MPLE7QWERTY123", "AKIAZ3MPLE7QWERTY123"),
-    ("AWS secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    (
+        "AWS secret key",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
     ("GitHub token", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
-    ("GitHub fine-grained token", "github_pat_11ABCDEFG0abcdefghijklmn_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU",
-     "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU"),
+    (
+        "GitHub fine-grained token",
+        "github_pat_11ABCDEFG0abcdefghijklmn_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU",
+        "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU",
+    ),
     ("GitLab token", "glpat-abcdefghij0123456789", "glpat-abcdefghij0123456789"),
     ("Slack bot token", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
-    ("Slack webhook", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
-     "XXXXXXXXXXXXXXXXXXXXXXXX"),
+    (
+        "Slack webhook",
+        "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "XXXXXXXXXXXXXXXXXXXXXXXX",
+    ),
     ("Stripe key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
     ("OpenAI key", "sk-proj-abcdefghijklmnopqrstuvwxyz012345", "abcdefghijklmnopqrstuvwxyz012345"),
     ("Google API key", "AIzaSyA-abcdefghijklmnopqrstuvwxyz01234", "abcdefghijklmnopqrstuvwxyz01234"),
     ("JWT", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abc123def456ghi789", "eyJzdWIiOiIxMjM0In0"),
-    ("bearer header", "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd",
-     "eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd"),
+    (
+        "bearer header",
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd",
+        "eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd",
+    ),
     ("basic auth header", "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw"),
     ("password assignment", "password: Tr0ub4dor-and-3-more", "Tr0ub4dor-and-3-more"),
     ("password in prose", "the admin password is Sup3rS3cret!x", "Sup3rS3cret!x"),
     ("credential in URL", "postgres://admin:s3cr3tpass@db.internal/app", "s3cr3tpass"),
-    ("RSA private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
-                        "-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"),
-    ("OpenSSH private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n"
-                            "-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"),
+    (
+        "RSA private key",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+        "-----END RSA PRIVATE KEY-----",
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+    ),
+    (
+        "OpenSSH private key",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU",
+    ),
     ("npm token", "npm_abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnopqrstuvwxyz0123456789"),
-    ("PyPI token", "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0",
-     "AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0"),
-    ("SendGrid key", "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDE",
-     "abcdefghijklmnopqrstuvwxyz0123456789ABCDE"),
+    (
+        "PyPI token",
+        "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0",
+        "AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0",
+    ),
+    (
+        "SendGrid key",
+        "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDE",
+        "abcdefghijklmnopqrstuvwxyz0123456789ABCDE",
+    ),
     ("Twilio key", "SKabcdef0123456789abcdef0123456789", "SKabcdef0123456789abcdef0123456789"),
-    ("Discord bot token", "MTAxMDEwMTAxMDEwMTAxMDEw.GhIjKl.abcdefghijklmnopqrstuvwxyzABCDEF",
-     "abcdefghijklmnopqrstuvwxyzABCDEF"),
+    (
+        "Discord bot token",
+        "MTAxMDEwMTAxMDEwMTAxMDEw.GhIjKl.abcdefghijklmnopqrstuvwxyzABCDEF",
+        "abcdefghijklmnopqrstuvwxyzABCDEF",
+    ),
     ("Telegram bot token", "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"),
     ("Mailchimp key", "abcdef0123456789abcdef0123456789-us6", "abcdef0123456789abcdef0123456789"),
-    ("Azure storage key", "AccountKey=abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij==",
-     "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+    (
+        "Azure storage key",
+        "AccountKey=abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij==",
+        "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    ),
     ("session id", "session=Zk3mQ9pL2xV7rT4nB8wY1cH6jD5sF0gA", "Zk3mQ9pL2xV7rT4nB8wY1cH6jD5sF0gA"),
     ("e-mail address", "jane.doe@example-corp.com", "jane.doe@example-corp.com"),
     ("e-mail address spelled out", "jane dot doe at example dot com", "doe at example"),

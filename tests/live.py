@@ -73,8 +73,11 @@ def asgi_server(transactional_db):
     sock.bind(("127.0.0.1", 0))
     django_application = ThreadedWSGI(django_wsgi_application, threads=THREADS)
     # As the shipped servers run it: no forwarded header trusted at the server (gunicorn.conf.py).
-    server = uvicorn.Server(uvicorn.Config(with_mcp(django_application), lifespan="on", log_level="warning",
-                                           access_log=False, proxy_headers=False))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            with_mcp(django_application), lifespan="on", log_level="warning", access_log=False, proxy_headers=False
+        )
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

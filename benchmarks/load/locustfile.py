@@ -14,12 +14,16 @@ from locust import HttpUser, between, task
 
 TEAMS = 8
 PASSWORD = "load-reviewer-password-7c1d"
-WORDS = ("deploy migrate config container cache worker queue ledger invoice webhook signing rotate restart "
-         "drain lock retry timeout schema index backup restore release branch rebase merge fixture session "
-         "cookie header proxy nginx kubectl helm terraform docker image build lint upgrade pin rollback canary "
-         "metrics alert trace").split()
-_CARD = re.compile(r'action="(/review/candidates/(\d+)/)approve/"[^>]*>\s*<input type="hidden" '
-                   r'name="csrfmiddlewaretoken" value="([^"]+)"><input type="hidden" name="version" value="(\d+)"')
+WORDS = (
+    "deploy migrate config container cache worker queue ledger invoice webhook signing rotate restart "
+    "drain lock retry timeout schema index backup restore release branch rebase merge fixture session "
+    "cookie header proxy nginx kubectl helm terraform docker image build lint upgrade pin rollback canary "
+    "metrics alert trace"
+).split()
+_CARD = re.compile(
+    r'action="(/review/candidates/(\d+)/)approve/"[^>]*>\s*<input type="hidden" '
+    r'name="csrfmiddlewaretoken" value="([^"]+)"><input type="hidden" name="version" value="(\d+)"'
+)
 _LOGIN_CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
@@ -40,10 +44,14 @@ class Reviewer(HttpUser):
         self.number = next(Reviewer._next) % TEAMS
         page = self.client.get("/accounts/login/", name="GET /accounts/login/")
         csrf = _LOGIN_CSRF.search(page.text).group(1)
-        with self.client.post("/accounts/login/", name="POST /accounts/login/", allow_redirects=False,
-                              data={"username": f"load-reviewer-{self.number}", "password": PASSWORD,
-                                    "csrfmiddlewaretoken": csrf},
-                              headers={"Referer": f"{self.host}/accounts/login/"}, catch_response=True) as answer:
+        with self.client.post(
+            "/accounts/login/",
+            name="POST /accounts/login/",
+            allow_redirects=False,
+            data={"username": f"load-reviewer-{self.number}", "password": PASSWORD, "csrfmiddlewaretoken": csrf},
+            headers={"Referer": f"{self.host}/accounts/login/"},
+            catch_response=True,
+        ) as answer:
             if answer.status_code != 302:
                 answer.failure(f"sign-in answered {answer.status_code}")
 
@@ -56,11 +64,19 @@ class Reviewer(HttpUser):
         base, pk, csrf, version = random.choice(cards)
         headers = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": f"{self.host}/review/candidates/"}
         if random.random() < 0.75:
-            self.client.post(f"{base}approve/", name="POST /review/candidates/[id]/approve/",
-                             data={"version": version}, headers=headers)
+            self.client.post(
+                f"{base}approve/",
+                name="POST /review/candidates/[id]/approve/",
+                data={"version": version},
+                headers=headers,
+            )
         else:
-            self.client.post(f"{base}reject/", name="POST /review/candidates/[id]/reject/",
-                             data={"version": version, "reason": "too broad for this scope"}, headers=headers)
+            self.client.post(
+                f"{base}reject/",
+                name="POST /review/candidates/[id]/reject/",
+                data={"version": version, "reason": "too broad for this scope"},
+                headers=headers,
+            )
 
     @task(1)
     def look_at_the_dashboard(self):
@@ -85,8 +101,11 @@ class Agent(HttpUser):
 
     @task(6)
     def retrieve(self):
-        answer = self.client.post("/api/v1/memory/search", name="POST /api/v1/memory/search",
-                                  json={"scope": self.scope, "q": query(self.rng), "k": 5})
+        answer = self.client.post(
+            "/api/v1/memory/search",
+            name="POST /api/v1/memory/search",
+            json={"scope": self.scope, "q": query(self.rng), "k": 5},
+        )
         if answer.status_code == 200:
             self.unreported.append(answer.json()["retrieval_id"])
 
@@ -95,18 +114,27 @@ class Agent(HttpUser):
         if not self.unreported:
             return
         retrieval = self.unreported.pop(0)
-        self.client.post("/api/v1/feedback", name="POST /api/v1/feedback",
-                         json={"retrieval_id": retrieval,
-                               "outcome": "success" if self.rng.random() < 0.8 else "failure"})
+        self.client.post(
+            "/api/v1/feedback",
+            name="POST /api/v1/feedback",
+            json={"retrieval_id": retrieval, "outcome": "success" if self.rng.random() < 0.8 else "failure"},
+        )
 
     @task(2)
     def submit_a_lesson(self):
         w = self.rng.sample(WORDS, 4)
         n = uuid.uuid4().hex[:8]
-        self.client.post("/api/v1/candidates", name="POST /api/v1/candidates", json={
-            "scope": self.scope, "kind": "failure_lesson", "signal": "self",
-            "trigger": f"When {w[0]}ing the {w[1]} of job {n}",
-            "content": f"Always {w[2]} the {w[3]} before retrying job {n}.",
-            "boundary": "Not in the staging cluster.", "conditions": [w[0]],
-            "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}],
-        })
+        self.client.post(
+            "/api/v1/candidates",
+            name="POST /api/v1/candidates",
+            json={
+                "scope": self.scope,
+                "kind": "failure_lesson",
+                "signal": "self",
+                "trigger": f"When {w[0]}ing the {w[1]} of job {n}",
+                "content": f"Always {w[2]} the {w[3]} before retrying job {n}.",
+                "boundary": "Not in the staging cluster.",
+                "conditions": [w[0]],
+                "evidence": [{"kind": "tool_output", "signal": "external", "excerpt": f"{w[1]} failed: exit 1"}],
+            },
+        )

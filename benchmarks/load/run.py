@@ -34,10 +34,18 @@ PORT = int(os.environ.get("LOAD_PORT", "8766"))
 MINUTES = float(os.environ.get("LOAD_MINUTES", "10"))
 ENTRIES = int(os.environ.get("LOAD_ENTRIES", "20000"))
 DATA = Path(tempfile.mkdtemp(prefix="memoryadmin-load-"))
-os.environ.update(DATABASE_URL=DB_URL, CELERY_BROKER_URL=REDIS_URL, DJANGO_SETTINGS_MODULE="memoryadmin.settings",
-                  DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost", LOG_LEVEL="WARNING",
-                  MEMORYADMIN_DATA_DIR=str(DATA), CSRF_TRUSTED_ORIGINS=f"http://127.0.0.1:{PORT}",
-                  SECURE_SSL_REDIRECT="false", SECURE_COOKIES="false")
+os.environ.update(
+    DATABASE_URL=DB_URL,
+    CELERY_BROKER_URL=REDIS_URL,
+    DJANGO_SETTINGS_MODULE="memoryadmin.settings",
+    DEBUG="false",
+    ALLOWED_HOSTS="127.0.0.1,localhost",
+    LOG_LEVEL="WARNING",
+    MEMORYADMIN_DATA_DIR=str(DATA),
+    CSRF_TRUSTED_ORIGINS=f"http://127.0.0.1:{PORT}",
+    SECURE_SSL_REDIRECT="false",
+    SECURE_COOKIES="false",
+)
 
 from locustfile import PASSWORD, TEAMS, WORDS, token_key  # noqa: E402
 from queue_bench import ensure_database  # noqa: E402
@@ -55,8 +63,11 @@ def seed() -> None:
     from curation.services.entry_writes import rewrite_decay_keys
 
     if AgentToken.objects.filter(name="load-agent-31").exists():
-        print(f"database seeded before: {Entry.objects.filter(status='active').count():,} active entries, "
-              f"{Entry.objects.filter(status='pending').count():,} pending", flush=True)
+        print(
+            f"database seeded before: {Entry.objects.filter(status='active').count():,} active entries, "
+            f"{Entry.objects.filter(status='pending').count():,} pending",
+            flush=True,
+        )
         return
     started = time.perf_counter()
     reviewer = Group.objects.get(name="reviewer")
@@ -64,8 +75,10 @@ def seed() -> None:
         user = User.objects.create_user(f"load-reviewer-{j}", password=PASSWORD)
         user.groups.add(reviewer)
         ScopeGrant.objects.create(user=user, prefix=f"load/team{j}")
-    tokens = [create_agent_token(name=f"load-agent-{i}", scopes=[f"load/team{i % TEAMS}"], key=token_key(i))[0]
-              for i in range(32)]
+    tokens = [
+        create_agent_token(name=f"load-agent-{i}", scopes=[f"load/team{i % TEAMS}"], key=token_key(i))[0]
+        for i in range(32)
+    ]
     words = "ARRAY[" + ",".join(f"'{w}'" for w in WORDS) + "]"
     n = len(WORDS)
     with connection.cursor() as cursor:  # the memory agents read: generated in SQL, as api_bench does
@@ -92,14 +105,25 @@ def seed() -> None:
     release_everything()
     # Work waiting for the reviewers, submitted with every check as agents submit.
     for i, token in enumerate(tokens):
-        submit_batch(token=token, items=[{
-            "scope": f"load/team{i % TEAMS}/svc{i}", "kind": "failure_lesson", "signal": "self",
-            "trigger": f"When {WORDS[(i + j) % n]}ing the {WORDS[(i * 3 + j) % n]} of seed {i}-{j}",
-            "content": f"Always {WORDS[(i * 5 + j) % n]} the {WORDS[(i * 7 + j) % n]} first (seed {i}-{j}).",
-            "boundary": "Not in the staging cluster.",
-        } for j in range(20)])
-    print(f"seeded in {time.perf_counter() - started:.0f} s: {TEAMS} reviewers, 32 agent tokens, {ENTRIES:,} "
-          f"released entries, {Entry.objects.filter(status='pending').count():,} candidates waiting", flush=True)
+        submit_batch(
+            token=token,
+            items=[
+                {
+                    "scope": f"load/team{i % TEAMS}/svc{i}",
+                    "kind": "failure_lesson",
+                    "signal": "self",
+                    "trigger": f"When {WORDS[(i + j) % n]}ing the {WORDS[(i * 3 + j) % n]} of seed {i}-{j}",
+                    "content": f"Always {WORDS[(i * 5 + j) % n]} the {WORDS[(i * 7 + j) % n]} first (seed {i}-{j}).",
+                    "boundary": "Not in the staging cluster.",
+                }
+                for j in range(20)
+            ],
+        )
+    print(
+        f"seeded in {time.perf_counter() - started:.0f} s: {TEAMS} reviewers, 32 agent tokens, {ENTRIES:,} "
+        f"released entries, {Entry.objects.filter(status='pending').count():,} candidates waiting",
+        flush=True,
+    )
 
 
 def database_figures() -> dict:
@@ -116,8 +140,9 @@ def database_figures() -> dict:
 
 def start(name: str, argv: list[str], log: Path) -> subprocess.Popen:
     handle = open(log, "w")
-    return subprocess.Popen(argv, cwd=ROOT, env=dict(os.environ), stdout=handle, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        argv, cwd=ROOT, env=dict(os.environ), stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def wait_for_server() -> None:
@@ -148,8 +173,10 @@ def report(stats_csv: Path) -> int:
     for row in rows:
         name = row["Name"] if row["Name"] != "Aggregated" else "all"
         label = f"{row['Type']} {name}".strip() if row["Type"] and not name.startswith(row["Type"]) else name
-        print(f"{label[:46]:<46} {row['Request Count']:>9} {row['Failure Count']:>9} {row['50%']:>7} {row['95%']:>7} "
-              f"{row['99%']:>7}")
+        print(
+            f"{label[:46]:<46} {row['Request Count']:>9} {row['Failure Count']:>9} {row['50%']:>7} {row['95%']:>7} "
+            f"{row['99%']:>7}"
+        )
         if row["Name"] == "Aggregated":
             failures = int(row["Failure Count"])
     return failures
@@ -168,40 +195,102 @@ def main() -> int:
     logs = DATA / "logs"
     logs.mkdir()
     processes = {
-        "web": start("web", [str(BIN / "gunicorn"), "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{PORT}",
-                             "--workers", os.environ.get("LOAD_WEB_WORKERS", "4"), "--access-logfile", "/dev/null",
-                             # longer than a client keeps a connection idle (a reviewer reads for seconds):
-                             # else the server may close it just as the client sends on it
-                             "--keep-alive", "75"],
-                     logs / "web.log"),
-        "worker": start("worker", [str(BIN / "celery"), "-A", "memoryadmin", "worker", "--loglevel=warning",
-                                   "--concurrency=1", "--hostname", f"load@{os.uname().nodename}"],
-                        logs / "worker.log"),
-        "beat": start("beat", [str(BIN / "celery"), "-A", "memoryadmin", "beat", "--loglevel=warning",
-                               "--schedule", str(DATA / "celerybeat-schedule")], logs / "beat.log"),
+        "web": start(
+            "web",
+            [
+                str(BIN / "gunicorn"),
+                "-c",
+                "gunicorn.conf.py",
+                "--bind",
+                f"127.0.0.1:{PORT}",
+                "--workers",
+                os.environ.get("LOAD_WEB_WORKERS", "4"),
+                "--access-logfile",
+                "/dev/null",
+                # longer than a client keeps a connection idle (a reviewer reads for seconds):
+                # else the server may close it just as the client sends on it
+                "--keep-alive",
+                "75",
+            ],
+            logs / "web.log",
+        ),
+        "worker": start(
+            "worker",
+            [
+                str(BIN / "celery"),
+                "-A",
+                "memoryadmin",
+                "worker",
+                "--loglevel=warning",
+                "--concurrency=1",
+                "--hostname",
+                f"load@{os.uname().nodename}",
+            ],
+            logs / "worker.log",
+        ),
+        "beat": start(
+            "beat",
+            [
+                str(BIN / "celery"),
+                "-A",
+                "memoryadmin",
+                "beat",
+                "--loglevel=warning",
+                "--schedule",
+                str(DATA / "celerybeat-schedule"),
+            ],
+            logs / "beat.log",
+        ),
     }
     failures = 1
     try:
         wait_for_server()
-        print(f"load: {MINUTES:g} minutes, 8 reviewers and 32 agents against http://127.0.0.1:{PORT} "
-              f"(logs in {logs})", flush=True)
+        print(
+            f"load: {MINUTES:g} minutes, 8 reviewers and 32 agents against http://127.0.0.1:{PORT} (logs in {logs})",
+            flush=True,
+        )
         started = time.perf_counter()
-        subprocess.run([str(BIN / "locust"), "-f", str(ROOT / "benchmarks/load/locustfile.py"), "--headless",
-                        "--host", f"http://127.0.0.1:{PORT}", "--users", "40", "--spawn-rate", "10",
-                        "--run-time", f"{int(MINUTES * 60)}s", "--stop-timeout", "10", "--csv", str(DATA / "load"),
-                        "--only-summary", "--loglevel", "WARNING"], cwd=ROOT, check=False,
-                       stdout=open(logs / "locust.log", "w"), stderr=subprocess.STDOUT)
+        subprocess.run(
+            [
+                str(BIN / "locust"),
+                "-f",
+                str(ROOT / "benchmarks/load/locustfile.py"),
+                "--headless",
+                "--host",
+                f"http://127.0.0.1:{PORT}",
+                "--users",
+                "40",
+                "--spawn-rate",
+                "10",
+                "--run-time",
+                f"{int(MINUTES * 60)}s",
+                "--stop-timeout",
+                "10",
+                "--csv",
+                str(DATA / "load"),
+                "--only-summary",
+                "--loglevel",
+                "WARNING",
+            ],
+            cwd=ROOT,
+            check=False,
+            stdout=open(logs / "locust.log", "w"),
+            stderr=subprocess.STDOUT,
+        )
         elapsed = time.perf_counter() - started
         failures = report(DATA / "load_stats.csv")
         print(f"\n{elapsed / 60:.1f} minutes; failures: {failures} (must be 0)")
     finally:
         stop(processes)
     after = database_figures()
-    print(f"database size: {before['size'] / 2**20:,.1f} MB -> {after['size'] / 2**20:,.1f} MB "
-          f"(+{(after['size'] - before['size']) / 2**20:,.1f} MB)")
+    print(
+        f"database size: {before['size'] / 2**20:,.1f} MB -> {after['size'] / 2**20:,.1f} MB "
+        f"(+{(after['size'] - before['size']) / 2**20:,.1f} MB)"
+    )
     dead_before = sum(t[1] for t in before["tables"].values())
     dead_after = sum(t[1] for t in after["tables"].values())
     print(f"dead tuples (pg_stat_user_tables): {dead_before:,} -> {dead_after:,}; the tables that changed most:")
+
     def written(item):  # rows inserted and updated during the run
         name, (_, _, ins, upd) = item
         b = before["tables"].get(name, (0, 0, 0, 0))
@@ -209,8 +298,10 @@ def main() -> int:
 
     for name, (live, dead, ins, upd) in sorted(after["tables"].items(), key=written, reverse=True)[:8]:
         b = before["tables"].get(name, (0, 0, 0, 0))
-        print(f"  {name:<32} live {live:>9,}  dead {b[1]:>7,} -> {dead:>7,}  "
-              f"inserted +{ins - b[2]:,}  updated +{upd - b[3]:,}")
+        print(
+            f"  {name:<32} live {live:>9,}  dead {b[1]:>7,} -> {dead:>7,}  "
+            f"inserted +{ins - b[2]:,}  updated +{upd - b[3]:,}"
+        )
     return 0 if failures == 0 else 1
 
 

@@ -23,22 +23,30 @@ def docs_page(request):
         for method, op in methods.items():
             body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
             request_schema = body_schema(op.get("requestBody", {}))
-            operations.append({
-                "method": method.upper(),
-                "path": spec["servers"][0]["url"] + path,
-                "summary": op["summary"],
-                "description": op.get("description", ""),
-                "parameters": [
-                    {**p, "type": type_in_words(p.get("schema", {}), spec),
-                     "meaning": " ".join(filter(None, [p.get("description", ""), meaning(p.get("schema", {}))]))}
-                    for p in op.get("parameters", [])
-                ],
-                "request_fields": field_rows(request_schema, spec) if request_schema else [],
-                "example": json.dumps(body["example"], indent=2) if "example" in body else "",
-                "responses": [
-                    {"code": code, "description": answer["description"],
-                     "fields": field_rows(body_schema(answer), spec) if body_schema(answer) else []}
-                    for code, answer in sorted(op["responses"].items())
-                ],
-            })
+            operations.append(
+                {
+                    "method": method.upper(),
+                    "path": spec["servers"][0]["url"] + path,
+                    "summary": op["summary"],
+                    "description": op.get("description", ""),
+                    "parameters": [
+                        {
+                            **p,
+                            "type": type_in_words(p.get("schema", {}), spec),
+                            "meaning": " ".join(filter(None, [p.get("description", ""), meaning(p.get("schema", {}))])),
+                        }
+                        for p in op.get("parameters", [])
+                    ],
+                    "request_fields": field_rows(request_schema, spec) if request_schema else [],
+                    "example": json.dumps(body["example"], indent=2) if "example" in body else "",
+                    "responses": [
+                        {
+                            "code": code,
+                            "description": answer["description"],
+                            "fields": field_rows(body_schema(answer), spec) if body_schema(answer) else [],
+                        }
+                        for code, answer in sorted(op["responses"].items())
+                    ],
+                }
+            )
     return render(request, "curation/api_docs.html", {"info": spec["info"], "operations": operations})

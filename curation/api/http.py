@@ -55,14 +55,20 @@ def _authenticate(request) -> AgentToken:
     header = request.headers.get("Authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
-        raise ApiError(401, "Send the agent token as 'Authorization: Bearer <token>'.",
-                       headers={"WWW-Authenticate": 'Bearer realm="memoryadmin"'})
+        raise ApiError(
+            401,
+            "Send the agent token as 'Authorization: Bearer <token>'.",
+            headers={"WWW-Authenticate": 'Bearer realm="memoryadmin"'},
+        )
     now = clock.wall()
     token = token_for_key(key.strip(), now)
     if token is None:
         _check_bad_token_rate(request)
-        raise ApiError(401, "This token is unknown, revoked or expired.",
-                       headers={"WWW-Authenticate": 'Bearer realm="memoryadmin", error="invalid_token"'})
+        raise ApiError(
+            401,
+            "This token is unknown, revoked or expired.",
+            headers={"WWW-Authenticate": 'Bearer realm="memoryadmin", error="invalid_token"'},
+        )
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute per token
     return token
@@ -70,15 +76,20 @@ def _authenticate(request) -> AgentToken:
 
 def _check_rate(token: AgentToken) -> None:
     """A fixed one-minute window per token, counted in the cache (Redis in production)."""
-    _limit_per_minute(f"api-rate:{token.pk}", API_RATE_LIMIT.value,
-                      "Rate limit of {limit} requests a minute reached; retry in {retry} s.")
+    _limit_per_minute(
+        f"api-rate:{token.pk}",
+        API_RATE_LIMIT.value,
+        "Rate limit of {limit} requests a minute reached; retry in {retry} s.",
+    )
 
 
 def _check_bad_token_rate(request) -> None:
     """Guessing tokens is throttled per client address; requests with a good token are never held back."""
-    _limit_per_minute(f"api-bad-token:{client_address(request)}", API_BAD_TOKEN_LIMIT.value,
-                      "Too many requests with an unknown token from this address ({limit} a minute); "
-                      "retry in {retry} s.")
+    _limit_per_minute(
+        f"api-bad-token:{client_address(request)}",
+        API_BAD_TOKEN_LIMIT.value,
+        "Too many requests with an unknown token from this address ({limit} a minute); retry in {retry} s.",
+    )
 
 
 def _limit_per_minute(key: str, limit: int, message: str) -> None:
@@ -170,9 +181,11 @@ def api_view(*methods: str, body: bool = False, idempotent: bool = False):
                     replayed = False
                 else:
                     answer = idempotency.answer_once(
-                        token=token, key=idempotency.clean_key(key),
+                        token=token,
+                        key=idempotency.clean_key(key),
                         digest=idempotency.request_hash(request.path, kwargs["body"]),
-                        produce=lambda: handler(request, token, *args, **kwargs))
+                        produce=lambda: handler(request, token, *args, **kwargs),
+                    )
                     status, data, replayed = answer.status, answer.data, answer.replayed
             except ApiError as exc:
                 return error_response(exc.status, exc.message, exc.errors, exc.headers)

@@ -52,14 +52,18 @@ class BearerTokenGate:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
-            async with httpx.AsyncClient(transport=_transport(self.django_application, scope.get("client")),
-                                         base_url="http://localhost") as api:
-                answer = await api.get("/api/v1/token", headers={
-                    **_api_headers(headers), "authorization": headers.get("authorization", "")})
+            async with httpx.AsyncClient(
+                transport=_transport(self.django_application, scope.get("client")), base_url="http://localhost"
+            ) as api:
+                answer = await api.get(
+                    "/api/v1/token",
+                    headers={**_api_headers(headers), "authorization": headers.get("authorization", "")},
+                )
             if answer.status_code != 200:
                 kept = {k: v for k, v in answer.headers.items() if k.lower() in ("www-authenticate", "retry-after")}
                 await Response(answer.content, answer.status_code, kept, media_type="application/json")(
-                    scope, receive, send)
+                    scope, receive, send
+                )
                 return
         await self.app(scope, receive, send)
 
@@ -67,19 +71,26 @@ class BearerTokenGate:
 def mcp_application(django_application):
     """The ASGI app of /mcp (with the lifespan that runs the MCP session manager). Its gate and its tools
     call the API through `django_application`, in this process."""
+
     @asynccontextmanager
     async def client_for(ctx):
         request = ctx.request
         token = request.headers.get("authorization", "").partition(" ")[2].strip()  # the gate checked it
         transport = _transport(django_application, request.scope.get("client"))
-        async with AsyncMemoryAdmin(f"{request.url.scheme}://{request.headers.get('host', 'localhost')}", token,
-                                    transport=transport, headers=_api_headers(request.headers),
-                                    user_agent="memoryadmin-mcp-http") as api:
+        async with AsyncMemoryAdmin(
+            f"{request.url.scheme}://{request.headers.get('host', 'localhost')}",
+            token,
+            transport=transport,
+            headers=_api_headers(request.headers),
+            user_agent="memoryadmin-mcp-http",
+        ) as api:
             yield api
 
     server = build_server(client_for)
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
         # A bearer token is required on every request and Host is checked by Django's ALLOWED_HOSTS on
         # each API call, so the SDK's localhost-only DNS-rebinding guard would only refuse real hosts.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),

@@ -19,25 +19,27 @@ def entry_json(entry, *, full: bool = False) -> dict:
         "last_verified_at": _time(entry.last_verified_at),
     }
     if full:
-        data.update({
-            "status": entry.status,
-            "recheck_when": entry.recheck_when,
-            "review_by": entry.review_by.isoformat() if entry.review_by else None,
-            "base_confidence": round(entry.base_confidence, 4),
-            "hit_count": entry.hit_count,
-            "retrieval_count": entry.retrieval_count,
-            "average_utility": None if entry.average_utility is None else round(entry.average_utility, 4),
-            "in_queue": entry.queued_at is not None,
-            "queue_reason": entry.queue_reason,
-            "archived_at": _time(entry.archived_at),
-            "archive_reason": entry.archive_reason,
-            "supersedes": entry.supersedes_id,
-            "source_task": entry.source_task,
-            "flags": entry.flags,
-            "version": entry.version,
-            "created_at": _time(entry.created_at),
-            "updated_at": _time(entry.updated_at),
-        })
+        data.update(
+            {
+                "status": entry.status,
+                "recheck_when": entry.recheck_when,
+                "review_by": entry.review_by.isoformat() if entry.review_by else None,
+                "base_confidence": round(entry.base_confidence, 4),
+                "hit_count": entry.hit_count,
+                "retrieval_count": entry.retrieval_count,
+                "average_utility": None if entry.average_utility is None else round(entry.average_utility, 4),
+                "in_queue": entry.queued_at is not None,
+                "queue_reason": entry.queue_reason,
+                "archived_at": _time(entry.archived_at),
+                "archive_reason": entry.archive_reason,
+                "supersedes": entry.supersedes_id,
+                "source_task": entry.source_task,
+                "flags": entry.flags,
+                "version": entry.version,
+                "created_at": _time(entry.created_at),
+                "updated_at": _time(entry.updated_at),
+            }
+        )
     return data
 
 

@@ -20,8 +20,14 @@ NO_SKILL = "No such skill in this token's scopes."
 
 
 def progress_json(progress) -> dict:
-    return {"reported": progress.reported, "succeeded": progress.succeeded, "failed": progress.failed,
-            "required": progress.required, "summary": progress.label, "passes": progress.passes}
+    return {
+        "reported": progress.reported,
+        "succeeded": progress.succeeded,
+        "failed": progress.failed,
+        "required": progress.required,
+        "summary": progress.label,
+        "passes": progress.passes,
+    }
 
 
 def skill_json(request, p: SkillProposal) -> dict:
@@ -68,11 +74,15 @@ def skill_list(request, token):
     if after and (len(after) > SKILL_SLUG_MAX or not _SLUG.match(after)):
         raise ApiError(422, "Some parameters are not valid.", {"after": ["The next_after of the previous page."]})
     version = read_version(request.GET)
-    found = skill_reads.skills_for_token(token, scopes=scopes, after=after, limit=limit + 1,
-                                         released_in=releases.released_skill_ids(version))
+    found = skill_reads.skills_for_token(
+        token, scopes=scopes, after=after, limit=limit + 1, released_in=releases.released_skill_ids(version)
+    )
     page = found[:limit]
-    return 200, {"memory_version": version, "skills": [skill_json(request, p) for p in page],
-                 "next_after": page[-1].slug if len(found) > limit else None}
+    return 200, {
+        "memory_version": version,
+        "skills": [skill_json(request, p) for p in page],
+        "next_after": page[-1].slug if len(found) > limit else None,
+    }
 
 
 @api_view("GET")
@@ -96,13 +106,20 @@ def skill_trials(request, token, slug, body):
     trial = report.trial
     data = {
         "recorded": report.recorded,
-        "trial": {"id": trial.pk, "outcome": trial.outcome, "task_ref": trial.task_ref, "notes": trial.notes,
-                  "revision": trial.revision, "reported_at": trial.created_at.isoformat()},
+        "trial": {
+            "id": trial.pk,
+            "outcome": trial.outcome,
+            "task_ref": trial.task_ref,
+            "notes": trial.notes,
+            "revision": trial.revision,
+            "reported_at": trial.created_at.isoformat(),
+        },
         "skill": report.proposal.slug,
         "revision": report.proposal.revision,
         "trials": progress_json(report.progress),
     }
     if not report.recorded:
-        data["message"] = (f"A trial from task {trial.task_ref!r} was already reported for this revision; "
-                           "nothing changed.")
+        data["message"] = (
+            f"A trial from task {trial.task_ref!r} was already reported for this revision; nothing changed."
+        )
     return (201 if report.recorded else 200), data

@@ -20,7 +20,14 @@ from curation.services.usage import record_feedback, record_retrieval
 from curation.services.validation import unknown_fields
 
 from .http import (
-    ApiError, NotFound, api_view, error_response, query_float, query_int, read_version, readable_scope,
+    ApiError,
+    NotFound,
+    api_view,
+    error_response,
+    query_float,
+    query_int,
+    read_version,
+    readable_scope,
 )
 from .serializers import entry_json, event_json, evidence_json
 
@@ -37,8 +44,11 @@ def _refuse_unknown(body: dict, allowed: frozenset) -> None:
 def token_detail(request, token):
     """What a client needs to know of its own token: the scopes it reads and writes (the MCP server lists
     one memory resource per scope)."""
-    return 200, {"label": token.label, "scopes": list(token.scopes),
-                 "expires_at": token.expires_at.isoformat() if token.expires_at else None}
+    return 200, {
+        "label": token.label,
+        "scopes": list(token.scopes),
+        "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+    }
 
 
 @api_view("POST", body=True, idempotent=True)
@@ -57,13 +67,17 @@ def candidates_batch(request, token, body):
         raise ValidationError({"candidates": [f"At most {limit} candidates per batch (got {len(items)})."]})
     results = submit_batch(items=items, token=token)
     created = sum(1 for r in results if r["ok"] and r["created"])
-    return 200, {"results": results, "created": created,
-                 "duplicates": sum(1 for r in results if r["ok"] and not r["created"]),
-                 "failed": sum(1 for r in results if not r["ok"])}
+    return 200, {
+        "results": results,
+        "created": created,
+        "duplicates": sum(1 for r in results if r["ok"] and not r["created"]),
+        "failed": sum(1 for r in results if not r["ok"]),
+    }
 
 
-MEMORY_PARAMETERS = frozenset({"scope", "q", "k", "min_confidence", "budget_chars", "task_ref", "version",
-                               "embedding", "metric"})
+MEMORY_PARAMETERS = frozenset(
+    {"scope", "q", "k", "min_confidence", "budget_chars", "task_ref", "version", "embedding", "metric"}
+)
 
 
 @api_view("GET")
@@ -113,16 +127,26 @@ def _retrieve(token, params) -> tuple[int, dict]:
     embedding, metric = _query_embedding(params, scope)
     with retrieval_reads():  # on the replica when there is one; from the cache when asked before
         version = read_version(params)
-        ranked = [] if arm == HOLDOUT else cached_retrieve_released(
-            version, scopes=selectors.retrievable_scopes(scope, token.scopes), q=q, k=k,
-            min_confidence=min_confidence, kinds=RULES_KINDS if arm == RULES_ONLY else None, embedding=embedding,
-            metric=metric,
+        ranked = (
+            []
+            if arm == HOLDOUT
+            else cached_retrieve_released(
+                version,
+                scopes=selectors.retrievable_scopes(scope, token.scopes),
+                q=q,
+                k=k,
+                min_confidence=min_confidence,
+                kinds=RULES_KINDS if arm == RULES_ONLY else None,
+                embedding=embedding,
+                metric=metric,
+            )
         )
     included, context = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}
     distances = {r.entry.pk: r.distance for r in ranked}
-    retrieval = record_retrieval(token=token, scope=scope, query=q, task_ref=task_ref, entries=included,
-                                 memory_version=version, arm=arm)
+    retrieval = record_retrieval(
+        token=token, scope=scope, query=q, task_ref=task_ref, entries=included, memory_version=version, arm=arm
+    )
     return 200, {
         "retrieval_id": str(retrieval.pk),
         "memory_version": version,
@@ -130,9 +154,14 @@ def _retrieve(token, params) -> tuple[int, dict]:
         "scope": scope,
         "min_confidence": min_confidence,
         "metric": metric if embedding is not None else None,
-        "entries": [{**entry_json(e), "score": round(scores[e.pk], 4),
-                     **({"distance": _rounded(distances[e.pk])} if embedding is not None else {})}
-                    for e in included],
+        "entries": [
+            {
+                **entry_json(e),
+                "score": round(scores[e.pk], 4),
+                **({"distance": _rounded(distances[e.pk])} if embedding is not None else {}),
+            }
+            for e in included
+        ],
         "context": context,
     }
 
@@ -146,15 +175,20 @@ def _query_embedding(params, scope: str) -> tuple[list[float] | None, str]:
         try:
             raw = [float(v) for v in raw.split(",")] if raw.strip() else None
         except ValueError:
-            raise ApiError(422, "Some parameters are not valid.", {"embedding": ["Numbers joined by commas."]}) from None
+            raise ApiError(
+                422, "Some parameters are not valid.", {"embedding": ["Numbers joined by commas."]}
+            ) from None
     try:
         embedding = vectors.clean_embedding(raw)
         metric = vectors.clean_metric(params.get("metric"))
     except ValidationError as exc:
         raise ApiError(422, "Some parameters are not valid.", exc.message_dict) from None
     if embedding is not None and (dimensions := selectors.embedding_dimensions(scope)) not in (None, len(embedding)):
-        raise ApiError(422, "Some parameters are not valid.", {"embedding": [
-            f"The embeddings of {scope} have {dimensions} numbers; this one has {len(embedding)}."]})
+        raise ApiError(
+            422,
+            "Some parameters are not valid.",
+            {"embedding": [f"The embeddings of {scope} have {dimensions} numbers; this one has {len(embedding)}."]},
+        )
     return embedding, metric
 
 
@@ -169,7 +203,9 @@ EVALUATION_DAYS = (7, 30, 90)
 def evaluation(request, token):
     """Is memory helping under `scope`: the learning dashboard's figures for the token's scopes."""
     if not request.GET.get("scope"):
-        raise ApiError(422, "Some parameters are not valid.", {"scope": ["A scope prefix this token reads, e.g. acme."]})
+        raise ApiError(
+            422, "Some parameters are not valid.", {"scope": ["A scope prefix this token reads, e.g. acme."]}
+        )
     scope = readable_scope(token, request.GET["scope"])
     days = query_int(request.GET, "days", 30, 7, 90)
     if days not in EVALUATION_DAYS:
@@ -183,15 +219,29 @@ def feedback(request, token, body):
     if not isinstance(body.get("retrieval_id"), str):
         raise ValidationError({"retrieval_id": ["The retrieval_id a /api/v1/memory answer gave."]})
     try:
-        result = record_feedback(token=token, retrieval_id=body["retrieval_id"], outcome=body.get("outcome"),
-                                 utility=body.get("utility"), used=body.get("used"))
+        result = record_feedback(
+            token=token,
+            retrieval_id=body["retrieval_id"],
+            outcome=body.get("outcome"),
+            utility=body.get("utility"),
+            used=body.get("used"),
+        )
     except Retrieval.DoesNotExist:
         raise NotFound("No such retrieval for this token.") from None
     if not result.recorded:
-        return 200, {"recorded": False, "message": "Feedback for this retrieval was already recorded; nothing changed.",
-                     "outcome": result.feedback.outcome, "arm": result.feedback.retrieval.arm, "entries": []}
-    return 200, {"recorded": True, "outcome": result.feedback.outcome, "arm": result.feedback.retrieval.arm,
-                 "entries": result.changes}
+        return 200, {
+            "recorded": False,
+            "message": "Feedback for this retrieval was already recorded; nothing changed.",
+            "outcome": result.feedback.outcome,
+            "arm": result.feedback.retrieval.arm,
+            "entries": [],
+        }
+    return 200, {
+        "recorded": True,
+        "outcome": result.feedback.outcome,
+        "arm": result.feedback.retrieval.arm,
+        "entries": result.changes,
+    }
 
 
 def _entry_for_token(token, entry_id) -> Entry:
@@ -212,9 +262,11 @@ def entry_evidence(request, token, entry_id, body):
 @api_view("GET")
 def entry_detail(request, token, entry_id):
     entry = _entry_for_token(token, entry_id)
-    return 200, {**entry_json(entry, full=True),
-                 "evidence": [evidence_json(e) for e in selectors.entry_evidence_for_token(entry, limit=API_HISTORY_LIMIT)],
-                 "events": [event_json(e) for e in selectors.entry_events_for_token(token, entry, limit=API_HISTORY_LIMIT)]}
+    return 200, {
+        **entry_json(entry, full=True),
+        "evidence": [evidence_json(e) for e in selectors.entry_evidence_for_token(entry, limit=API_HISTORY_LIMIT)],
+        "events": [event_json(e) for e in selectors.entry_events_for_token(token, entry, limit=API_HISTORY_LIMIT)],
+    }
 
 
 @csrf_exempt
@@ -244,8 +296,13 @@ def forget_requests(request, token, body):
     lessons matching `text` in `scope`, with the user's `reason`. A lead decides in the Forget queue."""
     _refuse_unknown(body, FORGET_KEYS)
     try:
-        filed = file_forget_request(entry_id=body.get("entry_id"), text=body.get("text", ""),
-                                    scope=body.get("scope", ""), reason=body.get("reason"), token=token)
+        filed = file_forget_request(
+            entry_id=body.get("entry_id"),
+            text=body.get("text", ""),
+            scope=body.get("scope", ""),
+            reason=body.get("reason"),
+            token=token,
+        )
     except Entry.DoesNotExist:
         raise NotFound("No such entry in this token's scopes.") from None
     return 201, {"id": filed.pk, "state": filed.state, "entry_id": filed.entry_id, "scope": filed.scope}

@@ -34,13 +34,15 @@ def regagent(world):
         own = dot(w, x) + OWN_NOISE * (math.sqrt(dot(x, x)) / math.sqrt(DIMENSIONS)) * eps1
         if not neighbours:
             return own + OUTPUT_NOISE * eps2
-        similarities = [math.exp(-(n.distance ** 2) / SIMILARITY_SCALE ** 2) for n in neighbours]
+        similarities = [math.exp(-(n.distance**2) / SIMILARITY_SCALE**2) for n in neighbours]
         total = sum(similarities)
         follow = (total / len(similarities)) ** 0.5
         if total == 0:
             return own + OUTPUT_NOISE * eps2
-        copy = sum(s / total * (n.y + SLOPE_CORRECTION * dot(w, [a - b for a, b in zip(x, n.x)]))
-                   for s, n in zip(similarities, neighbours))
+        copy = sum(
+            s / total * (n.y + SLOPE_CORRECTION * dot(w, [a - b for a, b in zip(x, n.x)]))
+            for s, n in zip(similarities, neighbours)
+        )
         return follow * copy + (1 - follow) * own + OUTPUT_NOISE * eps2
 
     return agent

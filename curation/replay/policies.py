@@ -23,28 +23,62 @@ K = 6  # records retrieved per task
 RECALL_MIN_RETRIEVALS = 5
 
 ADDITION = {"fixed": None, "addall": None, "c1": 1.6, "c2": 1.4, "c3": 1.2, "strict": 1.0}
-DELETION = {"periodic": ("unused",), "history": ("low_utility",), "combined": ("unused", "low_utility"),
-            "capacity": ("capacity",)}
+DELETION = {
+    "periodic": ("unused",),
+    "history": ("low_utility",),
+    "combined": ("unused", "low_utility"),
+    "capacity": ("capacity",),
+}
 # Sweeps that run after every step whatever the cadence (--sweep-every): the capacity sweep is what holds
 # the scope at its capacity, and run less often the scope would hold more than that between its runs.
 EVERY_STEP_SWEEPS = ("capacity",)
 # The cadence of the other sweeps in `make bench-replay`: every fifth step. Their rules read windows of
 # hundreds of steps, and a comparison with every step, seed by seed, is in docs/benchmarks.md.
 BENCH_SWEEP_EVERY = 5
-ROWS = ("fixed", "addall", "c1", "c2", "c3", "strict",
-        "c1+periodic", "c1+history", "c1+combined", "strict+periodic", "strict+history", "strict+combined",
-        "c1+capacity", "strict+capacity")
+ROWS = (
+    "fixed",
+    "addall",
+    "c1",
+    "c2",
+    "c3",
+    "strict",
+    "c1+periodic",
+    "c1+history",
+    "c1+combined",
+    "strict+periodic",
+    "strict+history",
+    "strict+combined",
+    "c1+capacity",
+    "strict+capacity",
+)
 # The paper's Table (RegAgent): success rate % and final memory size.
-PAPER = {"fixed": (67.53, 100), "addall": (55.48, 4100), "c1": (63.18, 3511), "c2": (65.78, 3347),
-         "c3": (67.35, 3139), "strict": (70.95, 2938), "c1+periodic": (60.88, 1012), "c1+history": (62.10, 3205),
-         "c1+combined": (59.32, 951), "strict+periodic": (67.65, 949), "strict+history": (69.80, 2286),
-         "strict+combined": (66.58, 890)}
+PAPER = {
+    "fixed": (67.53, 100),
+    "addall": (55.48, 4100),
+    "c1": (63.18, 3511),
+    "c2": (65.78, 3347),
+    "c3": (67.35, 3139),
+    "strict": (70.95, 2938),
+    "c1+periodic": (60.88, 1012),
+    "c1+history": (62.10, 3205),
+    "c1+combined": (59.32, 951),
+    "strict+periodic": (67.65, 949),
+    "strict+history": (69.80, 2286),
+    "strict+combined": (66.58, 890),
+}
 
 # What the paper does not have, neutralised: confidence moves on outcomes, decay, the retrieval floor, the
 # recheck a failure asks for, and periodic deletion sparing a record a success verified within the window
 # (the paper's rule reads only a record's age and its retrievals in the window).
-PAPER_RULES = {"OUTCOME_RULE": "steps", "SUCCESS_STEP": 0.0, "FAILURE_STEP": 0.0, "DECAY_FACTOR": 1.0,
-               "RETRIEVE_AT_LEAST": 0.0, "RECHECK_ON_FAILURE": False, "UNUSED_SPARES_VERIFIED": False}
+PAPER_RULES = {
+    "OUTCOME_RULE": "steps",
+    "SUCCESS_STEP": 0.0,
+    "FAILURE_STEP": 0.0,
+    "DECAY_FACTOR": 1.0,
+    "RETRIEVE_AT_LEAST": 0.0,
+    "RECHECK_ON_FAILURE": False,
+    "UNUSED_SPARES_VERIFIED": False,
+}
 # The rule sets: the paper's (above); the product's defaults, whose outcome rule judges a lesson against the
 # baseline (lift.py); and the product with the design notes' outcome rule (seed 001: +0.05 / -0.2).
 RULE_SETS = ("paper", "seed", "product")
@@ -61,9 +95,9 @@ def score_of(error: float) -> float:
 @dataclass(frozen=True)
 class Configuration:
     policy: str
-    admission: dict            # for set_scope_policy(ADMISSION, ...) (without the prefix)
-    passes_at: float           # |error| at or under which the policy's own evaluator passes a task
-    sweeps: tuple[str, ...]    # after every step
+    admission: dict  # for set_scope_policy(ADMISSION, ...) (without the prefix)
+    passes_at: float  # |error| at or under which the policy's own evaluator passes a task
+    sweeps: tuple[str, ...]  # after every step
     settings: dict = field(default_factory=dict)  # settings.CURATION overrides
     daily_sweeps: tuple[str, ...] = ()  # after every DAY_STEPS steps
 
@@ -86,12 +120,18 @@ def configuration(policy: str, rules: str = "paper") -> Configuration:
     elif addition == "addall":
         admission = {"name": "addall", "mode": "all"}
     else:
-        admission = {"name": addition, "mode": "auto", "evaluator": EVALUATOR,
-                     "threshold": round(score_of(threshold), 6)}
+        admission = {
+            "name": addition,
+            "mode": "auto",
+            "evaluator": EVALUATOR,
+            "threshold": round(score_of(threshold), 6),
+        }
     sweeps = DELETION.get(deletion, ())
     settings = {
-        "UNUSED_WINDOW_DAYS": WINDOW_STEPS * STEP_HOURS / 24, "UNUSED_MAX_RETRIEVALS": 1,
-        "LOW_UTILITY_MIN_RETRIEVALS": HISTORY_MIN_RETRIEVALS, "LOW_UTILITY_BELOW": HISTORY_BELOW,
+        "UNUSED_WINDOW_DAYS": WINDOW_STEPS * STEP_HOURS / 24,
+        "UNUSED_MAX_RETRIEVALS": 1,
+        "LOW_UTILITY_MIN_RETRIEVALS": HISTORY_MIN_RETRIEVALS,
+        "LOW_UTILITY_BELOW": HISTORY_BELOW,
         "CAPACITY_SPARES_UNRETRIEVED": True,
     }
     if rules == "paper":

@@ -33,7 +33,14 @@ from curation.sweeps.runs import run_sweep
 from . import stats
 from .agent import Neighbour
 from .policies import (
-    DAY_STEPS, EVALUATOR, EVERY_STEP_SWEEPS, RECALL_MIN_RETRIEVALS, STEP_HOURS, K, Configuration, score_of,
+    DAY_STEPS,
+    EVALUATOR,
+    EVERY_STEP_SWEEPS,
+    RECALL_MIN_RETRIEVALS,
+    STEP_HOURS,
+    K,
+    Configuration,
+    score_of,
 )
 from .world import SUCCESS_ERROR, World
 
@@ -67,9 +74,13 @@ class RunResult:
         retrieved at least RECALL_MIN_RETRIEVALS times."""
         wrong = {pk for pk, error in self.lesson_errors.items() if error > SUCCESS_ERROR}
         often = {pk for pk in wrong if self.retrieved[pk] >= RECALL_MIN_RETRIEVALS}
-        return {"sent": len(self.sent_for_recheck), "sent_wrong": len(self.sent_for_recheck & wrong),
-                "wrong_retrieved": sum(1 for pk in wrong if self.retrieved[pk]), "wrong_retrieved_often": len(often),
-                "wrong_retrieved_often_sent": len(often & self.sent_for_recheck)}
+        return {
+            "sent": len(self.sent_for_recheck),
+            "sent_wrong": len(self.sent_for_recheck & wrong),
+            "wrong_retrieved": sum(1 for pk in wrong if self.retrieved[pk]),
+            "wrong_retrieved_often": len(often),
+            "wrong_retrieved_often_sent": len(often & self.sent_for_recheck),
+        }
 
     @property
     def success_rate(self) -> float:
@@ -77,13 +88,21 @@ class RunResult:
 
     def as_json(self) -> dict:
         return {
-            "policy": self.policy, "rules": self.rules, "seed": self.seed, "steps": self.steps, "scope": self.scope,
-            "success_rate": round(self.success_rate, 3), "memory_size": self.memory_size,
+            "policy": self.policy,
+            "rules": self.rules,
+            "seed": self.seed,
+            "steps": self.steps,
+            "scope": self.scope,
+            "success_rate": round(self.success_rate, 3),
+            "memory_size": self.memory_size,
             "inheritance_slope": stats.ols_slope(*zip(*self.inherited)) if len(self.inherited) > 1 else None,
             "median_step_ms": round(1000 * statistics.median(self.step_seconds), 3) if self.step_seconds else None,
             "median_step_cpu_ms": round(1000 * statistics.median(self.step_cpu), 3) if self.step_cpu else None,
-            "part_cpu_ms": {part: round(1000 * seconds / len(self.step_cpu), 3)
-                            for part, seconds in self.part_cpu.items()} if self.step_cpu else {},
+            "part_cpu_ms": {
+                part: round(1000 * seconds / len(self.step_cpu), 3) for part, seconds in self.part_cpu.items()
+            }
+            if self.step_cpu
+            else {},
             "running_success": [round(v, 4) for v in stats.running_rate(self.successes)],
             "recheck": self.recheck_figures(),
         }
@@ -101,19 +120,37 @@ def _moment(step: float) -> datetime.datetime:
 
 
 def _candidate(scope: str, trigger: str, x, y: float, error: float | None) -> dict:
-    evidence = [] if error is None else [{
-        "kind": "test_result", "signal": "independent", "excerpt": f"absolute error {error:.4f}",
-        "evaluator": EVALUATOR, "score": round(score_of(error), 6)}]
-    return {"scope": scope, "kind": "success_pattern", "signal": "self", "trigger": trigger,
-            "content": f"output: {y!r}", "embedding": list(x), "evidence": evidence}
+    evidence = (
+        []
+        if error is None
+        else [
+            {
+                "kind": "test_result",
+                "signal": "independent",
+                "excerpt": f"absolute error {error:.4f}",
+                "evaluator": EVALUATOR,
+                "score": round(score_of(error), 6),
+            }
+        ]
+    )
+    return {
+        "scope": scope,
+        "kind": "success_pattern",
+        "signal": "self",
+        "trigger": trigger,
+        "content": f"output: {y!r}",
+        "embedding": list(x),
+        "evidence": evidence,
+    }
 
 
 def _stored_output(entry: Entry) -> float:
     return float(entry.content.rsplit("output: ", 1)[1])
 
 
-def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agent_factory,
-               sweep_every: int = 1) -> RunResult:
+def replay_one(
+    config: Configuration, *, seed: int, steps: int, rules: str, agent_factory, sweep_every: int = 1
+) -> RunResult:
     """Run `config` for `steps` tasks of seed `seed` in a scope of its own, in the current database."""
     world = World(seed, steps)
     scope = f"replay/{config.policy.replace('+', '-')}/{rules}/s{seed}-{uuid.uuid4().hex[:8]}"
@@ -124,10 +161,17 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
         errors: dict[int, float] = {}
         with clock.running_at(_moment(-1)) as now:
             # The initial memory is admitted by a policy too, then the run's policy takes over the scope.
-            set_scope_policy(ADMISSION, data={"prefix": scope, "name": "initial-memory", "mode": "all"}, actor=lead,
-                             at=now)
-            answers = submit_batch(items=[_candidate(scope, f"RegAgent initial record {i}", r.x, r.y, None)
-                                          for i, r in enumerate(world.initial)], token=token, at=now)
+            set_scope_policy(
+                ADMISSION, data={"prefix": scope, "name": "initial-memory", "mode": "all"}, actor=lead, at=now
+            )
+            answers = submit_batch(
+                items=[
+                    _candidate(scope, f"RegAgent initial record {i}", r.x, r.y, None)
+                    for i, r in enumerate(world.initial)
+                ],
+                token=token,
+                at=now,
+            )
             for answer, record in zip(answers, world.initial):
                 errors[answer["id"]] = record.error
             set_scope_policy(ADMISSION, data={"prefix": scope, **config.admission}, actor=lead, at=now)
@@ -142,28 +186,31 @@ def replay_one(config: Configuration, *, seed: int, steps: int, rules: str, agen
                     ticks.append(time.process_time())
                     result.part_cpu[part] = result.part_cpu.get(part, 0.0) + ticks[-1] - ticks[-2]
 
-                ranked = retrieve_memory(scopes=[scope], k=K, min_confidence=floor, embedding=list(task.x),
-                                         metric="l2")
+                ranked = retrieve_memory(scopes=[scope], k=K, min_confidence=floor, embedding=list(task.x), metric="l2")
                 tick("retrieve")
-                retrieval = record_retrieval(token=token, scope=scope, query="", task_ref=f"task-{task.step}",
-                                             entries=[r.entry for r in ranked])
+                retrieval = record_retrieval(
+                    token=token, scope=scope, query="", task_ref=f"task-{task.step}", entries=[r.entry for r in ranked]
+                )
                 tick("record_retrieval")
                 neighbours = [Neighbour(tuple(r.entry.embedding), _stored_output(r.entry), r.distance) for r in ranked]
                 y_hat = agent(task.x, neighbours, world.task_rng(task))
                 error = abs(y_hat - task.y)
                 passed = error <= config.passes_at
                 tick("agent")
-                feedback = record_feedback(token=token, retrieval_id=retrieval.pk,
-                                           outcome="success" if passed else "failure")
+                feedback = record_feedback(
+                    token=token, retrieval_id=retrieval.pk, outcome="success" if passed else "failure"
+                )
                 result.sent_for_recheck.update(c["id"] for c in feedback.changes if c["queued_for_recheck"])
                 tick("feedback")
-                submission = submit_candidate(data=_candidate(scope, f"RegAgent task {task.step}", task.x, y_hat, error),
-                                              token=token)
+                submission = submit_candidate(
+                    data=_candidate(scope, f"RegAgent task {task.step}", task.x, y_hat, error), token=token
+                )
                 errors[submission.entry.pk] = error
                 tick("submit")
                 due = list(config.daily_sweeps) if (task.step + 1) % DAY_STEPS == 0 else []
-                due += [name for name in config.sweeps
-                        if name in EVERY_STEP_SWEEPS or (task.step + 1) % sweep_every == 0]
+                due += [
+                    name for name in config.sweeps if name in EVERY_STEP_SWEEPS or (task.step + 1) % sweep_every == 0
+                ]
                 for name in due:
                     run_sweep(name, as_of=now, triggered_by="replay")
                 tick("sweeps")

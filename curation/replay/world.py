@@ -21,8 +21,8 @@ SUCCESS_ERROR = 1.0  # a task succeeds when |ŷ − y| <= 1
 @dataclass(frozen=True)
 class Record:
     x: tuple[float, ...]
-    y: float          # the stored output (noisy)
-    error: float      # |stored output − true output|, known to the replay only
+    y: float  # the stored output (noisy)
+    error: float  # |stored output − true output|, known to the replay only
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Task:
     step: int
     x: tuple[float, ...]
     y: float
-    seed: int         # of the task's own generator (the agent's noise)
+    seed: int  # of the task's own generator (the agent's noise)
 
 
 def dot(a, b) -> float:

@@ -20,6 +20,10 @@ def embedding_dimensions(scope: str) -> int | None:
     configured = config.EMBEDDING_DIMENSIONS.value
     if (prefix := governing_prefix(configured, scope)) is not None:
         return int(configured[prefix])
-    first = (Entry.objects.filter(under_scope(scope_tree(scope)), embedding__isnull=False)
-             .order_by("id").values_list("embedding", flat=True).first())
+    first = (
+        Entry.objects.filter(under_scope(scope_tree(scope)), embedding__isnull=False)
+        .order_by("id")
+        .values_list("embedding", flat=True)
+        .first()
+    )
     return len(first) if first else None

@@ -25,7 +25,7 @@ WINDOWS_DAYS = (7, 30)
 @dataclass
 class ReviewerWindow:
     decisions: int = 0
-    by_action: dict = field(default_factory=dict)     # action label -> count
+    by_action: dict = field(default_factory=dict)  # action label -> count
     agreed: int = 0
     disagreed: int = 0
     median_seconds: float | None = None
@@ -43,7 +43,7 @@ class ReviewerWindow:
 class ReviewerStats:
     user_id: int
     name: str
-    windows: dict = field(default_factory=dict)       # days -> ReviewerWindow
+    windows: dict = field(default_factory=dict)  # days -> ReviewerWindow
 
 
 def _median_gaps_sql(n_actions: int, in_scope_sql: str = "") -> str:
@@ -83,8 +83,10 @@ def _median_gaps(since: datetime.datetime, until: datetime.datetime, events) -> 
     if events.query.where:  # a reader limited to scopes: only the Events about entries they may see
         in_scope_sql, in_scope_params = events.values("id").query.sql_with_params()
     with connection.cursor() as cursor:
-        cursor.execute(_median_gaps_sql(len(actions), in_scope_sql),
-                       [*actions, since, until, *in_scope_params, SESSION_GAP_SECONDS])
+        cursor.execute(
+            _median_gaps_sql(len(actions), in_scope_sql),
+            [*actions, since, until, *in_scope_params, SESSION_GAP_SECONDS],
+        )
         return {actor_id: float(median) for actor_id, median in cursor.fetchall() if median is not None}
 
 
@@ -106,19 +108,27 @@ def reviewer_stats(user, now=None) -> list[ReviewerStats]:
     for days in WINDOWS_DAYS:
         since = now - datetime.timedelta(days=days)
         recent = visible.filter(created_at__gte=since, created_at__lte=now, actor__isnull=False)
-        for actor_id, action, n in (recent.filter(action__in=EventAction.reviewer_decisions())
-                                    .values_list("actor_id", "action").annotate(n=Count("id")).order_by()):
+        for actor_id, action, n in (
+            recent.filter(action__in=EventAction.reviewer_decisions())
+            .values_list("actor_id", "action")
+            .annotate(n=Count("id"))
+            .order_by()
+        ):
             window = row(actor_id).windows[days]
             window.decisions += n
             window.by_action[labels[action]] = window.by_action.get(labels[action], 0) + n
         # A second decision on a first approval: the second reviewer is the actor, the first is in the
         # Event's `before` (the entry's snapshot). Each pair counts for both of them.
-        pairs = (recent.filter(action__in=[EventAction.SECOND_APPROVAL, EventAction.DISAGREEMENT])
-                 .annotate(first=KeyTextTransform("first_approval_by", "before"))
-                 .values_list("actor_id", "first")
-                 .annotate(agreed=Count("id", filter=Q(action=EventAction.SECOND_APPROVAL)),
-                           disagreed=Count("id", filter=Q(action=EventAction.DISAGREEMENT)))
-                 .order_by())
+        pairs = (
+            recent.filter(action__in=[EventAction.SECOND_APPROVAL, EventAction.DISAGREEMENT])
+            .annotate(first=KeyTextTransform("first_approval_by", "before"))
+            .values_list("actor_id", "first")
+            .annotate(
+                agreed=Count("id", filter=Q(action=EventAction.SECOND_APPROVAL)),
+                disagreed=Count("id", filter=Q(action=EventAction.DISAGREEMENT)),
+            )
+            .order_by()
+        )
         for second_id, first_id, agreed, disagreed in pairs:
             for user_id in {second_id, int(first_id)} if first_id else {second_id}:
                 window = row(user_id).windows[days]

@@ -21,11 +21,11 @@ class QueueFilters:
     scope: str = ""
     kind: str = ""
     signal: str = ""
-    reason: str = ""           # "new", "recheck" or "lead" (reviewers disagree: a lead decides)
+    reason: str = ""  # "new", "recheck" or "lead" (reviewers disagree: a lead decides)
     min_confidence: float | None = None
     max_confidence: float | None = None
     q: str = ""
-    deferred: bool = False     # show the deferred entries instead of the ready ones
+    deferred: bool = False  # show the deferred entries instead of the ready ones
 
     def as_q(self, now) -> Q:
         q = Q(queued_at__gt=now) if self.deferred else Q(queued_at__isnull=False, queued_at__lte=now)
@@ -75,8 +75,12 @@ def queue_count(user, filters: QueueFilters, now=None) -> tuple[int, bool]:
 def waiting_on_others(user, filters: QueueFilters, now=None) -> int:
     """Of those, the candidates the user gave a first approval: only another reviewer can act on them (one
     query, on the queue's rows only)."""
-    return (queue_base(user, filters, now).filter(first_approval_by=user, status=Status.PENDING)
-            .exclude(queue_reason=QueueReason.NEEDS_LEAD).count())
+    return (
+        queue_base(user, filters, now)
+        .filter(first_approval_by=user, status=Status.PENDING)
+        .exclude(queue_reason=QueueReason.NEEDS_LEAD)
+        .count()
+    )
 
 
 # What an entry holds that no card shows: the agent's embedding (a list of floats, kilobytes of JSON a row)
@@ -89,9 +93,13 @@ def _card_prefetches(user) -> tuple[Prefetch, Prefetch]:
     entries within the user's scopes (`card_similar`; one in an ancestor or sibling scope the user does not
     review is neither shown nor offered as a merge target). Lists, not the related managers: a manager
     prefetched through a queryset costs a queryset clone per entry, a tenth of a page's Python time."""
-    similar = (SimilarEntry.objects.filter(similar__status=Status.ACTIVE)
-               .filter(access.scope_q(access.user_scope_prefixes(user), "similar__scope"))
-               .select_related("similar").defer(*(f"similar__{f}" for f in UNSHOWN)).order_by("-score"))
+    similar = (
+        SimilarEntry.objects.filter(similar__status=Status.ACTIVE)
+        .filter(access.scope_q(access.user_scope_prefixes(user), "similar__scope"))
+        .select_related("similar")
+        .defer(*(f"similar__{f}" for f in UNSHOWN))
+        .order_by("-score")
+    )
     return (
         Prefetch("evidence", queryset=Evidence.objects.order_by("observed_at", "id"), to_attr="card_evidence"),
         Prefetch("similar_links", queryset=similar, to_attr="card_similar"),
@@ -103,9 +111,15 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
     (entries, their evidence, their similar entries, the capped count) whatever the page size."""
     qs = queue_base(user, filters, now or clock.now())
     cards = qs.select_related("first_approval_by").defer(*UNSHOWN).prefetch_related(*_card_prefetches(user))
-    return read_page(cards, qs, stamp="queued_at", cursor=cursor,
-                     page_size=page_size or config.QUEUE_PAGE_SIZE.value, filters=filters,
-                     prepare=with_queued_why)
+    return read_page(
+        cards,
+        qs,
+        stamp="queued_at",
+        cursor=cursor,
+        page_size=page_size or config.QUEUE_PAGE_SIZE.value,
+        filters=filters,
+        prepare=with_queued_why,
+    )
 
 
 def with_queued_why(cards: list) -> list:
@@ -116,9 +130,11 @@ def with_queued_why(cards: list) -> list:
     for card in cards:
         card.queued_why = ""
     if rechecks:
-        events = (Event.objects.filter(entry_id__in=list(rechecks),
-                                       created_at__in={c.queued_at for c in rechecks.values()})
-                  .order_by("created_at", "id").values_list("entry_id", "created_at", "reason"))
+        events = (
+            Event.objects.filter(entry_id__in=list(rechecks), created_at__in={c.queued_at for c in rechecks.values()})
+            .order_by("created_at", "id")
+            .values_list("entry_id", "created_at", "reason")
+        )
         for entry_id, at, reason in events:
             if at == rechecks[entry_id].queued_at and reason:
                 rechecks[entry_id].queued_why = reason
@@ -126,20 +142,41 @@ def with_queued_why(cards: list) -> list:
 
 
 # What a line of the compact list shows (and its keyset): not the content, nor the search columns.
-LINE_FIELDS = ("id", "scope", "kind", "signal", *CONFIDENCE_FIELDS, "trigger", "version", "queued_at", "queue_reason",
-               "first_approval_by__username")
+LINE_FIELDS = (
+    "id",
+    "scope",
+    "kind",
+    "signal",
+    *CONFIDENCE_FIELDS,
+    "trigger",
+    "version",
+    "queued_at",
+    "queue_reason",
+    "first_approval_by__username",
+)
 
 
 def candidate_lines(user, filters: QueueFilters, *, cursor: str = "", page_size: int | None = None, now=None) -> Page:
     """One page of the queue as the compact list shows it (one line a lesson): the entries and the capped
     count, 2 queries; a line's evidence and similar entries load when it is expanded (queue_card)."""
     qs = queue_base(user, filters, now or clock.now())
-    return read_page(qs.select_related("first_approval_by").only(*LINE_FIELDS), qs, stamp="queued_at", cursor=cursor,
-                     page_size=page_size or config.QUEUE_PAGE_SIZE.value, filters=filters)
+    return read_page(
+        qs.select_related("first_approval_by").only(*LINE_FIELDS),
+        qs,
+        stamp="queued_at",
+        cursor=cursor,
+        page_size=page_size or config.QUEUE_PAGE_SIZE.value,
+        filters=filters,
+    )
 
 
 def queue_card(user, entry_id) -> Entry:
     """One card of the queue, with what the card shows."""
-    card = (visible_entries(user).select_related("first_approval_by").defer(*UNSHOWN)
-            .prefetch_related(*_card_prefetches(user)).get(pk=entry_id))
+    card = (
+        visible_entries(user)
+        .select_related("first_approval_by")
+        .defer(*UNSHOWN)
+        .prefetch_related(*_card_prefetches(user))
+        .get(pk=entry_id)
+    )
     return with_queued_why([card])[0]

@@ -24,8 +24,11 @@ class DaysBetween(Func):
 
     def as_postgresql(self, compiler, conn, **extra):
         return super().as_sql(
-            compiler, conn, template="(EXTRACT(EPOCH FROM (%(expressions)s))::double precision / 86400.0)",
-            arg_joiner=" - ", **extra,
+            compiler,
+            conn,
+            template="(EXTRACT(EPOCH FROM (%(expressions)s))::double precision / 86400.0)",
+            arg_joiner=" - ",
+            **extra,
         )
 
     def as_sqlite(self, compiler, conn, **extra):
@@ -43,7 +46,9 @@ def _decayed(base, verified_from, until, rules: lifecycle.Rules):
     days = Greatest(Value(0.0), DaysBetween(verified_from, until))
     return Greatest(
         Value(rules.floor),
-        Least(Value(rules.ceiling), base * Power(Value(rules.decay_factor), days / Value(float(rules.decay_period_days)))),
+        Least(
+            Value(rules.ceiling), base * Power(Value(rules.decay_factor), days / Value(float(rules.decay_period_days)))
+        ),
         output_field=FloatField(),
     )
 
@@ -51,25 +56,34 @@ def _decayed(base, verified_from, until, rules: lifecycle.Rules):
 def confidence(at: datetime.datetime, rules: lifecycle.Rules, prefix: str = ""):
     """Entry.confidence_at(at) in SQL, for an entry (or the entry at `prefix`, e.g. "entry_a__"): decaying
     until `at` while active, until it left the active set after that, its base if it never was active."""
+
     def column(name):
         return F(prefix + name)
 
     verified_from = Coalesce(column("last_verified_at"), column("created_at"))
     return Case(
-        When(**{prefix + "status": Status.ACTIVE},
-             then=_decayed(column("base_confidence"), verified_from, _moment(at), rules)),
-        When(**{prefix + "decay_stopped_at__isnull": False},
-             then=_decayed(column("base_confidence"), verified_from, column("decay_stopped_at"), rules)),
-        default=column("base_confidence"), output_field=FloatField(),
+        When(
+            **{prefix + "status": Status.ACTIVE},
+            then=_decayed(column("base_confidence"), verified_from, _moment(at), rules),
+        ),
+        When(
+            **{prefix + "decay_stopped_at__isnull": False},
+            then=_decayed(column("base_confidence"), verified_from, column("decay_stopped_at"), rules),
+        ),
+        default=column("base_confidence"),
+        output_field=FloatField(),
     )
 
 
 def released_confidence(at: datetime.datetime, rules: lifecycle.Rules):
     """ReleasedEntry.confidence in SQL: decaying since the verification (a row without one keeps its base)."""
     return Case(
-        When(last_verified_at__isnull=False,
-             then=_decayed(F("base_confidence"), F("last_verified_at"), _moment(at), rules)),
-        default=F("base_confidence"), output_field=FloatField(),
+        When(
+            last_verified_at__isnull=False,
+            then=_decayed(F("base_confidence"), F("last_verified_at"), _moment(at), rules),
+        ),
+        default=F("base_confidence"),
+        output_field=FloatField(),
     )
 
 
@@ -102,8 +116,9 @@ def confidence_at_most(value: float, at: datetime.datetime, prefix: str = ""):
 def decay_key(rules: lifecycle.Rules):
     """lifecycle.decay_key in SQL, over an entry's own columns: for rewriting many keys in one statement."""
     verified_from = Coalesce(F("last_verified_at"), F("created_at"))
-    return (Ln(Greatest(F("base_confidence"), Value(lifecycle.LOWEST_BASE)))
-            + Value(lifecycle.decay_rate(rules)) * DaysBetween(_moment(lifecycle.EPOCH), verified_from))
+    return Ln(Greatest(F("base_confidence"), Value(lifecycle.LOWEST_BASE))) + Value(
+        lifecycle.decay_rate(rules)
+    ) * DaysBetween(_moment(lifecycle.EPOCH), verified_from)
 
 
 def keyed_under_other_settings(rules: lifecycle.Rules) -> Q:

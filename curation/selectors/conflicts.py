@@ -28,8 +28,8 @@ class ConflictFilters:
     kind: str = ""
     signal: str = ""
     detected_by: str = ""
-    max_confidence: float | None = None   # either entry at most this confident
-    older_than_days: int | None = None    # opened at least this many days ago
+    max_confidence: float | None = None  # either entry at most this confident
+    older_than_days: int | None = None  # opened at least this many days ago
 
     def as_q(self, now=None) -> Q:
         q = Q()
@@ -43,22 +43,31 @@ class ConflictFilters:
             q &= Q(detected_by=self.detected_by)
         if self.max_confidence is not None:
             at = now or clock.now()
-            q &= (Q(confidence_at_most(self.max_confidence, at, "entry_a__"))
-                  | Q(confidence_at_most(self.max_confidence, at, "entry_b__")))
+            q &= Q(confidence_at_most(self.max_confidence, at, "entry_a__")) | Q(
+                confidence_at_most(self.max_confidence, at, "entry_b__")
+            )
         if self.older_than_days:
             q &= Q(created_at__lte=(now or clock.now()) - datetime.timedelta(days=self.older_than_days))
         return q
 
     @property
     def active(self) -> bool:
-        return bool(self.scope or self.kind or self.signal or self.detected_by or self.max_confidence is not None
-                    or self.older_than_days)
+        return bool(
+            self.scope
+            or self.kind
+            or self.signal
+            or self.detected_by
+            or self.max_confidence is not None
+            or self.older_than_days
+        )
 
 
 def visible_conflicts(user):
     """Conflicts whose two entries both lie in the user's scopes: one outside means the whole pair is."""
     prefixes = access.user_scope_prefixes(user)
-    return Conflict.objects.filter(access.scope_q(prefixes, "entry_a__scope"), access.scope_q(prefixes, "entry_b__scope"))
+    return Conflict.objects.filter(
+        access.scope_q(prefixes, "entry_a__scope"), access.scope_q(prefixes, "entry_b__scope")
+    )
 
 
 def open_conflicts(user, filters: ConflictFilters):
@@ -88,13 +97,21 @@ def _with_sides(conflicts: list[Conflict]) -> list[Conflict]:
     return conflicts
 
 
-def conflict_queue(user, filters: ConflictFilters = ConflictFilters(), *, cursor: str = "",
-                   page_size: int = PAGE_SIZE) -> Page:
+def conflict_queue(
+    user, filters: ConflictFilters = ConflictFilters(), *, cursor: str = "", page_size: int = PAGE_SIZE
+) -> Page:
     """One page of open conflicts, oldest first, keyset on (created_at, id): 4 queries (conflicts with
     both entries, their evidence, their recent outcomes, the capped count) whatever the page size."""
     qs = open_conflicts(user, filters)
-    return read_page(qs.select_related("entry_a", "entry_b"), qs, stamp="created_at", cursor=cursor,
-                     page_size=page_size, filters=filters, prepare=_with_sides)
+    return read_page(
+        qs.select_related("entry_a", "entry_b"),
+        qs,
+        stamp="created_at",
+        cursor=cursor,
+        page_size=page_size,
+        filters=filters,
+        prepare=_with_sides,
+    )
 
 
 def conflict_card(user, conflict_id) -> Conflict:
@@ -135,5 +152,5 @@ def merge_defaults(a, b) -> dict:
         "boundary": "\n".join(boundaries),
         "conditions": ", ".join(dict.fromkeys([*best.conditions, *other.conditions])),
         "sources": f"Kind, trigger and text from #{best.pk} (the better supported); added from #{other.pk}: "
-                   f"{added_text}. Keywords and boundaries from both.",
+        f"{added_text}. Keywords and boundaries from both.",
     }

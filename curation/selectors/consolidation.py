@@ -65,12 +65,14 @@ def _with_members(proposals: list) -> list:
     return proposals
 
 
-def consolidation_queue(user, filters: ProposalFilters = ProposalFilters(), *, cursor: str = "",
-                        page_size: int = PAGE_SIZE) -> Page:
+def consolidation_queue(
+    user, filters: ProposalFilters = ProposalFilters(), *, cursor: str = "", page_size: int = PAGE_SIZE
+) -> Page:
     """One page of open proposals, oldest first, keyset on (created_at, id): 4 queries whatever the page size."""
     qs = open_proposals(user, filters)
-    return read_page(qs, qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters,
-                     prepare=_with_members)
+    return read_page(
+        qs, qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters, prepare=_with_members
+    )
 
 
 def proposal_card(user, proposal_id):

@@ -67,8 +67,9 @@ HISTOGRAM_HEIGHT = 120
 HISTOGRAM_BAR = 36
 
 
-def histogram_bars(counts: dict[int, int], *, bins: int = HISTOGRAM_BINS, height: int = HISTOGRAM_HEIGHT,
-                   bar: int = HISTOGRAM_BAR) -> tuple[list[Bar], int]:
+def histogram_bars(
+    counts: dict[int, int], *, bins: int = HISTOGRAM_BINS, height: int = HISTOGRAM_HEIGHT, bar: int = HISTOGRAM_BAR
+) -> tuple[list[Bar], int]:
     """Bars of an SVG histogram from {bin index: count}; bin i holds confidence in [i/bins, (i+1)/bins)."""
     top = max(counts.values(), default=0)
     bars = []
@@ -94,7 +95,12 @@ def dashboard(user, *, now=None) -> Dashboard:
         ("Candidates", "curation:candidates", queue_base(user, QueueFilters(), now), "queued_at"),
         ("Conflicts", "curation:conflicts", conflicts, "created_at"),
         ("Consolidation", "curation:consolidation", open_proposals(user), "created_at"),
-        ("Skills", "curation:skills-queue", visible_skills(user).filter(status=SkillProposal.Status.NOMINATED), "created_at"),
+        (
+            "Skills",
+            "curation:skills-queue",
+            visible_skills(user).filter(status=SkillProposal.Status.NOMINATED),
+            "created_at",
+        ),
         ("Forget", "curation:forgets", open_forget_requests(user), "created_at"),
     ):
         count, capped = capped_count(qs)
@@ -105,9 +111,11 @@ def dashboard(user, *, now=None) -> Dashboard:
     state_rows = [(s, by_state.get(s, 0)) for s in Status.values]
 
     bins = (
-        with_current_confidence(entries.filter(status=Status.ACTIVE), at=now).order_by()
+        with_current_confidence(entries.filter(status=Status.ACTIVE), at=now)
+        .order_by()
         .annotate(bin=Floor(F("current_confidence") * HISTOGRAM_BINS))
-        .values_list("bin").annotate(n=Count("id"))
+        .values_list("bin")
+        .annotate(n=Count("id"))
     )
     counts: dict[int, int] = {}
     for b, n in bins:  # confidence 1.0 falls in the top bin
@@ -129,7 +137,16 @@ def dashboard(user, *, now=None) -> Dashboard:
     latest = TaskRun.objects.values("task").annotate(last=Max("id")).values("last")
     runs = list(TaskRun.objects.filter(pk__in=latest).order_by("task"))
     return Dashboard(
-        now=now, queues=queues, by_state=state_rows, histogram=bars, histogram_max=top,
-        due_rechecks=due_list, due_count=due_count, recheck_queued=recheck_queued, open_conflicts=open_list,
-        flagged=flagged_list, flagged_count=flagged_count, task_runs=runs,
+        now=now,
+        queues=queues,
+        by_state=state_rows,
+        histogram=bars,
+        histogram_max=top,
+        due_rechecks=due_list,
+        due_count=due_count,
+        recheck_queued=recheck_queued,
+        open_conflicts=open_list,
+        flagged=flagged_list,
+        flagged_count=flagged_count,
+        task_runs=runs,
     )

@@ -35,7 +35,9 @@ def summarise_evidence(entries) -> None:
     for entry in entries:
         supporting = [e.signal for e in entry.evidence.all() if e.polarity == Evidence.Polarity.SUPPORTS]
         entry.evidence_strength = max(supporting, key=SIGNAL_STRENGTH.__getitem__) if supporting else "none"
-        entry.contradicting_evidence = sum(1 for e in entry.evidence.all() if e.polarity == Evidence.Polarity.CONTRADICTS)
+        entry.contradicting_evidence = sum(
+            1 for e in entry.evidence.all() if e.polarity == Evidence.Polarity.CONTRADICTS
+        )
 
 
 # --- the entry page ---------------------------------------------------------------------------------
@@ -44,7 +46,7 @@ def summarise_evidence(entries) -> None:
 @dataclass(frozen=True)
 class TimelineItem:
     at: datetime.datetime
-    kind: str            # "event" or "evidence"
+    kind: str  # "event" or "evidence"
     item: Event | Evidence
     changes: tuple = ()  # (field, before, after) for the fields an event changed
 
@@ -59,7 +61,8 @@ def event_changes(event: Event) -> tuple:
     if not before:
         return ()
     return tuple(
-        (key, before.get(key), value) for key, value in after.items()
+        (key, before.get(key), value)
+        for key, value in after.items()
         if key not in NOT_SHOWN_AS_CHANGES and before.get(key) != value
     )
 
@@ -83,8 +86,10 @@ def _without_partner(event: Event) -> Event:
     entry, never who it conflicted with or why (the reason quotes the other entry's text)."""
     masked = copy.copy(event)
     masked.reason = "about a conflict with an entry outside your scopes"
-    masked.before, masked.after = ({k: v for k, v in (part or {}).items() if k not in _PARTNER_KEYS} or None
-                                   for part in (event.before, event.after))
+    masked.before, masked.after = (
+        {k: v for k, v in (part or {}).items() if k not in _PARTNER_KEYS} or None
+        for part in (event.before, event.after)
+    )
     return masked
 
 
@@ -105,8 +110,11 @@ def entry_events(entry: Entry, *, prefixes: list[str] | None, limit: int | None 
     newest_first = ("-created_at", "-id")
     own = Event.objects.filter(entry=entry).order_by(*newest_first)
     events = list(own[:limit] if limit is not None else own)
-    skills = list(SkillSource.objects.filter(entry=entry).filter(access.scope_q(prefixes, "proposal__scope"))
-                  .values_list("proposal_id", flat=True))
+    skills = list(
+        SkillSource.objects.filter(entry=entry)
+        .filter(access.scope_q(prefixes, "proposal__scope"))
+        .values_list("proposal_id", flat=True)
+    )
     if skills:
         theirs = Event.objects.filter(skill_id__in=skills).exclude(entry=entry).order_by(*newest_first)
         events += list(theirs[:limit] if limit is not None else theirs)
@@ -171,8 +179,9 @@ def as_answered(entry: Entry, status: str | None = None) -> Entry:
     if entry.held_by_id is None:
         return entry
     if status is None:
-        after = (Event.objects.filter(entry=entry, action=EventAction.FORGET_HELD)
-                 .values_list("after", flat=True).first()) or {}
+        after = (
+            Event.objects.filter(entry=entry, action=EventAction.FORGET_HELD).values_list("after", flat=True).first()
+        ) or {}
         status = after.get("answered", Status.PENDING)
     face = copy.copy(entry)
     face.status = status

@@ -23,7 +23,7 @@ QUOTES_PER_KIND = 20
 
 @dataclass(frozen=True)
 class Quote:
-    kind: str   # one of KINDS
+    kind: str  # one of KINDS
     pk: str
     where: str  # what the card says, without the text
 
@@ -44,8 +44,9 @@ def lesson_texts_many(pairs) -> dict[int, list[str]]:
     """lesson_texts of many (request, entries) pairs: the evidence excerpts in one query."""
     ids = {e.pk for _, entries in pairs for e in entries}
     excerpts: dict[int, list[str]] = {}
-    for entry_id, excerpt in (Evidence.objects.filter(entry_id__in=ids).values_list("entry_id", "excerpt")
-                              if ids else ()):
+    for entry_id, excerpt in (
+        Evidence.objects.filter(entry_id__in=ids).values_list("entry_id", "excerpt") if ids else ()
+    ):
         excerpts.setdefault(entry_id, []).append(excerpt)
     found = {}
     for request, entries in pairs:
@@ -67,7 +68,9 @@ def _quotes(text: str, texts: list[str]) -> bool:
 
 def quotes_of(user, request: ForgetRequest, entries, texts: list[str] | None = None) -> list[Quote]:
     """The rows beyond the forgotten `entries`' own that quote their text, those `user` may read."""
-    return quotes_of_many(user, [(request, list(entries))], {request.pk: texts} if texts is not None else None)[request.pk]
+    return quotes_of_many(user, [(request, list(entries))], {request.pk: texts} if texts is not None else None)[
+        request.pk
+    ]
 
 
 def quotes_of_many(user, pairs, texts: dict[int, list[str]] | None = None) -> dict[int, list[Quote]]:
@@ -86,37 +89,60 @@ def quotes_of_many(user, pairs, texts: dict[int, list[str]] | None = None) -> di
         """Offer the row to each request whose text it quotes, unless it is that request's own (it belongs
         to a forgotten entry, `owners`, or is the request itself), at most QUOTES_PER_KIND of a kind each."""
         for request, _ in pairs:
-            if (request_pk != request.pk and not owners & own[request.pk]
-                    and any(_quotes(v or "", texts[request.pk]) for v in values)
-                    and sum(q.kind == kind for q in found[request.pk]) < QUOTES_PER_KIND):
+            if (
+                request_pk != request.pk
+                and not owners & own[request.pk]
+                and any(_quotes(v or "", texts[request.pk]) for v in values)
+                and sum(q.kind == kind for q in found[request.pk]) < QUOTES_PER_KIND
+            ):
                 found[request.pk].append(Quote(kind, str(pk), where))
 
     for pk, entry_id, excerpt, task_ref in (
-            Evidence.objects.filter(_containing(("excerpt", "task_ref"), every))
-            .filter(access.scope_q(prefixes, "entry__scope")).order_by("id")
-            .values_list("pk", "entry_id", "excerpt", "task_ref")[:bound]):
+        Evidence.objects.filter(_containing(("excerpt", "task_ref"), every))
+        .filter(access.scope_q(prefixes, "entry__scope"))
+        .order_by("id")
+        .values_list("pk", "entry_id", "excerpt", "task_ref")[:bound]
+    ):
         give("evidence", pk, f"evidence of entry #{entry_id}", (excerpt, task_ref), owners={entry_id})
     for pk, entry_id, action, reason in (
-            Event.objects.filter(_containing(("reason",), every), entry__isnull=False)
-            .filter(access.scope_q(prefixes, "entry__scope")).order_by("id")
-            .values_list("pk", "entry_id", "action", "reason")[:bound]):
+        Event.objects.filter(_containing(("reason",), every), entry__isnull=False)
+        .filter(access.scope_q(prefixes, "entry__scope"))
+        .order_by("id")
+        .values_list("pk", "entry_id", "action", "reason")[:bound]
+    ):
         give("event", pk, f"a note on entry #{entry_id} ({action.replace('_', ' ')})", (reason,), owners={entry_id})
-    retrievals = list(Retrieval.objects.filter(_containing(("query", "task_ref"), every))
-                      .filter(access.scope_q(prefixes, "scope")).order_by("created_at", "id")
-                      .values_list("pk", "token__name", "created_at", "query", "task_ref")[:bound])
+    retrievals = list(
+        Retrieval.objects.filter(_containing(("query", "task_ref"), every))
+        .filter(access.scope_q(prefixes, "scope"))
+        .order_by("created_at", "id")
+        .values_list("pk", "token__name", "created_at", "query", "task_ref")[:bound]
+    )
     returned: dict = {}  # a retrieval that returned a forgotten entry is that entry's own (its query goes whole)
     if retrievals:
         for retrieval_id, entry_id in RetrievedEntry.objects.filter(
-                retrieval_id__in=[r[0] for r in retrievals]).values_list("retrieval_id", "entry_id"):
+            retrieval_id__in=[r[0] for r in retrievals]
+        ).values_list("retrieval_id", "entry_id"):
             returned.setdefault(retrieval_id, set()).add(entry_id)
     for pk, name, at, query, task_ref in retrievals:
-        give("retrieval", pk, f"a query by {name} on {at:%Y-%m-%d %H:%M}", (query, task_ref),
-             owners=returned.get(pk, set()))
-    for pk, reason in (ForgetRequest.objects.filter(_containing(("reason",), every))
-                       .filter(access.scope_q(prefixes, "scope")).order_by("id").values_list("pk", "reason")[:bound]):
+        give(
+            "retrieval",
+            pk,
+            f"a query by {name} on {at:%Y-%m-%d %H:%M}",
+            (query, task_ref),
+            owners=returned.get(pk, set()),
+        )
+    for pk, reason in (
+        ForgetRequest.objects.filter(_containing(("reason",), every))
+        .filter(access.scope_q(prefixes, "scope"))
+        .order_by("id")
+        .values_list("pk", "reason")[:bound]
+    ):
         give("request", pk, f"the reason of forget request #{pk}", (reason,), request_pk=pk)
     if prefixes is None:  # a release summary may be about any scope: only a lead of every scope rewrites one
-        for pk, number, summary in (MemoryVersion.objects.filter(_containing(("summary",), every))
-                                    .order_by("number").values_list("pk", "number", "summary")[:bound]):
+        for pk, number, summary in (
+            MemoryVersion.objects.filter(_containing(("summary",), every))
+            .order_by("number")
+            .values_list("pk", "number", "summary")[:bound]
+        ):
             give("version", pk, f"the summary of version {number}", (summary,))
     return found

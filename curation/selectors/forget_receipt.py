@@ -17,16 +17,29 @@ from django.db.models import Count, Max, Q
 
 from curation.forget_receipt import RESIDUE_IDS_SHOWN, Receipt, Residue, holds_token, json_variants
 from curation.models import (
-    ConsolidationProposal, Conflict, Entry, Event, EventAction, Evidence, ForgetRequest, IdempotentAnswer, MemoryVersion,
-    ReleasedEntry, ReleasedSkill, Retrieval, SkillProposal, SkillTrial, TaskRun,
+    ConsolidationProposal,
+    Conflict,
+    Entry,
+    Event,
+    EventAction,
+    Evidence,
+    ForgetRequest,
+    IdempotentAnswer,
+    MemoryVersion,
+    ReleasedEntry,
+    ReleasedSkill,
+    Retrieval,
+    SkillProposal,
+    SkillTrial,
+    TaskRun,
 )
 
 from .releases import export_of
 from .skills import exported_skills_of, skill_md
 
 EXPORTS_RENDERED = 3  # the newest versions whose export is rendered (every version's rows are searched)
-COMMON_SAMPLE = 20_000   # the newest lessons a word's commonness is judged on
-COMMON_AT = 5            # a token this many other lessons hold is vocabulary or boilerplate
+COMMON_SAMPLE = 20_000  # the newest lessons a word's commonness is judged on
+COMMON_AT = 5  # a token this many other lessons hold is vocabulary or boilerplate
 LESSON_TEXTS = ("trigger", "content", "boundary", "conditions")
 RELEASED_ROWS_READ = 500  # matching released rows read to say which versions serve them
 
@@ -38,11 +51,26 @@ STORED_TEXTS: tuple[tuple[type, tuple[str, ...]], ...] = (
     (Event, ("reason", "before", "after", "entry_label")),
     (Retrieval, ("query", "task_ref")),
     (ReleasedEntry, ("trigger", "content", "boundary", "conditions")),
-    (SkillProposal, ("description", "when_to_use", "steps", "parameters", "verification", "rollback", "pitfalls",
-                     "reason", "decision_note", "retire_reason")),
+    (
+        SkillProposal,
+        (
+            "description",
+            "when_to_use",
+            "steps",
+            "parameters",
+            "verification",
+            "rollback",
+            "pitfalls",
+            "reason",
+            "decision_note",
+            "retire_reason",
+        ),
+    ),
     (SkillTrial, ("notes", "task_ref")),
-    (ConsolidationProposal, ("proposed_trigger", "proposed_content", "proposed_boundary", "proposed_conditions",
-                             "reason", "decision_note")),
+    (
+        ConsolidationProposal,
+        ("proposed_trigger", "proposed_content", "proposed_boundary", "proposed_conditions", "reason", "decision_note"),
+    ),
     (Conflict, ("reason",)),
     (MemoryVersion, ("summary", "acknowledged")),
     (ForgetRequest, ("match_text", "reason", "decision_note")),
@@ -74,8 +102,10 @@ def _like(v: str) -> str:
 
 def _pg_text(model, columns) -> str:
     """The row's columns as one lower-cased text (JSON as its text), so each pattern is one scan of a row."""
-    parts = [f"{connection.ops.quote_name(model._meta.get_field(c).column)}{'::text' if _is_json(model, c) else ''}"
-             for c in columns]
+    parts = [
+        f"{connection.ops.quote_name(model._meta.get_field(c).column)}{'::text' if _is_json(model, c) else ''}"
+        for c in columns
+    ]
     return f"lower(concat_ws(' ', {', '.join(parts)}))"
 
 
@@ -100,7 +130,9 @@ def _matching_ids(model, columns, tokens: list[str], limit: int) -> tuple[int, i
         return rows, hits, ids
     match = _sqlite_match(model, columns, tokens)
     counts = model.objects.aggregate(rows=Count("pk"), hits=Count("pk", filter=match))
-    ids = list(model.objects.filter(match).order_by("pk").values_list("pk", flat=True)[:limit]) if counts["hits"] else []
+    ids = (
+        list(model.objects.filter(match).order_by("pk").values_list("pk", flat=True)[:limit]) if counts["hits"] else []
+    )
     return counts["rows"], counts["hits"], ids
 
 
@@ -190,7 +222,7 @@ def common_words(tokens: list[str], *, besides) -> set[str]:
     `besides`) hold too: vocabulary or boilerplate, not the forgotten text. One statement, before the purge."""
     if not tokens:
         return set()
-    newest = Entry.objects.order_by("-pk").values_list("pk", flat=True)[COMMON_SAMPLE - 1:COMMON_SAMPLE].first() or 0
+    newest = Entry.objects.order_by("-pk").values_list("pk", flat=True)[COMMON_SAMPLE - 1 : COMMON_SAMPLE].first() or 0
     besides = [int(pk) for pk in besides]
     if connection.vendor == "postgresql":
         # Each lesson's texts lower-cased once (materialised), then one LIKE ANY per token.
@@ -199,12 +231,14 @@ def common_words(tokens: list[str], *, besides) -> set[str]:
             cursor.execute(
                 f"WITH lessons AS MATERIALIZED (SELECT {_pg_text(Entry, LESSON_TEXTS)} AS t FROM curation_entry "
                 f"WHERE id >= %s AND NOT (id = ANY (%s))) SELECT {counts_sql} FROM lessons",
-                [newest, besides, *[_pg_patterns(Entry, LESSON_TEXTS, [t]) for t in tokens]])
+                [newest, besides, *[_pg_patterns(Entry, LESSON_TEXTS, [t]) for t in tokens]],
+            )
             counts = cursor.fetchone()
     else:
         others = Entry.objects.filter(pk__gte=newest).exclude(pk__in=besides)
-        found = others.aggregate(**{f"t{i}": Count("pk", filter=_sqlite_match(Entry, LESSON_TEXTS, [t]))
-                                    for i, t in enumerate(tokens)})
+        found = others.aggregate(
+            **{f"t{i}": Count("pk", filter=_sqlite_match(Entry, LESSON_TEXTS, [t])) for i, t in enumerate(tokens)}
+        )
         counts = [found[f"t{i}"] for i in range(len(tokens))]
     return {t for t, n in zip(tokens, counts) if n >= COMMON_AT}
 

@@ -89,26 +89,65 @@ def tombstones_of(request: ForgetRequest, entries: list[Entry], *, now) -> list[
     will match."""
     key = next(iter(tombstone_keys().values()))  # the current key: the first
     forgotten_ids = [e.pk for e in entries]
-    stones = [_tombstone(request, key, scope=e.scope, trigger=e.trigger, content=e.content, exact=True,
-                         forgotten_ids=forgotten_ids, entry=e, now=now) for e in entries]
+    stones = [
+        _tombstone(
+            request,
+            key,
+            scope=e.scope,
+            trigger=e.trigger,
+            content=e.content,
+            exact=True,
+            forgotten_ids=forgotten_ids,
+            entry=e,
+            now=now,
+        )
+        for e in entries
+    ]
     if request.match_text:
-        stones.append(_tombstone(request, key, scope=request.scope, trigger=request.match_text,
-                                 content=request.match_text, exact=False, forgotten_ids=forgotten_ids, entry=None,
-                                 now=now))
+        stones.append(
+            _tombstone(
+                request,
+                key,
+                scope=request.scope,
+                trigger=request.match_text,
+                content=request.match_text,
+                exact=False,
+                forgotten_ids=forgotten_ids,
+                entry=None,
+                now=now,
+            )
+        )
     return stones
 
 
-def _tombstone(request: ForgetRequest, key: bytes, *, scope: str, trigger: str, content: str, exact: bool,
-               forgotten_ids, entry: Entry | None, now) -> Tombstone:
+def _tombstone(
+    request: ForgetRequest,
+    key: bytes,
+    *,
+    scope: str,
+    trigger: str,
+    content: str,
+    exact: bool,
+    forgotten_ids,
+    entry: Entry | None,
+    now,
+) -> Tombstone:
     text = f"{trigger}\n{content}" if exact else trigger
     tokens = distinctive_tokens(text)
     # A token another lesson of these scopes uses is shared vocabulary: it would hold that lesson too.
     shared = tokens_used_elsewhere(scope, tokens, Lesson.of(scope, trigger, content), exclude_ids=forgotten_ids)
-    lesson = forgotten_lesson(key, trigger, content, [t.folded for t in tokens if t.folded not in shared],
-                              exact=exact)
-    return Tombstone(request=request, entry=entry, scope=scope,
-                     fingerprint=lesson.fingerprint, signature=lesson.signature, tokens=lesson.tokens,
-                     key_id=lesson.key_id, forgotten_on=now.date(), created_at=now)
+    lesson = forgotten_lesson(key, trigger, content, [t.folded for t in tokens if t.folded not in shared], exact=exact)
+    return Tombstone(
+        request=request,
+        entry=entry,
+        scope=scope,
+        fingerprint=lesson.fingerprint,
+        signature=lesson.signature,
+        tokens=lesson.tokens,
+        key_id=lesson.key_id,
+        forgotten_on=now.date(),
+        created_at=now,
+    )
 
 
 def _overlapping(tombstones) -> Q:
@@ -120,8 +159,12 @@ def matching_entries(tombstones, *, statuses=MATCHED_STATUSES, within: Q = Q(), 
     newest of the overlapping scopes read in one query, each compared in Python. Oldest first."""
     if not tombstones:
         return []
-    rows = list(Entry.objects.filter(_overlapping(tombstones), within, status__in=list(statuses))
-                .exclude(pk__in=list(exclude)).only(*_MATCH_FIELDS).order_by("-id")[:MATCH_POOL])
+    rows = list(
+        Entry.objects.filter(_overlapping(tombstones), within, status__in=list(statuses))
+        .exclude(pk__in=list(exclude))
+        .only(*_MATCH_FIELDS)
+        .order_by("-id")[:MATCH_POOL]
+    )
     found = forgotten_among(rows, list(tombstones))
     return sorted((e for e in rows if e.pk in found), key=lambda e: e.pk)
 
@@ -149,15 +192,22 @@ def _with_suggestions(user, requests: list) -> list:
     open_ones = [r for r in requests if r.state == ForgetRequest.State.OPEN]
     targets = {r.pk: _target(r) for r in open_ones}
     stones = {r.pk: prospective_tombstones(r) for r in open_ones}
-    pooled = matching_entries([t for ts in stones.values() for t in ts],
-                              within=access.scope_q(access.user_scope_prefixes(user)))
-    matched = {r.pk: [e for e in pooled if e.pk != r.entry_id and forgotten_among([e], stones[r.pk])]
-               for r in open_ones}
+    pooled = matching_entries(
+        [t for ts in stones.values() for t in ts], within=access.scope_q(access.user_scope_prefixes(user))
+    )
+    matched = {
+        r.pk: [e for e in pooled if e.pk != r.entry_id and forgotten_among([e], stones[r.pk])] for r in open_ones
+    }
     # The search is keyed by entry id: text requests (all id 0) are searched one by one.
     by_entry = similar_active_entries_many([t for t in targets.values() if t.pk], limit=SUGGESTED)
-    found = {r.pk: (by_entry.get(targets[r.pk].pk, []) if targets[r.pk].pk
-                    else similar_active_entries_many([targets[r.pk]], limit=SUGGESTED)[0])
-             for r in open_ones}
+    found = {
+        r.pk: (
+            by_entry.get(targets[r.pk].pk, [])
+            if targets[r.pk].pk
+            else similar_active_entries_many([targets[r.pk]], limit=SUGGESTED)[0]
+        )
+        for r in open_ones
+    }
     wanted = {pk for pairs in found.values() for pk, _ in pairs}
     wanted |= {pk for r in requests if r.state != ForgetRequest.State.OPEN for pk in r.forgotten_ids}
     entries = {e.pk: e for e in visible_entries(user).filter(pk__in=wanted)} if wanted else {}
@@ -166,8 +216,11 @@ def _with_suggestions(user, requests: list) -> list:
         if r.state == ForgetRequest.State.OPEN:
             scores = dict(found[r.pk])
             same = [(e, scores.get(e.pk)) for e in matched[r.pk]]
-            similar = [(entries[pk], score) for pk, score in found[r.pk]
-                       if pk in entries and pk != r.entry_id and pk not in {e.pk for e, _ in same}]
+            similar = [
+                (entries[pk], score)
+                for pk, score in found[r.pk]
+                if pk in entries and pk != r.entry_id and pk not in {e.pk for e, _ in same}
+            ]
             for e, _ in same:
                 e.same_lesson = True
             for e, _ in similar:
@@ -197,12 +250,20 @@ def _with_held_count(requests):
     return requests.annotate(held_count=Count("held_entries"))
 
 
-def forget_queue(user, filters: ForgetFilters = ForgetFilters(), *, cursor: str = "",
-                 page_size: int = PAGE_SIZE) -> Page:
+def forget_queue(
+    user, filters: ForgetFilters = ForgetFilters(), *, cursor: str = "", page_size: int = PAGE_SIZE
+) -> Page:
     """One page of requests (open ones by default), oldest first, keyset on (created_at, id)."""
     qs = _with_held_count(visible_forget_requests(user).filter(filters.as_q()).select_related("entry", "decided_by"))
-    return read_page(qs, qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters,
-                     prepare=lambda rows: _with_quotes(user, _with_suggestions(user, rows)))
+    return read_page(
+        qs,
+        qs,
+        stamp="created_at",
+        cursor=cursor,
+        page_size=page_size,
+        filters=filters,
+        prepare=lambda rows: _with_quotes(user, _with_suggestions(user, rows)),
+    )
 
 
 def forget_card(user, request_id) -> ForgetRequest:
@@ -229,9 +290,20 @@ def _comparable(stones, keys) -> list[tuple[Tombstone, dict]]:
     """Each stone whose key is known, with what same_lesson compares, read once for a whole batch. A stone
     whose key is no longer known (its secret rotated out of the fallbacks) cannot be compared: it holds
     nothing."""
-    return [(stone, {"scope": stone.scope, "fingerprint": stone.fingerprint, "signature": frozenset(stone.signature),
-                     "tokens": frozenset(stone.tokens), "key": keys[stone.key_id]})
-            for stone in stones if stone.key_id in keys]
+    return [
+        (
+            stone,
+            {
+                "scope": stone.scope,
+                "fingerprint": stone.fingerprint,
+                "signature": frozenset(stone.signature),
+                "tokens": frozenset(stone.tokens),
+                "key": keys[stone.key_id],
+            },
+        )
+        for stone in stones
+        if stone.key_id in keys
+    ]
 
 
 def _matching(lesson: Lesson, comparable) -> Tombstone | None:
@@ -259,8 +331,9 @@ def tombstones_for(lessons: list[tuple[str, str, str]]) -> list[Tombstone | None
 
 def all_tombstones() -> list[Tombstone]:
     """Every tombstone, for a sweep that compares many lessons at once (forgetting is rare: they are few)."""
-    return list(Tombstone.objects.only("scope", "fingerprint", "signature", "tokens", "key_id", "request_id")
-                .order_by("id"))
+    return list(
+        Tombstone.objects.only("scope", "fingerprint", "signature", "tokens", "key_id", "request_id").order_by("id")
+    )
 
 
 def forgotten_among(entries, tombstones: list[Tombstone]) -> set[int]:
@@ -268,8 +341,11 @@ def forgotten_among(entries, tombstones: list[Tombstone]) -> set[int]:
     if not tombstones:
         return set()
     comparable = _comparable(tombstones, tombstone_keys())
-    return {entry.pk for entry in entries
-            if _matching(Lesson.of(entry.scope, entry.trigger, entry.content), comparable) is not None}
+    return {
+        entry.pk
+        for entry in entries
+        if _matching(Lesson.of(entry.scope, entry.trigger, entry.content), comparable) is not None
+    }
 
 
 USES_READ = 20  # entries read per token when looking for other lessons that use it
@@ -285,8 +361,9 @@ def tokens_used_elsewhere(scope: str, tokens: list[Token], lesson: Lesson, *, ex
     shared = set()
     overlapping = Entry.objects.filter(access.overlapping_scopes_q(scope)).exclude(pk__in=list(exclude_ids))
     for token in tokens:
-        rows = overlapping.filter(Q(trigger__icontains=token.written) | Q(content__icontains=token.written)) \
-            .values_list("trigger", "content")[:USES_READ]
+        rows = overlapping.filter(
+            Q(trigger__icontains=token.written) | Q(content__icontains=token.written)
+        ).values_list("trigger", "content")[:USES_READ]
         for trigger, content in rows:
             other = reading(f"{trigger}\n{content}")
             if token.folded in other.forms and not same_stems(lesson.stems, other.stems):

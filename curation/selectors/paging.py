@@ -74,11 +74,11 @@ def keyset_page(qs: QuerySet, *, stamp: str, cursor: str, page_size: int) -> tup
     return rows[:page_size], encode_keyset(getattr(last, stamp), last.pk)
 
 
-def read_page(qs: QuerySet, count_qs: QuerySet, *, stamp: str, cursor: str, page_size: int, filters=None,
-              prepare=None) -> Page:
+def read_page(
+    qs: QuerySet, count_qs: QuerySet, *, stamp: str, cursor: str, page_size: int, filters=None, prepare=None
+) -> Page:
     """A queue's page: the keyset page of `qs` (its rows passed through `prepare`, which may prefetch what
     the cards show) and the capped count of `count_qs`."""
     rows, next_cursor = keyset_page(qs, stamp=stamp, cursor=cursor, page_size=page_size)
     count, capped = capped_count(count_qs)
     return Page(prepare(rows) if prepare else rows, next_cursor, count, capped, filters)
-

@@ -18,7 +18,12 @@ from curation.contradiction import Lesson
 from curation.models import Entry, Status
 
 from .sql import (
-    MENTION_RANK_SQL, MENTIONS_ANY_SQL, outer_params, outer_rows_sql, overlapping_entries_sql, plain_rows,
+    MENTION_RANK_SQL,
+    MENTIONS_ANY_SQL,
+    outer_params,
+    outer_rows_sql,
+    overlapping_entries_sql,
+    plain_rows,
 )
 
 # More action words than this in one lookup and the text filter is dropped (the scope filter and the
@@ -56,7 +61,11 @@ def partner_pool(scope: str, stems, *, limit: int, exclude=(), descendants: bool
     Without descendants the scope part is an equality lookup on the active-scope index only (a prefix
     LIKE is no index range on PostgreSQL unless the collation is C): the sweep needs no more, because of
     two overlapping entries one is at or below the other's scope and finds it among its ancestors."""
-    where = (access.overlapping_scopes_q(scope, bytewise=connection.vendor == "sqlite") if descendants else Q(scope__in=access.scope_ancestors(scope)))
+    where = (
+        access.overlapping_scopes_q(scope, bytewise=connection.vendor == "sqlite")
+        if descendants
+        else Q(scope__in=access.scope_ancestors(scope))
+    )
     qs = mentioning(Entry.objects.filter(status=Status.ACTIVE).filter(where), stems)
     if exclude:
         qs = qs.exclude(pk__in=list(exclude))
@@ -83,14 +92,24 @@ class Partner(NamedTuple):
         """A partner from its DETECTION_FIELDS read with the cursor: the conditions may come as their JSON
         text (SQLite), else already decoded."""
         pk, scope, trigger, content, conditions, status, version = row
-        return cls(pk, scope, trigger, content, json.loads(conditions) if isinstance(conditions, str) else conditions,
-                   status, version)
+        return cls(
+            pk,
+            scope,
+            trigger,
+            content,
+            json.loads(conditions) if isinstance(conditions, str) else conditions,
+            status,
+            version,
+        )
 
     def entry(self) -> Entry:
         """The Entry as loaded with only(*DETECTION_FIELDS)."""
         values = dict(zip(DETECTION_FIELDS, self))
-        return Entry.from_db(connection.alias, DETECTION_FIELDS,
-                             [values[f.attname] for f in Entry._meta.concrete_fields if f.attname in values])
+        return Entry.from_db(
+            connection.alias,
+            DETECTION_FIELDS,
+            [values[f.attname] for f in Entry._meta.concrete_fields if f.attname in values],
+        )
 
 
 # A batch's reads of the overlapping active entries, per scope, on a database without the PostgreSQL
@@ -123,9 +142,15 @@ def batch_pools(scopes) -> dict[str, ScopePool] | None:
     # bookkeeping of every value read, since the rows are compared, not written back.
     pools = {}
     for scope in sorted(set(scopes)):
-        rows = [Partner.of_row(row) for row in plain_rows(
-            Entry.objects.filter(status=Status.ACTIVE).filter(access.overlapping_scopes_q(scope, bytewise=True))
-            .order_by("-id").values_list(*DETECTION_FIELDS)[:BATCH_POOL_ROWS])]
+        rows = [
+            Partner.of_row(row)
+            for row in plain_rows(
+                Entry.objects.filter(status=Status.ACTIVE)
+                .filter(access.overlapping_scopes_q(scope, bytewise=True))
+                .order_by("-id")
+                .values_list(*DETECTION_FIELDS)[:BATCH_POOL_ROWS]
+            )
+        ]
         pools[scope] = ScopePool(rows, complete=len(rows) < BATCH_POOL_ROWS)
     return pools
 
@@ -146,8 +171,9 @@ def _from_pool(pool: ScopePool, entry_id: int, stems, limit: int) -> list | None
     return found if pool.complete else None
 
 
-def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int,
-                  pools: dict[str, ScopePool] | None = None) -> dict[int, list]:
+def partner_pools(
+    entries: list[Entry], lessons: dict[int, Lesson], limit: int, pools: dict[str, ScopePool] | None = None
+) -> dict[int, list]:
     """partner_pool of each entry (its scope, ancestors and descendants), most mentioning first: Entry
     or Partner rows. On PostgreSQL one query for them all, through the (scope, word) index keys of the
     action words as written (PostgreSQL stems them as it stemmed the entries); elsewhere from the
@@ -157,11 +183,14 @@ def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int,
         for e in entries:
             stems = lessons[e.pk].search_words
             from_pool = _from_pool(pools[e.scope], e.pk, stems, limit) if pools and e.scope in pools else None
-            found[e.pk] = from_pool if from_pool is not None else partner_pool(e.scope, stems, exclude=[e.pk],
-                                                                                 limit=limit)
+            found[e.pk] = (
+                from_pool if from_pool is not None else partner_pool(e.scope, stems, exclude=[e.pk], limit=limit)
+            )
         return found
     columns = ", ".join(f"e.{name}" for name in (*DETECTION_FIELDS, "search_vector"))
-    sql = outer_rows_sql() + f"""
+    sql = (
+        outer_rows_sql()
+        + f"""
         SELECT p.for_id, {", ".join(f"p.{name}" for name in DETECTION_FIELDS)}
         FROM c CROSS JOIN LATERAL (
             SELECT c.id AS for_id, m.* FROM ({overlapping_entries_sql(columns)}) AS m
@@ -169,8 +198,15 @@ def partner_pools(entries: list[Entry], lessons: dict[int, Lesson], limit: int,
             LIMIT %(pool)s
         ) AS p
     """
-    params = {**outer_params(entries, lambda e: " ".join(sorted(lessons[e.pk].search_terms)),
-                             fallback_of=lambda e: " ".join(sorted(lessons[e.pk].object_terms))), "pool": limit}
+    )
+    params = {
+        **outer_params(
+            entries,
+            lambda e: " ".join(sorted(lessons[e.pk].search_terms)),
+            fallback_of=lambda e: " ".join(sorted(lessons[e.pk].object_terms)),
+        ),
+        "pool": limit,
+    }
     found: dict[int, list] = {e.pk: [] for e in entries}
     seen: dict[int, Partner] = {}
     with connection.cursor() as cursor:

@@ -16,16 +16,37 @@ from django.db.models import Exists, Max, OuterRef, Q
 
 from curation import access, clock, config
 from curation.models import (
-    Conflict, Entry, Event, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry,
-    ReleasedSkill, SkillProposal, SkillSource, Status,
+    Conflict,
+    Entry,
+    Event,
+    EventAction,
+    MemoryVersion,
+    PublishedVersion,
+    ReleasedEntry,
+    ReleasedSkill,
+    SkillProposal,
+    SkillSource,
+    Status,
 )
 from curation.memory_export import Lesson, export_files
 from curation.versions import (
-    RELEASED_FIELDS, SKILL_RELEASED_FIELDS, Change, Warning, change_between, concerns, released_values, summary_for,
+    RELEASED_FIELDS,
+    SKILL_RELEASED_FIELDS,
+    Change,
+    Warning,
+    change_between,
+    concerns,
+    released_values,
+    summary_for,
 )
 
 from .retrieval import (
-    RETRIEVAL_POOL_FACTOR, Ranked, rank_by_vector, rank_by_words, ranking_params, without_near_duplicates,
+    RETRIEVAL_POOL_FACTOR,
+    Ranked,
+    rank_by_vector,
+    rank_by_words,
+    ranking_params,
+    without_near_duplicates,
 )
 from .confidence import with_current_confidence
 from .forgets import tombstones_for
@@ -82,8 +103,15 @@ def released_entry(entry_id: int, values: dict) -> Entry:
     rows says). Built from every field's value in order, as a row from the database is: built from keywords,
     each of the 25 fields a version does not hold looks up its default, a third of an agent read's CPU."""
     now = clock.now()
-    fields = {**_entry_defaults(), **values, "id": entry_id, "status": Status.ACTIVE, "flags": [],
-              "created_at": now, "updated_at": now}
+    fields = {
+        **_entry_defaults(),
+        **values,
+        "id": entry_id,
+        "status": Status.ACTIVE,
+        "flags": [],
+        "created_at": now,
+        "updated_at": now,
+    }
     return Entry(*(fields[name] for name in _ENTRY_ATTNAMES))
 
 
@@ -93,8 +121,10 @@ _ENTRY_ATTNAMES = tuple(field.attname for field in Entry._meta.concrete_fields)
 @functools.cache
 def _entry_defaults() -> dict:
     """Each field's default, for the fields whose default is a constant (released_entry sets the others)."""
-    return {field.attname: None if field.has_default() and callable(field.default) else field.get_default()
-            for field in Entry._meta.concrete_fields}
+    return {
+        field.attname: None if field.has_default() and callable(field.default) else field.get_default()
+        for field in Entry._meta.concrete_fields
+    }
 
 
 def released_entries(number: int, *, scopes=None, prefix: str = ""):
@@ -107,8 +137,9 @@ def released_entries(number: int, *, scopes=None, prefix: str = ""):
     return rows
 
 
-def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float, kinds=None,
-                      embedding=None, metric: str = "l2") -> list[Ranked]:
+def retrieve_released(
+    number: int, *, scopes, q: str = "", k: int, min_confidence: float, kinds=None, embedding=None, metric: str = "l2"
+) -> list[Ranked]:
     """retrieve_memory's answer, read from version `number` instead of the live rows, ranked the same way:
     on PostgreSQL by the live ranking SQL over the version's rows (one indexed lookup); without a query,
     or on SQLite, by confidence or the portable word match; with an embedding, by exact distance (or its
@@ -122,7 +153,8 @@ def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidenc
 
     def rows():  # the queryset, built only by the paths that read through it
         found = with_current_confidence(released_entries(number, scopes=scopes), released=True).filter(
-            current_confidence__gte=min_confidence)
+            current_confidence__gte=min_confidence
+        )
         return found.filter(kind__in=list(kinds)) if kinds is not None else found
 
     def by_words(size):
@@ -131,8 +163,9 @@ def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidenc
         return rank_by_words(rows(), q, size, as_entry)
 
     if embedding is not None:
-        ranked = rank_by_vector(rows(), embedding, metric, q=q, pool=pool, by_words=by_words, id_field="entry_id",
-                                as_entry=as_entry)
+        ranked = rank_by_vector(
+            rows(), embedding, metric, q=q, pool=pool, by_words=by_words, id_field="entry_id", as_entry=as_entry
+        )
     else:
         ranked = by_words(pool)
     return without_near_duplicates(ranked, k)
@@ -140,15 +173,17 @@ def retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidenc
 
 # What the ranking SQL fetches of a released row: the entry it is and what an answer shows of it.
 _RANKED_COLUMNS = ("entry_id", *RELEASED_FIELDS)
-_JSON_COLUMNS = frozenset(name for name in RELEASED_FIELDS if ReleasedEntry._meta.get_field(name).get_internal_type()
-                          == "JSONField")
+_JSON_COLUMNS = frozenset(
+    name for name in RELEASED_FIELDS if ReleasedEntry._meta.get_field(name).get_internal_type() == "JSONField"
+)
 
 
 def _ranked_released_postgres(number: int, scopes, q: str, min_confidence: float, pool: int) -> list[Ranked]:
     """The ranking SQL over version `number`'s rows, each row made the Entry an answer is built from in one
     step (through the fields' own converters), not a ReleasedEntry first: on every agent read."""
-    sql = ranked_by_words_sql(", ".join(f"e.{name}" for name in _RANKED_COLUMNS), released_matches_sql(),
-                              ReleasedEntry._meta.db_table)
+    sql = ranked_by_words_sql(
+        ", ".join(f"e.{name}" for name in _RANKED_COLUMNS), released_matches_sql(), ReleasedEntry._meta.db_table
+    )
     params = {**ranking_params(scopes, q, min_confidence, pool), "version": number}
     db = router.db_for_read(ReleasedEntry)
     with connections[db].cursor() as cursor:
@@ -172,19 +207,24 @@ def released_skill_ids(number: int) -> list[int]:
 
 
 def rows_at(number: int, entry_ids) -> dict[int, dict]:
-    return {r.entry_id: released_values(r) for r in ReleasedEntry.objects.filter(in_version(number),
-                                                                                  entry_id__in=list(entry_ids))}
+    return {
+        r.entry_id: released_values(r)
+        for r in ReleasedEntry.objects.filter(in_version(number), entry_id__in=list(entry_ids))
+    }
 
 
 def skill_rows_at(number: int, skill_ids) -> dict[int, dict]:
-    return {r.skill_id: released_values(r, SKILL_RELEASED_FIELDS)
-            for r in ReleasedSkill.objects.filter(in_version(number), skill_id__in=list(skill_ids))}
+    return {
+        r.skill_id: released_values(r, SKILL_RELEASED_FIELDS)
+        for r in ReleasedSkill.objects.filter(in_version(number), skill_id__in=list(skill_ids))
+    }
 
 
 def row_ids_at(number: int, entry_ids) -> dict[int, int]:
     """{entry id: the id of its row in version `number`}."""
-    return dict(ReleasedEntry.objects.filter(in_version(number), entry_id__in=list(entry_ids))
-                .values_list("entry_id", "pk"))
+    return dict(
+        ReleasedEntry.objects.filter(in_version(number), entry_id__in=list(entry_ids)).values_list("entry_id", "pk")
+    )
 
 
 def skill_versions(skill_ids) -> list[tuple[int, int]]:
@@ -217,8 +257,12 @@ def draft_candidates(published: MemoryVersion | None, prefix: str = "", *, also_
     source entries of those skills (approving a skill withholds its sources; retiring it gives them
     back). Under `prefix`, only entries and skills whose live scope lies there. Bounded by the changes."""
     since = published.pending_from_event if published else 0
-    subjects = (Event.objects.filter(pk__gte=since).filter(Q(entry__isnull=False) | Q(skill__isnull=False))
-                .values_list("entry_id", "skill_id").distinct())
+    subjects = (
+        Event.objects.filter(pk__gte=since)
+        .filter(Q(entry__isnull=False) | Q(skill__isnull=False))
+        .values_list("entry_id", "skill_id")
+        .distinct()
+    )
     entry_ids = {entry for entry, _ in subjects if entry} | set(also_entry_ids)
     skill_ids = {skill for _, skill in subjects if skill}
     head = head_number()
@@ -227,13 +271,13 @@ def draft_candidates(published: MemoryVersion | None, prefix: str = "", *, also_
         entry_ids |= drift_entries
         skill_ids |= drift_skills
     if prefix:
-        skill_ids = set(SkillProposal.objects.filter(access.under_scope(prefix), pk__in=skill_ids)
-                        .values_list("pk", flat=True))
+        skill_ids = set(
+            SkillProposal.objects.filter(access.under_scope(prefix), pk__in=skill_ids).values_list("pk", flat=True)
+        )
     if skill_ids:
         entry_ids |= set(SkillSource.objects.filter(proposal_id__in=skill_ids).values_list("entry_id", flat=True))
     if prefix:
-        entry_ids = set(Entry.objects.filter(access.under_scope(prefix), pk__in=entry_ids)
-                        .values_list("pk", flat=True))
+        entry_ids = set(Entry.objects.filter(access.under_scope(prefix), pk__in=entry_ids).values_list("pk", flat=True))
     return Candidates(entry_ids, skill_ids)
 
 
@@ -243,8 +287,11 @@ def changes_of(base: int, candidates: Candidates) -> list[Change]:
     changes = [c for i in sorted(candidates.entry_ids) if (c := change_between(i, before.get(i), after.get(i)))]
     skills_before = skill_rows_at(base, candidates.skill_ids)
     skills_after = live_skill_values(candidates.skill_ids)
-    changes += [c for i in sorted(candidates.skill_ids)
-                if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))]
+    changes += [
+        c
+        for i in sorted(candidates.skill_ids)
+        if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))
+    ]
     return changes
 
 
@@ -286,8 +333,11 @@ def low_impact(changes: list[Change], actions) -> list[Change]:
     published = published_version()
     since = published.pending_from_event if published else 0
     ids = [c.subject_id for c in candidates]
-    other = set(Event.objects.filter(entry_id__in=ids, pk__gte=since).exclude(action__in=list(actions))
-                .values_list("entry_id", flat=True))
+    other = set(
+        Event.objects.filter(entry_id__in=ids, pk__gte=since)
+        .exclude(action__in=list(actions))
+        .values_list("entry_id", flat=True)
+    )
     warned = {w.entry_id for w in pre_publish_checks(candidates)}
     return [c for c in candidates if c.subject_id not in other | warned]
 
@@ -310,19 +360,26 @@ def pre_publish_checks(changes: list[Change], *, now=None, kept_under: str | Non
     warnings = forgotten_in_release(released, kept_under=kept_under)
     if not ids:
         return warnings
-    for conflict in Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids),
-                                            state=Conflict.State.OPEN).order_by("pk"):
+    for conflict in Conflict.objects.filter(
+        Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids), state=Conflict.State.OPEN
+    ).order_by("pk"):
         entry_id = conflict.entry_a_id if conflict.entry_a_id in ids else conflict.entry_b_id
         warnings.append(Warning("conflict", entry_id, f"#{entry_id} is in open {conflict.label}."))
     since = now - datetime.timedelta(days=config.FAILED_OUTCOME_DAYS.value)
-    failed = (Event.objects.filter(entry_id__in=ids, action=EventAction.OUTCOME_FAILURE, created_at__gte=since)
-              .values_list("entry_id", flat=True).distinct())
+    failed = (
+        Event.objects.filter(entry_id__in=ids, action=EventAction.OUTCOME_FAILURE, created_at__gte=since)
+        .values_list("entry_id", flat=True)
+        .distinct()
+    )
     for entry_id in sorted(set(failed)):
         warnings.append(Warning("failed_outcomes", entry_id, f"#{entry_id}: a task that used it failed recently."))
     for change in released:
         if not change.after["boundary"].strip():
-            warnings.append(Warning("no_boundary", change.subject_id,
-                                    f"#{change.subject_id} says nothing about when it does not hold."))
+            warnings.append(
+                Warning(
+                    "no_boundary", change.subject_id, f"#{change.subject_id} says nothing about when it does not hold."
+                )
+            )
     return warnings
 
 
@@ -332,17 +389,32 @@ def forgotten_in_release(released: list[Change], *, kept_under: str | None) -> l
     release never gives one back to agents. Two queries, and one for the tombstones when any is a candidate."""
     lessons = {c.subject_id: (c.after["scope"], c.after["trigger"], c.after["content"]) for c in released}
     if kept_under is not None:
-        left = {pk for after in Event.objects.filter(forget_request__isnull=False, action=EventAction.FORGET_APPROVED)
-                .values_list("after", flat=True) for pk in (after or {}).get("left_matching", [])}
+        left = {
+            pk
+            for after in Event.objects.filter(
+                forget_request__isnull=False, action=EventAction.FORGET_APPROVED
+            ).values_list("after", flat=True)
+            for pk in (after or {}).get("left_matching", [])
+        }
         kept = Entry.objects.filter(pk__in=sorted(left - set(lessons)), status=Status.ACTIVE)
         if kept_under:
             kept = kept.filter(access.under_scope(kept_under))
-        lessons.update({e.pk: (e.scope, e.trigger, e.content) for e in kept.only("id", "scope", "trigger", "content")}
-                       if left else {})
+        lessons.update(
+            {e.pk: (e.scope, e.trigger, e.content) for e in kept.only("id", "scope", "trigger", "content")}
+            if left
+            else {}
+        )
     ids = sorted(lessons)
-    return [Warning("forgotten", pk, f"#{pk} repeats a lesson forgotten by forget request #{stone.request_id}: "
-                                     "forget or retire it; it is not published.")
-            for pk, stone in zip(ids, tombstones_for([lessons[pk] for pk in ids])) if stone is not None]
+    return [
+        Warning(
+            "forgotten",
+            pk,
+            f"#{pk} repeats a lesson forgotten by forget request #{stone.request_id}: "
+            "forget or retire it; it is not published.",
+        )
+        for pk, stone in zip(ids, tombstones_for([lessons[pk] for pk in ids]))
+        if stone is not None
+    ]
 
 
 # --- history and diff -----------------------------------------------------------------------------------
@@ -364,8 +436,10 @@ def drift_between(a: int, b: int) -> tuple[set[int], set[int]]:
     differ between them (two indexed range reads)."""
     low, high = min(a, b), max(a, b)
     moved = Q(valid_from__gt=low, valid_from__lte=high) | Q(valid_to__gt=low, valid_to__lte=high)
-    return (set(ReleasedEntry.objects.filter(moved).values_list("entry_id", flat=True)),
-            set(ReleasedSkill.objects.filter(moved).values_list("skill_id", flat=True)))
+    return (
+        set(ReleasedEntry.objects.filter(moved).values_list("entry_id", flat=True)),
+        set(ReleasedSkill.objects.filter(moved).values_list("skill_id", flat=True)),
+    )
 
 
 def version_diff(a: int, b: int, *, prefixes=None) -> list[Change]:
@@ -375,21 +449,33 @@ def version_diff(a: int, b: int, *, prefixes=None) -> list[Change]:
     before, after = rows_at(a, entry_ids), rows_at(b, entry_ids)
     changes = [c for i in sorted(entry_ids) if (c := change_between(i, before.get(i), after.get(i)))]
     skills_before, skills_after = skill_rows_at(a, skill_ids), skill_rows_at(b, skill_ids)
-    changes += [c for i in sorted(skill_ids)
-                if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))]
+    changes += [
+        c
+        for i in sorted(skill_ids)
+        if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))
+    ]
     if prefixes is not None:
         changes = [c for c in changes if access.covered_by_any(prefixes, c.scope)]
     return changes
 
 
 def change_json(change: Change) -> dict:
-    data = {"kind": change.kind, "scope": change.scope,
-            ("skill" if change.is_skill else "entry"): change.subject_id,
-            "before": change.before, "after": change.after,
-            "fields": [{"name": f.name, "before": f.before, "after": f.after} for f in change.fields]}
+    data = {
+        "kind": change.kind,
+        "scope": change.scope,
+        ("skill" if change.is_skill else "entry"): change.subject_id,
+        "before": change.before,
+        "after": change.after,
+        "fields": [{"name": f.name, "before": f.before, "after": f.after} for f in change.fields],
+    }
     if change.cause is not None:
-        data["cause"] = {"event": change.cause.pk, "action": change.cause.action, "actor": change.cause.actor_label,
-                         "at": change.cause.created_at.isoformat(), "reason": change.cause.reason}
+        data["cause"] = {
+            "event": change.cause.pk,
+            "action": change.cause.action,
+            "actor": change.cause.actor_label,
+            "at": change.cause.created_at.isoformat(),
+            "reason": change.cause.reason,
+        }
     return data
 
 
@@ -406,9 +492,16 @@ def export_of(version: MemoryVersion, *, prefixes=None, scope: str = "") -> dict
     if prefixes is not None:
         rows = rows.filter(access.scope_q(list(prefixes)))
         skills = skills.filter(access.scope_q(list(prefixes)))
-    lessons = [Lesson(r.entry_id, r.scope, r.kind, r.trigger, r.content, tuple(r.conditions), r.boundary, r.signal,
-                      r.confidence)
-               for r in rows.order_by("scope", "entry_id").iterator(chunk_size=2000)]
+    lessons = [
+        Lesson(
+            r.entry_id, r.scope, r.kind, r.trigger, r.content, tuple(r.conditions), r.boundary, r.signal, r.confidence
+        )
+        for r in rows.order_by("scope", "entry_id").iterator(chunk_size=2000)
+    ]
     skill_files = [(p.slug, skill_md(p)) for p in exported_skills_of(skills)]
-    return export_files(lessons, skill_files, version_number=version.number,
-                        summary=summary_for(version.scope_prefix, version.summary, prefixes))
+    return export_files(
+        lessons,
+        skill_files,
+        version_number=version.number,
+        summary=summary_for(version.scope_prefix, version.summary, prefixes),
+    )

@@ -8,8 +8,11 @@ from pathlib import Path
 
 from django.conf import settings
 
-REPORT_FILES = {"report.md": "text/plain; charset=utf-8", "report.json": "application/json",
-                "running_success.svg": "image/svg+xml"}
+REPORT_FILES = {
+    "report.md": "text/plain; charset=utf-8",
+    "report.json": "application/json",
+    "running_success.svg": "image/svg+xml",
+}
 
 
 def latest_replay_folder() -> Path | None:
@@ -30,9 +33,14 @@ def latest_replay() -> dict | None:
         data = json.loads((folder / "report.json").read_text())
     except (OSError, ValueError):
         return None
-    return {"folder": folder.name, "meta": data.get("meta", {}), "rules": data.get("rules"), "steps": data.get("steps"),
-            "rows": [{"policy": policy, **row} for policy, row in data.get("summary", {}).items()],
-            "checks": data.get("checks", [])}
+    return {
+        "folder": folder.name,
+        "meta": data.get("meta", {}),
+        "rules": data.get("rules"),
+        "steps": data.get("steps"),
+        "rows": [{"policy": policy, **row} for policy, row in data.get("summary", {}).items()],
+        "checks": data.get("checks", []),
+    }
 
 
 def latest_replay_file(name: str) -> bytes | None:

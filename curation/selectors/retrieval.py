@@ -36,8 +36,19 @@ def retrievable_scopes(scope: str, token_scopes) -> list[str]:
 
 
 # What an answer and its context block show of an entry: the ranking query fetches these and no more.
-RETRIEVED_FIELDS = ("id", "kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "fingerprint",
-                    "embedding", *CONFIDENCE_FIELDS)
+RETRIEVED_FIELDS = (
+    "id",
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "conditions",
+    "boundary",
+    "signal",
+    "fingerprint",
+    "embedding",
+    *CONFIDENCE_FIELDS,
+)
 
 
 def withheld_by_skill():
@@ -49,8 +60,10 @@ def _ranked_postgres(scopes, q, min_confidence, pool) -> list[Ranked]:
     """One query that ranks and fetches: by the query's words when there is a query, else by confidence."""
     columns = ", ".join(f"e.{name}" for name in RETRIEVED_FIELDS)
     sql = ranked_by_words_sql(columns) if q else ranked_by_confidence_sql(columns)
-    return [Ranked(entry, float(entry.score))
-            for entry in Entry.objects.raw(sql, ranking_params(scopes, q, min_confidence, pool))]
+    return [
+        Ranked(entry, float(entry.score))
+        for entry in Entry.objects.raw(sql, ranking_params(scopes, q, min_confidence, pool))
+    ]
 
 
 def ranking_params(scopes, q, min_confidence, pool) -> dict:
@@ -66,8 +79,11 @@ def _ranked_portable(scopes, q, min_confidence, pool) -> list[Ranked]:
 
 def _confident_rows(scopes, min_confidence):
     """The active entries of `scopes` at `min_confidence` or more now, not withheld by an approved skill."""
-    return with_current_confidence(Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes)).filter(
-        current_confidence__gte=min_confidence).exclude(Exists(withheld_by_skill()))
+    return (
+        with_current_confidence(Entry.objects.filter(status=Status.ACTIVE, scope__in=scopes))
+        .filter(current_confidence__gte=min_confidence)
+        .exclude(Exists(withheld_by_skill()))
+    )
 
 
 def rank_by_words(rows, q: str, pool: int, as_entry=lambda row: row) -> list[Ranked]:
@@ -90,8 +106,9 @@ def rank_by_words(rows, q: str, pool: int, as_entry=lambda row: row) -> list[Ran
     return ranked[:pool]
 
 
-def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float, embedding=None,
-                    metric: str = "l2") -> list[Ranked]:
+def retrieve_memory(
+    *, scopes, q: str = "", k: int, min_confidence: float, embedding=None, metric: str = "l2"
+) -> list[Ranked]:
     """Active entries of the given scopes, ranked by relevance × confidence, near-duplicates dropped,
     at most k; not the sources of an approved skill. One query on PostgreSQL whatever the table size
     (the (scope, word) index bounds the scan). With an embedding, nearest first (or, with words too, the
@@ -104,21 +121,39 @@ def retrieve_memory(*, scopes, q: str = "", k: int, min_confidence: float, embed
 
     def by_words(size):
         return (_ranked_postgres if connection.vendor == "postgresql" else _ranked_portable)(
-            scopes, q, min_confidence, size)
+            scopes, q, min_confidence, size
+        )
 
     if embedding is not None:
         rows = _vector_candidates(scopes, min_confidence)
         # The chosen ids were read from these very rows a moment ago: fetch them by primary key, with the
         # fields an answer shows (as the ranking SQL fetches them).
-        ranked = rank_by_vector(rows, embedding, metric, q=q, pool=pool, by_words=by_words,
-                                by_ids=lambda ids: Entry.objects.filter(pk__in=ids).only(*RETRIEVED_FIELDS))
+        ranked = rank_by_vector(
+            rows,
+            embedding,
+            metric,
+            q=q,
+            pool=pool,
+            by_words=by_words,
+            by_ids=lambda ids: Entry.objects.filter(pk__in=ids).only(*RETRIEVED_FIELDS),
+        )
     else:
         ranked = by_words(pool)
     return without_near_duplicates(ranked, k)
 
 
-def rank_by_vector(rows, embedding, metric: str, *, q: str, pool: int, by_words, id_field: str = "pk",
-                   as_entry=lambda row: row, by_ids=None) -> list[Ranked]:
+def rank_by_vector(
+    rows,
+    embedding,
+    metric: str,
+    *,
+    q: str,
+    pool: int,
+    by_words,
+    id_field: str = "pk",
+    as_entry=lambda row: row,
+    by_ids=None,
+) -> list[Ranked]:
     """`rows` (entries, or released rows that `as_entry` turns into entries) ranked by exact distance to
     `embedding`: every row that has an embedding is compared (vectors.nearest), nearest first, scored
     1 / (1 + distance). With words too, reciprocal-rank fusion of the keyword ranking (`by_words(size)`)
@@ -160,8 +195,11 @@ def _embeddings(rows, id_field: str) -> list[tuple[int, list[float]]]:
     """(id, embedding) of every row that has one, in one query: the vectors come as their JSON text, read
     with the cursor, and are decoded by vectors.decode_vectors (which remembers the texts it has decoded:
     decoding them cost more than reading and comparing them)."""
-    query = (rows.filter(embedding__isnull=False).annotate(vector_text=Cast("embedding", TextField()))
-             .values_list(id_field, "vector_text"))
+    query = (
+        rows.filter(embedding__isnull=False)
+        .annotate(vector_text=Cast("embedding", TextField()))
+        .values_list(id_field, "vector_text")
+    )
     pairs = plain_rows(query)
     if not pairs:
         return []
@@ -174,8 +212,10 @@ def without_near_duplicates(ranked: list[Ranked], k: int) -> list[Ranked]:
     chosen: list[tuple[Ranked, frozenset]] = []
     for candidate in ranked:
         text = words(f"{candidate.entry.trigger} {candidate.entry.content}")
-        if any(c.entry.fingerprint == candidate.entry.fingerprint or jaccard(text, seen) >= NEAR_DUPLICATE
-               for c, seen in chosen):
+        if any(
+            c.entry.fingerprint == candidate.entry.fingerprint or jaccard(text, seen) >= NEAR_DUPLICATE
+            for c, seen in chosen
+        ):
             continue
         chosen.append((candidate, text))
         if len(chosen) == k:

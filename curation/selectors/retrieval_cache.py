@@ -27,12 +27,24 @@ KEY_PREFIX = "api-retrieval"
 GENERATION_KEY = f"{KEY_PREFIX}-generation"
 
 
-def _key(number: int, scopes, q: str, k: int, min_confidence: float, generation: int, *, kinds, embedding,
-         metric: str) -> str:
+def _key(
+    number: int, scopes, q: str, k: int, min_confidence: float, generation: int, *, kinds, embedding, metric: str
+) -> str:
     # Every input that changes the answer is in the key.
-    inputs = json.dumps([number, sorted(scopes), q, k, round(min_confidence, 6), generation,
-                         int(clock.now().timestamp() // 3600),
-                         sorted(kinds) if kinds is not None else None, embedding, metric if embedding else None])
+    inputs = json.dumps(
+        [
+            number,
+            sorted(scopes),
+            q,
+            k,
+            round(min_confidence, 6),
+            generation,
+            int(clock.now().timestamp() // 3600),
+            sorted(kinds) if kinds is not None else None,
+            embedding,
+            metric if embedding else None,
+        ]
+    )
     return f"{KEY_PREFIX}:{hashlib.sha256(inputs.encode()).hexdigest()}"
 
 
@@ -45,8 +57,9 @@ def forget_cached_answers() -> None:
         cache.set(GENERATION_KEY, 1, None)
 
 
-def cached_retrieve_released(number: int, *, scopes, q: str = "", k: int, min_confidence: float, kinds=None,
-                             embedding=None, metric: str = "l2") -> list[Ranked]:
+def cached_retrieve_released(
+    number: int, *, scopes, q: str = "", k: int, min_confidence: float, kinds=None, embedding=None, metric: str = "l2"
+) -> list[Ranked]:
     """retrieve_released, answered from the cache when the same inputs were asked of the same version."""
     options = {"kinds": kinds, "embedding": embedding, "metric": metric}
     seconds = config.RETRIEVAL_CACHE_SECONDS.value

@@ -21,9 +21,12 @@ def defaults(kind: str) -> dict[str, dict]:
         return scope_policies.review_defaults(config.TWO_REVIEWER_SCOPES.value)
     if kind == HOLDOUT:
         return scope_policies.holdout_defaults(config.HOLDOUT_FRACTIONS.value, config.RULES_ONLY_FRACTIONS.value)
-    return scope_policies.admission_defaults({
-        prefix: {"name": p.name, "mode": p.mode, "evaluator": p.evaluator, "threshold": p.threshold}
-        for prefix, p in config.CURATION_ADMISSION.value.items()})
+    return scope_policies.admission_defaults(
+        {
+            prefix: {"name": p.name, "mode": p.mode, "evaluator": p.evaluator, "threshold": p.threshold}
+            for prefix, p in config.CURATION_ADMISSION.value.items()
+        }
+    )
 
 
 def in_force(kind: str) -> dict[str, dict]:
@@ -59,7 +62,7 @@ class PolicyRow:
     kind: str
     prefix: str
     value: dict
-    source: str                          # "setting" or "set by a lead"
+    source: str  # "setting" or "set by a lead"
     updated_at: datetime.datetime | None = None
     updated_by_label: str = ""
     version: int | None = None
@@ -90,28 +93,47 @@ class Overlap:
 def policy_rows(user) -> dict[str, list[PolicyRow]]:
     """Kind -> the settings in force that concern the user's scopes (a setting under one of them, or above
     it, which governs it too), by prefix. 1 query, 1 more for the user's scopes."""
-    rows = {kind: {prefix: PolicyRow(kind, prefix, value, "setting") for prefix, value in defaults(kind).items()}
-            for kind in KINDS}
+    rows = {
+        kind: {prefix: PolicyRow(kind, prefix, value, "setting") for prefix, value in defaults(kind).items()}
+        for kind in KINDS
+    }
     for policy in ScopePolicy.objects.all():
-        rows[policy.kind][policy.prefix] = PolicyRow(policy.kind, policy.prefix, policy.value, "set by a lead",
-                                                     policy.updated_at, policy.updated_by_label, policy.version)
+        rows[policy.kind][policy.prefix] = PolicyRow(
+            policy.kind,
+            policy.prefix,
+            policy.value,
+            "set by a lead",
+            policy.updated_at,
+            policy.updated_by_label,
+            policy.version,
+        )
     prefixes = access.user_scope_prefixes(user)
-    return {kind: [by_prefix[prefix] for prefix in sorted(by_prefix)
-                   if prefixes is None or any(access.scopes_overlap(prefix, mine) for mine in prefixes)]
-            for kind, by_prefix in rows.items()}
+    return {
+        kind: [
+            by_prefix[prefix]
+            for prefix in sorted(by_prefix)
+            if prefixes is None or any(access.scopes_overlap(prefix, mine) for mine in prefixes)
+        ]
+        for kind, by_prefix in rows.items()
+    }
 
 
 def overlaps(rows: dict[str, list[PolicyRow]]) -> list[Overlap]:
     """Where the two-reviewer rules and automatic admission policies of `rows` (policy_rows) meet."""
     reviews = {row.prefix: row.value for row in rows[REVIEW]}
     admissions = {row.prefix: row.value for row in rows[ADMISSION]}
-    return [Overlap(r, a, scope_policies.precedence_note(r, a, admissions[a]))
-            for r, a in scope_policies.two_reviewer_overlaps(reviews, admissions)]
+    return [
+        Overlap(r, a, scope_policies.precedence_note(r, a, admissions[a]))
+        for r, a in scope_policies.two_reviewer_overlaps(reviews, admissions)
+    ]
 
 
 def policy_history(user, limit: int = HISTORY_SHOWN) -> list[Event]:
     """The newest changes of settings under the user's scopes, newest first. 1 query."""
     prefixes = access.user_scope_prefixes(user)
-    return list(Event.objects.filter(scope_policy__isnull=False)
-                .filter(access.scope_q(prefixes, "scope_policy__prefix"))
-                .select_related("scope_policy").order_by("-created_at", "-id")[:limit])
+    return list(
+        Event.objects.filter(scope_policy__isnull=False)
+        .filter(access.scope_q(prefixes, "scope_policy__prefix"))
+        .select_related("scope_policy")
+        .order_by("-created_at", "-id")[:limit]
+    )

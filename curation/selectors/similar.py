@@ -40,9 +40,12 @@ def similar_active_entries_many(entries, *, limit: int = 5, pools=None) -> dict[
     with connection.cursor() as cursor:
         cursor.execute(
             similar_entries_sql(),
-            {**outer_params(entries, _situation_words, lambda e: f"{e.trigger} {e.content}"),
-             "pool": SIMILAR_POOL_POSTGRES,
-             "threshold": config.SIMILAR_THRESHOLD.value, "limit": limit},
+            {
+                **outer_params(entries, _situation_words, lambda e: f"{e.trigger} {e.content}"),
+                "pool": SIMILAR_POOL_POSTGRES,
+                "threshold": config.SIMILAR_THRESHOLD.value,
+                "limit": limit,
+            },
         )
         for entry_id, other_id, score in cursor.fetchall():
             found[entry_id].append((other_id, round(float(score), 3)))
@@ -70,13 +73,13 @@ def _similar_portable_many(entries: list[Entry], limit: int, pools=None) -> dict
         # leave SIMILAR_POOL once an entry's own row is dropped.
         read = pools.get(scope) if pools else None
         if read is not None and (read.complete or len(read.rows) > SIMILAR_POOL):
-            pool = [(row.pk, row.trigger, row.content) for row in read.rows[:SIMILAR_POOL + 1]]
+            pool = [(row.pk, row.trigger, row.content) for row in read.rows[: SIMILAR_POOL + 1]]
         else:
             pool = plain_rows(
                 Entry.objects.filter(status=Status.ACTIVE)
                 .filter(access.overlapping_scopes_q(scope, bytewise=connection.vendor == "sqlite"))
                 .order_by("-id")
-                .values_list("id", "trigger", "content")[:SIMILAR_POOL + 1]
+                .values_list("id", "trigger", "content")[: SIMILAR_POOL + 1]
             )
         for pk, trigger, content in pool:
             if pk not in words_of:

@@ -38,17 +38,24 @@ def _with_parts(proposals: list[SkillProposal]) -> list[SkillProposal]:
     """Sources with their entries, and the recent trials: two queries for the whole list."""
     prefetch_related_objects(
         proposals,
-        Prefetch("sources", queryset=SkillSource.objects.filter(removed_at__isnull=True).select_related("entry")
-                 .order_by("entry_id"), to_attr="current_sources"),
-        Prefetch("trials", queryset=SkillTrial.objects.order_by("-created_at", "-id")[:RECENT_TRIALS],
-                 to_attr="recent_trials"),
+        Prefetch(
+            "sources",
+            queryset=SkillSource.objects.filter(removed_at__isnull=True).select_related("entry").order_by("entry_id"),
+            to_attr="current_sources",
+        ),
+        Prefetch(
+            "trials",
+            queryset=SkillTrial.objects.order_by("-created_at", "-id")[:RECENT_TRIALS],
+            to_attr="recent_trials",
+        ),
     )
     gates = lifecycle.skill_gates()
     for p in proposals:
         p.progress = lifecycle.TrialProgress(p.trials_reported, p.trials_succeeded, gates.trials_required)
         inactive = [(s.entry_id, s.entry.status) for s in p.current_sources if s.entry.status != Status.ACTIVE]
-        p.blockers = lifecycle.approval_blockers(progress=p.progress, rollback=p.rollback, steps=p.steps,
-                                                 inactive_sources=inactive)
+        p.blockers = lifecycle.approval_blockers(
+            progress=p.progress, rollback=p.rollback, steps=p.steps, inactive_sources=inactive
+        )
         p.sources_text = ", ".join(f"#{s.entry_id}" for s in p.current_sources)
     return proposals
 
@@ -59,8 +66,8 @@ def _with_parts(proposals: list[SkillProposal]) -> list[SkillProposal]:
 @dataclass(frozen=True)
 class SkillFilters:
     scope: str = ""
-    kind: str = ""         # the nominated entry's kind
-    ready: bool = False    # only those a lead could approve now
+    kind: str = ""  # the nominated entry's kind
+    ready: bool = False  # only those a lead could approve now
 
     def as_q(self) -> Q:
         q = Q(status=SkillProposal.Status.NOMINATED)
@@ -80,10 +87,14 @@ def _nominated(user, filters: SkillFilters):
     if filters.ready:
         gates = lifecycle.skill_gates()
         on_revision = Q(trials__revision=F("revision"))
-        qs = qs.alias(
-            reported=Count("trials", filter=on_revision),
-            failed=Count("trials", filter=on_revision & Q(trials__outcome=SkillTrial.Outcome.FAILURE)),
-        ).filter(reported__gte=gates.trials_required, failed=0).exclude(rollback="")
+        qs = (
+            qs.alias(
+                reported=Count("trials", filter=on_revision),
+                failed=Count("trials", filter=on_revision & Q(trials__outcome=SkillTrial.Outcome.FAILURE)),
+            )
+            .filter(reported__gte=gates.trials_required, failed=0)
+            .exclude(rollback="")
+        )
     return qs
 
 
@@ -95,8 +106,9 @@ def skill_queue(user, filters: SkillFilters = SkillFilters(), *, cursor: str = "
     """One page of nominated proposals, oldest first, keyset on (created_at, id): 4 queries (proposals with
     their trial counts, their sources and entries, their recent trials, the capped count)."""
     qs = _nominated(user, filters)
-    return read_page(_annotated(qs), qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters,
-                     prepare=_with_parts)
+    return read_page(
+        _annotated(qs), qs, stamp="created_at", cursor=cursor, page_size=page_size, filters=filters, prepare=_with_parts
+    )
 
 
 def skill_card(user, proposal_id) -> SkillProposal:
@@ -139,16 +151,25 @@ def exported_skills_of(qs) -> list[SkillProposal]:
 
 def skills_of_entry(user, entry) -> list[SkillSource]:
     """The skill proposals an entry is (still) a source of, newest first, with their proposal: one query."""
-    return list(SkillSource.objects.filter(entry=entry, removed_at__isnull=True)
-                .filter(access.scope_q(access.user_scope_prefixes(user), "proposal__scope"))
-                .select_related("proposal").order_by("-added_at", "-id"))
+    return list(
+        SkillSource.objects.filter(entry=entry, removed_at__isnull=True)
+        .filter(access.scope_q(access.user_scope_prefixes(user), "proposal__scope"))
+        .select_related("proposal")
+        .order_by("-added_at", "-id")
+    )
 
 
 # --- for agents --------------------------------------------------------------------------------------------
 
 
-def skills_for_token(token: AgentToken, *, scopes: list[str] | None, after: str = "", limit: int = 100,
-                     released_in: list[int] | None = None) -> list:
+def skills_for_token(
+    token: AgentToken,
+    *,
+    scopes: list[str] | None,
+    after: str = "",
+    limit: int = 100,
+    released_in: list[int] | None = None,
+) -> list:
     """Approved skills an agent may read: of `scopes` exactly (a scope and its ancestors that the token
     covers, as retrieval reads them), or every one under the token's prefixes when `scopes` is None.
     By name, keyset on the slug: 3 queries."""
@@ -173,8 +194,10 @@ def skill_for_token(token: AgentToken, slug: str) -> SkillProposal:
 def skill_footer(p: SkillProposal) -> str:
     if p.status == SkillProposal.Status.APPROVED:
         who = p.decided_by.get_username() if p.decided_by_id else "a lead"
-        return (f"Curated in memoryadmin for scope `{p.scope}`: approved by {who} on {p.decided_at:%Y-%m-%d} "
-                f"after {p.progress.label}.")
+        return (
+            f"Curated in memoryadmin for scope `{p.scope}`: approved by {who} on {p.decided_at:%Y-%m-%d} "
+            f"after {p.progress.label}."
+        )
     if p.status == SkillProposal.Status.RETIRED:
         return f"Retired in memoryadmin on {p.retired_at:%Y-%m-%d}: {p.retire_reason}"
     return f"Draft (revision {p.revision}), {p.status} in memoryadmin: {p.progress.label} so far; not approved yet."
@@ -183,13 +206,17 @@ def skill_footer(p: SkillProposal) -> str:
 def skill_md(p: SkillProposal, *, source_url=None) -> str:
     """The proposal's SKILL.md (from a proposal read by this module). `source_url(entry_id)` links sources."""
     sources = [
-        skill_format.SourceLine(s.entry_id, s.entry.scope, s.entry.trigger, source_url(s.entry_id) if source_url else "")
+        skill_format.SourceLine(
+            s.entry_id, s.entry.scope, s.entry.trigger, source_url(s.entry_id) if source_url else ""
+        )
         for s in p.current_sources
     ]
     return skill_format.render_skill_md(
-        slug=p.slug, description=p.description,
+        slug=p.slug,
+        description=p.description,
         sections={key: getattr(p, key) for _, key in skill_format.BODY_SECTIONS},
-        sources=sources, footer=skill_footer(p),
+        sources=sources,
+        footer=skill_footer(p),
     )
 
 
@@ -199,14 +226,18 @@ def skill_events(proposal: SkillProposal) -> QuerySet[Event]:
     read as the skill's own, once each, so a skill decided then keeps its history."""
     return Event.objects.filter(
         Q(skill=proposal)
-        | Q(skill__isnull=True, entry_id=proposal.nominated_entry_id, action__startswith="skill_",
-            after__proposal=proposal.pk)
+        | Q(
+            skill__isnull=True,
+            entry_id=proposal.nominated_entry_id,
+            action__startswith="skill_",
+            after__proposal=proposal.pk,
+        )
     )
 
 
 def skill_history(proposal: SkillProposal, *, limit: int = TIMELINE_LIMIT) -> TimelinePage:
     """The skill's Events, oldest first: its nomination, draft edits, trials and decisions (one query,
     the newest `limit`)."""
-    events = list(skill_events(proposal).order_by("-created_at", "-id")[:limit + 1])
+    events = list(skill_events(proposal).order_by("-created_at", "-id")[: limit + 1])
     items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in reversed(events[:limit])]
     return TimelinePage(items, complete=len(events) <= limit)

@@ -124,7 +124,9 @@ def outer_params(entries, lookup_of, rank_of=None, fallback_of=None) -> dict:
 def similar_entries_sql() -> str:
     """For each row of outer_rows_sql: (its id, a similar active entry's id, the score), at most
     %(limit)s per row, scoring the %(pool)s best-ranked overlapping entries only."""
-    return outer_rows_sql() + f"""
+    return (
+        outer_rows_sql()
+        + f"""
         SELECT c.id, s.id, s.score
         FROM c CROSS JOIN LATERAL (
             SELECT scored.id, scored.score
@@ -145,6 +147,7 @@ def similar_entries_sql() -> str:
             LIMIT %(limit)s
         ) AS s
     """
+    )
 
 
 # An approved skill replaces its source entries: agents read the skill (GET /api/v1/skills), and the entries
@@ -165,8 +168,9 @@ def _released_confidence() -> str:
 
 
 # The entries of %(scopes)s that mention a word of %(q)s: one lookup of an index of "<scope> <lexeme>" keys.
-_MENTIONS_QUERY_WORD = ("curation_scoped_lexemes(e.scope, e.search_vector)"
-                        " && curation_scoped_query(CAST(%(scopes)s AS text[]), %(q)s)")
+_MENTIONS_QUERY_WORD = (
+    "curation_scoped_lexemes(e.scope, e.search_vector) && curation_scoped_query(CAST(%(scopes)s AS text[]), %(q)s)"
+)
 
 
 def live_matches_sql() -> str:

@@ -11,8 +11,9 @@ from curation.selectors.scope_policies import in_force
 from .entry_writes import write_entry
 
 
-def policy_decision(scope: str, evidence: list[dict], *, policies, review_rules) -> tuple[admission.Policy | None,
-                                                                                       admission.Decision | None]:
+def policy_decision(
+    scope: str, evidence: list[dict], *, policies, review_rules
+) -> tuple[admission.Policy | None, admission.Decision | None]:
     """The governing policy of `scope` and its decision as it stands under the scope's review rule
     (admission.standing: two reviewers win over an automatic approval). What a held submission is answered
     with too, so that its answer never differs from a fresh one's."""
@@ -26,11 +27,20 @@ def admit_by_policy(entry: Entry, evidence: list[dict], *, at, policies=None, ru
     check of the submission: approved or rejected by `policy:<name>` with the rule as its reason. None when
     people decide (no policy, manual, or an approval in a scope that needs two reviewers). A batch reads the
     `policies` and the review `rules` once and passes them."""
-    policy, decision = policy_decision(entry.scope, evidence,
-                                       policies=admission_policies() if policies is None else policies,
-                                       review_rules=in_force(scope_policies.REVIEW) if rules is None else rules)
+    policy, decision = policy_decision(
+        entry.scope,
+        evidence,
+        policies=admission_policies() if policies is None else policies,
+        review_rules=in_force(scope_policies.REVIEW) if rules is None else rules,
+    )
     if decision is None or entry.status != Status.PENDING:
         return None
-    write_entry(entry, {}, action=EventAction.APPROVE if decision.approve else EventAction.REJECT,
-                actor_label=policy.actor_label, reason=decision.reason, at=at)
+    write_entry(
+        entry,
+        {},
+        action=EventAction.APPROVE if decision.approve else EventAction.REJECT,
+        actor_label=policy.actor_label,
+        reason=decision.reason,
+        at=at,
+    )
     return decision

@@ -33,8 +33,19 @@ def _approvable(entry: Entry) -> bool:
     )
 
 
-CANDIDATE_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "recheck_when",
-                    "review_by", "signal", "confidence", "source_task")
+CANDIDATE_FIELDS = (
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "conditions",
+    "boundary",
+    "recheck_when",
+    "review_by",
+    "signal",
+    "confidence",
+    "source_task",
+)
 _REDACTED_FIELDS = ("trigger", "content", "boundary", "recheck_when", "conditions", "source_task")
 
 
@@ -94,7 +105,10 @@ def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
     if embedding is not None:
         fields["embedding"] = embedding
     base = lifecycle.initial_confidence(
-        kind=fields["kind"], signal=fields["signal"], proposed=proposed, has_external_support=has_external,
+        kind=fields["kind"],
+        signal=fields["signal"],
+        proposed=proposed,
+        has_external_support=has_external,
         rules=lifecycle.rules(),
     )
     return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base)
@@ -121,8 +135,9 @@ def insert_candidate(prepared: PreparedCandidate, *, actor=None, actor_label: st
     return insert_candidate_with_links(prepared, actor=actor, actor_label=actor_label, at=at)[0]
 
 
-def new_candidate_entry(prepared: PreparedCandidate, *, actor=None, actor_label: str = "", now,
-                        held_by: ForgetRequest | None = None) -> Entry:
+def new_candidate_entry(
+    prepared: PreparedCandidate, *, actor=None, actor_label: str = "", now, held_by: ForgetRequest | None = None
+) -> Entry:
     """The unsaved pending Entry of a prepared candidate; `held_by`: it repeats the lesson that forget
     request forgot, and is born rejected and held (services.held)."""
     base = prepared.base_confidence
@@ -144,8 +159,13 @@ def new_candidate_entry(prepared: PreparedCandidate, *, actor=None, actor_label:
 
 def evidence_rows(entry: Entry, evidence: list[dict], *, actor=None, label: str, now) -> list[Evidence]:
     return [
-        Evidence(entry=entry, **{**e, "observed_at": e["observed_at"] or now}, recorded_by=actor,
-                 recorded_by_label=label, created_at=now)
+        Evidence(
+            entry=entry,
+            **{**e, "observed_at": e["observed_at"] or now},
+            recorded_by=actor,
+            recorded_by_label=label,
+            created_at=now,
+        )
         for e in evidence
     ]
 
@@ -166,8 +186,14 @@ def insert_candidate_with_links(
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
         entry = new_candidate_entry(prepared, actor=actor, actor_label=actor_label, now=now, held_by=held_by)
-        insert_entry(entry, action=EventAction.SUBMIT, actor=actor, actor_label=entry.created_by_label,
-                     reason=submit_note(prepared), at=now)
+        insert_entry(
+            entry,
+            action=EventAction.SUBMIT,
+            actor=actor,
+            actor_label=entry.created_by_label,
+            reason=submit_note(prepared),
+            at=now,
+        )
         evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
         Evidence.objects.bulk_create(evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now))
         probe = entry if held_by is None else with_text(entry, prepared.fields)
@@ -199,8 +225,11 @@ def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
 def _needs_second_reviewer(entry: Entry) -> bool:
     """A pending candidate in a two-reviewer scope, not (yet) handed to a lead: one approval does not
     activate it. Entries sent back for a recheck were approved once already; one reviewer decides them."""
-    return (entry.status == Status.PENDING and entry.queue_reason != QueueReason.NEEDS_LEAD
-            and approvals_required(entry.scope) == 2)
+    return (
+        entry.status == Status.PENDING
+        and entry.queue_reason != QueueReason.NEEDS_LEAD
+        and approvals_required(entry.scope) == 2
+    )
 
 
 def _first_approval(actor) -> dict:
@@ -218,25 +247,32 @@ def approve_candidate(entry_id: int, *, actor, expected_version: int, reason: st
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
         action = {Status.PENDING: EventAction.APPROVE, Status.ARCHIVED: EventAction.REACTIVATE}.get(
-            entry.status, EventAction.CONFIRM)
+            entry.status, EventAction.CONFIRM
+        )
         if not _approvable(entry):
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         if _needs_second_reviewer(entry):
             if entry.first_approval_by_id is None:
-                write_entry(entry, _first_approval(actor), expected_version=expected_version,
-                            action=EventAction.FIRST_APPROVAL, actor=actor, reason=reason.strip(), at=now)
+                write_entry(
+                    entry,
+                    _first_approval(actor),
+                    expected_version=expected_version,
+                    action=EventAction.FIRST_APPROVAL,
+                    actor=actor,
+                    reason=reason.strip(),
+                    at=now,
+                )
                 return entry
             _refuse_own_second(entry, actor)
             action = EventAction.SECOND_APPROVAL
         # What approving writes (the activation, and the two-reviewer rule) is the transition table's.
-        write_entry(entry, {}, expected_version=expected_version, action=action, actor=actor, reason=reason.strip(),
-                    at=now)
+        write_entry(
+            entry, {}, expected_version=expected_version, action=action, actor=actor, reason=reason.strip(), at=now
+        )
     return entry
 
 
-def edit_and_approve(
-    entry_id: int, *, actor, expected_version: int, changes: dict, reason: str = "", at=None
-) -> Entry:
+def edit_and_approve(entry_id: int, *, actor, expected_version: int, changes: dict, reason: str = "", at=None) -> Entry:
     """Narrow or correct a candidate (scope, trigger, content, boundary, conditions), then approve it."""
     now = at or clock.now()
     # Redacted before the checks: lengths are those of what is stored, and what was found is flagged, as
@@ -261,9 +297,13 @@ def edit_and_approve(
                 _refuse_own_second(entry, actor)
                 action = EventAction.SECOND_APPROVAL
         write_entry(
-            entry, {**cleaned, **flags, "fingerprint": fingerprint(text["trigger"], text["content"]), **decision},
-            expected_version=expected_version, action=action, actor=actor,
-            reason=reason.strip() or (f"edited {', '.join(edited)}" if edited else "approved without changes"), at=now,
+            entry,
+            {**cleaned, **flags, "fingerprint": fingerprint(text["trigger"], text["content"]), **decision},
+            expected_version=expected_version,
+            action=action,
+            actor=actor,
+            reason=reason.strip() or (f"edited {', '.join(edited)}" if edited else "approved without changes"),
+            at=now,
         )
     return entry
 
@@ -277,14 +317,32 @@ def reject_candidate(entry_id: int, *, actor, expected_version: int, reason: str
     with transaction.atomic():
         entry = _load_for_decision(entry_id, actor, expected_version)
         pending = entry.status == Status.PENDING
-        if (pending and entry.first_approval_by_id not in (None, actor.pk)
-                and entry.queue_reason != QueueReason.NEEDS_LEAD and not actor.has_perm(SETTLE)):
+        if (
+            pending
+            and entry.first_approval_by_id not in (None, actor.pk)
+            and entry.queue_reason != QueueReason.NEEDS_LEAD
+            and not actor.has_perm(SETTLE)
+        ):
             # One approved, another rejects: neither decides; the candidate waits for a lead.
-            write_entry(entry, {}, expected_version=expected_version, action=EventAction.DISAGREEMENT, actor=actor,
-                        reason=reason, at=now)
+            write_entry(
+                entry,
+                {},
+                expected_version=expected_version,
+                action=EventAction.DISAGREEMENT,
+                actor=actor,
+                reason=reason,
+                at=now,
+            )
             return entry
-        write_entry(entry, {}, expected_version=expected_version,
-                    action=EventAction.REJECT if pending else EventAction.RETIRE, actor=actor, reason=reason, at=now)
+        write_entry(
+            entry,
+            {},
+            expected_version=expected_version,
+            action=EventAction.REJECT if pending else EventAction.RETIRE,
+            actor=actor,
+            reason=reason,
+            at=now,
+        )
     return entry
 
 
@@ -302,11 +360,19 @@ def send_back_for_recheck(entry_id: int, *, actor, expected_version: int, reason
         if entry.version != expected_version:
             raise StaleDecision(entry, changes_since(entry, expected_version))
         if entry.status != Status.ACTIVE or entry.queued_at is not None:
-            raise InvalidTransition(f"Entry #{entry.pk} is not an active entry out of the queue (it is {entry.status}"
-                                    f"{', already queued' if entry.queued_at else ''}).")
-        write_entry(entry, {"queued_at": now, "queue_reason": QueueReason.RECHECK_REQUESTED},
-                    expected_version=expected_version, action=EventAction.QUEUE_RECHECK, actor=actor,
-                    reason=reason.strip() or "sent back for a recheck", at=now)
+            raise InvalidTransition(
+                f"Entry #{entry.pk} is not an active entry out of the queue (it is {entry.status}"
+                f"{', already queued' if entry.queued_at else ''})."
+            )
+        write_entry(
+            entry,
+            {"queued_at": now, "queue_reason": QueueReason.RECHECK_REQUESTED},
+            expected_version=expected_version,
+            action=EventAction.QUEUE_RECHECK,
+            actor=actor,
+            reason=reason.strip() or "sent back for a recheck",
+            at=now,
+        )
     return entry
 
 
@@ -322,15 +388,18 @@ def defer_candidate(
         entry = _load_for_decision(entry_id, actor, expected_version)
         until = now + datetime.timedelta(hours=hours)
         write_entry(
-            entry, {"queued_at": until}, expected_version=expected_version, action=EventAction.DEFER, actor=actor,
-            reason=reason.strip() or f"deferred until {until:%Y-%m-%d %H:%M} UTC", at=now,
+            entry,
+            {"queued_at": until},
+            expected_version=expected_version,
+            action=EventAction.DEFER,
+            actor=actor,
+            reason=reason.strip() or f"deferred until {until:%Y-%m-%d %H:%M} UTC",
+            at=now,
         )
     return entry
 
 
-def merge_into(
-    entry_id: int, *, target_id: int, actor, expected_version: int, reason: str = "", at=None
-) -> Entry:
+def merge_into(entry_id: int, *, target_id: int, actor, expected_version: int, reason: str = "", at=None) -> Entry:
     """A pending candidate that repeats an active entry: its evidence is copied to that entry and the
     candidate is superseded by it (kept, with the link, for the audit). Nothing of the target is edited."""
     now = at or clock.now()
@@ -343,31 +412,56 @@ def merge_into(
         except (ValueError, TypeError):
             raise ValidationError({"target": ["Merge into an existing active entry."]}) from None
         # Missing and out of scope read alike: the answer must not tell which ids exist elsewhere.
-        if (target is None or target.pk == entry.pk or target.status != Status.ACTIVE
-                or not access.user_can_see_scope(actor, target.scope)):
+        if (
+            target is None
+            or target.pk == entry.pk
+            or target.status != Status.ACTIVE
+            or not access.user_can_see_scope(actor, target.scope)
+        ):
             raise ValidationError({"target": [f"#{target_id} is not an active entry you review."]})
         copied = Evidence.objects.bulk_create(
-            Evidence(entry=target, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=e.excerpt,
-                     evaluator=e.evaluator, score=e.score, task_ref=e.task_ref or f"candidate #{entry.pk}", observed_at=e.observed_at, recorded_by=actor,
-                     recorded_by_label=f"merged from #{entry.pk} by {actor.get_username()}", created_at=now)
+            Evidence(
+                entry=target,
+                kind=e.kind,
+                signal=e.signal,
+                polarity=e.polarity,
+                excerpt=e.excerpt,
+                evaluator=e.evaluator,
+                score=e.score,
+                task_ref=e.task_ref or f"candidate #{entry.pk}",
+                observed_at=e.observed_at,
+                recorded_by=actor,
+                recorded_by_label=f"merged from #{entry.pk} by {actor.get_username()}",
+                created_at=now,
+            )
             for e in entry.evidence.all()
         )
         note = reason.strip() or f"the same lesson as #{target.pk}"
         write_entry(
-            entry, {}, expected_version=expected_version, action=EventAction.MERGE_INTO, actor=actor,
-            reason=f"merged into #{target.pk}: {note}", after_extra={"merged_into": target.pk}, at=now,
+            entry,
+            {},
+            expected_version=expected_version,
+            action=EventAction.MERGE_INTO,
+            actor=actor,
+            reason=f"merged into #{target.pk}: {note}",
+            after_extra={"merged_into": target.pk},
+            at=now,
         )
-        record_event(target, actor=actor, action=EventAction.MERGE_IN,
-                     reason=f"candidate #{entry.pk} merged in; {len(copied)} piece(s) of evidence copied",
-                     after={"merged_from": entry.pk, "evidence_ids": [e.pk for e in copied]}, at=now)
+        record_event(
+            target,
+            actor=actor,
+            action=EventAction.MERGE_IN,
+            reason=f"candidate #{entry.pk} merged in; {len(copied)} piece(s) of evidence copied",
+            after={"merged_from": entry.pk, "evidence_ids": [e.pk for e in copied]},
+            at=now,
+        )
     return entry
 
 
 # How long a reviewer may take a decision back (the decided card's Undo, or z).
 UNDO_SECONDS = 30
 # What an undo puts back: the queue's state and the text an edit changed, as the decision's Event saw them.
-_UNDONE_FIELDS = ("status", "queue_reason", "archive_reason", "scope", "trigger", "content",
-                  "boundary", "conditions")
+_UNDONE_FIELDS = ("status", "queue_reason", "archive_reason", "scope", "trigger", "content", "boundary", "conditions")
 _UNDONE_TIMES = ("queued_at", "last_verified_at", "decay_stopped_at", "first_approval_at")
 
 
@@ -395,16 +489,29 @@ def _undo(entry_id: int, actor, expected_version: int, reason: str, now) -> Entr
         if last is None or last.action not in EventAction.undoable() or last.actor_id != actor.pk:
             raise InvalidTransition(f"Entry #{entry.pk}'s last change is not a decision of yours to undo.")
         if (now - last.created_at).total_seconds() > UNDO_SECONDS:
-            raise InvalidTransition(f"Undo is for {UNDO_SECONDS} seconds after a decision; decide on #{entry.pk} again.")
+            raise InvalidTransition(
+                f"Undo is for {UNDO_SECONDS} seconds after a decision; decide on #{entry.pk} again."
+            )
         before = last.before
         restored = {field: before[field] for field in _UNDONE_FIELDS}
-        restored.update({field: datetime.datetime.fromisoformat(before[field]) if before.get(field) else None
-                         for field in _UNDONE_TIMES})
+        restored.update(
+            {
+                field: datetime.datetime.fromisoformat(before[field]) if before.get(field) else None
+                for field in _UNDONE_TIMES
+            }
+        )
         restored["fingerprint"] = fingerprint(restored["trigger"], restored["content"])
         restored["first_approval_by_id"] = before.get("first_approval_by")
         verb = EventAction(last.action).label
-        write_entry(entry, restored, expected_version=expected_version, action=EventAction.UNDO, actor=actor,
-                    reason=reason.strip() or f"undid \"{verb}\"", at=now)
+        write_entry(
+            entry,
+            restored,
+            expected_version=expected_version,
+            action=EventAction.UNDO,
+            actor=actor,
+            reason=reason.strip() or f"undid \"{verb}\"",
+            at=now,
+        )
     return entry
 
 
@@ -425,9 +532,7 @@ class BulkOutcome:
     entry: Entry | None = None
 
 
-def bulk_decide(
-    items: list[tuple[int, int]], *, actor, action: str, reason: str = "", at=None
-) -> list[BulkOutcome]:
+def bulk_decide(items: list[tuple[int, int]], *, actor, action: str, reason: str = "", at=None) -> list[BulkOutcome]:
     """Approve or reject many (entry id, version) pairs. Each is its own decision and Event, so one
     stale or out-of-scope card never blocks the others."""
     if action not in ("approve", "reject"):

@@ -59,9 +59,14 @@ def open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list[
                 )
                 for entry, other in ((a, b), (b, a)):
                     record_event(
-                        entry, actor=None, actor_label=f"detector:{detected_by}", action=EventAction.CONFLICT_OPENED,
+                        entry,
+                        actor=None,
+                        actor_label=f"detector:{detected_by}",
+                        action=EventAction.CONFLICT_OPENED,
                         reason=f"conflict #{conflict.pk} with #{other.pk}: {reason}",
-                        after={"conflict": conflict.pk, "with": other.pk, "reason": reason}, at=at, also=(conflict,),
+                        after={"conflict": conflict.pk, "with": other.pk, "reason": reason},
+                        at=at,
+                        also=(conflict,),
                     )
         except IntegrityError:
             continue
@@ -96,8 +101,9 @@ def detect_conflicts_many(
     return opened
 
 
-def detect_and_open(entries: list[Entry], *, detected_by: str, at, pool: int | None,
-                    pools=None) -> tuple[list[Conflict], int]:
+def detect_and_open(
+    entries: list[Entry], *, detected_by: str, at, pool: int | None, pools=None
+) -> tuple[list[Conflict], int]:
     """The conflicts detect_conflicts_many opens, in pair order, and how many pairs it compared."""
     now = at or clock.now()
     found, members, compared = _contradictions(entries, detected_by=detected_by, pool=pool, pools=pools)
@@ -207,9 +213,11 @@ def close_moot_conflicts(superseded: list[Entry], *, actor, now, except_id: int,
     each is closed as moot, with an Event about it that says which entry went."""
     ids = {e.pk for e in superseded}
     moot = list(
-        Conflict.objects.select_for_update().filter(state=Conflict.State.OPEN)
+        Conflict.objects.select_for_update()
+        .filter(state=Conflict.State.OPEN)
         .filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids))
-        .exclude(pk=except_id).order_by("id")
+        .exclude(pk=except_id)
+        .order_by("id")
     )
     if not moot:
         return 0
@@ -218,10 +226,14 @@ def close_moot_conflicts(superseded: list[Entry], *, actor, now, except_id: int,
     )
     record_events(
         build_event(
-            conflict, actor=actor, action=EventAction.CONFLICT_MOOT, at=now,
+            conflict,
+            actor=actor,
+            action=EventAction.CONFLICT_MOOT,
+            at=now,
             reason=f"moot: {', '.join(f'#{pk}' for pk in (conflict.entry_a_id, conflict.entry_b_id) if pk in ids)} "
-                   f"{went}",
-            before={"state": Conflict.State.OPEN}, after={"state": Conflict.State.RESOLVED, "resolution": "moot"},
+            f"{went}",
+            before={"state": Conflict.State.OPEN},
+            after={"state": Conflict.State.RESOLVED, "resolution": "moot"},
         )
         for conflict in moot
     )
@@ -229,8 +241,15 @@ def close_moot_conflicts(superseded: list[Entry], *, actor, now, except_id: int,
 
 
 def _supersede(entry: Entry, by: Entry, *, actor, conflict: Conflict, reason: str, now) -> None:
-    supersede_entry(entry, by, actor=actor, reason=reason or f"conflict #{conflict.pk}: superseded by #{by.pk}",
-                    extra={"conflict": conflict.pk}, now=now, also=(conflict,))
+    supersede_entry(
+        entry,
+        by,
+        actor=actor,
+        reason=reason or f"conflict #{conflict.pk}: superseded by #{by.pk}",
+        extra={"conflict": conflict.pk},
+        now=now,
+        also=(conflict,),
+    )
 
 
 def keep_entry(
@@ -255,12 +274,23 @@ def keep_entry(
         # values, and only when its scope's approvals are there.
         changes = {"supersedes_id": other.pk} if kept.supersedes_id is None else {}
         write_entry(
-            kept, changes, action=EventAction.CONFLICT_KEEP, actor=actor,
+            kept,
+            changes,
+            action=EventAction.CONFLICT_KEEP,
+            actor=actor,
             reason=reason or f"conflict #{conflict.pk}: kept over #{other.pk}",
-            after_extra={"superseded": other.pk, "conflict": conflict.pk}, at=now, also=(conflict,),
+            after_extra={"superseded": other.pk, "conflict": conflict.pk},
+            at=now,
+            also=(conflict,),
         )
         _supersede(other, kept, actor=actor, conflict=conflict, reason=reason, now=now)
-        _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="keep_a" if kept is a else "keep_b", now=now)
+        _close(
+            conflict,
+            actor=actor,
+            state=Conflict.State.RESOLVED,
+            resolution="keep_a" if kept is a else "keep_b",
+            now=now,
+        )
         close_moot_conflicts([other], actor=actor, now=now, except_id=conflict.pk)
     return Resolution(conflict, kept=(kept,), superseded=(other,))
 
@@ -274,9 +304,13 @@ def _clean_split(prefix: str, entry: Entry, changes: dict, actor) -> dict:
         raise ValidationError({f"{prefix}_{k}": v for k, v in exc.message_dict.items()}) from exc
     scope = cleaned.get("scope", entry.scope)
     if not access.scope_covers(entry.scope, scope):
-        raise ValidationError({f"{prefix}_scope": [
-            f"A split narrows: #{entry.pk} applies to {entry.scope}, so its scope stays {entry.scope} or below it."
-        ]})
+        raise ValidationError(
+            {
+                f"{prefix}_scope": [
+                    f"A split narrows: #{entry.pk} applies to {entry.scope}, so its scope stays {entry.scope} or below it."
+                ]
+            }
+        )
     if not access.user_can_see_scope(actor, scope):
         raise ValidationError({f"{prefix}_scope": ["You can only move an entry to a scope you review."]})
     flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
@@ -289,8 +323,15 @@ def _describe(entry_id: int, fields: dict) -> str:
 
 
 def split_conflict(
-    conflict_id: int, *, actor, version_a: int, version_b: int, changes_a: dict, changes_b: dict,
-    reason: str = "", at=None,
+    conflict_id: int,
+    *,
+    actor,
+    version_a: int,
+    version_b: int,
+    changes_a: dict,
+    changes_b: dict,
+    reason: str = "",
+    at=None,
 ) -> Resolution:
     """Narrow the scope or the conditions of one or both entries so that they no longer apply together;
     both stay. Refused while they still overlap: neither scope below the other, or no keyword shared."""
@@ -300,11 +341,17 @@ def split_conflict(
         conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
         _require_live(a, b)
         new_a, new_b = _clean_split("a", a, changes_a, actor), _clean_split("b", b, changes_b, actor)
-        if access.scopes_overlap(new_a["scope"], new_b["scope"]) and conditions_overlap(new_a["conditions"], new_b["conditions"]):
-            raise ValidationError({"split": [
-                f"Still overlapping: {_describe(a.pk, new_a)} and {_describe(b.pk, new_b)} apply together. "
-                "Narrow a scope so that neither is the other or below it, or give them conditions with no keyword in common."
-            ]})
+        if access.scopes_overlap(new_a["scope"], new_b["scope"]) and conditions_overlap(
+            new_a["conditions"], new_b["conditions"]
+        ):
+            raise ValidationError(
+                {
+                    "split": [
+                        f"Still overlapping: {_describe(a.pk, new_a)} and {_describe(b.pk, new_b)} apply together. "
+                        "Narrow a scope so that neither is the other or below it, or give them conditions with no keyword in common."
+                    ]
+                }
+            )
         changed = []
         for entry, new in ((a, new_a), (b, new_b)):
             if entry.scope != new["scope"] or list(entry.conditions) != new["conditions"]:
@@ -312,14 +359,31 @@ def split_conflict(
         for entry, new, other in ((a, new_a, b), (b, new_b, a)):
             edited = [f for f in SPLIT_FIELDS if getattr(entry, f) != new[f]]
             note = reason or f"conflict #{conflict.pk} with #{other.pk}: " + (
-                f"narrowed {' and '.join(edited)}" if edited else "unchanged, the other entry was narrowed")
+                f"narrowed {' and '.join(edited)}" if edited else "unchanged, the other entry was narrowed"
+            )
             if entry in changed:
-                write_entry(entry, new, action=EventAction.CONFLICT_SPLIT, actor=actor, reason=note,
-                            after_extra={"conflict": conflict.pk}, at=now, also=(conflict,))
+                write_entry(
+                    entry,
+                    new,
+                    action=EventAction.CONFLICT_SPLIT,
+                    actor=actor,
+                    reason=note,
+                    after_extra={"conflict": conflict.pk},
+                    at=now,
+                    also=(conflict,),
+                )
             else:  # nothing of this entry changes: its Event says why it stays, at the same version
                 unchanged = entry.snapshot()
-                record_event(entry, actor=actor, action=EventAction.CONFLICT_SPLIT, reason=note, before=unchanged,
-                             after={**unchanged, "conflict": conflict.pk}, at=now, also=(conflict,))
+                record_event(
+                    entry,
+                    actor=actor,
+                    action=EventAction.CONFLICT_SPLIT,
+                    reason=note,
+                    before=unchanged,
+                    after={**unchanged, "conflict": conflict.pk},
+                    at=now,
+                    also=(conflict,),
+                )
         _close(conflict, actor=actor, state=Conflict.State.RESOLVED, resolution="split", now=now)
     return Resolution(conflict, kept=(a, b))
 
@@ -340,9 +404,16 @@ def merge_conflict(
         if not access.user_can_see_scope(actor, fields["scope"]):
             raise ValidationError({"scope": ["You can only write an entry in a scope you review."]})
         merged = merge_entries(
-            [a, b], fields=fields, flags=[f.as_flag() for f in findings], actor=actor, origin=f"conflict #{conflict.pk}",
-            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}", action=EventAction.CONFLICT_MERGE,
-            extra={"conflict": conflict.pk}, now=now, also=(conflict,),
+            [a, b],
+            fields=fields,
+            flags=[f.as_flag() for f in findings],
+            actor=actor,
+            origin=f"conflict #{conflict.pk}",
+            reason=reason or f"conflict #{conflict.pk}: merged #{a.pk} and #{b.pk}",
+            action=EventAction.CONFLICT_MERGE,
+            extra={"conflict": conflict.pk},
+            now=now,
+            also=(conflict,),
         )
         for old in (a, b):
             _supersede(old, merged, actor=actor, conflict=conflict, reason=reason, now=now)
@@ -362,9 +433,13 @@ def dismiss_conflict(
         conflict, a, b = _load_open_conflict(conflict_id, actor, version_a, version_b)
         for entry, other in ((a, b), (b, a)):
             record_event(
-                entry, actor=actor, action=EventAction.CONFLICT_DISMISSED,
+                entry,
+                actor=actor,
+                action=EventAction.CONFLICT_DISMISSED,
                 reason=reason or f"conflict #{conflict.pk} with #{other.pk}: not a conflict",
-                after={"conflict": conflict.pk, "with": other.pk}, at=now, also=(conflict,),
+                after={"conflict": conflict.pk, "with": other.pk},
+                at=now,
+                also=(conflict,),
             )
         _close(conflict, actor=actor, state=Conflict.State.DISMISSED, resolution="dismiss", now=now)
     return Resolution(conflict, kept=(a, b))

@@ -50,8 +50,12 @@ def merged_text(members: list[Entry]) -> dict:
             seen_b.add(normalise(e.boundary))
             boundaries.append(e.boundary)
     conditions = list(dict.fromkeys(c for e in ordered for c in e.conditions))
-    return {"trigger": ordered[0].trigger, "content": content, "boundary": "\n".join(boundaries),
-            "conditions": conditions}
+    return {
+        "trigger": ordered[0].trigger,
+        "content": content,
+        "boundary": "\n".join(boundaries),
+        "conditions": conditions,
+    }
 
 
 class MergeClusters:
@@ -89,8 +93,15 @@ def write_proposals(clusters: MergeClusters, outdated: dict, seen: dict, now) ->
     for group in clusters.groups():
         members = sorted((seen[i] for i in group), key=lambda e: -e.pk)[:CLUSTER_MAX]
         score = clusters.best.get(min(group), 0)
-        candidates.append((ConsolidationProposal.Kind.MERGE, members, None,
-                           f"{len(members)} entries in {members[0].scope}, up to {score:.2f} alike", score))
+        candidates.append(
+            (
+                ConsolidationProposal.Kind.MERGE,
+                members,
+                None,
+                f"{len(members)} entries in {members[0].scope}, up to {score:.2f} alike",
+                score,
+            )
+        )
     for (older, newer), reason in sorted(outdated.items()):
         candidates.append((ConsolidationProposal.Kind.SUPERSEDE, [seen[older], seen[newer]], seen[newer], reason, 0.0))
     if not candidates:
@@ -113,15 +124,27 @@ def write_proposals(clusters: MergeClusters, outdated: dict, seen: dict, now) ->
         try:
             with transaction.atomic():
                 proposal = ConsolidationProposal.objects.create(
-                    kind=kind, scope=members[0].scope, key=key, entry_versions={str(e.pk): e.version for e in members},
-                    target=target, proposed_trigger=text.get("trigger", ""), proposed_content=text.get("content", ""),
-                    proposed_boundary=text.get("boundary", ""), proposed_conditions=text.get("conditions", []),
-                    reason=reason, score=score, created_at=now,
+                    kind=kind,
+                    scope=members[0].scope,
+                    key=key,
+                    entry_versions={str(e.pk): e.version for e in members},
+                    target=target,
+                    proposed_trigger=text.get("trigger", ""),
+                    proposed_content=text.get("content", ""),
+                    proposed_boundary=text.get("boundary", ""),
+                    proposed_conditions=text.get("conditions", []),
+                    reason=reason,
+                    score=score,
+                    created_at=now,
                 )
                 proposal.entries.add(*members)
                 record_event(
-                    proposal, actor=None, actor_label=SWEEP_ACTOR, action=EventAction.CONSOLIDATION_PROPOSED,
-                    reason=reason, after={"kind": kind, "entries": ids, "entry_versions": proposal.entry_versions},
+                    proposal,
+                    actor=None,
+                    actor_label=SWEEP_ACTOR,
+                    action=EventAction.CONSOLIDATION_PROPOSED,
+                    reason=reason,
+                    after={"kind": kind, "entries": ids, "entry_versions": proposal.entry_versions},
                     at=now,
                 )
         except IntegrityError:
@@ -154,7 +177,9 @@ def _load_open_proposal(proposal_id: int, actor) -> tuple[ConsolidationProposal,
         raise ConsolidationProposal.DoesNotExist
     if proposal.state != ConsolidationProposal.State.OPEN:
         who = proposal.decided_by.get_username() if proposal.decided_by_id else "someone"
-        raise InvalidTransition(f"Proposal #{proposal.pk} was already {proposal.state} by {who}. Nothing of yours was saved.")
+        raise InvalidTransition(
+            f"Proposal #{proposal.pk} was already {proposal.state} by {who}. Nothing of yours was saved."
+        )
     return proposal, members
 
 
@@ -191,8 +216,10 @@ def accept_proposal(proposal_id: int, *, actor, edits: dict | None = None, note:
         extra = {"proposal": proposal.pk}
         if proposal.kind == ConsolidationProposal.Kind.MERGE:
             text = {
-                "trigger": proposal.proposed_trigger, "content": proposal.proposed_content,
-                "boundary": proposal.proposed_boundary, "conditions": proposal.proposed_conditions,
+                "trigger": proposal.proposed_trigger,
+                "content": proposal.proposed_content,
+                "boundary": proposal.proposed_boundary,
+                "conditions": proposal.proposed_conditions,
             }
             edited = sorted(f for f in EDITABLE if edits and f in edits)
             text.update({f: edits[f] for f in edited})
@@ -200,30 +227,57 @@ def accept_proposal(proposal_id: int, *, actor, edits: dict | None = None, note:
             fields = clean_entry_fields(text, fields=EDITABLE)
             primary = max(members, key=lambda e: (e.base_confidence, -e.pk))
             merged = merge_entries(
-                members, fields={**fields, "kind": primary.kind, "scope": proposal.scope},
-                flags=[f.as_flag() for f in findings], actor=actor, origin=f"consolidation #{proposal.pk}",
-                reason=note or f"consolidation #{proposal.pk}: merged {', '.join(f'#{e.pk}' for e in members)}"
+                members,
+                fields={**fields, "kind": primary.kind, "scope": proposal.scope},
+                flags=[f.as_flag() for f in findings],
+                actor=actor,
+                origin=f"consolidation #{proposal.pk}",
+                reason=note
+                or f"consolidation #{proposal.pk}: merged {', '.join(f'#{e.pk}' for e in members)}"
                 + (f" (edited {', '.join(edited)})" if edited else ""),
-                action=EventAction.CONSOLIDATION_MERGE, extra={**extra, "edited": edited}, now=now, also=(proposal,),
+                action=EventAction.CONSOLIDATION_MERGE,
+                extra={**extra, "edited": edited},
+                now=now,
+                also=(proposal,),
             )
             for entry in members:
-                supersede_entry(entry, merged, actor=actor, extra=extra, now=now, also=(proposal,),
-                                reason=note or f"consolidation #{proposal.pk}: merged into #{merged.pk}")
+                supersede_entry(
+                    entry,
+                    merged,
+                    actor=actor,
+                    extra=extra,
+                    now=now,
+                    also=(proposal,),
+                    reason=note or f"consolidation #{proposal.pk}: merged into #{merged.pk}",
+                )
             close_moot_conflicts(members, actor=actor, now=now, except_id=0)
             detect_conflicts_for(merged, detected_by="merge", at=now)
-            _decide(proposal, actor=actor, state=ConsolidationProposal.State.ACCEPTED, note=note, now=now, result=merged)
+            _decide(
+                proposal, actor=actor, state=ConsolidationProposal.State.ACCEPTED, note=note, now=now, result=merged
+            )
             return ProposalOutcome(proposal, created=merged, superseded=tuple(members))
         target = next(e for e in members if e.pk == proposal.target_id)
         older = [e for e in members if e.pk != target.pk]
         write_entry(
-            target, {"supersedes_id": older[0].pk} if target.supersedes_id is None else {},
-            action=EventAction.CONSOLIDATION_KEEP, actor=actor,
+            target,
+            {"supersedes_id": older[0].pk} if target.supersedes_id is None else {},
+            action=EventAction.CONSOLIDATION_KEEP,
+            actor=actor,
             reason=note or f"consolidation #{proposal.pk}: replaces {', '.join(f'#{e.pk}' for e in older)}",
-            after_extra={"superseded": [e.pk for e in older], **extra}, at=now, also=(proposal,),
+            after_extra={"superseded": [e.pk for e in older], **extra},
+            at=now,
+            also=(proposal,),
         )
         for entry in older:
-            supersede_entry(entry, target, actor=actor, extra=extra, now=now, also=(proposal,),
-                            reason=note or f"consolidation #{proposal.pk}: outdated, replaced by #{target.pk}")
+            supersede_entry(
+                entry,
+                target,
+                actor=actor,
+                extra=extra,
+                now=now,
+                also=(proposal,),
+                reason=note or f"consolidation #{proposal.pk}: outdated, replaced by #{target.pk}",
+            )
         close_moot_conflicts(older, actor=actor, now=now, except_id=0)
         _decide(proposal, actor=actor, state=ConsolidationProposal.State.ACCEPTED, note=note, now=now)
         return ProposalOutcome(proposal, kept=(target,), superseded=tuple(older))
@@ -237,9 +291,13 @@ def dismiss_proposal(proposal_id: int, *, actor, note: str = "", at=None) -> Pro
         proposal, members = _load_open_proposal(proposal_id, actor)
         for entry in members:
             record_event(
-                entry, actor=actor, action=EventAction.CONSOLIDATION_DISMISSED,
+                entry,
+                actor=actor,
+                action=EventAction.CONSOLIDATION_DISMISSED,
                 reason=note or f"consolidation #{proposal.pk} ({proposal.kind}) dismissed",
-                after={"proposal": proposal.pk}, at=now, also=(proposal,),
+                after={"proposal": proposal.pk},
+                at=now,
+                also=(proposal,),
             )
         _decide(proposal, actor=actor, state=ConsolidationProposal.State.DISMISSED, note=note, now=now)
     return ProposalOutcome(proposal, kept=tuple(members))

@@ -68,10 +68,37 @@ from .events import build_event, record_event, record_events
 # (retrieval_count, last_retrieved_at), which agents' reads bump without a version, nor what an entry
 # is born with and keeps (created_*); its source task too, except that a forget purges it.
 WRITTEN_COLUMNS = (
-    "status", "queued_at", "queue_reason", "kind", "scope", "trigger", "content", "boundary", "conditions",
-    "recheck_when", "review_by", "fingerprint", "signal", "base_confidence", "last_verified_at", "decay_stopped_at",
-    "decay_key", "decay_rate", "archived_at", "archive_reason", "first_approval_by_id", "first_approval_at", "supersedes_id", "flags",
-    "hit_count", "utility_sum", "utility_n", "source_task", "embedding", "version", "updated_at",
+    "status",
+    "queued_at",
+    "queue_reason",
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "boundary",
+    "conditions",
+    "recheck_when",
+    "review_by",
+    "fingerprint",
+    "signal",
+    "base_confidence",
+    "last_verified_at",
+    "decay_stopped_at",
+    "decay_key",
+    "decay_rate",
+    "archived_at",
+    "archive_reason",
+    "first_approval_by_id",
+    "first_approval_at",
+    "supersedes_id",
+    "flags",
+    "hit_count",
+    "utility_sum",
+    "utility_n",
+    "source_task",
+    "embedding",
+    "version",
+    "updated_at",
 )
 
 
@@ -119,8 +146,18 @@ def refuse_actor(action, actor, scopes) -> None:
         raise PermissionDenied("That entry lies outside your scopes.")
 
 
-def planned_values(action, *, pk, start: str, changes: dict, at, approvals_required=None, actor_id=None,
-                   first_approval_by=None, queue_reason: str = "") -> dict:
+def planned_values(
+    action,
+    *,
+    pk,
+    start: str,
+    changes: dict,
+    at,
+    approvals_required=None,
+    actor_id=None,
+    first_approval_by=None,
+    queue_reason: str = "",
+) -> dict:
     """The columns a write of `action` sets on an entry in `start` (transitions.NEW for an insert): the table's
     values with the caller's changes, the activation's when it makes a pending entry active; InvalidTransition,
     in words, when the table does not allow it. `approvals_required()` (a callable: read only when needed)
@@ -137,8 +174,9 @@ def planned_values(action, *, pk, start: str, changes: dict, at, approvals_requi
     if refusal := transitions.refusal(action, start, end):
         raise InvalidTransition(f"Entry #{pk} cannot be {_label(action)}: {refusal}.")
     if transitions.activates_pending(start, end):
-        if refusal := transitions.two_reviewer_refusal(approvals_required(), first_approval_by=first_approval_by,
-                                                       actor_id=actor_id, queue_reason=queue_reason):
+        if refusal := transitions.two_reviewer_refusal(
+            approvals_required(), first_approval_by=first_approval_by, actor_id=actor_id, queue_reason=queue_reason
+        ):
             raise InvalidTransition(f"Entry #{pk} cannot be made active: {refusal}.")
         values = {**{c: at for c in transitions.ACTIVATION_STAMPS}, **values, **transitions.ACTIVATION}
     return values
@@ -150,17 +188,35 @@ def changes_since(entry: Entry, version: int) -> QuerySet:
 
 
 def write_entry(
-    entry: Entry, changes: dict, *, action: EventAction, at, expected_version: int | None = None, actor=None,
-    actor_label: str = "", reason: str = "", after_extra: dict | None = None, also=(),
+    entry: Entry,
+    changes: dict,
+    *,
+    action: EventAction,
+    at,
+    expected_version: int | None = None,
+    actor=None,
+    actor_label: str = "",
+    reason: str = "",
+    after_extra: dict | None = None,
+    also=(),
 ) -> Event:
     """Apply `changes` (field -> value) to `entry` and write them with its Event. `expected_version` is
     the version the decision was made on (by default the version the entry was loaded at)."""
     expected = entry.version if expected_version is None else expected_version
     refuse_actor(action, actor, (entry.scope, changes.get("scope")))
     changes = planned_values(
-        action, pk=entry.pk, start=entry.status, changes=changes, at=at, actor_id=getattr(actor, "pk", None),
-        approvals_required=lambda: scope_policies.approvals_required(changes.get("scope", entry.scope), in_force(scope_policies.REVIEW)),
-        first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
+        action,
+        pk=entry.pk,
+        start=entry.status,
+        changes=changes,
+        at=at,
+        actor_id=getattr(actor, "pk", None),
+        approvals_required=lambda: scope_policies.approvals_required(
+            changes.get("scope", entry.scope), in_force(scope_policies.REVIEW)
+        ),
+        first_approval_by=entry.first_approval_by_id,
+        queue_reason=entry.queue_reason,
+    )
     if checks_forgotten(changes.get("status", entry.status), changes, action):
         refuse_forgotten_lessons([tuple(changes.get(f, getattr(entry, f)) for f in ("scope", "trigger", "content"))])
     before = entry.snapshot(at)
@@ -178,14 +234,28 @@ def write_entry(
     if not written:  # a writer that did not lock the row (possible on SQLite) got there first
         raise StaleDecision(entry, changes_since(entry, expected))
     return record_event(
-        entry, actor=actor, actor_label=actor_label, action=action, reason=reason, before=before,
-        after={**entry.snapshot(at), **(after_extra or {})}, at=at, also=also,
+        entry,
+        actor=actor,
+        actor_label=actor_label,
+        action=action,
+        reason=reason,
+        before=before,
+        after={**entry.snapshot(at), **(after_extra or {})},
+        at=at,
+        also=also,
     )
 
 
 def insert_entry(
-    entry: Entry, *, action: EventAction, at, actor=None, actor_label: str = "", reason: str = "",
-    after_extra: dict | None = None, also=(),
+    entry: Entry,
+    *,
+    action: EventAction,
+    at,
+    actor=None,
+    actor_label: str = "",
+    reason: str = "",
+    after_extra: dict | None = None,
+    also=(),
 ) -> Event:
     """Insert a new entry (its version is 1) with the Event that made it."""
     _plan_insert(entry, action, at, actor)
@@ -193,8 +263,14 @@ def insert_entry(
         refuse_forgotten_lessons([(entry.scope, entry.trigger, entry.content)])
     entry.save(force_insert=True)
     return record_event(
-        entry, actor=actor, actor_label=actor_label, action=action, reason=reason,
-        after={**entry.snapshot(at), **(after_extra or {})}, at=at, also=also,
+        entry,
+        actor=actor,
+        actor_label=actor_label,
+        action=action,
+        reason=reason,
+        after={**entry.snapshot(at), **(after_extra or {})},
+        at=at,
+        also=also,
     )
 
 
@@ -205,13 +281,16 @@ def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, act
         if entry.status == Status.ACTIVE and rules is None:
             rules = in_force(scope_policies.REVIEW)
         _plan_insert(entry, action, at, None, rules=rules)
-    refuse_forgotten_lessons([(e.scope, e.trigger, e.content) for e, _ in new if checks_forgotten(e.status, ("status",), action)])
+    refuse_forgotten_lessons(
+        [(e.scope, e.trigger, e.content) for e, _ in new if checks_forgotten(e.status, ("status",), action)]
+    )
     for entry, _ in new:
         entry.refresh_decay_key()  # bulk_create does not call save()
     Entry.objects.bulk_create([entry for entry, _ in new])
     return record_events(
-        build_event(entry, actor=None, actor_label=actor_label, action=action, reason=reason, after=entry.snapshot(at),
-                    at=at)
+        build_event(
+            entry, actor=None, actor_label=actor_label, action=action, reason=reason, after=entry.snapshot(at), at=at
+        )
         for entry, reason in new
     )
 
@@ -220,9 +299,18 @@ def _plan_insert(entry: Entry, action, at, actor, rules=None) -> None:
     """The table's check of an insert (from NEW to the entry's status), its values set on the entry."""
     refuse_actor(action, actor, (entry.scope,))
     values = planned_values(
-        action, pk="(new)", start=transitions.NEW, changes={"status": entry.status}, at=at,
-        approvals_required=lambda: scope_policies.approvals_required(entry.scope, in_force(scope_policies.REVIEW) if rules is None else rules),
-        actor_id=getattr(actor, "pk", None), first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
+        action,
+        pk="(new)",
+        start=transitions.NEW,
+        changes={"status": entry.status},
+        at=at,
+        approvals_required=lambda: scope_policies.approvals_required(
+            entry.scope, in_force(scope_policies.REVIEW) if rules is None else rules
+        ),
+        actor_id=getattr(actor, "pk", None),
+        first_approval_by=entry.first_approval_by_id,
+        queue_reason=entry.queue_reason,
+    )
     for column, value in values.items():
         if column in transitions.ACTIVATION_STAMPS and getattr(entry, column) is not None:
             continue  # an insert carries its own verification (a merge's: now)
@@ -230,9 +318,17 @@ def _plan_insert(entry: Entry, action, at, actor, rules=None) -> None:
 
 
 def write_entries(
-    rows: list[Entry], *, expected_status: str | None, action: EventAction, reason_of: Callable[[Entry], str],
-    actor_label: str, at, request_id: str | None = None, values: dict | None = None,
-    row_values: dict[int, dict] | None = None, updated_at=None,
+    rows: list[Entry],
+    *,
+    expected_status: str | None,
+    action: EventAction,
+    reason_of: Callable[[Entry], str],
+    actor_label: str,
+    at,
+    request_id: str | None = None,
+    values: dict | None = None,
+    row_values: dict[int, dict] | None = None,
+    updated_at=None,
 ) -> int:
     """The bulk twin of write_entry, for a batch of rows the caller has locked, loaded with at least their
     id and the version it read (the snapshots are read here, in one query before and one after; rows
@@ -264,8 +360,9 @@ def write_entries(
         target = Entry.objects.filter(pk__in=ids)
         if expected_status is not None:
             target = target.filter(status=expected_status)
-        written = target.update(**updates, version=F("version") + 1,
-                                updated_at=clock.wall() if updated_at is None else updated_at)
+        written = target.update(
+            **updates, version=F("version") + 1, updated_at=clock.wall() if updated_at is None else updated_at
+        )
         after = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
         moved = [e.pk for e in rows if after[e.pk].version != e.version + 1]
         if written != len(ids) or moved:
@@ -273,8 +370,17 @@ def write_entries(
                 f"{actor_label}: {max(len(ids) - written, len(moved))} of {len(ids)} rows changed under the sweep"
             )
         record_events(
-            build_event(after[e.pk], actor=None, actor_label=actor_label, action=action, reason=reason_of(e),
-                        before=before[e.pk], after=after[e.pk].snapshot(at), at=at, request_id=request_id)
+            build_event(
+                after[e.pk],
+                actor=None,
+                actor_label=actor_label,
+                action=action,
+                reason=reason_of(e),
+                before=before[e.pk],
+                after=after[e.pk].snapshot(at),
+                at=at,
+                request_id=request_id,
+            )
             for e in rows
         )
     return written
@@ -294,9 +400,15 @@ def _planned_rows(current: dict[int, Entry], action, values: dict, row_values: d
         if rules is None and entry.status == Status.PENDING and mine.get("status") == Status.ACTIVE:
             rules = in_force(scope_policies.REVIEW)
         planned = planned_values(
-            action, pk=pk, start=entry.status, changes=mine, at=at,
+            action,
+            pk=pk,
+            start=entry.status,
+            changes=mine,
+            at=at,
             approvals_required=lambda: scope_policies.approvals_required(entry.scope, rules),
-            first_approval_by=entry.first_approval_by_id, queue_reason=entry.queue_reason)
+            first_approval_by=entry.first_approval_by_id,
+            queue_reason=entry.queue_reason,
+        )
         extra = {c: v for c, v in planned.items() if c not in values or not (values[c] is v or values[c] == v)}
         if extra:
             row_values[pk] = {**row_values.get(pk, {}), **extra}
@@ -336,7 +448,9 @@ def _with_decay_columns(current: dict[int, Entry], expected_status: str, values:
     """write_entries' values with what the confidence is derived from kept in step (see write_entry)."""
     if "status" in values and (values["status"] == Status.ACTIVE or expected_status == Status.ACTIVE):
         values["decay_stopped_at"] = _decay_stop(expected_status == Status.ACTIVE, values["status"], None, at)
-    if not any(c in values for c in _DECAY_INPUTS) and not any(c in v for v in row_values.values() for c in _DECAY_INPUTS):
+    if not any(c in values for c in _DECAY_INPUTS) and not any(
+        c in v for v in row_values.values() for c in _DECAY_INPUTS
+    ):
         return values, row_values
     if any(hasattr(values.get(c), "resolve_expression") for c in _DECAY_INPUTS):
         raise TypeError("write_entries: the base and the verification are plain values, to compute the decay key")
@@ -352,9 +466,12 @@ def _with_decay_columns(current: dict[int, Entry], expected_status: str, values:
 def _per_row(row_values: dict[int, dict]) -> dict:
     """{pk: {column: value}} as one CASE per column: every row's value in the same UPDATE."""
     columns = sorted({column for values in row_values.values() for column in values})
-    return {column: ByRow(Entry._meta.get_field(column),
-                          {pk: values[column] for pk, values in row_values.items() if column in values})
-            for column in columns}
+    return {
+        column: ByRow(
+            Entry._meta.get_field(column), {pk: values[column] for pk, values in row_values.items() if column in values}
+        )
+        for column in columns
+    }
 
 
 class ByRow(Expression):
@@ -424,9 +541,18 @@ def insert_counted_retrieval(retrieval: Retrieval) -> None:
         )
         UPDATE {Entry._meta.db_table} SET retrieval_count = retrieval_count + 1, last_retrieved_at = %(now)s
         WHERE id = ANY(CAST(%(ids)s AS bigint[]))"""
-    params = {"id": retrieval.pk, "token": retrieval.token_id, "scope": retrieval.scope, "query": retrieval.query,
-              "task_ref": retrieval.task_ref, "entry_ids": json.dumps(retrieval.entry_ids), "ids": retrieval.entry_ids,
-              "memory_version": retrieval.memory_version, "arm": retrieval.arm, "now": retrieval.created_at}
+    params = {
+        "id": retrieval.pk,
+        "token": retrieval.token_id,
+        "scope": retrieval.scope,
+        "query": retrieval.query,
+        "task_ref": retrieval.task_ref,
+        "entry_ids": json.dumps(retrieval.entry_ids),
+        "ids": retrieval.entry_ids,
+        "memory_version": retrieval.memory_version,
+        "arm": retrieval.arm,
+        "now": retrieval.created_at,
+    }
     with connection.cursor() as cursor:
         # Several statements in one round trip need the parameters bound here (Django's default for psycopg).
         if connection.in_atomic_block or not isinstance(cursor.cursor, psycopg.ClientCursor):

@@ -58,9 +58,15 @@ class Forgotten(InvalidTransition):
 
     def __init__(self, request_id: int, forgotten_on):
         self.request_id, self.forgotten_on = request_id, forgotten_on
-        super().__init__(f"This repeats a lesson forgotten by forget request #{request_id} on {forgotten_on:%Y-%m-%d}: "
-                         "it is not learned, approved or published again.")
+        super().__init__(
+            f"This repeats a lesson forgotten by forget request #{request_id} on {forgotten_on:%Y-%m-%d}: "
+            "it is not learned, approved or published again."
+        )
 
     def as_json(self) -> dict:
-        return {"status": "forgotten", "request_id": self.request_id,
-                "forgotten_on": self.forgotten_on.isoformat(), "error": str(self)}
+        return {
+            "status": "forgotten",
+            "request_id": self.request_id,
+            "forgotten_on": self.forgotten_on.isoformat(),
+            "error": str(self),
+        }

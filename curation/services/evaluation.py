@@ -32,6 +32,5 @@ def tally_outcome(retrieval: Retrieval, *, success: bool, at, charged=None) -> N
                 f"successes = {table}.successes + excluded.successes, "
                 f"charged_tasks = {table}.charged_tasks + excluded.charged_tasks, "
                 f"charged_successes = {table}.charged_successes + excluded.charged_successes",
-                [value for pk in entry_ids
-                 for value in (day, pk, won, int(pk in charged), won * int(pk in charged))],
+                [value for pk in entry_ids for value in (day, pk, won, int(pk in charged), won * int(pk in charged))],
             )

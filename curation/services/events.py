@@ -34,12 +34,31 @@ def subject_link(subject: models.Model) -> str:
 
 
 def record_event(
-    subject, *, actor, action: EventAction, reason: str = "", before=None, after=None, actor_label: str = "",
-    at=None, also=(), request_id: str | None = None,
+    subject,
+    *,
+    actor,
+    action: EventAction,
+    reason: str = "",
+    before=None,
+    after=None,
+    actor_label: str = "",
+    at=None,
+    also=(),
+    request_id: str | None = None,
 ) -> Event:
     """Write the one Event of a decision about `subject`; call it inside the decision's transaction."""
-    event = build_event(subject, actor=actor, action=action, reason=reason, before=before, after=after,
-                        actor_label=actor_label, at=at, also=also, request_id=request_id)
+    event = build_event(
+        subject,
+        actor=actor,
+        action=action,
+        reason=reason,
+        before=before,
+        after=after,
+        actor_label=actor_label,
+        at=at,
+        also=also,
+        request_id=request_id,
+    )
     event.save(force_insert=True)
     return event
 
@@ -50,8 +69,17 @@ def record_events(events) -> list[Event]:
 
 
 def build_event(
-    subject, *, actor, action: EventAction, reason: str = "", before=None, after=None, actor_label: str = "",
-    at=None, also=(), request_id: str | None = None,
+    subject,
+    *,
+    actor,
+    action: EventAction,
+    reason: str = "",
+    before=None,
+    after=None,
+    actor_label: str = "",
+    at=None,
+    also=(),
+    request_id: str | None = None,
 ) -> Event:
     """The unsaved Event, for writers that insert many at once (bulk_create). `request_id` defaults to
     the current request's; a sweep passes its run's."""

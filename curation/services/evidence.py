@@ -37,11 +37,20 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
             created_at=now,
         )
         record_event(
-            entry, actor=actor, actor_label=label, action=EventAction.ADD_EVIDENCE,
+            entry,
+            actor=actor,
+            actor_label=label,
+            action=EventAction.ADD_EVIDENCE,
             reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind})"
             + "".join(f"; redacted {f.kind}" for f in findings),
-            after={"evidence_id": evidence.pk, "signal": evidence.signal, "polarity": evidence.polarity,
-                   "kind": evidence.kind, "excerpt": evidence.excerpt, "task_ref": evidence.task_ref},
+            after={
+                "evidence_id": evidence.pk,
+                "signal": evidence.signal,
+                "polarity": evidence.polarity,
+                "kind": evidence.kind,
+                "excerpt": evidence.excerpt,
+                "task_ref": evidence.task_ref,
+            },
             at=now,
         )
     return evidence

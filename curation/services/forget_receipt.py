@@ -45,17 +45,29 @@ def issue_receipt(request: ForgetRequest, tokens: list[str], entries: list[Entry
     and queue the vacuum for when the purge commits."""
     now = at or clock.now()
     receipt = search_surfaces(tokens, scopes=[e.scope for e in entries] or [request.scope])
-    record_event(request, actor=actor, action=EventAction.FORGET_RECEIPT, reason=receipt.summary(), at=now,
-                 after=receipt.as_json())
+    record_event(
+        request,
+        actor=actor,
+        action=EventAction.FORGET_RECEIPT,
+        reason=receipt.summary(),
+        at=now,
+        after=receipt.as_json(),
+    )
     if not receipt.clean:
         before = request.state
         request.state = ForgetRequest.State.REOPENED
         ForgetRequest.objects.filter(pk=request.pk).update(state=request.state)
-        record_event(request, actor=None, actor_label=RECEIPT_ACTOR, action=EventAction.FORGET_REOPENED, at=now,
-                     reason="the search after the purge found residues: a lead checks each place "
-                            f"({', '.join(r.place for r in receipt.residues)})",
-                     before={"state": before}, after={"state": request.state,
-                                                      "places": [r.place for r in receipt.residues]})
+        record_event(
+            request,
+            actor=None,
+            actor_label=RECEIPT_ACTOR,
+            action=EventAction.FORGET_REOPENED,
+            at=now,
+            reason="the search after the purge found residues: a lead checks each place "
+            f"({', '.join(r.place for r in receipt.residues)})",
+            before={"state": before},
+            after={"state": request.state, "places": [r.place for r in receipt.residues]},
+        )
     transaction.on_commit(queue_vacuum)
     return receipt
 
@@ -83,6 +95,13 @@ def close_reopened(request_id: int, *, actor, note: str, at=None) -> ForgetReque
             raise InvalidTransition(f"Forget request #{request.pk} is {request.state}, not reopened.")
         request.state = ForgetRequest.State.APPROVED
         ForgetRequest.objects.filter(pk=request.pk).update(state=request.state)
-        record_event(request, actor=actor, action=EventAction.FORGET_RESIDUE_CLOSED, reason=note[:NOTE_MAX], at=now,
-                     before={"state": ForgetRequest.State.REOPENED}, after={"state": request.state})
+        record_event(
+            request,
+            actor=actor,
+            action=EventAction.FORGET_RESIDUE_CLOSED,
+            reason=note[:NOTE_MAX],
+            at=now,
+            before={"state": ForgetRequest.State.REOPENED},
+            after={"state": request.state},
+        )
     return request

@@ -23,12 +23,32 @@ from django.db.models import F, Q
 
 from curation import access, clock
 from curation.forgetting import (
-    DERIVED_TEXT_KEYS, DERIVED_TEXT_LISTS, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, purge_keys, purge_text, purge_value,
-    purge_warnings, quoted_texts,
+    DERIVED_TEXT_KEYS,
+    DERIVED_TEXT_LISTS,
+    ENTRY_TEXT_KEYS,
+    ENTRY_TEXT_LISTS,
+    purge_keys,
+    purge_text,
+    purge_value,
+    purge_warnings,
+    quoted_texts,
 )
 from curation.models import (
-    CONTENT_MAX, AgentToken, Conflict, ConsolidationProposal, Entry, Event, EventAction, Evidence, ForgetRequest,
-    MemoryVersion, ReleasedEntry, Retrieval, RetrievedEntry, Tombstone, forgotten_marker,
+    CONTENT_MAX,
+    AgentToken,
+    Conflict,
+    ConsolidationProposal,
+    Entry,
+    Event,
+    EventAction,
+    Evidence,
+    ForgetRequest,
+    MemoryVersion,
+    ReleasedEntry,
+    Retrieval,
+    RetrievedEntry,
+    Tombstone,
+    forgotten_marker,
 )
 from curation.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
@@ -62,8 +82,16 @@ def _may_read(actor, token: AgentToken | None, scope: str) -> bool:
     return access.token_covers(token, scope) if token is not None else access.user_can_see_scope(actor, scope)
 
 
-def file_forget_request(*, reason: str, entry_id: int | None = None, text: str = "", scope: str = "", actor=None,
-                        token: AgentToken | None = None, at=None) -> ForgetRequest:
+def file_forget_request(
+    *,
+    reason: str,
+    entry_id: int | None = None,
+    text: str = "",
+    scope: str = "",
+    actor=None,
+    token: AgentToken | None = None,
+    at=None,
+) -> ForgetRequest:
     """A request to forget an entry (`entry_id`) or the lessons matching `text` in `scope`, by a reviewer
     (`actor`) or an agent (`token`). Entry.DoesNotExist for an entry the filer may not read; PermissionDenied
     for a role that may not file or a scope the filer does not cover; ValidationError for bad fields."""
@@ -75,8 +103,9 @@ def file_forget_request(*, reason: str, entry_id: int | None = None, text: str =
     if text is None:
         raise ValidationError({"text": ["The text to forget, as a string."]})
     if (entry_id is None) == (not text):
-        raise ValidationError({"entry_id": ["Name an entry (entry_id) or a text to match (text with its scope), "
-                                            "not both."]})
+        raise ValidationError(
+            {"entry_id": ["Name an entry (entry_id) or a text to match (text with its scope), not both."]}
+        )
     with transaction.atomic():
         entry = None
         if entry_id is not None:
@@ -100,13 +129,25 @@ def file_forget_request(*, reason: str, entry_id: int | None = None, text: str =
                 raise PermissionDenied(f"You may not file requests about scope {scope!r}.")
         label = token.label if token is not None else actor_label_for(actor)
         request = ForgetRequest.objects.create(
-            entry=entry, match_text=text if entry is None else "", scope=scope, reason=reason,
-            requested_by=actor if token is None else None, requested_by_token=token, requested_by_label=label,
+            entry=entry,
+            match_text=text if entry is None else "",
+            scope=scope,
+            reason=reason,
+            requested_by=actor if token is None else None,
+            requested_by_token=token,
+            requested_by_label=label,
             created_at=now,
         )
-        record_event(request, actor=actor if token is None else None, actor_label=label,
-                     action=EventAction.FORGET_FILED, reason=reason, at=now, also=(entry,) if entry else (),
-                     after={"state": request.state, "entry": entry.pk if entry else None, "scope": scope})
+        record_event(
+            request,
+            actor=actor if token is None else None,
+            actor_label=label,
+            action=EventAction.FORGET_FILED,
+            reason=reason,
+            at=now,
+            also=(entry,) if entry else (),
+            after={"state": request.state, "entry": entry.pk if entry else None, "scope": scope},
+        )
     return request
 
 
@@ -133,8 +174,15 @@ def decline_forget_request(request_id: int, *, actor, reason: str, at=None) -> F
         request.state, request.decided_by, request.decided_at = ForgetRequest.State.DECLINED, actor, now
         request.decision_note = reason[:REASON_MAX]
         request.save(update_fields=["state", "decided_by", "decided_at", "decision_note"])
-        record_event(request, actor=actor, action=EventAction.FORGET_DECLINED, reason=request.decision_note, at=now,
-                     before={"state": ForgetRequest.State.OPEN}, after={"state": request.state})
+        record_event(
+            request,
+            actor=actor,
+            action=EventAction.FORGET_DECLINED,
+            reason=request.decision_note,
+            at=now,
+            before={"state": ForgetRequest.State.OPEN},
+            after={"state": request.state},
+        )
     return request
 
 
@@ -161,13 +209,19 @@ def _entries_to_forget(request: ForgetRequest, actor, duplicate_ids) -> list[Ent
     entries = list(Entry.objects.select_for_update().filter(pk__in=ids).order_by("id"))
     unknown = ids - {e.pk for e in entries if access.user_can_see_scope(actor, e.scope)}
     if unknown:
-        raise ValidationError({"duplicates": [f"No such entry in your scopes: {', '.join(f'#{pk}' for pk in sorted(unknown))}."]})
+        raise ValidationError(
+            {"duplicates": [f"No such entry in your scopes: {', '.join(f'#{pk}' for pk in sorted(unknown))}."]}
+        )
     forgotten = set(Tombstone.objects.filter(entry__in=entries).values_list("entry_id", flat=True))
     if request.entry_id in forgotten:
-        raise InvalidTransition(f"Entry #{request.entry_id} was forgotten meanwhile (as another request's duplicate): "
-                                "decline this request, saying so.")
+        raise InvalidTransition(
+            f"Entry #{request.entry_id} was forgotten meanwhile (as another request's duplicate): "
+            "decline this request, saying so."
+        )
     if forgotten:
-        raise ValidationError({"duplicates": [f"Already forgotten: {', '.join(f'#{pk}' for pk in sorted(forgotten))}."]})
+        raise ValidationError(
+            {"duplicates": [f"Already forgotten: {', '.join(f'#{pk}' for pk in sorted(forgotten))}."]}
+        )
     return entries
 
 
@@ -193,8 +247,9 @@ def _ticked_quotes(actor, request: ForgetRequest, entries: list[Entry], texts: l
     listed = {q.key: q for q in quotes_of(actor, request, entries, texts)}
     unknown = keys - listed.keys()
     if unknown:
-        raise ValidationError({"quotes": [f"Not found quoting this lesson any more: {', '.join(sorted(unknown))}. "
-                                          "Reload the request."]})
+        raise ValidationError(
+            {"quotes": [f"Not found quoting this lesson any more: {', '.join(sorted(unknown))}. Reload the request."]}
+        )
     ticked: dict[str, list[str]] = {}
     for key in sorted(keys):
         ticked.setdefault(listed[key].kind, []).append(listed[key].pk)
@@ -210,9 +265,14 @@ def _publish_without(entries: list[Entry], request: ForgetRequest, actor, now) -
     # A lead limited to some scopes publishes under a prefix of theirs: the scopes' common ancestor.
     prefix = "" if access.user_scope_prefixes(actor) is None else _common_scope(scopes)
     try:
-        return publish_version(actor=actor, summary=f"Forget request #{request.pk}: {len(ids)} entr"
-                               f"{'y' if len(ids) == 1 else 'ies'} forgotten", scope_prefix=prefix,
-                               acknowledge=True, entry_ids=ids, at=now)
+        return publish_version(
+            actor=actor,
+            summary=f"Forget request #{request.pk}: {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} forgotten",
+            scope_prefix=prefix,
+            acknowledge=True,
+            entry_ids=ids,
+            at=now,
+        )
     except ValidationError as exc:
         if "scope_prefix" in exc.message_dict:  # nothing to publish: the published version lacks them already
             return None
@@ -231,8 +291,9 @@ def _common_scope(scopes: list[str]) -> str:
     return "/".join(common)
 
 
-def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(), note: str = "",
-                           at=None) -> ForgetOutcome:
+def approve_forget_request(
+    request_id: int, *, actor, duplicate_ids=(), quotes=(), note: str = "", at=None
+) -> ForgetOutcome:
     """Forget the request's entry and the ticked duplicates, everywhere, in one transaction (see the module);
     `quotes`: the keys of the ticked "Also found in" rows (selectors.forget_quotes), rewritten too."""
     now = at or clock.now()
@@ -248,15 +309,33 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
         stones = reads.tombstones_of(request, entries, now=now)
         left = reads.live_matches(request, entries, stones)  # kept out of releases; refused by the write path
         if unticked := reads.unticked_active(actor, left):
-            raise ValidationError({"duplicates": [f"Still active and the same lesson: {', '.join(f'#{e.pk}' for e in unticked)}. "
-                                                  "Tick them to forget them with it."]})
+            raise ValidationError(
+                {
+                    "duplicates": [
+                        f"Still active and the same lesson: {', '.join(f'#{e.pk}' for e in unticked)}. "
+                        "Tick them to forget them with it."
+                    ]
+                }
+            )
         for entry in entries:
-            write_entry(entry, {  # retired and out of the queue: the transition table's FORGOTTEN row
-                "trigger": marker, "content": marker,
-                "boundary": "", "recheck_when": "", "conditions": [], "archived_at": None, "archive_reason": "",
-                "embedding": None,  # an embedding can be turned back into an approximation of the text
-                "source_task": marker if entry.source_task else "",  # an agent's words for its task
-            }, action=EventAction.FORGOTTEN, actor=actor, reason=f"forgotten by forget request #{request.pk}", at=now)
+            write_entry(
+                entry,
+                {  # retired and out of the queue: the transition table's FORGOTTEN row
+                    "trigger": marker,
+                    "content": marker,
+                    "boundary": "",
+                    "recheck_when": "",
+                    "conditions": [],
+                    "archived_at": None,
+                    "archive_reason": "",
+                    "embedding": None,  # an embedding can be turned back into an approximation of the text
+                    "source_task": marker if entry.source_task else "",  # an agent's words for its task
+                },
+                action=EventAction.FORGOTTEN,
+                actor=actor,
+                reason=f"forgotten by forget request #{request.pk}",
+                at=now,
+            )
         request.state, request.decided_by, request.decided_at = ForgetRequest.State.APPROVED, actor, now
         request.forgotten_ids = [e.pk for e in entries]
         request.match_text = marker if request.match_text else ""
@@ -266,21 +345,37 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
         close_moot_conflicts(entries, actor=actor, now=now, except_id=0, went=f"forgotten (request #{request.pk})")
         _dismiss_proposals(entries, request, actor, now)
         # Skills made of them follow: withdrawn, their text purged, out of every published version.
-        withdrawn = withdraw_skills_made_of([e.pk for e in entries], request_id=request.pk, marker=marker,
-                                            texts=texts, actor=actor, at=now)
+        withdrawn = withdraw_skills_made_of(
+            [e.pk for e in entries], request_id=request.pk, marker=marker, texts=texts, actor=actor, at=now
+        )
         version = _publish_without(entries, request, actor, now)
         if version is not None:
             ForgetRequest.objects.filter(pk=request.pk).update(published_version=version.number)
             request.published_version = version.number
         purged = {**_purge(request, [e.pk for e in entries], texts, ticked), "skills_withdrawn": withdrawn}
         Tombstone.objects.bulk_create(stones)
-        record_event(request, actor=actor, action=EventAction.FORGET_APPROVED, reason=request.decision_note, at=now,
-                     before={"state": ForgetRequest.State.OPEN},
-                     after={"state": request.state, "forgotten": request.forgotten_ids,
-                            "published_version": request.published_version, "left_matching": [e.pk for e in left]})
-        record_event(request, actor=actor, action=EventAction.FORGET_PURGE, at=now,
-                     reason=f"text of {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} replaced by {marker}",
-                     after=purged)
+        record_event(
+            request,
+            actor=actor,
+            action=EventAction.FORGET_APPROVED,
+            reason=request.decision_note,
+            at=now,
+            before={"state": ForgetRequest.State.OPEN},
+            after={
+                "state": request.state,
+                "forgotten": request.forgotten_ids,
+                "published_version": request.published_version,
+                "left_matching": [e.pk for e in left],
+            },
+        )
+        record_event(
+            request,
+            actor=actor,
+            action=EventAction.FORGET_PURGE,
+            at=now,
+            reason=f"text of {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} replaced by {marker}",
+            after=purged,
+        )
         receipt = issue_receipt(request, tokens, entries, actor=actor, at=now)
     return ForgetOutcome(request, entries, version, sum(purged.values()), receipt)
 
@@ -288,16 +383,27 @@ def approve_forget_request(request_id: int, *, actor, duplicate_ids=(), quotes=(
 def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now) -> None:
     """Open consolidation proposals made of a forgotten entry have nothing left to decide: dismissed, each
     with its Event."""
-    proposals = list(ConsolidationProposal.objects.select_for_update().filter(
-        state=ConsolidationProposal.State.OPEN, pk__in=ConsolidationProposal.objects.filter(entries__in=entries)
-        .values("pk")).order_by("id"))
+    proposals = list(
+        ConsolidationProposal.objects.select_for_update()
+        .filter(
+            state=ConsolidationProposal.State.OPEN,
+            pk__in=ConsolidationProposal.objects.filter(entries__in=entries).values("pk"),
+        )
+        .order_by("id")
+    )
     for proposal in proposals:
         proposal.state, proposal.decided_by, proposal.decided_at = ConsolidationProposal.State.DISMISSED, actor, now
         proposal.decision_note = f"an entry of it was forgotten (forget request #{request.pk})"
         proposal.save(update_fields=["state", "decided_by", "decided_at", "decision_note"])
-        record_event(proposal, actor=actor, action=EventAction.CONSOLIDATION_DISMISSED, at=now,
-                     reason=proposal.decision_note, before={"state": ConsolidationProposal.State.OPEN},
-                     after={"state": proposal.state})
+        record_event(
+            proposal,
+            actor=actor,
+            action=EventAction.CONSOLIDATION_DISMISSED,
+            at=now,
+            reason=proposal.decision_note,
+            before={"state": ConsolidationProposal.State.OPEN},
+            after={"state": proposal.state},
+        )
 
 
 # --- the purge ------------------------------------------------------------------------------------------
@@ -318,17 +424,21 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
     # Cached answers of every version may hold them: none is served once this commits.
     transaction.on_commit(forget_cached_answers)
     counts["released_rows"] = ReleasedEntry.objects.filter(entry_id__in=ids).update(
-        trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from"))
-    returned_it = Retrieval.objects.filter(pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id"))
-    counts["retrievals"] = (returned_it.exclude(query="").update(query=marker)
-                            + _purge_rows(Retrieval.objects.filter(pk__in=ticked.get("retrieval", [])),
-                                          ("query", "task_ref"), texts, marker))
+        trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from")
+    )
+    returned_it = Retrieval.objects.filter(
+        pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id")
+    )
+    counts["retrievals"] = returned_it.exclude(query="").update(query=marker) + _purge_rows(
+        Retrieval.objects.filter(pk__in=ticked.get("retrieval", [])), ("query", "task_ref"), texts, marker
+    )
     counts["proposals"] = _purge_proposals(ids, texts, marker)
     counts["versions"] = _purge_versions(ids, ticked.get("version", []), texts, marker)
     conflicts = Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)).exclude(reason="")
     counts["conflicts"] = conflicts.exclude(reason=marker).update(reason=marker)  # it quotes the forgotten side
-    counts["requests"] = _purge_rows(ForgetRequest.objects.filter(pk__in=ticked.get("request", [])),
-                                     ("reason",), texts, marker)
+    counts["requests"] = _purge_rows(
+        ForgetRequest.objects.filter(pk__in=ticked.get("request", [])), ("reason",), texts, marker
+    )
     return counts
 
 
@@ -338,8 +448,11 @@ def _purge_proposals(ids: list[int], texts: list[str], marker: str) -> int:
     proposals = list(ConsolidationProposal.objects.filter(entries__in=ids).distinct())
     for p in proposals:
         ConsolidationProposal.objects.filter(pk=p.pk).update(
-            **{name: marker if getattr(p, name) else "" for name in PROPOSAL_TEXTS}, proposed_conditions=[],
-            reason=purge_text(p.reason, texts, marker), decision_note=purge_text(p.decision_note, texts, marker))
+            **{name: marker if getattr(p, name) else "" for name in PROPOSAL_TEXTS},
+            proposed_conditions=[],
+            reason=purge_text(p.reason, texts, marker),
+            decision_note=purge_text(p.decision_note, texts, marker),
+        )
     return len(proposals)
 
 
@@ -355,8 +468,9 @@ def _purge_versions(ids: list[int], ticked: list[str], texts: list[str], marker:
 def _purge_rows(rows, fields, texts: list[str], marker: str) -> int:
     """Rows made of or quoting the forgotten lesson (few; a ticked quote): the quoted texts replaced where
     they occur in `fields`, nothing else."""
-    return sum(_update_if_changed(row, {f: purge_value(getattr(row, f), texts, marker) for f in fields})
-               for row in rows)
+    return sum(
+        _update_if_changed(row, {f: purge_value(getattr(row, f), texts, marker) for f in fields}) for row in rows
+    )
 
 
 def _update_if_changed(row, values: dict) -> int:
@@ -371,8 +485,9 @@ def _update_if_changed(row, values: dict) -> int:
 def _related_events_q(request: ForgetRequest, ids: list[int]) -> Q:
     """The Events about what the forgotten entries made: their conflicts and consolidation proposals (a
     skill's own Events are purged by its withdrawal, services.skills.withdraw_skills_made_of)."""
-    return (Q(conflict__in=Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)))
-            | Q(proposal__in=ConsolidationProposal.objects.filter(entries__in=ids)))
+    return Q(conflict__in=Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids))) | Q(
+        proposal__in=ConsolidationProposal.objects.filter(entries__in=ids)
+    )
 
 
 def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> int:
@@ -388,8 +503,9 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], tic
     quoting_events += list(Event.objects.filter(recorded).values_list("pk", flat=True))
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT curation_forget_purge(%s, %s, %s, %s)",
-                           [request.pk, texts, quoting_events, quoting_evidence])
+            cursor.execute(
+                "SELECT curation_forget_purge(%s, %s, %s, %s)", [request.pk, texts, quoting_events, quoting_evidence]
+            )
             return cursor.fetchone()[0]
     marker = request.marker
     changed = 0
@@ -398,26 +514,43 @@ def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], tic
     changed += _purge_rows(Evidence.objects.filter(pk__in=quoting_evidence), ("excerpt", "task_ref"), texts, marker)
     own = Q(entry_id__in=ids)
     every_key, every_list = (*ENTRY_TEXT_KEYS, *DERIVED_TEXT_KEYS), (*ENTRY_TEXT_LISTS, *DERIVED_TEXT_LISTS)
-    for event in Event.objects.filter(own | Q(forget_request=request) | _related_events_q(request, ids)
-                                      | Q(pk__in=quoting_events)).distinct():
+    for event in Event.objects.filter(
+        own | Q(forget_request=request) | _related_events_q(request, ids) | Q(pk__in=quoting_events)
+    ).distinct():
         if event.entry_id in ids:
-            values = dict(before=purge_keys(event.before, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, marker),
-                          after=purge_keys(event.after, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, marker),
-                          reason=marker if event.reason else "", entry_label=f"#{event.entry_id} {marker}")
+            values = dict(
+                before=purge_keys(event.before, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, marker),
+                after=purge_keys(event.after, ENTRY_TEXT_KEYS, ENTRY_TEXT_LISTS, marker),
+                reason=marker if event.reason else "",
+                entry_label=f"#{event.entry_id} {marker}",
+            )
         elif event.pk in quoting_events:  # the quoted text only, wherever it is in the Event
-            values = dict(before=purge_value(event.before, texts, marker), after=purge_value(event.after, texts, marker),
-                          reason=purge_text(event.reason, texts, marker), entry_label=event.entry_label)
+            values = dict(
+                before=purge_value(event.before, texts, marker),
+                after=purge_value(event.after, texts, marker),
+                reason=purge_text(event.reason, texts, marker),
+                entry_label=event.entry_label,
+            )
         else:  # the request's own, or about a conflict or proposal of the forgotten entries: what was made
             # of them goes; another entry's own snapshot beside it stays
             keys, lists = (every_key, every_list) if event.entry_id is None else (DERIVED_TEXT_KEYS, DERIVED_TEXT_LISTS)
-            values = dict(before=purge_keys(event.before, keys, lists, marker),
-                          after=purge_keys(event.after, keys, lists, marker),
-                          reason=marker if event.reason else "", entry_label=event.entry_label)
+            values = dict(
+                before=purge_keys(event.before, keys, lists, marker),
+                after=purge_keys(event.after, keys, lists, marker),
+                reason=marker if event.reason else "",
+                entry_label=event.entry_label,
+            )
         if any(values[f] != getattr(event, f) for f in values):
             rewrite_purged_text(event, **values)
             changed += 1
     return changed
 
 
-__all__ = ["Forgotten", "ForgetOutcome", "approve_forget_request", "decline_forget_request", "file_forget_request",
-           "forgotten_marker"]
+__all__ = [
+    "Forgotten",
+    "ForgetOutcome",
+    "approve_forget_request",
+    "decline_forget_request",
+    "file_forget_request",
+    "forgotten_marker",
+]

@@ -24,7 +24,7 @@ from curation.selectors.forgets import tombstones_for
 
 from .events import build_event, record_events
 
-HELD_TEXTS = ("trigger", "content")        # become the request's marker
+HELD_TEXTS = ("trigger", "content")  # become the request's marker
 HELD_CLEARED = {"boundary": "", "recheck_when": "", "conditions": [], "embedding": None}
 HELD_EVIDENCE_TEXTS = ("excerpt", "task_ref")
 
@@ -74,8 +74,14 @@ def hold(entries: list[Entry], *, answered: dict[int, str], now) -> None:
     if not entries:
         return
     record_events(
-        build_event(entry, actor=None, action=EventAction.FORGET_HELD, also=(entry.held_by,), at=now,
-                    reason=HELD_REASON.format(request=entry.held_by_id),
-                    after={"answered": answered.get(entry.pk, Status.PENDING)})
+        build_event(
+            entry,
+            actor=None,
+            action=EventAction.FORGET_HELD,
+            also=(entry.held_by,),
+            at=now,
+            reason=HELD_REASON.format(request=entry.held_by_id),
+            after={"answered": answered.get(entry.pk, Status.PENDING)},
+        )
         for entry in entries
     )

@@ -49,8 +49,14 @@ def _stored(token: AgentToken, key: str, digest: str, now) -> Answer | None:
     if stored is None:
         return None
     if stored.request_hash != digest:
-        raise ValidationError({"Idempotency-Key": ["This key was used for a different request: use a new key for "
-                                                   "a new request, the same key only to retry one."]})
+        raise ValidationError(
+            {
+                "Idempotency-Key": [
+                    "This key was used for a different request: use a new key for "
+                    "a new request, the same key only to retry one."
+                ]
+            }
+        )
     return Answer(stored.status, stored.answer, replayed=True)
 
 
@@ -64,8 +70,9 @@ def answer_once(*, token: AgentToken, key: str, digest: str, produce: Callable[[
             status, data = produce()
             # An expired answer leaves room for its key; the token's other expired answers go with it.
             IdempotentAnswer.objects.filter(token=token, created_at__lt=_kept_since(now)).delete()
-            IdempotentAnswer.objects.create(token=token, key=key, request_hash=digest, status=status, answer=data,
-                                            created_at=now)
+            IdempotentAnswer.objects.create(
+                token=token, key=key, request_hash=digest, status=status, answer=data, created_at=now
+            )
     except IntegrityError:
         # The same key, sent again before the first answer was stored: that one's writes stand, ours are undone.
         if (stored := _stored(token, key, digest, now)) is not None:

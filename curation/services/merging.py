@@ -14,8 +14,14 @@ from .entry_writes import insert_entry, write_entry
 def supersede_entry(entry: Entry, by: Entry, *, actor, reason: str, extra: dict, now, also=()) -> None:
     """`entry` is replaced by `by`: superseded, out of every queue, kept for the audit."""
     write_entry(
-        entry, {}, action=EventAction.SUPERSEDE,
-        actor=actor, reason=reason, after_extra={"superseded_by": by.pk, **extra}, at=now, also=also,
+        entry,
+        {},
+        action=EventAction.SUPERSEDE,
+        actor=actor,
+        reason=reason,
+        after_extra={"superseded_by": by.pk, **extra},
+        at=now,
+        also=also,
     )
 
 
@@ -25,8 +31,17 @@ def _copied_excerpt(evidence: Evidence) -> str:
 
 
 def merge_entries(
-    sources: list[Entry], *, fields: dict, flags: list, actor, origin: str, reason: str, action: EventAction,
-    extra: dict | None = None, now, also=(),
+    sources: list[Entry],
+    *,
+    fields: dict,
+    flags: list,
+    actor,
+    origin: str,
+    reason: str,
+    action: EventAction,
+    extra: dict | None = None,
+    now,
+    also=(),
 ) -> Entry:
     """One new entry written by a reviewer from `sources`, which the caller then supersedes: active, or, in a
     scope that needs two reviewers, a pending candidate with the merger's approval as its first (the merged
@@ -48,8 +63,11 @@ def merge_entries(
         fingerprint=fingerprint(fields["trigger"], fields["content"]),
         signal=signal,
         base_confidence=base,
-        **({"status": Status.PENDING, "queued_at": now, "first_approval_by": actor, "first_approval_at": now}
-           if second_needed else {"status": Status.ACTIVE, "last_verified_at": now}),
+        **(
+            {"status": Status.PENDING, "queued_at": now, "first_approval_by": actor, "first_approval_at": now}
+            if second_needed
+            else {"status": Status.ACTIVE, "last_verified_at": now}
+        ),
         flags=flags,
         supersedes=primary,
         source_task=origin,
@@ -59,14 +77,28 @@ def merge_entries(
         updated_at=now,
     )
     insert_entry(
-        merged, action=action, actor=actor, reason=reason, at=now, also=also,
+        merged,
+        action=action,
+        actor=actor,
+        reason=reason,
+        at=now,
+        also=also,
         after_extra={"merged_from": [e.pk for e in sources], "evidence_copied": len(originals), **(extra or {})},
     )
     Evidence.objects.bulk_create(
         Evidence(
-            entry=merged, kind=e.kind, signal=e.signal, polarity=e.polarity, excerpt=_copied_excerpt(e),
-            task_ref=e.task_ref, evaluator=e.evaluator, score=e.score, observed_at=e.observed_at, recorded_by=e.recorded_by,
-            recorded_by_label=e.recorded_by_label, created_at=now,
+            entry=merged,
+            kind=e.kind,
+            signal=e.signal,
+            polarity=e.polarity,
+            excerpt=_copied_excerpt(e),
+            task_ref=e.task_ref,
+            evaluator=e.evaluator,
+            score=e.score,
+            observed_at=e.observed_at,
+            recorded_by=e.recorded_by,
+            recorded_by_label=e.recorded_by_label,
+            created_at=now,
         )
         for e in originals
     )

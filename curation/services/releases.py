@@ -17,11 +17,19 @@ from django.db import connection, transaction
 
 from curation import access, clock
 from curation.models import (
-    Entry, EventAction, MemoryVersion, PublishedVersion, ReleasedEntry, ReleasedSkill,
+    Entry,
+    EventAction,
+    MemoryVersion,
+    PublishedVersion,
+    ReleasedEntry,
+    ReleasedSkill,
 )
 from curation.selectors import releases as reads
 from curation.versions import (
-    RELEASED_FIELDS, SKILL_RELEASED_FIELDS, change_counts, released_values,
+    RELEASED_FIELDS,
+    SKILL_RELEASED_FIELDS,
+    change_counts,
+    released_values,
 )
 
 from .events import actor_label_for, record_event
@@ -55,8 +63,17 @@ def _check_reach(actor, prefix: str | None) -> None:
         raise OutsideScopes(f"You publish only under your scopes ({', '.join(prefixes)}): give one as the prefix.")
 
 
-def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge: bool = False,
-                    actor_label: str = "", entry_ids=None, also_entry_ids=(), at=None) -> MemoryVersion:
+def publish_version(
+    *,
+    actor,
+    summary: str,
+    scope_prefix: str = "",
+    acknowledge: bool = False,
+    actor_label: str = "",
+    entry_ids=None,
+    also_entry_ids=(),
+    at=None,
+) -> MemoryVersion:
     """Publish the pending changes (under `scope_prefix`; only of `entry_ids` for auto-publish) as a new
     version. `also_entry_ids`: entries changed without an Event (a data fix by hand) to compare too.
     ValidationError when there is nothing to publish or no summary, or (`publish`) when the release would add,
@@ -79,8 +96,14 @@ def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge:
             candidates.skill_ids = set()
         changes = reads.changes_of(base, candidates)
         if not changes:
-            raise ValidationError({"scope_prefix": ["Nothing to publish: the draft equals the published version"
-                                                    + (f" under {prefix}." if prefix else ".")]})
+            raise ValidationError(
+                {
+                    "scope_prefix": [
+                        "Nothing to publish: the draft equals the published version"
+                        + (f" under {prefix}." if prefix else ".")
+                    ]
+                }
+            )
         warnings = reads.pre_publish_checks(changes, now=now, kept_under=None if entry_ids is not None else prefix)
         refused = [w for w in warnings if w.blocking]
         if refused:  # a forgotten lesson is never published, whatever is acknowledged
@@ -89,17 +112,34 @@ def publish_version(*, actor, summary: str, scope_prefix: str = "", acknowledge:
             raise UnacknowledgedWarnings(warnings)
         whole = not prefix and entry_ids is None
         version = MemoryVersion.objects.create(
-            number=head + 1, summary=summary, scope_prefix=prefix, based_on=published, published_by=actor,
-            published_by_label=actor_label or actor_label_for(actor), acknowledged=[w.as_json() for w in warnings[:ACKNOWLEDGED_KEPT]],
+            number=head + 1,
+            summary=summary,
+            scope_prefix=prefix,
+            based_on=published,
+            published_by=actor,
+            published_by_label=actor_label or actor_label_for(actor),
+            acknowledged=[w.as_json() for w in warnings[:ACKNOWLEDGED_KEPT]],
             pending_from_event=seen_through + 1 if whole else (published.pending_from_event if published else 0),
-            created_at=now, **change_counts(changes),
+            created_at=now,
+            **change_counts(changes),
         )
         _write_rows(base, head, version.number, candidates, changes)
         _switch(pointer, version, now)
-        record_event(version, actor=actor, actor_label=version.published_by_label,
-                     action=EventAction.VERSION_PUBLISHED, reason=summary, at=now,
-                     before={"published": base}, after={"published": version.number, "scope_prefix": prefix,
-                                                        "warnings_acknowledged": len(warnings), **change_counts(changes)})
+        record_event(
+            version,
+            actor=actor,
+            actor_label=version.published_by_label,
+            action=EventAction.VERSION_PUBLISHED,
+            reason=summary,
+            at=now,
+            before={"published": base},
+            after={
+                "published": version.number,
+                "scope_prefix": prefix,
+                "warnings_acknowledged": len(warnings),
+                **change_counts(changes),
+            },
+        )
     return version
 
 
@@ -122,14 +162,18 @@ def _write_rows(base: int, head: int, number: int, candidates, changes) -> None:
     base_rows = reads.row_ids_at(base, [i for i in new if i not in changed])
     _copy_rows(number, ReleasedEntry._meta.db_table, "entry_id", "entry_version", list(base_rows.values()))
 
-    wanted_skills = {**reads.skill_rows_at(base, drift_skills - candidates.skill_ids),
-                     **reads.live_skill_values(candidates.skill_ids)}
-    close, new = _replacements(ReleasedSkill, "skill_id", candidates.skill_ids | drift_skills, wanted_skills,
-                               SKILL_RELEASED_FIELDS)
+    wanted_skills = {
+        **reads.skill_rows_at(base, drift_skills - candidates.skill_ids),
+        **reads.live_skill_values(candidates.skill_ids),
+    }
+    close, new = _replacements(
+        ReleasedSkill, "skill_id", candidates.skill_ids | drift_skills, wanted_skills, SKILL_RELEASED_FIELDS
+    )
     ReleasedSkill.objects.filter(pk__in=close).update(valid_to=number)
     versions = dict(reads.skill_versions(new))
     ReleasedSkill.objects.bulk_create(
-        [ReleasedSkill(skill_id=i, valid_from=number, skill_version=versions.get(i, 0), **new[i]) for i in new])
+        [ReleasedSkill(skill_id=i, valid_from=number, skill_version=versions.get(i, 0), **new[i]) for i in new]
+    )
 
 
 def _replacements(model, link: str, ids, wanted: dict, names) -> tuple[list[int], dict[int, dict]]:
@@ -154,14 +198,16 @@ def _copy_rows(number: int, table: str, entry_column: str, version_column: str, 
     columns = ", ".join(RELEASED_FIELDS)
     with connection.cursor() as cursor:
         for start in range(0, len(ids), COPY_CHUNK):
-            chunk = ids[start:start + COPY_CHUNK]
+            chunk = ids[start : start + COPY_CHUNK]
             if connection.vendor == "postgresql":  # one array parameter, not thousands of placeholders to parse
                 where, params = "id = ANY(%s)", [number, chunk]
             else:
                 where, params = f"id IN ({', '.join(['%s'] * len(chunk))})", [number, *chunk]
             cursor.execute(
                 f"INSERT INTO {ReleasedEntry._meta.db_table} (entry_id, valid_from, entry_version, {columns}) "
-                f"SELECT {entry_column}, %s, {version_column}, {columns} FROM {table} WHERE {where}", params)
+                f"SELECT {entry_column}, %s, {version_column}, {columns} FROM {table} WHERE {where}",
+                params,
+            )
 
 
 def _locked_pointer() -> PublishedVersion:
@@ -203,7 +249,13 @@ def rollback_version(number: int, *, actor, reason: str, at=None) -> MemoryVersi
             raise ValidationError({"version": [f"Version {number} is already the published one."]})
         changes = reads.version_diff(current.number, number)
         _switch(pointer, target, now)
-        record_event(target, actor=actor, action=EventAction.VERSION_ROLLED_BACK, reason=reason, at=now,
-                     before={"published": current.number},
-                     after={"published": number, **change_counts(changes)})
+        record_event(
+            target,
+            actor=actor,
+            action=EventAction.VERSION_ROLLED_BACK,
+            reason=reason,
+            at=now,
+            before={"published": current.number},
+            after={"published": number, **change_counts(changes)},
+        )
     return target

@@ -19,14 +19,17 @@ from curation.selectors.scope_policies import in_force
 from .events import record_event
 
 # One Event action per kind: the history's stored words stay what they were.
-ACTIONS = {REVIEW: EventAction.REVIEW_RULE_SET, HOLDOUT: EventAction.HOLDOUT_SET,
-           ADMISSION: EventAction.ADMISSION_POLICY_SET}
+ACTIONS = {
+    REVIEW: EventAction.REVIEW_RULE_SET,
+    HOLDOUT: EventAction.HOLDOUT_SET,
+    ADMISSION: EventAction.ADMISSION_POLICY_SET,
+}
 
 
 @dataclass(frozen=True)
 class PolicySet:
     policy: ScopePolicy
-    changed: bool                  # False: the prefix already had this value; nothing was written
+    changed: bool  # False: the prefix already had this value; nothing was written
     warnings: tuple[str, ...] = ()
 
     @property
@@ -44,13 +47,16 @@ def set_scope_policy(kind: str, *, data: dict, actor, reason: str = "", at=None)
         raise PermissionDenied(f"Only a lead sets {scope_policies.KIND_LABELS[kind]}s.")
     prefix, value = scope_policies.clean(kind, data)
     if not access.user_can_see_scope(actor, prefix):
-        raise PermissionDenied(f"You can only set a {scope_policies.KIND_LABELS[kind]} within your scopes; "
-                               f"{prefix} is outside them.")
+        raise PermissionDenied(
+            f"You can only set a {scope_policies.KIND_LABELS[kind]} within your scopes; {prefix} is outside them."
+        )
     now = at or clock.now()
     with transaction.atomic():
         policy, created = ScopePolicy.objects.select_for_update().get_or_create(
-            kind=kind, prefix=prefix,
-            defaults={"value": value, "updated_at": now, "updated_by_label": actor.get_username()})
+            kind=kind,
+            prefix=prefix,
+            defaults={"value": value, "updated_at": now, "updated_by_label": actor.get_username()},
+        )
         if not created and policy.value == value:
             return PolicySet(policy, changed=False)
         before = None if created else policy.shown
@@ -58,9 +64,19 @@ def set_scope_policy(kind: str, *, data: dict, actor, reason: str = "", at=None)
             policy.value, policy.version = value, policy.version + 1
             policy.updated_at, policy.updated_by_label = now, actor.get_username()
             policy.save(update_fields=["value", "version", "updated_at", "updated_by_label"])
-        warnings = () if kind == HOLDOUT else tuple(
-            scope_policies.precedence_warnings(kind, prefix, in_force(REVIEW), in_force(ADMISSION)))
+        warnings = (
+            ()
+            if kind == HOLDOUT
+            else tuple(scope_policies.precedence_warnings(kind, prefix, in_force(REVIEW), in_force(ADMISSION)))
+        )
         said = reason.strip() or scope_policies.describe(kind, prefix, value)
-        record_event(policy, actor=actor, action=ACTIONS[kind], before=before, after=policy.shown,
-                     reason=" ".join((said, *warnings)), at=now)
+        record_event(
+            policy,
+            actor=actor,
+            action=ACTIONS[kind],
+            before=before,
+            after=policy.shown,
+            reason=" ".join((said, *warnings)),
+            at=now,
+        )
     return PolicySet(policy, changed=True, warnings=warnings)

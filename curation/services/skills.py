@@ -23,8 +23,19 @@ from django.db.models import F, Q
 from curation import access, clock, lifecycle, skill_format
 from curation.forgetting import purge_text, purge_value, texts_to_purge
 from curation.models import (
-    SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX, SKILL_SLUG_PATTERN, SKILL_TEXT_MAX, AgentToken, Entry, Event,
-    EventAction, ReleasedSkill, SkillProposal, SkillSource, SkillTrial, Status,
+    SKILL_DESCRIPTION_MAX,
+    SKILL_SLUG_MAX,
+    SKILL_SLUG_PATTERN,
+    SKILL_TEXT_MAX,
+    AgentToken,
+    Entry,
+    Event,
+    EventAction,
+    ReleasedSkill,
+    SkillProposal,
+    SkillSource,
+    SkillTrial,
+    Status,
 )
 from curation.permissions import SKILL_DECISIONS
 from curation.redaction import redact_fields
@@ -60,8 +71,12 @@ def draft_of(proposal: SkillProposal) -> dict:
 
 
 def proposal_ref(proposal: SkillProposal) -> dict:
-    return {"proposal": proposal.pk, "skill": proposal.slug, "proposal_version": proposal.version,
-            "revision": proposal.revision}
+    return {
+        "proposal": proposal.pk,
+        "skill": proposal.slug,
+        "proposal_version": proposal.version,
+        "revision": proposal.revision,
+    }
 
 
 @dataclass(frozen=True)
@@ -112,15 +127,34 @@ def changes_since(proposal: SkillProposal, version: int) -> list[Event]:
 def _require_nominated(proposal: SkillProposal, doing: str) -> None:
     if proposal.status != SkillProposal.Status.NOMINATED:
         who = f" by {proposal.decided_by.get_username()}" if proposal.decided_by_id else ""
-        raise InvalidTransition(f"Skill {proposal.slug} was already {proposal.status}{who}: it cannot be {doing}. "
-                                "Nothing of yours was saved.")
+        raise InvalidTransition(
+            f"Skill {proposal.slug} was already {proposal.status}{who}: it cannot be {doing}. "
+            "Nothing of yours was saved."
+        )
 
 
-def _record(proposal: SkillProposal, *, actor=None, actor_label: str = "", action: EventAction, reason: str,
-            before=None, after=None, now) -> None:
+def _record(
+    proposal: SkillProposal,
+    *,
+    actor=None,
+    actor_label: str = "",
+    action: EventAction,
+    reason: str,
+    before=None,
+    after=None,
+    now,
+) -> None:
     """The one Event of a decision (or a trial) about the skill, carrying its id, version and revision."""
-    record_event(proposal, actor=actor, actor_label=actor_label, action=action, reason=reason, before=before,
-                 after={**proposal_ref(proposal), **(after or {})}, at=now)
+    record_event(
+        proposal,
+        actor=actor,
+        actor_label=actor_label,
+        action=action,
+        reason=reason,
+        before=before,
+        after={**proposal_ref(proposal), **(after or {})},
+        at=now,
+    )
 
 
 def _save(proposal: SkillProposal, now, fields) -> None:
@@ -174,8 +208,10 @@ def clean_draft(data: dict, *, proposal: SkillProposal, actor) -> dict:
         slug = _text(errors, data, "slug", max_length=SKILL_SLUG_MAX)
         if slug and "slug" not in errors:
             if not _SLUG.match(slug):
-                errors["slug"] = [f"Lowercase letters a-z, digits and single hyphens between them, at most "
-                                  f"{SKILL_SLUG_MAX} characters (e.g. {skill_format.slug_base(slug)})."]
+                errors["slug"] = [
+                    f"Lowercase letters a-z, digits and single hyphens between them, at most "
+                    f"{SKILL_SLUG_MAX} characters (e.g. {skill_format.slug_base(slug)})."
+                ]
             else:
                 other = SkillProposal.objects.filter(slug=slug).exclude(pk=proposal.pk).first()
                 if other and access.user_can_see_scope(actor, other.scope):
@@ -205,19 +241,28 @@ CONTENT_TEXTS = ("steps", "parameters", "verification", "rollback", "pitfalls")
 def refuse_forgotten_draft(scope: str, draft: dict) -> None:
     """ValidationError naming the forget request when this draft repeats a forgotten lesson in an overlapping
     scope: a skill text is a write like any other, and a forgotten lesson does not come back as a skill."""
-    stone = tombstone_for(scope, "\n".join(draft[f] or "" for f in TRIGGER_TEXTS),
-                          "\n".join(draft[f] or "" for f in CONTENT_TEXTS))
+    stone = tombstone_for(
+        scope, "\n".join(draft[f] or "" for f in TRIGGER_TEXTS), "\n".join(draft[f] or "" for f in CONTENT_TEXTS)
+    )
     if stone is not None:
-        raise ValidationError({"forgotten": [
-            f"This skill's text repeats a lesson forgotten by forget request #{stone.request_id} "
-            f"(on {stone.forgotten_on:%Y-%m-%d}): write it without that lesson. Nothing was saved."]})
+        raise ValidationError(
+            {
+                "forgotten": [
+                    f"This skill's text repeats a lesson forgotten by forget request #{stone.request_id} "
+                    f"(on {stone.forgotten_on:%Y-%m-%d}): write it without that lesson. Nothing was saved."
+                ]
+            }
+        )
 
 
 def _check_new_sources(proposal: SkillProposal, ids: list[int], actor) -> list[Entry]:
     """Entries to add: visible to the actor, active, at or below the proposal's scope (so that withholding
     them never takes a lesson away from an agent the skill does not reach), and in no other live proposal."""
-    entries = {e.pk: e for e in Entry.objects.select_for_update().filter(pk__in=ids)
-               if access.user_can_see_scope(actor, e.scope)}
+    entries = {
+        e.pk: e
+        for e in Entry.objects.select_for_update().filter(pk__in=ids)
+        if access.user_can_see_scope(actor, e.scope)
+    }
     problems = []
     for pk in ids:
         entry = entries.get(pk)
@@ -227,18 +272,24 @@ def _check_new_sources(proposal: SkillProposal, ids: list[int], actor) -> list[E
             problems.append(f"#{pk} is {entry.status}, not active")
         elif not access.scope_covers(proposal.scope, entry.scope):
             problems.append(f"#{pk} is in {entry.scope}, outside the skill's scope {proposal.scope}")
-    held = (SkillSource.objects.filter(entry_id__in=list(entries), live=True).exclude(proposal=proposal)
-            .values_list("entry_id", "proposal__slug", "proposal__scope"))
-    problems += [f"#{pk} is already a source of "
-                 + (f"skill {slug}" if access.user_can_see_scope(actor, scope) else "another skill")
-                 for pk, slug, scope in sorted(held)]
+    held = (
+        SkillSource.objects.filter(entry_id__in=list(entries), live=True)
+        .exclude(proposal=proposal)
+        .values_list("entry_id", "proposal__slug", "proposal__scope")
+    )
+    problems += [
+        f"#{pk} is already a source of "
+        + (f"skill {slug}" if access.user_can_see_scope(actor, scope) else "another skill")
+        for pk, slug, scope in sorted(held)
+    ]
     if problems:
         raise ValidationError({"sources": problems})
     return [entries[pk] for pk in ids]
 
 
-def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes: dict, note: str = "",
-                     at=None) -> SkillOutcome:
+def edit_skill_draft(
+    proposal_id: int, *, actor, expected_version: int, changes: dict, note: str = "", at=None
+) -> SkillOutcome:
     """Change the draft of a nominated skill (reviewers and leads). Fields not in `changes` stay; a change to
     the steps, parameters, verification or rollback starts a new revision, and the trials start again.
     Secrets and personal data typed into the draft are redacted and flagged. Nothing changed, nothing written."""
@@ -279,34 +330,51 @@ def edit_skill_draft(proposal_id: int, *, actor, expected_version: int, changes:
             try:
                 with transaction.atomic():
                     SkillSource.objects.update_or_create(
-                        proposal=proposal, entry=entry,
-                        defaults={"live": True, "entry_version": entry.version, "added_at": now,
-                                  "added_by_label": actor.get_username(), "removed_at": None})
+                        proposal=proposal,
+                        entry=entry,
+                        defaults={
+                            "live": True,
+                            "entry_version": entry.version,
+                            "added_at": now,
+                            "added_by_label": actor.get_username(),
+                            "removed_at": None,
+                        },
+                    )
             except IntegrityError:
-                raise ValidationError({"sources": [f"#{entry.pk} became a source of another skill meanwhile."]}) from None
+                raise ValidationError(
+                    {"sources": [f"#{entry.pk} became a source of another skill meanwhile."]}
+                ) from None
         parts = [f"edited {', '.join(changed)}"] if changed else []
         parts += [f"added source #{pk}" for pk in added] + [f"removed source #{s.entry_id}" for s in removed]
         if any(f in EXECUTABLE_FIELDS for f in changed):
             parts.append(f"revision {proposal.revision}: its trials start again")
         parts += [f"redacted {f.kind}" for f in findings]
         _record(
-            proposal, actor=actor, action=EventAction.SKILL_DRAFT_EDITED, reason=note.strip() or "; ".join(parts),
+            proposal,
+            actor=actor,
+            action=EventAction.SKILL_DRAFT_EDITED,
+            reason=note.strip() or "; ".join(parts),
             before={f: before[f] for f in changed} | ({"sources": current} if added or removed else {}),
-            after={f: cleaned[f] for f in changed} | ({"sources": new_ids} if added or removed else {}), now=now,
+            after={f: cleaned[f] for f in changed} | ({"sources": new_ids} if added or removed else {}),
+            now=now,
         )
     return SkillOutcome(proposal, tuple(changed), sources_changed=bool(added or removed))
 
 
 def trial_outcomes(proposal: SkillProposal) -> list[str]:
-    return list(proposal.trials.filter(revision=proposal.revision).order_by("created_at", "id")
-                .values_list("outcome", flat=True))
+    return list(
+        proposal.trials.filter(revision=proposal.revision)
+        .order_by("created_at", "id")
+        .values_list("outcome", flat=True)
+    )
 
 
 def approval_check(proposal: SkillProposal, sources: list[SkillSource]) -> tuple[lifecycle.TrialProgress, list[str]]:
     progress = lifecycle.trial_progress(trial_outcomes(proposal), lifecycle.skill_gates())
     inactive = [(s.entry_id, s.entry.status) for s in sources if s.entry.status != Status.ACTIVE]
-    return progress, lifecycle.approval_blockers(progress=progress, rollback=proposal.rollback, steps=proposal.steps,
-                                                 inactive_sources=inactive)
+    return progress, lifecycle.approval_blockers(
+        progress=progress, rollback=proposal.rollback, steps=proposal.steps, inactive_sources=inactive
+    )
 
 
 def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str = "", at=None) -> SkillOutcome:
@@ -325,10 +393,15 @@ def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str =
         proposal.decided_by, proposal.decided_at, proposal.decision_note = actor, now, note.strip()
         _save(proposal, now, ["status", "decided_by", "decided_at", "decision_note"])
         _record(
-            proposal, actor=actor, action=EventAction.SKILL_APPROVED,
-            reason=note.strip() or f"approved as skill {proposal.slug} after {progress.label}; withheld from "
-                                   "retrieval while the skill is approved",
-            before={"status": SkillProposal.Status.NOMINATED}, after={"status": proposal.status}, now=now,
+            proposal,
+            actor=actor,
+            action=EventAction.SKILL_APPROVED,
+            reason=note.strip()
+            or f"approved as skill {proposal.slug} after {progress.label}; withheld from "
+            "retrieval while the skill is approved",
+            before={"status": SkillProposal.Status.NOMINATED},
+            after={"status": proposal.status},
+            now=now,
         )
     return SkillOutcome(proposal)
 
@@ -347,8 +420,15 @@ def reject_skill(proposal_id: int, *, actor, expected_version: int, reason: str,
         proposal.decided_by, proposal.decided_at, proposal.decision_note = actor, now, reason
         _save(proposal, now, ["status", "decided_by", "decided_at", "decision_note"])
         SkillSource.objects.filter(proposal=proposal, live=True).update(live=False)
-        _record(proposal, actor=actor, action=EventAction.SKILL_REJECTED, reason=reason,
-                before={"status": SkillProposal.Status.NOMINATED}, after={"status": proposal.status}, now=now)
+        _record(
+            proposal,
+            actor=actor,
+            action=EventAction.SKILL_REJECTED,
+            reason=reason,
+            before={"status": SkillProposal.Status.NOMINATED},
+            after={"status": proposal.status},
+            now=now,
+        )
     return SkillOutcome(proposal)
 
 
@@ -368,8 +448,15 @@ def retire_skill(proposal_id: int, *, actor, expected_version: int, reason: str,
         proposal.retired_by, proposal.retired_at, proposal.retire_reason = actor, now, reason
         _save(proposal, now, ["status", "retired_by", "retired_at", "retire_reason"])
         SkillSource.objects.filter(proposal=proposal, live=True).update(live=False)
-        _record(proposal, actor=actor, action=EventAction.SKILL_RETIRED, reason=f"{reason} (back in retrieval)",
-                before={"status": SkillProposal.Status.APPROVED}, after={"status": proposal.status}, now=now)
+        _record(
+            proposal,
+            actor=actor,
+            action=EventAction.SKILL_RETIRED,
+            reason=f"{reason} (back in retrieval)",
+            before={"status": SkillProposal.Status.APPROVED},
+            after={"status": proposal.status},
+            now=now,
+        )
     return SkillOutcome(proposal)
 
 
@@ -412,19 +499,33 @@ def record_skill_trial(*, token: AgentToken, slug: str, data, at=None) -> TrialR
         if proposal is None or not access.token_covers(token, proposal.scope):
             raise SkillProposal.DoesNotExist
         if proposal.status != SkillProposal.Status.NOMINATED:
-            raise InvalidTransition(f"Skill {proposal.slug} is {proposal.status}: trials are reported while a "
-                                    "skill is nominated, before a lead decides.")
+            raise InvalidTransition(
+                f"Skill {proposal.slug} is {proposal.status}: trials are reported while a "
+                "skill is nominated, before a lead decides."
+            )
         existing = proposal.trials.filter(revision=proposal.revision, task_ref=cleaned["task_ref"]).first()
         if existing:
             return TrialReport(existing, False, lifecycle.trial_progress(trial_outcomes(proposal), gates), proposal)
-        trial = SkillTrial.objects.create(proposal=proposal, revision=proposal.revision, token=token,
-                                          reported_by_label=token.label, created_at=now, **cleaned)
+        trial = SkillTrial.objects.create(
+            proposal=proposal,
+            revision=proposal.revision,
+            token=token,
+            reported_by_label=token.label,
+            created_at=now,
+            **cleaned,
+        )
         progress = lifecycle.trial_progress(trial_outcomes(proposal), gates)
         reason = f"trial {trial.outcome} in {trial.task_ref} (revision {proposal.revision}): {progress.label}"
         if findings:
             reason += "".join(f"; redacted {f.kind}" for f in findings)
-        _record(proposal, actor_label=token.label, action=EventAction.SKILL_TRIAL, reason=reason,
-                after={"trial": trial.pk, "outcome": trial.outcome, "task_ref": trial.task_ref}, now=now)
+        _record(
+            proposal,
+            actor_label=token.label,
+            action=EventAction.SKILL_TRIAL,
+            reason=reason,
+            after={"trial": trial.pk, "outcome": trial.outcome, "task_ref": trial.task_ref},
+            now=now,
+        )
     return TrialReport(trial, True, progress, proposal)
 
 
@@ -440,15 +541,19 @@ def withdraw_skills_made_of(entry_ids, *, request_id: int, marker: str, texts: l
     every published version, so that no version, pinned or rolled back, serves it. One SKILL_WITHDRAWN
     Event each. Answers how many skills."""
     ids = list(entry_ids)
-    proposals = list(SkillProposal.objects.select_for_update().filter(
-        pk__in=SkillSource.objects.filter(entry_id__in=ids).values("proposal_id")).order_by("id"))
+    proposals = list(
+        SkillProposal.objects.select_for_update()
+        .filter(pk__in=SkillSource.objects.filter(entry_id__in=ids).values("proposal_id"))
+        .order_by("id")
+    )
     for proposal in proposals:
         _withdraw(proposal, ids, request_id=request_id, marker=marker, texts=texts, actor=actor, now=at)
     return len(proposals)
 
 
-def _withdraw(proposal: SkillProposal, ids: list[int], *, request_id: int, marker: str, texts: list[str], actor,
-              now) -> None:
+def _withdraw(
+    proposal: SkillProposal, ids: list[int], *, request_id: int, marker: str, texts: list[str], actor, now
+) -> None:
     made_of_it = proposal.nominated_entry_id in ids
     before = draft_of(proposal)
     drafts, slugs = _drafts_in_history(proposal)
@@ -463,30 +568,58 @@ def _withdraw(proposal: SkillProposal, ids: list[int], *, request_id: int, marke
         proposal.revision += 1  # other steps now: the trials so far were runs of the forgotten ones
     status = proposal.status
     gone = sorted(set(ids) & set(proposal.sources.values_list("entry_id", flat=True)))
-    why = (f"withdrawn: its source entr{'y' if len(gone) == 1 else 'ies'} {', '.join(f'#{pk}' for pk in gone)} "
-           f"{'was' if len(gone) == 1 else 'were'} forgotten by forget request #{request_id}")
+    why = (
+        f"withdrawn: its source entr{'y' if len(gone) == 1 else 'ies'} {', '.join(f'#{pk}' for pk in gone)} "
+        f"{'was' if len(gone) == 1 else 'were'} forgotten by forget request #{request_id}"
+    )
     if status in (SkillProposal.Status.APPROVED, SkillProposal.Status.NOMINATED):
         # What the lead reads on its card in the queue: why it is there, what to do.
         proposal.status, proposal.decided_by, proposal.decided_at = SkillProposal.Status.NOMINATED, None, None
-        proposal.decision_note = (f"{'Back in the queue' if status == SkillProposal.Status.APPROVED else 'Changed'}"
-                                  f", {why}: its text made of it is replaced by {marker}. Rewrite it from its other "
-                                  "sources and run its trials again, or reject it.")
+        proposal.decision_note = (
+            f"{'Back in the queue' if status == SkillProposal.Status.APPROVED else 'Changed'}"
+            f", {why}: its text made of it is replaced by {marker}. Rewrite it from its other "
+            "sources and run its trials again, or reject it."
+        )
     else:
         proposal.decision_note = purge_text(proposal.decision_note, texts, marker)
     proposal.retire_reason = purge_text(proposal.retire_reason, texts, marker)
-    _save(proposal, now, ["slug", *DRAFT_TEXT_FIELDS, "revision", "status", "decided_by", "decided_at",
-                          "decision_note", "retire_reason"])
+    _save(
+        proposal,
+        now,
+        [
+            "slug",
+            *DRAFT_TEXT_FIELDS,
+            "revision",
+            "status",
+            "decided_by",
+            "decided_at",
+            "decision_note",
+            "retire_reason",
+        ],
+    )
     SkillSource.objects.filter(proposal=proposal, entry_id__in=ids).update(live=False, removed_at=now)
     # No published version holds it any more, at any number: its rows close where they start.
     ReleasedSkill.objects.filter(skill=proposal).update(slug=proposal.slug, valid_to=F("valid_from"))
     # Its own Events quote its draft (the nomination's, every edit's) and its name: they go with it.
     own_texts = texts_to_purge([*texts, *(before[f] for f in replaced), *(drafts if made_of_it else ())])
-    _purge_skill_history(proposal, request_id=request_id, marker=marker, texts=own_texts,
-                         slugs=slugs if made_of_it else [], whole=made_of_it)
-    _record(proposal, actor=actor, action=EventAction.SKILL_WITHDRAWN, now=now,
-            reason=f"{why}; {', '.join(replaced) or 'no text'} replaced by {marker}"
-                   + ("; back in the skill queue" if status == SkillProposal.Status.APPROVED else ""),
-            before={"status": status}, after={"status": proposal.status, "replaced": replaced})
+    _purge_skill_history(
+        proposal,
+        request_id=request_id,
+        marker=marker,
+        texts=own_texts,
+        slugs=slugs if made_of_it else [],
+        whole=made_of_it,
+    )
+    _record(
+        proposal,
+        actor=actor,
+        action=EventAction.SKILL_WITHDRAWN,
+        now=now,
+        reason=f"{why}; {', '.join(replaced) or 'no text'} replaced by {marker}"
+        + ("; back in the skill queue" if status == SkillProposal.Status.APPROVED else ""),
+        before={"status": status},
+        after={"status": proposal.status, "replaced": replaced},
+    )
 
 
 def _drafts_in_history(proposal: SkillProposal) -> tuple[list[str], list[str]]:
@@ -502,8 +635,9 @@ def _drafts_in_history(proposal: SkillProposal) -> tuple[list[str], list[str]]:
     return texts, sorted({s for s in slugs if s}, key=lambda s: (-len(s), s))
 
 
-def _purge_skill_history(proposal: SkillProposal, *, request_id: int, marker: str, texts: list[str], slugs: list[str],
-                         whole: bool) -> None:
+def _purge_skill_history(
+    proposal: SkillProposal, *, request_id: int, marker: str, texts: list[str], slugs: list[str], whole: bool
+) -> None:
     """The skill's Events with the forgotten texts replaced (`whole`: every draft text and every old name).
     On PostgreSQL the history is append-only: the one function its trigger lets through for this,
     curation_forget_skill (migration 0033), does the same."""
@@ -521,8 +655,13 @@ def _purge_skill_history(proposal: SkillProposal, *, request_id: int, marker: st
         return purge_text(skill_format.replace_slugs(value, slugs, proposal.slug), texts, marker)
 
     for event in skill_events(proposal):
-        rewrite_purged_text(event, before=snapshot(event.before), after=snapshot(event.after),
-                            reason=text(event.reason), entry_label=text(event.entry_label))
+        rewrite_purged_text(
+            event,
+            before=snapshot(event.before),
+            after=snapshot(event.after),
+            reason=text(event.reason),
+            entry_label=text(event.entry_label),
+        )
 
 
 # --- nominations -----------------------------------------------------------------------------------------
@@ -530,8 +669,21 @@ def _purge_skill_history(proposal: SkillProposal, *, request_id: int, marker: st
 # The skill_nomination sweep picks the entries that pass the gates; inserting their proposals is here.
 
 # What a nomination reads of an entry: its draft's sources, its version, and what the reason says.
-NOMINEE_FIELDS = ("id", "kind", "scope", "trigger", "content", "boundary", "conditions", "status", "version",
-                  "hit_count", "utility_sum", "utility_n", "queued_at")
+NOMINEE_FIELDS = (
+    "id",
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "boundary",
+    "conditions",
+    "status",
+    "version",
+    "hit_count",
+    "utility_sum",
+    "utility_n",
+    "queued_at",
+)
 
 
 def nominate_skills(entries: list[Entry], *, reason_of: Callable[[Entry], str], actor_label: str, at) -> int:
@@ -557,42 +709,69 @@ def nominate_skills(entries: list[Entry], *, reason_of: Callable[[Entry], str], 
 
 def _nominate(entries: list[Entry], *, reason_of: Callable[[Entry], str], actor_label: str, at) -> int:
     ids = [e.pk for e in entries]
-    locked = list(Entry.objects.select_for_update().filter(pk__in=ids, status=Status.ACTIVE, queued_at__isnull=True)
-                  .only(*NOMINEE_FIELDS).order_by("id"))
+    locked = list(
+        Entry.objects.select_for_update()
+        .filter(pk__in=ids, status=Status.ACTIVE, queued_at__isnull=True)
+        .only(*NOMINEE_FIELDS)
+        .order_by("id")
+    )
     if not locked:
         return 0
     drafts = {
-        e.pk: skill_format.draft_from_entry(kind=e.kind, scope=e.scope, trigger=e.trigger, content=e.content,
-                                            boundary=e.boundary, conditions=e.conditions)
+        e.pk: skill_format.draft_from_entry(
+            kind=e.kind,
+            scope=e.scope,
+            trigger=e.trigger,
+            content=e.content,
+            boundary=e.boundary,
+            conditions=e.conditions,
+        )
         for e in locked
     }
     bases = {d["slug"] for d in drafts.values()}
     taken = set(
         # A suffixed slug ("-2") may shorten its base: every slug sharing the first 54 characters is read.
-        SkillProposal.objects.filter(reduce(or_, (Q(slug__startswith=b[:SKILL_SLUG_MAX - 10]) for b in bases)))
-        .values_list("slug", flat=True)
+        SkillProposal.objects.filter(
+            reduce(or_, (Q(slug__startswith=b[: SKILL_SLUG_MAX - 10]) for b in bases))
+        ).values_list("slug", flat=True)
     )
     proposals = []
     for e in locked:
         draft = drafts[e.pk]
         slug = skill_format.unique_slug(draft.pop("slug"), taken)
         taken.add(slug)
-        proposals.append(SkillProposal(
-            slug=slug, scope=e.scope, nominated_entry_id=e.pk, reason=reason_of(e),
-            created_at=at, updated_at=at, created_by_label=actor_label, **draft,
-        ))
+        proposals.append(
+            SkillProposal(
+                slug=slug,
+                scope=e.scope,
+                nominated_entry_id=e.pk,
+                reason=reason_of(e),
+                created_at=at,
+                updated_at=at,
+                created_by_label=actor_label,
+                **draft,
+            )
+        )
     SkillProposal.objects.bulk_create(proposals)
     by_entry = {p.nominated_entry_id: p for p in proposals}
     SkillSource.objects.bulk_create(
-        SkillSource(proposal=by_entry[e.pk], entry_id=e.pk, entry_version=e.version, added_at=at,
-                    added_by_label=actor_label)
+        SkillSource(
+            proposal=by_entry[e.pk], entry_id=e.pk, entry_version=e.version, added_at=at, added_by_label=actor_label
+        )
         for e in locked
     )
     # One Event each, about the new skill proposal and its entry: both histories show the nomination.
     record_events(
-        build_event(by_entry[e.pk], also=(e,), actor=None, actor_label=actor_label, action=EventAction.SKILL_NOMINATED,
-                    reason=f"nominated as skill {by_entry[e.pk].slug}: {by_entry[e.pk].reason}",
-                    after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])}, at=at)
+        build_event(
+            by_entry[e.pk],
+            also=(e,),
+            actor=None,
+            actor_label=actor_label,
+            action=EventAction.SKILL_NOMINATED,
+            reason=f"nominated as skill {by_entry[e.pk].slug}: {by_entry[e.pk].reason}",
+            after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])},
+            at=at,
+        )
         for e in locked
     )
     return len(locked)

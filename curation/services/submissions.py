@@ -14,7 +14,14 @@ from django.db.models import Q
 
 from curation import access, clock, scope_policies
 from curation.models import (
-    ONE_PENDING_PER_FINGERPRINT, AgentToken, Conflict, Entry, EventAction, Evidence, ForgetRequest, SimilarEntry,
+    ONE_PENDING_PER_FINGERPRINT,
+    AgentToken,
+    Conflict,
+    Entry,
+    EventAction,
+    Evidence,
+    ForgetRequest,
+    SimilarEntry,
     Status,
 )
 from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
@@ -25,7 +32,11 @@ from curation.selectors.partners import batch_pools
 from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
 from .candidates import (
-    PreparedCandidate, evidence_rows, insert_candidate_with_links, new_candidate_entry, prepare_candidate,
+    PreparedCandidate,
+    evidence_rows,
+    insert_candidate_with_links,
+    new_candidate_entry,
+    prepare_candidate,
     submit_note,
 )
 from .admission import admit_by_policy, policy_decision
@@ -36,10 +47,23 @@ from .events import build_event, record_events
 from .held import answered_status, held_evidence, hold, weigh_tombstone_check, with_text
 from .validation import unknown_fields
 
-CANDIDATE_KEYS = frozenset({
-    "scope", "kind", "trigger", "content", "conditions", "boundary", "recheck_when", "review_by", "signal",
-    "confidence", "source_task", "evidence", "embedding",
-})
+CANDIDATE_KEYS = frozenset(
+    {
+        "scope",
+        "kind",
+        "trigger",
+        "content",
+        "conditions",
+        "boundary",
+        "recheck_when",
+        "review_by",
+        "signal",
+        "confidence",
+        "source_task",
+        "evidence",
+        "embedding",
+    }
+)
 EVIDENCE_KEYS = frozenset({"kind", "signal", "polarity", "excerpt", "task_ref", "observed_at", "evaluator", "score"})
 
 
@@ -92,7 +116,10 @@ def _unknown_candidate_fields(item: dict) -> dict:
 def _resubmit_event(entry: Entry, prepared: PreparedCandidate, label: str, now):
     count = len(prepared.evidence)
     return build_event(
-        entry, actor=None, actor_label=label, action=EventAction.RESUBMIT,
+        entry,
+        actor=None,
+        actor_label=label,
+        action=EventAction.RESUBMIT,
         reason=f"submitted again; {count} piece{'s' * (count != 1)} of evidence added"
         + "".join(f"; redacted {f.kind} in {f.field}" for f in prepared.findings),
         after={"evidence_added": count, "source_task": prepared.fields.get("source_task", "")},
@@ -119,8 +146,9 @@ def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")
     embedding = prepared.fields.get("embedding")
     if embedding is not None and (dimensions := embedding_dimensions(scope)) not in (None, len(embedding)):
-        raise ValidationError({"embedding": [
-            f"{dimensions} numbers in the scope tree of {scope} (this has {len(embedding)})."]})
+        raise ValidationError(
+            {"embedding": [f"{dimensions} numbers in the scope tree of {scope} (this has {len(embedding)})."]}
+        )
     return prepared
 
 
@@ -167,13 +195,13 @@ def _lost_to_a_pending_twin(exc: IntegrityError) -> bool:
     return ONE_PENDING_PER_FINGERPRINT in message or "curation_entry.scope, curation_entry.fingerprint" in message
 
 
-def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now,
-                     held_by: ForgetRequest | None = None) -> Submission:
+def _submit_prepared(
+    prepared: PreparedCandidate, token: AgentToken, now, held_by: ForgetRequest | None = None
+) -> Submission:
     existing = _existing_duplicate(prepared)
     if existing is not None:
         added = _add_to_duplicate(existing, prepared, token.label, now)
-        return Submission(existing, created=False, duplicate_of=existing.pk, evidence_added=added,
-                          flags=prepared.flags)
+        return Submission(existing, created=False, duplicate_of=existing.pk, evidence_added=added, flags=prepared.flags)
     entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now, held_by=held_by)
     answered = None
     if held_by is None:
@@ -182,24 +210,38 @@ def _submit_prepared(prepared: PreparedCandidate, token: AgentToken, now,
     else:
         conflicts = []
         weigh_contradictions([with_text(entry, prepared.fields)])
-        answered = answered_status(policy_decision(entry.scope, prepared.evidence, policies=admission_policies(),
-                                                   review_rules=in_force(scope_policies.REVIEW))[1])
+        answered = answered_status(
+            policy_decision(
+                entry.scope,
+                prepared.evidence,
+                policies=admission_policies(),
+                review_rules=in_force(scope_policies.REVIEW),
+            )[1]
+        )
         hold([entry], answered={entry.pk: answered}, now=now)
-    return _named_for(token, [Submission(
-        entry,
-        created=True,
-        evidence_added=len(prepared.evidence),
-        similar_ids=similar_ids,
-        conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts),
-        flags=prepared.flags,
-        answered=answered,
-    )])[0]
+    return _named_for(
+        token,
+        [
+            Submission(
+                entry,
+                created=True,
+                evidence_added=len(prepared.evidence),
+                similar_ids=similar_ids,
+                conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts),
+                flags=prepared.flags,
+                answered=answered,
+            )
+        ],
+    )[0]
 
 
 def _conflicts_with_readable_partners(token: AgentToken, entry: Entry, conflicts: list[Conflict]) -> list[int]:
     """The conflicts an answer names: those whose other entry the token may read."""
-    return [c.pk for c in conflicts
-            if access.token_covers(token, (c.entry_b if c.entry_a_id == entry.pk else c.entry_a).scope)]
+    return [
+        c.pk
+        for c in conflicts
+        if access.token_covers(token, (c.entry_b if c.entry_a_id == entry.pk else c.entry_a).scope)
+    ]
 
 
 def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submission]:
@@ -208,11 +250,15 @@ def _named_for(token: AgentToken, submissions: list[Submission]) -> list[Submiss
     the reviewers who may read both. One query for all the submissions, none when the token covers the top
     of each one's scope (then it reads every scope a near duplicate can be in: the ancestors, the scope
     itself and below it)."""
-    unsure = [s for s in submissions
-              if s.similar_ids and not access.token_covers(token, access.scope_ancestors(s.entry.scope)[0])]
+    unsure = [
+        s
+        for s in submissions
+        if s.similar_ids and not access.token_covers(token, access.scope_ancestors(s.entry.scope)[0])
+    ]
     named = {pk for s in unsure for pk in s.similar_ids}
-    readable = set(Entry.objects.filter(access.token_scope_q(token), pk__in=named).values_list("pk", flat=True)
-                   if named else ())
+    readable = set(
+        Entry.objects.filter(access.token_scope_q(token), pk__in=named).values_list("pk", flat=True) if named else ()
+    )
     for submission in unsure:
         submission.similar_ids = [pk for pk in submission.similar_ids if pk in readable]
     return submissions
@@ -273,9 +319,11 @@ def _live_by_fingerprint(keys: set[tuple[str, str]]) -> dict[tuple[str, str], En
         scopes, fingerprints = zip(*keys) if keys else ((), ())
         rows = Entry.objects.raw(LIVE_BY_FINGERPRINT_SQL, [list(scopes), list(fingerprints), live])
     else:
-        rows = (Entry.objects.select_for_update()
-                .filter(Q(status__in=live) | Q(held_by__isnull=False), fingerprint__in={f for _, f in keys})
-                .order_by("status", "id"))
+        rows = (
+            Entry.objects.select_for_update()
+            .filter(Q(status__in=live) | Q(held_by__isnull=False), fingerprint__in={f for _, f in keys})
+            .order_by("status", "id")
+        )
     found: dict[tuple[str, str], Entry] = {}
     for entry in rows:  # "active" sorts before "pending": the first one of a key is kept
         if (entry.scope, entry.fingerprint) in keys:
@@ -297,10 +345,14 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             entry = new_candidate_entry(p, actor_label=label, now=now, held_by=held_by.get(index))
             first_in_batch[key] = entry
             new_entries.append((index, p, entry))
-    insert_entries([(entry, submit_note(p)) for _, p, entry in new_entries], action=EventAction.SUBMIT, at=now,
-                   actor_label=label)
-    evidence = [row for _, p, entry in new_entries + duplicates
-                for row in evidence_rows(entry, _stored_evidence(entry, p), label=label, now=now)]
+    insert_entries(
+        [(entry, submit_note(p)) for _, p, entry in new_entries], action=EventAction.SUBMIT, at=now, actor_label=label
+    )
+    evidence = [
+        row
+        for _, p, entry in new_entries + duplicates
+        for row in evidence_rows(entry, _stored_evidence(entry, p), label=label, now=now)
+    ]
     Evidence.objects.bulk_create(evidence)
     record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
     links, submissions = [], {}
@@ -308,10 +360,17 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
     # whose statements read each entry's ranked pools for the whole batch).
     pools = batch_pools({entry.scope for _, _, entry in new_entries})
     similar_by_entry = similar_active_entries_many(
-        (entry if entry.held_by_id is None else with_text(entry, p.fields) for _, p, entry in new_entries), pools=pools)
+        (entry if entry.held_by_id is None else with_text(entry, p.fields) for _, p, entry in new_entries), pools=pools
+    )
     conflicts_by_entry = {entry.pk: [] for _, _, entry in new_entries}
-    conflicts_by_entry.update(detect_conflicts_many(
-        [entry for _, _, entry in new_entries if entry.held_by_id is None], detected_by="ingest", at=now, pools=pools))
+    conflicts_by_entry.update(
+        detect_conflicts_many(
+            [entry for _, _, entry in new_entries if entry.held_by_id is None],
+            detected_by="ingest",
+            at=now,
+            pools=pools,
+        )
+    )
     held_probes = [with_text(entry, p.fields) for _, p, entry in new_entries if entry.held_by_id is not None]
     weigh_contradictions(held_probes, pools=pools)
     weigh_tombstone_check(held_probes)
@@ -319,8 +378,13 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
         similar = similar_by_entry[entry.pk]
         links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
         submissions[index] = Submission(
-            entry, created=True, evidence_added=len(p.evidence), similar_ids=[other_id for other_id, _ in similar],
-            conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]), flags=p.flags)
+            entry,
+            created=True,
+            evidence_added=len(p.evidence),
+            similar_ids=[other_id for other_id, _ in similar],
+            conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]),
+            flags=p.flags,
+        )
     SimilarEntry.objects.bulk_create(links)
     policies, rules = (admission_policies(), in_force(scope_policies.REVIEW)) if new_entries else ([], {})
     held, answered = [], {}
@@ -330,10 +394,12 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
         else:
             held.append(entry)
             answered[entry.pk] = submissions[index].answered = answered_status(
-                policy_decision(entry.scope, p.evidence, policies=policies, review_rules=rules)[1])
+                policy_decision(entry.scope, p.evidence, policies=policies, review_rules=rules)[1]
+            )
     hold(held, answered=answered, now=now)
     _named_for(token, list(submissions.values()))
     for index, p, entry in duplicates:
-        submissions[index] = Submission(entry, created=False, duplicate_of=entry.pk, evidence_added=len(p.evidence),
-                                        flags=p.flags)
+        submissions[index] = Submission(
+            entry, created=False, duplicate_of=entry.pk, evidence_added=len(p.evidence), flags=p.flags
+        )
     return submissions

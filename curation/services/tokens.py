@@ -34,8 +34,13 @@ def parse_duration(text: str) -> datetime.timedelta:
 
 
 def create_agent_token(
-    *, name: str, scopes, expires_in: datetime.timedelta | None = None, key: str | None = None,
-    actor=None, at=None,
+    *,
+    name: str,
+    scopes,
+    expires_in: datetime.timedelta | None = None,
+    key: str | None = None,
+    actor=None,
+    at=None,
 ) -> tuple[AgentToken, str]:
     """A new token and its secret. Only the hash is stored: the caller shows the secret once.
     `key` lets a demo set-up choose the secret; it must still be long and random-looking."""
@@ -44,8 +49,10 @@ def create_agent_token(
     errors = {}
     name = (name or "").strip()
     if findings := redact(name, "name")[1]:  # a pasted key, say: refused, so never stored or logged
-        errors["name"] = [f"This looks like a secret ({findings[0].kind}), not a name: name the token after its "
-                          "agent; its secret is made for you."]
+        errors["name"] = [
+            f"This looks like a secret ({findings[0].kind}), not a name: name the token after its "
+            "agent; its secret is made for you."
+        ]
     elif not _NAME.match(name):
         errors["name"] = ["1 to 100 characters: letters, digits, '.', '_' or '-'."]
     cleaned_scopes = []
@@ -59,7 +66,8 @@ def create_agent_token(
     if actor is not None and (beyond := [s for s in cleaned_scopes if not access.user_can_see_scope(actor, s)]):
         errors.setdefault("scopes", []).append(
             f"Outside your scopes ({', '.join(access.user_scope_prefixes(actor))}): {', '.join(beyond)}. "
-            "A token reaches no further than its maker's grants.")
+            "A token reaches no further than its maker's grants."
+        )
     if key is not None and len(key) < 16:
         errors["key"] = ["A chosen token must be at least 16 characters."]
     if errors:
@@ -78,11 +86,18 @@ def create_agent_token(
                 created_at=now,
             )
             record_event(
-                token, actor=actor, action=EventAction.TOKEN_CREATED, at=now,
+                token,
+                actor=actor,
+                action=EventAction.TOKEN_CREATED,
+                at=now,
                 reason=f"scopes {', '.join(token.scopes)}"
                 + (f"; expires {token.expires_at:%Y-%m-%d %H:%M} UTC" if token.expires_at else "; no expiry"),
-                after={"name": token.name, "key_prefix": token.key_prefix, "scopes": token.scopes,
-                       "expires_at": token.expires_at.isoformat() if token.expires_at else None},
+                after={
+                    "name": token.name,
+                    "key_prefix": token.key_prefix,
+                    "scopes": token.scopes,
+                    "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+                },
             )
     except IntegrityError:
         raise ValidationError({"name": [f"A token named {name!r} (or with this secret) already exists."]}) from None
@@ -103,6 +118,12 @@ def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
             token.revoked_at = now
             token.revoked_by = actor
             token.save(update_fields=["revoked_at", "revoked_by"])
-            record_event(token, actor=actor, action=EventAction.TOKEN_REVOKED, at=now,
-                         before={"revoked_at": None}, after={"revoked_at": now.isoformat()})
+            record_event(
+                token,
+                actor=actor,
+                action=EventAction.TOKEN_REVOKED,
+                at=now,
+                before={"revoked_at": None},
+                after={"revoked_at": now.isoformat()},
+            )
     return token

@@ -20,7 +20,17 @@ from curation import clock, lifecycle, lift
 from curation.config import RECHECK_ON_FAILURE
 from curation.redaction import redact
 from curation.models import (
-    AgentToken, Arm, Entry, EventAction, Evidence, Feedback, QueueReason, Retrieval, RetrievedEntry, Signal, Status,
+    AgentToken,
+    Arm,
+    Entry,
+    EventAction,
+    Evidence,
+    Feedback,
+    QueueReason,
+    Retrieval,
+    RetrievedEntry,
+    Signal,
+    Status,
 )
 from curation.selectors.evaluation import lift_counts
 
@@ -28,8 +38,17 @@ from .entry_writes import count_retrieval, insert_counted_retrieval, write_entri
 from .evaluation import tally_outcome
 
 
-def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str, entries, at=None,
-                     memory_version: int | None = None, arm: str = Arm.MEMORY) -> Retrieval:
+def record_retrieval(
+    *,
+    token: AgentToken,
+    scope: str,
+    query: str,
+    task_ref: str,
+    entries,
+    at=None,
+    memory_version: int | None = None,
+    arm: str = Arm.MEMORY,
+) -> Retrieval:
     """Remember what the agent was given, from which published memory version and in which arm of the
     holdout (feedback refers to it), and count the retrieval on each entry."""
     now = at or clock.now()
@@ -38,8 +57,17 @@ def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str
     # first could lose the part a detector needs, and its rest would be stored.
     query, _ = redact(query, "q")
     task_ref, _ = redact(task_ref, "task_ref")
-    retrieval = Retrieval(id=uuid.uuid4(), token=token, scope=scope, query=query[:2000], task_ref=task_ref[:255],
-                          entry_ids=ids, memory_version=memory_version, arm=arm, created_at=now)
+    retrieval = Retrieval(
+        id=uuid.uuid4(),
+        token=token,
+        scope=scope,
+        query=query[:2000],
+        task_ref=task_ref[:255],
+        entry_ids=ids,
+        memory_version=memory_version,
+        arm=arm,
+        created_at=now,
+    )
     if connection.vendor == "postgresql":
         insert_counted_retrieval(retrieval)
         return retrieval
@@ -55,7 +83,7 @@ def record_retrieval(*, token: AgentToken, scope: str, query: str, task_ref: str
 @dataclass
 class FeedbackResult:
     feedback: Feedback
-    recorded: bool              # False: this retrieval already had feedback, nothing changed
+    recorded: bool  # False: this retrieval already had feedback, nothing changed
     changes: list[dict]
 
 
@@ -63,8 +91,9 @@ def _clean_feedback(retrieval: Retrieval, outcome, utility, used) -> tuple[str, 
     errors = {}
     if outcome not in Feedback.Outcome.values:
         errors["outcome"] = ["success or failure."]
-    if utility is not None and (isinstance(utility, bool) or not isinstance(utility, (int, float))
-                                or not 0 <= utility <= 1):
+    if utility is not None and (
+        isinstance(utility, bool) or not isinstance(utility, (int, float)) or not 0 <= utility <= 1
+    ):
         errors["utility"] = ["A number from 0 to 1."]
     if used is None:
         used = list(retrieval.entry_ids)
@@ -80,12 +109,16 @@ def _clean_feedback(retrieval: Retrieval, outcome, utility, used) -> tuple[str, 
     return outcome, (float(utility) if utility is not None else None), used
 
 
-def _outcome_changes(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now, rules,
-                     has_external: bool) -> tuple[dict, str]:
+def _outcome_changes(
+    entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now, rules, has_external: bool
+) -> tuple[dict, str]:
     """The design notes' rule ("steps"): what an outcome changes on one entry the task used (field -> value),
     and its Event's reason."""
-    changes = {"hit_count": entry.hit_count + 1, "utility_sum": entry.utility_sum + utility,
-               "utility_n": entry.utility_n + 1}
+    changes = {
+        "hit_count": entry.hit_count + 1,
+        "utility_sum": entry.utility_sum + utility,
+        "utility_n": entry.utility_n + 1,
+    }
     if success:
         base = lifecycle.after_success(entry.base_confidence, has_external_support=has_external, rules=rules)
         changes.update(base_confidence=base, last_verified_at=now)
@@ -102,27 +135,47 @@ def _outcome_changes(entry: Entry, *, success: bool, utility: float, retrieval: 
     return changes, reason
 
 
-def _lift_changes(entry: Entry, *, success: bool, utility: float, retrieval: Retrieval, now, rules,
-                  has_external: bool, lifts: tuple[lift.Lift, lift.Lift], share: float,
-                  config: lift.LiftSettings) -> tuple[dict, str]:
+def _lift_changes(
+    entry: Entry,
+    *,
+    success: bool,
+    utility: float,
+    retrieval: Retrieval,
+    now,
+    rules,
+    has_external: bool,
+    lifts: tuple[lift.Lift, lift.Lift],
+    share: float,
+    config: lift.LiftSettings,
+) -> tuple[dict, str]:
     """The default rule: the entry judged against the baseline (lift.after_outcome). A lift above zero at
     95% verifies it (it may pass the self cap); one that falls below zero at 95% sends it to the candidates
     queue with the figures, so a person decides, whatever its confidence does."""
     before, after = lifts
-    changes = {"hit_count": entry.hit_count + 1, "utility_sum": entry.utility_sum + utility,
-               "utility_n": entry.utility_n + 1}
+    changes = {
+        "hit_count": entry.hit_count + 1,
+        "utility_sum": entry.utility_sum + utility,
+        "utility_n": entry.utility_n + 1,
+    }
     newly_verified = _newly_verified(success, after, has_external)
     cap = lifecycle.cap_for(has_external or newly_verified, rules)
-    changes["base_confidence"] = lift.after_outcome(entry.base_confidence, before=before, after=after, share=share,
-                                                    gain=config.gain, cap=cap, rules=rules)
-    reason = (f"a task that used it {'succeeded' if success else 'failed'} (retrieval {retrieval.pk}, its share "
-              f"{share:.2f}); {after.text}")
+    changes["base_confidence"] = lift.after_outcome(
+        entry.base_confidence, before=before, after=after, share=share, gain=config.gain, cap=cap, rules=rules
+    )
+    reason = (
+        f"a task that used it {'succeeded' if success else 'failed'} (retrieval {retrieval.pk}, its share "
+        f"{share:.2f}); {after.text}"
+    )
     if success and after.verdict != lift.HARMS:
         changes["last_verified_at"] = now
     if newly_verified:
         reason += "; verified by outcomes: its lift is above zero at 95% (recorded as its external evidence)"
-    if (after.verdict == lift.HARMS and before.verdict != lift.HARMS and entry.status == Status.ACTIVE
-            and entry.queued_at is None):
+    if (
+        after.verdict == lift.HARMS
+        and before.verdict != lift.HARMS
+        and entry.status == Status.ACTIVE
+        and entry.queued_at is None
+    ):
         changes.update(queued_at=now, queue_reason=QueueReason.RECHECK_HARMFUL)
         reason += "; sent back to the candidates queue for a recheck: its lift is below zero at 95%"
     if retrieval.task_ref:
@@ -136,8 +189,9 @@ def _newly_verified(success: bool, after: lift.Lift, has_external: bool) -> bool
     return success and after.verdict == lift.HELPS and not has_external
 
 
-def _lifts(entries: list[Entry], *, success: bool, retrieval: Retrieval, now,
-           config: lift.LiftSettings) -> dict[int, tuple[lift.Lift, lift.Lift]]:
+def _lifts(
+    entries: list[Entry], *, success: bool, retrieval: Retrieval, now, config: lift.LiftSettings
+) -> dict[int, tuple[lift.Lift, lift.Lift]]:
     """Each entry's lift before and after this outcome (already tallied), from the tallies of the window:
     two aggregates whatever the number of entries."""
     since = now.date() - datetime.timedelta(days=config.window_days - 1)
@@ -147,14 +201,20 @@ def _lifts(entries: list[Entry], *, success: bool, retrieval: Retrieval, now,
         tasks, successes = lessons.get(entry.pk, (0, 0))
         tasks, successes = max(tasks, 1), max(successes, int(success))  # this outcome is in the tally
         without = lift.baseline((tasks, successes), holdout, served, min_tasks=config.min_tasks)
-        of = lambda t, s: lift.estimate(t, s, *without, prior_tasks=config.prior_tasks,  # noqa: E731
-                                        min_tasks=config.min_tasks)
+        of = lambda t, s: lift.estimate(
+            t,
+            s,
+            *without,
+            prior_tasks=config.prior_tasks,  # noqa: E731
+            min_tasks=config.min_tasks,
+        )
         answers[entry.pk] = (of(tasks - 1, successes - int(success)), of(tasks, successes))
     return answers
 
 
-def _apply_outcome(entries: list[Entry], *, success: bool, utility: float, retrieval: Retrieval, now,
-                   external: set[int], share: float) -> list[dict]:
+def _apply_outcome(
+    entries: list[Entry], *, success: bool, utility: float, retrieval: Retrieval, now, external: set[int], share: float
+) -> list[dict]:
     """Write the outcome on every entry the task used (locked, in pk order) in one bulk write, an Event
     each: on the path of every agent's report, one UPDATE for the six or so entries a task was given
     instead of a statement and an Event insert per entry."""
@@ -162,37 +222,77 @@ def _apply_outcome(entries: list[Entry], *, success: bool, utility: float, retri
     config = lift.lift_settings()
     if config.rule == lift.LIFT:
         lifts = _lifts(entries, success=success, retrieval=retrieval, now=now, config=config) if entries else {}
-        planned = {entry.pk: _lift_changes(entry, success=success, utility=utility, retrieval=retrieval, now=now,
-                                           rules=rules, has_external=entry.pk in external, lifts=lifts[entry.pk],
-                                           share=share, config=config)
-                   for entry in entries}
+        planned = {
+            entry.pk: _lift_changes(
+                entry,
+                success=success,
+                utility=utility,
+                retrieval=retrieval,
+                now=now,
+                rules=rules,
+                has_external=entry.pk in external,
+                lifts=lifts[entry.pk],
+                share=share,
+                config=config,
+            )
+            for entry in entries
+        }
     else:
         lifts = {}
-        planned = {entry.pk: _outcome_changes(entry, success=success, utility=utility, retrieval=retrieval, now=now,
-                                              rules=rules, has_external=entry.pk in external)
-                   for entry in entries}
-    verified = [entry for entry in entries if entry.pk in lifts
-                and _newly_verified(success, lifts[entry.pk][1], entry.pk in external)]
+        planned = {
+            entry.pk: _outcome_changes(
+                entry,
+                success=success,
+                utility=utility,
+                retrieval=retrieval,
+                now=now,
+                rules=rules,
+                has_external=entry.pk in external,
+            )
+            for entry in entries
+        }
+    verified = [
+        entry
+        for entry in entries
+        if entry.pk in lifts and _newly_verified(success, lifts[entry.pk][1], entry.pk in external)
+    ]
     if verified:  # the outcomes are external evidence for it now: it may pass the self cap
         Evidence.objects.bulk_create(
-            Evidence(entry=entry, kind=Evidence.EvidenceKind.TASK_OUTCOME, signal=Signal.EXTERNAL,
-                     excerpt=f"verified by outcomes: {lifts[entry.pk][1].text}", observed_at=now,
-                     recorded_by_label=retrieval.token.label, task_ref=retrieval.task_ref[:255], created_at=now)
-            for entry in verified)
-    write_entries(entries, expected_status=None,
-                  action=EventAction.OUTCOME_SUCCESS if success else EventAction.OUTCOME_FAILURE,
-                  reason_of=lambda e: planned[e.pk][1], actor_label=retrieval.token.label, at=now, updated_at=now,
-                  row_values={pk: changes for pk, (changes, _) in planned.items()})
+            Evidence(
+                entry=entry,
+                kind=Evidence.EvidenceKind.TASK_OUTCOME,
+                signal=Signal.EXTERNAL,
+                excerpt=f"verified by outcomes: {lifts[entry.pk][1].text}",
+                observed_at=now,
+                recorded_by_label=retrieval.token.label,
+                task_ref=retrieval.task_ref[:255],
+                created_at=now,
+            )
+            for entry in verified
+        )
+    write_entries(
+        entries,
+        expected_status=None,
+        action=EventAction.OUTCOME_SUCCESS if success else EventAction.OUTCOME_FAILURE,
+        reason_of=lambda e: planned[e.pk][1],
+        actor_label=retrieval.token.label,
+        at=now,
+        updated_at=now,
+        row_values={pk: changes for pk, (changes, _) in planned.items()},
+    )
     answers = []
     for entry in entries:  # as loaded: the values before the outcome
         changes = planned[entry.pk][0]
         after = copy.copy(entry)
         for field, value in changes.items():
             setattr(after, field, value)
-        answer = {"id": entry.pk, "confidence_before": round(entry.confidence_at(now), 4),
-                  "confidence": round(after.confidence_at(now), 4),
-                  "queued_for_recheck": (not success and after.queue_reason == QueueReason.RECHECK_FAILURE)
-                  or changes.get("queue_reason") == QueueReason.RECHECK_HARMFUL}
+        answer = {
+            "id": entry.pk,
+            "confidence_before": round(entry.confidence_at(now), 4),
+            "confidence": round(after.confidence_at(now), 4),
+            "queued_for_recheck": (not success and after.queue_reason == QueueReason.RECHECK_FAILURE)
+            or changes.get("queue_reason") == QueueReason.RECHECK_HARMFUL,
+        }
         if entry.pk in lifts:
             answer["lift"] = lifts[entry.pk][1].as_json()
         answers.append(answer)
@@ -220,12 +320,24 @@ def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, u
                 used = []  # given nothing, it used nothing: no confidence or utility moves on its outcome
             tally_outcome(retrieval, success=success, at=now, charged=used)
             # One query for the external support of every used entry (a success's cap depends on it).
-            external = set(Evidence.objects.filter(entry_id__in=used, signal=Signal.EXTERNAL, polarity="supports")
-                           .values_list("entry_id", flat=True)) if success else set()
+            external = (
+                set(
+                    Evidence.objects.filter(entry_id__in=used, signal=Signal.EXTERNAL, polarity="supports").values_list(
+                        "entry_id", flat=True
+                    )
+                )
+                if success
+                else set()
+            )
             changes = _apply_outcome(
-                list(Entry.objects.select_for_update().filter(pk__in=used).order_by("pk")), success=success,
-                utility=utility if utility is not None else float(success), retrieval=retrieval, now=now,
-                external=external, share=lift.share_of(len(used), used_reported))
+                list(Entry.objects.select_for_update().filter(pk__in=used).order_by("pk")),
+                success=success,
+                utility=utility if utility is not None else float(success),
+                retrieval=retrieval,
+                now=now,
+                external=external,
+                share=lift.share_of(len(used), used_reported),
+            )
     except IntegrityError:
         return FeedbackResult(Feedback.objects.get(retrieval=retrieval), recorded=False, changes=[])
     return FeedbackResult(feedback, recorded=True, changes=changes)

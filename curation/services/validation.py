@@ -114,7 +114,9 @@ def clean_evidence(item: dict) -> dict:
     task_ref = _text(errors, item, "task_ref", required=False, max_length=255)
     evaluator = _text(errors, item, "evaluator", required=False, max_length=100)
     score = item.get("score")
-    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+    ):
         errors["score"] = "A number."
     if score is not None and not evaluator and "evaluator" not in errors:
         errors["evaluator"] = "Name the evaluator that gave the score."

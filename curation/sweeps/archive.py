@@ -13,10 +13,11 @@ NAME = "archive"
 DESCRIPTION = "Archive active entries whose decayed confidence is below the archive threshold."
 
 
-
 def thresholds() -> str:
-    return (f"Archives an active entry when its confidence has decayed below {lifecycle.rules().archive_below:g}; "
-            "agents stop receiving it, and it can come back with new evidence.")
+    return (
+        f"Archives an active entry when its confidence has decayed below {lifecycle.rules().archive_below:g}; "
+        "agents stop receiving it, and it can come back with new evidence."
+    )
 
 
 def run(sweep: Sweep) -> None:
@@ -29,12 +30,19 @@ def run(sweep: Sweep) -> None:
     # The decay index finds what may have crossed the threshold (and keys written under other decay
     # settings, which it cannot judge); the exact rule then decides each of them.
     may_cross = Entry.objects.filter(
-        Q(decay_key__lt=lifecycle.key_below(below, sweep.as_of, sweep.rules)) | keyed_under_other_settings(sweep.rules))
+        Q(decay_key__lt=lifecycle.key_below(below, sweep.as_of, sweep.rules)) | keyed_under_other_settings(sweep.rules)
+    )
     state_sweep(
-        sweep, status=Status.ACTIVE, matching=matching, chosen=may_cross,
+        sweep,
+        status=Status.ACTIVE,
+        matching=matching,
+        chosen=may_cross,
         describe=lambda e: f"#{e.pk} archive: decayed to {e.new_confidence:.3f} (below {below})",
         apply=lambda rows: write_batch(
-            sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE,
+            sweep,
+            rows,
+            expected_status=Status.ACTIVE,
+            action=EventAction.ARCHIVE,
             reason_of=lambda e: f"decayed: confidence {e.new_confidence:.3f} is below {below}",
             values={"archive_reason": "decayed"},
         ),

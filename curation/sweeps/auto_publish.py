@@ -20,22 +20,27 @@ NAME = "auto_publish"
 DESCRIPTION = "Publish the low-impact pending changes (outcomes, evidence, revivals) as a new memory version."
 
 
-
 def thresholds() -> str:
     actions = ", ".join(EventAction(a).label for a in config.AUTO_PUBLISH_ACTIONS.value)
-    return (f"Publishes a new memory version when every change of an entry since the last one is low-impact ({actions}); "
-            "anything a reviewer decided waits for a lead to publish.")
+    return (
+        f"Publishes a new memory version when every change of an entry since the last one is low-impact ({actions}); "
+        "anything a reviewer decided waits for a lead to publish."
+    )
 
 
 def run(sweep: Sweep) -> None:
     changes = releases.pending_changes()
     low = releases.low_impact(changes, config.AUTO_PUBLISH_ACTIONS.value)
-    for change in low[:sweep.samples_left]:
+    for change in low[: sweep.samples_left]:
         sweep.sample(f"#{change.subject_id} {change.kind}: " + ", ".join(f.name for f in change.fields))
     if low and not sweep.dry_run:
         try:
-            publish_version(actor=None, actor_label=AUTO_PUBLISH_ACTOR, entry_ids=[c.subject_id for c in low],
-                            summary=f"Auto-publish: {len(low)} low-impact change{'s' if len(low) != 1 else ''}.")
+            publish_version(
+                actor=None,
+                actor_label=AUTO_PUBLISH_ACTOR,
+                entry_ids=[c.subject_id for c in low],
+                summary=f"Auto-publish: {len(low)} low-impact change{'s' if len(low) != 1 else ''}.",
+            )
         except ValidationError:  # a lead published them meanwhile
             low = []
     sweep.batch_done(examined=len(changes), changed=len(low))

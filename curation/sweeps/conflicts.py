@@ -14,6 +14,7 @@ from curation import clock, config, contradiction
 from curation.contradiction import parse_lesson
 from curation.models import Conflict, Entry, Status
 from curation.selectors.partners import DETECTION_FIELDS, partner_pool
+
 # The detection's steps shared with ingest: a pair's key, whether two entries contradict, comparing a few
 # entries with their partners and opening what that finds, and opening the conflicts found (the inserts).
 from curation.services.conflicts import PARTNER_POOL, contradicts, detect_and_open, open_conflicts, pair_key
@@ -21,15 +22,19 @@ from curation.services.conflicts import PARTNER_POOL, contradicts, detect_and_op
 from .engine import Sweep, detecting_sweep
 
 NAME = "conflicts"
-DESCRIPTION = ("Open a conflict for each pair of active entries that overlap and give opposite advice "
-               "(ingest compares a candidate with a few partners only; this reads them all).")
+DESCRIPTION = (
+    "Open a conflict for each pair of active entries that overlap and give opposite advice "
+    "(ingest compares a candidate with a few partners only; this reads them all)."
+)
 
 
 def thresholds() -> str:
-    return (f"Opens a conflict when two active entries' triggers share at least {contradiction.TRIGGER_MIN_SHARED} "
-            f"words and overlap by at least {contradiction.TRIGGER_JACCARD:g} of their words (or at least "
-            f"{contradiction.TRIGGER_CONTAINMENT:g} of one trigger's words are in the other), and one says to do what the other says "
-            "not to do.")
+    return (
+        f"Opens a conflict when two active entries' triggers share at least {contradiction.TRIGGER_MIN_SHARED} "
+        f"words and overlap by at least {contradiction.TRIGGER_JACCARD:g} of their words (or at least "
+        f"{contradiction.TRIGGER_CONTAINMENT:g} of one trigger's words are in the other), and one says to do what the other says "
+        "not to do."
+    )
 
 
 def run(sweep: Sweep) -> None:
@@ -61,8 +66,14 @@ class SweepResult:
 
 
 def sweep_conflicts(
-    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None,
-    heartbeat: Callable[[], None] = lambda: None, after: int = 0, progress: Callable[[int], bool] | None = None,
+    *,
+    at=None,
+    batch_size: int | None = None,
+    pool_limit: int | None = None,
+    changed_since=None,
+    heartbeat: Callable[[], None] = lambda: None,
+    after: int = 0,
+    progress: Callable[[int], bool] | None = None,
 ) -> SweepResult:
     """Walk the active entries in keyset batches of id. Per batch, per scope, read the partners in that
     scope and its ancestors that mention one of the group's action words (index lookups, at most
@@ -82,9 +93,15 @@ def sweep_conflicts(
     batch_size = batch_size or config.SWEEP_BATCH_SIZE.value
     per_entry = partners_per_entry()
     if changed_since is not None:
-        return _sweep_changed(changed_since, now=now, batch_size=batch_size,
-                              pool=min(pool_limit or PARTNER_POOL, per_entry), heartbeat=heartbeat, after=after,
-                              progress=progress)
+        return _sweep_changed(
+            changed_since,
+            now=now,
+            batch_size=batch_size,
+            pool=min(pool_limit or PARTNER_POOL, per_entry),
+            heartbeat=heartbeat,
+            after=after,
+            progress=progress,
+        )
     examined = compared = 0
     opened: list[Conflict] = []
     while True:
@@ -132,8 +149,16 @@ def sweep_conflicts(
     return SweepResult(examined=examined, compared=compared, opened=opened)
 
 
-def _sweep_changed(changed_since, *, now, batch_size: int, pool: int, heartbeat: Callable[[], None], after: int,
-                   progress: Callable[[int], bool] | None) -> SweepResult:
+def _sweep_changed(
+    changed_since,
+    *,
+    now,
+    batch_size: int,
+    pool: int,
+    heartbeat: Callable[[], None],
+    after: int,
+    progress: Callable[[int], bool] | None,
+) -> SweepResult:
     examined = compared = 0
     opened: list[Conflict] = []
     changed = Entry.objects.filter(status=Status.ACTIVE, updated_at__gte=changed_since)
@@ -142,7 +167,7 @@ def _sweep_changed(changed_since, *, now, batch_size: int, pool: int, heartbeat:
         examined += len(batch)
         # Each entry brings up to `pool` partners: a few entries per query keep the rows in memory bounded.
         for start in range(0, len(batch), CHANGED_PER_QUERY):
-            found, n = detect_and_open(batch[start:start + CHANGED_PER_QUERY], detected_by="sweep", at=now, pool=pool)
+            found, n = detect_and_open(batch[start : start + CHANGED_PER_QUERY], detected_by="sweep", at=now, pool=pool)
             opened += found
             compared += n
         heartbeat()

@@ -16,6 +16,7 @@ from curation import clock, config
 from curation.contradiction import contradiction, parse_lesson
 from curation.models import Entry, Status
 from curation.selectors.forgets import all_tombstones, forgotten_among
+
 # The scan fills MergeClusters; write_proposals inserts what it found as proposals, with their Events.
 from curation.services.consolidation import MergeClusters, write_proposals
 from curation.similarity import words
@@ -23,15 +24,19 @@ from curation.similarity import words
 from .engine import Sweep, detecting_sweep
 
 NAME = "consolidation"
-DESCRIPTION = ("Propose merging clusters of near-duplicate active entries of a scope, and superseding "
-               "entries made outdated by a newer one; only an accepted proposal changes an entry.")
+DESCRIPTION = (
+    "Propose merging clusters of near-duplicate active entries of a scope, and superseding "
+    "entries made outdated by a newer one; only an accepted proposal changes an entry."
+)
 
 
 def thresholds() -> str:
-    return (f"Proposes a merge when two active entries of a scope share at least {merge_threshold():g} of "
-            "their words (trigger and content); proposes that a newer entry supersede an older one when their triggers "
-            f"share at least {supersede_trigger_threshold():g} of their words, their advice differs and "
-            "the newer one is at least as confident.")
+    return (
+        f"Proposes a merge when two active entries of a scope share at least {merge_threshold():g} of "
+        "their words (trigger and content); proposes that a newer entry supersede an older one when their triggers "
+        f"share at least {supersede_trigger_threshold():g} of their words, their advice differs and "
+        "the newer one is at least as confident."
+    )
 
 
 def run(sweep: Sweep) -> None:
@@ -40,8 +45,21 @@ def run(sweep: Sweep) -> None:
 
 POOL = 500  # the scope's active entries a batch's entries are compared with, newest first
 _FIELDS = (
-    "id", "kind", "scope", "trigger", "content", "boundary", "conditions", "status", "version", "signal",
-    "base_confidence", "last_verified_at", "decay_stopped_at", "created_at", "supersedes_id",
+    "id",
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "boundary",
+    "conditions",
+    "status",
+    "version",
+    "signal",
+    "base_confidence",
+    "last_verified_at",
+    "decay_stopped_at",
+    "created_at",
+    "supersedes_id",
 )
 
 
@@ -105,8 +123,14 @@ class ConsolidationSweep:
 
 
 def sweep_consolidation(
-    *, at=None, batch_size: int | None = None, pool_limit: int | None = None, changed_since=None,
-    heartbeat: Callable[[], None] = lambda: None, after: int = 0, progress: Callable[[int], bool] | None = None,
+    *,
+    at=None,
+    batch_size: int | None = None,
+    pool_limit: int | None = None,
+    changed_since=None,
+    heartbeat: Callable[[], None] = lambda: None,
+    after: int = 0,
+    progress: Callable[[int], bool] | None = None,
 ) -> ConsolidationSweep:
     """Walk the active entries in keyset batches of id; per batch and scope, read that scope's active
     entries (the scope index, at most pool_limit) and compare each batch entry only with the candidates
@@ -134,7 +158,7 @@ def sweep_consolidation(
     pool_limit = pool_limit or POOL
     merge_at, trigger_at = merge_threshold(), supersede_trigger_threshold()
     clusters = MergeClusters()
-    outdated: dict[tuple[int, int], str] = {}   # (older, newer) -> reason
+    outdated: dict[tuple[int, int], str] = {}  # (older, newer) -> reason
     seen: dict[int, Entry] = {}  # only the entries found in a pair
     examined = 0
     heartbeat()
@@ -179,9 +203,10 @@ def sweep_consolidation(
                 for e in group:
                     ids = by_text.candidates(e.pk) | by_trigger.candidates(e.pk)
                     # each pair once: from its lower id when both are walked, else from the walked one
-                    eligible = sorted((pk for pk in ids
-                                       if pk > e.pk or (changed_ids is not None and pk not in changed_ids)),
-                                      reverse=True)[:per_entry]
+                    eligible = sorted(
+                        (pk for pk in ids if pk > e.pk or (changed_ids is not None and pk not in changed_ids)),
+                        reverse=True,
+                    )[:per_entry]
                     for p in (everyone[pk] for pk in eligible):
                         if contradiction(lesson(e), lesson(p)):
                             continue  # opposite advice is a conflict, not a duplicate

@@ -15,17 +15,21 @@ from curation.services.entry_writes import rewrite_decay_keys
 from .engine import Sweep
 
 NAME = "decay"
-DESCRIPTION = ("Confidence decays with the days since an entry was last verified; this keeps the decay index in "
-               "step with the settings and reports what fell under the retrieval floor today.")
+DESCRIPTION = (
+    "Confidence decays with the days since an entry was last verified; this keeps the decay index in "
+    "step with the settings and reports what fell under the retrieval floor today."
+)
 
 DAY = datetime.timedelta(days=1)
 
 
 def thresholds() -> str:
     r = lifecycle.rules()
-    return (f"Each active entry keeps {r.decay_factor:g} of its confidence for every {r.decay_period_days:g} days since "
-            f"it was last verified (an approval, a recheck or supporting evidence), never below {r.floor:g}; "
-            f"under {r.retrieve_at_least:g} agents stop receiving it.")
+    return (
+        f"Each active entry keeps {r.decay_factor:g} of its confidence for every {r.decay_period_days:g} days since "
+        f"it was last verified (an approval, a recheck or supporting evidence), never below {r.floor:g}; "
+        f"under {r.retrieve_at_least:g} agents stop receiving it."
+    )
 
 
 def run(sweep: Sweep) -> None:
@@ -34,26 +38,30 @@ def run(sweep: Sweep) -> None:
     # Keys written under other decay settings (the settings changed since): rewritten, a batch at a time.
     stale = active.filter(keyed_under_other_settings(sweep.rules))
     if sweep.dry_run:
-        for pk in stale.order_by("id").values_list("id", flat=True)[:sweep.samples_left]:
+        for pk in stale.order_by("id").values_list("id", flat=True)[: sweep.samples_left]:
             sweep.sample(f"#{pk} decay index written under other decay settings: to rewrite")
         count = stale.count()
         sweep.batch_done(count, count)
     else:
-        while ids := list(stale.order_by("id").values_list("id", flat=True)[:sweep.batch_size]):
+        while ids := list(stale.order_by("id").values_list("id", flat=True)[: sweep.batch_size]):
             with transaction.atomic():
                 changed = rewrite_decay_keys(Entry.objects.filter(pk__in=ids))
             sweep.batch_done(len(ids), changed)
     # What fell under the retrieval floor in the day before the as-of time: an index range of keys.
     floor = sweep.rules.retrieve_at_least
     if floor > 0:
-        crossed = active.filter(decay_key__gte=lifecycle.key_below(floor, sweep.as_of - DAY, sweep.rules),
-                                decay_key__lt=lifecycle.key_below(floor, sweep.as_of, sweep.rules),
-                                decay_rate=rate)
+        crossed = active.filter(
+            decay_key__gte=lifecycle.key_below(floor, sweep.as_of - DAY, sweep.rules),
+            decay_key__lt=lifecycle.key_below(floor, sweep.as_of, sweep.rules),
+            decay_rate=rate,
+        )
         found = 0
         for entry in crossed.order_by("id").iterator(chunk_size=sweep.batch_size):
             now = entry.confidence_at(sweep.as_of)
             if now < floor <= entry.confidence_at(sweep.as_of - DAY):
                 found += 1
-                sweep.sample(f"#{entry.pk} confidence {now:.3f}: under the retrieval "
-                             f"floor {floor:g}, agents no longer receive it")
+                sweep.sample(
+                    f"#{entry.pk} confidence {now:.3f}: under the retrieval "
+                    f"floor {floor:g}, agents no longer receive it"
+                )
         sweep.batch_done(found)

@@ -66,8 +66,9 @@ class Sweep:
         self.examined += examined
         self.changed += changed
         if self.run is not None and not last:
-            TaskRun.objects.filter(pk=self.run.pk).update(rows_examined=self.examined, rows_changed=self.changed,
-                                                          heartbeat_at=clock.wall())
+            TaskRun.objects.filter(pk=self.run.pk).update(
+                rows_examined=self.examined, rows_changed=self.changed, heartbeat_at=clock.wall()
+            )
         if self.after_batch:
             self.after_batch(self)
 
@@ -87,8 +88,12 @@ def keyset_batches(status: str, size: int):
     last = 0
     while True:
         # The next `size` ids in one statement: their last id and how many there are.
-        batch = (Entry.objects.filter(status=status, id__gt=last).order_by("id").values("id")[:size]
-                 .aggregate(end=Max("id"), count=Count("id")))
+        batch = (
+            Entry.objects.filter(status=status, id__gt=last)
+            .order_by("id")
+            .values("id")[:size]
+            .aggregate(end=Max("id"), count=Count("id"))
+        )
         if not batch["count"]:
             return
         yield Q(status=status, id__gt=last, id__lte=batch["end"]), batch["count"]
@@ -102,14 +107,26 @@ def chosen_batches(status: str, chosen: QuerySet, size: int):
     threshold) finds, in one query of their ids: a sweep that changes few rows reads only those."""
     ids = list(chosen.filter(status=status).order_by("id").values_list("id", flat=True))
     for start in range(0, len(ids), size):
-        part = ids[start:start + size]
+        part = ids[start : start + size]
         yield Q(status=status, id__gte=part[0], id__lte=part[-1], pk__in=part), len(part)
 
 
 # The columns a sweep reads of the rows it changes: what its reasons and rules need (the write path reads
 # the snapshots for the Events itself).
-ROW_FIELDS = ("id", "scope", "trigger", *CONFIDENCE_FIELDS, "queued_at", "queue_reason", "archive_reason",
-              "archived_at", "version", "review_by", "utility_sum", "utility_n")
+ROW_FIELDS = (
+    "id",
+    "scope",
+    "trigger",
+    *CONFIDENCE_FIELDS,
+    "queued_at",
+    "queue_reason",
+    "archive_reason",
+    "archived_at",
+    "version",
+    "review_by",
+    "utility_sum",
+    "utility_n",
+)
 
 
 def locked(qs: QuerySet) -> list[Entry]:
@@ -117,26 +134,48 @@ def locked(qs: QuerySet) -> list[Entry]:
     return list(qs.select_for_update().only(*ROW_FIELDS).order_by("id"))
 
 
-def write_batch(sweep: Sweep, rows: list[Entry], *, expected_status: str, action: EventAction,
-                reason_of: Callable[[Entry], str], **changes) -> int:
+def write_batch(
+    sweep: Sweep,
+    rows: list[Entry],
+    *,
+    expected_status: str,
+    action: EventAction,
+    reason_of: Callable[[Entry], str],
+    **changes,
+) -> int:
     """The sweep's batch through the one bulk write: its Events carry the sweep's label and its as-of time
     (and, as every Event of a run, its run's request id: runs.run_sweep sets it). `changes` are
     write_entries' values / row_values / then."""
-    return write_entries(rows, expected_status=expected_status, action=action, reason_of=reason_of,
-                         actor_label=sweep.actor_label, at=sweep.as_of, **changes)
+    return write_entries(
+        rows,
+        expected_status=expected_status,
+        action=action,
+        reason_of=reason_of,
+        actor_label=sweep.actor_label,
+        at=sweep.as_of,
+        **changes,
+    )
 
 
-def state_sweep(sweep: Sweep, *, status: str, matching: Callable[[Q], QuerySet], describe: Callable[[Entry], str],
-                apply: Callable[[list[Entry]], int], chosen: QuerySet | None = None) -> None:
+def state_sweep(
+    sweep: Sweep,
+    *,
+    status: str,
+    matching: Callable[[Q], QuerySet],
+    describe: Callable[[Entry], str],
+    apply: Callable[[list[Entry]], int],
+    chosen: QuerySet | None = None,
+) -> None:
     """The shape of every state-changing sweep: per batch of entries in `status` (only those `chosen`
     finds, when given: chosen_batches), the matching rows are described (dry run) or locked and changed,
     with their Events, in one transaction by `apply`."""
-    batches = (keyset_batches(status, sweep.batch_size) if chosen is None
-               else chosen_batches(status, chosen, sweep.batch_size))
+    batches = (
+        keyset_batches(status, sweep.batch_size) if chosen is None else chosen_batches(status, chosen, sweep.batch_size)
+    )
     for batch, count in batches:
         qs = matching(batch)
         if sweep.dry_run:
-            for entry in qs.order_by("id")[:sweep.samples_left]:
+            for entry in qs.order_by("id")[: sweep.samples_left]:
                 sweep.sample(describe(entry))
             changed = qs.count()
         else:
@@ -159,8 +198,11 @@ class PassPosition:
     started: datetime.datetime
 
     def as_cursor(self, after: int | None) -> dict:
-        return {"after": after, "since": self.since.isoformat() if self.since else None,
-                "started": self.started.isoformat()}
+        return {
+            "after": after,
+            "since": self.since.isoformat() if self.since else None,
+            "started": self.started.isoformat(),
+        }
 
 
 def detecting_sweep(sweep: Sweep, detect: Callable, describe: Callable[[object], str]) -> None:
@@ -182,8 +224,14 @@ def detecting_sweep(sweep: Sweep, detect: Callable, describe: Callable[[object],
         return deadline is not None and clock.wall() >= deadline
 
     def body():
-        result = detect(at=sweep.as_of, batch_size=sweep.batch_size, changed_since=position.since,
-                        heartbeat=sweep.heartbeat, after=position.after, progress=progress)
+        result = detect(
+            at=sweep.as_of,
+            batch_size=sweep.batch_size,
+            changed_since=position.since,
+            heartbeat=sweep.heartbeat,
+            after=position.after,
+            progress=progress,
+        )
         for item in result.found:
             sweep.sample(describe(item))
         if not sweep.dry_run:
@@ -225,10 +273,12 @@ def pass_position(sweep: Sweep) -> PassPosition:
         cursor = last.cursor
         since = datetime.datetime.fromisoformat(cursor["since"]) if cursor.get("since") else None
         if cursor.get("after") is not None:
-            return PassPosition(after=cursor["after"], since=since,
-                                started=datetime.datetime.fromisoformat(cursor["started"]))
-        return PassPosition(after=0, since=datetime.datetime.fromisoformat(cursor["started"]) - DETECTION_OVERLAP,
-                            started=started)
+            return PassPosition(
+                after=cursor["after"], since=since, started=datetime.datetime.fromisoformat(cursor["started"])
+            )
+        return PassPosition(
+            after=0, since=datetime.datetime.fromisoformat(cursor["started"]) - DETECTION_OVERLAP, started=started
+        )
     # A run recorded before cursors: its start is where it read from.
     legacy = runs.filter(state=TaskRun.State.SUCCEEDED).order_by("-started_at").first()
     return PassPosition(after=0, since=legacy.started_at - DETECTION_OVERLAP if legacy else None, started=started)

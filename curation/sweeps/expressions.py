@@ -16,7 +16,8 @@ from curation.selectors.confidence import confidence
 def _signal_rank(column: str):
     return Case(
         *[When(**{column: signal}, then=Value(rank)) for signal, rank in lifecycle.SIGNAL_STRENGTH.items()],
-        default=Value(0), output_field=IntegerField(),
+        default=Value(0),
+        output_field=IntegerField(),
     )
 
 
@@ -24,15 +25,18 @@ def evidence_strength():
     """lifecycle.evidence_strength(): the strongest of the entry's signal and its supporting evidence."""
     strongest = (
         Evidence.objects.filter(entry=OuterRef("pk"), polarity=Evidence.Polarity.SUPPORTS)
-        .annotate(rank=_signal_rank("signal")).order_by("-rank").values("rank")[:1]
+        .annotate(rank=_signal_rank("signal"))
+        .order_by("-rank")
+        .values("rank")[:1]
     )
     return Greatest(_signal_rank("signal"), Coalesce(Subquery(strongest), Value(0)), output_field=IntegerField())
 
 
 def merit(at: datetime.datetime, rules: lifecycle.Rules):
     """confidence × average utility (UNKNOWN_UTILITY when no outcome was reported), as in displacement_key()."""
-    average = Coalesce(F("utility_sum") / NullIf(F("utility_n"), Value(0)), Value(lifecycle.UNKNOWN_UTILITY),
-                       output_field=FloatField())
+    average = Coalesce(
+        F("utility_sum") / NullIf(F("utility_n"), Value(0)), Value(lifecycle.UNKNOWN_UTILITY), output_field=FloatField()
+    )
     return confidence(at, rules) * average
 
 
@@ -41,6 +45,9 @@ def recent_retrievals(as_of: datetime.datetime, policies: lifecycle.Policies):
     cutoff = as_of - datetime.timedelta(days=policies.unused_window_days)
     counted = (
         RetrievedEntry.objects.filter(entry=OuterRef("pk"), created_at__gt=cutoff, created_at__lte=as_of)
-        .order_by().values("entry").annotate(n=Count("*")).values("n")
+        .order_by()
+        .values("entry")
+        .annotate(n=Count("*"))
+        .values("n")
     )
     return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))

@@ -13,12 +13,13 @@ NAME = "low_utility"
 DESCRIPTION = "Archive entries that agents often retrieve but report as unhelpful; queue them for a recheck."
 
 
-
 def thresholds() -> str:
     p = lifecycle.policies()
-    return (f"Archives an entry retrieved at least {p.low_utility_min_retrievals} times whose average reported "
-            f"usefulness is below {p.low_utility_below:g} (0 useless, 1 useful), and queues it for a reviewer "
-            "to keep or retire.")
+    return (
+        f"Archives an entry retrieved at least {p.low_utility_min_retrievals} times whose average reported "
+        f"usefulness is below {p.low_utility_below:g} (0 useless, 1 useful), and queues it for a reviewer "
+        "to keep or retire."
+    )
 
 
 def run(sweep: Sweep) -> None:
@@ -26,21 +27,33 @@ def run(sweep: Sweep) -> None:
 
     def matching(batch):
         return Entry.objects.filter(
-            batch, retrieval_count__gte=policies.low_utility_min_retrievals, utility_n__gt=0,
+            batch,
+            retrieval_count__gte=policies.low_utility_min_retrievals,
+            utility_n__gt=0,
             utility_sum__lt=Value(policies.low_utility_below - lifecycle.EPSILON) * F("utility_n"),
         )
 
     def reason(e):
-        return (f"low utility: average {e.utility_sum / e.utility_n:.2f} over {e.utility_n} outcomes "
-                f"is below {policies.low_utility_below}")
+        return (
+            f"low utility: average {e.utility_sum / e.utility_n:.2f} over {e.utility_n} outcomes "
+            f"is below {policies.low_utility_below}"
+        )
 
     state_sweep(
-        sweep, status=Status.ACTIVE, matching=matching,
+        sweep,
+        status=Status.ACTIVE,
+        matching=matching,
         describe=lambda e: f"#{e.pk} archive and recheck: {reason(e)}",
         apply=lambda rows: write_batch(
-            sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE, reason_of=reason,
-            values={"archive_reason": "low utility",
-                    "queued_at": Coalesce(F("queued_at"), Value(sweep.as_of, output_field=DateTimeField())),
-                    "queue_reason": QueueReason.RECHECK_LOW_UTILITY},
+            sweep,
+            rows,
+            expected_status=Status.ACTIVE,
+            action=EventAction.ARCHIVE,
+            reason_of=reason,
+            values={
+                "archive_reason": "low utility",
+                "queued_at": Coalesce(F("queued_at"), Value(sweep.as_of, output_field=DateTimeField())),
+                "queue_reason": QueueReason.RECHECK_LOW_UTILITY,
+            },
         ),
     )

@@ -9,8 +9,18 @@ from types import ModuleType
 from celery.schedules import crontab
 
 from . import (
-    archive, auto_publish, capacity, conflicts, consolidation, decay, low_utility, review_due, revive, skill_nomination,
-    unused, vacuum_purged,
+    archive,
+    auto_publish,
+    capacity,
+    conflicts,
+    consolidation,
+    decay,
+    low_utility,
+    review_due,
+    revive,
+    skill_nomination,
+    unused,
+    vacuum_purged,
 )
 
 

@@ -10,10 +10,11 @@ NAME = "review_due"
 DESCRIPTION = "Send active entries whose review date has passed back to the candidates queue."
 
 
-
 def thresholds() -> str:
-    return ("Sends an active entry back to the candidates queue once the review date it was given has passed, unless a "
-            "reviewer verified it on or after that date.")
+    return (
+        "Sends an active entry back to the candidates queue once the review date it was given has passed, unless a "
+        "reviewer verified it on or after that date."
+    )
 
 
 def run(sweep: Sweep) -> None:
@@ -28,10 +29,16 @@ def run(sweep: Sweep) -> None:
         return f"review date {e.review_by:%Y-%m-%d} has passed"
 
     state_sweep(
-        sweep, status=Status.ACTIVE, matching=matching,
+        sweep,
+        status=Status.ACTIVE,
+        matching=matching,
         describe=lambda e: f"#{e.pk} recheck: {reason(e)}",
         apply=lambda rows: write_batch(
-            sweep, rows, expected_status=Status.ACTIVE, action=EventAction.QUEUE_RECHECK, reason_of=reason,
+            sweep,
+            rows,
+            expected_status=Status.ACTIVE,
+            action=EventAction.QUEUE_RECHECK,
+            reason_of=reason,
             values={"queue_reason": QueueReason.RECHECK_REVIEW_DUE},
         ),
     )

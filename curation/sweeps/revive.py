@@ -21,7 +21,8 @@ DESCRIPTION = "Bring back archived entries that received supporting external or 
 def _decide(sweep: Sweep, entries) -> dict[int, lifecycle.Revival]:
     evidence = defaultdict(list)
     rows = Evidence.objects.filter(entry_id__in=[e.pk for e in entries]).values_list(
-        "entry_id", "signal", "polarity", "observed_at", "created_at")
+        "entry_id", "signal", "polarity", "observed_at", "created_at"
+    )
     for entry_id, *item in rows:
         evidence[entry_id].append(tuple(item))
     decisions = {}
@@ -49,25 +50,32 @@ def _reason(decision: lifecycle.Revival) -> str:
 def _revive(sweep: Sweep, rows: list[Entry]) -> int:
     decisions = _decide(sweep, rows)
     return write_batch(
-        sweep, [e for e in rows if e.pk in decisions], expected_status=Status.ARCHIVED, action=EventAction.REVIVE,
+        sweep,
+        [e for e in rows if e.pk in decisions],
+        expected_status=Status.ARCHIVED,
+        action=EventAction.REVIVE,
         reason_of=lambda e: _reason(decisions[e.pk]),
-        row_values={pk: {"base_confidence": d.base_confidence, "last_verified_at": d.verified_at}
-                    for pk, d in decisions.items()},
+        row_values={
+            pk: {"base_confidence": d.base_confidence, "last_verified_at": d.verified_at} for pk, d in decisions.items()
+        },
     )
 
 
-
 def thresholds() -> str:
-    return ("Brings back an archived entry when supporting evidence from an independent or external source arrived "
-            "after it was archived (an agent's own say-so never does), unless its confidence would still be below "
-            f"the archive threshold, {lifecycle.rules().archive_below:g}.")
+    return (
+        "Brings back an archived entry when supporting evidence from an independent or external source arrived "
+        "after it was archived (an agent's own say-so never does), unless its confidence would still be below "
+        f"the archive threshold, {lifecycle.rules().archive_below:g}."
+    )
 
 
 def run(sweep: Sweep) -> None:
     fresh_support = Evidence.objects.filter(
-        entry=OuterRef("pk"), polarity=Evidence.Polarity.SUPPORTS,
+        entry=OuterRef("pk"),
+        polarity=Evidence.Polarity.SUPPORTS,
         signal__in=[Signal.INDEPENDENT, Signal.EXTERNAL],
-        created_at__gt=OuterRef("archived_at"), created_at__lte=sweep.as_of,
+        created_at__gt=OuterRef("archived_at"),
+        created_at__lte=sweep.as_of,
     )
 
     def matching(batch):
@@ -75,7 +83,7 @@ def run(sweep: Sweep) -> None:
 
     for batch, count in keyset_batches(Status.ARCHIVED, sweep.batch_size):
         if sweep.dry_run:
-            for e in matching(batch).order_by("id")[:sweep.samples_left]:
+            for e in matching(batch).order_by("id")[: sweep.samples_left]:
                 d = _decide(sweep, [e]).get(e.pk)
                 if d:
                     sweep.sample(f"#{e.pk} {_reason(d)}: base {d.base_confidence:.2f}, confidence {d.confidence:.3f}")

@@ -122,10 +122,18 @@ def run_sweep(
     if as_of.tzinfo is None:
         raise ValueError("as_of must carry a time zone")
     started = clock.wall()
-    run = TaskRun.objects.create(task=task, as_of=as_of, dry_run=dry_run, triggered_by=triggered_by[:150],
-                                 started_at=started, heartbeat_at=started, holder=this_holder())
-    sweep = Sweep(task=task, as_of=as_of, dry_run=dry_run, run=run, batch_size=batch_size or 0,
-                  after_batch=after_batch, full=full)
+    run = TaskRun.objects.create(
+        task=task,
+        as_of=as_of,
+        dry_run=dry_run,
+        triggered_by=triggered_by[:150],
+        started_at=started,
+        heartbeat_at=started,
+        holder=this_holder(),
+    )
+    sweep = Sweep(
+        task=task, as_of=as_of, dry_run=dry_run, run=run, batch_size=batch_size or 0, after_batch=after_batch, full=full
+    )
 
     def finish(state: str, error: str = "") -> None:
         run.state, run.error, run.finished_at = state, error, clock.wall()
@@ -140,7 +148,7 @@ def run_sweep(
     # On PostgreSQL the advisory lock decides and the lost runs are read once it is held; elsewhere one read
     # of the running records serves both.
     others = None if connection.vendor == "postgresql" else running_others(task, run)
-    with (_no_lock() if dry_run else sweep_lock(task, run, others)) as acquired:
+    with _no_lock() if dry_run else sweep_lock(task, run, others) as acquired:
         close_lost_runs(task, run, lock_held=acquired and not dry_run, others=others)
         if not acquired:
             finish(TaskRun.State.SKIPPED, f"another {task} run held the lock; this one did nothing")
@@ -157,7 +165,9 @@ def run_sweep(
         finally:
             current_request_id.reset(request)
         finish(TaskRun.State.SUCCEEDED)
-    logger.info("lifecycle %s as of %s: examined %s, changed %s", task, as_of.isoformat(), sweep.examined, sweep.changed)
+    logger.info(
+        "lifecycle %s as of %s: examined %s, changed %s", task, as_of.isoformat(), sweep.examined, sweep.changed
+    )
     return run, sweep
 
 
@@ -176,6 +186,8 @@ def close_lost_runs(task: str, run: TaskRun, *, lock_held: bool, others: list[Ta
             lost.append(other.pk)
     if lost:
         TaskRun.objects.filter(pk__in=lost, state=TaskRun.State.RUNNING).update(
-            state=TaskRun.State.FAILED, finished_at=now,
-            error="the worker was lost: it stopped without recording an end")
+            state=TaskRun.State.FAILED,
+            finished_at=now,
+            error="the worker was lost: it stopped without recording an end",
+        )
         logger.warning("lifecycle %s: %s run(s) whose worker was lost marked failed", task, len(lost))

@@ -15,8 +15,10 @@ from curation.services.skills import NOMINEE_FIELDS, nominate_skills
 from .engine import Sweep, keyset_batches
 
 NAME = "skill_nomination"
-DESCRIPTION = ("Nominate procedures and success patterns that pass the promotion gates (enough hits, high "
-               "utility, no recent failure, a rollback note, no open conflict) for the skill promotions queue.")
+DESCRIPTION = (
+    "Nominate procedures and success patterns that pass the promotion gates (enough hits, high "
+    "utility, no recent failure, a rollback note, no open conflict) for the skill promotions queue."
+)
 
 
 def _candidates(batch: Q, gates: lifecycle.SkillGates):
@@ -26,9 +28,14 @@ def _candidates(batch: Q, gates: lifecycle.SkillGates):
     made again)."""
     conflict = Conflict.objects.filter(state=Conflict.State.OPEN)
     return (
-        Entry.objects.filter(batch, kind__in=lifecycle.SKILL_KINDS, hit_count__gte=gates.min_hits, utility_n__gt=0,
-                             utility_sum__gte=Value(gates.min_avg_utility - lifecycle.EPSILON) * F("utility_n"),
-                             queued_at__isnull=True)
+        Entry.objects.filter(
+            batch,
+            kind__in=lifecycle.SKILL_KINDS,
+            hit_count__gte=gates.min_hits,
+            utility_n__gt=0,
+            utility_sum__gte=Value(gates.min_avg_utility - lifecycle.EPSILON) * F("utility_n"),
+            queued_at__isnull=True,
+        )
         .exclude(Exists(conflict.filter(entry_a=OuterRef("pk"))))
         .exclude(Exists(conflict.filter(entry_b=OuterRef("pk"))))
         .exclude(Exists(SkillSource.objects.filter(entry=OuterRef("pk"))))
@@ -40,7 +47,9 @@ def recent_outcomes(entry_ids, *, window: int, as_of) -> dict[int, list[str]]:
     entries' outcome Events)."""
     rows = (
         Event.objects.filter(entry_id__in=list(entry_ids), action__in=EventAction.outcomes(), created_at__lte=as_of)
-        .annotate(nth=Window(RowNumber(), partition_by=[F("entry_id")], order_by=[F("created_at").desc(), F("id").desc()]))
+        .annotate(
+            nth=Window(RowNumber(), partition_by=[F("entry_id")], order_by=[F("created_at").desc(), F("id").desc()])
+        )
         .filter(nth__lte=window)
         .order_by("entry_id", "nth")
         .values_list("entry_id", "action")
@@ -53,24 +62,32 @@ def recent_outcomes(entry_ids, *, window: int, as_of) -> dict[int, list[str]]:
 
 def _facts(entry: Entry, outcomes: list[str]) -> dict:
     return {
-        "kind": entry.kind, "status": entry.status, "hit_count": entry.hit_count, "utility_sum": entry.utility_sum,
-        "utility_n": entry.utility_n, "recent_outcomes": outcomes,
+        "kind": entry.kind,
+        "status": entry.status,
+        "hit_count": entry.hit_count,
+        "utility_sum": entry.utility_sum,
+        "utility_n": entry.utility_n,
+        "recent_outcomes": outcomes,
         "has_rollback_note": bool(skill_format.rollback_note(entry.content)),
         "awaiting_recheck": entry.queued_at is not None,
     }
 
 
 def _nomination_reason(entry: Entry, gates: lifecycle.SkillGates) -> str:
-    return (f"{entry.hit_count} hits, average utility {entry.utility_sum / entry.utility_n:.2f}, no failure in the "
-            f"last {gates.recent_window} uses, a rollback note")
+    return (
+        f"{entry.hit_count} hits, average utility {entry.utility_sum / entry.utility_n:.2f}, no failure in the "
+        f"last {gates.recent_window} uses, a rollback note"
+    )
 
 
 def thresholds() -> str:
     g = lifecycle.skill_gates()
-    return (f"Nominates a procedure or success pattern used at least {g.min_hits} times, with an average reported "
-            f"usefulness of at least {g.min_avg_utility:g}, no failure in its last {g.recent_window} uses, a "
-            "rollback note and no open conflict. A lead approves it after "
-            f"{g.trials_required} successful trial runs.")
+    return (
+        f"Nominates a procedure or success pattern used at least {g.min_hits} times, with an average reported "
+        f"usefulness of at least {g.min_avg_utility:g}, no failure in its last {g.recent_window} uses, a "
+        "rollback note and no open conflict. A lead approves it after "
+        f"{g.trials_required} successful trial runs."
+    )
 
 
 def run(sweep: Sweep) -> None:
@@ -88,10 +105,13 @@ def run(sweep: Sweep) -> None:
             barred = forgotten_among(chosen, tombstones)  # a forgotten lesson is never proposed again
             chosen = [e for e in chosen if e.pk not in barred]
         if sweep.dry_run:
-            for e in chosen[:sweep.samples_left]:
-                sweep.sample(f"#{e.pk} nominate as skill {skill_format.slug_base(e.trigger)}: {_nomination_reason(e, gates)}")
+            for e in chosen[: sweep.samples_left]:
+                sweep.sample(
+                    f"#{e.pk} nominate as skill {skill_format.slug_base(e.trigger)}: {_nomination_reason(e, gates)}"
+                )
             changed = len(chosen)
         else:
-            changed = nominate_skills(chosen, reason_of=lambda e: _nomination_reason(e, gates),
-                                      actor_label=sweep.actor_label, at=sweep.as_of)
+            changed = nominate_skills(
+                chosen, reason_of=lambda e: _nomination_reason(e, gates), actor_label=sweep.actor_label, at=sweep.as_of
+            )
         sweep.batch_done(count, changed)

@@ -16,12 +16,13 @@ NAME = "unused"
 DESCRIPTION = "Archive active entries that agents have not been using."
 
 
-
 def thresholds() -> str:
     p = lifecycle.policies()
     used = "never retrieved" if p.unused_max_retrievals == 0 else f"retrieved at most {p.unused_max_retrievals} times"
-    return (f"Archives an active entry older than {p.unused_window_days:g} days that agents {used} in the last "
-            f"{p.unused_window_days:g} days.")
+    return (
+        f"Archives an active entry older than {p.unused_window_days:g} days that agents {used} in the last "
+        f"{p.unused_window_days:g} days."
+    )
 
 
 def run(sweep: Sweep) -> None:
@@ -40,14 +41,22 @@ def run(sweep: Sweep) -> None:
         )
 
     def reason(e):
-        return (f"unused: retrieved {e.recent}× in the {policies.unused_window_days:g} days before "
-                f"{sweep.as_of:%Y-%m-%d} (at most {policies.unused_max_retrievals} allowed)")
+        return (
+            f"unused: retrieved {e.recent}× in the {policies.unused_window_days:g} days before "
+            f"{sweep.as_of:%Y-%m-%d} (at most {policies.unused_max_retrievals} allowed)"
+        )
 
     state_sweep(
-        sweep, status=Status.ACTIVE, matching=matching,
+        sweep,
+        status=Status.ACTIVE,
+        matching=matching,
         describe=lambda e: f"#{e.pk} archive: {reason(e)}",
         apply=lambda rows: write_batch(
-            sweep, rows, expected_status=Status.ACTIVE, action=EventAction.ARCHIVE, reason_of=reason,
+            sweep,
+            rows,
+            expected_status=Status.ACTIVE,
+            action=EventAction.ARCHIVE,
+            reason_of=reason,
             values={"archive_reason": "unused"},
         ),
     )

@@ -26,20 +26,27 @@ logger = logging.getLogger(__name__)
 NAME = "vacuum_purged"
 DESCRIPTION = "VACUUM the tables a forget's purge rewrote, so no dead row keeps the forgotten text (PostgreSQL)."
 
+
 def purged_tables() -> list[str]:
     """Every table a forget's purge rewrites (services/forgets.py; db_roles lists them for its grants)."""
     return list(PURGED_TABLES)
 
 
 def thresholds() -> str:
-    return ("Runs VACUUM on the tables a forget's purge rewrote, once after each purge, so their dead rows no "
-            "longer hold the forgotten text; on SQLite there is nothing to do.")
+    return (
+        "Runs VACUUM on the tables a forget's purge rewrote, once after each purge, so their dead rows no "
+        "longer hold the forgotten text; on SQLite there is nothing to do."
+    )
 
 
 def _cursor() -> int:
     """The last purge Event the previous successful run vacuumed after."""
-    last = (TaskRun.objects.filter(task=NAME, state=TaskRun.State.SUCCEEDED, dry_run=False, cursor__isnull=False)
-            .order_by("-id").values_list("cursor", flat=True).first())
+    last = (
+        TaskRun.objects.filter(task=NAME, state=TaskRun.State.SUCCEEDED, dry_run=False, cursor__isnull=False)
+        .order_by("-id")
+        .values_list("cursor", flat=True)
+        .first()
+    )
     return int(last.get("after_event", 0)) if isinstance(last, dict) else 0
 
 
@@ -49,16 +56,20 @@ def may_vacuum(table: str) -> bool:
         if connection.pg_version >= 170000:
             cursor.execute("SELECT has_table_privilege(%s, 'MAINTAIN')", [table])
         else:
-            cursor.execute("SELECT pg_has_role(tableowner, 'USAGE') FROM pg_tables "
-                           "WHERE schemaname = current_schema() AND tablename = %s", [table])
+            cursor.execute(
+                "SELECT pg_has_role(tableowner, 'USAGE') FROM pg_tables "
+                "WHERE schemaname = current_schema() AND tablename = %s",
+                [table],
+            )
         row = cursor.fetchone()
     return bool(row and row[0])
 
 
 def run(sweep: Sweep) -> None:
     after = _cursor()
-    newest = (Event.objects.filter(forget_request__isnull=False, action=EventAction.FORGET_PURGE, pk__gt=after)
-              .aggregate(n=Max("pk"))["n"])
+    newest = Event.objects.filter(
+        forget_request__isnull=False, action=EventAction.FORGET_PURGE, pk__gt=after
+    ).aggregate(n=Max("pk"))["n"]
     if newest is None:
         sweep.batch_done(examined=0, changed=0, last=True)
         return

@@ -22,8 +22,13 @@ def rate_cell(rate) -> str:
     if not rate.tasks:
         return "—"
     low, high = rate.interval
-    return format_html('<span class="rate">{}</span> <span class="ci">({}–{}) of {}</span>', percent(rate.value),
-                       percent(low), percent(high), intcomma(rate.tasks))
+    return format_html(
+        '<span class="rate">{}</span> <span class="ci">({}–{}) of {}</span>',
+        percent(rate.value),
+        percent(low),
+        percent(high),
+        intcomma(rate.tasks),
+    )
 
 
 @register.filter
@@ -39,5 +44,6 @@ def lift_cell(lift) -> str:
     """A lesson's estimated lift in points and its 95% interval (lift.estimate); a dash without one."""
     if lift is None:
         return "—"
-    return format_html('{} <span class="ci">({} to {})</span>',
-                       *(evaluation.points(x) for x in (lift.mean, lift.low, lift.high)))
+    return format_html(
+        '{} <span class="ci">({} to {})</span>', *(evaluation.points(x) for x in (lift.mean, lift.low, lift.high))
+    )

@@ -29,8 +29,9 @@ def max_lengths() -> dict[str, int | None]:
     return {name: getattr(Entry._meta.get_field(name), "max_length", None) for name, *_ in FIELDS}
 
 
-def lesson_fields(values: dict, *, form=None, errors=None, prefix: str = "", labels=None,
-                  indent: str = "        ") -> str:
+def lesson_fields(
+    values: dict, *, form=None, errors=None, prefix: str = "", labels=None, indent: str = "        "
+) -> str:
     """The edit fields for the lessons' fields in `values` (name -> saved value; a field not in it is not
     shown; keywords as the text to edit). `form` is what was typed when a refused form is shown again, by
     input name (`prefix` + field); `errors` the refusal's messages by field; `labels` replaces a label."""
@@ -59,5 +60,6 @@ def lesson_edit_fields(context, prefix: str = "", content_label: str = "", **val
     """`{% lesson_edit_fields trigger=... content=... %}`: the edit fields for the values given, with the
     context's `form` and `errors`; `prefix` names the inputs ("merge_" -> merge_trigger)."""
     labels = {"content": content_label} if content_label else {}
-    return mark_safe(lesson_fields(values, form=context.get("form"), errors=context.get("errors"),
-                                   prefix=prefix, labels=labels))
+    return mark_safe(
+        lesson_fields(values, form=context.get("form"), errors=context.get("errors"), prefix=prefix, labels=labels)
+    )

@@ -23,8 +23,7 @@ from curation.templatetags.lesson_fields import lesson_fields
 register = template.Library()
 
 _MARK = 987654321  # an id no URL pattern holds elsewhere, to cut a reversed URL around
-_URL_NAMES = ("entry", "candidate-approve", "candidate-defer", "candidate-edit", "candidate-reject",
-              "candidate-merge")
+_URL_NAMES = ("entry", "candidate-approve", "candidate-defer", "candidate-edit", "candidate-reject", "candidate-merge")
 
 
 def _around_id(name: str) -> tuple[str, str]:
@@ -37,9 +36,9 @@ def _around_id(name: str) -> tuple[str, str]:
 class _Shared:
     """What every card of one response has in common, worked out once."""
 
-    csrf: str            # the hidden CSRF input, or nothing
-    next: str            # where a decision returns to (escaped)
-    prefix: str          # the queue's dom prefix (escaped)
+    csrf: str  # the hidden CSRF input, or nothing
+    next: str  # where a decision returns to (escaped)
+    prefix: str  # the queue's dom prefix (escaped)
     can_review: bool
     urls: dict
     viewer_id: int | None  # the reader: their own first approval waits for someone else
@@ -55,8 +54,11 @@ class _Shared:
     def from_context(cls, context, **state) -> "_Shared":
         csrf = str(context.get("csrf_token") or "")
         return cls(
-            csrf=(f'<input type="hidden" name="csrfmiddlewaretoken" value="{esc(csrf)}">'
-                  if csrf and csrf != "NOTPROVIDED" else ""),
+            csrf=(
+                f'<input type="hidden" name="csrfmiddlewaretoken" value="{esc(csrf)}">'
+                if csrf and csrf != "NOTPROVIDED"
+                else ""
+            ),
             next=esc(context["request"].get_full_path()),
             prefix=esc(context["queue"].dom_prefix),
             can_review=bool(context["can"]["review"]),
@@ -77,9 +79,13 @@ def candidate_cards(context, items) -> str:
 def candidate_card(context, item) -> str:
     """One card, with the state the context gives it: `refused`, `undone`, `open_panel`, `form`, `errors`."""
     shared = _Shared.from_context(
-        context, refused=context.get("refused"), undone=bool(context.get("undone")),
-        open_panel=context.get("open_panel") or "", form=context.get("form") or {},
-        errors=context.get("errors") or {})
+        context,
+        refused=context.get("refused"),
+        undone=bool(context.get("undone")),
+        open_panel=context.get("open_panel") or "",
+        form=context.get("form") or {},
+        errors=context.get("errors") or {},
+    )
     return mark_safe(_card(item, shared))
 
 
@@ -101,11 +107,12 @@ def _card(item, shared) -> str:
     entry_url = _url(shared, "entry", pk)
     actions = ""
     if shared.can_review and item.queued_at:
-        actions = (f'  <div class="actions" hx-target="#{prefix}-{pk}" hx-swap="outerHTML" '
-                   f'hx-include="#queue-filters">\n{_decisions(item, shared)}{_errors(shared, "version", "    ")}'
-                   f'\n  </div>\n')
-    undone = (f'  <p class="undone" role="status">Undone: #{pk} is back in the queue.</p>\n'
-              if shared.undone else "")
+        actions = (
+            f'  <div class="actions" hx-target="#{prefix}-{pk}" hx-swap="outerHTML" '
+            f'hx-include="#queue-filters">\n{_decisions(item, shared)}{_errors(shared, "version", "    ")}'
+            f'\n  </div>\n'
+        )
+    undone = f'  <p class="undone" role="status">Undone: #{pk} is back in the queue.</p>\n' if shared.undone else ""
     return (
         f'<article class="card{" has-conflict" if shared.refused else ""}" id="{prefix}-{pk}" data-card '
         f'tabindex="-1"\n         data-entry-url="{entry_url}" aria-labelledby="{prefix}-{pk}-title">\n'
@@ -121,40 +128,61 @@ def _refused(item, shared, entry_url: str) -> str:
     changes = getattr(shared.refused, "changes", None)
     changed = ""
     if changes:
-        changed = "    <ul>" + "".join(
-            f'<li>{esc(ev.actor_label)} — {esc(ev.action)} {esc(naturaltime(ev.created_at))}'
-            f'{f": “{esc(ev.reason)}”" if ev.reason else ""}</li>' for ev in changes) + "</ul>\n"
+        changed = (
+            "    <ul>"
+            + "".join(
+                f'<li>{esc(ev.actor_label)} — {esc(ev.action)} {esc(naturaltime(ev.created_at))}'
+                f'{f": “{esc(ev.reason)}”" if ev.reason else ""}</li>'
+                for ev in changes
+            )
+            + "</ul>\n"
+        )
     waiting = " and still waiting: decide again on what you see below" if item.queued_at else ""
-    return (f'  <div class="conflict" role="alert">\n    <p><strong>{esc(shared.refused)}</strong></p>\n{changed}'
-            f'    <p>It is now <strong>{esc(item.status)}</strong>{waiting}. <a href="{entry_url}">Its history</a></p>\n'
-            f'  </div>\n')
+    return (
+        f'  <div class="conflict" role="alert">\n    <p><strong>{esc(shared.refused)}</strong></p>\n{changed}'
+        f'    <p>It is now <strong>{esc(item.status)}</strong>{waiting}. <a href="{entry_url}">Its history</a></p>\n'
+        f'  </div>\n'
+    )
 
 
 def _head(item, shared, entry_url: str) -> str:
     pk = item.pk
     parts = []
     if shared.can_review and item.queued_at:
-        parts.append(f'<input type="checkbox" name="selected" value="{pk}:{esc(item.version)}" form="bulk-form" '
-                     f'data-select aria-label="select #{pk}">')
+        parts.append(
+            f'<input type="checkbox" name="selected" value="{pk}:{esc(item.version)}" form="bulk-form" '
+            f'data-select aria-label="select #{pk}">'
+        )
     parts.append(f'<a id="{shared.prefix}-{pk}-title" class="id" href="{entry_url}">#{pk}</a>')
     parts.append(f'<span class="badge kind">{esc(item.get_kind_display())}</span>')
     parts.append(f'<code class="scope" title="applies to this scope and everything below it">{esc(item.scope)}</code>')
-    parts.append(f'<span class="badge signal signal-{esc(item.signal)}" title="where the verdict came from">'
-                 f'{esc(item.signal)}</span>')
-    parts.append(f'<span class="confidence" title="base {floatformat(item.base_confidence, 2)}">'
-                 f'confidence {floatformat(item.confidence, 2)}</span>')
+    parts.append(
+        f'<span class="badge signal signal-{esc(item.signal)}" title="where the verdict came from">'
+        f'{esc(item.signal)}</span>'
+    )
+    parts.append(
+        f'<span class="confidence" title="base {floatformat(item.base_confidence, 2)}">'
+        f'confidence {floatformat(item.confidence, 2)}</span>'
+    )
     if item.queue_reason and item.queue_reason != "new":
         parts.append(f'<span class="badge reason">{esc(item.get_queue_reason_display())}</span>')
     if item.status != "pending":
         parts.append(f'<span class="badge status-{esc(item.status)}">{esc(item.status)}</span>')
     if item.first_approval_by_id:
         who = esc(item.first_approval_by.username)
-        said = (f"approved by {who}, rejected by another" if item.queue_reason == "needs_lead"
-                else "1 of 2 approvals · yours: waiting for a second reviewer" if _yours(item, shared)
-                else f"1 of 2 approvals · {who}")
+        said = (
+            f"approved by {who}, rejected by another"
+            if item.queue_reason == "needs_lead"
+            else "1 of 2 approvals · yours: waiting for a second reviewer"
+            if _yours(item, shared)
+            else f"1 of 2 approvals · {who}"
+        )
         parts.append(f'<span class="badge approvals" title="this scope needs two reviewers\' approval">{said}</span>')
-    flags = "".join(f'<span class="badge flag" title="the raw text was never stored">⚑ {esc(_key(flag, "kind"))}: '
-                    f'{esc(_key(flag, "detail"))}</span>' for flag in item.flags or ())
+    flags = "".join(
+        f'<span class="badge flag" title="the raw text was never stored">⚑ {esc(_key(flag, "kind"))}: '
+        f'{esc(_key(flag, "detail"))}</span>'
+        for flag in item.flags or ()
+    )
     if flags:
         parts.append(flags)
     task = f" · {esc(item.source_task)}" if item.source_task else ""
@@ -168,8 +196,9 @@ def _key(flag, name: str):
 
 
 def _body(item, shared) -> str:
-    boundary = esc(item.boundary) if item.boundary else \
-        '<em class="missing">no boundary given: when does this not hold?</em>'
+    boundary = (
+        esc(item.boundary) if item.boundary else '<em class="missing">no boundary given: when does this not hold?</em>'
+    )
     lesson = [
         f'    <dt>When</dt><dd class="trigger">{esc(item.trigger)}</dd>',
         f'    <dt>Do</dt><dd class="content">{linebreaksbr(item.content, autoescape=True)}</dd>',
@@ -181,28 +210,41 @@ def _body(item, shared) -> str:
     if item.recheck_when:
         lesson.append(f"    <dt>Recheck when</dt><dd>{esc(item.recheck_when)}</dd>")
     evidence = item.card_evidence
-    quotes = "\n".join(
-        f'      <blockquote class="ev ev-{esc(ev.polarity)}"><span class="badge signal signal-{esc(ev.signal)}">'
-        f'{esc(ev.signal)}</span> <span class="badge">{esc(ev.get_kind_display())}</span> '
-        f'{"<strong>contradicts</strong> " if ev.polarity == "contradicts" else ""}'
-        f'{esc(truncatechars(ev.excerpt, 400))}{f" <small>({esc(ev.task_ref)})</small>" if ev.task_ref else ""}'
-        f'</blockquote>' for ev in evidence
-    ) or '      <p class="missing">No evidence: the agent\'s own say-so only.</p>'
+    quotes = (
+        "\n".join(
+            f'      <blockquote class="ev ev-{esc(ev.polarity)}"><span class="badge signal signal-{esc(ev.signal)}">'
+            f'{esc(ev.signal)}</span> <span class="badge">{esc(ev.get_kind_display())}</span> '
+            f'{"<strong>contradicts</strong> " if ev.polarity == "contradicts" else ""}'
+            f'{esc(truncatechars(ev.excerpt, 400))}{f" <small>({esc(ev.task_ref)})</small>" if ev.task_ref else ""}'
+            f'</blockquote>'
+            for ev in evidence
+        )
+        or '      <p class="missing">No evidence: the agent\'s own say-so only.</p>'
+    )
     why = getattr(item, "queued_why", "")
-    body = ((f'  <p class="queued-why">Why it is back: {esc(why)}</p>\n' if why else "")
-            + '  <dl class="lesson">\n' + "\n".join(lesson) + "\n  </dl>\n\n"
-            f'  <section class="evidence">\n    <h3>Evidence ({len(evidence)})</h3>\n{quotes}\n  </section>\n')
+    body = (
+        (f'  <p class="queued-why">Why it is back: {esc(why)}</p>\n' if why else "")
+        + '  <dl class="lesson">\n'
+        + "\n".join(lesson)
+        + "\n  </dl>\n\n"
+        f'  <section class="evidence">\n    <h3>Evidence ({len(evidence)})</h3>\n{quotes}\n  </section>\n'
+    )
     links = item.card_similar
     if links:
-        body += ('\n  <section class="similar">\n    <h3>Similar active entries</h3>\n    <ul>'
-                 + "".join(_similar(item, link, shared) for link in links) + "</ul>\n  </section>\n")
+        body += (
+            '\n  <section class="similar">\n    <h3>Similar active entries</h3>\n    <ul>'
+            + "".join(_similar(item, link, shared) for link in links)
+            + "</ul>\n  </section>\n"
+        )
     return body
 
 
 def _similar(item, link, shared) -> str:
     other = link.similar
-    line = (f'<li><a href="{_url(shared, "entry", other.pk)}">#{other.pk}</a> <code>{esc(other.scope)}</code> '
-            f'{esc(truncatechars(other.trigger, 90))} <small>({floatformat(link.score, 2)} alike)</small>')
+    line = (
+        f'<li><a href="{_url(shared, "entry", other.pk)}">#{other.pk}</a> <code>{esc(other.scope)}</code> '
+        f'{esc(truncatechars(other.trigger, 90))} <small>({floatformat(link.score, 2)} alike)</small>'
+    )
     if shared.can_review and item.status == "pending" and other.status == "active":
         merge = _url(shared, "candidate-merge", item.pk)
         line += (
@@ -219,8 +261,11 @@ def _similar(item, link, shared) -> str:
 
 def _yours(item, shared) -> bool:
     """The reader gave this candidate its first approval: only another reviewer can give the second."""
-    return bool(item.first_approval_by_id) and item.first_approval_by_id == shared.viewer_id \
+    return (
+        bool(item.first_approval_by_id)
+        and item.first_approval_by_id == shared.viewer_id
         and item.queue_reason != "needs_lead"
+    )
 
 
 def _open(shared, panel: str) -> str:
@@ -230,21 +275,33 @@ def _open(shared, panel: str) -> str:
 def _decisions(item, shared) -> str:
     pk = item.pk
     version = esc(item.version)
-    fields = (f'{shared.csrf}<input type="hidden" name="version" value="{version}">'
-              f'<input type="hidden" name="next" value="{shared.next}">')
-    approve, defer, edit, reject = (_url(shared, f"candidate-{name}", pk)
-                                    for name in ("approve", "defer", "edit", "reject"))
+    fields = (
+        f'{shared.csrf}<input type="hidden" name="version" value="{version}">'
+        f'<input type="hidden" name="next" value="{shared.next}">'
+    )
+    approve, defer, edit, reject = (
+        _url(shared, f"candidate-{name}", pk) for name in ("approve", "defer", "edit", "reject")
+    )
     second = item.first_approval_by_id and item.queue_reason != "needs_lead"
     retiring = item.status == "active"
-    edit_fields = lesson_fields({
-        "scope": item.scope, "trigger": item.trigger, "content": item.content, "boundary": item.boundary,
-        "conditions": join(item.conditions, ", ", autoescape=True),
-    }, form=shared.form, errors=shared.errors)
+    edit_fields = lesson_fields(
+        {
+            "scope": item.scope,
+            "trigger": item.trigger,
+            "content": item.content,
+            "boundary": item.boundary,
+            "conditions": join(item.conditions, ", ", autoescape=True),
+        },
+        form=shared.form,
+        errors=shared.errors,
+    )
     approve_button = (
         '      <button type="button" class="primary" disabled title="you gave it its first approval">'
-        'Waiting for a second reviewer</button>' if _yours(item, shared) else
-        f'      <button type="submit" class="primary" data-action="approve">'
-        f'{"Approve, 2 of 2" if second else "Approve"} <kbd>a</kbd></button>')
+        'Waiting for a second reviewer</button>'
+        if _yours(item, shared)
+        else f'      <button type="submit" class="primary" data-action="approve">'
+        f'{"Approve, 2 of 2" if second else "Approve"} <kbd>a</kbd></button>'
+    )
     return (
         f'    <form method="post" action="{approve}" hx-post="{approve}">\n      {fields}\n'
         f'{approve_button}\n    </form>\n'

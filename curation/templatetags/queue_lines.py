@@ -17,8 +17,9 @@ LINE = (
 )
 APPROVALS = '<span class="badge approvals">1 of 2 approvals · {0}</span> '
 NEEDS_LEAD = '<span class="badge reason">reviewers disagree: a lead decides</span> '
-SELECT = ('<input type="checkbox" name="selected" value="{0}:{1}" form="bulk-form" data-select '
-          'aria-label="select #{0}"> ')
+SELECT = (
+    '<input type="checkbox" name="selected" value="{0}:{1}" form="bulk-form" data-select aria-label="select #{0}"> '
+)
 
 
 @register.simple_tag
@@ -26,13 +27,25 @@ def candidate_lines(items, card_url_base: str, can_review: bool):
     """One line per entry: scope, kind, signal, confidence, trigger; the checkbox for a reviewer; the button
     that expands it into the full card (`card_url_base` + id, the queue's card URL)."""
     entry_url_base = reverse("curation:entry", args=[0]).removesuffix("0/")  # one reverse, not one a line
-    return format_html_join("", LINE, (
-        (item.pk, f"{entry_url_base}{item.pk}/",
-         format_html(SELECT, item.pk, item.version) if can_review and item.queued_at else "",
-         item.scope, item.get_kind_display(), item.signal, f"{item.confidence:.2f}",
-         _shortened(item.trigger), f"{card_url_base}{item.pk}/", _agreement(item))
-        for item in items
-    ))
+    return format_html_join(
+        "",
+        LINE,
+        (
+            (
+                item.pk,
+                f"{entry_url_base}{item.pk}/",
+                format_html(SELECT, item.pk, item.version) if can_review and item.queued_at else "",
+                item.scope,
+                item.get_kind_display(),
+                item.signal,
+                f"{item.confidence:.2f}",
+                _shortened(item.trigger),
+                f"{card_url_base}{item.pk}/",
+                _agreement(item),
+            )
+            for item in items
+        ),
+    )
 
 
 def _agreement(item) -> str:

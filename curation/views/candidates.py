@@ -28,11 +28,18 @@ class Candidates(Queue):
     bulk_parts = 2
     bulk_url_name = "candidates-bulk"
     keys = (
-        ("j / k", "next / previous card"), ("a", "approve"), ("e", "edit, then approve (Ctrl+Enter saves)"),
-        ("r", "reject with a reason (Enter sends)"), ("d", "defer"), ("x", "select for a bulk action"),
-        ("Shift+j / Shift+k", "extend the selection down / up"), ("A", "approve the selection"),
+        ("j / k", "next / previous card"),
+        ("a", "approve"),
+        ("e", "edit, then approve (Ctrl+Enter saves)"),
+        ("r", "reject with a reason (Enter sends)"),
+        ("d", "defer"),
+        ("x", "select for a bulk action"),
+        ("Shift+j / Shift+k", "extend the selection down / up"),
+        ("A", "approve the selection"),
         ("R", "reject the selection (type the reason, Enter rejects)"),
-        ("Enter / Space", "expand a line of the compact list"), ("o", "open the entry page"), ("z", f"undo the last decision (for {services.candidates.UNDO_SECONDS} seconds)"),
+        ("Enter / Space", "expand a line of the compact list"),
+        ("o", "open the entry page"),
+        ("z", f"undo the last decision (for {services.candidates.UNDO_SECONDS} seconds)"),
     )
     missing = (Entry.DoesNotExist,)
     not_found = "No such entry in your scopes."
@@ -67,8 +74,7 @@ class Candidates(Queue):
         try:
             return {"expected_version": int(request.POST.get("version", ""))}
         except ValueError:
-            raise ValidationError(
-                {"version": ["The form is missing the entry's version; reload the queue."]}) from None
+            raise ValidationError({"version": ["The form is missing the entry's version; reload the queue."]}) from None
 
     def bulk_decide(self, request, items, action):
         return services.bulk_decide(items, actor=request.user, action=action, reason=request.POST.get("reason", ""))
@@ -104,36 +110,63 @@ def approve(request, pk):
 @decision(REVIEW)
 def edit_approve(request, pk):
     changes = {f: request.POST.get(f, "") for f in services.candidates.EDITABLE_FIELDS if f in request.POST}
-    return QUEUE.decide(request, pk, "edited and approved", services.edit_and_approve, panel="edit",
-                        form=changes, changes=changes, reason=request.POST.get("note", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        "edited and approved",
+        services.edit_and_approve,
+        panel="edit",
+        form=changes,
+        changes=changes,
+        reason=request.POST.get("note", ""),
+    )
 
 
 @decision(REVIEW)
 def reject(request, pk):
     reason = request.POST.get("reason", "")
-    return QUEUE.decide(request, pk, "rejected", services.reject_candidate, panel="reject",
-                        form={"reason": reason}, reason=reason)
+    return QUEUE.decide(
+        request, pk, "rejected", services.reject_candidate, panel="reject", form={"reason": reason}, reason=reason
+    )
 
 
 @decision(REVIEW)
 def defer(request, pk):
-    return QUEUE.decide(request, pk, "deferred", services.defer_candidate,
-                        reason=request.POST.get("reason", ""))
+    return QUEUE.decide(request, pk, "deferred", services.defer_candidate, reason=request.POST.get("reason", ""))
 
 
 @decision(REVIEW)
 def merge(request, pk):
     target = request.POST.get("target", "")
-    return QUEUE.decide(request, pk, f"merged into #{target}", services.merge_into,
-                        target_id=int(target) if target.isdigit() else None, reason=request.POST.get("note", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        f"merged into #{target}",
+        services.merge_into,
+        target_id=int(target) if target.isdigit() else None,
+        reason=request.POST.get("note", ""),
+    )
 
 
 @decision(REVIEW)
 def undo(request, pk):
-    return QUEUE.decide(request, pk, "undone", services.undo_decision,
-                        answer=(lambda entry: QUEUE.reopened(request, entry)) if request.htmx else None)
+    return QUEUE.decide(
+        request,
+        pk,
+        "undone",
+        services.undo_decision,
+        answer=(lambda entry: QUEUE.reopened(request, entry)) if request.htmx else None,
+    )
 
 
-urlpatterns = QUEUE.urls("review/candidates/", {
-    "approve": approve, "edit": edit_approve, "reject": reject, "defer": defer, "merge": merge, "undo": undo,
-})
+urlpatterns = QUEUE.urls(
+    "review/candidates/",
+    {
+        "approve": approve,
+        "edit": edit_approve,
+        "reject": reject,
+        "defer": defer,
+        "merge": merge,
+        "undo": undo,
+    },
+)

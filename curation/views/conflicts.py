@@ -27,10 +27,12 @@ class Conflicts(Queue):
     bulk_parts = 3
     bulk_url_name = "conflicts-bulk"
     keys = (
-        ("j / k", "next / previous conflict"), ("1 / 2", "keep the left / the right entry (the other is superseded)"),
+        ("j / k", "next / previous conflict"),
+        ("1 / 2", "keep the left / the right entry (the other is superseded)"),
         ("s", "split: narrow scopes or conditions (Ctrl+Enter saves)"),
         ("m", "merge into one new entry (Ctrl+Enter saves)"),
-        ("n", "not a conflict: dismiss (Enter sends)"), ("x", 'select for "Dismiss selected"'),
+        ("n", "not a conflict: dismiss (Enter sends)"),
+        ("x", 'select for "Dismiss selected"'),
         ("o", "open the left entry's page"),
     )
     missing = (Conflict.DoesNotExist, Entry.DoesNotExist)
@@ -48,11 +50,14 @@ class Conflicts(Queue):
 
     def versions(self, request):
         try:
-            return {"version_a": int(request.POST.get("version_a", "")),
-                    "version_b": int(request.POST.get("version_b", ""))}
+            return {
+                "version_a": int(request.POST.get("version_a", "")),
+                "version_b": int(request.POST.get("version_b", "")),
+            }
         except ValueError:
             raise ValidationError(
-                {"version": ["The form is missing the entries' versions; reload the queue."]}) from None
+                {"version": ["The form is missing the entries' versions; reload the queue."]}
+            ) from None
 
     def bulk_action(self, request):
         return "dismiss"  # the one bulk action here
@@ -70,8 +75,14 @@ def keep(request, pk):
     if not raw.isdigit():
         return QUEUE.card_response(request, pk, status=422, errors={"keep": ["Say which entry to keep."]})
     kept = int(raw)
-    return QUEUE.decide(request, pk, f"kept #{kept}, the other is superseded", service.keep_entry,
-                        keep=kept, reason=request.POST.get("reason", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        f"kept #{kept}, the other is superseded",
+        service.keep_entry,
+        keep=kept,
+        reason=request.POST.get("reason", ""),
+    )
 
 
 @decision(REVIEW)
@@ -81,24 +92,40 @@ def split(request, pk):
         for side in ("a", "b")
     }
     form = {f"{side}_{f}": v for side, fields in changes.items() for f, v in fields.items()}
-    return QUEUE.decide(request, pk, "split, both entries narrowed", service.split_conflict, panel="split",
-                        form=form, changes_a=changes["a"], changes_b=changes["b"],
-                        reason=request.POST.get("reason", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        "split, both entries narrowed",
+        service.split_conflict,
+        panel="split",
+        form=form,
+        changes_a=changes["a"],
+        changes_b=changes["b"],
+        reason=request.POST.get("reason", ""),
+    )
 
 
 @decision(REVIEW)
 def merge(request, pk):
     # Prefixed: the queue's filters (scope, kind) are posted along with every action.
     data = {f: request.POST.get(f"merge_{f}", "") for f in service.MERGE_FIELDS}
-    return QUEUE.decide(request, pk, "merged into a new entry", service.merge_conflict, panel="merge",
-                        form={f"merge_{k}": v for k, v in data.items()}, data=data,
-                        reason=request.POST.get("reason", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        "merged into a new entry",
+        service.merge_conflict,
+        panel="merge",
+        form={f"merge_{k}": v for k, v in data.items()},
+        data=data,
+        reason=request.POST.get("reason", ""),
+    )
 
 
 @decision(REVIEW)
 def dismiss(request, pk):
-    return QUEUE.decide(request, pk, "dismissed, never raised again", service.dismiss_conflict,
-                        reason=request.POST.get("reason", ""))
+    return QUEUE.decide(
+        request, pk, "dismissed, never raised again", service.dismiss_conflict, reason=request.POST.get("reason", "")
+    )
 
 
 urlpatterns = QUEUE.urls("review/conflicts/", {"keep": keep, "split": split, "merge": merge, "dismiss": dismiss})

@@ -25,9 +25,12 @@ class Consolidation(Queue):
     dom_prefix = "proposal"
     bulk_url_name = "consolidation-bulk"
     keys = (
-        ("j / k", "next / previous proposal"), ("a", "accept as proposed"),
-        ("e", "edit the merged text, then accept (Ctrl+Enter saves)"), ("n", "dismiss (Enter sends)"),
-        ("x", "select for a bulk action"), ("o", "open the first entry's page"),
+        ("j / k", "next / previous proposal"),
+        ("a", "accept as proposed"),
+        ("e", "edit the merged text, then accept (Ctrl+Enter saves)"),
+        ("n", "dismiss (Enter sends)"),
+        ("x", "select for a bulk action"),
+        ("o", "open the first entry's page"),
     )
     missing = (ConsolidationProposal.DoesNotExist, Entry.DoesNotExist)
     not_found = "No such proposal in your scopes."
@@ -40,8 +43,9 @@ class Consolidation(Queue):
     decided_attr = "proposal"
 
     def bulk_decide(self, request, items, action):
-        return service.bulk_decide_proposals([pk for (pk,) in items], actor=request.user, action=action,
-                                             note=request.POST.get("note", ""))
+        return service.bulk_decide_proposals(
+            [pk for (pk,) in items], actor=request.user, action=action, note=request.POST.get("note", "")
+        )
 
 
 QUEUE = Consolidation()
@@ -51,15 +55,23 @@ QUEUE = Consolidation()
 def accept(request, pk):
     edited = request.POST.get("edited") == "1"
     edits = {f: request.POST.get(f, "") for f in service.EDITABLE if f in request.POST} if edited else None
-    return QUEUE.decide(request, pk, "accepted after editing" if edited else "accepted",
-                        service.accept_proposal, panel="edit", form=edits, edits=edits,
-                        note=request.POST.get("note", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        "accepted after editing" if edited else "accepted",
+        service.accept_proposal,
+        panel="edit",
+        form=edits,
+        edits=edits,
+        note=request.POST.get("note", ""),
+    )
 
 
 @decision(REVIEW)
 def dismiss(request, pk):
-    return QUEUE.decide(request, pk, "dismissed, never proposed again", service.dismiss_proposal,
-                        note=request.POST.get("note", ""))
+    return QUEUE.decide(
+        request, pk, "dismissed, never proposed again", service.dismiss_proposal, note=request.POST.get("note", "")
+    )
 
 
 urlpatterns = QUEUE.urls("review/consolidation/", {"accept": accept, "dismiss": dismiss})

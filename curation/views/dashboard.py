@@ -22,16 +22,20 @@ def _dashboard(request):
     lifecycle_rules = rules()
     board = board_reads.dashboard(request.user)
     scale = board_reads.HISTOGRAM_BINS * board_reads.HISTOGRAM_BAR
-    return render(request, "curation/dashboard.html", {
-        "board": board,
-        "chart_width": scale,
-        "chart_height": board_reads.HISTOGRAM_HEIGHT,
-        "archive_x": round(lifecycle_rules.archive_below * scale),
-        "retrieve_x": round(lifecycle_rules.retrieve_at_least * scale),
-        "archive_below": lifecycle_rules.archive_below,
-        "retrieve_at_least": lifecycle_rules.retrieve_at_least,
-        "replay": replays.latest_replay(),
-    })
+    return render(
+        request,
+        "curation/dashboard.html",
+        {
+            "board": board,
+            "chart_width": scale,
+            "chart_height": board_reads.HISTOGRAM_HEIGHT,
+            "archive_x": round(lifecycle_rules.archive_below * scale),
+            "retrieve_x": round(lifecycle_rules.retrieve_at_least * scale),
+            "archive_below": lifecycle_rules.archive_below,
+            "retrieve_at_least": lifecycle_rules.retrieve_at_least,
+            "replay": replays.latest_replay(),
+        },
+    )
 
 
 @require_GET

@@ -27,8 +27,9 @@ def _render_detail(request, entry, *, status=200, evidence_errors=None, evidence
         "curation/entry.html",
         {
             "entry": entry,
-            "timeline": selectors.entry_page_timeline(request.user, entry,
-                                                      show_all=request.GET.get("timeline") == "all"),
+            "timeline": selectors.entry_page_timeline(
+                request.user, entry, show_all=request.GET.get("timeline") == "all"
+            ),
             "older": older,
             "newer": newer,
             "skill_sources": skill_reads.skills_of_entry(request.user, entry),

@@ -53,15 +53,18 @@ class Flag(forms.Field):
 def choice(choices, *, message: str = "") -> forms.ChoiceField:
     """A select of `choices` with an "any" option; another value is an error naming the choices."""
     message = message or f"one of {', '.join(value for value, _ in choices)}"
-    return forms.ChoiceField(choices=[("", "any"), *choices], required=False,
-                             error_messages={"invalid_choice": message})
+    return forms.ChoiceField(
+        choices=[("", "any"), *choices], required=False, error_messages={"invalid_choice": message}
+    )
 
 
 def fraction(placeholder: str, label: str) -> forms.FloatField:
     """A confidence bound; `label` is its accessible name (two bounds share one visible label)."""
     message = "a number from 0 to 1"
     return forms.FloatField(
-        required=False, min_value=0, max_value=1,
+        required=False,
+        min_value=0,
+        max_value=1,
         error_messages={"invalid": message, "min_value": message, "max_value": message},
         widget=forms.TextInput(attrs={"size": 4, "placeholder": placeholder, "aria-label": label}),
     )
@@ -109,12 +112,12 @@ class CandidateFilterForm(QueueFilterForm):
     scope = scope_field()
     kind = choice(Kind.choices)
     signal = choice(Signal.choices)
-    reason = choice([("new", "new"), ("recheck", "recheck"), ("lead", "needs a lead")],
-                    message="new, recheck or lead")
+    reason = choice([("new", "new"), ("recheck", "recheck"), ("lead", "needs a lead")], message="new, recheck or lead")
     min_confidence = fraction("0", "Minimum confidence")
     max_confidence = fraction("1", "Maximum confidence")
-    q = TruncatedText(200, widget=forms.TextInput(
-        attrs={"type": "search", "placeholder": "words in trigger or content", "size": 22}))
+    q = TruncatedText(
+        200, widget=forms.TextInput(attrs={"type": "search", "placeholder": "words in trigger or content", "size": 22})
+    )
     deferred = Flag()
 
 
@@ -126,7 +129,9 @@ class ConflictFilterForm(QueueFilterForm):
     signal = choice(Signal.choices)
     max_confidence = fraction("1", "Maximum confidence")
     older_than_days = forms.IntegerField(
-        required=False, min_value=0, max_value=3650,
+        required=False,
+        min_value=0,
+        max_value=3650,
         error_messages={key: "a whole number of days (at most 3650)" for key in ("invalid", "min_value", "max_value")},
         widget=forms.TextInput(attrs={"size": 4, "placeholder": "0"}),
     )
@@ -149,5 +154,8 @@ class SkillFilterForm(QueueFilterForm):
 class ForgetFilterForm(QueueFilterForm):
     dataclass = ForgetFilters
     scope = scope_field()
-    state = forms.ChoiceField(choices=ForgetRequest.State.choices, required=False,
-                              error_messages={"invalid_choice": "one of open, approved, declined, reopened"})
+    state = forms.ChoiceField(
+        choices=ForgetRequest.State.choices,
+        required=False,
+        error_messages={"invalid_choice": "one of open, approved, declined, reopened"},
+    )

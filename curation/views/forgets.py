@@ -57,9 +57,15 @@ QUEUE = Forgets()
 
 @decision(FORGET, "Only a lead approves or declines forget requests.")
 def approve(request, pk):
-    return QUEUE.decide(request, pk, "approved: forgotten", service.approve_forget_request,
-                        duplicate_ids=request.POST.getlist("duplicates"), quotes=request.POST.getlist("quotes"),
-                        note=request.POST.get("note", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        "approved: forgotten",
+        service.approve_forget_request,
+        duplicate_ids=request.POST.getlist("duplicates"),
+        quotes=request.POST.getlist("quotes"),
+        note=request.POST.get("note", ""),
+    )
 
 
 @decision(FORGET, "Only a lead approves or declines forget requests.")
@@ -67,8 +73,15 @@ def decline(request, pk):
     def act(pk, *, actor, reason):
         return service.ForgetOutcome(service.decline_forget_request(pk, actor=actor, reason=reason), [], None, 0)
 
-    return QUEUE.decide(request, pk, "declined", act, panel="decline", form={"reason": request.POST.get("reason", "")},
-                        reason=request.POST.get("reason", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        "declined",
+        act,
+        panel="decline",
+        form={"reason": request.POST.get("reason", "")},
+        reason=request.POST.get("reason", ""),
+    )
 
 
 @decision(FORGET, "Only a lead closes a reopened forget request.")
@@ -76,8 +89,15 @@ def close(request, pk):
     def act(pk, *, actor, note):
         return service.ForgetOutcome(close_reopened(pk, actor=actor, note=note), [], None, 0)
 
-    return QUEUE.decide(request, pk, "closed: residues dealt with", act, panel="close",
-                        form={"note": request.POST.get("note", "")}, note=request.POST.get("note", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        "closed: residues dealt with",
+        act,
+        panel="close",
+        form={"note": request.POST.get("note", "")},
+        note=request.POST.get("note", ""),
+    )
 
 
 @require_POST
@@ -85,8 +105,9 @@ def close(request, pk):
 def file_for_entry(request, entry_id):
     """The entry page's "Request forget": back to the entry with what happened."""
     try:
-        filed = service.file_forget_request(entry_id=entry_id, reason=request.POST.get("reason", ""),
-                                            actor=request.user)
+        filed = service.file_forget_request(
+            entry_id=entry_id, reason=request.POST.get("reason", ""), actor=request.user
+        )
     except Entry.DoesNotExist:
         raise Http404("No such entry in your scopes.") from None
     except ValidationError as exc:

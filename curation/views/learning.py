@@ -57,14 +57,28 @@ def chart(weeks, *, rules_only: bool = False) -> dict:
         for i, week in enumerate(weeks):
             rate = getattr(week, arm)
             if rate.tasks:
-                dots.append({"x": round(CHART_LEFT + i * step, 1), "y": round(CHART_HEIGHT * (1 - rate.value), 1),
-                             "label": f"week of {week.start:%d %b}: {rate.value:.0%} of {rate.tasks:,} tasks ({arm})"})
+                dots.append(
+                    {
+                        "x": round(CHART_LEFT + i * step, 1),
+                        "y": round(CHART_HEIGHT * (1 - rate.value), 1),
+                        "label": f"week of {week.start:%d %b}: {rate.value:.0%} of {rate.tasks:,} tasks ({arm})",
+                    }
+                )
         lines[arm] = {"dots": dots, "points": " ".join(f"{d['x']},{d['y']}" for d in dots)}
-    ticks = [{"x": round(CHART_LEFT + i * step, 1), "label": f"{week.start:%d %b}"}
-             for i, week in enumerate(weeks) if i % 2 == 0]
+    ticks = [
+        {"x": round(CHART_LEFT + i * step, 1), "label": f"{week.start:%d %b}"}
+        for i, week in enumerate(weeks)
+        if i % 2 == 0
+    ]
     grid = [{"y": round(CHART_HEIGHT * (1 - p / 100), 1), "label": f"{p}%"} for p in (0, 25, 50, 75, 100)]
-    return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "left": CHART_LEFT, "lines": lines, "ticks": ticks,
-            "grid": grid}
+    return {
+        "width": CHART_WIDTH,
+        "height": CHART_HEIGHT,
+        "left": CHART_LEFT,
+        "lines": lines,
+        "ticks": ticks,
+        "grid": grid,
+    }
 
 
 @require_GET
@@ -73,33 +87,56 @@ def learning(request):
     try:
         focus, days = _focus(request), _days(request)
     except _BadFilter as bad:
-        return render(request, "curation/learning.html", {"errors": bad.errors, "days_choices": DAYS,
-                                                          "focus": request.GET.get("scope", "")}, status=422)
+        return render(
+            request,
+            "curation/learning.html",
+            {"errors": bad.errors, "days_choices": DAYS, "focus": request.GET.get("scope", "")},
+            status=422,
+        )
     report = reads.learning_report(prefixes=access.user_scope_prefixes(request.user), focus=focus, days=days)
-    return render(request, "curation/learning.html", {
-        "report": report, "focus": focus, "days": days, "days_choices": DAYS, "windows": reads.WINDOWS,
-        "chart": chart(report.weeks, rules_only=report.has_rules_only), "errors": {},
-    })
+    return render(
+        request,
+        "curation/learning.html",
+        {
+            "report": report,
+            "focus": focus,
+            "days": days,
+            "days_choices": DAYS,
+            "windows": reads.WINDOWS,
+            "chart": chart(report.weeks, rules_only=report.has_rules_only),
+            "errors": {},
+        },
+    )
 
 
 @require_POST
 @require(REVIEW, "Only reviewers and leads send entries back for a recheck.")
 def recheck(request, entry_id: int):
-    back = reverse("curation:learning") + "?" + urlencode(
-        {k: v for k, v in (("scope", request.POST.get("scope", "")), ("days", request.POST.get("days", ""))) if v})
+    back = (
+        reverse("curation:learning")
+        + "?"
+        + urlencode(
+            {k: v for k, v in (("scope", request.POST.get("scope", "")), ("days", request.POST.get("days", ""))) if v}
+        )
+    )
     try:
         version = int(request.POST.get("version", ""))
     except ValueError:
         messages.error(request, "The entry's version is missing: reload the page and try again.")
         return redirect(back)
     try:
-        send_back_for_recheck(entry_id, actor=request.user, expected_version=version,
-                              reason="sent back from the learning dashboard: tasks that retrieved it did worse")
+        send_back_for_recheck(
+            entry_id,
+            actor=request.user,
+            expected_version=version,
+            reason="sent back from the learning dashboard: tasks that retrieved it did worse",
+        )
     except Entry.DoesNotExist:
         raise Http404("No such entry in your scopes.") from None
     except StaleDecision:
-        messages.error(request, f"Entry #{entry_id} changed since this page was loaded; look at it before "
-                                "sending it back.")
+        messages.error(
+            request, f"Entry #{entry_id} changed since this page was loaded; look at it before sending it back."
+        )
     except InvalidTransition as exc:
         messages.error(request, str(exc))
     else:

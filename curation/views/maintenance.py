@@ -38,14 +38,23 @@ def page(request):
     runs = recent_runs(TASK_NAMES)
     schedules = _schedules()
     tasks = [
-        {"name": name, "description": TASK_DESCRIPTIONS[name], "thresholds": task_thresholds(name), "schedule": schedules.get(name, "not scheduled"),
-         "runs": [(run, _seconds(run)) for run in runs[name]]}
+        {
+            "name": name,
+            "description": TASK_DESCRIPTIONS[name],
+            "thresholds": task_thresholds(name),
+            "schedule": schedules.get(name, "not scheduled"),
+            "runs": [(run, _seconds(run)) for run in runs[name]],
+        }
         for name in TASK_NAMES
     ]
-    return render(request, "curation/maintenance.html", {
-        "tasks": tasks,
-        "capacity": sorted(config.SCOPE_CAPACITY.value.items()),
-    })
+    return render(
+        request,
+        "curation/maintenance.html",
+        {
+            "tasks": tasks,
+            "capacity": sorted(config.SCOPE_CAPACITY.value.items()),
+        },
+    )
 
 
 @require_POST
@@ -55,7 +64,9 @@ def run_now(request, task):
         raise Http404(f"There is no background task called {task!r}.")
     as_of = clock.now()
     try:
-        TASKS[task].apply_async(kwargs={"as_of": as_of.isoformat(), "triggered_by": f"lead:{request.user.get_username()}"})
+        TASKS[task].apply_async(
+            kwargs={"as_of": as_of.isoformat(), "triggered_by": f"lead:{request.user.get_username()}"}
+        )
     except BrokerOperationalError:
         messages.error(request, f"Could not reach the task queue: {task} was not started. Try again in a minute.")
         return redirect("curation:maintenance")

@@ -53,27 +53,27 @@ def reading(view):
 
 
 class Queue:
-    url_name: str                  # the queue's page, e.g. "candidates"
-    card_url_name: str             # one card on its own page, e.g. "candidate-card"
-    page_template: str             # extends curation/queue.html
-    card_template: str             # one card, in the frame of partials/card_frame.html; the item is `item`
-    decided_template: str          # extends curation/partials/decided.html
+    url_name: str  # the queue's page, e.g. "candidates"
+    card_url_name: str  # one card on its own page, e.g. "candidate-card"
+    page_template: str  # extends curation/queue.html
+    card_template: str  # one card, in the frame of partials/card_frame.html; the item is `item`
+    decided_template: str  # extends curation/partials/decided.html
     filter_form: type[QueueFilterForm]
-    label: str                     # the list's accessible name
-    empty: str                     # what the list says when nothing is waiting
-    card_title: str                # "Conflict" for "Conflict #12"
-    back_label: str                # the card page's link back
-    item_noun: str                 # what a bulk selection selects, e.g. "card"
-    outcome_id: str                # the attribute of a bulk outcome that names its item
-    dom_prefix: str                # a card's element id is "<dom_prefix>-<pk>"
-    bulk_url_name: str = ""        # the bulk form's URL, when the queue has one
-    bulk_parts: int = 1            # the numbers a selected checkbox carries: the id, then its versions
+    label: str  # the list's accessible name
+    empty: str  # what the list says when nothing is waiting
+    card_title: str  # "Conflict" for "Conflict #12"
+    back_label: str  # the card page's link back
+    item_noun: str  # what a bulk selection selects, e.g. "card"
+    outcome_id: str  # the attribute of a bulk outcome that names its item
+    dom_prefix: str  # a card's element id is "<dom_prefix>-<pk>"
+    bulk_url_name: str = ""  # the bulk form's URL, when the queue has one
+    bulk_parts: int = 1  # the numbers a selected checkbox carries: the id, then its versions
     keys: tuple[tuple[str, str], ...] = ()  # the keyboard help: (keys, what they do)
-    missing: tuple[type[Exception], ...]   # a card outside the user's scopes (or gone): 404
+    missing: tuple[type[Exception], ...]  # a card outside the user's scopes (or gone): 404
     not_found: str
     refusals: tuple[type[Exception], ...] = (StaleDecision, InvalidTransition)  # 409, with the card
-    lines_template: str = ""       # the compact list, one line an item ("": the queue has no compact list)
-    cards_template: str = ""       # a page's cards at once, by card_template's renderer ("": card_template for each)
+    lines_template: str = ""  # the compact list, one line an item ("": the queue has no compact list)
+    cards_template: str = ""  # a page's cards at once, by card_template's renderer ("": card_template for each)
 
     def urls(self, prefix: str, decisions: dict) -> list:
         """The queue's URLs under `prefix`: its page, its view switch (cards or compact list), its bulk form,
@@ -99,13 +99,13 @@ class Queue:
     # --- what each queue reads and says -------------------------------------------------------------
 
     # The selectors, each given as a staticmethod (so that it is not bound to the queue):
-    read_list = None    # a page: (user, filters, *, cursor) -> Page
-    read_count = None   # the count: (user, filters) -> (count, capped)
-    read_one = None     # one card: (user, pk) -> the item
-    read_lines = None   # a page of the compact list: (user, filters, *, cursor) -> Page
-    count_noun = ""     # "12 waiting": what the count counts
-    decided_text = ""   # the message after a decision without htmx; formatted with item, verb and Verb
-    decided_attr = ""   # where the decided item is in a decision's outcome ("": the outcome itself)
+    read_list = None  # a page: (user, filters, *, cursor) -> Page
+    read_count = None  # the count: (user, filters) -> (count, capped)
+    read_one = None  # one card: (user, pk) -> the item
+    read_lines = None  # a page of the compact list: (user, filters, *, cursor) -> Page
+    count_noun = ""  # "12 waiting": what the count counts
+    decided_text = ""  # the message after a decision without htmx; formatted with item, verb and Verb
+    decided_attr = ""  # where the decided item is in a decision's outcome ("": the outcome itself)
 
     def filters_for(self, request, params):
         """The queue's filter form for this reader over `params`."""
@@ -145,8 +145,12 @@ class Queue:
         if not filters and "after" not in request.GET and preference.filters and not request.htmx:
             request.session[f"restored:{self.url_name}"] = True  # the page says so, once, with a way back
             return redirect(f"{self.page_url}?{preference.filters}")
-        response = self.render_page(request, request.GET, compact=preference.compact,
-                                    restored=request.session.pop(f"restored:{self.url_name}", False))
+        response = self.render_page(
+            request,
+            request.GET,
+            compact=preference.compact,
+            restored=request.session.pop(f"restored:{self.url_name}", False),
+        )
         remembered = urlencode([(name, value) for name, value in filters if value])
         if filters and response.status_code == 200 and len(remembered) <= FILTERS_KEPT:
             services.remember_queue(request.user, self.url_name, filters=remembered)
@@ -168,23 +172,38 @@ class Queue:
         form = self.filters_for(request, params)
         filters = form.filters()
         compact = compact and bool(self.lines_template)
-        context = {**self.context(request), "queue": self, "filter_form": form, "filters": filters, "page": None,
-                   "restored_filters": restored,
-                   "bulk_errors": bulk_errors, "compact": compact, "decided_here": self.decided_here(request)}
+        context = {
+            **self.context(request),
+            "queue": self,
+            "filter_form": form,
+            "filters": filters,
+            "page": None,
+            "restored_filters": restored,
+            "bulk_errors": bulk_errors,
+            "compact": compact,
+            "decided_here": self.decided_here(request),
+        }
         if not form.is_valid():
-            return render(request, self.page_template, {**context, "filter_errors": form.errors},
-                          status=refusal_status(form))
+            return render(
+                request, self.page_template, {**context, "filter_errors": form.errors}, status=refusal_status(form)
+            )
         try:
             cursor = params.get("after", "")
-            page = (self.read_lines(request.user, filters, cursor=cursor) if compact
-                    else self.read_page(request, filters, cursor))
+            page = (
+                self.read_lines(request.user, filters, cursor=cursor)
+                if compact
+                else self.read_page(request, filters, cursor)
+            )
         except BadCursor as exc:
-            return render(request, self.page_template, {**context, "filter_errors": {"after": [str(exc)]}},
-                          status=400)
+            return render(request, self.page_template, {**context, "filter_errors": {"after": [str(exc)]}}, status=400)
         query = params.copy()
         query.pop("after", None)
-        context.update(page=page, filter_query=query.urlencode(), count_noun=self.counted(filters),
-                       count_note=self.count_note(request, filters, page.count, page.count_is_capped))
+        context.update(
+            page=page,
+            filter_query=query.urlencode(),
+            count_noun=self.counted(filters),
+            count_note=self.count_note(request, filters, page.count, page.count_is_capped),
+        )
         # Filtering and paging with htmx swap only the list; a full load (or a boosted one) gets the page.
         if request.htmx and not request.htmx.boosted and request.htmx.target == "queue":
             return render(request, "curation/partials/queue_list.html", {**context, "oob": True}, status=status)
@@ -197,14 +216,21 @@ class Queue:
         """One card on its own page: where a no-JavaScript reviewer lands after a refused decision."""
         return self.card_response(request, pk)
 
-    def card_response(self, request, pk, *, status=200, errors=None, refused=None, form=None, open_panel="",
-                      **extra):
+    def card_response(self, request, pk, *, status=200, errors=None, refused=None, form=None, open_panel="", **extra):
         try:
             item = self.read_card(request, pk, form=form, errors=errors)
         except self.missing:
             raise Http404(self.not_found) from None
-        context = {**self.context(request), "queue": self, "item": item, "errors": errors or {},
-                   "refused": refused, "form": form or {}, "open_panel": open_panel, **extra}
+        context = {
+            **self.context(request),
+            "queue": self,
+            "item": item,
+            "errors": errors or {},
+            "refused": refused,
+            "form": form or {},
+            "open_panel": open_panel,
+            **extra,
+        }
         template = self.card_template if request.htmx else "curation/card_page.html"
         return render(request, template, context, status=status)
 
@@ -221,8 +247,7 @@ class Queue:
         except self.refusals as exc:
             return self.card_response(request, pk, status=409, refused=exc)
         except ValidationError as exc:
-            return self.card_response(request, pk, status=422, errors=exc.message_dict, form=form,
-                                      open_panel=panel)
+            return self.card_response(request, pk, status=422, errors=exc.message_dict, form=form, open_panel=panel)
         self.count_decided(request, PROGRESS.get(verb, 1))
         if answer:
             return answer(outcome)
@@ -231,10 +256,18 @@ class Queue:
         if not request.htmx:
             messages.success(request, self.decided_text.format(item=item, verb=verb, Verb=verb.capitalize()))
             return redirect(self.back_url(request))
-        return render(request, self.decided_template, {
-            "queue": self, "outcome": outcome, "item": item, "verb": verb, **self.new_count(request),
-            **self.decided_context(request),
-        })
+        return render(
+            request,
+            self.decided_template,
+            {
+                "queue": self,
+                "outcome": outcome,
+                "item": item,
+                "verb": verb,
+                **self.new_count(request),
+                **self.decided_context(request),
+            },
+        )
 
     # --- progress: decided in this session, left under these filters ---------------------------------
 
@@ -256,10 +289,15 @@ class Queue:
         """The queue's count under the filters a decision posted along, for the out-of-band swap."""
         filters = self.filters_for(request, request.POST).filters()
         count, capped = self.read_count(request.user, filters)
-        return {"page": Page([], count=count, count_is_capped=capped, filters=filters),
-                "count_noun": self.counted(filters), "count_note": self.count_note(request, filters, count, capped),
-                "oob": True, "with_end": True, "decided_here": self.decided_here(request),
-                "filter_query": urlencode(self.filter_params(request.POST))}
+        return {
+            "page": Page([], count=count, count_is_capped=capped, filters=filters),
+            "count_noun": self.counted(filters),
+            "count_note": self.count_note(request, filters, count, capped),
+            "oob": True,
+            "with_end": True,
+            "decided_here": self.decided_here(request),
+            "filter_query": urlencode(self.filter_params(request.POST)),
+        }
 
     def back_url(self, request) -> str:
         """Back to where the reviewer was: the queue (with its filters) or a card page, never an action URL."""
@@ -283,8 +321,9 @@ class Queue:
             outcomes = self.bulk_decide(request, self.selected(request), action)
         except ValidationError as exc:
             if request.htmx:
-                return render(request, "curation/partials/bulk_result.html",
-                              {"queue": self, "errors": exc.messages}, status=422)
+                return render(
+                    request, "curation/partials/bulk_result.html", {"queue": self, "errors": exc.messages}, status=422
+                )
             return self.bulk_refused(request, exc)
         refused = [o for o in outcomes if not o.ok]
         summary = f"{PAST[action]} {len(outcomes) - len(refused)} of {len(outcomes)}."
@@ -299,12 +338,28 @@ class Queue:
     def bulk_answer(self, request, action: str, outcomes: list, summary: str):
         """With htmx, a bulk decision answers in place: each decided card swapped (out of band) for its
         decided card, what happened to each listed, and the queue's new count."""
-        rows = [{"id": getattr(o, self.outcome_id), "ok": o.ok, "message": o.message,
-                 "item": self.bulk_decided_item(o) if o.ok else None} for o in outcomes]
-        return render(request, "curation/partials/bulk_result.html", {
-            "queue": self, "summary": summary, "rows": rows, "verb": PAST[action].lower(),
-            "refused": any(not o.ok for o in outcomes), **self.new_count(request), **self.decided_context(request),
-        })
+        rows = [
+            {
+                "id": getattr(o, self.outcome_id),
+                "ok": o.ok,
+                "message": o.message,
+                "item": self.bulk_decided_item(o) if o.ok else None,
+            }
+            for o in outcomes
+        ]
+        return render(
+            request,
+            "curation/partials/bulk_result.html",
+            {
+                "queue": self,
+                "summary": summary,
+                "rows": rows,
+                "verb": PAST[action].lower(),
+                "refused": any(not o.ok for o in outcomes),
+                **self.new_count(request),
+                **self.decided_context(request),
+            },
+        )
 
     def bulk_decided_item(self, outcome):
         """The decided item of a bulk outcome, for the queue's decided card (None: a plain decided stub)."""
@@ -323,7 +378,8 @@ class Queue:
             items.append(tuple(int(p) for p in parts))
         if not items:
             raise ValidationError(
-                {"selected": [f"Select at least one {self.item_noun} (x, or the checkbox on the card)."]})
+                {"selected": [f"Select at least one {self.item_noun} (x, or the checkbox on the card)."]}
+            )
         if len(items) > BULK_LIMIT:
             raise ValidationError({"selected": [f"At most {BULK_LIMIT} {self.item_noun}s at once."]})
         return items

@@ -41,22 +41,27 @@ class _BadInput(Exception):
 def _page(request, *, prefix="", form=None, errors=None, warnings_refused=(), status=200):
     changes = reads.pending_changes(prefix, user=request.user)
     warnings = reads.pre_publish_checks(changes, kept_under=prefix)
-    return render(request, "curation/releases.html", {
-        "published": reads.published_version(),
-        "prefix": prefix,
-        "groups": reads.group_by_scope(changes[:reads.PENDING_SHOWN]),
-        "shown": min(len(changes), reads.PENDING_SHOWN),
-        "counts": change_counts(changes),
-        "total": len(changes),
-        "warnings": warnings,
-        "blocking": [w for w in warnings if w.blocking],
-        "acknowledgeable": [w for w in warnings if not w.blocking],
-        "refused": bool(warnings_refused),
-        "history": reads.version_history(request.user),
-        "form": form or {},
-        "errors": errors or {},
-        "filter_errors": {k: v for k, v in (errors or {}).items() if k == "scope"},
-    }, status=status)
+    return render(
+        request,
+        "curation/releases.html",
+        {
+            "published": reads.published_version(),
+            "prefix": prefix,
+            "groups": reads.group_by_scope(changes[: reads.PENDING_SHOWN]),
+            "shown": min(len(changes), reads.PENDING_SHOWN),
+            "counts": change_counts(changes),
+            "total": len(changes),
+            "warnings": warnings,
+            "blocking": [w for w in warnings if w.blocking],
+            "acknowledgeable": [w for w in warnings if not w.blocking],
+            "refused": bool(warnings_refused),
+            "history": reads.version_history(request.user),
+            "form": form or {},
+            "errors": errors or {},
+            "filter_errors": {k: v for k, v in (errors or {}).items() if k == "scope"},
+        },
+        status=status,
+    )
 
 
 @require_GET
@@ -75,19 +80,32 @@ def publish(request):
     form = {k: request.POST.get(k, "") for k in ("scope", "summary")}
     try:
         prefix = _prefix(request, request.POST)
-        version = publish_version(actor=request.user, summary=form["summary"], scope_prefix=prefix,
-                                  acknowledge=request.POST.get("acknowledge") == "yes")
+        version = publish_version(
+            actor=request.user,
+            summary=form["summary"],
+            scope_prefix=prefix,
+            acknowledge=request.POST.get("acknowledge") == "yes",
+        )
     except _BadInput as bad:
         return _page(request, form=form, errors=bad.errors, status=422)
     except UnacknowledgedWarnings as refused:
-        return _page(request, prefix=form["scope"].strip(), form=form, warnings_refused=refused.warnings,
-                     errors={"acknowledge": [str(refused)]}, status=422)
+        return _page(
+            request,
+            prefix=form["scope"].strip(),
+            form=form,
+            warnings_refused=refused.warnings,
+            errors={"acknowledge": [str(refused)]},
+            status=422,
+        )
     except ValidationError as exc:
         return _page(request, prefix=form["scope"].strip(), form=form, errors=exc.message_dict, status=422)
     except OutsideScopes as exc:
         raise PermissionDenied(str(exc)) from None
-    messages.success(request, f"Published version {version.number}: {version.added} added, {version.changed} "
-                              f"changed, {version.removed} removed. Agents read it now.")
+    messages.success(
+        request,
+        f"Published version {version.number}: {version.added} added, {version.changed} "
+        f"changed, {version.removed} removed. Agents read it now.",
+    )
     return redirect("curation:releases")
 
 
@@ -101,8 +119,11 @@ def rollback(request, number):
         return redirect("curation:releases")
     except OutsideScopes as exc:
         raise PermissionDenied(str(exc)) from None
-    messages.success(request, f"Version {version.number} is the published one again; the live rows are unchanged "
-                              "and what it took away is pending below.")
+    messages.success(
+        request,
+        f"Version {version.number} is the published one again; the live rows are unchanged "
+        "and what it took away is pending below.",
+    )
     return redirect("curation:releases")
 
 
@@ -122,10 +143,17 @@ def diff(request):
     changes = reads.version_diff(a.number, b.number, prefixes=prefixes)
     for v in (a, b):
         v.shown_summary = summary_for(v.scope_prefix, v.summary, prefixes)
-    return render(request, "curation/release_diff.html", {
-        "a": a, "b": b, "groups": reads.group_by_scope(changes), "counts": change_counts(changes),
-        "history": reads.version_history(request.user),
-    })
+    return render(
+        request,
+        "curation/release_diff.html",
+        {
+            "a": a,
+            "b": b,
+            "groups": reads.group_by_scope(changes),
+            "counts": change_counts(changes),
+            "history": reads.version_history(request.user),
+        },
+    )
 
 
 @require_GET
@@ -133,8 +161,9 @@ def diff(request):
 def diff_json(request):
     a, b = _versions(request)
     changes = reads.version_diff(a.number, b.number, prefixes=access.user_scope_prefixes(request.user))
-    return JsonResponse({"from": a.number, "to": b.number, **change_counts(changes),
-                         "changes": [reads.change_json(c) for c in changes]})
+    return JsonResponse(
+        {"from": a.number, "to": b.number, **change_counts(changes), "changes": [reads.change_json(c) for c in changes]}
+    )
 
 
 @require_GET
@@ -143,9 +172,13 @@ def preview(request):
     """What an agent would receive: a scope, a query, k, a context budget and a version (published, an
     earlier one, or the pending draft)."""
     max_k = config.API_RETRIEVE_MAX_K.value
-    form = {"scope": request.GET.get("scope", "").strip(), "q": request.GET.get("q", "")[:2000],
-            "k": request.GET.get("k", str(config.RETRIEVE_LIMIT.value)), "budget": request.GET.get("budget", "2000"),
-            "version": request.GET.get("version", "published")}
+    form = {
+        "scope": request.GET.get("scope", "").strip(),
+        "q": request.GET.get("q", "")[:2000],
+        "k": request.GET.get("k", str(config.RETRIEVE_LIMIT.value)),
+        "budget": request.GET.get("budget", "2000"),
+        "version": request.GET.get("version", "published"),
+    }
     context = {"form": form, "history": reads.version_history(request.user), "errors": {}, "result": None}
     if not form["scope"]:
         return render(request, "curation/preview.html", context)
@@ -185,8 +218,12 @@ def preview(request):
         ranked = reads.retrieve_released(number, scopes=scopes, q=form["q"], k=k, min_confidence=floor)
     included, block = build_context([r.entry for r in ranked], budget)
     scores = {r.entry.pk: r.score for r in ranked}
-    context["result"] = {"version": number, "entries": [(e, scores[e.pk]) for e in included], "context": block,
-                         "draft": number is None}
+    context["result"] = {
+        "version": number,
+        "entries": [(e, scores[e.pk]) for e in included],
+        "context": block,
+        "draft": number is None,
+    }
     return render(request, "curation/preview.html", context)
 
 
@@ -195,8 +232,11 @@ def preview(request):
 def export_zip(request):
     """The export of the published version (or `?version=N`), in the user's scopes, as one zip."""
     try:
-        version = (reads.version_by_number(int(request.GET["version"])) if request.GET.get("version")
-                   else reads.published_version())
+        version = (
+            reads.version_by_number(int(request.GET["version"]))
+            if request.GET.get("version")
+            else reads.published_version()
+        )
     except (ValueError, MemoryVersion.DoesNotExist):
         raise Http404("No such memory version.") from None
     if version is None:

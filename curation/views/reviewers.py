@@ -15,7 +15,13 @@ from curation.selectors.scope_policies import policy_rows
 @require_http_methods(["GET"])
 @require(can_view_reviewers, "The reviewers' page is for leads and auditors.")
 def reviewers(request):
-    return render(request, "curation/reviewers.html", {
-        "reviewers": selectors.reviewer_stats(request.user), "windows": WINDOWS_DAYS, "pause_minutes": SESSION_GAP_SECONDS // 60,
-        "rules": policy_rows(request.user)[REVIEW],
-    })
+    return render(
+        request,
+        "curation/reviewers.html",
+        {
+            "reviewers": selectors.reviewer_stats(request.user),
+            "windows": WINDOWS_DAYS,
+            "pause_minutes": SESSION_GAP_SECONDS // 60,
+            "rules": policy_rows(request.user)[REVIEW],
+        },
+    )

@@ -62,15 +62,26 @@ def _page(request, kind: str = "", form=None, errors=None, *, status: int = 200)
     errs = {k: {} for k in KINDS}
     if kind:
         forms[kind], errs[kind] = form or {}, errors or {}
-    return render(request, "curation/scope_policies.html", {
-        "rows": rows, "overlaps": overlaps(rows), "history": policy_history(request.user),
-        "forms": forms, "errors": errs, "modes": MODES,
-    }, status=status)
+    return render(
+        request,
+        "curation/scope_policies.html",
+        {
+            "rows": rows,
+            "overlaps": overlaps(rows),
+            "history": policy_history(request.user),
+            "forms": forms,
+            "errors": errs,
+            "modes": MODES,
+        },
+        status=status,
+    )
 
 
 def moved_to(kind: str):
     """The old page of one kind: its section of this page, for bookmarks."""
+
     @require_GET
     def moved(request):
         return redirect(section_url(kind), permanent=True)
+
     return moved

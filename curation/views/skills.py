@@ -52,8 +52,14 @@ def _with_preview(request, proposal, *, form=None, errors=None):
     form, errors = form or {}, errors or {}
     current = {**service.draft_of(proposal), "sources": proposal.sources_text}
     proposal.form_fields = [
-        {"name": name, "label": label, "rows": rows, "hint": hint, "value": form.get(name, current[name]),
-         "errors": errors.get(name, [])}
+        {
+            "name": name,
+            "label": label,
+            "rows": rows,
+            "hint": hint,
+            "value": form.get(name, current[name]),
+            "errors": errors.get(name, []),
+        }
         for name, label, rows, hint in DRAFT_FORM
     ]
     return proposal
@@ -77,8 +83,10 @@ class SkillPromotions(Queue):
     outcome_id = "proposal_id"
     dom_prefix = "skill"
     keys = (
-        ("j / k", "next / previous proposal"), ("a", "approve and publish (leads, once the trials passed)"),
-        ("e", "edit the draft (Ctrl+Enter saves)"), ("r", "reject (Enter sends)"),
+        ("j / k", "next / previous proposal"),
+        ("a", "approve and publish (leads, once the trials passed)"),
+        ("e", "edit the draft (Ctrl+Enter saves)"),
+        ("r", "reject (Enter sends)"),
         ("o", "open the nominated entry's page"),
     )
     missing = (SkillProposal.DoesNotExist,)
@@ -128,21 +136,36 @@ def edit(request, pk):
             return redirect(QUEUE.back_url(request))
         return QUEUE.card_response(request, pk, saved=summary)
 
-    return QUEUE.decide(request, pk, "saved", service.edit_skill_draft, panel="edit", form=form,
-                        answer=saved, changes=form, note=request.POST.get("note", ""))
+    return QUEUE.decide(
+        request,
+        pk,
+        "saved",
+        service.edit_skill_draft,
+        panel="edit",
+        form=form,
+        answer=saved,
+        changes=form,
+        note=request.POST.get("note", ""),
+    )
 
 
 @decision(*SKILL_DECISIONS["approve"])
 def approve(request, pk):
-    return QUEUE.decide(request, pk, "approved and published", service.approve_skill,
-                        note=request.POST.get("note", ""))
+    return QUEUE.decide(request, pk, "approved and published", service.approve_skill, note=request.POST.get("note", ""))
 
 
 @decision(*SKILL_DECISIONS["reject"])
 def reject(request, pk):
     reason = request.POST.get("reason", "")
-    return QUEUE.decide(request, pk, "rejected, never nominated again", service.reject_skill,
-                        panel="reject", form={"reason": reason}, reason=reason)
+    return QUEUE.decide(
+        request,
+        pk,
+        "rejected, never nominated again",
+        service.reject_skill,
+        panel="reject",
+        form={"reason": reason},
+        reason=reason,
+    )
 
 
 urlpatterns = QUEUE.urls("review/skills/", {"edit": edit, "approve": approve, "reject": reject})
@@ -161,8 +184,12 @@ def skill_list(request):
     try:
         scope = clean_scope(scope) if scope else ""
     except ValidationError as exc:
-        return render(request, "curation/skills.html", {"skills": [], "status": status, "scope": scope,
-                                                        "filter_errors": {"scope": exc.messages}}, status=422)
+        return render(
+            request,
+            "curation/skills.html",
+            {"skills": [], "status": status, "scope": scope, "filter_errors": {"scope": exc.messages}},
+            status=422,
+        )
     found = [_with_preview(request, p) for p in skill_reads.skills_list(request.user, status=status, scope=scope)]
     return render(request, "curation/skills.html", {"skills": found, "status": status, "scope": scope})
 
@@ -201,8 +228,9 @@ def export_zip(request):
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for skill in skill_reads.skills_list(request.user):
-            archive.writestr(f"skills/{skill.slug}/SKILL.md",
-                             skill_reads.skill_md(skill, source_url=_entry_url(request)))
+            archive.writestr(
+                f"skills/{skill.slug}/SKILL.md", skill_reads.skill_md(skill, source_url=_entry_url(request))
+            )
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = 'attachment; filename="skills.zip"'
     return response
@@ -214,8 +242,9 @@ def retire(request, slug):
     """Retire an approved skill (leads only): its source entries return to retrieval."""
     try:
         proposal_id = skill_reads.skill_id_by_slug(request.user, slug)
-        outcome = service.retire_skill(proposal_id, actor=request.user, expected_version=_version(request),
-                                       reason=request.POST.get("reason", ""))
+        outcome = service.retire_skill(
+            proposal_id, actor=request.user, expected_version=_version(request), reason=request.POST.get("reason", "")
+        )
     except SkillProposal.DoesNotExist:
         raise Http404("No such skill in your scopes.") from None
     except (StaleProposal, InvalidTransition) as exc:

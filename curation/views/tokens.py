@@ -18,10 +18,19 @@ from curation.services.tokens import create_agent_token, parse_duration, revoke_
 
 
 def _render(request, *, form=None, errors=None, new_key=None, new_token=None, status=200):
-    return render(request, "curation/tokens.html", {
-        "tokens": agent_tokens(request.user), "now": clock.now(), "form": form or {}, "errors": errors or {},
-        "new_key": new_key, "new_token": new_token,
-    }, status=status)
+    return render(
+        request,
+        "curation/tokens.html",
+        {
+            "tokens": agent_tokens(request.user),
+            "now": clock.now(),
+            "form": form or {},
+            "errors": errors or {},
+            "new_key": new_key,
+            "new_token": new_token,
+        },
+        status=status,
+    )
 
 
 @require_GET

@@ -26,8 +26,14 @@ def policies(settings):
 
 
 def _scored(score, evaluator="abs-error", polarity="supports"):
-    return {"kind": "test_result", "signal": "independent", "excerpt": f"error score {score}",
-            "evaluator": evaluator, "score": score, "polarity": polarity}
+    return {
+        "kind": "test_result",
+        "signal": "independent",
+        "excerpt": f"error score {score}",
+        "evaluator": evaluator,
+        "score": score,
+        "polarity": polarity,
+    }
 
 
 def _submit(agent, scope, evidence=(), **fields):
@@ -40,16 +46,19 @@ def _decision(entry):
     return Event.objects.filter(entry=entry).exclude(action=EventAction.SUBMIT).get()
 
 
-@pytest.mark.parametrize("scope, evidence, status, actor", [
-    ("acme/web", [], Status.ACTIVE, "policy:take-all"),
-    ("acme/billing-api", [_scored(0.8)], Status.ACTIVE, "policy:strict"),
-    ("acme/billing-api/jobs", [_scored(0.75)], Status.ACTIVE, "policy:strict"),      # at the threshold
-    ("acme/billing-api", [_scored(0.7)], Status.REJECTED, "policy:strict"),
-    ("acme/billing-api", [_scored(0.9, evaluator="vibes")], Status.REJECTED, "policy:strict"),
-    ("acme/billing-api", [_scored(0.9, polarity="contradicts")], Status.REJECTED, "policy:strict"),
-    ("acme/billing-api", [], Status.REJECTED, "policy:strict"),
-    ("acme/billing-api/legacy/x", [_scored(1.0)], Status.REJECTED, "policy:frozen"),
-])
+@pytest.mark.parametrize(
+    "scope, evidence, status, actor",
+    [
+        ("acme/web", [], Status.ACTIVE, "policy:take-all"),
+        ("acme/billing-api", [_scored(0.8)], Status.ACTIVE, "policy:strict"),
+        ("acme/billing-api/jobs", [_scored(0.75)], Status.ACTIVE, "policy:strict"),  # at the threshold
+        ("acme/billing-api", [_scored(0.7)], Status.REJECTED, "policy:strict"),
+        ("acme/billing-api", [_scored(0.9, evaluator="vibes")], Status.REJECTED, "policy:strict"),
+        ("acme/billing-api", [_scored(0.9, polarity="contradicts")], Status.REJECTED, "policy:strict"),
+        ("acme/billing-api", [], Status.REJECTED, "policy:strict"),
+        ("acme/billing-api/legacy/x", [_scored(1.0)], Status.REJECTED, "policy:frozen"),
+    ],
+)
 def test_the_longest_prefix_decides_at_ingest(make_agent, policies, scope, evidence, status, actor):
     agent = make_agent(scopes=("acme",))
     entry, answer = _submit(agent, scope, evidence)
@@ -71,8 +80,12 @@ def test_manual_and_no_policy_leave_it_to_people(make_agent, policies, settings)
 
 def test_a_batch_is_decided_item_by_item(make_agent, policies):
     agent = make_agent(scopes=("acme",))
-    items = [api_candidate(scope="acme/billing-api", trigger=f"Lesson {i}", content=f"Advice {i}.",
-                           evidence=[_scored(score)]) for i, score in enumerate((0.9, 0.1))]
+    items = [
+        api_candidate(
+            scope="acme/billing-api", trigger=f"Lesson {i}", content=f"Advice {i}.", evidence=[_scored(score)]
+        )
+        for i, score in enumerate((0.9, 0.1))
+    ]
     results = agent.post("candidates/batch", {"candidates": items}).json()["results"]
     assert [r["status"] for r in results] == ["active", "rejected"]
 
@@ -96,15 +109,21 @@ def test_evidence_carries_its_score_and_evaluator(make_agent, policies):
 
 
 def test_a_leads_row_replaces_the_setting_of_its_prefix_with_an_event(make_agent, policies, lead):
-    row = set_scope_policy(ADMISSION, data={"prefix": "acme/billing-api", "name": "open", "mode": "all"},
-                           actor=lead, at=clock.now()).policy
+    row = set_scope_policy(
+        ADMISSION, data={"prefix": "acme/billing-api", "name": "open", "mode": "all"}, actor=lead, at=clock.now()
+    ).policy
     event = Event.objects.get(scope_policy=row)
     assert (event.action, event.actor_label, event.before, event.after["mode"]) == (
-        EventAction.ADMISSION_POLICY_SET, lead.username, None, "all")
+        EventAction.ADMISSION_POLICY_SET,
+        lead.username,
+        None,
+        "all",
+    )
     entry, _ = _submit(make_agent(scopes=("acme",)), "acme/billing-api")
     assert entry.status == Status.ACTIVE and _decision(entry).actor_label == "policy:open"
-    set_scope_policy(ADMISSION, data={"prefix": "acme/billing-api", "name": "open", "mode": "manual"}, actor=lead,
-                     at=clock.now())
+    set_scope_policy(
+        ADMISSION, data={"prefix": "acme/billing-api", "name": "open", "mode": "manual"}, actor=lead, at=clock.now()
+    )
     second = Event.objects.filter(scope_policy=row).order_by("pk").last()
     assert (second.before["mode"], second.after["mode"], second.after["version"]) == ("all", "manual", 2)
 
@@ -115,31 +134,42 @@ def test_the_lead_page_lists_and_sets_policies(policies, lead, reviewer):
     assert "policy:strict" in text and "acme/billing-api/legacy" in text
     moved = client.get("/admission/")  # the old page's address, bookmarked
     assert (moved.status_code, moved["Location"]) == (301, "/policies/#admission")
-    answer = client.post("/policies/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
-                                                  "evaluator": "ci", "threshold": "0.8"})
+    answer = client.post(
+        "/policies/admission/",
+        {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto", "evaluator": "ci", "threshold": "0.8"},
+    )
     assert (answer.status_code, answer["Location"]) == (302, "/policies/#admission")
     assert ScopePolicy.objects.get(kind=ADMISSION, prefix="acme/ops").value["threshold"] == 0.8
     assert "policy:ops-gate" in page_text(client.get("/policies/"))
-    refused = client.post("/policies/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
-                                                   "evaluator": "ci", "threshold": "high"})
+    refused = client.post(
+        "/policies/admission/",
+        {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto", "evaluator": "ci", "threshold": "high"},
+    )
     assert refused.status_code == 422 and "A number" in page_text(refused)
     for not_a_number in ("nan", "NaN", "inf", "-inf", "1e400"):  # parsed as floats, stored nowhere
-        refused = client.post("/policies/admission/", {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto",
-                                                       "evaluator": "ci", "threshold": not_a_number})
+        refused = client.post(
+            "/policies/admission/",
+            {"prefix": "acme/ops", "name": "ops-gate", "mode": "auto", "evaluator": "ci", "threshold": not_a_number},
+        )
         assert refused.status_code == 422 and "no NaN or infinity" in page_text(refused), not_a_number
     assert ScopePolicy.objects.get(kind=ADMISSION, prefix="acme/ops").version == 1
     assert client_for(reviewer).get("/policies/").status_code == 403
-    assert client_for(reviewer).post("/policies/admission/", {"prefix": "acme/x", "name": "x", "mode": "all"}
-                                     ).status_code == 403
+    assert (
+        client_for(reviewer).post("/policies/admission/", {"prefix": "acme/x", "name": "x", "mode": "all"}).status_code
+        == 403
+    )
 
 
-@pytest.mark.parametrize("data, field", [
-    ({"prefix": "acme/../x", "name": "a", "mode": "all"}, "prefix"),
-    ({"prefix": "acme", "name": "Bad Name", "mode": "all"}, "name"),
-    ({"prefix": "acme", "name": "a", "mode": "some"}, "mode"),
-    ({"prefix": "acme", "name": "a", "mode": "auto", "threshold": 0.5}, "evaluator"),
-    ({"prefix": "acme", "name": "a", "mode": "auto", "evaluator": "ci"}, "threshold"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"prefix": "acme/../x", "name": "a", "mode": "all"}, "prefix"),
+        ({"prefix": "acme", "name": "Bad Name", "mode": "all"}, "name"),
+        ({"prefix": "acme", "name": "a", "mode": "some"}, "mode"),
+        ({"prefix": "acme", "name": "a", "mode": "auto", "threshold": 0.5}, "evaluator"),
+        ({"prefix": "acme", "name": "a", "mode": "auto", "evaluator": "ci"}, "threshold"),
+    ],
+)
 def test_a_bad_policy_names_the_field(data, field):
     with pytest.raises(Exception) as caught:
         admission.clean_policy(data)

@@ -21,8 +21,7 @@ def evidence(task: str) -> list[dict]:
 
 def test_twenty_identical_submissions_at_once_make_one_entry(agent):
     agents = [Agent(agent.key, agent.token) for _ in range(20)]  # a client each: one connection per thread
-    responses = run_together([lambda a=a, i=i: a.submit(evidence=evidence(f"task-{i}"))
-                              for i, a in enumerate(agents)])
+    responses = run_together([lambda a=a, i=i: a.submit(evidence=evidence(f"task-{i}")) for i, a in enumerate(agents)])
     assert [getattr(r, "status_code", r) for r in responses] == [201] * 20
     answers = [r.json() for r in responses]
     (entry,) = Entry.objects.all()
@@ -34,8 +33,11 @@ def test_twenty_identical_submissions_at_once_make_one_entry(agent):
 
 
 def test_the_same_batch_sent_five_times_at_once_makes_each_entry_once(agent):
-    batch = {"candidates": [api_candidate(trigger=f"Trigger number {i} of the batch", content=f"Lesson {i}.")
-                            for i in range(5)]}
+    batch = {
+        "candidates": [
+            api_candidate(trigger=f"Trigger number {i} of the batch", content=f"Lesson {i}.") for i in range(5)
+        ]
+    }
     agents = [Agent(agent.key, agent.token) for _ in range(5)]
     responses = run_together([lambda a=a: a.post("candidates/batch", batch) for a in agents])
     assert [getattr(r, "status_code", r) for r in responses] == [200] * 5
@@ -48,8 +50,12 @@ def test_the_same_batch_sent_five_times_at_once_makes_each_entry_once(agent):
 
 def test_different_submissions_at_once_are_all_written(agent):
     agents = [Agent(agent.key, agent.token) for _ in range(10)]
-    responses = run_together([lambda a=a, i=i: a.submit(trigger=f"Concurrent trigger {i}", content=f"Lesson {i}.")
-                              for i, a in enumerate(agents)])
+    responses = run_together(
+        [
+            lambda a=a, i=i: a.submit(trigger=f"Concurrent trigger {i}", content=f"Lesson {i}.")
+            for i, a in enumerate(agents)
+        ]
+    )
     assert [getattr(r, "status_code", r) for r in responses] == [201] * 10
     assert Entry.objects.count() == 10
 

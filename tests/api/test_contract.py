@@ -19,6 +19,7 @@ pytestmark = pytest.mark.django_db
 
 # --- authentication and the body ---------------------------------------------------------------------
 
+
 def test_no_token_is_401_with_a_bearer_challenge(client):
     response = client.get("/api/v1/memory", {"scope": "acme"})
     assert response.status_code == 401
@@ -31,8 +32,9 @@ def test_unknown_revoked_and_expired_tokens_are_401(make_agent, lead):
     revoked = make_agent("revoked")
     revoke_agent_token(revoked.token.pk, actor=lead)
     assert revoked.retrieve().status_code == 401
-    expired = make_agent("expired", expires_in=datetime.timedelta(minutes=5),
-                         at=timezone.now() - datetime.timedelta(hours=1))
+    expired = make_agent(
+        "expired", expires_in=datetime.timedelta(minutes=5), at=timezone.now() - datetime.timedelta(hours=1)
+    )
     response = expired.retrieve()
     assert response.status_code == 401 and "expired" in response.json()["error"]
 
@@ -69,10 +71,21 @@ def test_rate_limit_answers_429_with_retry_after(agent, make_agent):
 
 # --- POST /candidates ----------------------------------------------------------------------------------
 
+
 def test_submit_creates_a_pending_candidate_with_its_evidence(agent):
-    response = agent.submit(evidence=[{"kind": "tool_output", "signal": "external", "excerpt": "config.yml: not found",
-                                       "task_ref": "task-9", "observed_at": "2026-11-30T10:00:00Z"}],
-                            source_task="task-9", review_by="2027-03-01")
+    response = agent.submit(
+        evidence=[
+            {
+                "kind": "tool_output",
+                "signal": "external",
+                "excerpt": "config.yml: not found",
+                "task_ref": "task-9",
+                "observed_at": "2026-11-30T10:00:00Z",
+            }
+        ],
+        source_task="task-9",
+        review_by="2027-03-01",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["status"] == "pending" and body["created"] is True
@@ -83,16 +96,22 @@ def test_submit_creates_a_pending_candidate_with_its_evidence(agent):
     assert entry.review_by == datetime.date(2027, 3, 1)
     evidence = entry.evidence.get()
     assert (evidence.excerpt, evidence.task_ref, evidence.recorded_by_label) == (
-        "config.yml: not found", "task-9", "agent:billing-agent")
+        "config.yml: not found",
+        "task-9",
+        "agent:billing-agent",
+    )
     assert Event.objects.get(entry=entry).action == "submit"
 
 
-@pytest.mark.parametrize("signal, kind, proposed, expected", [
-    ("self", "failure_lesson", 0.99, 0.85),           # self-made lessons are capped
-    ("self", "failure_lesson", 0.6, 0.6),
-    ("external", "procedure", 0.99, 0.95),            # nothing passes the ceiling
-    ("self", "human_correction", 0.4, 0.95),          # human corrections start at 0.95
-])
+@pytest.mark.parametrize(
+    "signal, kind, proposed, expected",
+    [
+        ("self", "failure_lesson", 0.99, 0.85),  # self-made lessons are capped
+        ("self", "failure_lesson", 0.6, 0.6),
+        ("external", "procedure", 0.99, 0.95),  # nothing passes the ceiling
+        ("self", "human_correction", 0.4, 0.95),  # human corrections start at 0.95
+    ],
+)
 def test_confidence_caps_by_signal_and_kind(agent, signal, kind, proposed, expected):
     body = agent.submit(signal=signal, kind=kind, confidence=proposed).json()
     assert body["confidence"] == expected
@@ -103,12 +122,29 @@ def test_field_errors_name_every_bad_field(agent):
     response = agent.submit(colour="red", evidence=[{"kind": "review", "signal": "self", "excerpt": "x", "mood": 1}])
     assert response.status_code == 422  # unknown fields are refused, not silently dropped
     assert response.json()["errors"] == {"colour": ["Unknown field."], "evidence[0].mood": ["Unknown field."]}
-    response = agent.submit(scope="Acme/Billing API", kind="rumour", trigger="t" * 501, content="",
-                            confidence=1.5, signal="gut", review_by="next week", conditions=7,
-                            evidence=[{"kind": "tool_output", "signal": "external", "excerpt": ""}])
+    response = agent.submit(
+        scope="Acme/Billing API",
+        kind="rumour",
+        trigger="t" * 501,
+        content="",
+        confidence=1.5,
+        signal="gut",
+        review_by="next week",
+        conditions=7,
+        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": ""}],
+    )
     errors = response.json()["errors"]
-    assert set(errors) == {"scope", "kind", "trigger", "content", "confidence", "signal", "review_by", "conditions",
-                           "evidence[0].excerpt"}
+    assert set(errors) == {
+        "scope",
+        "kind",
+        "trigger",
+        "content",
+        "confidence",
+        "signal",
+        "review_by",
+        "conditions",
+        "evidence[0].excerpt",
+    }
     assert "Illegal scope segment 'Acme'" in errors["scope"][0]
     assert errors["trigger"] == ["At most 500 characters (this has 501)."]
     assert errors["confidence"] == ["A number from 0 to 1."]
@@ -129,25 +165,41 @@ def test_writing_outside_the_tokens_scopes_is_403(agent):
 
 
 def test_exact_duplicate_of_an_active_entry_adds_evidence_instead(agent, approved):
-    active = approved(scope="acme/billing-api", trigger="Editing config in the container",
-                      content="Confirm the repository root first.")
-    response = agent.submit(scope="acme/billing-api", trigger="editing CONFIG in the  container!",
-                            content="Confirm the repository root first",
-                            evidence=[{"kind": "test_result", "signal": "external", "excerpt": "passed after cd"}])
+    active = approved(
+        scope="acme/billing-api",
+        trigger="Editing config in the container",
+        content="Confirm the repository root first.",
+    )
+    response = agent.submit(
+        scope="acme/billing-api",
+        trigger="editing CONFIG in the  container!",
+        content="Confirm the repository root first",
+        evidence=[{"kind": "test_result", "signal": "external", "excerpt": "passed after cd"}],
+    )
     assert response.status_code == 201
     body = response.json()
-    assert (body["id"], body["created"], body["duplicate_of"], body["evidence_added"]) == (active.pk, False, active.pk, 1)
+    assert (body["id"], body["created"], body["duplicate_of"], body["evidence_added"]) == (
+        active.pk,
+        False,
+        active.pk,
+        1,
+    )
     assert Entry.objects.count() == 1
     assert Evidence.objects.filter(entry=active, excerpt="passed after cd").exists()
     assert Event.objects.filter(entry=active, action="resubmit").exists()
 
 
 def test_near_duplicates_are_created_and_linked(agent, approved):
-    active = approved(scope="acme/billing-api", trigger="Editing config files inside the billing-api container",
-                      content="Confirm the repository root with git rev-parse before editing config.")
-    body = agent.submit(scope="acme/billing-api/container",
-                        trigger="Editing config files in the billing-api container",
-                        content="Confirm the repository root with git rev-parse before you edit config files.").json()
+    active = approved(
+        scope="acme/billing-api",
+        trigger="Editing config files inside the billing-api container",
+        content="Confirm the repository root with git rev-parse before editing config.",
+    )
+    body = agent.submit(
+        scope="acme/billing-api/container",
+        trigger="Editing config files in the billing-api container",
+        content="Confirm the repository root with git rev-parse before you edit config files.",
+    ).json()
     assert body["created"] is True and body["duplicates"] == [active.pk]
     assert Entry.objects.get(pk=body["id"]).similar_links.get().similar_id == active.pk
 
@@ -161,9 +213,15 @@ def test_secrets_are_redacted_and_flagged(agent):
 
 # --- POST /candidates/batch ------------------------------------------------------------------------------
 
+
 def test_batch_answers_in_order_and_one_bad_item_blocks_nothing(agent):
-    items = [api_candidate(trigger="first lesson trigger"), api_candidate(trigger=""),
-             api_candidate(scope="acme/web"), api_candidate(trigger="fourth lesson trigger"), "not an object"]
+    items = [
+        api_candidate(trigger="first lesson trigger"),
+        api_candidate(trigger=""),
+        api_candidate(scope="acme/web"),
+        api_candidate(trigger="fourth lesson trigger"),
+        "not an object",
+    ]
     response = agent.post("candidates/batch", {"candidates": items})
     assert response.status_code == 200
     body = response.json()
@@ -184,19 +242,35 @@ def test_batch_limits(agent):
 
 # --- GET /memory ---------------------------------------------------------------------------------------
 
+
 def test_memory_returns_active_entries_of_the_scope_and_its_ancestors(agent, approved, make_candidate):
-    own = approved(scope="acme/billing-api/container", trigger="Editing config in the container",
-                   content="Confirm the repository root first.")
-    parent = approved(scope="acme/billing-api", trigger="Running billing tests",
-                      content="Use the ledger fixture, never the live ledger.")
+    own = approved(
+        scope="acme/billing-api/container",
+        trigger="Editing config in the container",
+        content="Confirm the repository root first.",
+    )
+    parent = approved(
+        scope="acme/billing-api",
+        trigger="Running billing tests",
+        content="Use the ledger fixture, never the live ledger.",
+    )
     approved(scope="acme/billing-api/worker", trigger="Restarting the worker", content="Drain the queue first.")
     make_candidate(scope="acme/billing-api/container", trigger="A pending one", content="Not yet reviewed.")
     response = agent.retrieve(scope="acme/billing-api/container", k=5)
     assert response.status_code == 200
     body = response.json()
     assert {e["id"] for e in body["entries"]} == {own.pk, parent.pk}  # not the sibling, not the pending one
-    assert set(body["entries"][0]) >= {"id", "kind", "scope", "trigger", "content", "boundary", "confidence",
-                                       "signal", "score"}
+    assert set(body["entries"][0]) >= {
+        "id",
+        "kind",
+        "scope",
+        "trigger",
+        "content",
+        "boundary",
+        "confidence",
+        "signal",
+        "score",
+    }
     retrieval = Retrieval.objects.get(pk=body["retrieval_id"])
     assert sorted(retrieval.entry_ids) == sorted([own.pk, parent.pk])
     assert RetrievedEntry.objects.filter(retrieval=retrieval).count() == 2
@@ -205,8 +279,11 @@ def test_memory_returns_active_entries_of_the_scope_and_its_ancestors(agent, app
 
 
 def test_memory_ranks_by_relevance_and_honours_k(agent, approved):
-    ledger = approved(scope="acme/billing-api", trigger="Running the ledger migration",
-                      content="Take the ledger lock before migrating ledger tables.")
+    ledger = approved(
+        scope="acme/billing-api",
+        trigger="Running the ledger migration",
+        content="Take the ledger lock before migrating ledger tables.",
+    )
     approved(scope="acme/billing-api", trigger="Writing invoices as PDF", content="Embed the fonts.")
     approved(scope="acme/billing-api", trigger="Calling Stripe", content="Send an idempotency key.")
     body = agent.retrieve(scope="acme/billing-api", q="ledger migration", k=1).json()
@@ -221,17 +298,28 @@ def test_memory_drops_entries_below_the_retrieval_floor(agent, approved):
 
 
 def test_memory_drops_near_duplicates(agent, approved):
-    first = approved(scope="acme/billing-api", trigger="Editing config in the container",
-                     content="Confirm the repository root first, then edit the config.")
-    approved(scope="acme/billing-api/container", trigger="Editing config in the container",
-             content="Confirm the repository root first and then edit the config.")
+    first = approved(
+        scope="acme/billing-api",
+        trigger="Editing config in the container",
+        content="Confirm the repository root first, then edit the config.",
+    )
+    approved(
+        scope="acme/billing-api/container",
+        trigger="Editing config in the container",
+        content="Confirm the repository root first and then edit the config.",
+    )
     ids = [e["id"] for e in agent.retrieve(scope="acme/billing-api/container", q="config container").json()["entries"]]
     assert len(ids) == 1 and ids[0] in (first.pk, first.pk + 1)
 
 
 def test_context_separates_agreements_validated_lessons_and_inferences(agent, approved):
-    approved(scope="acme/billing-api", kind="human_correction", trigger="Rounding amounts",
-             content="Use Decimal, never float.", signal="external")
+    approved(
+        scope="acme/billing-api",
+        kind="human_correction",
+        trigger="Rounding amounts",
+        content="Use Decimal, never float.",
+        signal="external",
+    )
     approved(scope="acme/billing-api", trigger="Running tests", content="Use the ledger fixture.", signal="external")
     approved(scope="acme/billing-api", trigger="Deploying", content="Maybe drain the queue first.", signal="self")
     context = agent.retrieve(scope="acme/billing-api").json()["context"]
@@ -244,8 +332,11 @@ def test_context_separates_agreements_validated_lessons_and_inferences(agent, ap
 
 def test_context_fits_the_budget_and_lists_only_what_fits(agent, approved):
     for n in range(6):
-        approved(scope="acme/billing-api", trigger=f"Situation number {n} of many",
-                 content=f"Lesson {n}: " + "careful words " * 10)
+        approved(
+            scope="acme/billing-api",
+            trigger=f"Situation number {n} of many",
+            content=f"Lesson {n}: " + "careful words " * 10,
+        )
     body = agent.retrieve(scope="acme/billing-api", budget_chars=400, k=6).json()
     assert len(body["context"]) <= 400
     assert 1 <= len(body["entries"]) < 6
@@ -255,10 +346,12 @@ def test_context_fits_the_budget_and_lists_only_what_fits(agent, approved):
 
 # Shared with POST /memory/search, which refuses the same parameters with the same answer.
 MEMORY_PARAMETER_ERRORS = [
-    ({"scope": "Not A Scope"}, "scope"), ({"scope": "acme/billing-api", "k": "21"}, "k"),
-    ({"scope": "acme/billing-api", "k": "many"}, "k"), ({"scope": "acme/billing-api", "min_confidence": "2"},
-                                                        "min_confidence"),
-    ({"scope": "acme/billing-api", "budget_chars": "10"}, "budget_chars"), ({}, "scope"),
+    ({"scope": "Not A Scope"}, "scope"),
+    ({"scope": "acme/billing-api", "k": "21"}, "k"),
+    ({"scope": "acme/billing-api", "k": "many"}, "k"),
+    ({"scope": "acme/billing-api", "min_confidence": "2"}, "min_confidence"),
+    ({"scope": "acme/billing-api", "budget_chars": "10"}, "budget_chars"),
+    ({}, "scope"),
 ]
 
 
@@ -276,9 +369,11 @@ def test_memory_outside_the_tokens_scopes_is_403(agent):
 
 # --- entries -------------------------------------------------------------------------------------------
 
+
 def test_entry_detail_with_evidence_and_events(agent, approved):
-    entry = approved(scope="acme/billing-api", evidence=[{"kind": "tool_output", "signal": "external",
-                                                          "excerpt": "exit 1"}])
+    entry = approved(
+        scope="acme/billing-api", evidence=[{"kind": "tool_output", "signal": "external", "excerpt": "exit 1"}]
+    )
     body = agent.get(f"entries/{entry.pk}").json()
     assert body["id"] == entry.pk and body["status"] == "active"
     assert [e["excerpt"] for e in body["evidence"]] == ["exit 1"]
@@ -295,25 +390,46 @@ def test_entries_outside_scope_or_missing_are_404_alike(agent, approved):
 
 def test_add_evidence_to_an_entry(agent, approved):
     entry = approved(scope="acme/billing-api")
-    response = agent.post(f"entries/{entry.pk}/evidence",
-                          {"kind": "test_result", "signal": "independent", "excerpt": "green on CI",
-                           "polarity": "supports", "task_ref": "task-77"})
+    response = agent.post(
+        f"entries/{entry.pk}/evidence",
+        {
+            "kind": "test_result",
+            "signal": "independent",
+            "excerpt": "green on CI",
+            "polarity": "supports",
+            "task_ref": "task-77",
+        },
+    )
     assert response.status_code == 201
     assert response.json()["evidence"]["excerpt"] == "green on CI"
     assert Evidence.objects.get(entry=entry, task_ref="task-77").recorded_by_label == "agent:billing-agent"
-    assert agent.post(f"entries/{entry.pk}/evidence", {"kind": "gossip", "signal": "self", "excerpt": "x"}
-                      ).json()["errors"] == {"kind": ["One of: tool_output, test_result, user_statement, review, "
-                                                      "task_outcome, reflection."]}
+    assert agent.post(f"entries/{entry.pk}/evidence", {"kind": "gossip", "signal": "self", "excerpt": "x"}).json()[
+        "errors"
+    ] == {"kind": ["One of: tool_output, test_result, user_statement, review, task_outcome, reflection."]}
 
 
 # --- schema and docs --------------------------------------------------------------------------------------
 
+
 def test_openapi_schema_and_docs_page(client):
     schema = client.get("/api/v1/openapi.json").json()
     assert schema["openapi"].startswith("3.1")
-    assert set(schema["paths"]) == {"/candidates", "/candidates/batch", "/memory", "/memory/search", "/feedback", "/evaluation", "/export",
-                                    "/entries/{id}", "/entries/{id}/evidence", "/skills", "/skills/{slug}", "/skills/{slug}/trials",
-                                    "/token", "/forget-requests"}
+    assert set(schema["paths"]) == {
+        "/candidates",
+        "/candidates/batch",
+        "/memory",
+        "/memory/search",
+        "/feedback",
+        "/evaluation",
+        "/export",
+        "/entries/{id}",
+        "/entries/{id}/evidence",
+        "/skills",
+        "/skills/{slug}",
+        "/skills/{slug}/trials",
+        "/token",
+        "/forget-requests",
+    }
     page = client.get("/api/v1/docs").content.decode()
     assert "GET /api/v1/memory" in page and "POST /api/v1/feedback" in page and "GET /api/v1/evaluation" in page
     assert "GET /api/v1/skills" in page and "POST /api/v1/skills/{slug}/trials" in page
@@ -321,10 +437,18 @@ def test_openapi_schema_and_docs_page(client):
 
 def test_a_contradiction_with_an_active_entry_opens_a_conflict(agent, approved):
 
-    active = approved(scope="acme/billing-api", trigger="Updating a feature branch before review",
-                      content="Always rebase the feature branch onto main.", conditions=[])
-    body = agent.submit(scope="acme/billing-api/container", trigger="Updating a feature branch before review",
-                        content="Never rebase the feature branch onto main; merge main into it.", conditions=[]).json()
+    active = approved(
+        scope="acme/billing-api",
+        trigger="Updating a feature branch before review",
+        content="Always rebase the feature branch onto main.",
+        conditions=[],
+    )
+    body = agent.submit(
+        scope="acme/billing-api/container",
+        trigger="Updating a feature branch before review",
+        content="Never rebase the feature branch onto main; merge main into it.",
+        conditions=[],
+    ).json()
     conflict = Conflict.objects.get()
     assert body["conflicts"] == [conflict.pk]
     assert {conflict.entry_a_id, conflict.entry_b_id} == {active.pk, body["id"]}
@@ -332,12 +456,21 @@ def test_a_contradiction_with_an_active_entry_opens_a_conflict(agent, approved):
 
 
 def test_batch_handles_duplicates_of_existing_entries_and_within_the_batch(agent, approved):
-    active = approved(scope="acme/billing-api", trigger="Editing config in the container",
-                      content="Confirm the repository root first.")
-    again = api_candidate(scope="acme/billing-api", trigger="Editing config in the container",
-                          content="Confirm the repository root first.")
-    twice = api_candidate(trigger="A brand new lesson", content="Said twice in one batch.",
-                          evidence=[{"kind": "review", "signal": "external", "excerpt": "seen it"}])
+    active = approved(
+        scope="acme/billing-api",
+        trigger="Editing config in the container",
+        content="Confirm the repository root first.",
+    )
+    again = api_candidate(
+        scope="acme/billing-api",
+        trigger="Editing config in the container",
+        content="Confirm the repository root first.",
+    )
+    twice = api_candidate(
+        trigger="A brand new lesson",
+        content="Said twice in one batch.",
+        evidence=[{"kind": "review", "signal": "external", "excerpt": "seen it"}],
+    )
     body = agent.post("candidates/batch", {"candidates": [again, twice, twice]}).json()
     first, second, third = body["results"]
     assert (first["created"], first["duplicate_of"]) == (False, active.pk)
@@ -350,45 +483,83 @@ def test_batch_handles_duplicates_of_existing_entries_and_within_the_batch(agent
 
 def test_batch_falls_back_to_item_by_item_when_the_database_refuses(agent, monkeypatch):
 
-
     def refuse(*args, **kwargs):
         raise DatabaseError("simulated")
 
     monkeypatch.setattr(submissions, "_write_batch", refuse)
-    body = agent.post("candidates/batch", {"candidates": [api_candidate(trigger="one"), api_candidate(trigger="")]}
-                      ).json()
+    body = agent.post(
+        "candidates/batch", {"candidates": [api_candidate(trigger="one"), api_candidate(trigger="")]}
+    ).json()
     assert [r["ok"] for r in body["results"]] == [True, False]
     assert Entry.objects.get(pk=body["results"][0]["id"]).trigger == "one"
 
 
 def test_batch_links_near_duplicates_like_single_submissions(agent, approved):
-    active = approved(scope="acme/billing-api", trigger="Editing config files inside the billing-api container",
-                      content="Confirm the repository root with git rev-parse before editing config.")
-    near = dict(trigger="Editing config files in the billing-api container",
-                content="Confirm the repository root with git rev-parse before you edit config files.")
-    body = agent.post("candidates/batch", {"candidates": [
-        api_candidate(scope="acme/billing-api/container", **near),
-        api_candidate(scope="acme/web", trigger="Unrelated", content="Nothing alike here at all."),
-        api_candidate(scope="acme/billing-api", trigger="Something else entirely", content="Another topic.")]}).json()
+    active = approved(
+        scope="acme/billing-api",
+        trigger="Editing config files inside the billing-api container",
+        content="Confirm the repository root with git rev-parse before editing config.",
+    )
+    near = dict(
+        trigger="Editing config files in the billing-api container",
+        content="Confirm the repository root with git rev-parse before you edit config files.",
+    )
+    body = agent.post(
+        "candidates/batch",
+        {
+            "candidates": [
+                api_candidate(scope="acme/billing-api/container", **near),
+                api_candidate(scope="acme/web", trigger="Unrelated", content="Nothing alike here at all."),
+                api_candidate(scope="acme/billing-api", trigger="Something else entirely", content="Another topic."),
+            ]
+        },
+    ).json()
     assert [r.get("duplicates") for r in body["results"]] == [[active.pk], None, []]
     assert body["results"][1]["status"] == 403
 
 
 def test_batch_finds_conflicts_above_and_below_each_candidates_scope(make_agent, approved):
     agent = make_agent("acme-agent", scopes=["acme"])  # reads the parent scope, so the answer may name it
-    parent = approved(scope="acme", trigger="Updating a feature branch before review",
-                      content="Always rebase the feature branch onto main.", conditions=[])
-    child = approved(scope="acme/billing-api/container", trigger="Restarting the billing worker after deploys",
-                     content="Never drain the queue before restarting the worker.", conditions=[])
-    elsewhere = approved(scope="acme/web", trigger="Restarting the billing worker after deploys",
-                         content="Never drain the queue before restarting the worker.", conditions=[])
-    body = agent.post("candidates/batch", {"candidates": [
-        api_candidate(scope="acme/billing-api", trigger="Restarting the billing worker after deploys",
-                      content="Always drain the queue before restarting the worker.", conditions=[]),
-        api_candidate(scope="acme/billing-api", trigger="Nothing to do with either", content="Write tests first."),
-        api_candidate(scope="acme/billing-api", trigger="Updating a feature branch before review",
-                      content="Never rebase the feature branch; merge main into it.", conditions=[]),
-    ]}).json()
+    parent = approved(
+        scope="acme",
+        trigger="Updating a feature branch before review",
+        content="Always rebase the feature branch onto main.",
+        conditions=[],
+    )
+    child = approved(
+        scope="acme/billing-api/container",
+        trigger="Restarting the billing worker after deploys",
+        content="Never drain the queue before restarting the worker.",
+        conditions=[],
+    )
+    elsewhere = approved(
+        scope="acme/web",
+        trigger="Restarting the billing worker after deploys",
+        content="Never drain the queue before restarting the worker.",
+        conditions=[],
+    )
+    body = agent.post(
+        "candidates/batch",
+        {
+            "candidates": [
+                api_candidate(
+                    scope="acme/billing-api",
+                    trigger="Restarting the billing worker after deploys",
+                    content="Always drain the queue before restarting the worker.",
+                    conditions=[],
+                ),
+                api_candidate(
+                    scope="acme/billing-api", trigger="Nothing to do with either", content="Write tests first."
+                ),
+                api_candidate(
+                    scope="acme/billing-api",
+                    trigger="Updating a feature branch before review",
+                    content="Never rebase the feature branch; merge main into it.",
+                    conditions=[],
+                ),
+            ]
+        },
+    ).json()
     below, unrelated, above = body["results"]
     assert [Conflict.objects.get(pk=pk).entry_a_id for pk in below["conflicts"]] == [child.pk]
     assert unrelated["conflicts"] == []
@@ -397,11 +568,23 @@ def test_batch_finds_conflicts_above_and_below_each_candidates_scope(make_agent,
 
 
 def test_an_exact_duplicate_is_one_of_the_same_scope_only(agent, approved):
-    other_scope = approved(scope="acme/billing-api/container", trigger="Editing config in the container",
-                           content="Confirm the repository root first.")
-    body = agent.post("candidates/batch", {"candidates": [
-        api_candidate(scope="acme/billing-api", trigger="Editing config in the container",
-                      content="Confirm the repository root first.")]}).json()
+    other_scope = approved(
+        scope="acme/billing-api/container",
+        trigger="Editing config in the container",
+        content="Confirm the repository root first.",
+    )
+    body = agent.post(
+        "candidates/batch",
+        {
+            "candidates": [
+                api_candidate(
+                    scope="acme/billing-api",
+                    trigger="Editing config in the container",
+                    content="Confirm the repository root first.",
+                )
+            ]
+        },
+    ).json()
     [result] = body["results"]
     assert result["created"] is True and result["duplicate_of"] is None
     assert result["duplicates"] == [other_scope.pk]  # a near duplicate below it, linked, not merged
@@ -412,8 +595,14 @@ def test_a_batch_costs_the_same_number_of_queries_whatever_its_size(agent, appro
     approved(scope="acme/billing-api", trigger="Editing config in the container", content="Confirm the root first.")
 
     def queries_for(n, tag):
-        items = [api_candidate(scope="acme/billing-api", trigger=f"Lesson {tag} number {i}",
-                               content=f"Check the {tag} log {i} before retrying the job.") for i in range(n)]
+        items = [
+            api_candidate(
+                scope="acme/billing-api",
+                trigger=f"Lesson {tag} number {i}",
+                content=f"Check the {tag} log {i} before retrying the job.",
+            )
+            for i in range(n)
+        ]
         with CaptureQueriesContext(connection) as captured:
             body = agent.post("candidates/batch", {"candidates": items}).json()
         assert body["created"] == n
@@ -429,23 +618,45 @@ def test_a_batch_costs_the_same_number_of_queries_whatever_its_size(agent, appro
 
 
 def test_a_contradiction_about_an_action_postgres_does_not_index_is_still_found(agent, approved):
-    """"over" is an English stop word: PostgreSQL keeps no index key for it, so partners are looked up by
+    """ "over" is an English stop word: PostgreSQL keeps no index key for it, so partners are looked up by
     the action's objects instead."""
 
-    active = approved(scope="acme/billing-api", trigger="Sizing the worker pool of billing",
-                      content="Always over-provision the worker pool.", conditions=[])
-    body = agent.post("candidates/batch", {"candidates": [api_candidate(
-        scope="acme/billing-api", trigger="Sizing the worker pool of billing",
-        content="Never over-provision the worker pool.", conditions=[])]}).json()
+    active = approved(
+        scope="acme/billing-api",
+        trigger="Sizing the worker pool of billing",
+        content="Always over-provision the worker pool.",
+        conditions=[],
+    )
+    body = agent.post(
+        "candidates/batch",
+        {
+            "candidates": [
+                api_candidate(
+                    scope="acme/billing-api",
+                    trigger="Sizing the worker pool of billing",
+                    content="Never over-provision the worker pool.",
+                    conditions=[],
+                )
+            ]
+        },
+    ).json()
     [conflict_id] = body["results"][0]["conflicts"]
     assert Conflict.objects.get(pk=conflict_id).entry_a_id == active.pk
 
 
 def test_a_near_duplicate_with_a_trigger_of_stop_words_is_still_found(agent, approved):
-    active = approved(scope="acme/billing-api", trigger="When it is off", conditions=[],
-                      content="Restart the billing worker with systemctl restart billing-worker and check its log.")
-    body = agent.submit(scope="acme/billing-api", trigger="When it is off", conditions=[],
-                        content="Restart the billing worker with systemctl restart billing-worker, then check the log.").json()
+    active = approved(
+        scope="acme/billing-api",
+        trigger="When it is off",
+        conditions=[],
+        content="Restart the billing worker with systemctl restart billing-worker and check its log.",
+    )
+    body = agent.submit(
+        scope="acme/billing-api",
+        trigger="When it is off",
+        conditions=[],
+        content="Restart the billing worker with systemctl restart billing-worker, then check the log.",
+    ).json()
     assert body["duplicates"] == [active.pk]
 
 
@@ -453,9 +664,17 @@ def test_the_docs_page_renders_schemas_as_tables_not_python_dicts(client):
     page = client.get("/api/v1/docs").content.decode()
     assert "<th scope=\"col\">field</th><th scope=\"col\">type</th><th scope=\"col\">required</th>" in page
     # The candidate's body, its nested evidence, and an answer's fields, each a row in words.
-    assert "<td><code>trigger</code></td><td>text, at least 1 and at most 500 characters</td><td>yes</td><td>When it applies.</td>" in page
+    assert (
+        "<td><code>trigger</code></td><td>text, at least 1 and at most 500 characters</td><td>yes</td><td>When it applies.</td>"
+        in page
+    )
     assert "<td><code>evidence[].signal</code></td><td>one of: self, independent, external</td><td>yes</td>" in page
-    assert "<td><code>conditions</code></td><td>list of up to 50 items, each text, at most 200 characters</td><td>no</td>" in page
-    assert "<td><code>k</code></td><td>query</td><td>whole number from 1 to 20</td><td>no</td><td>Default: 5.</td>" in page
+    assert (
+        "<td><code>conditions</code></td><td>list of up to 50 items, each text, at most 200 characters</td><td>no</td>"
+        in page
+    )
+    assert (
+        "<td><code>k</code></td><td>query</td><td>whole number from 1 to 20</td><td>no</td><td>Default: 5.</td>" in page
+    )
     for python in ("{'type'", "&#x27;type&#x27;", "{&#x27;", "'$ref'"):
         assert python not in page

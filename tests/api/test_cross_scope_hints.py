@@ -18,8 +18,10 @@ def above(approved):
 
 def test_a_submission_names_no_entry_the_token_cannot_read(agent, make_agent, above):
     similar, contradicted = above
-    for body in (agent.submit(scope="acme/billing-api/container", **NEAR).json(),
-                 agent.submit(scope="acme/billing-api", **NO_REBASE).json()):
+    for body in (
+        agent.submit(scope="acme/billing-api/container", **NEAR).json(),
+        agent.submit(scope="acme/billing-api", **NO_REBASE).json(),
+    ):
         assert body["created"] is True and body["duplicates"] == [] and body["conflicts"] == []
     # Kept for reviewers: the link and the conflict exist.
     assert SimilarEntry.objects.filter(similar=similar).exists()
@@ -28,9 +30,15 @@ def test_a_submission_names_no_entry_the_token_cannot_read(agent, make_agent, ab
 
 
 def test_a_batch_names_no_entry_the_token_cannot_read(agent, above):
-    body = agent.post("candidates/batch", {"candidates": [
-        api_candidate(scope="acme/billing-api/container", **NEAR),
-        api_candidate(scope="acme/billing-api", **NO_REBASE)]}).json()
+    body = agent.post(
+        "candidates/batch",
+        {
+            "candidates": [
+                api_candidate(scope="acme/billing-api/container", **NEAR),
+                api_candidate(scope="acme/billing-api", **NO_REBASE),
+            ]
+        },
+    ).json()
     assert [(r["duplicates"], r["conflicts"]) for r in body["results"]] == [([], []), ([], [])]
     assert Conflict.objects.count() == 1 and SimilarEntry.objects.filter(similar__scope="acme").count() == 2
 

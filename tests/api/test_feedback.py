@@ -24,8 +24,12 @@ def _retrieve(agent, **params):
 
 
 def test_success_adds_the_step_reverifies_and_counts(agent, approved):
-    entry = approved(scope="acme/billing-api", signal="external", confidence=0.7,
-                     evidence=[{"kind": "test_result", "signal": "external", "excerpt": "green"}])
+    entry = approved(
+        scope="acme/billing-api",
+        signal="external",
+        confidence=0.7,
+        evidence=[{"kind": "test_result", "signal": "external", "excerpt": "green"}],
+    )
     Entry.objects.filter(pk=entry.pk).update(last_verified_at=timezone.now() - datetime.timedelta(days=10))
     retrieval_id, ids = _retrieve(agent)
     response = agent.post("feedback", {"retrieval_id": retrieval_id, "outcome": "success", "utility": 0.9})
@@ -33,8 +37,14 @@ def test_success_adds_the_step_reverifies_and_counts(agent, approved):
     body = response.json()
     assert body["recorded"] is True
     # Before: 0.7 decayed over the ten days since its verification; after: re-verified at 0.75.
-    assert body["entries"] == [{"id": entry.pk, "confidence_before": round(0.7 * 0.95 ** (10 / 30), 4),
-                                "confidence": 0.75, "queued_for_recheck": False}]
+    assert body["entries"] == [
+        {
+            "id": entry.pk,
+            "confidence_before": round(0.7 * 0.95 ** (10 / 30), 4),
+            "confidence": 0.75,
+            "queued_for_recheck": False,
+        }
+    ]
     entry.refresh_from_db()
     assert entry.base_confidence == pytest.approx(0.75) and entry.confidence == pytest.approx(0.75)
     assert (entry.hit_count, entry.utility_n) == (1, 1) and entry.utility_sum == pytest.approx(0.9)
@@ -103,14 +113,17 @@ def test_a_repeat_changes_nothing_and_says_so(agent, approved):
     assert Feedback.objects.get().outcome == "failure"
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"outcome": "success"}, "retrieval_id"),
-    ({"retrieval_id": "RID", "outcome": "meh"}, "outcome"),
-    ({"retrieval_id": "RID", "outcome": "success", "utility": 1.5}, "utility"),
-    ({"retrieval_id": "RID", "outcome": "success", "utility": True}, "utility"),
-    ({"retrieval_id": "RID", "outcome": "success", "used": [424242]}, "used"),
-    ({"retrieval_id": "RID", "outcome": "success", "used": "all"}, "used"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"outcome": "success"}, "retrieval_id"),
+        ({"retrieval_id": "RID", "outcome": "meh"}, "outcome"),
+        ({"retrieval_id": "RID", "outcome": "success", "utility": 1.5}, "utility"),
+        ({"retrieval_id": "RID", "outcome": "success", "utility": True}, "utility"),
+        ({"retrieval_id": "RID", "outcome": "success", "used": [424242]}, "used"),
+        ({"retrieval_id": "RID", "outcome": "success", "used": "all"}, "used"),
+    ],
+)
 def test_bad_feedback_is_422_and_changes_nothing(agent, approved, body, field):
     approved(scope="acme/billing-api")
     retrieval_id, _ = _retrieve(agent)

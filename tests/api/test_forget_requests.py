@@ -10,10 +10,16 @@ from tests.factories import api_candidate
 
 pytestmark = pytest.mark.django_db
 
-LESSON = dict(scope="acme/billing-api", trigger="Rotating the billing webhook signing key",
-              content="Ask Marguerite Okonkwo to approve the rotation; she owns the webhook signing key.")
-PARAPHRASE = dict(scope="acme/billing-api/container", trigger="When rotating billing webhook signing keys",
-                  content="Marguerite Okonkwo owns the webhook signing key: ask her to approve any rotation.")
+LESSON = dict(
+    scope="acme/billing-api",
+    trigger="Rotating the billing webhook signing key",
+    content="Ask Marguerite Okonkwo to approve the rotation; she owns the webhook signing key.",
+)
+PARAPHRASE = dict(
+    scope="acme/billing-api/container",
+    trigger="When rotating billing webhook signing keys",
+    content="Marguerite Okonkwo owns the webhook signing key: ask her to approve any rotation.",
+)
 
 
 @pytest.fixture
@@ -31,8 +37,9 @@ def test_an_agent_files_a_request_and_gets_its_id(agent, lesson):
 
 
 def test_a_text_request_in_the_tokens_scope(agent):
-    response = agent.post("forget-requests", {"text": "the colleague's phone rota", "scope": "acme/billing-api",
-                                              "reason": "user request"})
+    response = agent.post(
+        "forget-requests", {"text": "the colleague's phone rota", "scope": "acme/billing-api", "reason": "user request"}
+    )
     assert response.status_code == 201 and ForgetRequest.objects.get().match_text == "the colleague's phone rota"
 
 
@@ -40,29 +47,53 @@ def test_scope_isolation(make_agent, lesson):
     other = make_agent(name="web-agent", scopes=["acme/web"])
     response = other.post("forget-requests", {"entry_id": lesson.pk, "reason": "r"})
     assert response.status_code == 404
-    assert other.post("forget-requests", {"text": "some text here", "scope": "acme/billing-api",
-                                          "reason": "r"}).status_code == 403
+    assert (
+        other.post(
+            "forget-requests", {"text": "some text here", "scope": "acme/billing-api", "reason": "r"}
+        ).status_code
+        == 403
+    )
     assert not ForgetRequest.objects.exists()
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"entry_id": 1}, "reason"),
-    ({"reason": "r"}, "entry_id"),
-    ({"entry_id": "one", "reason": "r"}, "entry_id"),
-    ({"text": "a text to forget", "reason": "r"}, "scope"),
-    ({"entry_id": 1, "reason": "r", "why": "x"}, "why"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"entry_id": 1}, "reason"),
+        ({"reason": "r"}, "entry_id"),
+        ({"entry_id": "one", "reason": "r"}, "entry_id"),
+        ({"text": "a text to forget", "reason": "r"}, "scope"),
+        ({"entry_id": 1, "reason": "r", "why": "x"}, "why"),
+    ],
+)
 def test_bad_input_is_a_422_naming_the_field(agent, lesson, body, field):
     body = {k: (lesson.pk if v == 1 and k == "entry_id" else v) for k, v in body.items()}
     response = agent.post("forget-requests", body)
     assert response.status_code == 422 and field in response.json()["errors"]
 
 
-FRESH = dict(scope="acme/billing-api", trigger="Deploying the billing worker",
-             content="Drain the invoice queue before the deploy; it refills within a minute.")
+FRESH = dict(
+    scope="acme/billing-api",
+    trigger="Deploying the billing worker",
+    content="Drain the invoice queue before the deploy; it refills within a minute.",
+)
 # What differs between any two candidates' answers: their ids and times, never their shape or states.
-VARYING = {"id", "created_at", "updated_at", "trigger", "content", "scope", "conditions", "last_verified_at",
-           "queued_at", "review_by", "source_task", "boundary", "recheck_when", "observed_at"}
+VARYING = {
+    "id",
+    "created_at",
+    "updated_at",
+    "trigger",
+    "content",
+    "scope",
+    "conditions",
+    "last_verified_at",
+    "queued_at",
+    "review_by",
+    "source_task",
+    "boundary",
+    "recheck_when",
+    "observed_at",
+}
 
 
 def _same_but_ids(a: dict, b: dict) -> dict:
@@ -102,8 +133,13 @@ def test_a_forgotten_lesson_is_held_and_answered_as_any_new_candidate(agent, lea
     assert (row.trigger, row.content, row.embedding) == (request.marker, request.marker, None)
     assert {e.excerpt for e in row.evidence.all()} <= {request.marker}
     assert [e["action"] for e in held_view["events"]] == [e["action"] for e in fresh_view["events"]] == ["submit"]
-    assert _same_but_ids({k: v for k, v in held_view.items() if k not in ("events", "evidence")},
-                         {k: v for k, v in fresh_view.items() if k not in ("events", "evidence")}) == {}
+    assert (
+        _same_but_ids(
+            {k: v for k, v in held_view.items() if k not in ("events", "evidence")},
+            {k: v for k, v in fresh_view.items() if k not in ("events", "evidence")},
+        )
+        == {}
+    )
 
     # Evidence added by id: answered alike (no candidate's evidence text is echoed), stored without its text.
     piece = {"kind": "tool_output", "signal": "external", "excerpt": "Okonkwo signed off again"}
@@ -118,9 +154,15 @@ def test_a_forgotten_lesson_is_held_and_answered_as_any_new_candidate(agent, lea
     assert _same_but_ids({**held_again, "duplicate_of": 0}, {**fresh_again, "duplicate_of": 0}) == {}
 
     # A batch: every item ok, created, pending.
-    batch = agent.post("candidates/batch", {"candidates": [
-        api_candidate(**{**again, "trigger": again["trigger"] + " again"}),
-        api_candidate(**{**LESSON, "trigger": "Deploying billing", "content": "Run the smoke tests first."})]}).json()
+    batch = agent.post(
+        "candidates/batch",
+        {
+            "candidates": [
+                api_candidate(**{**again, "trigger": again["trigger"] + " again"}),
+                api_candidate(**{**LESSON, "trigger": "Deploying billing", "content": "Run the smoke tests first."}),
+            ]
+        },
+    ).json()
     assert [(r["ok"], r["status"], r["created"]) for r in batch["results"]] == [(True, "pending", True)] * 2
     assert batch["created"] == 2
     assert Entry.objects.filter(held_by=request).count() == 2
@@ -144,6 +186,8 @@ def test_a_forget_approved_between_the_look_and_the_insert_still_holds(agent, le
     assert answer.status_code == 201 and answer.json()["status"] == "pending"
     assert Entry.objects.get(pk=answer.json()["id"]).held_by_id == filed["id"]
     looks.clear()
-    batch = agent.post("candidates/batch", {"candidates": [api_candidate(**{**LESSON, "trigger": LESSON["trigger"] + "!"})]})
+    batch = agent.post(
+        "candidates/batch", {"candidates": [api_candidate(**{**LESSON, "trigger": LESSON["trigger"] + "!"})]}
+    )
     assert batch.json()["results"][0]["ok"] is True
     assert Entry.objects.get(pk=batch.json()["results"][0]["id"]).held_by_id == filed["id"]

@@ -42,8 +42,11 @@ def test_a_known_effect_is_reported_within_its_interval(agent, approved, lead, s
 
     page = client_for(lead).get("/learning/", {"scope": "acme"})
     text = re.sub(r"\s+", " ", page.content.decode())
-    verdict = re.search(r'id="verdict-30"><strong>30 days:</strong> (memory helps: ([+-][\d.]+) points, 95% CI '
-                        r'([+-][\d.]+) to ([+-][\d.]+), 2,000 tasks)', text)
+    verdict = re.search(
+        r'id="verdict-30"><strong>30 days:</strong> (memory helps: ([+-][\d.]+) points, 95% CI '
+        r'([+-][\d.]+) to ([+-][\d.]+), 2,000 tasks)',
+        text,
+    )
     assert verdict, "the dashboard states the verdict"
     assert float(verdict.group(3)) <= 10.0 <= float(verdict.group(4))
     assert figures["text"] == verdict.group(1)  # the page and the API say the same

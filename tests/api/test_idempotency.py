@@ -78,7 +78,8 @@ def test_the_answer_is_kept_for_its_hours_then_the_key_is_free(agent, settings):
     assert (stored.status, stored.answer) == (201, first.json())  # in the database: it outlives a restart
     hours = config.IDEMPOTENCY_KEEP_HOURS.value
     IdempotentAnswer.objects.filter(pk=stored.pk).update(
-        created_at=stored.created_at - datetime.timedelta(hours=hours, minutes=1))
+        created_at=stored.created_at - datetime.timedelta(hours=hours, minutes=1)
+    )
     later = submit(agent, "old-key")
     assert later.json()["created"] is False and not later.has_header("Idempotent-Replayed")
     assert IdempotentAnswer.objects.filter(key=clean_key("old-key")).count() == 1

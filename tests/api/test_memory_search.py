@@ -14,11 +14,20 @@ def search(agent, **body):
 
 
 def test_search_answers_as_the_get_does(agent, approved):
-    ledger = approved(scope="acme/billing-api", trigger="Running the ledger migration",
-                      content="Take the ledger lock before migrating ledger tables.")
+    ledger = approved(
+        scope="acme/billing-api",
+        trigger="Running the ledger migration",
+        content="Take the ledger lock before migrating ledger tables.",
+    )
     approved(scope="acme/billing-api", trigger="Writing invoices as PDF", content="Embed the fonts.")
-    params = {"scope": "acme/billing-api", "q": "ledger migration", "k": 1, "budget_chars": 400,
-              "min_confidence": 0.6, "task_ref": "task-2417"}
+    params = {
+        "scope": "acme/billing-api",
+        "q": "ledger migration",
+        "k": 1,
+        "budget_chars": 400,
+        "min_confidence": 0.6,
+        "task_ref": "task-2417",
+    }
     got = agent.retrieve(**{name: str(value) for name, value in params.items()})
     posted = search(agent, **params)
     assert got.status_code == posted.status_code == 200
@@ -42,22 +51,26 @@ def test_the_same_parameters_are_refused_with_the_same_errors(agent, params, fie
     assert not Retrieval.objects.exists()
 
 
-@pytest.mark.parametrize("body, field, message", [
-    ({"scope": "acme/billing-api", "k": True}, "k", "Text or a number."),
-    ({"scope": "acme/billing-api", "q": ["ledger"]}, "q", "Text or a number."),
-    ({"scope": {"name": "acme"}}, "scope", "Text or a number."),
-    ({"scope": "acme/billing-api", "k": 2.5}, "k", "A whole number."),
-    ({"scope": "acme/billing-api", "query": "ledger"}, "query", "Unknown field."),
-    ({"scope": "acme/billing-api", "q": "x" * 2001}, "q", "At most 2,000 characters."),
-])
+@pytest.mark.parametrize(
+    "body, field, message",
+    [
+        ({"scope": "acme/billing-api", "k": True}, "k", "Text or a number."),
+        ({"scope": "acme/billing-api", "q": ["ledger"]}, "q", "Text or a number."),
+        ({"scope": {"name": "acme"}}, "scope", "Text or a number."),
+        ({"scope": "acme/billing-api", "k": 2.5}, "k", "A whole number."),
+        ({"scope": "acme/billing-api", "query": "ledger"}, "query", "Unknown field."),
+        ({"scope": "acme/billing-api", "q": "x" * 2001}, "q", "At most 2,000 characters."),
+    ],
+)
 def test_a_bad_body_is_a_422_naming_the_field(agent, body, field, message):
     response = search(agent, **body)
     assert response.status_code == 422 and response.json()["errors"] == {field: [message]}
 
 
 def test_a_body_that_is_not_a_json_object_is_refused(agent):
-    assert agent.post("memory/search", b"scope=acme", content_type="application/x-www-form-urlencoded"
-                      ).status_code == 415
+    assert (
+        agent.post("memory/search", b"scope=acme", content_type="application/x-www-form-urlencoded").status_code == 415
+    )
     assert agent.post("memory/search", "[1, 2]").status_code == 400
     assert agent.get("memory/search", scope="acme/billing-api").status_code == 405
 
@@ -71,7 +84,8 @@ def test_in_the_schema_and_on_the_docs_page(client):
     schema = client.get("/api/v1/openapi.json").json()
     search_op = schema["paths"]["/memory/search"]["post"]
     assert search_op["requestBody"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/MemoryQuery"}
+        "$ref": "#/components/schemas/MemoryQuery"
+    }
     body = schema["components"]["schemas"]["MemoryQuery"]
     get_names = {p["name"] for p in schema["paths"]["/memory"]["get"]["parameters"]}
     assert set(body["properties"]) == get_names and body["required"] == ["scope"]

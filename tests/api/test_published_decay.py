@@ -20,8 +20,12 @@ def _read(agent, at):
 
 
 def test_a_published_lesson_fades_and_leaves_the_answers_without_a_new_version(agent, approved):
-    approved(scope=SCOPE, signal="external", confidence=0.8,
-             evidence=[{"kind": "test_result", "signal": "external", "excerpt": "green"}])
+    approved(
+        scope=SCOPE,
+        signal="external",
+        confidence=0.8,
+        evidence=[{"kind": "test_result", "signal": "external", "excerpt": "green"}],
+    )
     rules = lifecycle.rules()
     now = timezone.now()
     first = _read(agent, now)
@@ -30,7 +34,7 @@ def test_a_published_lesson_fades_and_leaves_the_answers_without_a_new_version(a
 
     half_year = _read(agent, now + datetime.timedelta(days=180))
     assert half_year["memory_version"] == first["memory_version"]
-    assert [e["confidence"] for e in half_year["entries"]] == [pytest.approx(0.8 * 0.95 ** 6, abs=1e-3)]
+    assert [e["confidence"] for e in half_year["entries"]] == [pytest.approx(0.8 * 0.95**6, abs=1e-3)]
 
     days_to_floor = rules.decay_period_days * math.log(rules.retrieve_at_least / 0.8) / math.log(rules.decay_factor)
     faded = _read(agent, now + datetime.timedelta(days=days_to_floor + 2))

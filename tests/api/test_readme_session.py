@@ -24,8 +24,13 @@ def block(name: str) -> str:
 
 
 def run(script: str, env: dict) -> str:
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", **env}, timeout=60)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", **env},
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -48,13 +53,15 @@ def test_readme_curl_session_works_as_printed(live_server, transactional_db, tmp
     reviewer = get_user_model().objects.get(username="reviewer")
     approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
     # "...and publish it on the releases page": agents read the published version
-    publish_version(actor=get_user_model().objects.get(username="lead"), summary="the README's lesson", acknowledge=True)
+    publish_version(
+        actor=get_user_model().objects.get(username="lead"), summary="the README's lesson", acknowledge=True
+    )
 
     output = run(block("use"), env)
     retrieval = json.loads(output[: output.index("}{") + 1] if "}{" in output else output.splitlines()[0])
     assert entry.pk in [e["id"] for e in retrieval["entries"]]
     assert "When rotating the billing-api webhook signing key" in retrieval["context"]
-    feedback = json.loads(output[output.rindex('{"recorded"'):])
+    feedback = json.loads(output[output.rindex('{"recorded"') :])
     assert feedback["recorded"] is True
     entry.refresh_from_db()
     assert 0.85 < entry.confidence < 0.90  # "a little above 0.85": one success is little evidence of a lift

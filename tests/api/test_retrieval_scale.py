@@ -56,8 +56,11 @@ def test_a_publish_changes_the_answer(cached, agent, approved, lead):
     old = approved(scope="acme/billing-api", trigger="Restarting the billing worker", content="Drain it first.")
     publish_version(actor=lead, summary="first")
     assert _ids(agent.retrieve(q="restarting worker")) == [old.pk]
-    new = approved(scope="acme/billing-api", trigger="Restarting the billing worker at night",
-                   content="Page the on-call before restarting.")
+    new = approved(
+        scope="acme/billing-api",
+        trigger="Restarting the billing worker at night",
+        content="Page the on-call before restarting.",
+    )
     publish_version(actor=lead, summary="second")
     answer = agent.retrieve(q="restarting worker")
     assert answer.json()["memory_version"] == 3 and sorted(_ids(answer)) == sorted([old.pk, new.pk])
@@ -93,8 +96,10 @@ def test_retrieval_reads_go_to_the_replica_and_everything_else_to_the_primary(se
     agent.publish_first = False
     entry = approved(scope="acme/billing-api", trigger="Restarting the billing worker", content="Drain it first.")
     publish_version(actor=lead, summary="billing")
-    with CaptureQueriesContext(connections["replica"]) as on_replica, \
-            CaptureQueriesContext(connections["default"]) as on_primary:
+    with (
+        CaptureQueriesContext(connections["replica"]) as on_replica,
+        CaptureQueriesContext(connections["default"]) as on_primary,
+    ):
         answer = agent.retrieve(q="restarting worker")
     assert _ids(answer) == [entry.pk]
     replica_sql = " ".join(q["sql"] for q in on_replica.captured_queries)

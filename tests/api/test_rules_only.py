@@ -22,10 +22,21 @@ def three_arms(db):
 
 
 def test_a_rules_only_task_gets_only_what_people_wrote(agent, approved, three_arms):
-    lesson = approved(scope=SCOPE, kind="failure_lesson", signal="external", confidence=0.8,
-                      trigger="Editing config in the container", content="Back up the config file before editing it.")
-    correction = approved(scope=SCOPE, kind="human_correction", signal="external", confidence=0.9,
-                          trigger="Editing config: never in production")
+    lesson = approved(
+        scope=SCOPE,
+        kind="failure_lesson",
+        signal="external",
+        confidence=0.8,
+        trigger="Editing config in the container",
+        content="Back up the config file before editing it.",
+    )
+    correction = approved(
+        scope=SCOPE,
+        kind="human_correction",
+        signal="external",
+        confidence=0.9,
+        trigger="Editing config: never in production",
+    )
     body = agent.post("memory/search", {"scope": SCOPE, "q": "config", "task_ref": _task_in(RULES_ONLY)}).json()
     assert body["arm"] == "rules-only"
     assert [e["id"] for e in body["entries"]] == [correction.pk] and lesson.content not in body["context"]
@@ -54,8 +65,9 @@ def test_the_dashboard_and_the_api_show_the_third_arm(agent, approved, three_arm
 
 
 def test_a_lead_sets_the_rules_only_share(lead):
-    response = client_for(lead).post("/policies/holdout/", {"prefix": SCOPE, "fraction": "0.1", "rules_only": "20%"},
-                                     follow=True)
+    response = client_for(lead).post(
+        "/policies/holdout/", {"prefix": SCOPE, "fraction": "0.1", "rules_only": "20%"}, follow=True
+    )
     assert "10% of its tasks get no memory, 20% people&#x27;s rules only." in page_text(response)
     assert ScopePolicy.objects.get(kind="holdout", prefix=SCOPE).value == {"fraction": 0.1, "rules_only": 0.2}
 

@@ -5,7 +5,10 @@ matches the documented schema. Bounded and derandomized, so a run is the same ru
 import pytest
 import schemathesis
 from schemathesis.checks import (
-    content_type_conformance, not_a_server_error, response_schema_conformance, status_code_conformance,
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
 )
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
@@ -34,14 +37,18 @@ def bearer(db, lead, in_the_tests_transaction, settings):
     # The generated requests are many and fast: lift the per-token rate limit, as a load test would.
     settings.CURATION = {**settings.CURATION, "API_RATE_LIMIT": 100_000}
     from curation.services.tokens import create_agent_token
+
     _, key = create_agent_token(name="conformance", scopes=["acme"], actor=lead)
     return {"Authorization": f"Bearer {key}"}
 
 
 @schema.parametrize()
-@settings(max_examples=20, derandomize=True, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=20,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @pytest.mark.django_db
 def test_every_operation_answers_as_documented(case, bearer):
     case.call_and_validate(headers=bearer, checks=CHECKS)

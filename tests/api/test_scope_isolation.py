@@ -22,7 +22,8 @@ def two_worlds(make_agent, approved):
 def test_retrieval_returns_only_own_scope(two_worlds):
     billing, web, billing_entry, web_entry = two_worlds
     assert [e["id"] for e in billing.retrieve(scope="acme/billing-api", q="deploying").json()["entries"]] == [
-        billing_entry.pk]
+        billing_entry.pk
+    ]
     assert [e["id"] for e in web.retrieve(scope="acme/web", q="deploying").json()["entries"]] == [web_entry.pk]
     assert billing.retrieve(scope="acme/web").status_code == 403
     assert web.retrieve(scope="acme/billing-api").status_code == 403
@@ -37,8 +38,9 @@ def test_ids_of_the_other_scope_are_404(two_worlds):
 
 def test_evidence_cannot_be_added_across_scopes(two_worlds):
     billing, web, billing_entry, web_entry = two_worlds
-    response = billing.post(f"entries/{web_entry.pk}/evidence",
-                            {"kind": "review", "signal": "external", "excerpt": "sneaky"})
+    response = billing.post(
+        f"entries/{web_entry.pk}/evidence", {"kind": "review", "signal": "external", "excerpt": "sneaky"}
+    )
     assert response.status_code == 404
     assert not Evidence.objects.filter(excerpt="sneaky").exists()
 
@@ -47,15 +49,18 @@ def test_submissions_cannot_land_in_the_other_scope(two_worlds):
     billing, web, *_ = two_worlds
     assert billing.submit(scope="acme/web/frontend").status_code == 403
     assert web.submit(scope="acme/billing-api/container").status_code == 403
-    batch = billing.post("candidates/batch", {"candidates": [
-        {"scope": "acme/web", "kind": "fact", "trigger": "t", "content": "c", "signal": "self"}]}).json()
+    batch = billing.post(
+        "candidates/batch",
+        {"candidates": [{"scope": "acme/web", "kind": "fact", "trigger": "t", "content": "c", "signal": "self"}]},
+    ).json()
     assert batch["results"][0]["status"] == 403
 
 
 def test_an_exact_duplicate_in_another_scope_is_not_merged_across(two_worlds):
     billing, web, billing_entry, web_entry = two_worlds
-    body = billing.submit(scope="acme/billing-api/container", trigger="Deploying the service",
-                          content="Web secret sauce.").json()
+    body = billing.submit(
+        scope="acme/billing-api/container", trigger="Deploying the service", content="Web secret sauce."
+    ).json()
     assert body["created"] is True and body["id"] != web_entry.pk
 
 

@@ -18,8 +18,10 @@ DOTTED = ["acme/../globex", "acme/./billing-api", "acme/billing-api/..", "./acme
 def test_a_submission_to_a_dotted_scope_is_422(agent, scope):
     response = agent.submit(scope=scope)
     assert response.status_code == 422 and WHY in response.json()["errors"]["scope"][0]
-    batch = agent.post("candidates/batch", {"candidates": [
-        {"scope": scope, "kind": "fact", "trigger": "t", "content": "c", "signal": "self"}]}).json()
+    batch = agent.post(
+        "candidates/batch",
+        {"candidates": [{"scope": scope, "kind": "fact", "trigger": "t", "content": "c", "signal": "self"}]},
+    ).json()
     assert batch["results"][0]["status"] == 422 and WHY in str(batch["results"][0])
     assert not Entry.objects.exists()
 

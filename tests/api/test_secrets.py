@@ -25,21 +25,41 @@ def test_secrets_are_redacted_everywhere_and_never_stored_or_logged(agent, appro
         content=f"Use key {AWS_KEY} with password: {PASSWORD}; call +44 20 7946 0958 if it fails. {PRIVATE_KEY}",
         boundary=f"Authorization: Bearer {BEARER}",
         source_task=f"task for {EMAIL}",
-        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": f"curl -H 'Authorization: Bearer {BEARER}'",
-                   "task_ref": EMAIL}],
+        evidence=[
+            {
+                "kind": "tool_output",
+                "signal": "external",
+                "excerpt": f"curl -H 'Authorization: Bearer {BEARER}'",
+                "task_ref": EMAIL,
+            }
+        ],
     ).json()
     kinds = {flag["detail"] for flag in body["flags"]}
-    assert {"e-mail address removed from trigger", "private key removed from content",
-            "phone number removed from content", "bearer token removed from evidence[0].excerpt"} <= kinds
+    assert {
+        "e-mail address removed from trigger",
+        "private key removed from content",
+        "phone number removed from content",
+        "bearer token removed from evidence[0].excerpt",
+    } <= kinds
     entry = Entry.objects.get(pk=body["id"])
     assert "[REDACTED: e-mail address]" in entry.trigger
     # the batch path, the evidence endpoint and the retrieval query are scanned too
-    agent.post("candidates/batch", {"candidates": [{**{"scope": "acme/billing-api", "kind": "fact",
-                                                       "signal": "self", "trigger": "Reaching support"},
-                                                    "content": f"Mail {EMAIL}, key {AWS_KEY}"}]})
+    agent.post(
+        "candidates/batch",
+        {
+            "candidates": [
+                {
+                    **{"scope": "acme/billing-api", "kind": "fact", "signal": "self", "trigger": "Reaching support"},
+                    "content": f"Mail {EMAIL}, key {AWS_KEY}",
+                }
+            ]
+        },
+    )
     active = approved(scope="acme/billing-api")
-    agent.post(f"entries/{active.pk}/evidence", {"kind": "review", "signal": "external",
-                                                 "excerpt": f"password={PASSWORD}", "task_ref": PHONE})
+    agent.post(
+        f"entries/{active.pk}/evidence",
+        {"kind": "review", "signal": "external", "excerpt": f"password={PASSWORD}", "task_ref": PHONE},
+    )
     agent.retrieve(scope="acme/billing-api", q=f"what did {EMAIL} say about {AWS_KEY}")
     # a refused submission logs a warning: it must not carry the text either
     agent.submit(trigger="", content=f"password: {PASSWORD}")
@@ -54,23 +74,39 @@ def test_secrets_are_redacted_everywhere_and_never_stored_or_logged(agent, appro
 
 # --- the redaction suite through the API: every format in every field, with punctuation around it ---------
 
+
 @pytest.mark.parametrize("name, text, secret", SECRET_CORPUS, ids=[name for name, *_ in SECRET_CORPUS])
 def test_every_format_in_every_field_is_redacted_before_it_is_stored(agent, approved, caplog, name, text, secret):
     caplog.set_level(logging.DEBUG)
     around = iter(SECRET_SURROUNDINGS * 2)
     placed = lambda: next(around).format(text)  # noqa: E731 (each field gets other punctuation)
     response = agent.submit(
-        scope="acme/billing-api", trigger=f"When {placed()} shows up", content=f"Do not paste {placed()}",
-        boundary=placed(), recheck_when=placed(), conditions=[placed(), "deploy"], source_task=placed()[:200],
-        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": placed(), "task_ref": placed()[:200]}])
+        scope="acme/billing-api",
+        trigger=f"When {placed()} shows up",
+        content=f"Do not paste {placed()}",
+        boundary=placed(),
+        recheck_when=placed(),
+        conditions=[placed(), "deploy"],
+        source_task=placed()[:200],
+        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": placed(), "task_ref": placed()[:200]}],
+    )
     assert response.status_code == 201, response.json()
     flagged = {flag["detail"].rsplit(" removed from ", 1)[1] for flag in response.json()["flags"]}
     assert {"trigger", "content", "boundary", "recheck_when", "conditions", "evidence[0].excerpt"} <= flagged
     entry = approved(scope="acme/billing-api")
-    assert agent.post(f"entries/{entry.pk}/evidence", {"kind": "review", "signal": "external", "excerpt": placed(),
-                                                       "task_ref": placed()[:200]}).status_code == 201
-    assert agent.post("memory/search", {"scope": "acme/billing-api", "q": placed(),
-                                        "task_ref": placed()[:200]}).status_code == 200
+    assert (
+        agent.post(
+            f"entries/{entry.pk}/evidence",
+            {"kind": "review", "signal": "external", "excerpt": placed(), "task_ref": placed()[:200]},
+        ).status_code
+        == 201
+    )
+    assert (
+        agent.post(
+            "memory/search", {"scope": "acme/billing-api", "q": placed(), "task_ref": placed()[:200]}
+        ).status_code
+        == 200
+    )
     dump = database_dump()
     assert secret not in dump and secret not in caplog.text
 

@@ -12,8 +12,11 @@ TRIAL = {"outcome": "success", "task_ref": "task-1", "notes": ""}
 def test_every_verb_on_a_skill_outside_the_token_answers_like_an_unknown_one(agent):
     hidden = nominated(scope="acme/web", trigger="Running the web migrations in the container")
     for verb in ("get", "post", "put", "delete", "patch"):
-        for path, body in ((f"skills/{hidden.slug}", None), (f"skills/{hidden.slug}/trials", TRIAL),
-                           (f"skills/{hidden.slug}/trials", {"outcome": "maybe"})):
+        for path, body in (
+            (f"skills/{hidden.slug}", None),
+            (f"skills/{hidden.slug}/trials", TRIAL),
+            (f"skills/{hidden.slug}/trials", {"outcome": "maybe"}),
+        ):
             unknown_path = path.replace(hidden.slug, "no-such-skill")
             if verb == "get":
                 answer, expected = agent.get(path), agent.get(unknown_path)

@@ -30,8 +30,14 @@ def test_a_trial_is_recorded_with_the_count_so_far(agent):
     assert response.status_code == 201
     body = response.json()
     assert body["recorded"] is True and body["skill"] == p.slug and body["revision"] == 1
-    assert body["trials"] == {"reported": 1, "succeeded": 1, "failed": 0, "required": 5,
-                              "summary": "1 of 5 trials succeeded", "passes": False}
+    assert body["trials"] == {
+        "reported": 1,
+        "succeeded": 1,
+        "failed": 0,
+        "required": 5,
+        "summary": "1 of 5 trials succeeded",
+        "passes": False,
+    }
     assert body["trial"]["task_ref"] == "task-1" and body["trial"]["notes"] == "3 tables migrated"
     stored = SkillTrial.objects.get()
     assert (stored.token, stored.reported_by_label, stored.outcome) == (agent.token, "agent:billing-agent", "success")
@@ -51,17 +57,20 @@ def test_a_repeated_report_changes_nothing(agent):
     assert SkillTrial.objects.count() == 1
 
 
-@pytest.mark.parametrize("body, field, message", [
-    ({"outcome": "maybe"}, "outcome", "success or failure."),
-    ({"outcome": None}, "outcome", "success or failure."),
-    ({"task_ref": ""}, "task_ref", "a trial is counted once per task"),
-    ({"task_ref": 7}, "task_ref", "Must be text."),
-    ({"task_ref": "t" * 256}, "task_ref", "At most 255 characters"),
-    ({"notes": "n" * 4001}, "notes", "At most 4,000 characters"),
-    ({"notes": "a\u0000b"}, "notes", "NUL"),
-    ({"notes": "\ud800"}, "notes", "valid Unicode"),
-    ({"extra": 1}, "extra", "Unknown field."),
-])
+@pytest.mark.parametrize(
+    "body, field, message",
+    [
+        ({"outcome": "maybe"}, "outcome", "success or failure."),
+        ({"outcome": None}, "outcome", "success or failure."),
+        ({"task_ref": ""}, "task_ref", "a trial is counted once per task"),
+        ({"task_ref": 7}, "task_ref", "Must be text."),
+        ({"task_ref": "t" * 256}, "task_ref", "At most 255 characters"),
+        ({"notes": "n" * 4001}, "notes", "At most 4,000 characters"),
+        ({"notes": "a\u0000b"}, "notes", "NUL"),
+        ({"notes": "\ud800"}, "notes", "valid Unicode"),
+        ({"extra": 1}, "extra", "Unknown field."),
+    ],
+)
 def test_bad_trials_are_422_per_field(agent, body, field, message):
     p = nominated()
     response = trial(agent, p.slug, **body)
@@ -114,7 +123,8 @@ def test_only_approved_skills_of_the_scope_and_its_ancestors_are_listed(make_age
     narrow = make_agent("narrow", scopes=["acme/billing-api/container"])
     # the token does not cover acme/billing-api, so that ancestor's skill is not read, as with /memory
     assert [s["slug"] for s in narrow.get("skills", scope="acme/billing-api/container").json()["skills"]] == [
-        container.slug]
+        container.slug
+    ]
     assert agent.get("skills", scope="acme/web").status_code == 403
     bad = agent.get("skills", scope="Acme//x")
     assert bad.status_code == 422 and "scope" in bad.json()["errors"]

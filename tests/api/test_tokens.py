@@ -16,8 +16,18 @@ pytestmark = pytest.mark.django_db
 
 def test_command_prints_the_token_once_and_stores_only_its_hash():
     out, err = StringIO(), StringIO()
-    call_command("create_agent_token", "ci-bot", "--scope", "acme/billing", "--scope", "acme/web",
-                 "--expires", "30d", stdout=out, stderr=err)
+    call_command(
+        "create_agent_token",
+        "ci-bot",
+        "--scope",
+        "acme/billing",
+        "--scope",
+        "acme/web",
+        "--expires",
+        "30d",
+        stdout=out,
+        stderr=err,
+    )
     key = out.getvalue().strip()
     token = AgentToken.objects.get(name="ci-bot")
     assert key.startswith("ma_") and len(key) > 40
@@ -28,12 +38,15 @@ def test_command_prints_the_token_once_and_stores_only_its_hash():
     assert Agent(key).get("memory", scope="acme/web").status_code == 200
 
 
-@pytest.mark.parametrize("args, message", [
-    (["bad name!", "--scope", "acme"], "name"),
-    (["ok", "--scope", "Acme Corp"], "Illegal scope segment"),
-    (["ok"], "at least one scope"),
-    (["ok", "--scope", "acme", "--expires", "forever"], "30d"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["bad name!", "--scope", "acme"], "name"),
+        (["ok", "--scope", "Acme Corp"], "Illegal scope segment"),
+        (["ok"], "at least one scope"),
+        (["ok", "--scope", "acme", "--expires", "forever"], "30d"),
+    ],
+)
 def test_command_refuses_bad_input(args, message):
     with pytest.raises(CommandError, match=message):
         call_command("create_agent_token", *args, stdout=StringIO(), stderr=StringIO())
@@ -42,8 +55,9 @@ def test_command_refuses_bad_input(args, message):
 
 def test_a_lead_creates_a_token_in_the_console_and_sees_it_once(client, lead):
     client.force_login(lead)
-    response = client.post("/agents/tokens/new/", {"name": "web-agent", "scopes": "acme/web, acme/docs",
-                                                   "expires": "12h"})
+    response = client.post(
+        "/agents/tokens/new/", {"name": "web-agent", "scopes": "acme/web, acme/docs", "expires": "12h"}
+    )
     assert response.status_code == 201
     page = response.content.decode()
     key = page.split('id="new-token-secret">')[1].split("<")[0]
@@ -55,7 +69,11 @@ def test_a_lead_creates_a_token_in_the_console_and_sees_it_once(client, lead):
     token = AgentToken.objects.get(name="web-agent")
     [created] = Event.objects.filter(token=token)
     assert (created.action, created.actor, created.entry_id, created.entry_label) == (
-        "token_created", lead, None, "agent:web-agent")
+        "token_created",
+        lead,
+        None,
+        "agent:web-agent",
+    )
     assert created.after["scopes"] == ["acme/docs", "acme/web"] and created.after["key_prefix"] == key[:10]
     assert key not in str(created.after) + created.reason  # the secret is never stored, not even in history
 
@@ -79,11 +97,15 @@ def test_a_lead_revokes_a_token_and_it_stops_working(client, lead, make_agent):
     assert token.revoked_at is not None and token.revoked_by == lead
     revoked = Event.objects.get(token=token, action="token_revoked")
     assert (revoked.actor, revoked.after) == (lead, {"revoked_at": token.revoked_at.isoformat()})
-    client.post(f"/agents/tokens/{agent.token.pk}/revoke/", {"confirm": "yes"})  # again: nothing changes, nothing is written
+    client.post(
+        f"/agents/tokens/{agent.token.pk}/revoke/", {"confirm": "yes"}
+    )  # again: nothing changes, nothing is written
     assert Event.objects.filter(token=token, action="token_revoked").count() == 1
     assert agent.retrieve(scope="acme/billing-api").status_code == 401
     assert "revoked" in client.get("/agents/tokens/").content.decode()
-    assert client.post("/agents/tokens/987654/revoke/", {"confirm": "yes"}).status_code == 404  # an unknown token, not a 500
+    assert (
+        client.post("/agents/tokens/987654/revoke/", {"confirm": "yes"}).status_code == 404
+    )  # an unknown token, not a 500
 
 
 @pytest.mark.parametrize("role", ["reviewer", "auditor"])
@@ -111,8 +133,9 @@ def test_a_scoped_lead_cannot_mint_a_token_beyond_their_grants(billing_lead):
         assert response.status_code == 422
         assert "Outside your scopes (acme/billing-api)" in response.content.decode()
     assert not AgentToken.objects.exists()
-    response = client.post("/agents/tokens/new/", {"name": "own", "scopes": "acme/billing-api/container",
-                                                   "expires": ""})
+    response = client.post(
+        "/agents/tokens/new/", {"name": "own", "scopes": "acme/billing-api/container", "expires": ""}
+    )
     assert response.status_code == 201
     assert AgentToken.objects.get().scopes == ["acme/billing-api/container"]
 

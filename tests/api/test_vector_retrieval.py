@@ -31,8 +31,9 @@ def _submit_many(agent, n, seed=7, dims=5):
     made = {}
     for i in range(n):
         embedding = _vector(rng, dims)
-        answer = agent.submit(scope=SCOPE, trigger=f"Lesson number {i} on topic{i}", content=f"Advice{i} holds{i}.",
-                              embedding=embedding)
+        answer = agent.submit(
+            scope=SCOPE, trigger=f"Lesson number {i} on topic{i}", content=f"Advice{i} holds{i}.", embedding=embedding
+        )
         assert answer.status_code == 201, answer.json()
         assert answer.json()["status"] == "active"  # the scope's policy approved it at once
         made[answer.json()["id"]] = embedding
@@ -45,6 +46,7 @@ def _brute_force(query, made, metric, k):
             return math.sqrt(sum((a - b) ** 2 for a, b in zip(query, v)))
         dot = sum(a * b for a, b in zip(query, v))
         return 1 - dot / (math.sqrt(sum(a * a for a in query)) * math.sqrt(sum(b * b for b in v)))
+
     return sorted(((d(v), pk) for pk, v in made.items()))[:k]
 
 
@@ -146,12 +148,15 @@ def test_a_setting_fixes_the_dimension_before_any_entry(agent, take_all, setting
     assert agent.submit(scope=SCOPE, embedding=[1.0, 2.0, 3.0]).status_code == 201
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"embedding": "0.1,0.2"}, "embedding"),
-    ({"embedding": [1, "x"]}, "embedding"),
-    ({"embedding": []}, "embedding"),
-    ({"embedding": [1, 2], "metric": "dot"}, "metric"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"embedding": "0.1,0.2"}, "embedding"),
+        ({"embedding": [1, "x"]}, "embedding"),
+        ({"embedding": []}, "embedding"),
+        ({"embedding": [1, 2], "metric": "dot"}, "metric"),
+    ],
+)
 def test_a_bad_query_embedding_or_metric_is_a_422(agent, body, field):
     answer = agent.post("memory/search", {"scope": SCOPE, **body})
     assert answer.status_code == 422 and field in answer.json()["errors"]
@@ -182,5 +187,6 @@ def test_cached_answers_keep_each_query_embedding_and_metric_apart(agent, take_a
         for query in queries:
             for metric in ("l2", "cosine"):
                 answer = agent.post("memory/search", {"scope": SCOPE, "embedding": query, "metric": metric, "k": 4})
-                assert [e["id"] for e in answer.json()["entries"]] == \
-                    [pk for _, pk in _brute_force(query, made, metric, 4)]
+                assert [e["id"] for e in answer.json()["entries"]] == [
+                    pk for _, pk in _brute_force(query, made, metric, 4)
+                ]

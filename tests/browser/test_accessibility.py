@@ -19,14 +19,18 @@ BLOCKING = ("serious", "critical")
 
 def violations(page) -> list[str]:
     results = Axe().run(page)
-    return [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-            for v in results.response["violations"] if v["impact"] in BLOCKING]
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+        if v["impact"] in BLOCKING
+    ]
 
 
 def test_every_page_has_no_serious_or_critical_violation(live_server, page):
     lead = make_user("lena", "lead")
-    entry = services.create_candidate(data=candidate_data(trigger="A lesson to check the pages with"),
-                                      actor_label="agent:ci")
+    entry = services.create_candidate(
+        data=candidate_data(trigger="A lesson to check the pages with"), actor_label="agent:ci"
+    )
     kept = active(lead, scope="acme/billing-api", trigger="An active lesson")
     nominated(scope="acme/billing-api/host", trigger="Rotating the billing-api webhook key")
     active(lead, scope="acme/billing-api", trigger="An active lesson to forget", content="Forget me, please.")
@@ -35,11 +39,19 @@ def test_every_page_has_no_serious_or_critical_violation(live_server, page):
     found = {"login": violations(page)}
     log_in(page, live_server, "lena")
     pages = {
-        "candidates": "/review/candidates/", "conflicts": "/review/conflicts/",
-        "consolidation": "/review/consolidation/", "skill promotions": "/review/skills/",
-        "dashboard": "/", "skills": "/skills/", "entry": f"/entries/{entry.pk}/", "active entry": f"/entries/{kept.pk}/",
-        "tokens": "/agents/tokens/", "api docs": "/api/v1/docs", "maintenance": "/maintenance/",
-        "forget requests": "/review/forgets/", "forget request": f"/review/forgets/{forget.pk}/",
+        "candidates": "/review/candidates/",
+        "conflicts": "/review/conflicts/",
+        "consolidation": "/review/consolidation/",
+        "skill promotions": "/review/skills/",
+        "dashboard": "/",
+        "skills": "/skills/",
+        "entry": f"/entries/{entry.pk}/",
+        "active entry": f"/entries/{kept.pk}/",
+        "tokens": "/agents/tokens/",
+        "api docs": "/api/v1/docs",
+        "maintenance": "/maintenance/",
+        "forget requests": "/review/forgets/",
+        "forget request": f"/review/forgets/{forget.pk}/",
         "scope policies": "/policies/",
     }
     for name, path in pages.items():
@@ -70,8 +82,10 @@ def test_skip_link_focus_ring_labels_and_announcements(live_server, page):
     page.get_by_label("Kind").first.focus()
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Tab")
-    ring = page.evaluate("(() => { const s = getComputedStyle(document.activeElement);"
-                         " return [s.outlineWidth, s.outlineStyle, s.outlineColor]; })()")
+    ring = page.evaluate(
+        "(() => { const s = getComputedStyle(document.activeElement);"
+        " return [s.outlineWidth, s.outlineStyle, s.outlineColor]; })()"
+    )
     assert ring == ["2px", "solid", "rgb(11, 61, 145)"]
     for name in ("Minimum confidence", "Maximum confidence", "Reason to reject the selection"):
         expect(page.get_by_label(name)).to_have_count(1)

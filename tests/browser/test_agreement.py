@@ -18,8 +18,9 @@ def test_two_reviewers_approve_and_the_second_activates(live_server, page):
     make_user("lena", "lead")
     make_user("rita", "reviewer")
     make_user("rob", "reviewer")
-    entry = services.create_candidate(data=candidate_data(trigger="Two reviewers must agree on me"),
-                                      actor_label="agent:ci")
+    entry = services.create_candidate(
+        data=candidate_data(trigger="Two reviewers must agree on me"), actor_label="agent:ci"
+    )
     found = {}
 
     # The lead requires two approvals under acme/billing-api.
@@ -64,7 +65,9 @@ def test_two_reviewers_approve_and_the_second_activates(live_server, page):
     stored = Entry.objects.get(pk=entry.pk)
     assert stored.status == Status.ACTIVE
     assert list(stored.events.order_by("id").values_list("action", "actor__username"))[-2:] == [
-        (EventAction.FIRST_APPROVAL, "rita"), (EventAction.SECOND_APPROVAL, "rob")]
+        (EventAction.FIRST_APPROVAL, "rita"),
+        (EventAction.SECOND_APPROVAL, "rob"),
+    ]
 
     # The lead reads the agreement on the reviewers' page.
     page.context.clear_cookies()
@@ -90,7 +93,8 @@ def test_a_lead_who_makes_an_automatic_policy_meet_a_two_reviewer_rule_is_told(l
     admission.get_by_role("button", name="Save the admission policy").click()
     expect(page).to_have_url(f"{live_server.url}/policies/#admission")
     expect(page.locator(".flash.warning")).to_contain_text(
-        "Candidates under acme need two reviewers, and admission policy policy:open (all) of acme/ops")
+        "Candidates under acme need two reviewers, and admission policy policy:open (all) of acme/ops"
+    )
     expect(page.locator(".flash.warning")).to_contain_text("the two-reviewer rule wins")
     expect(page.locator("#precedence .overlap")).to_have_count(1)
     expect(page.locator("#history")).to_contain_text("the two-reviewer rule wins")

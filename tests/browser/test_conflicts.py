@@ -14,14 +14,28 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_lead_splits_a_conflict_by_scope_then_keeps_one_by_key(live_server, page):
     lead = make_user("lena", "lead")
-    a = active(lead, scope="acme/billing-api", trigger="Merging a feature branch into main",
-               content="Always rebase before merging.", conditions=[])
-    b = active(lead, scope="acme/billing-api", trigger="Merging feature branches into main",
-               content="Never rebase shared branches.", conditions=[])
+    a = active(
+        lead,
+        scope="acme/billing-api",
+        trigger="Merging a feature branch into main",
+        content="Always rebase before merging.",
+        conditions=[],
+    )
+    b = active(
+        lead,
+        scope="acme/billing-api",
+        trigger="Merging feature branches into main",
+        content="Never rebase shared branches.",
+        conditions=[],
+    )
     [split_me] = conflicts.detect_conflicts_for(b)
     c = active(lead, scope="acme/web", trigger="Restarting the web worker", content="Restart the worker first.")
-    d = active(lead, scope="acme/web/frontend", trigger="Restarting the web worker during deploys",
-               content="Do not restart the worker while a deploy runs.")
+    d = active(
+        lead,
+        scope="acme/web/frontend",
+        trigger="Restarting the web worker during deploys",
+        content="Do not restart the worker while a deploy runs.",
+    )
     [keep_me] = conflicts.detect_conflicts_for(d)
 
     log_in(page, live_server, "lena")

@@ -14,7 +14,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_reviewer_accepts_a_merge_proposal_after_editing(live_server, page):
     rita = make_user("rita", "reviewer")
-    port = dict(scope="acme/billing-api", trigger="Connecting to the billing database from the container", conditions=["db"])
+    port = dict(
+        scope="acme/billing-api", trigger="Connecting to the billing database from the container", conditions=["db"]
+    )
     a = active(rita, content="Probe port 5432 with nc before connecting.", confidence=0.6, **port)
     b = active(rita, content="Probe port 5432 with nc before connecting!", confidence=0.8, **port)
     [proposal] = consolidation_sweep.sweep_consolidation().proposed

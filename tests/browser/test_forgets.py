@@ -16,10 +16,18 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_a_lead_approves_a_forget_request_in_the_forget_queue(live_server, page):
     make_user("rita", "reviewer")
     lena = make_user("lena", "lead")
-    lesson = active(lena, scope="acme/payroll", trigger="Deploying the payroll service on Fridays",
-                    content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.")
-    duplicate = active(lena, scope="acme/payroll", trigger="Before a payroll deploy on a Friday",
-                       content="Page Marguerite Okonkwo first; she holds the payroll rollback keys.")
+    lesson = active(
+        lena,
+        scope="acme/payroll",
+        trigger="Deploying the payroll service on Fridays",
+        content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
+    )
+    duplicate = active(
+        lena,
+        scope="acme/payroll",
+        trigger="Before a payroll deploy on a Friday",
+        content="Page Marguerite Okonkwo first; she holds the payroll rollback keys.",
+    )
     publish_pending()
 
     log_in(page, live_server, "rita")
@@ -47,5 +55,7 @@ def test_a_lead_approves_a_forget_request_in_the_forget_queue(live_server, page)
     expect(page.locator("#entry-status")).to_have_text("retired")
     expect(page.locator("main")).to_contain_text(f"[forgotten: request #{request.pk}]")
     expect(page.locator("main")).not_to_contain_text("Okonkwo")
-    assert set(Entry.objects.filter(pk__in=[lesson.pk, duplicate.pk]).values_list("status", flat=True)) == {Status.RETIRED}
+    assert set(Entry.objects.filter(pk__in=[lesson.pk, duplicate.pk]).values_list("status", flat=True)) == {
+        Status.RETIRED
+    }
     assert not released_entries(published_number()).filter(entry_id__in=[lesson.pk, duplicate.pk]).exists()

@@ -19,20 +19,27 @@ SCOPE = "acme/billing-api"
 
 def violations(page) -> list[str]:
     results = Axe().run(page)
-    return [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
 
 
 def run_tasks(token, *, arm, entries=(), successes=0, failures=0, prefix):
     for i, outcome in enumerate(["success"] * successes + ["failure"] * failures):
-        retrieval = record_retrieval(token=token, scope=SCOPE, query="", task_ref=f"{prefix}-{i}",
-                                     entries=list(entries), arm=arm)
+        retrieval = record_retrieval(
+            token=token, scope=SCOPE, query="", task_ref=f"{prefix}-{i}", entries=list(entries), arm=arm
+        )
         record_feedback(token=token, retrieval_id=retrieval.pk, outcome=outcome)
 
 
 def test_a_lead_reads_the_dashboard_and_sends_a_lesson_back(live_server, page, settings):
-    settings.CURATION_EVALUATION = {**settings.CURATION_EVALUATION, "LESSON_MIN_RETRIEVALS": 3,
-                                    "RECURRING_MIN_FAILURES": 3}
+    settings.CURATION_EVALUATION = {
+        **settings.CURATION_EVALUATION,
+        "LESSON_MIN_RETRIEVALS": 3,
+        "RECURRING_MIN_FAILURES": 3,
+    }
     lead = make_user("lena", "lead")
     token = create_agent_token(name="sim", scopes=["acme"])[0]
     harmful = active(lead, scope=SCOPE, trigger="Skip the migration check", signal="external", confidence=0.95)

@@ -14,9 +14,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def lessons(count, **fields):
-    return [services.create_candidate(data=candidate_data(trigger=f"Lesson number {i} {fields.get('scope', '')}",
-                                                          **fields), actor_label="agent:ci")
-            for i in range(count)]
+    return [
+        services.create_candidate(
+            data=candidate_data(trigger=f"Lesson number {i} {fields.get('scope', '')}", **fields),
+            actor_label="agent:ci",
+        )
+        for i in range(count)
+    ]
 
 
 def test_the_count_is_the_count_of_what_the_filters_select(live_server, page):
@@ -204,8 +208,9 @@ def test_filters_and_position_persist(live_server, page):
     expect(page.locator("#queue-count")).to_contain_text("4 waiting")
 
 
-@pytest.mark.parametrize("path", ["/", "/review/candidates/", "/review/conflicts/", "/skills/", "/agents/tokens/",
-                                  "/maintenance/"])
+@pytest.mark.parametrize(
+    "path", ["/", "/review/candidates/", "/review/conflicts/", "/skills/", "/agents/tokens/", "/maintenance/"]
+)
 def test_at_390_px_the_navigation_wraps_and_nothing_leaves_the_screen(live_server, page, path):
     make_user("lena", "lead")
     lessons(2, scope="acme/billing-api/container/a-rather-long-scope-name-that-could-push-the-page-wide")

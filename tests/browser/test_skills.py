@@ -63,6 +63,7 @@ def test_lead_approves_a_skill_with_five_successful_trials(live_server, page):
     assert SkillProposal.objects.get(pk=waiting.pk).status == "nominated"
     assert Event.objects.filter(action="skill_approved", actor__username="lena").count() == 1
     entry = Entry.objects.get(pk=proposal.nominated_entry_id)
-    ranked = selectors.retrieve_memory(scopes=["acme/billing-api/container"], q="running migrations", k=5,
-                                       min_confidence=0.5)
+    ranked = selectors.retrieve_memory(
+        scopes=["acme/billing-api/container"], q="running migrations", k=5, min_confidence=0.5
+    )
     assert entry.pk not in [r.entry.pk for r in ranked]

@@ -10,8 +10,17 @@ import uuid
 
 import httpx
 import pytest
-from memoryadmin_client import (AsyncMemoryAdmin, AuthenticationError, InvalidInput, MemoryAdmin, NotFound,
-                                PermissionDenied, RateLimited, RetryPolicy, TransportError)
+from memoryadmin_client import (
+    AsyncMemoryAdmin,
+    AuthenticationError,
+    InvalidInput,
+    MemoryAdmin,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    RetryPolicy,
+    TransportError,
+)
 
 from curation.evaluation import HOLDOUT, assign_arm
 from curation.models import Entry, Feedback, ForgetRequest, IdempotentAnswer
@@ -21,11 +30,16 @@ from tests.live import run_async, token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-LESSON = dict(scope="acme/billing-api", kind="failure_lesson", signal="external",
-              trigger="Rotating the billing-api webhook signing key",
-              content="Deploy the new signing key to every worker before revoking the old one.",
-              evidence=[{"kind": "tool_output", "signal": "external",
-                         "excerpt": "worker-3: webhook signature mismatch after rotation"}])
+LESSON = dict(
+    scope="acme/billing-api",
+    kind="failure_lesson",
+    signal="external",
+    trigger="Rotating the billing-api webhook signing key",
+    content="Deploy the new signing key to every worker before revoking the old one.",
+    evidence=[
+        {"kind": "tool_output", "signal": "external", "excerpt": "worker-3: webhook signature mismatch after rotation"}
+    ],
+)
 
 
 class Recording(httpx.HTTPTransport):
@@ -137,8 +151,9 @@ def test_the_async_client_makes_the_same_calls(live_server, lead):
 
 def test_the_live_rate_limit_answers_rate_limited_with_retry_after(live_server, settings):
     settings.CURATION = {**settings.CURATION, "API_RATE_LIMIT": 2}
-    with MemoryAdmin(live_server.url, token_key("busy-agent", ["acme"]),
-                     retry=RetryPolicy(attempts=2, max_wait=0.5)) as api:
+    with MemoryAdmin(
+        live_server.url, token_key("busy-agent", ["acme"]), retry=RetryPolicy(attempts=2, max_wait=0.5)
+    ) as api:
         api.token()
         api.token()
         with pytest.raises(RateLimited) as limited:
@@ -171,9 +186,11 @@ class Flaky(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def flaky_server():
     Flaky.seen = []
-    Flaky.answers = [(429, {"Retry-After": "1"}, {"error": "Rate limit of 600 requests a minute reached."}),
-                     (503, {}, {"error": "Service unavailable."}),
-                     (201, {}, {"id": 7, "status": "pending", "created": True})]
+    Flaky.answers = [
+        (429, {"Retry-After": "1"}, {"error": "Rate limit of 600 requests a minute reached."}),
+        (503, {}, {"error": "Service unavailable."}),
+        (201, {}, {"id": 7, "status": "pending", "created": True}),
+    ]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -188,15 +205,17 @@ def test_a_429_and_a_503_are_retried_with_the_same_idempotency_key(flaky_server,
         with MemoryAdmin(flaky_server, "token", retry=retry) as api:
             answer = api.submit_candidate(**LESSON)
     else:
+
         async def submit():
             async with AsyncMemoryAdmin(flaky_server, "token", retry=retry) as api:
                 return await api.submit_candidate(**LESSON)
+
         answer = run_async(submit)
     assert answer == {"id": 7, "status": "pending", "created": True}
     (path, key, first), (_, key2, second), (_, key3, third) = Flaky.seen
     assert path == "/api/v1/candidates" and key and key == key2 == key3
     assert second - first >= 0.95  # it waited what Retry-After said
-    assert third - second < 0.5    # then backed off on its own schedule
+    assert third - second < 0.5  # then backed off on its own schedule
 
 
 def test_an_unreachable_server_is_a_transport_error():

@@ -30,10 +30,15 @@ def test_the_example_is_about_fifteen_lines():
 
 
 def test_the_readme_python_example_runs(live_server, lead, monkeypatch):
-    reviewed = create_candidate(data=candidate_data(
-        scope="acme/billing-api", trigger="Rotating a webhook signing key in the billing api",
-        content="Roll the webhook signing key out in two steps: add the new key, then retire the old one."),
-        evidence=[], actor_label="agent:ci")
+    reviewed = create_candidate(
+        data=candidate_data(
+            scope="acme/billing-api",
+            trigger="Rotating a webhook signing key in the billing api",
+            content="Roll the webhook signing key out in two steps: add the new key, then retire the old one.",
+        ),
+        evidence=[],
+        actor_label="agent:ci",
+    )
     approve_candidate(reviewed.pk, actor=lead, expected_version=reviewed.version)
     publish_pending()  # agents read the published version
     monkeypatch.setenv("MEMORYADMIN_URL", live_server.url)

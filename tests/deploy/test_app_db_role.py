@@ -41,8 +41,9 @@ def app_role(on_postgres):
 @pytest.fixture
 def as_app(app_role):
     s = connection.settings_dict
-    with psycopg.connect(dbname=s["NAME"], user=app_role, host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432,
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        dbname=s["NAME"], user=app_role, host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, autocommit=True
+    ) as conn:
         yield conn
 
 
@@ -52,23 +53,28 @@ def some_history(db):
     return entry
 
 
-@pytest.mark.parametrize("statement, refusal", [
-    ("TRUNCATE curation_event", "permission denied"),
-    ("TRUNCATE curation_evidence", "permission denied"),
-    ("TRUNCATE curation_skilltrial", "permission denied"),
-    ("TRUNCATE curation_entry CASCADE", "permission denied"),
-    ("ALTER TABLE curation_event DISABLE TRIGGER ALL", "must be owner"),
-    ("ALTER TABLE curation_evidence DISABLE TRIGGER curation_evidence_append_only", "must be owner"),
-    ("SET session_replication_role = replica", "permission denied"),
-    ("UPDATE curation_event SET reason = 'rewritten'", "permission denied"),
-    ("DELETE FROM curation_event", "permission denied"),
-    ("DELETE FROM curation_evidence", "permission denied"),
-    ("UPDATE curation_skilltrial SET notes = ''", "permission denied"),
-    ("DROP TABLE curation_event", "must be owner"),
-    ("CREATE TABLE curation_shadow (id int)", "permission denied"),
-    ("CREATE TRIGGER t BEFORE INSERT ON curation_event FOR EACH ROW EXECUTE FUNCTION curation_refuse_change()",
-     "permission denied"),
-])
+@pytest.mark.parametrize(
+    "statement, refusal",
+    [
+        ("TRUNCATE curation_event", "permission denied"),
+        ("TRUNCATE curation_evidence", "permission denied"),
+        ("TRUNCATE curation_skilltrial", "permission denied"),
+        ("TRUNCATE curation_entry CASCADE", "permission denied"),
+        ("ALTER TABLE curation_event DISABLE TRIGGER ALL", "must be owner"),
+        ("ALTER TABLE curation_evidence DISABLE TRIGGER curation_evidence_append_only", "must be owner"),
+        ("SET session_replication_role = replica", "permission denied"),
+        ("UPDATE curation_event SET reason = 'rewritten'", "permission denied"),
+        ("DELETE FROM curation_event", "permission denied"),
+        ("DELETE FROM curation_evidence", "permission denied"),
+        ("UPDATE curation_skilltrial SET notes = ''", "permission denied"),
+        ("DROP TABLE curation_event", "must be owner"),
+        ("CREATE TABLE curation_shadow (id int)", "permission denied"),
+        (
+            "CREATE TRIGGER t BEFORE INSERT ON curation_event FOR EACH ROW EXECUTE FUNCTION curation_refuse_change()",
+            "permission denied",
+        ),
+    ],
+)
 def test_each_way_around_the_audit_trail_is_refused(as_app, some_history, statement, refusal):
     events = Event.objects.count()
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match=refusal):
@@ -104,10 +110,13 @@ def test_migrate_grants_the_role_named_in_the_settings(app_role, settings):
     settings.APP_DB_ROLE = app_role
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT has_table_privilege(%s, 'curation_entry', 'UPDATE'),"
-                       " has_table_privilege(%s, 'curation_event', 'INSERT'),"
-                       " has_table_privilege(%s, 'curation_event', 'UPDATE'),"
-                       " has_table_privilege(%s, 'curation_event', 'TRUNCATE')", [app_role] * 4)
+        cursor.execute(
+            "SELECT has_table_privilege(%s, 'curation_entry', 'UPDATE'),"
+            " has_table_privilege(%s, 'curation_event', 'INSERT'),"
+            " has_table_privilege(%s, 'curation_event', 'UPDATE'),"
+            " has_table_privilege(%s, 'curation_event', 'TRUNCATE')",
+            [app_role] * 4,
+        )
         assert cursor.fetchone() == (True, True, False, False)
 
 
@@ -115,9 +124,12 @@ def test_grants_name_every_table_and_only_append_to_the_history():
     statements = db_roles.grant_statements("app", ["curation_entry", "curation_event", "django_session"])
     assert 'GRANT SELECT, INSERT ON "curation_event" TO "app"' in statements
     assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON "curation_entry" TO "app"' in statements
-    assert 'GRANT SELECT, INSERT ON "curation_tombstone" TO "app"' in db_roles.grant_statements("app", ["curation_tombstone"])
+    assert 'GRANT SELECT, INSERT ON "curation_tombstone" TO "app"' in db_roles.grant_statements(
+        "app", ["curation_tombstone"]
+    )
     assert db_roles.grant_statements("app", [], ["curation_forget_purge(bigint, text[])"])[-1] == (
-        'GRANT EXECUTE ON FUNCTION curation_forget_purge(bigint, text[]) TO "app"')
+        'GRANT EXECUTE ON FUNCTION curation_forget_purge(bigint, text[]) TO "app"'
+    )
     assert not any("TRUNCATE" in s or "TRIGGER" in s for s in statements)
 
 
@@ -131,8 +143,11 @@ def test_the_app_role_forgets_through_the_purge_function_only(app_role, as_app):
     connection.close()
     connection.settings_dict["USER"] = app_role
     try:
-        entry = services.create_candidate(data=candidate_data(content="Ask Marguerite Okonkwo for the keys first."),
-                                          evidence=[], actor_label="agent:ci")
+        entry = services.create_candidate(
+            data=candidate_data(content="Ask Marguerite Okonkwo for the keys first."),
+            evidence=[],
+            actor_label="agent:ci",
+        )
         request = file_forget_request(entry_id=entry.pk, reason="the user asked", actor=lead)
         approve_forget_request(request.pk, actor=lead)
         assert all("Okonkwo" not in str(e.after) for e in Event.objects.filter(entry_id=entry.pk))
@@ -143,8 +158,9 @@ def test_the_app_role_forgets_through_the_purge_function_only(app_role, as_app):
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
         as_app.execute("UPDATE curation_event SET reason = 'rewritten'")
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
-        as_app.execute("SELECT set_config('memoryadmin.forget_purge', '1', false); "
-                       "UPDATE curation_evidence SET excerpt = 'x'")
+        as_app.execute(
+            "SELECT set_config('memoryadmin.forget_purge', '1', false); UPDATE curation_evidence SET excerpt = 'x'"
+        )
 
 
 def test_the_app_role_withdraws_a_skill_made_of_a_forgotten_entry_through_its_function_only(app_role, as_app):
@@ -155,8 +171,14 @@ def test_the_app_role_withdraws_a_skill_made_of_a_forgotten_entry_through_its_fu
     from tests.factories import nominated
 
     lead = make_user("lena", "lead")
-    skill, other = nominated(), nominated(scope="acme/billing-api", trigger="Rotating the webhook signing key",
-                                          content="Deploy the new key first.\nRollback: restore the old key.")
+    skill, other = (
+        nominated(),
+        nominated(
+            scope="acme/billing-api",
+            trigger="Rotating the webhook signing key",
+            content="Deploy the new key first.\nRollback: restore the old key.",
+        ),
+    )
     owner = connection.settings_dict["USER"]
     connection.close()
     connection.settings_dict["USER"] = app_role

@@ -25,8 +25,12 @@ def _client_seen(trusted_hosts) -> tuple:
     async def app(scope, receive, send):
         seen["client"] = scope["client"]
 
-    scope = {"type": "http", "client": ("127.0.0.1", 40000), "scheme": "http",
-             "headers": [(b"x-forwarded-for", b"203.0.113.66")]}
+    scope = {
+        "type": "http",
+        "client": ("127.0.0.1", 40000),
+        "scheme": "http",
+        "headers": [(b"x-forwarded-for", b"203.0.113.66")],
+    }
     asyncio.run(ProxyHeadersMiddleware(app, trusted_hosts=trusted_hosts)(scope, None, None))
     return seen["client"]
 
@@ -46,10 +50,23 @@ def test_the_demo_server_trusts_no_forwarded_header():
 
 
 async def _call(app, client, token) -> int:
-    scope = {"type": "http", "method": "POST", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"",
-             "root_path": "", "scheme": "http", "http_version": "1.1", "client": client, "server": ("testserver", 80),
-             "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {token}".encode()),
-                         (b"content-type", b"application/json")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "scheme": "http",
+        "http_version": "1.1",
+        "client": client,
+        "server": ("testserver", 80),
+        "headers": [
+            (b"host", b"testserver"),
+            (b"authorization", f"Bearer {token}".encode()),
+            (b"content-type", b"application/json"),
+        ],
+    }
     statuses = []
 
     async def receive():

@@ -34,6 +34,7 @@ def sign_in(username, password, address):
 
 # --- login throttling ----------------------------------------------------------------------------------------
 
+
 def test_five_failed_sign_ins_lock_the_user_name_from_any_address(settings):
     lena = make_user("lena", "lead")
     for _ in range(settings.AXES_FAILURE_LIMIT - 1):
@@ -75,23 +76,34 @@ def test_behind_the_proxy_the_forwarded_client_is_throttled_not_the_proxy(settin
     make_user("rita", "reviewer")
     proxy, attacker = an_address(), an_address()
     for n in range(settings.AXES_FAILURE_LIMIT):
-        Client(REMOTE_ADDR=proxy).post("/accounts/login/", {"username": f"guess-{n}", "password": "x"},
-                                       HTTP_X_FORWARDED_FOR=f"1.2.3.4, {attacker}")
+        Client(REMOTE_ADDR=proxy).post(
+            "/accounts/login/", {"username": f"guess-{n}", "password": "x"}, HTTP_X_FORWARDED_FOR=f"1.2.3.4, {attacker}"
+        )
     through = Client(REMOTE_ADDR=proxy)
-    assert through.post("/accounts/login/", {"username": "rita", "password": PASSWORD},
-                        HTTP_X_FORWARDED_FOR=attacker).status_code == 429
-    assert through.post("/accounts/login/", {"username": "rita", "password": PASSWORD},
-                        HTTP_X_FORWARDED_FOR=an_address()).status_code == 302
+    assert (
+        through.post(
+            "/accounts/login/", {"username": "rita", "password": PASSWORD}, HTTP_X_FORWARDED_FOR=attacker
+        ).status_code
+        == 429
+    )
+    assert (
+        through.post(
+            "/accounts/login/", {"username": "rita", "password": PASSWORD}, HTTP_X_FORWARDED_FOR=an_address()
+        ).status_code
+        == 302
+    )
 
 
 # --- bad agent tokens ------------------------------------------------------------------------------------------
+
 
 def test_guessing_tokens_is_rate_limited_per_address_and_good_tokens_pass(settings):
     settings.CURATION = {**settings.CURATION, "API_BAD_TOKEN_LIMIT": 3}
     address = an_address()
     guesser = Client(REMOTE_ADDR=address)
-    answers = [guesser.get("/api/v1/memory", {"scope": "acme"}, HTTP_AUTHORIZATION=f"Bearer ma_guess{n}")
-               for n in range(4)]
+    answers = [
+        guesser.get("/api/v1/memory", {"scope": "acme"}, HTTP_AUTHORIZATION=f"Bearer ma_guess{n}") for n in range(4)
+    ]
     assert [a.status_code for a in answers] == [401, 401, 401, 429]
     assert "Too many requests with an unknown token" in answers[-1].json()["error"]
     assert int(answers[-1]["Retry-After"]) >= 1
@@ -102,6 +114,7 @@ def test_guessing_tokens_is_rate_limited_per_address_and_good_tokens_pass(settin
 
 
 # --- caches ------------------------------------------------------------------------------------------------------
+
 
 def test_token_pages_history_exports_and_api_answers_are_never_stored(make_candidate):
     lead = make_user("lena", "lead")
@@ -122,6 +135,7 @@ def test_token_pages_history_exports_and_api_answers_are_never_stored(make_candi
 
 
 # --- headers and error pages ----------------------------------------------------------------------------------------
+
 
 def test_every_console_page_carries_the_content_security_policy():
     for response in (Client().get("/accounts/login/"), client_for(make_user("rita", "reviewer")).get("/")):
@@ -159,21 +173,38 @@ def test_health_check_needs_no_session_and_escapes_the_https_redirect(settings):
 # --- production settings --------------------------------------------------------------------------------------------
 
 PRODUCTION = {
-    "DEBUG": "false", "SECURE_SSL_REDIRECT": "true", "SECURE_HSTS_SECONDS": "31536000", "SECURE_HSTS_PRELOAD": "true",
-    "SECURE_COOKIES": "true", "HTTPS_PROXY_HEADER": "true",
+    "DEBUG": "false",
+    "SECURE_SSL_REDIRECT": "true",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_PRELOAD": "true",
+    "SECURE_COOKIES": "true",
+    "HTTPS_PROXY_HEADER": "true",
 }
 
 
 def manage(*args, **env):
     # The test run's own switches (tests/conftest.py allows Playwright's loop beside the ORM) are not a deployment's.
     clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE")}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**clean, "DJANGO_SETTINGS_MODULE": "memoryadmin.settings", **env})
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "memoryadmin.settings", **env},
+    )
 
 
 def test_check_deploy_is_clean_with_the_production_settings(tmp_path):
-    result = manage("check", "--deploy", "--fail-level", "WARNING", SECRET_KEY=secrets.token_urlsafe(50),
-                    MEMORYADMIN_DATA_DIR=str(tmp_path), **PRODUCTION)
+    result = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        MEMORYADMIN_DATA_DIR=str(tmp_path),
+        **PRODUCTION,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
 

@@ -15,9 +15,11 @@ def test_a_reviewer_logs_in_through_the_asgi_server(asgi_server):
     with httpx.Client(base_url=asgi_server) as browser:
         form = browser.get("/accounts/login/")
         assert form.status_code == 200 and "csrftoken" in browser.cookies
-        signed_in = browser.post("/accounts/login/", data={
-            "username": "rita", "password": PASSWORD, "csrfmiddlewaretoken": browser.cookies["csrftoken"]},
-            headers={"Referer": f"{asgi_server}/accounts/login/"})
+        signed_in = browser.post(
+            "/accounts/login/",
+            data={"username": "rita", "password": PASSWORD, "csrfmiddlewaretoken": browser.cookies["csrftoken"]},
+            headers={"Referer": f"{asgi_server}/accounts/login/"},
+        )
         assert signed_in.status_code == 302 and "sessionid" in browser.cookies
         queue = browser.get("/review/candidates/")
         assert queue.status_code == 200 and "candidates" in queue.text.lower()

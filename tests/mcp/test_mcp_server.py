@@ -22,14 +22,25 @@ from tests.live import MEMORYADMIN_MCP, run_async, stdio_environment, token_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOLS = {"search_memory", "submit_lesson", "report_outcome", "add_evidence", "list_skills", "get_skill",
-         "report_skill_trial", "request_forget"}
+TOOLS = {
+    "search_memory",
+    "submit_lesson",
+    "report_outcome",
+    "add_evidence",
+    "list_skills",
+    "get_skill",
+    "report_skill_trial",
+    "request_forget",
+}
 LESSON = {
-    "scope": "acme/billing-api", "kind": "failure_lesson", "signal": "external",
+    "scope": "acme/billing-api",
+    "kind": "failure_lesson",
+    "signal": "external",
     "trigger": "Rotating the billing-api webhook signing key",
     "content": "Deploy the new signing key to every worker before revoking the old one.",
-    "evidence": [{"kind": "tool_output", "signal": "external",
-                  "excerpt": "worker-3: webhook signature mismatch after rotation"}],
+    "evidence": [
+        {"kind": "tool_output", "signal": "external", "excerpt": "worker-3: webhook signature mismatch after rotation"}
+    ],
 }
 QUERY = "webhook signing key rotation"
 
@@ -39,11 +50,13 @@ def connect(request):
     """connect(token key) -> an MCP client over the parametrized transport, against a live memoryadmin."""
     if request.param == "stdio":
         live_server = request.getfixturevalue("live_server")
-        return lambda key: Client(StdioServerParameters(command=str(MEMORYADMIN_MCP),
-                                                        env=stdio_environment(live_server.url, key)))
+        return lambda key: Client(
+            StdioServerParameters(command=str(MEMORYADMIN_MCP), env=stdio_environment(live_server.url, key))
+        )
     url = request.getfixturevalue("asgi_server")
-    return lambda key: Client(streamable_http_client(
-        f"{url}/mcp", http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"})))
+    return lambda key: Client(
+        streamable_http_client(f"{url}/mcp", http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}))
+    )
 
 
 @pytest.fixture
@@ -100,9 +113,15 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
             assert Retrieval.objects.count() == retrievals  # a read of memory, not a task
 
             confidence = Entry.objects.get(pk=entry_id).confidence
-            outcome = await client.call_tool("report_outcome", {
-                "retrieval_id": found.structured_content["retrieval_id"], "outcome": "success", "utility": 0.9,
-                "used": [entry_id]})
+            outcome = await client.call_tool(
+                "report_outcome",
+                {
+                    "retrieval_id": found.structured_content["retrieval_id"],
+                    "outcome": "success",
+                    "utility": 0.9,
+                    "used": [entry_id],
+                },
+            )
             assert not outcome.is_error, text(outcome)
             assert outcome.structured_content["recorded"] is True
             used = Feedback.objects.get(retrieval_id=found.structured_content["retrieval_id"]).used_entry_ids
@@ -110,14 +129,21 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
             # One success, no tasks without it yet (the baseline's flat prior, 1/2), 20 pseudo-tasks: +(1 - 1/2) / 21.
             assert Entry.objects.get(pk=entry_id).confidence == pytest.approx(confidence + 0.5 / 21, abs=1e-4)
 
-            evidence = await client.call_tool("add_evidence", {
-                "entry_id": entry_id, "kind": "test_result", "signal": "external",
-                "excerpt": "rotation drill passed on all 6 workers"})
+            evidence = await client.call_tool(
+                "add_evidence",
+                {
+                    "entry_id": entry_id,
+                    "kind": "test_result",
+                    "signal": "external",
+                    "excerpt": "rotation drill passed on all 6 workers",
+                },
+            )
             assert not evidence.is_error, text(evidence)
             assert Entry.objects.get(pk=entry_id).evidence.filter(excerpt__startswith="rotation drill").exists()
 
-            forget = await client.call_tool("request_forget", {"entry_id": entry_id,
-                                                               "reason": "the user asked to forget it"})
+            forget = await client.call_tool(
+                "request_forget", {"entry_id": entry_id, "reason": "the user asked to forget it"}
+            )
             assert not forget.is_error, text(forget)
             filed = ForgetRequest.objects.get(pk=forget.structured_content["id"])
             assert (filed.entry_id, filed.state, filed.reason) == (entry_id, "open", "the user asked to forget it")
@@ -128,8 +154,9 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
             skill = await client.call_tool("get_skill", {"name": approved_skill.slug})
             assert text(skill) == skill_md
 
-            trial = await client.call_tool("report_skill_trial", {
-                "name": approved_skill.slug, "outcome": "success", "task_ref": "task-9"})
+            trial = await client.call_tool(
+                "report_skill_trial", {"name": approved_skill.slug, "outcome": "success", "task_ref": "task-9"}
+            )
             assert trial.is_error and "is approved: trials are reported while a skill is nominated" in text(trial)
 
     run_async(scenario)
@@ -150,8 +177,9 @@ def test_bad_arguments_come_back_as_tool_errors_that_say_what_to_fix(connect):
             assert missing.is_error and "trigger: Field required" in text(missing)
             wrong = await client.call_tool("report_outcome", {"retrieval_id": "nope", "outcome": "meh"})
             assert wrong.is_error and "outcome:" in text(wrong)
-            unknown = await client.call_tool("report_outcome", {
-                "retrieval_id": "6f1c0000-0000-0000-0000-000000000000", "outcome": "success"})
+            unknown = await client.call_tool(
+                "report_outcome", {"retrieval_id": "6f1c0000-0000-0000-0000-000000000000", "outcome": "success"}
+            )
             assert unknown.is_error and "No such retrieval" in text(unknown)
 
     run_async(scenario)
@@ -180,8 +208,11 @@ def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, appro
             assert uris == ["memoryadmin://memory/globex"]
             own = (await client.read_resource("memoryadmin://memory/globex")).contents[0].text
             answers.append(own)
-            for uri in ("memoryadmin://memory/acme/billing-api", "memoryadmin://memory/acme",
-                        f"memoryadmin://skills/{approved_skill.slug}/SKILL.md"):
+            for uri in (
+                "memoryadmin://memory/acme/billing-api",
+                "memoryadmin://memory/acme",
+                f"memoryadmin://skills/{approved_skill.slug}/SKILL.md",
+            ):
                 with pytest.raises(MCPError) as refused:
                     await client.read_resource(uri)
                 answers.append(refused.value.message)
@@ -191,9 +222,16 @@ def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, appro
                 ("list_skills", {}, None),
                 ("list_skills", {"scope": "acme/billing-api"}, "may not read scope"),
                 ("get_skill", {"name": approved_skill.slug}, "No such skill"),
-                ("report_skill_trial", {"name": approved_skill.slug, "outcome": "success", "task_ref": "t-1"},
-                 "No such skill"),
-                ("add_evidence", {"entry_id": entry_id, "kind": "review", "signal": "external", "excerpt": "seen"}, "No such entry"),
+                (
+                    "report_skill_trial",
+                    {"name": approved_skill.slug, "outcome": "success", "task_ref": "t-1"},
+                    "No such skill",
+                ),
+                (
+                    "add_evidence",
+                    {"entry_id": entry_id, "kind": "review", "signal": "external", "excerpt": "seen"},
+                    "No such entry",
+                ),
                 ("report_outcome", {"retrieval_id": retrieval_id, "outcome": "failure"}, "No such retrieval"),
                 ("submit_lesson", {**lesson, "content": "Anything at all."}, "may not write to scope"),
             ]
@@ -204,8 +242,9 @@ def test_a_token_of_another_scope_sees_nothing_of_the_first(connect, lead, appro
                     assert result.is_error and refusal in text(result), (name, text(result))
                 else:
                     assert not result.is_error, (name, text(result))
-            nothing = [a for a in answers if secret_word in a or approved_skill.slug in a or str(entry_id) in a
-                       and "acme" in a]
+            nothing = [
+                a for a in answers if secret_word in a or approved_skill.slug in a or str(entry_id) in a and "acme" in a
+            ]
             assert nothing == []
             assert "No reviewed lessons" in own
 
@@ -224,8 +263,9 @@ def test_a_skill_whose_source_is_forgotten_is_in_no_tool_or_resource(connect, le
             assert skill_uri in {str(r.uri) for r in (await client.list_resources()).resources}
             assert "showmigrations" in (await client.read_resource(skill_uri)).contents[0].text
 
-            request = file_forget_request(reason="the user asked", entry_id=approved_skill.nominated_entry_id,
-                                          actor=lead)
+            request = file_forget_request(
+                reason="the user asked", entry_id=approved_skill.nominated_entry_id, actor=lead
+            )
             approve_forget_request(request.pk, actor=lead)
 
             answers = [str(r.uri) for r in (await client.list_resources()).resources]
@@ -235,11 +275,16 @@ def test_a_skill_whose_source_is_forgotten_is_in_no_tool_or_resource(connect, le
             answers.append(refused.value.message)
             listed = await client.call_tool("list_skills", {})
             assert not listed.is_error and listed.structured_content["skills"] == []
-            for name, arguments in (("list_skills", {}), ("list_skills", {"scope": "acme/billing-api/container"}),
-                                    ("get_skill", {"name": approved_skill.slug}),
-                                    ("get_skill", {"name": f"withdrawn-skill-{approved_skill.pk}"}),
-                                    ("search_memory", {"scope": "acme/billing-api/container",
-                                                       "query": "running migrations showmigrations"})):
+            for name, arguments in (
+                ("list_skills", {}),
+                ("list_skills", {"scope": "acme/billing-api/container"}),
+                ("get_skill", {"name": approved_skill.slug}),
+                ("get_skill", {"name": f"withdrawn-skill-{approved_skill.pk}"}),
+                (
+                    "search_memory",
+                    {"scope": "acme/billing-api/container", "query": "running migrations showmigrations"},
+                ),
+            ):
                 answers.append(text(await client.call_tool(name, arguments)))
             leaks = [(word, answer) for answer in answers for word in forgotten if word in answer]
             assert leaks == []
@@ -264,8 +309,11 @@ def test_the_http_server_logs_no_token_and_no_query(asgi_server, caplog):
     query = "the quarterly reconciliation of vendor 4471"
 
     async def scenario():
-        async with Client(streamable_http_client(
-                f"{asgi_server}/mcp", http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}))) as c:
+        async with Client(
+            streamable_http_client(
+                f"{asgi_server}/mcp", http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"})
+            )
+        ) as c:
             await c.call_tool("search_memory", {"scope": "acme/billing-api", "query": query})
             await c.call_tool("search_memory", {"scope": "acme/billing-api", "query": query, "k": 99})
 
@@ -290,12 +338,14 @@ def test_search_memory_says_when_a_task_is_in_the_holdout(connect, lead):
             entry_id = submitted.structured_content["id"]
             approve_candidate(entry_id, actor=lead, expected_version=1)
             publish_pending()
-            found = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY,
-                                                             "task_ref": held})
+            found = await client.call_tool(
+                "search_memory", {"scope": "acme/billing-api", "query": QUERY, "task_ref": held}
+            )
             assert found.structured_content["arm"] == "holdout" and found.structured_content["entry_ids"] == []
             assert "in the holdout" in text(found) and LESSON["content"] not in text(found)
-            given = await client.call_tool("search_memory", {"scope": "acme/billing-api", "query": QUERY,
-                                                             "task_ref": kept})
+            given = await client.call_tool(
+                "search_memory", {"scope": "acme/billing-api", "query": QUERY, "task_ref": kept}
+            )
             assert given.structured_content["arm"] == "memory"
             assert given.structured_content["entry_ids"] == [entry_id] and "arm: memory" in text(given)
 
@@ -305,8 +355,13 @@ def test_search_memory_says_when_a_task_is_in_the_holdout(connect, lead):
 def test_search_memory_by_embedding_gives_the_nearest_lessons_with_their_distance(connect, lead):
     key = token_key("mcp-agent", ["acme/billing-api"])
     near = {**LESSON, "embedding": [1.0, 0.0, 0.0]}
-    far = {**LESSON, "kind": "procedure", "trigger": "Paging the on-call engineer for a failed nightly export",
-           "content": "Page through the incident tool, never by direct message.", "embedding": [0.0, 3.0, 4.0]}
+    far = {
+        **LESSON,
+        "kind": "procedure",
+        "trigger": "Paging the on-call engineer for a failed nightly export",
+        "content": "Page through the incident tool, never by direct message.",
+        "embedding": [0.0, 3.0, 4.0],
+    }
 
     async def scenario():
         async with connect(key) as client:
@@ -320,24 +375,28 @@ def test_search_memory_by_embedding_gives_the_nearest_lessons_with_their_distanc
             publish_pending()
             assert Entry.objects.get(pk=ids[1]).embedding == [1.0, 0.0, 0.0]
 
-            found = await client.call_tool("search_memory", {"scope": "acme/billing-api",
-                                                             "embedding": [1.0, 0.0, 0.0], "metric": "l2"})
+            found = await client.call_tool(
+                "search_memory", {"scope": "acme/billing-api", "embedding": [1.0, 0.0, 0.0], "metric": "l2"}
+            )
             assert not found.is_error, text(found)
             assert found.structured_content["entry_ids"] == [ids[1], ids[0]]  # nearest first, though older second
             distances = [e["distance"] for e in found.structured_content["entries"]]
-            assert distances == [pytest.approx(0.0), pytest.approx(26 ** 0.5)]  # |(1,0,0) - (0,3,4)|
+            assert distances == [pytest.approx(0.0), pytest.approx(26**0.5)]  # |(1,0,0) - (0,3,4)|
 
-            by_angle = await client.call_tool("search_memory", {"scope": "acme/billing-api",
-                                                                "embedding": [0.0, 0.6, 0.8], "metric": "cosine"})
+            by_angle = await client.call_tool(
+                "search_memory", {"scope": "acme/billing-api", "embedding": [0.0, 0.6, 0.8], "metric": "cosine"}
+            )
             assert by_angle.structured_content["entry_ids"] == [ids[0], ids[1]]
-            assert [e["distance"] for e in by_angle.structured_content["entries"]] == [pytest.approx(0.0),
-                                                                                     pytest.approx(1.0)]
+            assert [e["distance"] for e in by_angle.structured_content["entries"]] == [
+                pytest.approx(0.0),
+                pytest.approx(1.0),
+            ]
 
-            wrong_metric = await client.call_tool("search_memory", {"scope": "acme/billing-api",
-                                                                    "embedding": [1.0, 0.0, 0.0], "metric": "dot"})
+            wrong_metric = await client.call_tool(
+                "search_memory", {"scope": "acme/billing-api", "embedding": [1.0, 0.0, 0.0], "metric": "dot"}
+            )
             assert wrong_metric.is_error and "metric:" in text(wrong_metric)
-            not_numbers = await client.call_tool("search_memory", {"scope": "acme/billing-api",
-                                                                   "embedding": ["near"]})
+            not_numbers = await client.call_tool("search_memory", {"scope": "acme/billing-api", "embedding": ["near"]})
             assert not_numbers.is_error and "embedding" in text(not_numbers)
 
     run_async(scenario)
@@ -361,4 +420,3 @@ def test_the_memory_resource_of_a_scope_holds_the_lessons_below_it(connect, lead
 
     run_async(scenario)
     assert not Retrieval.objects.exists()
-

@@ -39,7 +39,8 @@ def test_the_oracle_replays_what_the_product_does_and_knows_each_lessons_true_ef
     # The same lessons were sent for a recheck (told apart by their error: the ids differ, as the product
     # numbers every submission, admitted or not).
     assert sent and {round(memory[i][2], 9) for i in sent} == {
-        round(product.lesson_errors[pk], 9) for pk in product.sent_for_recheck}
+        round(product.lesson_errors[pk], 9) for pk in product.sent_for_recheck
+    }
     # Every served lesson's effect is a per-task difference of outcomes: -1, 0 or +1.
     assert sum(len(v) for v in effects.values()) == STEPS * policies.K
     assert {d for v in effects.values() for d in v} <= {-1, 0, 1}

@@ -13,7 +13,15 @@ from django.core.management import CommandError, call_command
 from django.test.utils import override_settings
 
 from curation.models import (
-    Entry, Event, EventAction, Evidence, Feedback, Retrieval, ScopePolicy, Status, TaskRun,
+    Entry,
+    Event,
+    EventAction,
+    Evidence,
+    Feedback,
+    Retrieval,
+    ScopePolicy,
+    Status,
+    TaskRun,
 )
 from curation.replay import policies, report, stats
 from curation.replay.agent import Neighbour, regagent
@@ -54,7 +62,9 @@ def test_each_policy_is_product_configuration(policy):
     name = config.admission["name"]
     row = ScopePolicy.objects.get(kind="admission", prefix=result.scope)
     assert (row.value["name"], row.value["mode"]) == (name, config.admission["mode"])
-    assert Event.objects.filter(scope_policy=row, action=EventAction.ADMISSION_POLICY_SET).count() == 2  # initial, then the run's
+    assert (
+        Event.objects.filter(scope_policy=row, action=EventAction.ADMISSION_POLICY_SET).count() == 2
+    )  # initial, then the run's
     decided = Event.objects.filter(entry__scope=result.scope, actor_label=f"policy:{name}")
     assert decided.count() == 12  # every task's answer was decided by the policy at ingest
     if policy == "fixed":
@@ -70,8 +80,9 @@ def test_each_policy_is_product_configuration(policy):
 @pytest.mark.django_db
 @pytest.mark.parametrize("policy, every_step", [("strict+combined", ()), ("c1+capacity", ("capacity",))])
 def test_the_deletion_sweeps_follow_the_cadence_and_capacity_runs_every_step(policy, every_step):
-    result = replay_one(policies.configuration(policy), seed=1, steps=12, rules="paper", agent_factory=regagent,
-                        sweep_every=5)
+    result = replay_one(
+        policies.configuration(policy), seed=1, steps=12, rules="paper", agent_factory=regagent, sweep_every=5
+    )
     runs = TaskRun.objects.filter(triggered_by="replay")
     for task in policies.configuration(policy).sweeps:
         moments = [START + STEP * step for step in range(12) if task in every_step or (step + 1) % 5 == 0]
@@ -81,8 +92,9 @@ def test_the_deletion_sweeps_follow_the_cadence_and_capacity_runs_every_step(pol
 
 @pytest.mark.django_db
 def test_the_clock_drives_evidence_outcomes_and_sweeps():
-    result = replay_one(policies.configuration("strict+periodic"), seed=2, steps=5, rules="paper",
-                        agent_factory=regagent)
+    result = replay_one(
+        policies.configuration("strict+periodic"), seed=2, steps=5, rules="paper", agent_factory=regagent
+    )
     moments = [START + STEP * step for step in range(5)]
     tasks = Entry.objects.filter(scope=result.scope, trigger__startswith="RegAgent task").order_by("pk")
     assert [e.created_at for e in tasks] == moments
@@ -100,8 +112,9 @@ def test_the_paper_rules_keep_confidence_still_and_the_product_rules_move_it():
     kept = Entry.objects.filter(scope=paper.scope, status=Status.ACTIVE)
     with override_settings(CURATION={**settings.CURATION, **policies.PAPER_RULES}):  # as the replay read them
         assert {e.base_confidence for e in kept} == {e.confidence for e in kept} == {0.7}
-    product = replay_one(policies.configuration("addall", "product"), seed=0, steps=50, rules="product",
-                         agent_factory=regagent)
+    product = replay_one(
+        policies.configuration("addall", "product"), seed=0, steps=50, rules="product", agent_factory=regagent
+    )
     assert len({round(e.confidence, 6) for e in Entry.objects.filter(scope=product.scope)}) > 1
     # decay and archive run as the beat runs them: once a simulated day
     assert TaskRun.objects.filter(task="decay", triggered_by="replay").count() == 2
@@ -109,8 +122,19 @@ def test_the_paper_rules_keep_confidence_still_and_the_product_rules_move_it():
 
 @pytest.mark.django_db
 def test_a_200_step_replay_writes_its_report(tmp_path):
-    call_command("replay", "regagent", "--here", "--policy", "strict", "--seed-list", "0", "--steps", "200",
-                 "--out", str(tmp_path))
+    call_command(
+        "replay",
+        "regagent",
+        "--here",
+        "--policy",
+        "strict",
+        "--seed-list",
+        "0",
+        "--steps",
+        "200",
+        "--out",
+        str(tmp_path),
+    )
     data = json.loads((tmp_path / "report.json").read_text())
     row = data["summary"]["strict"]
     assert row["paper_success"] == 70.95 and 0 < row["success_mean"] <= 100 and row["memory_mean"] > 100
@@ -127,9 +151,19 @@ def test_unknown_policies_and_agents_are_refused():
 
 
 def test_the_shape_checks_and_the_slope():
-    runs = [{"policy": p, "seed": s, "success_rate": sr, "memory_size": m, "inheritance_slope": 0.2,
-             "median_step_ms": 5.0, "running_success": [0.5, sr / 100]}
-            for s in (0, 1) for p, sr, m in (("addall", 55, 4100), ("strict", 71 - s * 5, 2900), ("fixed", 67, 100))]
+    runs = [
+        {
+            "policy": p,
+            "seed": s,
+            "success_rate": sr,
+            "memory_size": m,
+            "inheritance_slope": 0.2,
+            "median_step_ms": 5.0,
+            "running_success": [0.5, sr / 100],
+        }
+        for s in (0, 1)
+        for p, sr, m in (("addall", 55, 4100), ("strict", 71 - s * 5, 2900), ("fixed", 67, 100))
+    ]
     claims = {c["claim"]: c for c in report.checks(runs)}
     assert claims["strict > fixed"]["per_seed"] == {0: True, 1: False}
     assert claims["strict − addall >= 5 points"]["per_seed"] == {0: True, 1: True}
@@ -139,7 +173,7 @@ def test_the_shape_checks_and_the_slope():
     assert "| policy | seed 0 | seed 1 |" in files["report.md"]
     assert "| strict | 71.00 / 2,900 | 66.00 / 2,900 |" in files["report.md"]
     assert stats.ols_slope([0, 1, 2], [1, 3, 5]) == pytest.approx(2.0)
-    assert stats.sd([1, 3]) == pytest.approx(2 ** 0.5)
+    assert stats.sd([1, 3]) == pytest.approx(2**0.5)
 
 
 @pytest.mark.django_db
@@ -147,12 +181,22 @@ def test_the_dashboard_links_the_latest_report(tmp_path, settings, reviewer):
     settings.REPLAY_REPORT_DIR = tmp_path
     client = client_for(reviewer)
     assert "Latest replay" not in page_text(client.get("/"))
-    runs = [{"policy": "strict", "seed": 0, "success_rate": 70.0, "memory_size": 900, "inheritance_slope": 0.1,
-             "median_step_ms": 9.0, "running_success": [1.0, 0.7]}]
+    runs = [
+        {
+            "policy": "strict",
+            "seed": 0,
+            "success_rate": 70.0,
+            "memory_size": 900,
+            "inheritance_slope": 0.1,
+            "median_step_ms": 9.0,
+            "running_success": [1.0, 0.7],
+        }
+    ]
     for older, rate in (("20261201-000000", 10.0), ("20261202-000000", 70.0)):
         (tmp_path / older).mkdir()
-        for name, text in report.report_files([{**runs[0], "success_rate": rate}], rules="paper", steps=2,
-                                              meta={}).items():
+        for name, text in report.report_files(
+            [{**runs[0], "success_rate": rate}], rules="paper", steps=2, meta={}
+        ).items():
             (tmp_path / older / name).write_text(text)
     page = page_text(client.get("/"))
     assert "Latest replay" in page and "70.0 ± 0.0" in page and "/replay/latest/report.md" in page
@@ -198,21 +242,38 @@ def test_the_rule_sets_and_the_recheck_cards_against_the_truth():
     assert seed.sent_for_recheck == queued and figures["sent"] == len(queued) > 0
     wrong = {pk for pk, error in seed.lesson_errors.items() if error > 1.0}
     assert figures["sent_wrong"] == len(queued & wrong)
-    product = replay_one(policies.configuration("addall", "product"), seed=0, steps=30, rules="product",
-                         agent_factory=regagent)
+    product = replay_one(
+        policies.configuration("addall", "product"), seed=0, steps=30, rules="product", agent_factory=regagent
+    )
     assert product.as_json()["recheck"]["sent"] == 0  # 30 tasks: no lesson has the tasks for a verdict yet
     assert not Entry.objects.filter(scope=product.scope, queue_reason="recheck_failure").exists()
 
 
 def test_the_rule_sets_side_by_side():
     def data(rules, strict, sent, sent_wrong):
-        runs = [{"policy": p, "seed": s, "success_rate": sr + s, "memory_size": m, "inheritance_slope": 0.2,
-                 "median_step_ms": 5.0, "running_success": [0.5],
-                 "recheck": {"sent": sent, "sent_wrong": sent_wrong, "wrong_retrieved": 10,
-                             "wrong_retrieved_often": 8, "wrong_retrieved_often_sent": sent_wrong}}
-                for s in (0, 1) for p, sr, m in (("addall", 60, 4100), ("strict", strict, 2900), ("fixed", 62, 100))]
-        return json.loads(json.dumps({"rules": rules, "summary": report.summary(runs), "checks": report.checks(runs),
-                                      "runs": runs}))
+        runs = [
+            {
+                "policy": p,
+                "seed": s,
+                "success_rate": sr + s,
+                "memory_size": m,
+                "inheritance_slope": 0.2,
+                "median_step_ms": 5.0,
+                "running_success": [0.5],
+                "recheck": {
+                    "sent": sent,
+                    "sent_wrong": sent_wrong,
+                    "wrong_retrieved": 10,
+                    "wrong_retrieved_often": 8,
+                    "wrong_retrieved_often_sent": sent_wrong,
+                },
+            }
+            for s in (0, 1)
+            for p, sr, m in (("addall", 60, 4100), ("strict", strict, 2900), ("fixed", 62, 100))
+        ]
+        return json.loads(
+            json.dumps({"rules": rules, "summary": report.summary(runs), "checks": report.checks(runs), "runs": runs})
+        )
 
     text = report.side_by_side([data("paper", 70, 0, 0), data("seed", 59, 500, 8), data("product", 69, 5, 4)])
     assert "| policy | paper: success % / memory | seed: success % / memory | product: success % / memory |" in text

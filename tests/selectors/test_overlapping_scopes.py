@@ -10,22 +10,36 @@ from curation.selectors.partners import partner_pool
 from curation.selectors.similar import similar_active_entries, similar_active_entries_many
 from tests.factories import active, make_user
 
-TEXT = {"trigger": "Rotating the signing key of the billing webhook",
-        "content": "Always rotate the signing key before you drain the webhook queue."}
+TEXT = {
+    "trigger": "Rotating the signing key of the billing webhook",
+    "content": "Always rotate the signing key before you drain the webhook queue.",
+}
 
 
 @pytest.fixture
 def entries(db):
     curator = make_user("curator", "lead")
-    return {scope: active(curator, scope=scope, **TEXT) for scope in (
-        "acme", "acme/billing", "acme/billing/container", "acme/billing-api", "acme/billing0", "acme/billingx",
-        "globex/billing")}
+    return {
+        scope: active(curator, scope=scope, **TEXT)
+        for scope in (
+            "acme",
+            "acme/billing",
+            "acme/billing/container",
+            "acme/billing-api",
+            "acme/billing0",
+            "acme/billingx",
+            "globex/billing",
+        )
+    }
 
 
 @pytest.mark.parametrize("bytewise", [False, True])
 def test_overlapping_scopes_are_ancestors_self_and_below(entries, bytewise):
-    found = set(Entry.objects.filter(access.overlapping_scopes_q("acme/billing", bytewise=bytewise))
-                .values_list("scope", flat=True))
+    found = set(
+        Entry.objects.filter(access.overlapping_scopes_q("acme/billing", bytewise=bytewise)).values_list(
+            "scope", flat=True
+        )
+    )
     assert found == {"acme", "acme/billing", "acme/billing/container"}
 
 
@@ -39,8 +53,12 @@ def test_partner_and_near_duplicate_pools_reach_below_but_not_siblings(entries):
 def test_near_duplicates_of_many_entries_are_those_each_finds_alone(entries):
     """Entries of one scope looked up together (a batch) share their scopes' pool, yet each leaves itself
     out and finds what it finds alone, on either database."""
-    twin = active(make_user("second", "lead"), scope="acme/billing", trigger=TEXT["trigger"],
-                  content=TEXT["content"] + " Then check the queue.")
+    twin = active(
+        make_user("second", "lead"),
+        scope="acme/billing",
+        trigger=TEXT["trigger"],
+        content=TEXT["content"] + " Then check the queue.",
+    )
     entries = {**entries, "twin": twin}
     together = similar_active_entries_many(list(entries.values()))
     assert entries["acme/billing"].pk in {pk for pk, _ in together[twin.pk]}
@@ -48,7 +66,10 @@ def test_near_duplicates_of_many_entries_are_those_each_finds_alone(entries):
         assert together[entry.pk] == similar_active_entries(entry)
         assert entry.pk not in {pk for pk, _ in together[entry.pk]}
     assert {Entry.objects.get(pk=pk).scope for pk, _ in together[entries["acme/billing"].pk]} == {
-        "acme", "acme/billing", "acme/billing/container"}  # the twin in its own scope, itself left out
+        "acme",
+        "acme/billing",
+        "acme/billing/container",
+    }  # the twin in its own scope, itself left out
 
 
 def test_a_batch_reads_its_pools_once_and_finds_what_each_entry_finds_alone(entries, monkeypatch):
@@ -61,11 +82,14 @@ def test_a_batch_reads_its_pools_once_and_finds_what_each_entry_finds_alone(entr
     curator = make_user("third", "lead")
     for i in range(6):  # newer than the entries that mention "rotate", and mentioning none of its words
         active(curator, scope="acme/billing", trigger=f"Paging the on-call person {i}", content="Page twice.")
-    new = [active(curator, scope=scope, trigger=TEXT["trigger"], content="Never rotate the signing key.")
-           for scope in ("acme/billing", "acme/billing/container", "globex/billing")]
+    new = [
+        active(curator, scope=scope, trigger=TEXT["trigger"], content="Never rotate the signing key.")
+        for scope in ("acme/billing", "acme/billing/container", "globex/billing")
+    ]
     lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in new}
-    alone = {e.pk: [p.pk for p in partner_pool(e.scope, lessons[e.pk].search_words, limit=10, exclude=[e.pk])]
-             for e in new}
+    alone = {
+        e.pk: [p.pk for p in partner_pool(e.scope, lessons[e.pk].search_words, limit=10, exclude=[e.pk])] for e in new
+    }
     for rows in (3, 8, partners.BATCH_POOL_ROWS):
         monkeypatch.setattr(partners, "BATCH_POOL_ROWS", rows)
         pools = partners.batch_pools({e.scope for e in new})

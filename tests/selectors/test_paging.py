@@ -16,8 +16,10 @@ pytestmark = pytest.mark.django_db
 
 def test_pages_walk_every_row_once_even_when_times_tie():
     at = timezone.now() - datetime.timedelta(hours=1)
-    made = [services.create_candidate(data=candidate_data(trigger=f"Lesson {i}"), actor_label="agent:ci", at=at)
-            for i in range(7)]
+    made = [
+        services.create_candidate(data=candidate_data(trigger=f"Lesson {i}"), actor_label="agent:ci", at=at)
+        for i in range(7)
+    ]
     Entry.objects.update(queued_at=at)  # all at one moment: only the id orders them
     seen, cursor = [], ""
     while True:

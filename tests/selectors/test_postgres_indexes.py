@@ -33,9 +33,16 @@ def _plans_of(run) -> str:
 def _fill_other_scopes(n: int) -> None:
     words = "deploy migrate cache worker queue ledger invoice webhook rotate restart drain lock retry".split()
     Entry.objects.bulk_create(
-        Entry(kind="fact", scope=f"other/s{i % 100}", trigger=f"When {words[i % 13]}ing part{i}",
-              content=f"Always {words[(i // 13) % 13]} the unit{i} first.", status=Status.ACTIVE,
-              signal="self", base_confidence=0.6, fingerprint=f"fill{i}")
+        Entry(
+            kind="fact",
+            scope=f"other/s{i % 100}",
+            trigger=f"When {words[i % 13]}ing part{i}",
+            content=f"Always {words[(i // 13) % 13]} the unit{i} first.",
+            status=Status.ACTIVE,
+            signal="self",
+            base_confidence=0.6,
+            fingerprint=f"fill{i}",
+        )
         for i in range(n)
     )
     with connection.cursor() as cursor:
@@ -48,14 +55,19 @@ def test_the_scoped_word_index_keeps_no_pending_list(on_postgres):
         assert "fastupdate=off" in cursor.fetchone()[0]
 
 
-def test_retrieval_near_duplicates_and_conflict_partners_use_the_scoped_word_index(on_postgres, reviewer, make_candidate):
+def test_retrieval_near_duplicates_and_conflict_partners_use_the_scoped_word_index(
+    on_postgres, reviewer, make_candidate
+):
     _fill_other_scopes(3000)
     active(reviewer, scope="acme/billing-api", trigger="Restarting the worker", content="Always drain the queue first.")
-    candidate = make_candidate(scope="acme/billing-api", trigger="Restarting the worker",
-                               content="Never drain the queue first.")
-    for read in (lambda: selectors.retrieve_memory(scopes=["acme", "acme/billing-api"], q="drain queue", k=5, min_confidence=0),
-                 lambda: selectors.similar_active_entries_many([candidate]),
-                 lambda: conflicts.detect_conflicts_many([candidate])):
+    candidate = make_candidate(
+        scope="acme/billing-api", trigger="Restarting the worker", content="Never drain the queue first."
+    )
+    for read in (
+        lambda: selectors.retrieve_memory(scopes=["acme", "acme/billing-api"], q="drain queue", k=5, min_confidence=0),
+        lambda: selectors.similar_active_entries_many([candidate]),
+        lambda: conflicts.detect_conflicts_many([candidate]),
+    ):
         plan = _plans_of(read)
         assert "entry_active_scoped_lexeme_idx" in plan, plan
 
@@ -63,5 +75,5 @@ def test_retrieval_near_duplicates_and_conflict_partners_use_the_scoped_word_ind
 def test_a_retrieval_writes_no_index_that_no_read_uses(on_postgres):
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'curation_retrievedentry'")
-        columns = sorted(d[d.index("(") + 1: d.index(")")] for (d,) in cursor.fetchall())
+        columns = sorted(d[d.index("(") + 1 : d.index(")")] for (d,) in cursor.fetchall())
     assert columns == ["entry_id, created_at", "id", "retrieval_id"]

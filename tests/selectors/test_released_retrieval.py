@@ -33,14 +33,38 @@ def _live(q):
 @pytest.fixture
 def lessons(reviewer):
     return [
-        active(reviewer, scope="acme/billing-api", trigger="Restarting the billing worker",
-               content="Always drain the invoice queue first.", boundary="b", confidence=0.9),
-        active(reviewer, scope="acme", trigger="Rotating the webhook secret",
-               content="Drain pending webhook deliveries before rotating.", boundary="b", confidence=0.7),
-        active(reviewer, scope="acme/billing-api", trigger="Running ledger migrations",
-               content="Lock the ledger table before migrating.", boundary="b", confidence=0.8),
-        active(reviewer, scope="other/web", trigger="Restarting the web worker",
-               content="Drain the queue of the web worker.", boundary="b", confidence=0.9),
+        active(
+            reviewer,
+            scope="acme/billing-api",
+            trigger="Restarting the billing worker",
+            content="Always drain the invoice queue first.",
+            boundary="b",
+            confidence=0.9,
+        ),
+        active(
+            reviewer,
+            scope="acme",
+            trigger="Rotating the webhook secret",
+            content="Drain pending webhook deliveries before rotating.",
+            boundary="b",
+            confidence=0.7,
+        ),
+        active(
+            reviewer,
+            scope="acme/billing-api",
+            trigger="Running ledger migrations",
+            content="Lock the ledger table before migrating.",
+            boundary="b",
+            confidence=0.8,
+        ),
+        active(
+            reviewer,
+            scope="other/web",
+            trigger="Restarting the web worker",
+            content="Drain the queue of the web worker.",
+            boundary="b",
+            confidence=0.9,
+        ),
     ]
 
 
@@ -58,8 +82,14 @@ def test_a_pinned_version_keeps_its_answer_after_later_publishes(lead, reviewer,
     record_uses(retired, ["failure"], end=timezone.now(), confirm_failures=False)  # back in the queue
     retired.refresh_from_db()
     services.reject_candidate(retired.pk, actor=reviewer, expected_version=retired.version, reason="wrong on recheck")
-    added = active(reviewer, scope="acme/billing-api", trigger="Draining a stuck queue",
-                   content="Drain the queue by hand when the worker hangs.", boundary="b", confidence=0.95)
+    added = active(
+        reviewer,
+        scope="acme/billing-api",
+        trigger="Draining a stuck queue",
+        content="Drain the queue by hand when the worker hangs.",
+        boundary="b",
+        confidence=0.95,
+    )
     v3 = publish_version(actor=lead, summary="v3")
 
     assert _released(v2.number, "drain queue") == before  # the retired entry is still in version 2
@@ -87,8 +117,9 @@ def test_the_published_read_uses_the_open_rows_scoped_word_index(on_postgres, le
             FROM curation_entry WHERE scope LIKE 'other/s%%'
         """)
         cursor.execute("ANALYZE curation_releasedentry")
-    plan = _plans_of(lambda: reads.retrieve_released(version.number, scopes=SCOPES, q="drain queue", k=5,
-                                                     min_confidence=0))
+    plan = _plans_of(
+        lambda: reads.retrieve_released(version.number, scopes=SCOPES, q="drain queue", k=5, min_confidence=0)
+    )
     assert "released_entry_open_scoped_lexeme_idx" in plan, plan
 
 

@@ -18,9 +18,14 @@ def test_decisions_windows_and_median_time(make_candidate, reviewer, django_asse
     now = clock.now()
     start = now - datetime.timedelta(days=1)
     # Gaps of 10, 20 and 60 seconds, then a 2-hour pause (not a decision's time); one decision 10 days ago.
-    moments = [start, start + datetime.timedelta(seconds=10), start + datetime.timedelta(seconds=30),
-               start + datetime.timedelta(seconds=90), start + datetime.timedelta(hours=2),
-               now - datetime.timedelta(days=10)]
+    moments = [
+        start,
+        start + datetime.timedelta(seconds=10),
+        start + datetime.timedelta(seconds=30),
+        start + datetime.timedelta(seconds=90),
+        start + datetime.timedelta(hours=2),
+        now - datetime.timedelta(days=10),
+    ]
     for i, moment in enumerate(moments):
         entry = make_candidate(trigger=f"Lesson number {i} for the timing")
         services.reject_candidate(entry.pk, actor=reviewer, expected_version=1, reason="no", at=moment)
@@ -55,8 +60,13 @@ def test_a_reader_limited_to_scopes_counts_only_decisions_there(make_candidate, 
     start = clock.now() - datetime.timedelta(hours=1)
     for i, scope in enumerate(["acme/web", "acme/web", "acme/web", "globex/api"]):
         entry = make_candidate(scope=scope, trigger=f"Lesson {i} somewhere")
-        services.reject_candidate(entry.pk, actor=reviewer, expected_version=1, reason="no",
-                                  at=start + datetime.timedelta(seconds=[0, 10, 40, 41][i]))
+        services.reject_candidate(
+            entry.pk,
+            actor=reviewer,
+            expected_version=1,
+            reason="no",
+            at=start + datetime.timedelta(seconds=[0, 10, 40, 41][i]),
+        )
     web_auditor = make_user("wes", "auditor", scopes=["acme/web"])
     [rita] = reviewer_stats(web_auditor)
     assert rita.windows[7].decisions == 3

@@ -37,18 +37,30 @@ def test_a_lead_sets_a_rule_with_its_event_and_the_longest_prefix_wins(lead, set
     assert approvals_required("acme-other") == 1 and approvals_required("globex/web") == 1
     [event] = Event.objects.filter(scope_policy=rule)
     assert (event.action, event.actor, event.before, event.after, event.reason) == (
-        EventAction.REVIEW_RULE_SET, lead, None, {"prefix": "acme/sandbox", "approvals": 1, "version": 1},
-        "a playground")
+        EventAction.REVIEW_RULE_SET,
+        lead,
+        None,
+        {"prefix": "acme/sandbox", "approvals": 1, "version": 1},
+        "a playground",
+    )
     set_review_rule("acme/sandbox", approvals=2, actor=lead)
     assert ScopePolicy.objects.get().value == {"approvals": 2}
     changed = Event.objects.filter(scope_policy=rule).order_by("-id").first()
-    assert (changed.before, changed.after) == ({"prefix": "acme/sandbox", "approvals": 1, "version": 1},
-                                               {"prefix": "acme/sandbox", "approvals": 2, "version": 2})
+    assert (changed.before, changed.after) == (
+        {"prefix": "acme/sandbox", "approvals": 1, "version": 1},
+        {"prefix": "acme/sandbox", "approvals": 2, "version": 2},
+    )
 
 
-@pytest.mark.parametrize("prefix, approvals, field", [
-    ("", 2, "prefix"), ("Acme/../x", 2, "prefix"), ("acme", 3, "approvals"), ("acme", "two", "approvals"),
-])
+@pytest.mark.parametrize(
+    "prefix, approvals, field",
+    [
+        ("", 2, "prefix"),
+        ("Acme/../x", 2, "prefix"),
+        ("acme", 3, "approvals"),
+        ("acme", "two", "approvals"),
+    ],
+)
 def test_a_bad_rule_names_its_field_and_writes_nothing(lead, prefix, approvals, field):
     with pytest.raises(ValidationError) as exc:
         set_review_rule(prefix, approvals=approvals, actor=lead)
@@ -66,7 +78,8 @@ def test_only_leads_set_rules_and_a_scoped_lead_only_inside_their_scopes(reviewe
 
 
 def test_first_approval_keeps_it_queued_and_a_second_reviewer_activates_it(
-        two_reviewers, make_candidate, reviewer, second_reviewer):
+    two_reviewers, make_candidate, reviewer, second_reviewer
+):
     entry = make_candidate()
     services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version, reason="looks right")
     entry.refresh_from_db()
@@ -96,14 +109,18 @@ def test_one_approval_activates_outside_two_reviewer_scopes(two_reviewers, make_
 
 
 def test_a_disagreement_goes_to_a_lead_and_leaves_the_reviewers_queue(
-        two_reviewers, make_candidate, reviewer, second_reviewer, lead):
+    two_reviewers, make_candidate, reviewer, second_reviewer, lead
+):
     entry = make_candidate()
     services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
     entry.refresh_from_db()
     services.reject_candidate(entry.pk, actor=second_reviewer, expected_version=entry.version, reason="too broad")
     entry.refresh_from_db()
-    assert (entry.status, entry.queue_reason, entry.first_approval_by) == (Status.PENDING, QueueReason.NEEDS_LEAD,
-                                                                           reviewer)
+    assert (entry.status, entry.queue_reason, entry.first_approval_by) == (
+        Status.PENDING,
+        QueueReason.NEEDS_LEAD,
+        reviewer,
+    )
     event = last_event(entry)
     assert (event.action, event.actor, event.reason) == (EventAction.DISAGREEMENT, second_reviewer, "too broad")
     assert queue_count(reviewer, QueueFilters()) == (0, False)
@@ -138,11 +155,15 @@ def test_a_rejection_without_an_approval_rejects_at_once(two_reviewers, make_can
 def test_an_edit_is_a_first_approval_of_the_edited_text(two_reviewers, make_candidate, reviewer, second_reviewer):
     entry = make_candidate()
     services.approve_candidate(entry.pk, actor=reviewer, expected_version=1)
-    services.edit_and_approve(entry.pk, actor=second_reviewer, expected_version=2,
-                              changes={"boundary": "Not on the host."})
+    services.edit_and_approve(
+        entry.pk, actor=second_reviewer, expected_version=2, changes={"boundary": "Not on the host."}
+    )
     entry.refresh_from_db()
-    assert (entry.status, entry.first_approval_by, entry.boundary) == (Status.PENDING, second_reviewer,
-                                                                       "Not on the host.")
+    assert (entry.status, entry.first_approval_by, entry.boundary) == (
+        Status.PENDING,
+        second_reviewer,
+        "Not on the host.",
+    )
     assert last_event(entry).action == EventAction.FIRST_APPROVAL
     services.edit_and_approve(entry.pk, actor=reviewer, expected_version=3, changes={"boundary": "Not on the host."})
     entry.refresh_from_db()
@@ -169,7 +190,9 @@ def test_bulk_approve_says_which_were_first_approvals(two_reviewers, make_candid
     outside = make_candidate(scope="globex/web")
     outcomes = services.bulk_decide([(inside.pk, 1), (outside.pk, 1)], actor=reviewer, action="approve")
     assert [(o.ok, o.message) for o in outcomes] == [
-        (True, "approved, 1 of 2: a second reviewer activates it"), (True, "approved")]
+        (True, "approved, 1 of 2: a second reviewer activates it"),
+        (True, "approved"),
+    ]
     assert Entry.objects.get(pk=inside.pk).status == Status.PENDING
     assert Entry.objects.get(pk=outside.pk).status == Status.ACTIVE
     again = services.bulk_decide([(inside.pk, 2)], actor=reviewer, action="approve")

@@ -51,17 +51,30 @@ def test_events_gain_subjects_without_a_row_rewritten():
     executor.migrate(before)
     old = executor.loader.project_state(before).apps
     entry = old.get_model("curation", "Entry").objects.create(
-        kind="fact", scope="acme", trigger="t", content="c", signal="self", base_confidence=0.5, confidence=0.5,
-        queued_at="2026-01-01T00:00:00Z")
+        kind="fact",
+        scope="acme",
+        trigger="t",
+        content="c",
+        signal="self",
+        base_confidence=0.5,
+        confidence=0.5,
+        queued_at="2026-01-01T00:00:00Z",
+    )
     kept = old.get_model("curation", "Event").objects.create(
-        entry=entry, entry_label="#1 acme: t", actor_label="agent:ci", action="submit", after={"status": "pending"})
+        entry=entry, entry_label="#1 acme: t", actor_label="agent:ci", action="submit", after={"status": "pending"}
+    )
     executor = MigrationExecutor(connection)
     executor.migrate(after)
     new = executor.loader.project_state(after).apps
     Token, Event = new.get_model("curation", "AgentToken"), new.get_model("curation", "Event")  # as of 0014
     token = Token.objects.create(name="t", key_prefix="ma_", key_hash="0" * 64)
     event = Event.objects.get(pk=kept.pk)
-    assert (event.entry_id, event.token_id, event.action, event.after) == (entry.pk, None, "submit", {"status": "pending"})
+    assert (event.entry_id, event.token_id, event.action, event.after) == (
+        entry.pk,
+        None,
+        "submit",
+        {"status": "pending"},
+    )
     assert Event.objects.create(token_id=token.pk, entry_label="agent:t", actor_label="lena", action="token_created")
 
 
@@ -73,9 +86,16 @@ def _forgotten(make_candidate):
     from tests.factories import make_user
 
     lead = make_user("lena", "lead")
-    entry = make_candidate(content="Ask Marguerite Okonkwo for the payroll rollback keys before deploying.",
-                           evidence=[{"kind": "user_statement", "signal": "external",
-                                      "excerpt": "Marguerite Okonkwo holds the payroll rollback keys"}])
+    entry = make_candidate(
+        content="Ask Marguerite Okonkwo for the payroll rollback keys before deploying.",
+        evidence=[
+            {
+                "kind": "user_statement",
+                "signal": "external",
+                "excerpt": "Marguerite Okonkwo holds the payroll rollback keys",
+            }
+        ],
+    )
     request = file_forget_request(entry_id=entry.pk, reason="the user asked", actor=lead)
     approve_forget_request(request.pk, actor=lead)
     return entry, request
@@ -106,8 +126,9 @@ def test_a_forget_purges_the_history_and_the_purge_is_in_it(on_postgres, make_ca
     entry, request = _forgotten(make_candidate)
     marker = f"[forgotten: request #{request.pk}]"
     assert Evidence.objects.get(entry=entry).excerpt == marker
-    assert all("Okonkwo" not in str((e.before, e.after, e.reason, e.entry_label))
-               for e in Event.objects.filter(entry=entry))
+    assert all(
+        "Okonkwo" not in str((e.before, e.after, e.reason, e.entry_label)) for e in Event.objects.filter(entry=entry)
+    )
     submitted = Event.objects.get(entry=entry, action="submit")
     assert submitted.after["content"] == marker and submitted.after["conditions"] == []
     purge = Event.objects.get(forget_request=request, action="forget_purge")
@@ -122,6 +143,7 @@ def test_the_purge_function_refuses_a_request_that_is_not_approved(on_postgres, 
     request = file_forget_request(entry_id=entry.pk, reason="r", actor=make_user("lena", "lead"))
     with pytest.raises(DatabaseError, match="not approved"), transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT curation_forget_purge(%s, %s, %s, %s)",
-                           [request.pk, ["Confirm the repository root"], [], []])
+            cursor.execute(
+                "SELECT curation_forget_purge(%s, %s, %s, %s)", [request.pk, ["Confirm the repository root"], [], []]
+            )
     assert "Confirm the repository root" in Event.objects.get(entry=entry, action="submit").after["content"]

@@ -30,9 +30,17 @@ def test_create_candidate_caps_self_signal_and_writes_submit_event(make_candidat
 
 def test_create_candidate_stores_evidence_and_external_support_lifts_cap(make_candidate):
     entry = make_candidate(
-        signal="independent", confidence=0.9,
-        evidence=[{"kind": "test_result", "signal": "external", "polarity": "supports",
-                   "excerpt": "pytest: 48 passed", "task_ref": "task-1"}],
+        signal="independent",
+        confidence=0.9,
+        evidence=[
+            {
+                "kind": "test_result",
+                "signal": "external",
+                "polarity": "supports",
+                "excerpt": "pytest: 48 passed",
+                "task_ref": "task-1",
+            }
+        ],
     )
     assert entry.base_confidence == pytest.approx(0.9)
     [ev] = Evidence.objects.filter(entry=entry)
@@ -43,15 +51,18 @@ def test_human_correction_starts_at_095(make_candidate):
     assert make_candidate(kind="human_correction", confidence=0.5).base_confidence == pytest.approx(0.95)
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("scope", "Acme/Billing", "Illegal scope segment 'Acme', 'Billing'"),
-    ("scope", "acme//billing", "Illegal scope segment ''"),
-    ("trigger", "   ", "This field is required."),
-    ("content", "", "This field is required."),
-    ("trigger", "x" * 501, "At most 500 characters"),
-    ("kind", "rumour", "One of:"),
-    ("confidence", 1.5, "A number from 0 to 1."),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("scope", "Acme/Billing", "Illegal scope segment 'Acme', 'Billing'"),
+        ("scope", "acme//billing", "Illegal scope segment ''"),
+        ("trigger", "   ", "This field is required."),
+        ("content", "", "This field is required."),
+        ("trigger", "x" * 501, "At most 500 characters"),
+        ("kind", "rumour", "One of:"),
+        ("confidence", 1.5, "A number from 0 to 1."),
+    ],
+)
 def test_create_candidate_refuses_bad_fields_and_writes_nothing(db, field, value, message):
     with pytest.raises(ValidationError) as exc:
         services.create_candidate(data=candidate_data(**{field: value}), actor_label="agent:ci")
@@ -74,7 +85,12 @@ def test_approve_candidate(make_candidate, reviewer):
     assert (fresh.status, fresh.version, fresh.queued_at) == (Status.ACTIVE, 2, None)
     assert fresh.last_verified_at is not None and approved.version == 2
     event = events(entry)[-1]
-    assert (event.action, event.actor, event.actor_label, event.reason) == ("approve", reviewer, "rita", "checked the logs")
+    assert (event.action, event.actor, event.actor_label, event.reason) == (
+        "approve",
+        reviewer,
+        "rita",
+        "checked the logs",
+    )
     assert event.before["status"] == "pending" and event.after["status"] == "active"
     assert event.entry_version == 2 and event.entry_label.startswith(f"#{entry.pk} acme/billing-api/container")
 
@@ -82,12 +98,18 @@ def test_approve_candidate(make_candidate, reviewer):
 def test_edit_and_approve_records_before_and_after(make_candidate, reviewer):
     entry = make_candidate()
     services.edit_and_approve(
-        entry.pk, actor=reviewer, expected_version=1,
+        entry.pk,
+        actor=reviewer,
+        expected_version=1,
         changes={"scope": "acme/billing-api", "boundary": "Not on the host.", "conditions": "container, config, git"},
     )
     fresh = Entry.objects.get(pk=entry.pk)
     assert (fresh.scope, fresh.boundary, fresh.conditions, fresh.status) == (
-        "acme/billing-api", "Not on the host.", ["container", "config", "git"], Status.ACTIVE)
+        "acme/billing-api",
+        "Not on the host.",
+        ["container", "config", "git"],
+        Status.ACTIVE,
+    )
     event = events(entry)[-1]
     assert event.action == "edit_approve" and event.reason == "edited scope, boundary, conditions"
     assert event.before["scope"] == "acme/billing-api/container" and event.after["scope"] == "acme/billing-api"
@@ -155,7 +177,7 @@ def test_auditor_and_roleless_users_cannot_decide(make_candidate, auditor, nobod
 
 def test_scoped_reviewer_cannot_reach_other_scopes(make_candidate, scoped_reviewer):
     outside = make_candidate(scope="acme/web")
-    lookalike = make_candidate(scope="acme/billing-api-v2")   # a prefix of the name, not of the path
+    lookalike = make_candidate(scope="acme/billing-api-v2")  # a prefix of the name, not of the path
     inside = make_candidate(scope="acme/billing-api/container")
     for entry in (outside, lookalike):
         with pytest.raises(Entry.DoesNotExist):
@@ -183,8 +205,9 @@ def test_active_recheck_confirm_and_retire(make_candidate, reviewer):
 def test_bulk_decide_reports_each_item(make_candidate, reviewer, second_reviewer):
     a, b, c = (make_candidate(trigger=f"Editing config files, case {i}") for i in "abc")
     services.approve_candidate(b.pk, actor=second_reviewer, expected_version=1)
-    outcomes = services.bulk_decide([(a.pk, 1), (b.pk, 1), (c.pk, 1), (999999, 1)], actor=reviewer,
-                                    action="reject", reason="not specific enough")
+    outcomes = services.bulk_decide(
+        [(a.pk, 1), (b.pk, 1), (c.pk, 1), (999999, 1)], actor=reviewer, action="reject", reason="not specific enough"
+    )
     assert [o.ok for o in outcomes] == [True, False, True, False]
     assert "rob (approve)" in outcomes[1].message and outcomes[3].message == "not found"
     assert Entry.objects.get(pk=a.pk).status == Entry.objects.get(pk=c.pk).status == Status.REJECTED
@@ -193,8 +216,16 @@ def test_bulk_decide_reports_each_item(make_candidate, reviewer, second_reviewer
 
 def test_add_evidence_appends_with_event(make_candidate, reviewer):
     entry = make_candidate()
-    services.add_evidence(entry.pk, actor=reviewer, data={
-        "kind": "user_statement", "signal": "external", "polarity": "contradicts", "excerpt": "Not on prod hosts."})
+    services.add_evidence(
+        entry.pk,
+        actor=reviewer,
+        data={
+            "kind": "user_statement",
+            "signal": "external",
+            "polarity": "contradicts",
+            "excerpt": "Not on prod hosts.",
+        },
+    )
     ev = Evidence.objects.get(entry=entry)
     assert (ev.polarity, ev.recorded_by, ev.recorded_by_label) == ("contradicts", reviewer, "rita")
     event = events(entry)[-1]

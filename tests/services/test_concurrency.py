@@ -19,7 +19,10 @@ def test_two_reviewers_loaded_the_same_version(make_candidate, reviewer, second_
         services.reject_candidate(entry.pk, actor=second_reviewer, expected_version=1, reason="wrong")
     assert "rita (approve)" in str(exc.value)
     assert Entry.objects.get(pk=entry.pk).status == Status.ACTIVE
-    assert list(Event.objects.filter(entry=entry).values_list("action", flat=True).order_by("id")) == ["submit", "approve"]
+    assert list(Event.objects.filter(entry=entry).values_list("action", flat=True).order_by("id")) == [
+        "submit",
+        "approve",
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -41,8 +44,13 @@ def test_truly_concurrent_decisions(on_postgres):
             connection.close()
 
     threads = [
-        threading.Thread(target=decide, args=(first, lambda u: services.approve_candidate(entry.pk, actor=u, expected_version=1))),
-        threading.Thread(target=decide, args=(second, lambda u: services.reject_candidate(entry.pk, actor=u, expected_version=1, reason="no"))),
+        threading.Thread(
+            target=decide, args=(first, lambda u: services.approve_candidate(entry.pk, actor=u, expected_version=1))
+        ),
+        threading.Thread(
+            target=decide,
+            args=(second, lambda u: services.reject_candidate(entry.pk, actor=u, expected_version=1, reason="no")),
+        ),
     ]
     for t in threads:
         t.start()

@@ -55,13 +55,16 @@ def test_a_known_pair_is_never_raised_again_in_any_state(reviewer):
     assert old.pk < new.pk
 
 
-@pytest.mark.parametrize("other_fields", [
-    dict(scope="acme/web", **REBASE),                                             # sibling scope
-    dict(scope="acme/billing-api-v2", **REBASE),                                  # a prefix, not a parent
-    dict(scope="acme/billing-api", trigger="Rotating TLS certificates", content="Always rebase.", conditions=[]),
-    dict(scope="acme/billing-api", trigger=REBASE["trigger"], content="Never squash commits.", conditions=[]),
-    dict(scope="acme/billing-api", trigger=REBASE["trigger"], content="Always rebase.", conditions=["ci"]),
-])
+@pytest.mark.parametrize(
+    "other_fields",
+    [
+        dict(scope="acme/web", **REBASE),  # sibling scope
+        dict(scope="acme/billing-api-v2", **REBASE),  # a prefix, not a parent
+        dict(scope="acme/billing-api", trigger="Rotating TLS certificates", content="Always rebase.", conditions=[]),
+        dict(scope="acme/billing-api", trigger=REBASE["trigger"], content="Never squash commits.", conditions=[]),
+        dict(scope="acme/billing-api", trigger=REBASE["trigger"], content="Always rebase.", conditions=["ci"]),
+    ],
+)
 def test_no_conflict_outside_overlap_or_without_opposite_advice(reviewer, other_fields):
     active(reviewer, **other_fields)
     new = pending(scope="acme/billing-api", **{**NO_REBASE, "conditions": ["local"]})
@@ -87,8 +90,13 @@ def test_ancestor_and_descendant_scopes_are_partners(reviewer):
 
 def test_detection_reads_a_bounded_pool_in_few_queries(reviewer, django_assert_max_num_queries):
     for i in range(12):
-        active(reviewer, scope="acme/billing-api", trigger=f"Merging feature branch {i} into main",
-               content="Always rebase before merging.", conditions=[])
+        active(
+            reviewer,
+            scope="acme/billing-api",
+            trigger=f"Merging feature branch {i} into main",
+            content="Always rebase before merging.",
+            conditions=[],
+        )
     new = pending(scope="acme/billing-api", **NO_REBASE)
     # the pool, the known pairs, then per new conflict: savepoint, insert, 2 events, release
     with django_assert_max_num_queries(2 + 12 * 5):
@@ -104,8 +112,13 @@ def test_detection_reads_a_bounded_pool_in_few_queries(reviewer, django_assert_m
 
 def test_the_pool_is_bounded(reviewer, monkeypatch):
     for i in range(5):
-        active(reviewer, scope="acme/billing-api", trigger=f"Merging feature branch {i} into main",
-               content="Always rebase before merging.", conditions=[])
+        active(
+            reviewer,
+            scope="acme/billing-api",
+            trigger=f"Merging feature branch {i} into main",
+            content="Always rebase before merging.",
+            conditions=[],
+        )
     monkeypatch.setattr(conflicts, "INGEST_PARTNER_POOL", 2)
     new = pending(scope="acme/billing-api", **NO_REBASE)
     assert len(conflicts.detect_conflicts_for(new)) == 2  # the two that mention the action most (then newest)
@@ -123,7 +136,9 @@ def test_an_entry_without_directives_reads_nothing(django_assert_num_queries, db
 
 def test_sweep_finds_pairs_across_batches_and_is_idempotent(reviewer):
     a = active(reviewer, scope="acme/billing-api", **REBASE)
-    filler = [active(reviewer, scope=f"acme/s{i}", trigger="Deploying", content="Always deploy on Monday.") for i in range(4)]
+    filler = [
+        active(reviewer, scope=f"acme/s{i}", trigger="Deploying", content="Always deploy on Monday.") for i in range(4)
+    ]
     b = active(reviewer, scope="acme/billing-api/container", **NO_REBASE)
     c = active(reviewer, scope="acme/web", **NO_REBASE)  # a sibling of a: never paired with it
 
@@ -167,18 +182,25 @@ from curation.models import Evidence  # noqa: E402
 from curation.selectors import merge_defaults  # noqa: E402
 from curation.services import InvalidTransition, StaleDecision  # noqa: E402
 
-EXTERNAL = {"kind": "test_result", "signal": "external", "polarity": "supports", "excerpt": "CI green after rebase",
-            "task_ref": "task-7"}
+EXTERNAL = {
+    "kind": "test_result",
+    "signal": "external",
+    "polarity": "supports",
+    "excerpt": "CI green after rebase",
+    "task_ref": "task-7",
+}
 
 
 @pytest.fixture
 def pair(reviewer):
     """An open conflict: a (acme/billing-api, "always rebase") and b (acme/billing-api/container, "never")."""
+
     def make(a_scope="acme/billing-api", b_scope="acme/billing-api/container", b_pending=False, **kw):
         a = active(reviewer, scope=a_scope, **REBASE)
         b = (pending if b_pending else lambda **f: active(reviewer, **f))(scope=b_scope, **NO_REBASE)
         [conflict] = conflicts.detect_conflicts_for(b)
         return conflict, Entry.objects.get(pk=a.pk), Entry.objects.get(pk=b.pk)
+
     return make
 
 
@@ -197,7 +219,11 @@ def test_keep_a_supersedes_b(pair, lead):
     assert keep_ev.actor == lead and keep_ev.reason == "rebase is our policy"
     assert keep_ev.after["superseded"] == b.pk and keep_ev.before["supersedes"] is None
     sup_ev = Event.objects.get(entry=b, action="supersede")
-    assert (sup_ev.before["status"], sup_ev.after["status"], sup_ev.after["superseded_by"]) == ("active", "superseded", a.pk)
+    assert (sup_ev.before["status"], sup_ev.after["status"], sup_ev.after["superseded_by"]) == (
+        "active",
+        "superseded",
+        a.pk,
+    )
     assert result.kept == (a2,) or result.kept[0].pk == a.pk
 
 
@@ -234,20 +260,33 @@ def test_keep_closes_the_superseded_entrys_other_conflicts_as_moot(pair, reviewe
     assert (moot.action, moot.actor, moot.entry_id, moot.entry_label) == ("conflict_moot", lead, None, other.label)
     assert moot.reason == f"moot: #{b.pk} superseded" and moot.after == {"state": "resolved", "resolution": "moot"}
     assert set(Event.objects.filter(conflict=conflict).values_list("action", flat=True)) == {
-        "conflict_opened", "conflict_keep", "supersede"}
+        "conflict_opened",
+        "conflict_keep",
+        "supersede",
+    }
     assert list(Event.objects.filter(conflict=other).values_list("action", flat=True).order_by("id")) == [
-        "conflict_opened", "conflict_opened", "conflict_moot"]
+        "conflict_opened",
+        "conflict_opened",
+        "conflict_moot",
+    ]
 
 
 def test_split_by_scope(pair, lead):
     conflict, a, b = pair(a_scope="acme/billing-api", b_scope="acme/billing-api")
     conflicts.split_conflict(
-        conflict.pk, actor=lead, changes_a={"scope": "acme/billing-api/host"},
-        changes_b={"scope": "acme/billing-api/container"}, **versions(a, b),
+        conflict.pk,
+        actor=lead,
+        changes_a={"scope": "acme/billing-api/host"},
+        changes_b={"scope": "acme/billing-api/container"},
+        **versions(a, b),
     )
     a2, b2 = Entry.objects.get(pk=a.pk), Entry.objects.get(pk=b.pk)
     assert (a2.scope, b2.scope, a2.status, b2.status) == (
-        "acme/billing-api/host", "acme/billing-api/container", "active", "active")
+        "acme/billing-api/host",
+        "acme/billing-api/container",
+        "active",
+        "active",
+    )
     ev = Event.objects.get(entry=a, action="conflict_split")
     assert (ev.before["scope"], ev.after["scope"]) == ("acme/billing-api", "acme/billing-api/host")
     assert "narrowed scope" in ev.reason
@@ -258,22 +297,26 @@ def test_split_by_conditions_of_one_entry(pair, reviewer):
     conflict, a, b = pair()
     Entry.objects.filter(pk=b.pk).update(conditions=["shared"])
     b = Entry.objects.get(pk=b.pk)
-    conflicts.split_conflict(conflict.pk, actor=reviewer, changes_a={"conditions": "feature, local"},
-                             changes_b={}, **versions(a, b))
+    conflicts.split_conflict(
+        conflict.pk, actor=reviewer, changes_a={"conditions": "feature, local"}, changes_b={}, **versions(a, b)
+    )
     a2, b2 = Entry.objects.get(pk=a.pk), Entry.objects.get(pk=b.pk)
     assert a2.conditions == ["feature", "local"] and a2.version == a.version + 1
     assert b2.version == b.version  # unchanged, but its history says what happened
     assert "unchanged" in Event.objects.get(entry=b, action="conflict_split").reason
 
 
-@pytest.mark.parametrize("changes_a, changes_b, field, message", [
-    ({}, {}, "split", "Still overlapping"),
-    ({"scope": "acme/billing-api/container"}, {}, "split", "Still overlapping"),       # same scope now
-    ({"conditions": "ci"}, {"conditions": "ci, docker"}, "split", "Still overlapping"),  # a keyword shared
-    ({"scope": "acme/web"}, {}, "a_scope", "A split narrows"),                          # widening/moving
-    ({"scope": "Acme"}, {}, "a_scope", "Illegal scope segment"),
-    ({}, {"conditions": ["x" * 201]}, "b_conditions", "At most 50 conditions"),
-])
+@pytest.mark.parametrize(
+    "changes_a, changes_b, field, message",
+    [
+        ({}, {}, "split", "Still overlapping"),
+        ({"scope": "acme/billing-api/container"}, {}, "split", "Still overlapping"),  # same scope now
+        ({"conditions": "ci"}, {"conditions": "ci, docker"}, "split", "Still overlapping"),  # a keyword shared
+        ({"scope": "acme/web"}, {}, "a_scope", "A split narrows"),  # widening/moving
+        ({"scope": "Acme"}, {}, "a_scope", "Illegal scope segment"),
+        ({}, {"conditions": ["x" * 201]}, "b_conditions", "At most 50 conditions"),
+    ],
+)
 def test_split_refuses_what_still_overlaps_or_widens(pair, lead, changes_a, changes_b, field, message):
     conflict, a, b = pair()
     with pytest.raises(ValidationError) as exc:
@@ -285,12 +328,14 @@ def test_split_refuses_what_still_overlaps_or_widens(pair, lead, changes_a, chan
 
 
 def test_merge_creates_one_entry_with_the_union_of_evidence(reviewer, lead):
-    a = services.create_candidate(data=candidate_data(scope="acme/billing-api", **REBASE), evidence=[EXTERNAL],
-                                  actor_label="agent:ci")
+    a = services.create_candidate(
+        data=candidate_data(scope="acme/billing-api", **REBASE), evidence=[EXTERNAL], actor_label="agent:ci"
+    )
     a = services.approve_candidate(a.pk, actor=reviewer, expected_version=1)
     b = pending(scope="acme/billing-api/container", **NO_REBASE)
-    services.add_evidence(b.pk, data={"kind": "user_statement", "signal": "external", "excerpt": "Ana: never rebase main"},
-                          actor=reviewer)
+    services.add_evidence(
+        b.pk, data={"kind": "user_statement", "signal": "external", "excerpt": "Ana: never rebase main"}, actor=reviewer
+    )
     b = Entry.objects.get(pk=b.pk)
     [conflict] = conflicts.detect_conflicts_for(b)
     data = {**merge_defaults(a, b), "content": "Rebase feature branches before merging; never rebase shared ones."}
@@ -338,8 +383,11 @@ def test_dismiss_keeps_both_and_the_pair_stays_dismissed(pair, reviewer):
 RESOLUTIONS = {
     "keep": lambda c, a, b, user: conflicts.keep_entry(c.pk, actor=user, keep=a.pk, **versions(a, b)),
     "split": lambda c, a, b, user: conflicts.split_conflict(
-        c.pk, actor=user, changes_a={"conditions": "x"}, changes_b={"conditions": "y"}, **versions(a, b)),
-    "merge": lambda c, a, b, user: conflicts.merge_conflict(c.pk, actor=user, data=merge_defaults(a, b), **versions(a, b)),
+        c.pk, actor=user, changes_a={"conditions": "x"}, changes_b={"conditions": "y"}, **versions(a, b)
+    ),
+    "merge": lambda c, a, b, user: conflicts.merge_conflict(
+        c.pk, actor=user, data=merge_defaults(a, b), **versions(a, b)
+    ),
     "dismiss": lambda c, a, b, user: conflicts.dismiss_conflict(c.pk, actor=user, **versions(a, b)),
 }
 
@@ -364,8 +412,9 @@ def test_a_reviewer_outside_the_scopes_sees_no_conflict(pair, resolution, db):
 @pytest.mark.parametrize("resolution", list(RESOLUTIONS))
 def test_a_stale_version_is_refused_and_nothing_is_written(pair, reviewer, second_reviewer, resolution):
     conflict, a, b = pair(b_pending=True)
-    services.edit_and_approve(b.pk, actor=second_reviewer, expected_version=b.version,
-                              changes={"boundary": "Not on release branches."})
+    services.edit_and_approve(
+        b.pk, actor=second_reviewer, expected_version=b.version, changes={"boundary": "Not on release branches."}
+    )
     events_before = Event.objects.count()
     with pytest.raises(StaleDecision) as exc:
         RESOLUTIONS[resolution](conflict, a, b, reviewer)

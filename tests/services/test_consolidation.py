@@ -15,15 +15,32 @@ from tests.factories import active, make_user
 
 pytestmark = pytest.mark.django_db
 
-PORT = dict(trigger="Connecting to the billing database from the container",
-            content="Probe port 5432 with nc before connecting.", conditions=["db"], boundary="")
+PORT = dict(
+    trigger="Connecting to the billing database from the container",
+    content="Probe port 5432 with nc before connecting.",
+    conditions=["db"],
+    boundary="",
+)
 
 
 def test_near_duplicates_in_one_scope_become_one_merge_proposal(reviewer):
     a = active(reviewer, scope="acme/billing-api", confidence=0.6, **PORT)
-    b = active(reviewer, scope="acme/billing-api", confidence=0.8, **{**PORT, "content": "Probe port 5432 with nc before connecting!",
-                                                                     "conditions": ["db", "network"], "boundary": "Not on the host."})
-    c = active(reviewer, scope="acme/billing-api", **{**PORT, "content": "Probe the port 5432 with nc first, before connecting."})
+    b = active(
+        reviewer,
+        scope="acme/billing-api",
+        confidence=0.8,
+        **{
+            **PORT,
+            "content": "Probe port 5432 with nc before connecting!",
+            "conditions": ["db", "network"],
+            "boundary": "Not on the host.",
+        },
+    )
+    c = active(
+        reviewer,
+        scope="acme/billing-api",
+        **{**PORT, "content": "Probe the port 5432 with nc first, before connecting."},
+    )
     elsewhere = active(reviewer, scope="acme/web", **PORT)  # same text, other scope: not a duplicate here
     events_before = Event.objects.count()
 
@@ -42,7 +59,10 @@ def test_near_duplicates_in_one_scope_become_one_merge_proposal(reviewer):
     assert Event.objects.filter(entry__isnull=False).count() == events_before
     [made] = Event.objects.filter(proposal=proposal)
     assert (made.action, made.actor_label, made.after["entries"]) == (
-        "consolidation_proposed", "lifecycle:consolidation", sorted([a.pk, b.pk, c.pk], reverse=True))
+        "consolidation_proposed",
+        "lifecycle:consolidation",
+        sorted([a.pk, b.pk, c.pk], reverse=True),
+    )
     assert all(Entry.objects.get(pk=e.pk).version == e.version for e in (a, b, c, elsewhere))
     # idempotent
     assert consolidation_sweep.sweep_consolidation().proposed == []
@@ -50,18 +70,44 @@ def test_near_duplicates_in_one_scope_become_one_merge_proposal(reviewer):
 
 def test_a_newer_entry_with_the_same_trigger_proposes_to_supersede_the_older(reviewer):
     now = timezone.now()
-    old = active(reviewer, scope="acme/billing-api", at=now - datetime.timedelta(days=90), confidence=0.6,
-                 trigger="Deploying the billing API", content="Run deploy.sh from the ops box.", conditions=[])
-    new = active(reviewer, scope="acme/billing-api", at=now, confidence=0.8,
-                 trigger="Deploying the billing API", content="Trigger the GitHub Actions release workflow.", conditions=[])
+    old = active(
+        reviewer,
+        scope="acme/billing-api",
+        at=now - datetime.timedelta(days=90),
+        confidence=0.6,
+        trigger="Deploying the billing API",
+        content="Run deploy.sh from the ops box.",
+        conditions=[],
+    )
+    new = active(
+        reviewer,
+        scope="acme/billing-api",
+        at=now,
+        confidence=0.8,
+        trigger="Deploying the billing API",
+        content="Trigger the GitHub Actions release workflow.",
+        conditions=[],
+    )
     [proposal] = consolidation_sweep.sweep_consolidation().proposed
     assert (proposal.kind, proposal.target_id) == ("supersede", new.pk)
     assert f"#{new.pk} is newer" in proposal.reason and f"as #{old.pk}" in proposal.reason
 
 
 def test_contradicting_entries_are_left_to_the_conflicts_queue(reviewer):
-    active(reviewer, scope="acme/billing-api", trigger="Merging a feature branch", content="Always rebase first.", conditions=[])
-    active(reviewer, scope="acme/billing-api", trigger="Merging a feature branch", content="Never rebase first.", conditions=[])
+    active(
+        reviewer,
+        scope="acme/billing-api",
+        trigger="Merging a feature branch",
+        content="Always rebase first.",
+        conditions=[],
+    )
+    active(
+        reviewer,
+        scope="acme/billing-api",
+        trigger="Merging a feature branch",
+        content="Never rebase first.",
+        conditions=[],
+    )
     assert consolidation_sweep.sweep_consolidation().proposed == []
 
 
@@ -76,8 +122,15 @@ def test_sweep_query_count_does_not_grow_with_pairs(reviewer, django_assert_max_
 
 @pytest.fixture
 def merge_proposal(reviewer):
-    a = active(reviewer, scope="acme/billing-api", confidence=0.6,
-               evidence=[{"kind": "tool_output", "signal": "external", "excerpt": "nc: connection refused", "task_ref": "t-1"}], **PORT)
+    a = active(
+        reviewer,
+        scope="acme/billing-api",
+        confidence=0.6,
+        evidence=[
+            {"kind": "tool_output", "signal": "external", "excerpt": "nc: connection refused", "task_ref": "t-1"}
+        ],
+        **PORT,
+    )
     b = active(reviewer, scope="acme/billing-api", confidence=0.8, **{**PORT, "content": PORT["content"] + "!"})
     [proposal] = consolidation_sweep.sweep_consolidation().proposed
     return proposal, Entry.objects.get(pk=a.pk), Entry.objects.get(pk=b.pk)
@@ -87,11 +140,19 @@ def test_accept_as_is_merges_with_evidence_and_events(merge_proposal, reviewer):
     proposal, a, b = merge_proposal
     outcome = consolidation.accept_proposal(proposal.pk, actor=reviewer)
     merged = outcome.created
-    assert (merged.status, merged.scope, merged.supersedes_id, merged.trigger) == (Status.ACTIVE, "acme/billing-api", b.pk, b.trigger)
+    assert (merged.status, merged.scope, merged.supersedes_id, merged.trigger) == (
+        Status.ACTIVE,
+        "acme/billing-api",
+        b.pk,
+        b.trigger,
+    )
     assert merged.content == proposal.proposed_content and merged.signal == "external"
     [copy] = Evidence.objects.filter(entry=merged)
     original = Evidence.objects.get(entry=a)
-    assert copy.excerpt.startswith("nc: connection refused") and f"evidence #{original.pk} of entry #{a.pk}" in copy.excerpt
+    assert (
+        copy.excerpt.startswith("nc: connection refused")
+        and f"evidence #{original.pk} of entry #{a.pk}" in copy.excerpt
+    )
     for old in (a, b):
         assert Entry.objects.get(pk=old.pk).status == Status.SUPERSEDED
         assert Event.objects.get(entry=old, action="supersede").after["superseded_by"] == merged.pk
@@ -104,7 +165,9 @@ def test_accept_as_is_merges_with_evidence_and_events(merge_proposal, reviewer):
 def test_accept_after_editing(merge_proposal, reviewer):
     proposal, a, b = merge_proposal
     outcome = consolidation.accept_proposal(
-        proposal.pk, actor=reviewer, edits={"content": "Probe port 5432 with nc; wait for it to open.", "conditions": "db, nc"},
+        proposal.pk,
+        actor=reviewer,
+        edits={"content": "Probe port 5432 with nc; wait for it to open.", "conditions": "db, nc"},
         note="one probe step",
     )
     assert outcome.created.content == "Probe port 5432 with nc; wait for it to open."
@@ -123,10 +186,23 @@ def test_bad_edits_are_refused_per_field(merge_proposal, reviewer):
 
 def test_accept_supersede(reviewer):
     now = timezone.now()
-    old = active(reviewer, scope="acme/billing-api", at=now - datetime.timedelta(days=90), confidence=0.6,
-                 trigger="Deploying the billing API", content="Run deploy.sh from the ops box.", conditions=[])
-    new = active(reviewer, scope="acme/billing-api", confidence=0.8,
-                 trigger="Deploying the billing API", content="Trigger the GitHub Actions release workflow.", conditions=[])
+    old = active(
+        reviewer,
+        scope="acme/billing-api",
+        at=now - datetime.timedelta(days=90),
+        confidence=0.6,
+        trigger="Deploying the billing API",
+        content="Run deploy.sh from the ops box.",
+        conditions=[],
+    )
+    new = active(
+        reviewer,
+        scope="acme/billing-api",
+        confidence=0.8,
+        trigger="Deploying the billing API",
+        content="Trigger the GitHub Actions release workflow.",
+        conditions=[],
+    )
     [proposal] = consolidation_sweep.sweep_consolidation().proposed
     consolidation.accept_proposal(proposal.pk, actor=reviewer)
     assert Entry.objects.get(pk=old.pk).status == Status.SUPERSEDED

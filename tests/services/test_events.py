@@ -14,10 +14,28 @@ pytestmark = pytest.mark.django_db
 
 def test_the_activating_actions_are_every_way_back_into_the_active_set():
     activating = EventAction.activating()
-    assert {"approve", "edit_approve", "second_approval", "confirm", "reactivate", "revive", "conflict_keep",
-            "conflict_merge", "consolidation_merge", "consolidation_keep"} == activating
-    assert not activating & {"archive", "queue_recheck", "supersede", "retire", "submit", "defer", "first_approval",
-                             "disagreement"}
+    assert {
+        "approve",
+        "edit_approve",
+        "second_approval",
+        "confirm",
+        "reactivate",
+        "revive",
+        "conflict_keep",
+        "conflict_merge",
+        "consolidation_merge",
+        "consolidation_keep",
+    } == activating
+    assert not activating & {
+        "archive",
+        "queue_recheck",
+        "supersede",
+        "retire",
+        "submit",
+        "defer",
+        "first_approval",
+        "disagreement",
+    }
     assert all(isinstance(action, EventAction) for action in activating)
 
 
@@ -32,8 +50,7 @@ def test_an_event_about_nothing_is_refused():
 
 def test_every_subject_link_is_one_line_of_the_subject_list_and_one_term_of_the_check():
     """Event's subject links are declared from EVENT_SUBJECTS, and the "has a subject" check names each."""
-    links = {f.name: f.related_model.__name__ for f in Event._meta.get_fields()
-             if f.many_to_one and f.name != "actor"}
+    links = {f.name: f.related_model.__name__ for f in Event._meta.get_fields() if f.many_to_one and f.name != "actor"}
     assert links == EVENT_SUBJECTS
     assert all(Event._meta.get_field(link).null for link in links)
     [check] = [c for c in Event._meta.constraints if c.name == "event_has_subject"]

@@ -45,9 +45,11 @@ def test_the_battery_through_a_real_tombstone(forgotten, settings):
     assert stone.key_id == key_id(tombstone_key(settings.SECRET_KEY)) and len(stone.tokens) == 2
     held = dict(zip([kind for kind, *_ in VARIANTS], _held([(t, c) for _, t, c, _ in VARIANTS])))
     false_holds = [t for (t, _), h in zip(UNRELATED, _held(UNRELATED)) if h]
-    print(f"\nvariants held: {sum(held.values())} of {len(VARIANTS)} kinds; passed: "
-          f"{[kind for kind, h in held.items() if not h]}; unrelated lessons held: {len(false_holds)} of "
-          f"{len(UNRELATED)}")
+    print(
+        f"\nvariants held: {sum(held.values())} of {len(VARIANTS)} kinds; passed: "
+        f"{[kind for kind, h in held.items() if not h]}; unrelated lessons held: {len(false_holds)} of "
+        f"{len(UNRELATED)}"
+    )
     assert held == {kind: expected for kind, _, _, expected in VARIANTS}
     assert sum(held.values()) >= 20 and false_holds == []
     # Another project's lesson with the same words is not this one.
@@ -59,17 +61,20 @@ def test_ingest_refuses_the_disguised_lesson(forgotten):
     for kind in ("Cyrillic look-alikes", "leetspeak", "unique token kept, synonyms elsewhere"):
         trigger, content = kinds[kind]
         with pytest.raises(Forgotten):
-            services.create_candidate(data=candidate_data(scope=f"{SCOPE}/eu", trigger=trigger, content=content),
-                                      actor_label="agent:ci")
+            services.create_candidate(
+                data=candidate_data(scope=f"{SCOPE}/eu", trigger=trigger, content=content), actor_label="agent:ci"
+            )
     # Base64 never reaches the check through ingest: the secret scan stores it redacted (the tombstone's own
     # decoding is for what comes without that scan).
     trigger, content = kinds["base64 of the lesson"]
-    entry = services.create_candidate(data=candidate_data(scope=SCOPE, trigger=trigger, content=content),
-                                      actor_label="agent:ci")
+    entry = services.create_candidate(
+        data=candidate_data(scope=SCOPE, trigger=trigger, content=content), actor_label="agent:ci"
+    )
     assert "REDACTED" in entry.content and "FORGETMEAXOLOTL" not in entry.content
     trigger, content = UNRELATED[1]
-    entry = services.create_candidate(data=candidate_data(scope=SCOPE, trigger=trigger, content=content),
-                                      actor_label="agent:ci")
+    entry = services.create_candidate(
+        data=candidate_data(scope=SCOPE, trigger=trigger, content=content), actor_label="agent:ci"
+    )
     assert entry.pk
 
 
@@ -96,36 +101,63 @@ def test_a_legacy_tombstone_keeps_matching_under_the_fixed_key(forgotten):
     """A tombstone written before keys per install (key id "", migration 0032) cannot be re-keyed without the
     text: it keeps matching by its fingerprint and signature, now on the readable text."""
     legacy_scope = "initech/payroll"
-    Tombstone.objects.create(request=forgotten, scope=legacy_scope, fingerprint=legacy_fingerprint(TRIGGER, CONTENT),
-                             signature=legacy_signature(f"{TRIGGER} {CONTENT}"), forgotten_on=clock.now().date())
+    Tombstone.objects.create(
+        request=forgotten,
+        scope=legacy_scope,
+        fingerprint=legacy_fingerprint(TRIGGER, CONTENT),
+        signature=legacy_signature(f"{TRIGGER} {CONTENT}"),
+        forgotten_on=clock.now().date(),
+    )
     kinds = {kind: (t, c) for kind, t, c, _ in VARIANTS}
-    assert _held([(TRIGGER, CONTENT), kinds["Cyrillic look-alikes"], kinds["zero-width spaces"],
-                  kinds["base64 of the lesson"], UNRELATED[0]], scope=legacy_scope) == [True, True, True, True, False]
+    assert _held(
+        [
+            (TRIGGER, CONTENT),
+            kinds["Cyrillic look-alikes"],
+            kinds["zero-width spaces"],
+            kinds["base64 of the lesson"],
+            UNRELATED[0],
+        ],
+        scope=legacy_scope,
+    ) == [True, True, True, True, False]
 
 
 def test_a_token_other_lessons_use_is_not_kept_but_a_paraphrase_does_not_count(reviewer, lead):
     scope = "acme/crm"
     # "Initrode" is a name no word list knows; another lesson of the scope uses it: shared, not kept.
-    forgotten = active(lead, scope=scope, trigger="Renewing the big accounts",
-                       content="Call Dana at Initrode before renewing, she negotiates the discount herself.")
+    forgotten = active(
+        lead,
+        scope=scope,
+        trigger="Renewing the big accounts",
+        content="Call Dana at Initrode before renewing, she negotiates the discount herself.",
+    )
     active(lead, scope=scope, trigger="Invoices by post", content="Invoices for Initrode go by post, never email.")
     request = _forget(reviewer, lead, forgotten)
     assert Tombstone.objects.get(request=request).tokens == []
     assert _held([("Shipping to big accounts", "Ship the Initrode order with tracking.")], scope=scope) == [False]
     # Zorblaxian is used only by a paraphrase of the lesson (left pending): still this lesson's own token.
-    lesson = active(lead, scope=scope, trigger="Renewing the Globex account",
-                    content="Call the Zorblaxian desk before renewing, they negotiate the discount themselves.")
-    services.create_candidate(data=candidate_data(
-        scope=scope, trigger="Before renewing Globex", content="The Zorblaxian desk negotiates the discount: call "
-        "them before renewing."), actor_label="agent:ci")
+    lesson = active(
+        lead,
+        scope=scope,
+        trigger="Renewing the Globex account",
+        content="Call the Zorblaxian desk before renewing, they negotiate the discount themselves.",
+    )
+    services.create_candidate(
+        data=candidate_data(
+            scope=scope,
+            trigger="Before renewing Globex",
+            content="The Zorblaxian desk negotiates the discount: call them before renewing.",
+        ),
+        actor_label="agent:ci",
+    )
     request = _forget(reviewer, lead, lesson)
     assert len(Tombstone.objects.get(request=request).tokens) == 1
     assert _held([("Escalations", "Escalate to the Zorblaxian desk after two days.")], scope=scope) == [True]
 
 
 def test_a_text_request_keeps_the_text_s_tokens(reviewer, lead):
-    request = file_forget_request(text="the batch tag FORGETMEAXOLOTL-4242", scope=SCOPE, reason="GDPR request",
-                                  actor=reviewer)
+    request = file_forget_request(
+        text="the batch tag FORGETMEAXOLOTL-4242", scope=SCOPE, reason="GDPR request", actor=reviewer
+    )
     approve_forget_request(request.pk, actor=lead)
     stone = Tombstone.objects.get(request=request)
     assert (stone.entry_id, stone.fingerprint, len(stone.tokens)) == (None, "", 2)

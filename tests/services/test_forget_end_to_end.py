@@ -20,24 +20,52 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 # Words that are only in the lesson to forget (and its duplicate and paraphrase).
 FORGOTTEN = ("Okonkwo", "Marguerite", "vault-7731", "okonkwo")
-LESSON = dict(scope="acme/payroll", trigger="Deploying the payroll service on Fridays",
-              content="Always page Marguerite Okonkwo before deploying payroll: she holds vault-7731, the rollback keys.",
-              boundary="Not when Marguerite Okonkwo is on leave.", conditions=["payroll", "okonkwo"],
-              evidence=[{"kind": "user_statement", "signal": "external",
-                         "excerpt": "Marguerite Okonkwo said the vault-7731 keys are hers"}])
-DUPLICATE = dict(scope="acme/payroll", trigger="Deploying the payroll service on a Friday",
-                 content="Always page Marguerite Okonkwo before deploying payroll: she holds vault-7731, "
-                         "the rollback keys. Wait for her reply.")
-PARAPHRASE = dict(scope="acme/payroll/eu", trigger="Friday deploys of the payroll service",
-                  content="Page Marguerite Okonkwo before any payroll deploy, since she keeps vault-7731 rollback keys.")
+LESSON = dict(
+    scope="acme/payroll",
+    trigger="Deploying the payroll service on Fridays",
+    content="Always page Marguerite Okonkwo before deploying payroll: she holds vault-7731, the rollback keys.",
+    boundary="Not when Marguerite Okonkwo is on leave.",
+    conditions=["payroll", "okonkwo"],
+    evidence=[
+        {
+            "kind": "user_statement",
+            "signal": "external",
+            "excerpt": "Marguerite Okonkwo said the vault-7731 keys are hers",
+        }
+    ],
+)
+DUPLICATE = dict(
+    scope="acme/payroll",
+    trigger="Deploying the payroll service on a Friday",
+    content="Always page Marguerite Okonkwo before deploying payroll: she holds vault-7731, "
+    "the rollback keys. Wait for her reply.",
+)
+PARAPHRASE = dict(
+    scope="acme/payroll/eu",
+    trigger="Friday deploys of the payroll service",
+    content="Page Marguerite Okonkwo before any payroll deploy, since she keeps vault-7731 rollback keys.",
+)
 
 
 def pg_dump() -> str:
     settings = connection.settings_dict
     completed = subprocess.run(
-        ["pg_dump", "--no-owner", "-h", settings["HOST"] or "127.0.0.1", "-p", str(settings["PORT"] or 5432),
-         "-U", settings["USER"], settings["NAME"]],
-        capture_output=True, text=True, check=True, env={"PGPASSWORD": settings.get("PASSWORD") or "", "PATH": "/usr/bin:/bin"})
+        [
+            "pg_dump",
+            "--no-owner",
+            "-h",
+            settings["HOST"] or "127.0.0.1",
+            "-p",
+            str(settings["PORT"] or 5432),
+            "-U",
+            settings["USER"],
+            settings["NAME"],
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PGPASSWORD": settings.get("PASSWORD") or "", "PATH": "/usr/bin:/bin"},
+    )
     return completed.stdout
 
 

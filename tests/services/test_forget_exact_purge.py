@@ -18,9 +18,12 @@ from tests.factories import active, database_dump, make_user
 
 pytestmark = pytest.mark.django_db
 
-FORGOTTEN = dict(scope="acme/billing-api", trigger="Rotating the ledger keys of the billing container",
-                 content="Always drain the container before rotating the ledger keys; Dana Whitfield countersigns.",
-                 conditions=["container", "initrode acquisition"])
+FORGOTTEN = dict(
+    scope="acme/billing-api",
+    trigger="Rotating the ledger keys of the billing container",
+    content="Always drain the container before rotating the ledger keys; Dana Whitfield countersigns.",
+    conditions=["container", "initrode acquisition"],
+)
 
 
 def _rows() -> dict[tuple[str, str], str]:
@@ -33,33 +36,68 @@ def _rows() -> dict[tuple[str, str], str]:
             names = [c[0] for c in cursor.description]
             at = names.index(key) if key in names else None
             for row in cursor.fetchall():
-                pk = str(row[at]).replace("-", "") if at is not None else repr(row)  # a UUID as either database keeps it
+                pk = (
+                    str(row[at]).replace("-", "") if at is not None else repr(row)
+                )  # a UUID as either database keeps it
                 rows[(table, pk)] = repr(row)
     return rows
 
 
 @pytest.fixture
 def world(lead):
-    forgotten = active(lead, evidence=[{"kind": "review", "signal": "independent", "polarity": "supports",
-                                        "excerpt": "Dana Whitfield countersigned on 3 May", "task_ref": "OPS-881"}],
-                       **FORGOTTEN)
+    forgotten = active(
+        lead,
+        evidence=[
+            {
+                "kind": "review",
+                "signal": "independent",
+                "polarity": "supports",
+                "excerpt": "Dana Whitfield countersigned on 3 May",
+                "task_ref": "OPS-881",
+            }
+        ],
+        **FORGOTTEN,
+    )
     # Another entry in a scope whose name holds a condition, contradicting the forgotten one (a conflict),
     # with evidence and conditions using the same common words.
-    other = active(lead, scope="acme/billing-api/container", trigger="Rotating the ledger keys of the container",
-                   content="Never drain the container before rotating the ledger keys.", conditions=["container"],
-                   evidence=[{"kind": "tool_output", "signal": "external", "polarity": "supports",
-                              "excerpt": "container logs show the initrode acquisition batch", "task_ref": "container-42"}])
+    other = active(
+        lead,
+        scope="acme/billing-api/container",
+        trigger="Rotating the ledger keys of the container",
+        content="Never drain the container before rotating the ledger keys.",
+        conditions=["container"],
+        evidence=[
+            {
+                "kind": "tool_output",
+                "signal": "external",
+                "polarity": "supports",
+                "excerpt": "container logs show the initrode acquisition batch",
+                "task_ref": "container-42",
+            }
+        ],
+    )
     detect_conflicts_for(other, detected_by="sweep")
-    globex = active(lead, scope="globex/payments", trigger="Preparing the initrode acquisition notes",
-                    content="Ship the globex notes ahead of the initrode acquisition.",
-                    conditions=["initrode acquisition"])
-    publish_version(actor=lead, summary="Globex notes ahead of the initrode acquisition; container fixes",
-                    acknowledge=True)
+    globex = active(
+        lead,
+        scope="globex/payments",
+        trigger="Preparing the initrode acquisition notes",
+        content="Ship the globex notes ahead of the initrode acquisition.",
+        conditions=["initrode acquisition"],
+    )
+    publish_version(
+        actor=lead, summary="Globex notes ahead of the initrode acquisition; container fixes", acknowledge=True
+    )
     token, _ = create_agent_token(name="ops-agent", scopes=["acme", "globex"])
-    returned_it = record_retrieval(token=token, scope="acme/billing-api", query="rotate ledger keys",
-                                   task_ref="t-1", entries=[forgotten])
-    record_retrieval(token=token, scope="acme/billing-api/container", query="container restart initrode acquisition",
-                     task_ref="t-2", entries=[other])
+    returned_it = record_retrieval(
+        token=token, scope="acme/billing-api", query="rotate ledger keys", task_ref="t-1", entries=[forgotten]
+    )
+    record_retrieval(
+        token=token,
+        scope="acme/billing-api/container",
+        query="container restart initrode acquisition",
+        task_ref="t-2",
+        entries=[other],
+    )
     return forgotten, other, globex, returned_it
 
 
@@ -74,17 +112,29 @@ def test_every_row_the_purge_does_not_name_is_unchanged(world):
 
     after = _rows()
     conflicts = set(Conflict.objects.filter(entry_a=forgotten).values_list("pk", flat=True))
-    named = {("curation_entry", str(forgotten.pk)), ("curation_forgetrequest", str(request.pk)),
-             ("curation_retrieval", returned_it.pk.hex)}
-    named |= {("curation_evidence", str(pk)) for pk in Evidence.objects.filter(entry=forgotten).values_list("pk", flat=True)}
+    named = {
+        ("curation_entry", str(forgotten.pk)),
+        ("curation_forgetrequest", str(request.pk)),
+        ("curation_retrieval", returned_it.pk.hex),
+    }
+    named |= {
+        ("curation_evidence", str(pk)) for pk in Evidence.objects.filter(entry=forgotten).values_list("pk", flat=True)
+    }
     named |= {("curation_event", str(pk)) for pk in Event.objects.filter(entry=forgotten).values_list("pk", flat=True)}
-    named |= {("curation_event", str(pk)) for pk in Event.objects.filter(conflict__in=conflicts).values_list("pk", flat=True)}
+    named |= {
+        ("curation_event", str(pk)) for pk in Event.objects.filter(conflict__in=conflicts).values_list("pk", flat=True)
+    }
     named |= {("curation_conflict", str(pk)) for pk in conflicts}
-    named |= {("curation_releasedentry", str(pk)) for pk in
-              ReleasedEntry.objects.filter(entry=forgotten).values_list("pk", flat=True)}
+    named |= {
+        ("curation_releasedentry", str(pk))
+        for pk in ReleasedEntry.objects.filter(entry=forgotten).values_list("pk", flat=True)
+    }
     # A warning the publisher acknowledged about the forgotten entry (the conflict) quoted its trigger.
-    named |= {("curation_memoryversion", str(pk)) for pk, warnings in MemoryVersion.objects.values_list("pk", "acknowledged")
-              if any(w.get("entry") == forgotten.pk for w in warnings)}
+    named |= {
+        ("curation_memoryversion", str(pk))
+        for pk, warnings in MemoryVersion.objects.values_list("pk", "acknowledged")
+        if any(w.get("entry") == forgotten.pk for w in warnings)
+    }
     changed = {key for key in before if after.get(key) != before[key]}
     # What a publish moves (the pointer to the version agents read) and SQLite's id counters.
     changed = {(table, pk) for table, pk in changed if table not in ("curation_publishedversion", "sqlite_sequence")}
@@ -94,24 +144,37 @@ def test_every_row_the_purge_does_not_name_is_unchanged(world):
         assert event.after.get("scope", other.scope) == "acme/billing-api/container"
     dump = database_dump()
     assert "Dana Whitfield" not in dump and "countersign" not in dump
-    for kept in ("Globex notes ahead of the initrode acquisition; container fixes", "acme/billing-api/container",
-                 "container restart initrode acquisition", "container logs show the initrode acquisition batch"):
+    for kept in (
+        "Globex notes ahead of the initrode acquisition; container fixes",
+        "acme/billing-api/container",
+        "container restart initrode acquisition",
+        "container logs show the initrode acquisition batch",
+    ):
         assert kept in dump
     assert RetrievedEntry.objects.filter(retrieval=returned_it).exists()
 
 
 def test_a_ticked_quote_is_rewritten_and_only_its_quoted_text(world, lead):
     forgotten, other, globex, _ = world
-    quoting = services.add_evidence(other.pk, actor=lead, data={
-        "kind": "review", "signal": "independent", "polarity": "contradicts",
-        "excerpt": f"Seen before: {FORGOTTEN['content']} That was the old rule for the container."})
+    quoting = services.add_evidence(
+        other.pk,
+        actor=lead,
+        data={
+            "kind": "review",
+            "signal": "independent",
+            "polarity": "contradicts",
+            "excerpt": f"Seen before: {FORGOTTEN['content']} That was the old rule for the container.",
+        },
+    )
     request = file_forget_request(entry_id=forgotten.pk, reason="user asked", actor=lead)
     quotes = forget_quotes.quotes_of(lead, request, [forgotten])
     assert [q.key for q in quotes] == [f"evidence:{quoting.pk}"]
     assert "Dana" not in quotes[0].where  # the card names where, never the text
     approve_forget_request(request.pk, actor=lead, quotes=[quotes[0].key])
     quoting.refresh_from_db()
-    assert quoting.excerpt == f"Seen before: [forgotten: request #{request.pk}] That was the old rule for the container."
+    assert (
+        quoting.excerpt == f"Seen before: [forgotten: request #{request.pk}] That was the old rule for the container."
+    )
     request.refresh_from_db()
     assert request.reason == request.marker  # the request's reason goes with it
 
@@ -135,19 +198,47 @@ def test_every_residue_the_outside_tester_found_is_gone_and_the_receipt_says_so(
 
     content = "Run rotate-keys with FORGETMEAXOLOTL-4242 and then restart the signer before noon."
     candidate = services.create_candidate(
-        data={"scope": "acme/payroll", "kind": "procedure", "trigger": "Rotating the payroll signing key",
-              "content": content.replace("noon", "lunch"), "signal": "independent"},
-        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": "rotation log",
-                   "task_ref": "FORGETMEAXOLOTL-4242 rotation"}], actor_label="agent:ci")
-    entry = edit_and_approve(candidate.pk, actor=reviewer, expected_version=candidate.version,
-                             changes={"content": content}, reason=f"fixed it to: {content}")
-    other = active(lead, scope="acme/payroll/eu", trigger="Rotating the EU payroll keys",
-                   content="Follow the EU checklist.")
-    quoting = services.add_evidence(other.pk, actor=lead, data={
-        "kind": "review", "signal": "independent", "polarity": "supports", "excerpt": f"Same as before: {content}"})
+        data={
+            "scope": "acme/payroll",
+            "kind": "procedure",
+            "trigger": "Rotating the payroll signing key",
+            "content": content.replace("noon", "lunch"),
+            "signal": "independent",
+        },
+        evidence=[
+            {
+                "kind": "tool_output",
+                "signal": "external",
+                "excerpt": "rotation log",
+                "task_ref": "FORGETMEAXOLOTL-4242 rotation",
+            }
+        ],
+        actor_label="agent:ci",
+    )
+    entry = edit_and_approve(
+        candidate.pk,
+        actor=reviewer,
+        expected_version=candidate.version,
+        changes={"content": content},
+        reason=f"fixed it to: {content}",
+    )
+    other = active(
+        lead, scope="acme/payroll/eu", trigger="Rotating the EU payroll keys", content="Follow the EU checklist."
+    )
+    quoting = services.add_evidence(
+        other.pk,
+        actor=lead,
+        data={
+            "kind": "review",
+            "signal": "independent",
+            "polarity": "supports",
+            "excerpt": f"Same as before: {content}",
+        },
+    )
     token, _ = create_agent_token(name="payroll-agent", scopes=["acme/payroll"])
-    query = record_retrieval(token=token, scope="acme/payroll/eu", query=f"how to: {content}", task_ref="t-9",
-                             entries=[other])
+    query = record_retrieval(
+        token=token, scope="acme/payroll/eu", query=f"how to: {content}", task_ref="t-9", entries=[other]
+    )
     request = file_forget_request(entry_id=entry.pk, reason=f"The user asked: forget '{content}'", actor=reviewer)
     keys = sorted(q.key for q in forget_quotes.quotes_of(lead, request, [entry]))
     assert keys == sorted([f"evidence:{quoting.pk}", f"retrieval:{query.pk}"])

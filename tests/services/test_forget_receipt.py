@@ -9,7 +9,14 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from curation.models import (
-    Entry, Event, EventAction, Evidence, ForgetRequest, IdempotentAnswer, MemoryVersion, SkillProposal,
+    Entry,
+    Event,
+    EventAction,
+    Evidence,
+    ForgetRequest,
+    IdempotentAnswer,
+    MemoryVersion,
+    SkillProposal,
 )
 from curation.selectors.releases import published_number
 from curation.services.errors import InvalidTransition
@@ -23,8 +30,11 @@ from tests.factories import active, nominated, publish_pending
 pytestmark = pytest.mark.django_db
 
 TOKEN = "FORGETMEAXOLOTL-4242"
-LESSON = dict(scope="acme/payroll", trigger="Rotating the payroll signing key",
-              content=f"Run rotate-keys with {TOKEN} and then restart the signer before noon.")
+LESSON = dict(
+    scope="acme/payroll",
+    trigger="Rotating the payroll signing key",
+    content=f"Run rotate-keys with {TOKEN} and then restart the signer before noon.",
+)
 ELSEWHERE = "globex/web"
 
 
@@ -54,8 +64,12 @@ def test_a_purge_that_reaches_everything_gets_a_receipt_of_zero_residues(lead, f
     assert int(match[1].replace(",", "")) == after["places"] == sum(after["places_by_surface"].values()) > 20
     assert int(match[2].replace(",", "")) == after["rows_scanned"] > 0
     assert after["residues"] == [] and after["tokens"] >= 1
-    assert set(after["places_by_surface"]) == {"stored columns", "API search, one per version", "SKILL.md rendered",
-                                                 "exports rendered"}
+    assert set(after["places_by_surface"]) == {
+        "stored columns",
+        "API search, one per version",
+        "SKILL.md rendered",
+        "exports rendered",
+    }
     assert after["places_by_surface"]["API search, one per version"] == MemoryVersion.objects.count()
     assert (receipt.actor, outcome.receipt.clean) == (lead, True)
     filed.refresh_from_db()
@@ -64,50 +78,80 @@ def test_a_purge_that_reaches_everything_gets_a_receipt_of_zero_residues(lead, f
 
 
 def _other_entry(lead):
-    return active(lead, scope=ELSEWHERE, trigger="Caching the landing page", content="Purge the CDN after a deploy.",
-                   boundary="Only for the public site.")
+    return active(
+        lead,
+        scope=ELSEWHERE,
+        trigger="Caching the landing page",
+        content="Purge the CDN after a deploy.",
+        boundary="Only for the public site.",
+    )
 
 
 def _plant_evidence_task_ref(lead, lesson):
     entry = _other_entry(lead)
-    evidence = Evidence.objects.create(entry=entry, kind="task_outcome", signal="external", excerpt="worked",
-                                       task_ref=f"ticket {TOKEN}", observed_at=entry.created_at)
+    evidence = Evidence.objects.create(
+        entry=entry,
+        kind="task_outcome",
+        signal="external",
+        excerpt="worked",
+        task_ref=f"ticket {TOKEN}",
+        observed_at=entry.created_at,
+    )
     return {"curation_evidence.task_ref": evidence.pk}
 
 
 def _plant_other_entry(lead, lesson):
     # Quoted by another lesson in the same scope, published: the API's search and the export serve it.
-    entry = active(lead, scope=LESSON["scope"], trigger="Signing payroll files",
-                   content=f"The signer needs {TOKEN.lower()} loaded first.")
+    entry = active(
+        lead,
+        scope=LESSON["scope"],
+        trigger="Signing payroll files",
+        content=f"The signer needs {TOKEN.lower()} loaded first.",
+    )
     publish_pending()
-    return {"curation_entry.content": entry.pk, f"API search at versions {published_number()}-": entry.pk,
-            "curation_releasedentry.content": None, "export of version": None}
+    return {
+        "curation_entry.content": entry.pk,
+        f"API search at versions {published_number()}-": entry.pk,
+        "curation_releasedentry.content": None,
+        "export of version": None,
+    }
 
 
 def _plant_retrieval_query(lead, lesson):
     token, _ = create_agent_token(name="web-agent", scopes=[ELSEWHERE])
-    retrieval = record_retrieval(token=token, scope=ELSEWHERE, query=f"how to use {TOKEN}", task_ref="t-9",
-                                 entries=[], memory_version=published_number())
+    retrieval = record_retrieval(
+        token=token,
+        scope=ELSEWHERE,
+        query=f"how to use {TOKEN}",
+        task_ref="t-9",
+        entries=[],
+        memory_version=published_number(),
+    )
     return {"curation_retrieval.query": str(retrieval.pk)}
 
 
 def _plant_other_request_reason(lead, lesson):
-    other = file_forget_request(text="some other lesson to forget", scope=ELSEWHERE, actor=lead,
-                                reason=f"it mentions {TOKEN} too")
+    other = file_forget_request(
+        text="some other lesson to forget", scope=ELSEWHERE, actor=lead, reason=f"it mentions {TOKEN} too"
+    )
     return {"curation_forgetrequest.reason": other.pk}
 
 
 def _plant_skill(lead, lesson):
     skill = nominated(scope="acme/payroll/signer", trigger="Restarting the signer")
-    SkillProposal.objects.filter(pk=skill.pk).update(status=SkillProposal.Status.APPROVED, decided_at=lesson.created_at,
-                                                     steps=f"1. Load {TOKEN}.\n2. Restart the signer.")
+    SkillProposal.objects.filter(pk=skill.pk).update(
+        status=SkillProposal.Status.APPROVED,
+        decided_at=lesson.created_at,
+        steps=f"1. Load {TOKEN}.\n2. Restart the signer.",
+    )
     return {"curation_skillproposal.steps": skill.pk, "SKILL.md of skills": skill.pk}
 
 
 def _plant_stored_answer(lead, lesson):
     token, _ = create_agent_token(name="ingest-agent", scopes=[ELSEWHERE])
-    answer = IdempotentAnswer.objects.create(token=token, key="k-1", request_hash="0" * 64, status=201,
-                                             answer={"trigger": f"use {TOKEN}"})
+    answer = IdempotentAnswer.objects.create(
+        token=token, key="k-1", request_hash="0" * 64, status=201, answer={"trigger": f"use {TOKEN}"}
+    )
     return {"curation_idempotentanswer.answer": answer.pk}
 
 
@@ -153,10 +197,18 @@ def test_a_residue_the_purge_does_not_reach_is_named_and_reopens_the_request(lea
 
 def test_words_other_lessons_use_too_are_not_residues(lead, reviewer):
     for n in range(5):
-        active(lead, scope=f"{ELSEWHERE}/{n}", trigger=f"Tuning PostgreSQL number {n}",
-               content=f"Raise work_mem on PostgreSQL for report {n}.")
-    entry = active(lead, scope="acme/payroll", trigger="Payroll exports on PostgreSQL",
-                   content=f"Export payroll from PostgreSQL with {TOKEN} at month end.")
+        active(
+            lead,
+            scope=f"{ELSEWHERE}/{n}",
+            trigger=f"Tuning PostgreSQL number {n}",
+            content=f"Raise work_mem on PostgreSQL for report {n}.",
+        )
+    entry = active(
+        lead,
+        scope="acme/payroll",
+        trigger="Payroll exports on PostgreSQL",
+        content=f"Export payroll from PostgreSQL with {TOKEN} at month end.",
+    )
     publish_pending()
     request = file_forget_request(entry_id=entry.pk, reason="asked", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
@@ -167,8 +219,9 @@ def test_a_lead_closes_a_reopened_request_with_a_note(lead, reviewer, lesson, fi
     planted = _plant_evidence_task_ref(lead, lesson)
     approve_forget_request(filed.pk, actor=lead)
     residues = receipt_of(filed).after["residues"]
-    assert residues == [{"place": "curation_evidence.task_ref", "ids": [planted["curation_evidence.task_ref"]],
-                         "count": 1}]
+    assert residues == [
+        {"place": "curation_evidence.task_ref", "ids": [planted["curation_evidence.task_ref"]], "count": 1}
+    ]
     with pytest.raises(PermissionDenied):
         close_reopened(filed.pk, actor=reviewer, note="done")
     with pytest.raises(ValidationError) as exc:
@@ -187,8 +240,13 @@ def test_a_lead_closes_a_reopened_request_with_a_note(lead, reviewer, lesson, fi
 def test_the_receipt_of_a_forgotten_entry_s_own_evidence_task_ref(lead, reviewer):
     # The entry's own evidence names the token in its task ref: the purge rewrites it with the entry's own
     # rows, and the receipt, which searches that column, finds nothing left.
-    entry = active(lead, **LESSON, evidence=[{"kind": "user_statement", "signal": "external", "excerpt": "the user said so",
-                                              "task_ref": f"TASK-{TOKEN}"}])
+    entry = active(
+        lead,
+        **LESSON,
+        evidence=[
+            {"kind": "user_statement", "signal": "external", "excerpt": "the user said so", "task_ref": f"TASK-{TOKEN}"}
+        ],
+    )
     request = file_forget_request(entry_id=entry.pk, reason="asked", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
     receipt = receipt_of(request)

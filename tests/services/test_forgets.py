@@ -6,7 +6,15 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from curation import services
 from curation.models import (
-    ConsolidationProposal, Entry, Event, EventAction, Evidence, ForgetRequest, ReleasedEntry, Retrieval, Status,
+    ConsolidationProposal,
+    Entry,
+    Event,
+    EventAction,
+    Evidence,
+    ForgetRequest,
+    ReleasedEntry,
+    Retrieval,
+    Status,
     Tombstone,
 )
 from curation.selectors import forgets as reads
@@ -25,15 +33,22 @@ pytestmark = pytest.mark.django_db
 TRIGGER = "Deploying the payroll service on Fridays"
 CONTENT = "Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys."
 EXCERPT = "Marguerite Okonkwo confirmed she holds the payroll rollback keys"
-PARAPHRASE = {"trigger": "When deploying payroll service on a Friday",
-              "content": "Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys."}
+PARAPHRASE = {
+    "trigger": "When deploying payroll service on a Friday",
+    "content": "Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.",
+}
 FORGOTTEN_WORDS = ("Marguerite", "Okonkwo", "payroll rollback keys")
 
 
 @pytest.fixture
 def lesson(lead):
-    entry = active(lead, trigger=TRIGGER, content=CONTENT, scope="acme/payroll",
-                   evidence=[{"kind": "user_statement", "signal": "external", "excerpt": EXCERPT}])
+    entry = active(
+        lead,
+        trigger=TRIGGER,
+        content=CONTENT,
+        scope="acme/payroll",
+        evidence=[{"kind": "user_statement", "signal": "external", "excerpt": EXCERPT}],
+    )
     publish_pending()
     return entry
 
@@ -92,12 +107,24 @@ def test_only_a_lead_decides_and_a_decline_keeps_the_lesson(reviewer, lead, less
 
 
 def test_approval_retires_purges_publishes_and_leaves_a_tombstone(reviewer, lead, lesson, token):
-    duplicate = active(lead, scope="acme/payroll", trigger="Before a payroll deploy on a Friday",
-                       content="Page Marguerite Okonkwo first; she holds the payroll rollback keys.")
+    duplicate = active(
+        lead,
+        scope="acme/payroll",
+        trigger="Before a payroll deploy on a Friday",
+        content="Page Marguerite Okonkwo first; she holds the payroll rollback keys.",
+    )
     publish_pending()
-    record_retrieval(token=token, scope="acme/payroll", query="Marguerite Okonkwo payroll", task_ref="t-1",
-                     entries=[lesson], memory_version=published_number())
-    request = file_forget_request(entry_id=lesson.pk, reason="The user asked us to forget a colleague named in it", actor=reviewer)
+    record_retrieval(
+        token=token,
+        scope="acme/payroll",
+        query="Marguerite Okonkwo payroll",
+        task_ref="t-1",
+        entries=[lesson],
+        memory_version=published_number(),
+    )
+    request = file_forget_request(
+        entry_id=lesson.pk, reason="The user asked us to forget a colleague named in it", actor=reviewer
+    )
     card = reads.forget_card(lead, request.pk)
     assert duplicate.pk in [e.pk for e, _ in card.suggestions]
     before = published_number()
@@ -115,17 +142,25 @@ def test_approval_retires_purges_publishes_and_leaves_a_tombstone(reviewer, lead
     assert Retrieval.objects.get().query == marker
     request.refresh_from_db()
     assert (request.state, request.forgotten_ids, request.published_version) == (
-        "approved", [lesson.pk, duplicate.pk], outcome.version.number)
+        "approved",
+        [lesson.pk, duplicate.pk],
+        outcome.version.number,
+    )
     assert set(Event.objects.filter(forget_request=request).values_list("action", flat=True)) == {
-        EventAction.FORGET_FILED, EventAction.FORGET_APPROVED, EventAction.FORGET_PURGE, EventAction.FORGET_RECEIPT}
+        EventAction.FORGET_FILED,
+        EventAction.FORGET_APPROVED,
+        EventAction.FORGET_PURGE,
+        EventAction.FORGET_RECEIPT,
+    }
     assert Tombstone.objects.filter(request=request).count() == 2
     dump = database_dump()
     for words in FORGOTTEN_WORDS:
         assert words not in dump
 
 
-@pytest.mark.parametrize("lesson_text", [{"trigger": TRIGGER, "content": CONTENT}, PARAPHRASE],
-                         ids=["exact", "paraphrase"])
+@pytest.mark.parametrize(
+    "lesson_text", [{"trigger": TRIGGER, "content": CONTENT}, PARAPHRASE], ids=["exact", "paraphrase"]
+)
 def test_the_tombstone_holds_the_lesson_again(reviewer, lead, lesson, token, lesson_text):
     request = file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
@@ -137,12 +172,13 @@ def test_the_tombstone_holds_the_lesson_again(reviewer, lead, lesson, token, les
     held = Entry.objects.get(pk=submission.entry.pk)
     assert (held.status, held.held_by_id) == (Status.REJECTED, request.pk)
     # Another project's lesson with the same words is not this one.
-    other = services.create_candidate(data=candidate_data(scope="globex/payroll", **lesson_text), actor_label="agent:ci")
+    other = services.create_candidate(
+        data=candidate_data(scope="globex/payroll", **lesson_text), actor_label="agent:ci"
+    )
     assert (other.status, other.held_by_id) == (Status.PENDING, None)
 
 
-def test_a_batch_holds_the_lesson_in_the_scopes_above_and_below_the_tombstone_and_only_there(reviewer, lead,
-                                                                                             lesson):
+def test_a_batch_holds_the_lesson_in_the_scopes_above_and_below_the_tombstone_and_only_there(reviewer, lead, lesson):
     request = file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
     token, _ = create_agent_token(name="fleet-agent", scopes=["acme", "globex"])
@@ -152,8 +188,8 @@ def test_a_batch_holds_the_lesson_in_the_scopes_above_and_below_the_tombstone_an
         results = submit_batch(items=items + [candidate_data(scope=scope) for scope in others], token=token)
         assert all(r["ok"] and r["status"] == Status.PENDING for r in results)  # every answer alike
         held = dict(Entry.objects.filter(pk__in=[r["id"] for r in results]).values_list("pk", "held_by_id"))
-        assert all(held[r["id"]] is None for r in results[len(scopes):])  # other lessons in those scopes come in
-        return [scopes[r["index"]] for r in results[:len(scopes)] if held[r["id"]] == request.pk]
+        assert all(held[r["id"]] is None for r in results[len(scopes) :])  # other lessons in those scopes come in
+        return [scopes[r["index"]] for r in results[: len(scopes)] if held[r["id"]] == request.pk]
 
     # The tombstone (acme/payroll) lies below "acme" and above "acme/payroll/eu"; each alone in its batch.
     assert held_in(["acme", "acme/billing", "globex/payroll"], "acme") == ["acme"]
@@ -167,8 +203,12 @@ def test_an_unrelated_lesson_in_the_scope_still_comes_in(reviewer, lead, lesson)
 
 
 def test_a_text_request_forgets_the_ticked_entries_and_the_text(reviewer, lead, lesson):
-    request = file_forget_request(text="Marguerite Okonkwo holds the payroll rollback keys", scope="acme/payroll",
-                                  reason="GDPR request", actor=reviewer)
+    request = file_forget_request(
+        text="Marguerite Okonkwo holds the payroll rollback keys",
+        scope="acme/payroll",
+        reason="GDPR request",
+        actor=reviewer,
+    )
     assert lesson.pk in [e.pk for e, _ in reads.forget_card(lead, request.pk).suggestions]
     approve_forget_request(request.pk, actor=lead, duplicate_ids=[lesson.pk])
     request.refresh_from_db()
@@ -183,8 +223,9 @@ def test_sweeps_never_propose_a_forgotten_lesson_again(reviewer, lead, lesson):
     one = active(lead, scope="acme", **PARAPHRASE)
     two = active(lead, scope="acme", trigger=PARAPHRASE["trigger"] + " evening", content=PARAPHRASE["content"])
     payroll_lead = make_user("paula", "lead", scopes=["acme/payroll"])
-    approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk,
-                           actor=payroll_lead)
+    approve_forget_request(
+        file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk, actor=payroll_lead
+    )
     sweep_consolidation()
     assert not ConsolidationProposal.objects.filter(entries__in=[one, two]).exists()
 
@@ -208,8 +249,9 @@ def test_a_rollback_to_a_version_before_the_forget_does_not_bring_it_back(review
     rollback_version(before, actor=lead, reason="a bad release")
     assert published_number() == before
     assert not released_entries(before).filter(entry_id=lesson.pk).exists()
-    assert lesson.pk not in [r.entry.pk for r in retrieve_released(before, scopes=["acme/payroll"], q="payroll", k=5,
-                                                                     min_confidence=0.0)]
+    assert lesson.pk not in [
+        r.entry.pk for r in retrieve_released(before, scopes=["acme/payroll"], q="payroll", k=5, min_confidence=0.0)
+    ]
     assert not version_diff(before, before + 1)
 
 
@@ -227,8 +269,12 @@ def test_an_entry_forgotten_as_a_duplicate_closes_no_other_request_by_surprise(r
 def test_open_conflicts_and_proposals_of_a_forgotten_entry_are_closed(reviewer, lead, lesson):
     from curation.models import Conflict
 
-    contrary = active(lead, scope="acme/payroll", trigger=TRIGGER,
-                      content="Never page Marguerite Okonkwo before deploying payroll, she holds no keys.")
+    contrary = active(
+        lead,
+        scope="acme/payroll",
+        trigger=TRIGGER,
+        content="Never page Marguerite Okonkwo before deploying payroll, she holds no keys.",
+    )
     twin = active(lead, scope="acme/payroll", trigger=TRIGGER, content=CONTENT + " Then wait.")
     sweep_consolidation()
     run_sweep("conflicts")
@@ -236,9 +282,16 @@ def test_open_conflicts_and_proposals_of_a_forgotten_entry_are_closed(reviewer, 
     proposals = list(ConsolidationProposal.objects.filter(state="open", entries=lesson))
     assert conflicts and proposals
     # Both repeat the forgotten lesson by its tombstone: an active match the lead sees is ticked, or approval refuses.
-    approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk, actor=lead,
-                           duplicate_ids=[contrary.pk, twin.pk])
-    assert all(Conflict.objects.get(pk=c.pk).state == "resolved" for c in conflicts if lesson.pk in (c.entry_a_id, c.entry_b_id))
+    approve_forget_request(
+        file_forget_request(entry_id=lesson.pk, reason="user asked", actor=reviewer).pk,
+        actor=lead,
+        duplicate_ids=[contrary.pk, twin.pk],
+    )
+    assert all(
+        Conflict.objects.get(pk=c.pk).state == "resolved"
+        for c in conflicts
+        if lesson.pk in (c.entry_a_id, c.entry_b_id)
+    )
     assert all(ConsolidationProposal.objects.get(pk=p.pk).state == "dismissed" for p in proposals)
     assert Event.objects.filter(action=EventAction.CONSOLIDATION_DISMISSED).count() == len(proposals)
     assert contrary and twin
@@ -247,8 +300,14 @@ def test_open_conflicts_and_proposals_of_a_forgotten_entry_are_closed(reviewer, 
 def test_the_forgotten_entry_keeps_no_vector_and_no_task_words(lead, reviewer):
     """An embedding can be turned back into an approximation of the text, and the source task is an
     agent's words: both go with the lesson (the write path wrote neither before)."""
-    entry = active(lead, scope="acme/payroll", trigger="Deploying payroll", content="Page Dana first.",
-                   embedding=[0.1, 0.2, 0.3], source_task="payroll deploy with Dana")
+    entry = active(
+        lead,
+        scope="acme/payroll",
+        trigger="Deploying payroll",
+        content="Page Dana first.",
+        embedding=[0.1, 0.2, 0.3],
+        source_task="payroll deploy with Dana",
+    )
     assert Entry.objects.get(pk=entry.pk).embedding == [0.1, 0.2, 0.3]
     request = file_forget_request(entry_id=entry.pk, reason="asked", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)

@@ -9,15 +9,26 @@ from tests.factories import active
 
 def _lessons(n):
     kinds = ["procedure", "failure_lesson", "fact", "preference", "human_correction"]
-    return [Lesson(i, f"org{i % 40}/team{i % 300}/svc{i % 7}", kinds[i % 5], f"Trigger number {i} about deploys",
-                   f"Do the thing number {i} carefully", (), "not on Fridays" if i % 2 else "",
-                   "self" if i % 3 == 0 else "external", 0.5 + (i % 40) / 100)
-            for i in range(1, n + 1)]
+    return [
+        Lesson(
+            i,
+            f"org{i % 40}/team{i % 300}/svc{i % 7}",
+            kinds[i % 5],
+            f"Trigger number {i} about deploys",
+            f"Do the thing number {i} carefully",
+            (),
+            "not on Fridays" if i % 2 else "",
+            "self" if i % 3 == 0 else "external",
+            0.5 + (i % 40) / 100,
+        )
+        for i in range(1, n + 1)
+    ]
 
 
 def test_the_index_of_ten_thousand_entries_fits_the_start_up_limit():
-    files = export_files(_lessons(10_000), [("a-skill", "---\nname: a-skill\n---\n")], version_number=7,
-                         summary="ten thousand")
+    files = export_files(
+        _lessons(10_000), [("a-skill", "---\nname: a-skill\n---\n")], version_number=7, summary="ten thousand"
+    )
     index = files["MEMORY.md"]
     assert len(index.splitlines()) <= INDEX_MAX_LINES
     assert len(index.encode()) <= INDEX_MAX_BYTES
@@ -40,8 +51,10 @@ def test_a_lesson_says_when_what_when_not_trust_and_its_id():
 
 
 def test_a_large_scope_gets_one_topic_file_per_kind():
-    lessons = [Lesson(i, "acme/big", ["procedure", "fact"][i % 2], f"t{i}", "c", (), "", "external", 0.8)
-               for i in range(1, 302)]
+    lessons = [
+        Lesson(i, "acme/big", ["procedure", "fact"][i % 2], f"t{i}", "c", (), "", "external", 0.8)
+        for i in range(1, 302)
+    ]
     paths = sorted(p for p in export_files(lessons, [], version_number=1, summary="s") if p.startswith("topics/"))
     assert paths == ["topics/acme/big.fact.md", "topics/acme/big.procedure.md"]
 
@@ -62,8 +75,10 @@ def test_export_memory_writes_the_published_version_and_a_reexport_changes_no_fi
 
 
 def test_a_long_index_line_is_cut_after_a_whole_word_and_says_so():
-    summary = ("Rotated the billing webhook signing keys across every region and retired the legacy payment "
-               "gateway fallback paths")
+    summary = (
+        "Rotated the billing webhook signing keys across every region and retired the legacy payment "
+        "gateway fallback paths"
+    )
     index = export_files([], [], version_number=7, summary=summary)["MEMORY.md"]
     line = next(text for text in index.splitlines() if text.startswith("Curated and reviewed"))
     assert len(line) <= INDEX_LINE_MAX and line.endswith("…")

@@ -12,13 +12,18 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def pair(make_candidate, reviewer):
-    target = make_candidate(scope="acme/billing-api", trigger="Editing config files inside the billing-api container",
-                            content="Confirm the repository root before editing config files.")
+    target = make_candidate(
+        scope="acme/billing-api",
+        trigger="Editing config files inside the billing-api container",
+        content="Confirm the repository root before editing config files.",
+    )
     target = services.approve_candidate(target.pk, actor=reviewer, expected_version=target.version)
-    candidate = make_candidate(scope="acme/billing-api/container",
-                               trigger="Editing config files inside the billing-api container",
-                               content="Confirm the repository root before you edit config files.",
-                               evidence=[{"kind": "tool_output", "signal": "external", "excerpt": "no such file"}])
+    candidate = make_candidate(
+        scope="acme/billing-api/container",
+        trigger="Editing config files inside the billing-api container",
+        content="Confirm the repository root before you edit config files.",
+        evidence=[{"kind": "tool_output", "signal": "external", "excerpt": "no such file"}],
+    )
     return target, candidate
 
 
@@ -47,8 +52,11 @@ def test_the_card_offers_merge_and_the_button_merges(client, pair, reviewer):
     client.force_login(reviewer)
     page = client.get("/review/candidates/").content.decode()
     assert f"Merge into #{target.pk}" in page
-    response = client.post(f"/review/candidates/{candidate.pk}/merge/",
-                           {"version": candidate.version, "target": target.pk}, HTTP_HX_REQUEST="true")
+    response = client.post(
+        f"/review/candidates/{candidate.pk}/merge/",
+        {"version": candidate.version, "target": target.pk},
+        HTTP_HX_REQUEST="true",
+    )
     assert response.status_code == 200 and f"Merged into #{target.pk}" in response.content.decode()
     candidate.refresh_from_db()
     assert candidate.status == Status.SUPERSEDED
@@ -57,22 +65,30 @@ def test_the_card_offers_merge_and_the_button_merges(client, pair, reviewer):
 def test_an_auditor_cannot_merge(client, pair, auditor):
     target, candidate = pair
     client.force_login(auditor)
-    assert client.post(f"/review/candidates/{candidate.pk}/merge/",
-                       {"version": candidate.version, "target": target.pk}).status_code == 403
+    assert (
+        client.post(
+            f"/review/candidates/{candidate.pk}/merge/", {"version": candidate.version, "target": target.pk}
+        ).status_code
+        == 403
+    )
     candidate.refresh_from_db()
     assert candidate.status == Status.PENDING
 
 
 def test_a_reviewer_keeps_an_entry_archived_for_low_utility(make_candidate, reviewer):
 
-
     entry = make_candidate(scope="acme/billing-api")
     entry = services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version)
     now = timezone.now()
     # the state the low_utility sweep leaves: archived, and waiting in the queue as a recheck
-    Entry.objects.filter(pk=entry.pk).update(status=Status.ARCHIVED, archived_at=now, archive_reason="low utility",
-                                             queued_at=now, queue_reason=QueueReason.RECHECK_LOW_UTILITY,
-                                             version=entry.version + 1)
+    Entry.objects.filter(pk=entry.pk).update(
+        status=Status.ARCHIVED,
+        archived_at=now,
+        archive_reason="low utility",
+        queued_at=now,
+        queue_reason=QueueReason.RECHECK_LOW_UTILITY,
+        version=entry.version + 1,
+    )
     kept = services.approve_candidate(entry.pk, actor=reviewer, expected_version=entry.version + 1)
     kept.refresh_from_db()
     assert (kept.status, kept.archived_at, kept.archive_reason, kept.queued_at) == (Status.ACTIVE, None, "", None)

@@ -21,20 +21,30 @@ def test_earlier_outcomes_are_tallied_in_the_memory_arm():
     OldRetrieval, Item = apps.get_model("curation", "Retrieval"), apps.get_model("curation", "RetrievedEntry")
     Feedback = apps.get_model("curation", "Feedback")
     token = Token.objects.create(name="old-agent", key_prefix="x", key_hash="h" * 64, scopes=["acme"])
-    entry = Entry.objects.create(kind="fact", scope="acme/web", trigger="t", content="c", signal="self",
-                                 base_confidence=0.8, confidence=0.8, status="active")
+    entry = Entry.objects.create(
+        kind="fact",
+        scope="acme/web",
+        trigger="t",
+        content="c",
+        signal="self",
+        base_confidence=0.8,
+        confidence=0.8,
+        status="active",
+    )
     day = datetime.datetime(2026, 11, 20, 12, tzinfo=datetime.timezone.utc)
     for outcome in ("success", "success", "failure"):
-        retrieval = OldRetrieval.objects.create(id=uuid.uuid4(), token=token, scope="acme/web", entry_ids=[entry.pk],
-                                                created_at=day)
+        retrieval = OldRetrieval.objects.create(
+            id=uuid.uuid4(), token=token, scope="acme/web", entry_ids=[entry.pk], created_at=day
+        )
         Item.objects.create(retrieval=retrieval, entry=entry, rank=0, created_at=day)
         Feedback.objects.create(retrieval=retrieval, outcome=outcome, created_at=day)
     after = MigrationExecutor(connection)
     after.migrate(AFTER)
     # The models as they were at that migration (later ones add columns to the tallies).
     models = after.loader.project_state(AFTER).apps
-    OutcomeTally, LessonTally, Retrieval = (models.get_model("curation", name)
-                                            for name in ("OutcomeTally", "LessonTally", "Retrieval"))
+    OutcomeTally, LessonTally, Retrieval = (
+        models.get_model("curation", name) for name in ("OutcomeTally", "LessonTally", "Retrieval")
+    )
     tally = OutcomeTally.objects.get()
     assert (tally.day, tally.scope, tally.arm, tally.tasks, tally.successes) == (day.date(), "acme/web", "memory", 3, 2)
     lesson = LessonTally.objects.get()

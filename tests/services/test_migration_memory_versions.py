@@ -16,8 +16,9 @@ def test_version_one_is_the_active_set_at_the_upgrade():
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
     Entry = executor.loader.project_state(BEFORE).apps.get_model("curation", "Entry")
-    fields = dict(kind="fact", scope="acme/billing-api", content="c", signal="external", base_confidence=0.8,
-                  confidence=0.8)
+    fields = dict(
+        kind="fact", scope="acme/billing-api", content="c", signal="external", base_confidence=0.8, confidence=0.8
+    )
     served = Entry.objects.create(trigger="served", status="active", **fields)
     Entry.objects.create(trigger="waiting", status="pending", queued_at="2026-01-01T00:00:00Z", **fields)
     Entry.objects.create(trigger="archived", status="archived", **fields)
@@ -28,5 +29,11 @@ def test_version_one_is_the_active_set_at_the_upgrade():
     version = PublishedVersion.objects.get().version
     assert (version.number, version.published_by_label, version.added) == (1, "migration", 1)
     row = ReleasedEntry.objects.get()
-    assert (row.entry_id, row.valid_from, row.valid_to, row.trigger, row.confidence) == (served.pk, 1, None, "served", 0.8)
+    assert (row.entry_id, row.valid_from, row.valid_to, row.trigger, row.confidence) == (
+        served.pk,
+        1,
+        None,
+        "served",
+        0.8,
+    )
     assert MemoryVersion.objects.count() == 1

@@ -26,8 +26,9 @@ def run_tasks(token, outcomes, *, entries=(), used=None, prefix="t"):
     """Tasks of SCOPE through the services the API calls: a retrieval, then its outcome. Answers the last."""
     result = None
     for i, outcome in enumerate(outcomes):
-        retrieval = record_retrieval(token=token, scope=SCOPE, query="", task_ref=f"{prefix}-{i}",
-                                     entries=list(entries))
+        retrieval = record_retrieval(
+            token=token, scope=SCOPE, query="", task_ref=f"{prefix}-{i}", entries=list(entries)
+        )
         result = record_feedback(token=token, retrieval_id=retrieval.pk, outcome=outcome, used=used)
     return result
 

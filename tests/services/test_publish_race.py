@@ -36,8 +36,12 @@ def test_a_publish_during_a_rollback():
         publish_pending()
     active(lead, scope="acme/billing-api", trigger="Deploying billing, last", content="Drain the queue first.")
     newest = MemoryVersion.objects.order_by("-number").first().number
-    results = run_together([_publish(lead, "the last change"),
-                            lambda: rollback_version(newest - 1, actor=other, reason="the smoke tests failed")])
+    results = run_together(
+        [
+            _publish(lead, "the last change"),
+            lambda: rollback_version(newest - 1, actor=other, reason="the smoke tests failed"),
+        ]
+    )
     assert not [r for r in results if isinstance(r, Exception) and not isinstance(r, ValidationError)], results
     pointer = PublishedVersion.objects.get()
     assert pointer.version_id in {r.pk for r in results if isinstance(r, MemoryVersion)}

@@ -48,8 +48,9 @@ def test_a_warning_must_be_acknowledged(lead, reviewer):
     assert MemoryVersion.objects.count() == 1 and reads.published_version().number == 1  # nothing written
 
     version = publish_version(actor=lead, summary="no boundary", acknowledge=True)
-    assert version.acknowledged == [{"check": "no_boundary", "entry": entry.pk,
-                                     "text": f"#{entry.pk} says nothing about when it does not hold."}]
+    assert version.acknowledged == [
+        {"check": "no_boundary", "entry": entry.pk, "text": f"#{entry.pk} says nothing about when it does not hold."}
+    ]
 
 
 def test_nothing_pending_or_no_summary_is_refused(lead):
@@ -134,8 +135,13 @@ def test_the_checks_name_open_conflicts_and_recent_failures(lead, reviewer):
     entry = active(reviewer, scope="acme/billing-api", boundary="b", confidence=0.8)
     publish_version(actor=lead, summary="v2")
     record_uses(entry, ["failure"], end=timezone.now())  # the curator confirms it on recheck
-    other = active(reviewer, scope="acme/billing-api", boundary="b", trigger="Always rebase before merging",
-                   content="Never merge without a rebase")
+    other = active(
+        reviewer,
+        scope="acme/billing-api",
+        boundary="b",
+        trigger="Always rebase before merging",
+        content="Never merge without a rebase",
+    )
     Conflict.objects.create(entry_a=entry, entry_b=other, reason="rebase against merge", detected_by="sweep")
     warnings = reads.pre_publish_checks(reads.pending_changes())
     assert {(w.check, w.entry_id) for w in warnings} >= {("failed_outcomes", entry.pk), ("conflict", entry.pk)}

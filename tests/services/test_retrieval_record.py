@@ -29,12 +29,14 @@ def test_a_read_on_its_own_is_stored_with_its_items_and_counters_and_leaves_the_
     token = agent_token(scopes=("acme",))
     entries = [make_entry(scope="acme", trigger=f"Lesson {i}") for i in range(3)]
     assert not connection.in_atomic_block  # as in a request: autocommit
-    retrieval = record_retrieval(token=token, scope="acme", query="drain the queue", task_ref="task-1",
-                                 entries=entries, memory_version=1)
+    retrieval = record_retrieval(
+        token=token, scope="acme", query="drain the queue", task_ref="task-1", entries=entries, memory_version=1
+    )
     stored = Retrieval.objects.get(pk=retrieval.pk)
     assert stored.entry_ids == [e.pk for e in entries] and stored.query == "drain the queue"
-    assert list(RetrievedEntry.objects.filter(retrieval=stored).order_by("rank").values_list("entry_id", flat=True)) == \
-        [e.pk for e in entries]
+    assert list(
+        RetrievedEntry.objects.filter(retrieval=stored).order_by("rank").values_list("entry_id", flat=True)
+    ) == [e.pk for e in entries]
     assert set(Entry.objects.filter(pk__in=[e.pk for e in entries]).values_list("retrieval_count", flat=True)) == {1}
     # The setting was for that transaction only: the next write on this connection waits for the disk again.
     assert _setting("synchronous_commit") == "on"
@@ -44,8 +46,17 @@ def test_a_read_on_its_own_is_stored_with_its_items_and_counters_and_leaves_the_
 def test_a_read_that_fails_writes_nothing_and_the_connection_goes_on():
     token = agent_token(scopes=("acme",))
     entry = make_entry(scope="acme")
-    broken = Retrieval(id=uuid.uuid4(), token_id=token.pk + 1000, scope="acme", query="", task_ref="",
-                       entry_ids=[entry.pk], memory_version=1, arm="memory", created_at=entry.created_at)
+    broken = Retrieval(
+        id=uuid.uuid4(),
+        token_id=token.pk + 1000,
+        scope="acme",
+        query="",
+        task_ref="",
+        entry_ids=[entry.pk],
+        memory_version=1,
+        arm="memory",
+        created_at=entry.created_at,
+    )
     with pytest.raises(DatabaseError):  # no such token: refused when the transaction commits
         insert_counted_retrieval(broken)
     assert connection.connection.info.transaction_status.name == "IDLE"
@@ -59,8 +70,17 @@ def test_a_read_refused_mid_statement_rolls_its_transaction_back():
     token = agent_token(scopes=("acme",))
     entry = make_entry(scope="acme")
     first = record_retrieval(token=token, scope="acme", query="", task_ref="", entries=[entry], memory_version=1)
-    again = Retrieval(id=first.pk, token_id=token.pk, scope="acme", query="", task_ref="", entry_ids=[entry.pk],
-                      memory_version=1, arm="memory", created_at=entry.created_at)
+    again = Retrieval(
+        id=first.pk,
+        token_id=token.pk,
+        scope="acme",
+        query="",
+        task_ref="",
+        entry_ids=[entry.pk],
+        memory_version=1,
+        arm="memory",
+        created_at=entry.created_at,
+    )
     with pytest.raises(DatabaseError):  # the same id twice
         insert_counted_retrieval(again)
     assert connection.connection.info.transaction_status.name == "IDLE"

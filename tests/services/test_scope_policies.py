@@ -19,8 +19,11 @@ VALID = {
     HOLDOUT: {"fraction": 0.1, "rules_only": 0.0},
     ADMISSION: {"name": "ci-gate", "mode": "auto", "evaluator": "ci", "threshold": 0.8},
 }
-ACTIONS = {REVIEW: EventAction.REVIEW_RULE_SET, HOLDOUT: EventAction.HOLDOUT_SET,
-           ADMISSION: EventAction.ADMISSION_POLICY_SET}
+ACTIONS = {
+    REVIEW: EventAction.REVIEW_RULE_SET,
+    HOLDOUT: EventAction.HOLDOUT_SET,
+    ADMISSION: EventAction.ADMISSION_POLICY_SET,
+}
 TWO_REVIEWERS_WIN = "the two-reviewer rule wins"
 
 
@@ -36,18 +39,28 @@ def test_every_kind_is_written_the_same_way_with_one_event_shape(kind, lead):
     assert (row.kind, row.prefix, row.value, row.updated_by_label) == (kind, "acme/billing-api", VALID[kind], "lena")
     [event] = Event.objects.filter(scope_policy=row)
     assert (event.action, event.actor, event.reason, event.before, event.after, event.entry_label) == (
-        ACTIONS[kind], lead, "why not", None, {"prefix": "acme/billing-api", **VALID[kind], "version": 1},
-        f"{row.get_kind_display()} of acme/billing-api")
+        ACTIONS[kind],
+        lead,
+        "why not",
+        None,
+        {"prefix": "acme/billing-api", **VALID[kind], "version": 1},
+        f"{row.get_kind_display()} of acme/billing-api",
+    )
 
     again = put(kind, "acme/billing-api", lead)  # the value it already has: nothing to record
     assert not again.changed and Event.objects.filter(scope_policy=row).count() == 1
 
-    changed = {REVIEW: {"approvals": 1}, HOLDOUT: {"fraction": 0.2, "rules_only": 0.1},
-               ADMISSION: {"name": "ci-gate", "mode": "manual", "evaluator": "", "threshold": None}}[kind]
+    changed = {
+        REVIEW: {"approvals": 1},
+        HOLDOUT: {"fraction": 0.2, "rules_only": 0.1},
+        ADMISSION: {"name": "ci-gate", "mode": "manual", "evaluator": "", "threshold": None},
+    }[kind]
     put(kind, "acme/billing-api", lead, **changed)
     last = Event.objects.filter(scope_policy=row).order_by("-id").first()
-    assert (last.before, last.after) == ({"prefix": "acme/billing-api", **VALID[kind], "version": 1},
-                                         {"prefix": "acme/billing-api", **changed, "version": 2})
+    assert (last.before, last.after) == (
+        {"prefix": "acme/billing-api", **VALID[kind], "version": 1},
+        {"prefix": "acme/billing-api", **changed, "version": 2},
+    )
     assert last.reason  # without the lead's words, the setting in words
     assert ScopePolicy.objects.get().version == 2
 
@@ -68,14 +81,17 @@ def test_every_kind_is_refused_the_same_way(kind, lead, reviewer):
     assert not ScopePolicy.objects.exists() and not Event.objects.filter(scope_policy__isnull=False).exists()
 
 
-@pytest.mark.parametrize("kind, data, fields", [
-    (REVIEW, {"approvals": 3}, ["approvals"]),
-    (REVIEW, {"approvals": True}, ["approvals"]),
-    (HOLDOUT, {"fraction": "lots", "rules_only": "-1"}, ["fraction", "rules_only"]),
-    (HOLDOUT, {"fraction": 0.3, "rules_only": 0.3}, ["rules_only"]),
-    (ADMISSION, {"name": "Bad Name", "mode": "some"}, ["mode", "name"]),
-    (ADMISSION, {"name": "a", "mode": "auto"}, ["evaluator", "threshold"]),
-])
+@pytest.mark.parametrize(
+    "kind, data, fields",
+    [
+        (REVIEW, {"approvals": 3}, ["approvals"]),
+        (REVIEW, {"approvals": True}, ["approvals"]),
+        (HOLDOUT, {"fraction": "lots", "rules_only": "-1"}, ["fraction", "rules_only"]),
+        (HOLDOUT, {"fraction": 0.3, "rules_only": 0.3}, ["rules_only"]),
+        (ADMISSION, {"name": "Bad Name", "mode": "some"}, ["mode", "name"]),
+        (ADMISSION, {"name": "a", "mode": "auto"}, ["evaluator", "threshold"]),
+    ],
+)
 def test_a_bad_value_names_each_bad_field_with_a_bad_prefix_too(kind, data, fields, lead):
     with pytest.raises(ValidationError) as caught:
         set_scope_policy(kind, data={"prefix": "Acme Web", **data}, actor=lead)
@@ -95,7 +111,9 @@ def test_the_readers_resolve_the_longest_prefix_over_the_settings(lead, settings
     assert [approvals_required(s) for s in ("acme/web", "acme/sandbox/ci", "acme-other", "globex/x")] == [2, 1, 1, 1]
     assert holdout_fractions() == {"acme": (0.3, 0.0), "acme/web": (0.1, 0.2)}
     assert [(p.prefix, p.name, p.mode) for p in admission_policies()] == [
-        ("acme", "take-all", "all"), ("acme/ops", "ci-gate", "auto")]
+        ("acme", "take-all", "all"),
+        ("acme/ops", "ci-gate", "auto"),
+    ]
 
 
 # --- a two-reviewer rule and an automatic admission policy over the same scopes ------------------------------
@@ -108,30 +126,46 @@ def test_an_automatic_policy_under_a_two_reviewer_rule_is_told_the_rule_wins(lea
     assert "Candidates under acme need two reviewers" in warning and "policy:open (all) of acme/billing-api" in warning
     assert TWO_REVIEWERS_WIN in warning and "automatic rejections still reject" in warning
     event = Event.objects.get(scope_policy=answer.policy)
-    assert event.reason == f"Candidates under acme/billing-api: all: approve every new candidate (signed policy:open). {warning}"
+    assert (
+        event.reason
+        == f"Candidates under acme/billing-api: all: approve every new candidate (signed policy:open). {warning}"
+    )
 
 
 def test_a_two_reviewer_rule_where_an_automatic_policy_governs_is_told_too(lead):
     put(ADMISSION, "acme", lead)  # auto, over all of acme
     answer = put(REVIEW, "acme/billing-api", lead, reason="money")
     [warning] = answer.warnings
-    assert "Candidates under acme/billing-api need two reviewers" in warning and "policy:ci-gate (auto) of acme" in warning
+    assert (
+        "Candidates under acme/billing-api need two reviewers" in warning and "policy:ci-gate (auto) of acme" in warning
+    )
     assert Event.objects.get(scope_policy=answer.policy).reason == f"money {warning}"
     # A policy set below the rule, and one above it, are both where the rule governs.
     assert put(ADMISSION, "acme/billing-api/ci", lead, name="ci", mode="all").warnings
 
 
-@pytest.mark.parametrize("setup, kind, prefix, value", [
-    ([(REVIEW, "acme", {"approvals": 2})], ADMISSION, "acme", {"name": "people", "mode": "manual"}),
-    ([(REVIEW, "acme", {"approvals": 2})], ADMISSION, "acme", {"name": "frozen", "mode": "none"}),  # rejects only
-    ([(ADMISSION, "acme", VALID[ADMISSION])], REVIEW, "acme", {"approvals": 1}),
-    ([(REVIEW, "acme", {"approvals": 2}), (REVIEW, "acme/sandbox", {"approvals": 1})],
-     ADMISSION, "acme/sandbox", {"name": "open", "mode": "all"}),  # one reviewer there: nothing meets
-    ([(REVIEW, "globex", {"approvals": 2})], ADMISSION, "acme", {"name": "open", "mode": "all"}),
-    ([(ADMISSION, "acme", VALID[ADMISSION]), (ADMISSION, "acme/billing-api", {"name": "p", "mode": "manual"})],
-     REVIEW, "acme/billing-api", {"approvals": 2}),  # people decide there
-    ([(REVIEW, "acme", {"approvals": 2})], HOLDOUT, "acme", {"fraction": 0.1}),
-])
+@pytest.mark.parametrize(
+    "setup, kind, prefix, value",
+    [
+        ([(REVIEW, "acme", {"approvals": 2})], ADMISSION, "acme", {"name": "people", "mode": "manual"}),
+        ([(REVIEW, "acme", {"approvals": 2})], ADMISSION, "acme", {"name": "frozen", "mode": "none"}),  # rejects only
+        ([(ADMISSION, "acme", VALID[ADMISSION])], REVIEW, "acme", {"approvals": 1}),
+        (
+            [(REVIEW, "acme", {"approvals": 2}), (REVIEW, "acme/sandbox", {"approvals": 1})],
+            ADMISSION,
+            "acme/sandbox",
+            {"name": "open", "mode": "all"},
+        ),  # one reviewer there: nothing meets
+        ([(REVIEW, "globex", {"approvals": 2})], ADMISSION, "acme", {"name": "open", "mode": "all"}),
+        (
+            [(ADMISSION, "acme", VALID[ADMISSION]), (ADMISSION, "acme/billing-api", {"name": "p", "mode": "manual"})],
+            REVIEW,
+            "acme/billing-api",
+            {"approvals": 2},
+        ),  # people decide there
+        ([(REVIEW, "acme", {"approvals": 2})], HOLDOUT, "acme", {"fraction": 0.1}),
+    ],
+)
 def test_no_warning_where_they_do_not_meet(lead, setup, kind, prefix, value):
     for k, p, v in setup:
         put(k, p, lead, **v)

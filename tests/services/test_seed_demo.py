@@ -160,8 +160,12 @@ def signs_in(username, password):
 
 
 def test_users_can_log_in_and_have_their_roles(seeded):
-    for username, group in [("reviewer", "reviewer"), ("lead", "lead"), ("auditor", "auditor"),
-                            ("reviewer-billing", "reviewer")]:
+    for username, group in [
+        ("reviewer", "reviewer"),
+        ("lead", "lead"),
+        ("auditor", "auditor"),
+        ("reviewer-billing", "reviewer"),
+    ]:
         user = signs_in(username, password=PASSWORD)
         assert user is not None, username
         assert list(user.groups.values_list("name", flat=True)) == [group]
@@ -185,12 +189,24 @@ def test_default_password_and_existing_passwords_are_kept():
 
 
 def test_running_twice_adds_nothing(seeded):
-    counts = (Entry.objects.count(), Event.objects.count(), Evidence.objects.count(), SimilarEntry.objects.count(),
-              User.objects.count(), ScopeGrant.objects.count())
+    counts = (
+        Entry.objects.count(),
+        Event.objects.count(),
+        Evidence.objects.count(),
+        SimilarEntry.objects.count(),
+        User.objects.count(),
+        ScopeGrant.objects.count(),
+    )
     output = seed(password=PASSWORD)
     assert "no entries added" in output
-    assert (Entry.objects.count(), Event.objects.count(), Evidence.objects.count(), SimilarEntry.objects.count(),
-            User.objects.count(), ScopeGrant.objects.count()) == counts
+    assert (
+        Entry.objects.count(),
+        Event.objects.count(),
+        Evidence.objects.count(),
+        SimilarEntry.objects.count(),
+        User.objects.count(),
+        ScopeGrant.objects.count(),
+    ) == counts
     assert signs_in("reviewer", password=PASSWORD) is not None
 
 
@@ -221,17 +237,30 @@ def test_the_skill_promotions_queue_has_something_to_show(seeded):
     assert skill_reads.skill_card(approved.decided_by, approved.pk).progress.label == "5 of 5 trials succeeded"
     lead = User.objects.get(username="lead")
     card = skill_reads.skill_card(lead, nominated.pk)
-    assert card.progress.label == "3 of 5 trials succeeded" and card.blockers == ["3 of 5 trials reported: 2 more needed"]
+    assert card.progress.label == "3 of 5 trials succeeded" and card.blockers == [
+        "3 of 5 trials reported: 2 more needed"
+    ]
     # the nominated entry passes the gates the way the sweep saw it
     entry = nominated.nominated_entry
     outcomes = recent_outcomes([entry.pk], window=10, as_of=nominated.created_at)[entry.pk]
-    assert lifecycle.is_nominable(kind=entry.kind, status=entry.status, hit_count=entry.hit_count,
-                                  utility_sum=entry.utility_sum, utility_n=entry.utility_n, recent_outcomes=outcomes,
-                                  has_rollback_note=True, gates=lifecycle.skill_gates())
+    assert lifecycle.is_nominable(
+        kind=entry.kind,
+        status=entry.status,
+        hit_count=entry.hit_count,
+        utility_sum=entry.utility_sum,
+        utility_n=entry.utility_n,
+        recent_outcomes=outcomes,
+        has_rollback_note=True,
+        gates=lifecycle.skill_gates(),
+    )
     # the approved skill's source is withheld from retrieval
     source = approved.nominated_entry
-    ranked = selectors.retrieve_memory(scopes=["acme", "acme/billing-api", "acme/billing-api/container"],
-                                       q="resetting the test database", k=5, min_confidence=0.0)
+    ranked = selectors.retrieve_memory(
+        scopes=["acme", "acme/billing-api", "acme/billing-api/container"],
+        q="resetting the test database",
+        k=5,
+        min_confidence=0.0,
+    )
     assert source.pk not in [r.entry.pk for r in ranked]
     assert "Skills: 1 nominated, 1 approved, 0 rejected, 0 retired" in seeded
 
@@ -240,11 +269,16 @@ def test_the_conflict_and_consolidation_queues_have_something_to_show(seeded):
 
     [conflict] = Conflict.objects.filter(state="open")
     assert {conflict.entry_a.trigger, conflict.entry_b.trigger} == {
-        "Updating a feature branch before review in billing-api", "Updating a shared feature branch before review"}
+        "Updating a feature branch before review in billing-api",
+        "Updating a shared feature branch before review",
+    }
     assert "rebase" in conflict.reason and conflict.detected_by == "sweep"
     [proposal] = ConsolidationProposal.objects.filter(state="open")
     assert proposal.kind == "merge" and proposal.scope == "acme/web" and proposal.entries.count() == 2
-    assert set(TaskRun.objects.filter(triggered_by="demo").values_list("task", flat=True)) >= {"conflicts", "consolidation"}
+    assert set(TaskRun.objects.filter(triggered_by="demo").values_list("task", flat=True)) >= {
+        "conflicts",
+        "consolidation",
+    }
 
 
 def test_a_database_with_entries_of_its_own_is_left_alone(lead):

@@ -26,6 +26,7 @@ def approved(lead):
         report(p, ["success"] * 5)
         skills.approve_skill(p.pk, actor=lead, expected_version=1)
         return SkillProposal.objects.get(pk=p.pk)
+
     return make
 
 

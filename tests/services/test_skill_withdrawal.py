@@ -28,9 +28,9 @@ LESSON = dict(
     scope="acme/billing-api/container",
     trigger="Running migrations in the quetzalcoatl container",
     content="Run `python manage.py migrate` from /srv-axolotl-4242/app, not from /workspace.\n"
-            "Check `python manage.py showmigrations` lists every migration as applied.\n"
-            "Rollback: `python manage.py migrate billing <previous>` from /srv-axolotl-4242/app, then restart "
-            "the zorblax worker.",
+    "Check `python manage.py showmigrations` lists every migration as applied.\n"
+    "Rollback: `python manage.py migrate billing <previous>` from /srv-axolotl-4242/app, then restart "
+    "the zorblax worker.",
 )
 
 
@@ -54,8 +54,11 @@ def published_skill(lead):
     report(proposal)
     skills.approve_skill(proposal.pk, actor=lead, expected_version=version_of(proposal))
     first = publish_pending()
-    other = nominated(scope="acme/billing-api", trigger="Rotating the billing-api webhook signing key",
-                      content="Deploy the new key to every worker first.\nRollback: restore the old key.")
+    other = nominated(
+        scope="acme/billing-api",
+        trigger="Rotating the billing-api webhook signing key",
+        content="Deploy the new key to every worker first.\nRollback: restore the old key.",
+    )
     report(other)
     skills.approve_skill(other.pk, actor=lead, expected_version=version_of(other))
     second = publish_pending()
@@ -83,12 +86,15 @@ def agent_answers(agent, slugs) -> dict[str, str]:
 
 def console_answers(user, slugs) -> dict[str, str]:
     console = client_for(user)
-    answers = {"skills page": console.get(reverse("curation:skills")).content.decode(),
-               "retired skills page": console.get(reverse("curation:skills"), {"status": "retired"}).content.decode(),
-               "skills zip": zip_text(console.get(reverse("curation:skills-export")).content)}
+    answers = {
+        "skills page": console.get(reverse("curation:skills")).content.decode(),
+        "retired skills page": console.get(reverse("curation:skills"), {"status": "retired"}).content.decode(),
+        "skills zip": zip_text(console.get(reverse("curation:skills-export")).content),
+    }
     for number in MemoryVersion.objects.values_list("number", flat=True):
-        answers[f"memory zip v{number}"] = zip_text(console.get(reverse("curation:release-export"),
-                                                                {"version": number}).content)
+        answers[f"memory zip v{number}"] = zip_text(
+            console.get(reverse("curation:release-export"), {"version": number}).content
+        )
     for slug in slugs:
         answers[f"page {slug}"] = console.get(reverse("curation:skill", args=[slug])).content.decode()
         answers[f"SKILL.md {slug}"] = console.get(reverse("curation:skill-md", args=[slug])).content.decode()
@@ -101,12 +107,14 @@ def forget(entry, lead):
     return request
 
 
-def test_forgetting_a_skills_source_withdraws_it_from_every_version_and_surface(published_skill, lead, agent,
-                                                                               tmp_path):
+def test_forgetting_a_skills_source_withdraws_it_from_every_version_and_surface(published_skill, lead, agent, tmp_path):
     skill, entry = published_skill, published_skill.nominated_entry
     before = {**agent_answers(agent, [skill.slug]), **console_answers(lead, [skill.slug])}
-    unseen = [name for name, text in before.items() if not leaks(text) and name not in ("skills v1", "export v1",
-                                                                                      "memory zip v1", "retired skills page")]
+    unseen = [
+        name
+        for name, text in before.items()
+        if not leaks(text) and name not in ("skills v1", "export v1", "memory zip v1", "retired skills page")
+    ]
     assert not unseen, f"the test must see the skill first in {unseen}"
 
     request = forget(entry, lead)
@@ -121,16 +129,19 @@ def test_forgetting_a_skills_source_withdraws_it_from_every_version_and_surface(
     assert event.actor == lead and f"forget request #{request.pk}" in event.reason
     assert event.before == {"status": "approved"} and event.after["status"] == "nominated"
 
-    after = {**agent_answers(agent, [skill.slug, withdrawn.slug]),
-             **console_answers(lead, [skill.slug, withdrawn.slug])}
+    after = {
+        **agent_answers(agent, [skill.slug, withdrawn.slug]),
+        **console_answers(lead, [skill.slug, withdrawn.slug]),
+    }
     call_command("export_memory", str(tmp_path / "memory"), stdout=io.StringIO())
     call_command("export_skills", str(tmp_path / "skills"), stdout=io.StringIO(), stderr=io.StringIO())
     after["on disk"] = "\n".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     after["on disk names"] = "\n".join(str(p) for p in tmp_path.rglob("*"))
     # A rollback to a version published when the skill was approved serves nothing of it either.
     rollback_version(2, actor=lead, reason="checking a forget holds")
-    after.update({f"after a rollback: {name}": text
-                  for name, text in agent_answers(agent, [skill.slug, withdrawn.slug]).items()})
+    after.update(
+        {f"after a rollback: {name}": text for name, text in agent_answers(agent, [skill.slug, withdrawn.slug]).items()}
+    )
     for place, text in after.items():
         assert not leaks(text), f"{leaks(text)} still served by {place}"
     # Nothing else was taken: the other skill is still served.
@@ -155,12 +166,16 @@ def test_the_whole_database_holds_nothing_of_the_skill_afterwards(published_skil
 
 def test_a_nominated_skill_made_of_it_stays_in_the_queue_purged_and_a_retired_one_stays_retired(lead):
     waiting = nominated(**LESSON)
-    retired_source = nominated(scope="acme/billing-api", trigger="Restarting the zorblax scheduler",
-                               content="Stop the zorblax scheduler, then start it.\nRollback: start the old one.")
+    retired_source = nominated(
+        scope="acme/billing-api",
+        trigger="Restarting the zorblax scheduler",
+        content="Stop the zorblax scheduler, then start it.\nRollback: start the old one.",
+    )
     report(retired_source)
     skills.approve_skill(retired_source.pk, actor=lead, expected_version=version_of(retired_source))
-    skills.retire_skill(retired_source.pk, actor=lead, expected_version=version_of(retired_source),
-                        reason="no longer used")
+    skills.retire_skill(
+        retired_source.pk, actor=lead, expected_version=version_of(retired_source), reason="no longer used"
+    )
     forget(waiting.nominated_entry, lead)
     forget(retired_source.nominated_entry, lead)
     waiting.refresh_from_db(), retired_source.refresh_from_db()
@@ -173,14 +188,24 @@ def test_a_nominated_skill_made_of_it_stays_in_the_queue_purged_and_a_retired_on
 
 def test_a_skill_with_a_forgotten_added_source_loses_only_the_fields_holding_its_text(lead, reviewer):
     skill = nominated()  # the MIGRATE lesson
-    extra = nominated(scope="acme/billing-api/container", trigger="Cleaning the zorblax cache before migrating",
-                      content="Delete /tmp/zorblax-cache before you migrate.\nRollback: nothing to undo.",
-                      boundary="", conditions=["zorblax"])
+    extra = nominated(
+        scope="acme/billing-api/container",
+        trigger="Cleaning the zorblax cache before migrating",
+        content="Delete /tmp/zorblax-cache before you migrate.\nRollback: nothing to undo.",
+        boundary="",
+        conditions=["zorblax"],
+    )
     skills.reject_skill(extra.pk, actor=reviewer, expected_version=extra.version, reason="part of the migration")
     skill.refresh_from_db()
-    skills.edit_skill_draft(skill.pk, actor=reviewer, expected_version=skill.version, changes={
-        "pitfalls": "Delete /tmp/zorblax-cache before you migrate.", "sources": [skill.nominated_entry_id,
-                                                                                extra.nominated_entry_id]})
+    skills.edit_skill_draft(
+        skill.pk,
+        actor=reviewer,
+        expected_version=skill.version,
+        changes={
+            "pitfalls": "Delete /tmp/zorblax-cache before you migrate.",
+            "sources": [skill.nominated_entry_id, extra.nominated_entry_id],
+        },
+    )
     skill.refresh_from_db()
     slug, steps = skill.slug, skill.steps
     forget(extra.nominated_entry, lead)
@@ -189,7 +214,8 @@ def test_a_skill_with_a_forgotten_added_source_loses_only_the_fields_holding_its
     assert skill.status == "nominated" and Event.objects.filter(skill=skill, action="skill_withdrawn").exists()
     # The nominated entry is still a source; the forgotten one has left.
     assert list(SkillSource.objects.filter(proposal=skill, live=True).values_list("entry_id", flat=True)) == [
-        skill.nominated_entry_id]
+        skill.nominated_entry_id
+    ]
     assert Status.RETIRED == type(extra.nominated_entry).objects.get(pk=extra.nominated_entry_id).status
 
 
@@ -198,15 +224,24 @@ def test_a_skill_with_a_forgotten_added_source_loses_only_the_fields_holding_its
 
 def test_a_draft_that_repeats_a_forgotten_lesson_is_refused_naming_the_request(lead, reviewer):
     skill = nominated()
-    forgotten = nominated(scope="acme/billing-api/container", trigger="Restarting the zorblax scheduler",
-                          content="Stop the zorblax scheduler on srv-axolotl-4242, then start it again.\n"
-                                  "Rollback: start the old zorblax scheduler.")
+    forgotten = nominated(
+        scope="acme/billing-api/container",
+        trigger="Restarting the zorblax scheduler",
+        content="Stop the zorblax scheduler on srv-axolotl-4242, then start it again.\n"
+        "Rollback: start the old zorblax scheduler.",
+    )
     request = forget(forgotten.nominated_entry, lead)
     skill.refresh_from_db()
     with pytest.raises(Exception) as refused:
-        skills.edit_skill_draft(skill.pk, actor=reviewer, expected_version=skill.version, changes={
-            "description": "Restarting the zorblax scheduler",
-            "steps": "Stop the zorblax scheduler on srv-axolotl-4242, then start it again."})
+        skills.edit_skill_draft(
+            skill.pk,
+            actor=reviewer,
+            expected_version=skill.version,
+            changes={
+                "description": "Restarting the zorblax scheduler",
+                "steps": "Stop the zorblax scheduler on srv-axolotl-4242, then start it again.",
+            },
+        )
     message = " ".join(refused.value.message_dict["forgotten"])
     assert f"forget request #{request.pk}" in message and not leaks(message)
     skill.refresh_from_db()
@@ -219,13 +254,18 @@ def test_approving_a_draft_that_repeats_a_forgotten_lesson_is_refused_on_the_car
     # Its source entry has since decayed out of the active set: a forget may leave an archived match
     # unticked (an active one it refuses), and the skill's draft still holds the lesson.
     source = skill.nominated_entry
-    write_entry(source, {"status": Status.ARCHIVED, "archived_at": clock.now(), "archive_reason": "decayed"},
-                action=EventAction.ARCHIVE, at=clock.now())
+    write_entry(
+        source,
+        {"status": Status.ARCHIVED, "archived_at": clock.now(), "archive_reason": "decayed"},
+        action=EventAction.ARCHIVE,
+        at=clock.now(),
+    )
     request = file_forget_request(reason="consent withdrawn", scope=skill.scope, text=source.content, actor=lead)
     approve_forget_request(request.pk, actor=lead)  # a text request: the entry itself is not ticked
     skill.refresh_from_db()
-    answer = client_for(lead).post(reverse("curation:skill-approve", args=[skill.pk]), {"version": skill.version},
-                                   HTTP_HX_REQUEST="true")
+    answer = client_for(lead).post(
+        reverse("curation:skill-approve", args=[skill.pk]), {"version": skill.version}, HTTP_HX_REQUEST="true"
+    )
     assert answer.status_code == 422
     assert f"forget request #{request.pk}" in answer.content.decode()
     skill.refresh_from_db()

@@ -28,16 +28,30 @@ def approve(proposal, lead, **kwargs):
 
 def test_edit_changes_only_what_changed_and_writes_an_event(reviewer):
     p = nominated()
-    outcome = skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1, changes={
-        "slug": "migrate-billing-from-srv-app", "description": p.description, "pitfalls": "Never from /workspace.",
-    })
+    outcome = skills.edit_skill_draft(
+        p.pk,
+        actor=reviewer,
+        expected_version=1,
+        changes={
+            "slug": "migrate-billing-from-srv-app",
+            "description": p.description,
+            "pitfalls": "Never from /workspace.",
+        },
+    )
     p = fresh(p)
     assert outcome.changed == ("slug", "pitfalls")
-    assert (p.slug, p.pitfalls, p.version, p.revision) == ("migrate-billing-from-srv-app", "Never from /workspace.", 2, 1)
+    assert (p.slug, p.pitfalls, p.version, p.revision) == (
+        "migrate-billing-from-srv-app",
+        "Never from /workspace.",
+        2,
+        1,
+    )
     [event] = Event.objects.filter(action="skill_draft_edited")
     assert (event.skill_id, event.entry_id, event.actor) == (p.pk, None, reviewer)
-    assert event.before == {"slug": "running-migrations-in-the-billing-api-container",
-                            "pitfalls": "Does not hold: Not on the host checkout, where `make migrate` sets the directory."}
+    assert event.before == {
+        "slug": "running-migrations-in-the-billing-api-container",
+        "pitfalls": "Does not hold: Not on the host checkout, where `make migrate` sets the directory.",
+    }
     assert event.after["slug"] == "migrate-billing-from-srv-app" and event.after["proposal_version"] == 2
     assert event.reason == "edited slug, pitfalls"
     # The same values again: nothing written.
@@ -48,7 +62,9 @@ def test_edit_changes_only_what_changed_and_writes_an_event(reviewer):
 def test_changing_the_steps_starts_the_trials_again(reviewer, lead):
     p = nominated()
     report(p, ["success"] * 5)
-    skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1, changes={"steps": "1. Run migrate from /srv/app."})
+    skills.edit_skill_draft(
+        p.pk, actor=reviewer, expected_version=1, changes={"steps": "1. Run migrate from /srv/app."}
+    )
     p = fresh(p)
     assert p.revision == 2
     assert "revision 2: its trials start again" in Event.objects.get(action="skill_draft_edited").reason
@@ -59,20 +75,23 @@ def test_changing_the_steps_starts_the_trials_again(reviewer, lead):
     assert SkillTrial.objects.filter(proposal=p).count() == 10  # the earlier trials are kept, not counted
 
 
-@pytest.mark.parametrize("changes, field, message", [
-    ({"slug": "Migrate_Billing"}, "slug", "Lowercase letters a-z"),
-    ({"slug": "a--b"}, "slug", "single hyphens"),
-    ({"slug": "x" * 65}, "slug", "At most 64 characters"),
-    ({"slug": ""}, "slug", "Name the skill"),
-    ({"rollback": "  "}, "rollback", "rollback path"),
-    ({"steps": ""}, "steps", "needs its steps"),
-    ({"description": "d" * 1025}, "description", "At most 1,024 characters"),
-    ({"description": "bad\x00"}, "description", "NUL"),
-    ({"pitfalls": ["a"]}, "pitfalls", "Must be text."),
-    ({"tigger": "x"}, "tigger", "Unknown field."),
-    ({"sources": "twelve"}, "sources", "Entry ids"),
-    ({"sources": ""}, "sources", "stays a source"),
-])
+@pytest.mark.parametrize(
+    "changes, field, message",
+    [
+        ({"slug": "Migrate_Billing"}, "slug", "Lowercase letters a-z"),
+        ({"slug": "a--b"}, "slug", "single hyphens"),
+        ({"slug": "x" * 65}, "slug", "At most 64 characters"),
+        ({"slug": ""}, "slug", "Name the skill"),
+        ({"rollback": "  "}, "rollback", "rollback path"),
+        ({"steps": ""}, "steps", "needs its steps"),
+        ({"description": "d" * 1025}, "description", "At most 1,024 characters"),
+        ({"description": "bad\x00"}, "description", "NUL"),
+        ({"pitfalls": ["a"]}, "pitfalls", "Must be text."),
+        ({"tigger": "x"}, "tigger", "Unknown field."),
+        ({"sources": "twelve"}, "sources", "Entry ids"),
+        ({"sources": ""}, "sources", "stays a source"),
+    ],
+)
 def test_bad_edits_are_refused_per_field(reviewer, changes, field, message):
     p = nominated()
     with pytest.raises(ValidationError) as refused:
@@ -94,13 +113,18 @@ def test_sources_can_be_added_within_the_scope_and_removed(reviewer):
     outside = make_entry(scope="acme/web", trigger="Migrations on the web")
     archived = make_entry(scope="acme/billing-api/container", status=Status.ARCHIVED)
     with pytest.raises(ValidationError) as refused:
-        skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1,
-                                changes={"sources": f"#{p.nominated_entry_id}, #{outside.pk} #{archived.pk} 999999"})
+        skills.edit_skill_draft(
+            p.pk,
+            actor=reviewer,
+            expected_version=1,
+            changes={"sources": f"#{p.nominated_entry_id}, #{outside.pk} #{archived.pk} 999999"},
+        )
     problems = refused.value.message_dict["sources"]
     assert any("outside the skill's scope" in m for m in problems) and any("is archived" in m for m in problems)
     assert any("#999999: no such entry" in m for m in problems)
-    skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1,
-                            changes={"sources": f"#{p.nominated_entry_id}, #{sibling.pk}"})
+    skills.edit_skill_draft(
+        p.pk, actor=reviewer, expected_version=1, changes={"sources": f"#{p.nominated_entry_id}, #{sibling.pk}"}
+    )
     assert set(fresh(p).entries.values_list("pk", flat=True)) == {p.nominated_entry_id, sibling.pk}
     # One Event about the skill names the new source, and the source's own timeline shows it.
     [edit] = Event.objects.filter(skill=p, action="skill_draft_edited")
@@ -110,8 +134,9 @@ def test_sources_can_be_added_within_the_scope_and_removed(reviewer):
     # Another proposal cannot take a live source.
     other = nominated(scope="acme/billing-api/container/ci", trigger="Running the CI migrations")
     with pytest.raises(ValidationError, match="already a source of skill"):
-        skills.edit_skill_draft(other.pk, actor=reviewer, expected_version=1,
-                                changes={"sources": [other.nominated_entry_id, sibling.pk]})
+        skills.edit_skill_draft(
+            other.pk, actor=reviewer, expected_version=1, changes={"sources": [other.nominated_entry_id, sibling.pk]}
+        )
     skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=2, changes={"sources": [p.nominated_entry_id]})
     assert not SkillSource.objects.get(proposal=p, entry=sibling).live
     assert list(fresh(p).sources.filter(live=True).values_list("entry_id", flat=True)) == [p.nominated_entry_id]
@@ -119,8 +144,12 @@ def test_sources_can_be_added_within_the_scope_and_removed(reviewer):
 
 def test_secrets_typed_into_the_draft_are_redacted(reviewer):
     p = nominated()
-    skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1, changes={
-        "parameters": "Log in with password=hunter2-very-secret-Xk29dQ before running it."})
+    skills.edit_skill_draft(
+        p.pk,
+        actor=reviewer,
+        expected_version=1,
+        changes={"parameters": "Log in with password=hunter2-very-secret-Xk29dQ before running it."},
+    )
     p = fresh(p)
     assert "hunter2-very-secret-Xk29dQ" not in p.parameters and "[REDACTED" in p.parameters
     assert p.flags and "redacted" in Event.objects.get(action="skill_draft_edited").reason
@@ -254,8 +283,9 @@ def test_retire_is_for_leads_and_gives_the_entries_back(lead, reviewer):
 def test_a_decision_writes_one_event_about_the_skill_and_none_per_source(lead, decision):
     p = nominated()
     sibling = make_entry(scope="acme/billing-api/container/ci", trigger="Migrations on CI")
-    skills.edit_skill_draft(p.pk, actor=lead, expected_version=1,
-                            changes={"sources": f"#{p.nominated_entry_id}, #{sibling.pk}"})
+    skills.edit_skill_draft(
+        p.pk, actor=lead, expected_version=1, changes={"sources": f"#{p.nominated_entry_id}, #{sibling.pk}"}
+    )
     report(p, ["success"] * 5)
     entry_events = Event.objects.filter(entry__isnull=False).count()
     if decision == "reject":
@@ -279,8 +309,9 @@ def test_a_decision_writes_one_event_about_the_skill_and_none_per_source(lead, d
 
 
 def retrievable(entry, q="migrations container"):
-    ranked = selectors.retrieve_memory(scopes=["acme", "acme/billing-api", "acme/billing-api/container"], q=q, k=5,
-                                       min_confidence=0.5)
+    ranked = selectors.retrieve_memory(
+        scopes=["acme", "acme/billing-api", "acme/billing-api/container"], q=q, k=5, min_confidence=0.5
+    )
     return entry.pk in [r.entry.pk for r in ranked]
 
 
@@ -288,8 +319,11 @@ def retrievable(entry, q="migrations container"):
 def test_an_approved_skill_withholds_its_sources_until_retired(lead, q):
     p = nominated()
     entry = Entry.objects.get(pk=p.nominated_entry_id)
-    other = make_entry(scope="acme/billing-api/container", trigger="Running migrations on the container host",
-                       content="Stop the worker before running migrations in the container.")
+    other = make_entry(
+        scope="acme/billing-api/container",
+        trigger="Running migrations on the container host",
+        content="Stop the worker before running migrations in the container.",
+    )
     assert retrievable(entry, q) and retrievable(other, q)  # nominated: still retrieved
     report(p, ["success"] * 5)
     approve(p, lead)
@@ -301,10 +335,14 @@ def test_an_approved_skill_withholds_its_sources_until_retired(lead, q):
 @pytest.mark.parametrize("q", ["migrations container", ""])
 def test_a_source_taken_out_of_the_draft_is_not_withheld(lead, reviewer, q):
     p = nominated()
-    taken_out = make_entry(scope="acme/billing-api/container", trigger="Running migrations on the container host",
-                           content="Stop the worker before running migrations in the container.")
-    skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=1,
-                            changes={"sources": [p.nominated_entry_id, taken_out.pk]})
+    taken_out = make_entry(
+        scope="acme/billing-api/container",
+        trigger="Running migrations on the container host",
+        content="Stop the worker before running migrations in the container.",
+    )
+    skills.edit_skill_draft(
+        p.pk, actor=reviewer, expected_version=1, changes={"sources": [p.nominated_entry_id, taken_out.pk]}
+    )
     skills.edit_skill_draft(p.pk, actor=reviewer, expected_version=2, changes={"sources": [p.nominated_entry_id]})
     report(p, ["success"] * 5)
     approve(p, lead)
@@ -361,8 +399,9 @@ def test_nominate_skills_inserts_a_proposal_with_its_source_and_one_event_each()
     proposal = SkillProposal.objects.get(nominated_entry=first)
     assert (proposal.reason, proposal.created_by_label, proposal.created_at) == ("12 hits", "lifecycle:test", AS_OF)
     assert proposal.slug == "running-migrations-in-the-billing-api-container"
-    assert list(SkillSource.objects.filter(proposal=proposal).values_list("entry_id", "entry_version")) == \
-        [(first.pk, first.version)]
+    assert list(SkillSource.objects.filter(proposal=proposal).values_list("entry_id", "entry_version")) == [
+        (first.pk, first.version)
+    ]
     [event] = Event.objects.filter(action="skill_nominated", skill=proposal)
     assert event.entry_id == first.pk and event.actor_label == "lifecycle:test"
     assert event.reason == f"nominated as skill {proposal.slug}: 12 hits"

@@ -60,8 +60,12 @@ def in_status(status: str, reviewer) -> Entry:
 
 
 def _required(action, lead) -> dict:
-    given = {"first_approval_by": lead, "queued_at": clock.now() + datetime.timedelta(hours=1),
-             "queue_reason": QueueReason.RECHECK_REQUESTED, "archive_reason": "decayed"}
+    given = {
+        "first_approval_by": lead,
+        "queued_at": clock.now() + datetime.timedelta(hours=1),
+        "queue_reason": QueueReason.RECHECK_REQUESTED,
+        "archive_reason": "decayed",
+    }
     return {column: given[column] for column in transitions.transition(action).requires}
 
 
@@ -93,7 +97,8 @@ def test_every_action_from_every_status_does_what_the_table_says(action, status,
 
 def test_the_table_refuses_in_words():
     assert transitions.refusal(EventAction.APPROVE, Status.RETIRED, Status.ACTIVE) == (
-        'it is retired; "approved" applies to pending entries')
+        'it is retired; "approved" applies to pending entries'
+    )
     assert transitions.refusal(EventAction.ARCHIVE, Status.ACTIVE, Status.ARCHIVED) is None
     assert transitions.refusal(EventAction.OUTCOME_SUCCESS, Status.ARCHIVED, Status.ARCHIVED) is None
     assert transitions.refusal(EventAction.OUTCOME_SUCCESS, Status.ARCHIVED, Status.ACTIVE) is not None
@@ -175,8 +180,14 @@ def test_keeping_a_side_another_reviewer_approved_first_is_its_second_approval(l
 def test_a_merge_in_a_two_reviewer_scope_waits_for_a_second_reviewer(lead, reviewer, second_reviewer):
     conflict, a, b = _conflict(reviewer)
     set_review_rule(SCOPE, approvals=2, actor=lead)
-    data = {"scope": SCOPE, "trigger": REBASE["trigger"], "content": "Rebase feature branches; never shared ones.",
-            "boundary": "", "conditions": [], "kind": a.kind}
+    data = {
+        "scope": SCOPE,
+        "trigger": REBASE["trigger"],
+        "content": "Rebase feature branches; never shared ones.",
+        "boundary": "",
+        "conditions": [],
+        "kind": a.kind,
+    }
     result = conflicts.merge_conflict(conflict.pk, actor=lead, data=data, version_a=a.version, version_b=b.version)
     merged = Entry.objects.get(pk=result.created.pk)
     assert (merged.status, merged.first_approval_by_id) == (Status.PENDING, lead.pk)
@@ -188,9 +199,18 @@ def test_a_merge_in_a_two_reviewer_scope_waits_for_a_second_reviewer(lead, revie
 
 
 def test_a_merge_inserted_active_in_a_two_reviewer_scope_is_refused(two_reviewers, lead):
-    entry = Entry(scope=SCOPE, kind="procedure", trigger="Merged", content="Merged advice.", signal="self",
-                  base_confidence=0.5, status=Status.ACTIVE, created_by_label="t", created_at=clock.now(),
-                  updated_at=clock.now())
+    entry = Entry(
+        scope=SCOPE,
+        kind="procedure",
+        trigger="Merged",
+        content="Merged advice.",
+        signal="self",
+        base_confidence=0.5,
+        status=Status.ACTIVE,
+        created_by_label="t",
+        created_at=clock.now(),
+        updated_at=clock.now(),
+    )
     with pytest.raises(InvalidTransition, match="two reviewers"):
         insert_entry(entry, action=EventAction.CONFLICT_MERGE, actor=lead, at=clock.now())
     assert not Entry.objects.filter(trigger="Merged").exists()
@@ -204,8 +224,9 @@ def test_a_two_reviewer_rule_wins_over_an_automatic_admission_policy(lead):
 
     set_review_rule(SCOPE, approvals=2, actor=lead)
     one = submit_candidate(data=candidate_data(scope=SCOPE, trigger="After the rule"), token=token)
-    [batch] = submit_batch(items=[candidate_data(scope=SCOPE, trigger="After the rule, in a batch")], token=token,
-                           at=clock.now())
+    [batch] = submit_batch(
+        items=[candidate_data(scope=SCOPE, trigger="After the rule, in a batch")], token=token, at=clock.now()
+    )
     for entry_id in (one.entry.pk, batch["id"]):
         stored = Entry.objects.get(pk=entry_id)
         assert (stored.status, stored.queued_at is not None) == (Status.PENDING, True)

@@ -19,13 +19,21 @@ def state(entry):
     return entry.status, entry.queued_at, entry.scope, entry.trigger, entry.fingerprint
 
 
-@pytest.mark.parametrize("decide", [
-    lambda e, who: services.approve_candidate(e.pk, actor=who, expected_version=1),
-    lambda e, who: services.reject_candidate(e.pk, actor=who, expected_version=1, reason="too vague"),
-    lambda e, who: services.defer_candidate(e.pk, actor=who, expected_version=1),
-    lambda e, who: services.edit_and_approve(e.pk, actor=who, expected_version=1, changes={
-        "scope": "acme/billing-api", "trigger": "A narrower trigger for the billing api"}),
-], ids=["approve", "reject", "defer", "edit"])
+@pytest.mark.parametrize(
+    "decide",
+    [
+        lambda e, who: services.approve_candidate(e.pk, actor=who, expected_version=1),
+        lambda e, who: services.reject_candidate(e.pk, actor=who, expected_version=1, reason="too vague"),
+        lambda e, who: services.defer_candidate(e.pk, actor=who, expected_version=1),
+        lambda e, who: services.edit_and_approve(
+            e.pk,
+            actor=who,
+            expected_version=1,
+            changes={"scope": "acme/billing-api", "trigger": "A narrower trigger for the billing api"},
+        ),
+    ],
+    ids=["approve", "reject", "defer", "edit"],
+)
 def test_undo_puts_the_entry_back_as_it_was_with_an_event(reviewer, make_candidate, decide):
     entry = make_candidate()
     before = state(entry)

@@ -24,16 +24,31 @@ def one_batch_per_run(settings):
 
 
 def fillers(n):
-    return [make_entry(scope=f"acme/s{i}", trigger=f"Deploying service {i}", content=f"Tag release {i} first.",
-                       last_verified_at=days_before(1)) for i in range(n)]
+    return [
+        make_entry(
+            scope=f"acme/s{i}",
+            trigger=f"Deploying service {i}",
+            content=f"Tag release {i} first.",
+            last_verified_at=days_before(1),
+        )
+        for i in range(n)
+    ]
 
 
 def test_a_conflict_pass_resumes_where_the_last_run_stopped_until_it_is_complete(one_batch_per_run):
     early = fillers(4)
-    rebase = make_entry(scope="acme/billing-api", trigger="Merging a feature branch into main",
-                        content="Always rebase before merging.", last_verified_at=days_before(1))
-    no_rebase = make_entry(scope="acme/billing-api", trigger="Merging feature branches into main",
-                           content="Never rebase shared branches.", last_verified_at=days_before(1))
+    rebase = make_entry(
+        scope="acme/billing-api",
+        trigger="Merging a feature branch into main",
+        content="Always rebase before merging.",
+        last_verified_at=days_before(1),
+    )
+    no_rebase = make_entry(
+        scope="acme/billing-api",
+        trigger="Merging feature branches into main",
+        content="Never rebase shared branches.",
+        last_verified_at=days_before(1),
+    )
 
     first = sweep("conflicts")
     assert (first.state, first.rows_examined, first.cursor["after"]) == (TaskRun.State.SUCCEEDED, 2, early[1].pk)
@@ -59,9 +74,15 @@ def test_a_conflict_pass_resumes_where_the_last_run_stopped_until_it_is_complete
 
 def test_a_consolidation_pass_resumes_and_proposes_what_lies_beyond_the_first_slice(one_batch_per_run):
     fillers(2)
-    twins = [make_entry(scope="acme/web", trigger="Editing config files inside the web container",
-                        content=f"Confirm the repository root with git rev-parse before editing config{tail}.",
-                        last_verified_at=days_before(1)) for tail in ("", " files")]
+    twins = [
+        make_entry(
+            scope="acme/web",
+            trigger="Editing config files inside the web container",
+            content=f"Confirm the repository root with git rev-parse before editing config{tail}.",
+            last_verified_at=days_before(1),
+        )
+        for tail in ("", " files")
+    ]
     first = sweep("consolidation")
     assert first.rows_examined == 2 and first.cursor["after"] is not None
     assert not ConsolidationProposal.objects.exists()
@@ -79,6 +100,7 @@ def test_a_run_killed_mid_pass_is_resumed_from_the_cursor_written_with_its_last_
         def progress(after):
             kwargs["progress"](after)
             raise KeyboardInterrupt  # the worker is killed once its first batch is written
+
         return detect(**{**kwargs, "progress": progress})
 
     monkeypatch.setattr(conflict_sweep, "sweep_conflicts", killed_after_its_first_batch)
@@ -102,9 +124,12 @@ def test_a_dry_run_moves_no_cursor(one_batch_per_run):
 def test_many_near_identical_entries_cost_a_bounded_number_of_comparisons_per_entry(settings):
     settings.CURATION = {**settings.CURATION, "DETECTION_PARTNERS_PER_ENTRY": 3}
     for i in range(40):
-        make_entry(scope="acme/flood", trigger="Restarting the worker after a deploy",
-                   content=f"{'Always' if i % 2 else 'Never'} restart the worker after a deploy.",
-                   last_verified_at=days_before(1))
+        make_entry(
+            scope="acme/flood",
+            trigger="Restarting the worker after a deploy",
+            content=f"{'Always' if i % 2 else 'Never'} restart the worker after a deploy.",
+            last_verified_at=days_before(1),
+        )
     result = conflict_sweep.sweep_conflicts(batch_size=50)
     assert result.examined == 40
     assert 0 < result.compared <= 40 * 3

@@ -60,7 +60,8 @@ def test_all_runs_every_task_in_order():
     lines = output.strip().splitlines()
     assert [line.split(" ")[0] for line in lines] == list(sweeps.TASK_NAMES)
     assert list(TaskRun.objects.order_by("id").values_list("task", "state")) == [
-        (name, TaskRun.State.SUCCEEDED) for name in sweeps.TASK_NAMES]
+        (name, TaskRun.State.SUCCEEDED) for name in sweeps.TASK_NAMES
+    ]
 
 
 def test_a_locked_task_says_it_skipped():

@@ -22,11 +22,15 @@ def test_a_nomination_is_a_prefilled_draft_with_its_source_and_event():
     assert (sweep.examined, sweep.changed) == (2, 1)
     assert proposal.status == "nominated" and proposal.scope == MIGRATE["scope"]
     assert proposal.slug == "running-migrations-in-the-billing-api-container"
-    assert proposal.steps == ("1. Run `python manage.py migrate` from /srv/app, not from /workspace.\n"
-                              "2. Check `python manage.py showmigrations` lists every migration as applied.")
+    assert proposal.steps == (
+        "1. Run `python manage.py migrate` from /srv/app, not from /workspace.\n"
+        "2. Check `python manage.py showmigrations` lists every migration as applied."
+    )
     assert proposal.rollback == "`python manage.py migrate billing <previous>` from /srv/app, then restart the worker."
-    assert proposal.description.startswith("Run `python manage.py migrate` from /srv/app, not from /workspace. "
-                                           "Use when running migrations in the billing-api container")
+    assert proposal.description.startswith(
+        "Run `python manage.py migrate` from /srv/app, not from /workspace. "
+        "Use when running migrations in the billing-api container"
+    )
     assert "Keywords: container, migrations." in proposal.when_to_use
     assert proposal.pitfalls == "Does not hold: " + MIGRATE["boundary"]
     assert proposal.reason == "12 hits, average utility 0.90, no failure in the last 10 uses, a rollback note"
@@ -55,10 +59,18 @@ def test_idempotent_and_never_an_entry_already_proposed(lead):
 
 
 def test_an_entry_in_an_open_conflict_is_not_nominated(reviewer):
-    entry = ready_entry(trigger="Merging a feature branch into main", content="Always rebase before merging. "
-                        "Rollback: git reset --hard ORIG_HEAD.", conditions=[], scope="acme/billing-api")
-    other = make_entry(scope="acme/billing-api", trigger="Merging feature branches into main",
-                       content="Never rebase shared branches.", conditions=[])
+    entry = ready_entry(
+        trigger="Merging a feature branch into main",
+        content="Always rebase before merging. Rollback: git reset --hard ORIG_HEAD.",
+        conditions=[],
+        scope="acme/billing-api",
+    )
+    other = make_entry(
+        scope="acme/billing-api",
+        trigger="Merging feature branches into main",
+        content="Never rebase shared branches.",
+        conditions=[],
+    )
     assert conflicts.detect_conflicts_for(other)
     assert nominate().changed == 0
     assert not SkillProposal.objects.filter(nominated_entry=entry).exists()
@@ -75,16 +87,20 @@ def test_slugs_are_unique():
     first = ready_entry(scope="acme/billing-api/container")
     second = ready_entry(scope="acme/billing-api/host")
     nominate()
-    assert {SkillProposal.objects.get(nominated_entry=first).slug, SkillProposal.objects.get(nominated_entry=second).slug} == {
-        "running-migrations-in-the-billing-api-container", "running-migrations-in-the-billing-api-container-2"}
+    assert {
+        SkillProposal.objects.get(nominated_entry=first).slug,
+        SkillProposal.objects.get(nominated_entry=second).slug,
+    } == {"running-migrations-in-the-billing-api-container", "running-migrations-in-the-billing-api-container-2"}
 
 
 def test_dry_run_describes_and_changes_nothing():
     entry = ready_entry()
     run, sweep = run_sweep("skill_nomination", as_of=AS_OF, dry_run=True)
     assert sweep.changed == 1 and not SkillProposal.objects.exists()
-    assert sweep.samples == [f"#{entry.pk} nominate as skill running-migrations-in-the-billing-api-container: "
-                             "12 hits, average utility 0.90, no failure in the last 10 uses, a rollback note"]
+    assert sweep.samples == [
+        f"#{entry.pk} nominate as skill running-migrations-in-the-billing-api-container: "
+        "12 hits, average utility 0.90, no failure in the last 10 uses, a rollback note"
+    ]
 
 
 def test_outcomes_after_the_run_moment_do_not_count():

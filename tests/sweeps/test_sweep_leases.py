@@ -35,8 +35,9 @@ def kill(process: subprocess.Popen) -> None:
 def a_run_held_by(holder: str, *, task="archive", heartbeat_at=None) -> TaskRun:
     """The record a worker leaves when it dies mid-run: still "running", naming its process."""
     now = timezone.now()
-    return TaskRun.objects.create(task=task, as_of=AS_OF, started_at=now, heartbeat_at=heartbeat_at or now,
-                                  holder=holder)
+    return TaskRun.objects.create(
+        task=task, as_of=AS_OF, started_at=now, heartbeat_at=heartbeat_at or now, holder=holder
+    )
 
 
 @pytest.fixture
@@ -73,14 +74,21 @@ def test_on_postgresql_a_killed_worker_takes_its_advisory_lock_with_it(on_postgr
     """A real second process takes the advisory lock on its own connection, then is killed."""
     s = connection.settings_dict
     holder = subprocess.Popen(
-        [sys.executable, "-c", (
-            "import sys, time, psycopg\n"
-            f"c = psycopg.connect(dbname={s['NAME']!r}, user={s['USER']!r}, host={s['HOST'] or '127.0.0.1'!r},"
-            f" port={str(s['PORT'] or 5432)!r}, autocommit=True)\n"
-            f"assert c.execute('SELECT pg_try_advisory_lock(%s)', [{runs.lock_key('archive')}]).fetchone()[0]\n"
-            "print('locked', flush=True)\n"
-            "time.sleep(60)\n")],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time, psycopg\n"
+                f"c = psycopg.connect(dbname={s['NAME']!r}, user={s['USER']!r}, host={s['HOST'] or '127.0.0.1'!r},"
+                f" port={str(s['PORT'] or 5432)!r}, autocommit=True)\n"
+                f"assert c.execute('SELECT pg_try_advisory_lock(%s)', [{runs.lock_key('archive')}]).fetchone()[0]\n"
+                "print('locked', flush=True)\n"
+                "time.sleep(60)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         held = a_run_held_by(holder_of(holder))
@@ -140,5 +148,7 @@ def test_conflict_detection_beats_after_each_batch():
     conflict_sweep.sweep_conflicts(at=AS_OF, batch_size=2, heartbeat=lambda: beats.append(1))
     assert len(beats) == 3
     beats.clear()
-    conflict_sweep.sweep_conflicts(at=AS_OF, batch_size=2, changed_since=days_before(365), heartbeat=lambda: beats.append(1))
+    conflict_sweep.sweep_conflicts(
+        at=AS_OF, batch_size=2, changed_since=days_before(365), heartbeat=lambda: beats.append(1)
+    )
     assert len(beats) == 3

@@ -20,9 +20,21 @@ pytestmark = pytest.mark.django_db
 
 
 def state_of_all():
-    return list(Entry.objects.order_by("id").values_list(
-        "id", "status", "base_confidence", "queued_at", "queue_reason", "archived_at", "decay_stopped_at",
-        "decay_key", "archive_reason", "version", "last_verified_at"))
+    return list(
+        Entry.objects.order_by("id").values_list(
+            "id",
+            "status",
+            "base_confidence",
+            "queued_at",
+            "queue_reason",
+            "archived_at",
+            "decay_stopped_at",
+            "decay_key",
+            "archive_reason",
+            "version",
+            "last_verified_at",
+        )
+    )
 
 
 def mixed_population(settings):
@@ -39,7 +51,9 @@ def mixed_population(settings):
     retrieve(useless, at=days_before(2))
     due = make_entry(last_verified_at=days_before(3), review_by=(AS_OF - datetime.timedelta(days=2)).date())
     retrieve(due, at=days_before(3))
-    web = [make_entry(scope="acme/web", last_verified_at=days_before(1), signal=s) for s in ("external", "self", "self")]
+    web = [
+        make_entry(scope="acme/web", last_verified_at=days_before(1), signal=s) for s in ("external", "self", "self")
+    ]
     for e in web:
         retrieve(e, at=days_before(1))
     return locals()
@@ -56,11 +70,18 @@ def test_every_policy_once_then_nothing(settings):
 
     get = lambda name: Entry.objects.get(pk=rows[name].pk)  # noqa: E731
     assert get("fresh").status == Status.ACTIVE and get("fresh").version == versions[rows["fresh"].pk]
-    assert (get("faded").status, get("faded").archive_reason, get("faded").archived_at) == (Status.ARCHIVED, "decayed", AS_OF)
+    assert (get("faded").status, get("faded").archive_reason, get("faded").archived_at) == (
+        Status.ARCHIVED,
+        "decayed",
+        AS_OF,
+    )
     assert (get("unused").status, get("unused").archive_reason) == (Status.ARCHIVED, "unused")
     useless = get("useless")
     assert (useless.status, useless.archive_reason, useless.queue_reason) == (
-        Status.ARCHIVED, "low utility", QueueReason.RECHECK_LOW_UTILITY)
+        Status.ARCHIVED,
+        "low utility",
+        QueueReason.RECHECK_LOW_UTILITY,
+    )
     assert useless.queued_at == AS_OF  # appears in the candidates queue as a recheck
     due = get("due")
     assert (due.status, due.queue_reason, due.queued_at) == (Status.ACTIVE, QueueReason.RECHECK_REVIEW_DUE, AS_OF)
@@ -70,8 +91,13 @@ def test_every_policy_once_then_nothing(settings):
     assert web[1].archive_reason == f"displaced by #{web[2].pk}"
 
     # Every state change is one Event by the task, at the run's time, with the new version.
-    for name, action in [("faded", "archive"), ("unused", "archive"), ("useless", "archive"),
-                         ("due", "queue_recheck"), ("revivable", "revive")]:
+    for name, action in [
+        ("faded", "archive"),
+        ("unused", "archive"),
+        ("useless", "archive"),
+        ("due", "queue_recheck"),
+        ("revivable", "revive"),
+    ]:
         entry = get(name)
         events = list(Event.objects.filter(entry=entry, id__gt=setup_events))
         assert [(e.action, e.created_at, e.entry_version) for e in events] == [(action, AS_OF, entry.version)], name
@@ -98,12 +124,18 @@ def test_confidence_decays_as_it_is_read_and_never_compounds():
     run_sweep("decay", as_of=later)
     after = Entry.objects.get(pk=entry.pk)
     assert (after.confidence_at(AS_OF), after.confidence_at(later)) == (
-        pytest.approx(0.8 * 0.95 ** 2), pytest.approx(0.8 * 0.95 ** 3))
+        pytest.approx(0.8 * 0.95**2),
+        pytest.approx(0.8 * 0.95**3),
+    )
     with clock.running_at(later):
-        assert after.confidence == pytest.approx(0.8 * 0.95 ** 3)
+        assert after.confidence == pytest.approx(0.8 * 0.95**3)
     # Nothing is written as days pass: not the row, not an Event; the runs are recorded with nothing changed.
     assert (after.base_confidence, after.version, after.updated_at, after.decay_key) == (
-        0.8, stored.version, stored.updated_at, stored.decay_key)
+        0.8,
+        stored.version,
+        stored.updated_at,
+        stored.decay_key,
+    )
     assert Event.objects.filter(entry=entry).count() == history
     runs = list(TaskRun.objects.filter(task="decay").order_by("id").values_list("rows_examined", "rows_changed"))
     assert runs == [(0, 0), (0, 0), (0, 0)]
@@ -113,18 +145,20 @@ def test_decay_reports_what_fell_under_the_retrieval_floor_that_day():
     rules = lifecycle.rules()
     # Verified so that it crosses 0.5 twelve hours before AS_OF, and one that crossed long ago.
     days_to_floor = rules.decay_period_days * math.log(rules.retrieve_at_least / 0.8) / math.log(rules.decay_factor)
-    crossing = make_entry(base_confidence=0.8,
-                          last_verified_at=AS_OF - datetime.timedelta(days=days_to_floor + 0.5))
+    crossing = make_entry(base_confidence=0.8, last_verified_at=AS_OF - datetime.timedelta(days=days_to_floor + 0.5))
     make_entry(base_confidence=0.8, last_verified_at=AS_OF - datetime.timedelta(days=days_to_floor + 30))
     make_entry(base_confidence=0.8, last_verified_at=days_before(1))
     run, sweep = run_sweep("decay", as_of=AS_OF)
     assert (run.rows_examined, run.rows_changed) == (1, 0)
-    assert sweep.samples == [f"#{crossing.pk} confidence 0.500: under the retrieval floor 0.5, agents no longer "
-                             f"receive it".replace("0.500", f"{crossing.confidence_at(AS_OF):.3f}")]
+    assert sweep.samples == [
+        f"#{crossing.pk} confidence 0.500: under the retrieval floor 0.5, agents no longer receive it".replace(
+            "0.500", f"{crossing.confidence_at(AS_OF):.3f}"
+        )
+    ]
 
 
 def test_keys_written_under_other_decay_settings_are_still_judged_and_then_rewritten(settings):
-    faded = make_entry(base_confidence=0.5, last_verified_at=days_before(120))   # 0.407 at 0.95 a month
+    faded = make_entry(base_confidence=0.5, last_verified_at=days_before(120))  # 0.407 at 0.95 a month
     kept = make_entry(base_confidence=0.9, last_verified_at=days_before(10))
     # The operator makes decay much faster: 0.5 × 0.7^4 = 0.12, under the archive threshold.
     settings.CURATION = {**settings.CURATION, "DECAY_FACTOR": 0.7}
@@ -137,7 +171,9 @@ def test_keys_written_under_other_decay_settings_are_still_judged_and_then_rewri
     rules = lifecycle.rules()
     stored = Entry.objects.get(pk=kept.pk)
     assert (stored.decay_key, stored.decay_rate) == (
-        pytest.approx(lifecycle.decay_key(0.9, days_before(10), rules)), lifecycle.decay_rate(rules))
+        pytest.approx(lifecycle.decay_key(0.9, days_before(10), rules)),
+        lifecycle.decay_rate(rules),
+    )
 
 
 def test_archive_reads_only_the_entries_that_may_have_crossed():
@@ -156,13 +192,20 @@ def test_revive_through_the_evidence_service(reviewer, make_candidate):
     services.approve_candidate(entry.pk, actor=reviewer, expected_version=1, at=days_before(700))
     run_sweep("archive", as_of=days_before(1))
     assert Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED
-    services.add_evidence(entry.pk, data={"kind": "reflection", "signal": "self", "excerpt": "I still think so"},
-                          actor=reviewer, at=days_before(0.5))
+    services.add_evidence(
+        entry.pk,
+        data={"kind": "reflection", "signal": "self", "excerpt": "I still think so"},
+        actor=reviewer,
+        at=days_before(0.5),
+    )
     run_sweep("revive", as_of=AS_OF)
     assert Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED
-    evidence = services.add_evidence(entry.pk, data={"kind": "review", "signal": "independent",
-                                                     "excerpt": "second judge agrees"},
-                                     actor=reviewer, at=days_before(0.25))
+    evidence = services.add_evidence(
+        entry.pk,
+        data={"kind": "review", "signal": "independent", "excerpt": "second judge agrees"},
+        actor=reviewer,
+        at=days_before(0.25),
+    )
     run, sweep = run_sweep("revive", as_of=AS_OF)
     revived = Entry.objects.get(pk=entry.pk)
     assert (revived.status, revived.archived_at, revived.archive_reason) == (Status.ACTIVE, None, "")
@@ -231,6 +274,7 @@ def test_unknown_task_and_naive_time_are_refused():
 
 # --- the lock -----------------------------------------------------------------------------------------------
 
+
 def test_second_run_skips_while_the_first_holds_the_lock():
     """Whatever the database: while one run holds the lock the other exits at once, records "skipped",
     and changes nothing."""
@@ -247,8 +291,12 @@ def test_second_run_skips_while_the_first_holds_the_lock():
 def test_a_lost_worker_neither_blocks_nor_stays_running(settings):
     """A run whose worker was killed past the hard time limit: the next run works, and the old record
     says the worker was lost instead of "running" forever."""
-    lost = TaskRun.objects.create(task="decay", as_of=AS_OF, started_at=datetime.datetime.now(datetime.timezone.utc)
-                                  - datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60))
+    lost = TaskRun.objects.create(
+        task="decay",
+        as_of=AS_OF,
+        started_at=datetime.datetime.now(datetime.timezone.utc)
+        - datetime.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60),
+    )
     run, _ = run_sweep("decay", as_of=AS_OF)
     assert run.state == TaskRun.State.SUCCEEDED
     lost.refresh_from_db()
@@ -303,20 +351,24 @@ def test_review_due_entry_confirmed_is_not_sent_back(reviewer, make_candidate):
     assert sweep.changed == 0
     assert Entry.objects.get(pk=entry.pk).queued_at is None
     assert list(Event.objects.filter(entry=entry).values_list("action", flat=True).order_by("id")) == [
-        "submit", "approve", "queue_recheck", "confirm"]
+        "submit",
+        "approve",
+        "queue_recheck",
+        "confirm",
+    ]
 
 
 def test_low_utility_keeps_an_earlier_queue_position():
     # Three failed uses: the first sent it back for a recheck, nobody has confirmed it since.
-    entry = make_entry(utility_n=3, utility_sum=0.0, outcomes=["failure"] * 3, confirm_failures=False,
-                       base_confidence=0.2)
+    entry = make_entry(
+        utility_n=3, utility_sum=0.0, outcomes=["failure"] * 3, confirm_failures=False, base_confidence=0.2
+    )
     earlier = entry.queued_at
     assert (earlier, entry.queue_reason) == (days_before(10) - datetime.timedelta(hours=2), QueueReason.RECHECK_FAILURE)
     run_sweep("low_utility", as_of=AS_OF)
     got = Entry.objects.get(pk=entry.pk)
     assert (got.queued_at, got.queue_reason, got.status) == (earlier, QueueReason.RECHECK_LOW_UTILITY, Status.ARCHIVED)
     assert lifecycle.is_low_utility(retrieval_count=3, utility_sum=0.0, utility_n=3, policies=lifecycle.policies())
-
 
 
 def test_capacity_names_the_approval_that_went_over_the_budget(settings, reviewer, make_candidate):
@@ -334,13 +386,27 @@ def test_capacity_names_the_approval_that_went_over_the_budget(settings, reviewe
 
 def _contradicting_and_duplicated_entries():
     """Active entries as a revival or an import leaves them: never compared at ingest."""
-    rebase = make_entry(scope="acme/billing-api", trigger="Merging a feature branch into main",
-                        content="Always rebase before merging.", last_verified_at=days_before(1))
-    no_rebase = make_entry(scope="acme/billing-api/container", trigger="Merging feature branches into main",
-                           content="Never rebase shared branches.", last_verified_at=days_before(1))
-    twins = [make_entry(scope="acme/web", trigger="Editing config files inside the web container",
-                        content=f"Confirm the repository root with git rev-parse before editing config{tail}.",
-                        last_verified_at=days_before(1)) for tail in ("", " files")]
+    rebase = make_entry(
+        scope="acme/billing-api",
+        trigger="Merging a feature branch into main",
+        content="Always rebase before merging.",
+        last_verified_at=days_before(1),
+    )
+    no_rebase = make_entry(
+        scope="acme/billing-api/container",
+        trigger="Merging feature branches into main",
+        content="Never rebase shared branches.",
+        last_verified_at=days_before(1),
+    )
+    twins = [
+        make_entry(
+            scope="acme/web",
+            trigger="Editing config files inside the web container",
+            content=f"Confirm the repository root with git rev-parse before editing config{tail}.",
+            last_verified_at=days_before(1),
+        )
+        for tail in ("", " files")
+    ]
     return rebase, no_rebase, twins
 
 
@@ -354,7 +420,8 @@ def test_conflict_and_consolidation_detection_run_as_recorded_lifecycle_tasks():
     assert (conflict.entry_a_id, conflict.entry_b_id, conflict.detected_by) == (rebase.pk, no_rebase.pk, "sweep")
     [proposal] = ConsolidationProposal.objects.all()
     assert proposal.kind == ConsolidationProposal.Kind.MERGE and {e.pk for e in proposal.entries.all()} == {
-        t.pk for t in twins}
+        t.pk for t in twins
+    }
     for run in (conflicts_run, proposals_run):
         run.refresh_from_db()
         assert (run.state, run.rows_examined, run.rows_changed) == (TaskRun.State.SUCCEEDED, 4, 1)
@@ -374,23 +441,37 @@ def test_a_dry_run_of_detection_says_what_it_would_open_and_opens_nothing():
     events = Event.objects.count()
     runs = [run_sweep(task, as_of=AS_OF, dry_run=True) for task in ("conflicts", "consolidation")]
     assert [(run.dry_run, run.rows_changed, len(sweep.samples)) for run, sweep in runs] == [(True, 1, 1), (True, 1, 1)]
-    assert (Conflict.objects.count(), ConsolidationProposal.objects.count(), Event.objects.count() - events) == (0, 0, 0)
+    assert (Conflict.objects.count(), ConsolidationProposal.objects.count(), Event.objects.count() - events) == (
+        0,
+        0,
+        0,
+    )
 
 
 def test_after_a_successful_run_detection_reads_only_what_changed_since():
     rebase, _, _ = _contradicting_and_duplicated_entries()
-    alone = make_entry(scope="acme/api", trigger="Rotating the signing keys of the api gateway",
-                       content="Announce the rotation in the ops channel a day before rotating the keys.")
+    alone = make_entry(
+        scope="acme/api",
+        trigger="Rotating the signing keys of the api gateway",
+        content="Announce the rotation in the ops channel a day before rotating the keys.",
+    )
     for task in ("conflicts", "consolidation"):
         run_sweep(task, as_of=AS_OF)
     # Written as a revival or an edit writes them: stamped now. One contradicts the old entry from the scope
     # above it, one repeats an older (lower id) entry of its scope.
     now = timezone.now()
-    below = make_entry(scope="acme/billing-api/container/x", trigger="Merging feature branches into main",
-                       content="Never rebase anything.", updated_at=now)
-    twin = make_entry(scope="acme/api", trigger="Rotating the signing keys of the api gateway",
-                      content="Announce the rotation in the ops channel a day before you rotate the keys.",
-                      updated_at=now)
+    below = make_entry(
+        scope="acme/billing-api/container/x",
+        trigger="Merging feature branches into main",
+        content="Never rebase anything.",
+        updated_at=now,
+    )
+    twin = make_entry(
+        scope="acme/api",
+        trigger="Rotating the signing keys of the api gateway",
+        content="Announce the rotation in the ops channel a day before you rotate the keys.",
+        updated_at=now,
+    )
     # An old pair nobody touched since the first run: not read again (the first run would have seen it).
     make_entry(scope="acme/docs", trigger="Publishing the docs site", content="Always purge the CDN cache.")
     make_entry(scope="acme/docs", trigger="Publishing the docs site", content="Never purge the CDN cache.")
@@ -407,11 +488,19 @@ def test_after_a_successful_run_detection_reads_only_what_changed_since():
 
 
 def test_an_entry_revived_in_a_replay_of_the_past_is_read_by_the_next_detection_run():
-    rebase = make_entry(scope="acme/billing-api", trigger="Merging a feature branch into main",
-                        content="Always rebase before merging.", last_verified_at=days_before(1))
+    rebase = make_entry(
+        scope="acme/billing-api",
+        trigger="Merging a feature branch into main",
+        content="Always rebase before merging.",
+        last_verified_at=days_before(1),
+    )
     run_sweep("conflicts", as_of=AS_OF)  # the first run: nothing to find yet
-    archived = make_archived(archived_at=days_before(10), scope="acme/billing-api",
-                             trigger="Merging feature branches into main", content="Never rebase shared branches.")
+    archived = make_archived(
+        archived_at=days_before(10),
+        scope="acme/billing-api",
+        trigger="Merging feature branches into main",
+        content="Never rebase shared branches.",
+    )
     add_evidence_row(archived, signal="external", observed_at=days_before(1))
     run_sweep("revive", as_of=AS_OF)  # as of a moment in the past (run_lifecycle --at)
     assert Entry.objects.get(pk=archived.pk).status == Status.ACTIVE
@@ -443,13 +532,17 @@ def test_one_clock_stamps_decisions_evidence_and_sweeps_in_a_replayed_future(rev
     run_sweep("archive", as_of=future - datetime.timedelta(days=1))
     assert Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED
     with clock.running_at(future - datetime.timedelta(hours=12)) as evidence_at:
-        evidence = services.add_evidence(entry.pk, data={"kind": "review", "signal": "independent",
-                                                         "excerpt": "second judge agrees"}, actor=reviewer)
+        evidence = services.add_evidence(
+            entry.pk, data={"kind": "review", "signal": "independent", "excerpt": "second judge agrees"}, actor=reviewer
+        )
     assert (evidence.created_at, evidence.observed_at) == (evidence_at, evidence_at)
     run_sweep("revive", as_of=future)
     revived = Entry.objects.get(pk=entry.pk)
     assert (revived.status, revived.last_verified_at) == (Status.ACTIVE, evidence_at)
     stamps = list(Event.objects.filter(entry=entry).order_by("id").values_list("action", "created_at"))
-    assert stamps[-3:] == [("archive", future - datetime.timedelta(days=1)), ("add_evidence", evidence_at),
-                           ("revive", future)]
+    assert stamps[-3:] == [
+        ("archive", future - datetime.timedelta(days=1)),
+        ("add_evidence", evidence_at),
+        ("revive", future),
+    ]
     assert ("approve", approved_at) in stamps

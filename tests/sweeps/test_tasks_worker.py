@@ -45,8 +45,9 @@ def test_task_body_runs_the_sweep_as_of_the_given_time():
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("error, attempts", [(OperationalError("server closed the connection unexpectedly"), 6),
-                                             (ValueError("a bug"), 1)])
+@pytest.mark.parametrize(
+    "error, attempts", [(OperationalError("server closed the connection unexpectedly"), 6), (ValueError("a bug"), 1)]
+)
 def test_only_lost_connections_are_retried(monkeypatch, error, attempts):
     calls = []
 
@@ -57,7 +58,9 @@ def test_only_lost_connections_are_retried(monkeypatch, error, attempts):
     monkeypatch.setattr(sweeps, "run_sweep", failing)
     result = tasks.TASKS["decay"].apply(kwargs={"as_of": AS_OF.isoformat()})  # retries run inline here
     assert result.state == "FAILURE"
-    assert len(calls) == attempts == (tasks.TASKS["decay"].max_retries + 1 if isinstance(error, OperationalError) else 1)
+    assert (
+        len(calls) == attempts == (tasks.TASKS["decay"].max_retries + 1 if isinstance(error, OperationalError) else 1)
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -66,10 +69,14 @@ def test_beat_schedule_runs_through_a_real_worker(on_postgres):
         pytest.skip("needs the Redis broker (CELERY_BROKER_URL=redis://...)")
     now = datetime.datetime.now(datetime.timezone.utc)
     faded = make_entry(base_confidence=0.3, last_verified_at=now - datetime.timedelta(days=90))
-    due = make_entry(last_verified_at=now - datetime.timedelta(days=20),
-                     review_by=(now - datetime.timedelta(days=2)).date())
-    kept = make_entry(base_confidence=0.9, created_at=now - datetime.timedelta(days=1),
-                      last_verified_at=now - datetime.timedelta(days=1))
+    due = make_entry(
+        last_verified_at=now - datetime.timedelta(days=20), review_by=(now - datetime.timedelta(days=2)).date()
+    )
+    kept = make_entry(
+        base_confidence=0.9,
+        created_at=now - datetime.timedelta(days=1),
+        last_verified_at=now - datetime.timedelta(days=1),
+    )
 
     def close_worker_connection(**kwargs):  # the worker thread's connection, so the test database can be dropped
         connection.close()
@@ -82,7 +89,9 @@ def test_beat_schedule_runs_through_a_real_worker(on_postgres):
                 beat.apply_async(beat.Entry(name=name, app=app, **options), advance=False)
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                if TaskRun.objects.filter(triggered_by="beat", finished_at__isnull=False).count() == len(sweeps.TASK_NAMES):
+                if TaskRun.objects.filter(triggered_by="beat", finished_at__isnull=False).count() == len(
+                    sweeps.TASK_NAMES
+                ):
                     break
                 time.sleep(0.2)
     finally:
@@ -91,7 +100,9 @@ def test_beat_schedule_runs_through_a_real_worker(on_postgres):
     runs = dict(TaskRun.objects.filter(triggered_by="beat").values_list("task", "state"))
     assert runs == {name: TaskRun.State.SUCCEEDED for name in sweeps.TASK_NAMES}
     assert (Entry.objects.get(pk=faded.pk).status, Entry.objects.get(pk=faded.pk).archive_reason) == (
-        Status.ARCHIVED, "decayed")
+        Status.ARCHIVED,
+        "decayed",
+    )
     assert Entry.objects.get(pk=due.pk).queue_reason == QueueReason.RECHECK_REVIEW_DUE
     assert Entry.objects.get(pk=kept.pk).status == Status.ACTIVE
     assert Entry.objects.get(pk=kept.pk).confidence == pytest.approx(0.9 * 0.95 ** (1 / 30), abs=1e-4)

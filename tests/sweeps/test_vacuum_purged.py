@@ -15,8 +15,12 @@ TOKEN = "FORGETMEAXOLOTL-4242"
 
 
 def _forget(lead, reviewer):
-    entry = active(lead, scope="acme/payroll", trigger="Rotating the payroll signing key",
-                   content=f"Run rotate-keys with {TOKEN} and then restart the signer.")
+    entry = active(
+        lead,
+        scope="acme/payroll",
+        trigger="Rotating the payroll signing key",
+        content=f"Run rotate-keys with {TOKEN} and then restart the signer.",
+    )
     publish_pending()
     request = file_forget_request(entry_id=entry.pk, reason="asked", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
@@ -29,8 +33,9 @@ def _stats(tables):
         # second unless forced: forced, then flushed by the next statement (autocommit), then read fresh.
         cursor.execute("SELECT pg_stat_force_next_flush()")
         cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute("SELECT relname, n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relname = ANY(%s)",
-                       [list(tables)])
+        cursor.execute(
+            "SELECT relname, n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relname = ANY(%s)", [list(tables)]
+        )
         return {name: (dead, count) for name, dead, count in cursor.fetchall()}
 
 
@@ -75,11 +80,30 @@ def test_inside_a_transaction_the_sweep_vacuums_nothing_and_keeps_its_cursor(on_
 
 def test_the_tables_vacuumed_are_those_the_purge_rewrites():
     from curation.models import (
-        ConsolidationProposal, Conflict, Entry, Event, Evidence, ForgetRequest, MemoryVersion, ReleasedEntry,
-        Retrieval, SkillProposal,
+        ConsolidationProposal,
+        Conflict,
+        Entry,
+        Event,
+        Evidence,
+        ForgetRequest,
+        MemoryVersion,
+        ReleasedEntry,
+        Retrieval,
+        SkillProposal,
     )
-    purged = {Entry, Evidence, Event, ReleasedEntry, Retrieval, ConsolidationProposal, SkillProposal, MemoryVersion,
-              Conflict, ForgetRequest}
+
+    purged = {
+        Entry,
+        Evidence,
+        Event,
+        ReleasedEntry,
+        Retrieval,
+        ConsolidationProposal,
+        SkillProposal,
+        MemoryVersion,
+        Conflict,
+        ForgetRequest,
+    }
     assert set(purged_tables()) == {m._meta.db_table for m in purged}
 
 
@@ -100,7 +124,8 @@ def test_a_role_that_may_not_vacuum_names_each_table_it_skipped(app_role, review
         assert run.rows_changed == len(purged_tables())
     else:
         assert run.rows_changed == 0
-        assert sweep.samples == [f"{t}: skipped, this role may not vacuum it (run the sweep as the tables' owner)"
-                                 for t in purged_tables()]
+        assert sweep.samples == [
+            f"{t}: skipped, this role may not vacuum it (run the sweep as the tables' owner)" for t in purged_tables()
+        ]
         as_owner, _ = run_sweep("vacuum_purged", triggered_by="test")  # the purge is still to vacuum
         assert as_owner.rows_changed == len(purged_tables())

@@ -31,9 +31,15 @@ def shipped_config() -> Config:
 
 
 def test_the_access_log_names_the_path_without_the_query_string():
-    environ = {"REQUEST_METHOD": "GET", "RAW_URI": f"/api/v1/memory?{SECRET_QUERY}", "PATH_INFO": "/api/v1/memory",
-               "QUERY_STRING": SECRET_QUERY, "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "10.0.0.7",
-               "HTTP_REFERER": f"https://memory.example.com/review/candidates/?{SECRET_QUERY}"}
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": f"/api/v1/memory?{SECRET_QUERY}",
+        "PATH_INFO": "/api/v1/memory",
+        "QUERY_STRING": SECRET_QUERY,
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "10.0.0.7",
+        "HTTP_REFERER": f"https://memory.example.com/review/candidates/?{SECRET_QUERY}",
+    }
     config = shipped_config()
     assert config.accesslog == "-"
     line = access_line(config, environ)
@@ -41,7 +47,6 @@ def test_the_access_log_names_the_path_without_the_query_string():
     assert "jane.doe" not in line and "AKIA" not in line and "?" not in line
     # gunicorn's own default writes the query string: the shipped configuration is what removes it
     assert "AKIA" in access_line(Config(), environ)
-
 
 
 def test_the_shipped_server_is_the_asgi_entry_point_on_uvicorn_workers():
@@ -64,8 +69,9 @@ def test_uvicorns_access_log_names_the_path_without_the_query_string():
     try:
         # uvicorn's own call (a query with a credential in it is redacted anyway: this one holds only what an
         # agent typed)
-        logger.info('%s - "%s %s HTTP/%s" %d', "10.0.0.7:5123", "GET", "/api/v1/memory?q=rotate+the+webhook+key&k=3",
-                    "1.1", 200)
+        logger.info(
+            '%s - "%s %s HTTP/%s" %d', "10.0.0.7:5123", "GET", "/api/v1/memory?q=rotate+the+webhook+key&k=3", "1.1", 200
+        )
     finally:
         logger.removeHandler(handler)
         logger.level = level

@@ -70,7 +70,7 @@ def test_no_import_cycles_in_curation():
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(path[path.index(nxt):] + [nxt])
+                cycles.append(path[path.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[node] = 2
@@ -102,8 +102,12 @@ def test_no_module_imports_another_modules_private_names():
 
 # The sweeps package's modules that are not sweeps: the engine, the run record and lock, the list of sweeps,
 # and the SQL expressions sweeps share.
-SWEEP_MACHINERY = {"curation.sweeps.engine", "curation.sweeps.runs", "curation.sweeps.registry",
-                   "curation.sweeps.expressions"}
+SWEEP_MACHINERY = {
+    "curation.sweeps.engine",
+    "curation.sweeps.runs",
+    "curation.sweeps.registry",
+    "curation.sweeps.expressions",
+}
 
 
 @pytest.mark.parametrize("name", ["curation.sweeps.engine", "curation.sweeps.runs"])
@@ -116,10 +120,35 @@ def test_the_sweep_engine_knows_no_sweep(name):
 
 # The rules layer of ARCHITECTURE.md: pure functions and constants (and the redacting column types), below
 # models.py, which builds its tables on them.
-RULES = {f"curation.{name}" for name in (
-    "access", "admission", "clock", "config", "context_block", "contradiction", "evaluation", "forget_receipt",
-    "forgetting", "lifecycle", "lift", "matching_text", "memory_export", "permissions", "redacted_fields",
-    "redaction", "scope_policies", "similarity", "skill_format", "storable_text", "transitions", "vectors", "versions", "vocabulary")}
+RULES = {
+    f"curation.{name}"
+    for name in (
+        "access",
+        "admission",
+        "clock",
+        "config",
+        "context_block",
+        "contradiction",
+        "evaluation",
+        "forget_receipt",
+        "forgetting",
+        "lifecycle",
+        "lift",
+        "matching_text",
+        "memory_export",
+        "permissions",
+        "redacted_fields",
+        "redaction",
+        "scope_policies",
+        "similarity",
+        "skill_format",
+        "storable_text",
+        "transitions",
+        "vectors",
+        "versions",
+        "vocabulary",
+    )
+}
 
 
 @pytest.mark.parametrize("name", sorted(RULES | {"curation.models"}))
@@ -139,7 +168,11 @@ def test_time_comes_from_the_one_clock():
         if name == "curation.clock":
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr == "now" and isinstance(node.value, ast.Name) \
-                    and node.value.id in {"timezone", "datetime"}:
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "now"
+                and isinstance(node.value, ast.Name)
+                and node.value.id in {"timezone", "datetime"}
+            ):
                 offenders.append(f"{name}:{node.lineno}")
     assert offenders == [], "read the time through curation.clock: " + ", ".join(offenders)

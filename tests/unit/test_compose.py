@@ -68,9 +68,14 @@ def test_every_secret_is_required_and_none_has_a_default(services):
 
 def test_https_is_on_behind_the_proxy(services):
     env = services["web"]["environment"]
-    assert {k: env[k] for k in ("SECURE_SSL_REDIRECT", "SECURE_COOKIES", "HTTPS_PROXY_HEADER", "SECURE_HSTS_PRELOAD")} == {
-        "SECURE_SSL_REDIRECT": "true", "SECURE_COOKIES": "true", "HTTPS_PROXY_HEADER": "true",
-        "SECURE_HSTS_PRELOAD": "true"}
+    assert {
+        k: env[k] for k in ("SECURE_SSL_REDIRECT", "SECURE_COOKIES", "HTTPS_PROXY_HEADER", "SECURE_HSTS_PRELOAD")
+    } == {
+        "SECURE_SSL_REDIRECT": "true",
+        "SECURE_COOKIES": "true",
+        "HTTPS_PROXY_HEADER": "true",
+        "SECURE_HSTS_PRELOAD": "true",
+    }
     assert int(env["SECURE_HSTS_SECONDS"]) >= 31536000
     # Only the proxy is reachable from outside: the web server trusts its X-Forwarded-Proto.
     assert [name for name, s in services.items() if s.get("ports")] == ["proxy"]
@@ -88,10 +93,11 @@ def test_the_web_server_and_the_image_use_the_shipped_gunicorn_configuration(ser
     # gunicorn.conf.py keeps query strings out of the access log (tests/unit/test_access_log.py)
     web = [word.strip('"') for word in words(services["web"])]
     # and names the app: memoryadmin.asgi (Django and /mcp) on uvicorn workers
-    assert web[web.index("gunicorn"):] == ["gunicorn", "--config", "gunicorn.conf.py"]
+    assert web[web.index("gunicorn") :] == ["gunicorn", "--config", "gunicorn.conf.py"]
     dockerfile = (ROOT / "Dockerfile").read_text().splitlines()
     assert [line for line in dockerfile if line.startswith("CMD")] == [
-        'CMD ["gunicorn", "--config", "gunicorn.conf.py"]']
+        'CMD ["gunicorn", "--config", "gunicorn.conf.py"]'
+    ]
     assert "gunicorn.conf.py" not in (ROOT / ".dockerignore").read_text()
 
 

@@ -36,24 +36,37 @@ def test_a_value_out_of_range_names_the_setting_and_what_it_may_be(settings):
     assert message in config.problems()
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("DECAY_FACTOR", 0, "CURATION['DECAY_FACTOR'] must be a number in (0, 1], not 0"),
-    ("ARCHIVE_BELOW", 1.5, "CURATION['ARCHIVE_BELOW'] must be a number in [0, 1], not 1.5"),
-    ("FLOOR", float("nan"), "CURATION['FLOOR'] must be a number in [0, 1], not nan"),
-    ("QUEUE_PAGE_SIZE", 0, "CURATION['QUEUE_PAGE_SIZE'] must be a whole number >= 1, not 0"),
-    ("SWEEP_BATCH_SIZE", 50.0, "CURATION['SWEEP_BATCH_SIZE'] must be a whole number >= 1, not 50.0"),
-    ("API_RATE_LIMIT", True, "CURATION['API_RATE_LIMIT'] must be a whole number >= 0, not True"),
-    ("RECHECK_ON_FAILURE", "yes", "CURATION['RECHECK_ON_FAILURE'] must be True or False, not 'yes'"),
-    ("OUTCOME_RULE", "sometimes", "CURATION['OUTCOME_RULE'] must be one of 'lift', 'steps', not 'sometimes'"),
-    ("DEFER_HOURS", 24 * 91, "CURATION['DEFER_HOURS'] must be a number in (0, 2160], not 2184"),
-    ("SCOPE_CAPACITY", {"acme": -1}, "CURATION['SCOPE_CAPACITY']['acme'] must be a whole number >= 0, not -1"),
-    ("SCOPE_CAPACITY", {"Acme Corp": 5}, "CURATION['SCOPE_CAPACITY']['Acme Corp'] (its key) must be a scope "
-                                         "prefix such as 'acme/billing-api', not 'Acme Corp'"),
-    ("TWO_REVIEWER_SCOPES", "acme", "CURATION['TWO_REVIEWER_SCOPES'] must be a list of scope prefixes such as "
-                                    "['acme/billing-api'], not 'acme'"),
-    ("DEFAULT_CONFIDENCE", {"self": 0.7, "external": 2}, "CURATION['DEFAULT_CONFIDENCE']['external'] must be a "
-                                                         "number in [0, 1], not 2"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("DECAY_FACTOR", 0, "CURATION['DECAY_FACTOR'] must be a number in (0, 1], not 0"),
+        ("ARCHIVE_BELOW", 1.5, "CURATION['ARCHIVE_BELOW'] must be a number in [0, 1], not 1.5"),
+        ("FLOOR", float("nan"), "CURATION['FLOOR'] must be a number in [0, 1], not nan"),
+        ("QUEUE_PAGE_SIZE", 0, "CURATION['QUEUE_PAGE_SIZE'] must be a whole number >= 1, not 0"),
+        ("SWEEP_BATCH_SIZE", 50.0, "CURATION['SWEEP_BATCH_SIZE'] must be a whole number >= 1, not 50.0"),
+        ("API_RATE_LIMIT", True, "CURATION['API_RATE_LIMIT'] must be a whole number >= 0, not True"),
+        ("RECHECK_ON_FAILURE", "yes", "CURATION['RECHECK_ON_FAILURE'] must be True or False, not 'yes'"),
+        ("OUTCOME_RULE", "sometimes", "CURATION['OUTCOME_RULE'] must be one of 'lift', 'steps', not 'sometimes'"),
+        ("DEFER_HOURS", 24 * 91, "CURATION['DEFER_HOURS'] must be a number in (0, 2160], not 2184"),
+        ("SCOPE_CAPACITY", {"acme": -1}, "CURATION['SCOPE_CAPACITY']['acme'] must be a whole number >= 0, not -1"),
+        (
+            "SCOPE_CAPACITY",
+            {"Acme Corp": 5},
+            "CURATION['SCOPE_CAPACITY']['Acme Corp'] (its key) must be a scope "
+            "prefix such as 'acme/billing-api', not 'Acme Corp'",
+        ),
+        (
+            "TWO_REVIEWER_SCOPES",
+            "acme",
+            "CURATION['TWO_REVIEWER_SCOPES'] must be a list of scope prefixes such as ['acme/billing-api'], not 'acme'",
+        ),
+        (
+            "DEFAULT_CONFIDENCE",
+            {"self": 0.7, "external": 2},
+            "CURATION['DEFAULT_CONFIDENCE']['external'] must be a number in [0, 1], not 2",
+        ),
+    ],
+)
 def test_each_kind_of_value_refused_says_why(settings, key, value, message):
     settings.CURATION = {**settings.CURATION, key: value}
     assert config.problems() == [message]
@@ -84,8 +97,9 @@ def test_a_setting_is_typed_and_read_at_each_call(settings):
     assert config.HOLDOUT_FRACTIONS.value == {}
     settings.CURATION_EVALUATION = {"HOLDOUT_FRACTIONS": {"acme": 0.25}}
     assert config.HOLDOUT_FRACTIONS.value == {"acme": 0.25}
-    settings.CURATION_ADMISSION = {"acme/ci": {"name": "ci-gate", "mode": "auto", "evaluator": "ci",
-                                               "threshold": "0.8"}}
+    settings.CURATION_ADMISSION = {
+        "acme/ci": {"name": "ci-gate", "mode": "auto", "evaluator": "ci", "threshold": "0.8"}
+    }
     policy = config.CURATION_ADMISSION.value["acme/ci"]
     assert (policy.prefix, policy.mode, policy.evaluator, policy.threshold) == ("acme/ci", "auto", "ci", 0.8)
 
@@ -100,8 +114,9 @@ def test_the_environment_sets_the_few_that_name_a_variable(settings, monkeypatch
     monkeypatch.setenv("MEMORYADMIN_OUTCOME_RULE", "sometimes")
     with pytest.raises(ValueError) as raised:
         lift.lift_settings()
-    assert str(raised.value) == ("MEMORYADMIN_OUTCOME_RULE (for CURATION['OUTCOME_RULE']) must be one of 'lift', "
-                                 "'steps', not 'sometimes'")
+    assert str(raised.value) == (
+        "MEMORYADMIN_OUTCOME_RULE (for CURATION['OUTCOME_RULE']) must be one of 'lift', 'steps', not 'sometimes'"
+    )
 
 
 def test_overriding_sets_known_settings_for_a_block_and_refuses_unknown_ones():
@@ -115,27 +130,40 @@ def test_overriding_sets_known_settings_for_a_block_and_refuses_unknown_ones():
 def _run_manage(*args, **env) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
     environment.update(DJANGO_SETTINGS_MODULE="memoryadmin.settings", SECRET_KEY="k" * 60, **env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_bad_setting_stops_the_app_at_start_up_naming_it(tmp_path):
     result = _run_manage("check", MEMORYADMIN_DATA_DIR=str(tmp_path), MEMORYADMIN_API_RATE_LIMIT="lots")
     assert result.returncode != 0
-    assert ("MEMORYADMIN_API_RATE_LIMIT (for CURATION['API_RATE_LIMIT']) must be a whole number >= 0, not 'lots'"
-            in result.stderr)
+    assert (
+        "MEMORYADMIN_API_RATE_LIMIT (for CURATION['API_RATE_LIMIT']) must be a whole number >= 0, not 'lots'"
+        in result.stderr
+    )
 
 
 def test_the_beat_schedule_is_the_registrys():
     """One list: every sweep of the registry, on the schedule its entry declares (README: Background curation)."""
     assert django_settings.CELERY_BEAT_SCHEDULE == registry.beat_schedule()
-    cron = {name.removeprefix("lifecycle-"): entry["schedule"] for name, entry in
-            django_settings.CELERY_BEAT_SCHEDULE.items()}
+    cron = {
+        name.removeprefix("lifecycle-"): entry["schedule"]
+        for name, entry in django_settings.CELERY_BEAT_SCHEDULE.items()
+    }
     assert {name: (str(s._orig_minute), str(s._orig_hour)) for name, s in cron.items()} == {
-        "decay": ("0", "2"), "archive": ("20", "2"), "revive": ("40", "*"), "unused": ("0", "3"),
-        "low_utility": ("20", "3"), "skill_nomination": ("0", "4"), "review_due": ("0", "6"),
-        "capacity": ("*/15", "*"), "auto_publish": ("50", "*"), "vacuum_purged": ("*/30", "*"),
-        "conflicts": ("10", "*"), "consolidation": ("40", "3"),
+        "decay": ("0", "2"),
+        "archive": ("20", "2"),
+        "revive": ("40", "*"),
+        "unused": ("0", "3"),
+        "low_utility": ("20", "3"),
+        "skill_nomination": ("0", "4"),
+        "review_due": ("0", "6"),
+        "capacity": ("*/15", "*"),
+        "auto_publish": ("50", "*"),
+        "vacuum_purged": ("*/30", "*"),
+        "conflicts": ("10", "*"),
+        "consolidation": ("40", "3"),
     }
     expires = {name: entry["options"]["expires"] for name, entry in django_settings.CELERY_BEAT_SCHEDULE.items()}
     assert expires.pop("lifecycle-capacity") == 15 * 60 and set(expires.values()) == {3600}
@@ -143,19 +171,30 @@ def test_the_beat_schedule_is_the_registrys():
 
 def _is_settings(node: ast.AST) -> bool:
     return (isinstance(node, ast.Name) and node.id == "settings") or (
-        isinstance(node, ast.Attribute) and node.attr == "settings")
+        isinstance(node, ast.Attribute) and node.attr == "settings"
+    )
 
 
 def _reads_of_curation_settings(path: Path) -> list[str]:
     """settings.CURATION..., and getattr(settings, "CURATION...")."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("CURATION") and _is_settings(node.value) \
-                and isinstance(node.ctx, ast.Load):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("CURATION")
+            and _is_settings(node.value)
+            and isinstance(node.ctx, ast.Load)
+        ):
             found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
-                and len(node.args) >= 2 and _is_settings(node.args[0]) and isinstance(node.args[1], ast.Constant) \
-                and str(node.args[1].value).startswith("CURATION"):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and _is_settings(node.args[0])
+            and isinstance(node.args[1], ast.Constant)
+            and str(node.args[1].value).startswith("CURATION")
+        ):
             found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     return found
 
@@ -163,6 +202,10 @@ def _reads_of_curation_settings(path: Path) -> list[str]:
 def test_only_the_config_module_reads_the_curation_settings():
     """settings.CURATION* is read in one place, where each value is checked; anywhere else a typo or an
     out-of-range value would be used as it is."""
-    paths = [p for folder in ("curation", "benchmarks") for p in sorted((ROOT / folder).rglob("*.py"))
-             if "migrations" not in p.parts and p != ROOT / "curation" / "config.py"]
+    paths = [
+        p
+        for folder in ("curation", "benchmarks")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        if "migrations" not in p.parts and p != ROOT / "curation" / "config.py"
+    ]
     assert [read for path in paths for read in _reads_of_curation_settings(path)] == []

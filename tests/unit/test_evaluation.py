@@ -6,18 +6,32 @@ import random
 import pytest
 
 from curation.evaluation import (
-    HOLDOUT, MEMORY, RULES_ONLY, RULES_WORDS, Rate, assign_arm, compare, difference_interval, holdout_setting, points, task_position, wilson,
+    HOLDOUT,
+    MEMORY,
+    RULES_ONLY,
+    RULES_WORDS,
+    Rate,
+    assign_arm,
+    compare,
+    difference_interval,
+    holdout_setting,
+    points,
+    task_position,
+    wilson,
 )
 
 
-@pytest.mark.parametrize(("successes", "n", "low", "high"), [
-    (81, 263, 0.2553, 0.3662),
-    (15, 148, 0.0624, 0.1605),
-    (0, 20, 0.0, 0.1611),
-    (1, 29, 0.0061, 0.1718),
-    (5, 10, 0.2366, 0.7634),
-    (10, 10, 0.7225, 1.0),
-])
+@pytest.mark.parametrize(
+    ("successes", "n", "low", "high"),
+    [
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+        (5, 10, 0.2366, 0.7634),
+        (10, 10, 0.7225, 1.0),
+    ],
+)
 def test_wilson_interval(successes, n, low, high):
     got = wilson(successes, n)
     assert got == (pytest.approx(low, abs=5e-5), pytest.approx(high, abs=5e-5))
@@ -29,16 +43,19 @@ def test_wilson_without_observations_is_none_and_refuses_impossible_counts():
         wilson(11, 10)
 
 
-@pytest.mark.parametrize(("a", "b", "low", "high"), [
-    ((56, 70), (48, 80), 0.0524, 0.3339),
-    ((9, 10), (3, 10), 0.1705, 0.8090),
-    ((6, 7), (2, 7), 0.0582, 0.8062),
-    ((5, 56), (0, 29), -0.0381, 0.1926),
-    ((0, 10), (0, 20), -0.1611, 0.2775),
-    ((0, 10), (0, 10), -0.2775, 0.2775),
-    ((10, 10), (0, 20), 0.6791, 1.0),
-    ((10, 10), (0, 10), 0.6075, 1.0),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "low", "high"),
+    [
+        ((56, 70), (48, 80), 0.0524, 0.3339),
+        ((9, 10), (3, 10), 0.1705, 0.8090),
+        ((6, 7), (2, 7), 0.0582, 0.8062),
+        ((5, 56), (0, 29), -0.0381, 0.1926),
+        ((0, 10), (0, 20), -0.1611, 0.2775),
+        ((0, 10), (0, 10), -0.2775, 0.2775),
+        ((10, 10), (0, 20), 0.6791, 1.0),
+        ((10, 10), (0, 10), 0.6075, 1.0),
+    ],
+)
 def test_difference_of_proportions_interval(a, b, low, high):
     d, got_low, got_high = difference_interval(Rate(*a), Rate(*b))
     assert d == pytest.approx(a[0] / a[1] - b[0] / b[1])
@@ -49,13 +66,21 @@ def test_difference_needs_both_arms():
     assert difference_interval(Rate(5, 10), Rate(0, 0)) is None
 
 
-@pytest.mark.parametrize(("memory", "holdout", "verdict", "text"), [
-    ((700, 1000), (600, 1000), "helps", "memory helps: +10.0 points, 95% CI +5.8 to +14.1, 2,000 tasks"),
-    ((550, 1000), (650, 1000), "hurts", "memory hurts: -10.0 points"),
-    ((610, 1000), (600, 1000), "no_difference", "no measurable difference: +1.0 points"),
-    ((20, 29), (10, 30), "not_enough", "not enough tasks yet: 29 with memory, 30 in the holdout (30 in each needed)"),
-    ((0, 0), (0, 0), "not_enough", "not enough tasks yet: 0 with memory, 0 in the holdout"),
-])
+@pytest.mark.parametrize(
+    ("memory", "holdout", "verdict", "text"),
+    [
+        ((700, 1000), (600, 1000), "helps", "memory helps: +10.0 points, 95% CI +5.8 to +14.1, 2,000 tasks"),
+        ((550, 1000), (650, 1000), "hurts", "memory hurts: -10.0 points"),
+        ((610, 1000), (600, 1000), "no_difference", "no measurable difference: +1.0 points"),
+        (
+            (20, 29),
+            (10, 30),
+            "not_enough",
+            "not enough tasks yet: 29 with memory, 30 in the holdout (30 in each needed)",
+        ),
+        ((0, 0), (0, 0), "not_enough", "not enough tasks yet: 0 with memory, 0 in the holdout"),
+    ],
+)
 def test_the_verdict_in_plain_words(memory, holdout, verdict, text):
     comparison = compare(Rate(*memory), Rate(*holdout), min_tasks=30)
     assert comparison.verdict == verdict
@@ -102,7 +127,8 @@ def test_the_verdict_names_the_arm_it_compares():
     comparison = compare(Rate(700, 1000), Rate(600, 1000), min_tasks=30, words=RULES_WORDS)
     assert comparison.text.startswith("people's rules only help: +10.0 points")
     assert compare(Rate(1, 2), Rate(0, 0), min_tasks=30, words=RULES_WORDS).text.startswith(
-        "not enough tasks yet: 2 with people's rules only, 0 in the holdout")
+        "not enough tasks yet: 2 with people's rules only, 0 in the holdout"
+    )
 
 
 def test_no_task_reference_or_no_fraction_means_memory():

@@ -10,8 +10,14 @@ KEY = tombstone_key("an install's secret, fifty characters or more, random")
 
 
 def _held(stone, trigger: str, content: str) -> bool:
-    return same_lesson(Lesson.of(SCOPE, trigger, content), scope=SCOPE, fingerprint=stone.fingerprint,
-                       signature=stone.signature, tokens=stone.tokens, key=KEY)
+    return same_lesson(
+        Lesson.of(SCOPE, trigger, content),
+        scope=SCOPE,
+        fingerprint=stone.fingerprint,
+        signature=stone.signature,
+        tokens=stone.tokens,
+        key=KEY,
+    )
 
 
 def test_the_battery_holds_the_variants_and_no_unrelated_lesson():
@@ -20,8 +26,10 @@ def test_the_battery_holds_the_variants_and_no_unrelated_lesson():
     stone = forgotten_lesson(KEY, TRIGGER, CONTENT, [t.folded for t in tokens])
     outcome = {kind: _held(stone, trigger, content) for kind, trigger, content, _ in VARIANTS}
     false_holds = [trigger for trigger, content in UNRELATED if _held(stone, trigger, content)]
-    print(f"\nvariants held: {sum(outcome.values())} of {len(VARIANTS)} kinds; passed: "
-          f"{[kind for kind, held in outcome.items() if not held]}")
+    print(
+        f"\nvariants held: {sum(outcome.values())} of {len(VARIANTS)} kinds; passed: "
+        f"{[kind for kind, held in outcome.items() if not held]}"
+    )
     print(f"unrelated lessons held: {len(false_holds)} of {len(UNRELATED)}")
     assert len(VARIANTS) >= 23 and len(UNRELATED) >= 40
     assert outcome == {kind: held for kind, _, _, held in VARIANTS}  # each kind as the README says

@@ -35,7 +35,11 @@ def test_json_values_match_with_their_escapes():
 def test_the_receipt_says_how_many_places_and_where_never_what():
     clean = Receipt(tokens=3, places_by_surface={"stored columns": 40, "exports rendered": 2}, rows_scanned=1200)
     assert clean.summary() == "0 residues in 42 places checked (1,200 rows scanned)"
-    found = Receipt(tokens=3, residues=[Residue("curation_evidence.task_ref", [7, 9])],
-                    places_by_surface={"stored columns": 40}, rows_scanned=10)
+    found = Receipt(
+        tokens=3,
+        residues=[Residue("curation_evidence.task_ref", [7, 9])],
+        places_by_surface={"stored columns": 40},
+        rows_scanned=10,
+    )
     assert found.summary() == "1 residue in 40 places checked (10 rows scanned): curation_evidence.task_ref (#7, #9)"
     assert found.as_json()["residues"] == [{"place": "curation_evidence.task_ref", "ids": [7, 9], "count": 2}]

@@ -74,7 +74,8 @@ def test_a_failure_at_the_baseline_rate_costs_nothing_on_average(rules):
     assert p0 * moved(True) + (1 - p0) * moved(False) == pytest.approx(0, abs=1e-12)
     assert moved(False) == pytest.approx(-p0 / 21)  # a failure: -3.3 points, not -20
     steps = 0.7 * (lifecycle.after_success(0.7, has_external_support=False, rules=rules) - 0.7) + 0.3 * (
-        lifecycle.after_failure(0.7, rules) - 0.7)
+        lifecycle.after_failure(0.7, rules) - 0.7
+    )
     assert steps == pytest.approx(-0.025)
 
 
@@ -87,8 +88,9 @@ def _run(rules, *, success_rate, outcomes, share=1.0, start=0.7, seed=0):
         tasks += 1
         successes += rng.random() < success_rate
         after = lift.estimate(tasks, successes, 10_000, 7_000, prior_tasks=PRIOR, min_tasks=MIN_TASKS)
-        base = lift.after_outcome(base, before=before, after=after, share=share, gain=1.0,
-                                  cap=lifecycle.cap_for(False, rules), rules=rules)
+        base = lift.after_outcome(
+            base, before=before, after=after, share=share, gain=1.0, cap=lifecycle.cap_for(False, rules), rules=rules
+        )
         before = after
     return base, before
 
@@ -103,8 +105,11 @@ def test_thirty_percent_baseline_failures_leave_a_neutral_lesson_where_it_starte
     base = 0.7
     rng = random.Random(0)
     for _ in range(300):
-        base = (lifecycle.after_success(base, has_external_support=False, rules=rules) if rng.random() < 0.7
-                else lifecycle.after_failure(base, rules))
+        base = (
+            lifecycle.after_success(base, has_external_support=False, rules=rules)
+            if rng.random() < 0.7
+            else lifecycle.after_failure(base, rules)
+        )
     assert base < rules.retrieve_at_least
 
 
@@ -125,13 +130,18 @@ def test_outcomes_never_take_a_lesson_out_of_retrieval_without_the_harm_verdict(
     before = estimate(9, 3)
     after = estimate(10, 3)
     assert after.verdict != lift.HARMS
-    assert lift.after_outcome(0.52, before=before, after=after, share=1.0, gain=10.0, cap=0.85,
-                              rules=rules) == rules.retrieve_at_least
-    assert lift.after_outcome(0.45, before=before, after=after, share=1.0, gain=10.0, cap=0.85,
-                              rules=rules) == 0.45  # under the floor already (decay): not lower by outcomes
+    assert (
+        lift.after_outcome(0.52, before=before, after=after, share=1.0, gain=10.0, cap=0.85, rules=rules)
+        == rules.retrieve_at_least
+    )
+    assert (
+        lift.after_outcome(0.45, before=before, after=after, share=1.0, gain=10.0, cap=0.85, rules=rules) == 0.45
+    )  # under the floor already (decay): not lower by outcomes
     harmful = estimate(40, 10)
-    assert lift.after_outcome(0.52, before=estimate(39, 10), after=harmful, share=1.0, gain=10.0, cap=0.85,
-                              rules=rules) < rules.retrieve_at_least
+    assert (
+        lift.after_outcome(0.52, before=estimate(39, 10), after=harmful, share=1.0, gain=10.0, cap=0.85, rules=rules)
+        < rules.retrieve_at_least
+    )
 
 
 def test_the_rule_is_a_setting(settings):

@@ -40,8 +40,9 @@ def test_an_access_line_with_a_secret_in_its_path_is_redacted_and_still_formatte
 
     key = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
     with caplog.at_level(logging.INFO, logger="uvicorn.access"):
-        logging.getLogger("uvicorn.access").info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET",
-                                                 f"/api/v1/skills/{key}", "1.1", 200)
+        logging.getLogger("uvicorn.access").info(
+            '%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", f"/api/v1/skills/{key}", "1.1", 200
+        )
     record = caplog.records[-1]
     line = AccessFormatter(fmt='%(client_addr)s - "%(request_line)s" %(status_code)s', use_colors=False).format(record)
     assert key not in line and "GET /api/v1/skills/" in line and "HTTP/1.1\" 200" in line

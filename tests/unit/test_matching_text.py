@@ -11,19 +11,22 @@ from curation.matching_text import distinctive_tokens, fold, pieces, readable, s
 from curation.similarity import signature as legacy_signature
 
 
-@pytest.mark.parametrize("disguised", [
-    "Pa\u200bu\u200bse the po\u200dol",             # zero-width space and joiner
-    "Pau\u00adse the po\u00adol",                  # soft hyphens
-    "\ufeffPause\u2060 the \u202epool\u202c",      # BOM, word joiner, bidi controls
-    "Раusе thе рооl",                              # Cyrillic look-alikes
-    "Ραuse the ροοl",                              # Greek look-alikes
-    "Ｐａｕｓｅ　ｔｈｅ　ｐｏｏｌ",                  # fullwidth
-    "Páùsé thè pöõl",                              # accents
-    "P\u0301a\u0317use the pool",                  # combining marks
-    "PAUSE THE POOL",                              # case
-    "Pause&#32;the&nbsp;<b>pool</b>",              # entities and tags
-    "Pause%20the%20pool",                          # %-escapes
-])
+@pytest.mark.parametrize(
+    "disguised",
+    [
+        "Pa\u200bu\u200bse the po\u200dol",  # zero-width space and joiner
+        "Pau\u00adse the po\u00adol",  # soft hyphens
+        "\ufeffPause\u2060 the \u202epool\u202c",  # BOM, word joiner, bidi controls
+        "Раusе thе рооl",  # Cyrillic look-alikes
+        "Ραuse the ροοl",  # Greek look-alikes
+        "Ｐａｕｓｅ　ｔｈｅ　ｐｏｏｌ",  # fullwidth
+        "Páùsé thè pöõl",  # accents
+        "P\u0301a\u0317use the pool",  # combining marks
+        "PAUSE THE POOL",  # case
+        "Pause&#32;the&nbsp;<b>pool</b>",  # entities and tags
+        "Pause%20the%20pool",  # %-escapes
+    ],
+)
 def test_readable_undoes_what_changes_the_characters_and_not_the_words(disguised):
     assert pieces(disguised) == pieces("pause the pool") == ["pause", "the", "pool"]
 
@@ -40,8 +43,11 @@ def test_a_long_base64_run_is_read_with_what_it_encodes():
 
 
 def test_leetspeak_becomes_letters_and_a_number_stays_a_number():
-    assert pieces("P4u5e th3 p00l, t@g 4242") == pieces("Pause the pool, tag 4242") == \
-        ["pause", "the", "pool", "tag", "4242"]
+    assert (
+        pieces("P4u5e th3 p00l, t@g 4242")
+        == pieces("Pause the pool, tag 4242")
+        == ["pause", "the", "pool", "tag", "4242"]
+    )
     assert fold("4242") == "4242" and fold("2024") == "2024"
     assert fold("1nstall") == fold("install") == fold("Install".casefold())
     assert fold("rnerge") == fold("merge")
@@ -52,39 +58,53 @@ def test_stems_are_taken_before_the_letters_are_folded():
     assert "the" not in stems("the pool") and len(stems("th3 pool")) == 1
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Tag the batch FORGETMEAXOLOTL-4242 first.", {"forgetmeaxolotl4242", "forgetmeaxolotl"}),
-    ("It is tracked as BILL-4821 in the tracker.", {fold("bill") + "4821"}),
-    ("Deployed commit a1b2c3d4e5 broke it.", {fold("a1b2c3d4e5")}),
-    ("Charge account 1234567890 monthly.", {"1234567890"}),
-    ("The card 4111-1111-1111-1111 is blocked.", {"4111111111111111"}),
-    ("Ask the people at Initrode about it.", {fold("initrode")}),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Tag the batch FORGETMEAXOLOTL-4242 first.", {"forgetmeaxolotl4242", "forgetmeaxolotl"}),
+        ("It is tracked as BILL-4821 in the tracker.", {fold("bill") + "4821"}),
+        ("Deployed commit a1b2c3d4e5 broke it.", {fold("a1b2c3d4e5")}),
+        ("Charge account 1234567890 monthly.", {"1234567890"}),
+        ("The card 4111-1111-1111-1111 is blocked.", {"4111111111111111"}),
+        ("Ask the people at Initrode about it.", {fold("initrode")}),
+    ],
+)
 def test_distinctive_tokens_are_identifiers_long_numbers_and_made_up_names(text, expected):
     assert {t.folded for t in distinctive_tokens(text)} == expected
 
 
-@pytest.mark.parametrize("ordinary", [
-    "Hash with sha256 and SHA-256, timestamps in ISO-8601, timeouts of 500ms and 30s.",
-    "Run python3.11 on 10.0.0.12 port 5432 since 2024-01-15; version v2.14.3.",
-    "pgbouncer, kubectl, gunicorn and autovacuum are ordinary words here; so are ECONNREFUSED and SIGTERM.",
-    "Set max_connections to 200 and retry_backoff_max to 30; back off on HTTP 429; use x86_64 and utf-8.",
-    "Initrode asked for it.",  # a name at the start of a sentence: could be any capitalised word
-    "Use the test card 4242 4242 4242 4242 and keys starting sk_test_ in the sandbox.",
-    "Invoices, refunds, ledger, billing and exports are the words of this scope.",
-    # Hosts, ports and paths, and a program's identifiers (the demo's lessons have these).
-    "Poll localhost:8080/healthz until it answers; a PermissionError means the volume is read-only.",
-    "Send the Idempotency-Key header; call advanceTimersByTime, run showmigrations and supervisorctl status.",
-])
+@pytest.mark.parametrize(
+    "ordinary",
+    [
+        "Hash with sha256 and SHA-256, timestamps in ISO-8601, timeouts of 500ms and 30s.",
+        "Run python3.11 on 10.0.0.12 port 5432 since 2024-01-15; version v2.14.3.",
+        "pgbouncer, kubectl, gunicorn and autovacuum are ordinary words here; so are ECONNREFUSED and SIGTERM.",
+        "Set max_connections to 200 and retry_backoff_max to 30; back off on HTTP 429; use x86_64 and utf-8.",
+        "Initrode asked for it.",  # a name at the start of a sentence: could be any capitalised word
+        "Use the test card 4242 4242 4242 4242 and keys starting sk_test_ in the sandbox.",
+        "Invoices, refunds, ledger, billing and exports are the words of this scope.",
+        # Hosts, ports and paths, and a program's identifiers (the demo's lessons have these).
+        "Poll localhost:8080/healthz until it answers; a PermissionError means the volume is read-only.",
+        "Send the Idempotency-Key header; call advanceTimersByTime, run showmigrations and supervisorctl status.",
+    ],
+)
 def test_ordinary_words_and_technical_vocabulary_are_not_distinctive(ordinary):
     assert distinctive_tokens(ordinary) == []
 
 
-@pytest.mark.parametrize("carrier", [
-    "use FORGETMEAXOLOTL-4242", "use forgetmeaxolotl_4242", "use FORGETME AXOLOTL 4242",
-    "use forget-me-axolotl-4242", "use F0RG3TM34X0L0TL-4242", "use F O R G E T M E A X O L O T L 4242",
-    "use ＦＯＲＧＥＴＭＥＡＸＯＬＯＴＬ-４２４２", "use FORGET\u200bME\u00adAXOLOTL-4242",
-])
+@pytest.mark.parametrize(
+    "carrier",
+    [
+        "use FORGETMEAXOLOTL-4242",
+        "use forgetmeaxolotl_4242",
+        "use FORGETME AXOLOTL 4242",
+        "use forget-me-axolotl-4242",
+        "use F0RG3TM34X0L0TL-4242",
+        "use F O R G E T M E A X O L O T L 4242",
+        "use ＦＯＲＧＥＴＭＥＡＸＯＬＯＴＬ-４２４２",
+        "use FORGET\u200bME\u00adAXOLOTL-4242",
+    ],
+)
 def test_a_token_is_found_in_every_form_a_submission_could_carry_it(carrier):
     assert "forgetmeaxolotl4242" in token_forms(carrier) or "forgetmeaxolotl" in token_forms(carrier)
 
@@ -98,10 +118,12 @@ def test_keys_are_per_install_and_the_key_id_does_not_reveal_the_key():
     one, two = forgetting.tombstone_key("a" * 50), forgetting.tombstone_key("b" * 50)
     assert one != two and len(one) == 32
     assert forgetting.key_id(one) != forgetting.key_id(two) and one.hex()[:12] != forgetting.key_id(one)
-    stone = forgetting.forgotten_lesson(one, "Exporting invoices", "Pause the pool, tag FORGETMEAXOLOTL-4242",
-                                        ["forgetmeaxolotl4242"])
-    again = forgetting.forgotten_lesson(two, "Exporting invoices", "Pause the pool, tag FORGETMEAXOLOTL-4242",
-                                        ["forgetmeaxolotl4242"])
+    stone = forgetting.forgotten_lesson(
+        one, "Exporting invoices", "Pause the pool, tag FORGETMEAXOLOTL-4242", ["forgetmeaxolotl4242"]
+    )
+    again = forgetting.forgotten_lesson(
+        two, "Exporting invoices", "Pause the pool, tag FORGETMEAXOLOTL-4242", ["forgetmeaxolotl4242"]
+    )
     assert not set(stone.signature) & set(again.signature) and stone.tokens != again.tokens
     # The code's fixed key (what a copy of the database and the code could test a word list with) is not it.
     assert not set(stone.signature) & set(legacy_signature("Exporting invoices Pause the pool tag"))

@@ -5,8 +5,10 @@ from curation.similarity import merged_content
 
 def test_only_new_sentences_are_added_and_each_says_where_it_came_from():
     best = "Rebase feature branches onto main before merging. Never rebase a shared branch."
-    other = ("Rebase the feature branch onto main before you merge it. Run the test suite after the rebase.\n"
-             "Never rebase shared branches.")
+    other = (
+        "Rebase the feature branch onto main before you merge it. Run the test suite after the rebase.\n"
+        "Never rebase shared branches."
+    )
     content, [added] = merged_content([best, other])
     assert added == ["Run the test suite after the rebase."]
     assert content == f"{best} Run the test suite after the rebase."

@@ -80,8 +80,9 @@ def text_columns():
 
 
 def test_every_free_text_column_redacts_what_it_stores():
-    assert [name for name, field in text_columns()
-            if not isinstance(field, REDACTING) and name not in NOT_FREE_TEXT] == []
+    assert [
+        name for name, field in text_columns() if not isinstance(field, REDACTING) and name not in NOT_FREE_TEXT
+    ] == []
 
 
 def test_the_named_exceptions_exist_and_do_not_redact():
@@ -89,8 +90,11 @@ def test_the_named_exceptions_exist_and_do_not_redact():
     assert set(NOT_FREE_TEXT) == plain
 
 
-@pytest.mark.parametrize("name, field", [(n, f) for n, f in text_columns() if isinstance(f, REDACTING)],
-                         ids=lambda value: value if isinstance(value, str) else "")
+@pytest.mark.parametrize(
+    "name, field",
+    [(n, f) for n, f in text_columns() if isinstance(f, REDACTING)],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
 def test_each_redacting_column_redacts_on_every_way_to_the_database(name, field):
     text = " ".join(value for _, value, _ in SECRET_CORPUS)
     value = {"note": [text]} if isinstance(field, models.JSONField) else text

@@ -7,8 +7,19 @@ from django.core.exceptions import ValidationError
 
 from curation import access
 
-DOTTED = ["acme/../globex", "acme/./billing-api", "..", ".", "./acme", "acme/.", "acme/..", ".acme", "acme.",
-          "acme/billing-api.", "acme/.hidden"]
+DOTTED = [
+    "acme/../globex",
+    "acme/./billing-api",
+    "..",
+    ".",
+    "./acme",
+    "acme/.",
+    "acme/..",
+    ".acme",
+    "acme.",
+    "acme/billing-api.",
+    "acme/.hidden",
+]
 
 
 @pytest.mark.parametrize("scope", DOTTED)
@@ -28,9 +39,16 @@ def test_the_pattern_published_for_clients_refuses_them_too():
     assert pattern.match("acme/v1.2/api")
 
 
-@pytest.mark.parametrize("scope, governing", [
-    ("acme/billing-api/worker", "acme/billing-api"), ("acme/billing-api", "acme/billing-api"),
-    ("acme/billing", "acme"), ("acme", "acme"), ("globex/x", None), ("acmeco/x", None),
-])
+@pytest.mark.parametrize(
+    "scope, governing",
+    [
+        ("acme/billing-api/worker", "acme/billing-api"),
+        ("acme/billing-api", "acme/billing-api"),
+        ("acme/billing", "acme"),
+        ("acme", "acme"),
+        ("globex/x", None),
+        ("acmeco/x", None),
+    ],
+)
 def test_the_longest_covering_prefix_governs_a_scope(scope, governing):
     assert access.governing_prefix(["acme", "acme/billing-api", "globex/y"], scope) == governing

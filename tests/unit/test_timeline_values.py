@@ -9,4 +9,7 @@ def test_timeline_values_are_formatted():
     assert timeline_value(None) == "—" and timeline_value("") == "—" and timeline_value([]) == "—"
     assert timeline_value(["git", "config"]) == "git, config"
     assert timeline_value(0.8500001) == "0.85" and timeline_value(0) == 0
-    assert timeline_value("acme/web") == "acme/web" and timeline_value("2026-13-99T99:99 not a date") == "2026-13-99T99:99 not a date"
+    assert (
+        timeline_value("acme/web") == "acme/web"
+        and timeline_value("2026-13-99T99:99 not a date") == "2026-13-99T99:99 not a date"
+    )

@@ -15,7 +15,7 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 QUEUE = "/review/candidates/"
 
 
-RULES_PAGE = "/policies/"          # the two-reviewer rules are its section #review
+RULES_PAGE = "/policies/"  # the two-reviewer rules are its section #review
 SET_RULE = "/policies/review/"
 
 
@@ -48,8 +48,9 @@ def test_first_approval_says_1_of_2_and_the_second_reviewer_activates(entry, rev
     assert Entry.objects.get(pk=entry.pk).status == Status.ACTIVE
 
 
-def test_your_own_first_approvals_wait_for_someone_else_and_are_counted_apart(entry, reviewer, second_reviewer,
-                                                                              make_candidate):
+def test_your_own_first_approvals_wait_for_someone_else_and_are_counted_apart(
+    entry, reviewer, second_reviewer, make_candidate
+):
     make_candidate(trigger="Another candidate of the scope")
     approve(reviewer, entry, 1)
     mine = client_for(reviewer).get(QUEUE).content.decode()
@@ -62,15 +63,17 @@ def test_your_own_first_approvals_wait_for_someone_else_and_are_counted_apart(en
 
 
 def test_without_htmx_the_message_says_what_the_approval_did(entry, reviewer):
-    response = client_for(reviewer).post(reverse("curation:candidate-approve", args=[entry.pk]),
-                                         {"version": 1}, follow=True)
+    response = client_for(reviewer).post(
+        reverse("curation:candidate-approve", args=[entry.pk]), {"version": 1}, follow=True
+    )
     assert "Approved, 1 of 2: a second reviewer activates it" in response.content.decode()
 
 
 def test_a_disagreement_is_shown_to_leads_only(entry, reviewer, second_reviewer, lead):
     approve(reviewer, entry, 1)
-    client_for(second_reviewer).post(reverse("curation:candidate-reject", args=[entry.pk]),
-                                     {"version": 2, "reason": "too broad"})
+    client_for(second_reviewer).post(
+        reverse("curation:candidate-reject", args=[entry.pk]), {"version": 2, "reason": "too broad"}
+    )
     assert "0 waiting" in client_for(reviewer).get(f"{QUEUE}?f-scope=").content.decode()
     lead_page = client_for(lead).get(f"{QUEUE}?f-reason=lead").content.decode()
     assert f'id="card-{entry.pk}"' in lead_page and "reviewers disagree: a lead decides" in lead_page
@@ -83,8 +86,15 @@ def test_a_disagreement_is_shown_to_leads_only(entry, reviewer, second_reviewer,
 
 def test_bulk_approve_says_first_approval_per_card(entry, reviewer, make_candidate):
     other = make_candidate(scope="globex/web")
-    body = client_for(reviewer).post(reverse("curation:candidates-bulk"), {
-        "action": "approve", "selected": [f"{entry.pk}:1", f"{other.pk}:1"]}, **HTMX).content.decode()
+    body = (
+        client_for(reviewer)
+        .post(
+            reverse("curation:candidates-bulk"),
+            {"action": "approve", "selected": [f"{entry.pk}:1", f"{other.pk}:1"]},
+            **HTMX,
+        )
+        .content.decode()
+    )
     assert f"#{entry.pk}</a>: approved, 1 of 2: a second reviewer activates it" in body
     assert f"#{other.pk}</a>: approved" in body
 
@@ -100,8 +110,9 @@ def test_the_reviewers_page_shows_decisions_and_agreement(entry, reviewer, secon
     approve(second_reviewer, entry, 2)
     disputed = make_candidate(trigger="Another lesson for the two reviewers to weigh")
     approve(second_reviewer, disputed, 1)
-    client_for(reviewer).post(reverse("curation:candidate-reject", args=[disputed.pk]),
-                              {"version": 2, "reason": "wrong"})
+    client_for(reviewer).post(
+        reverse("curation:candidate-reject", args=[disputed.pk]), {"version": 2, "reason": "wrong"}
+    )
     page = client_for(auditor).get(reverse("curation:reviewers")).content.decode()
     assert "Last 7 days" in page and "Last 30 days" in page
     assert '<th scope="row">rita</th><td>2</td>' in page and "50% (1 of 2)" in page
@@ -120,13 +131,16 @@ def test_only_leads_open_the_rules_page(request, role):
 
 def test_a_lead_sets_a_rule_on_the_page(lead):
     client = client_for(lead)
-    response = client.post(SET_RULE, {"prefix": "acme/web", "approvals": "2", "reason": "customer facing"},
-                           follow=True)
+    response = client.post(SET_RULE, {"prefix": "acme/web", "approvals": "2", "reason": "customer facing"}, follow=True)
     assert response.redirect_chain[-1][0] == "/policies/#review"
     assert "Candidates under acme/web now need 2 approvals." in response.content.decode()
     rule = ScopePolicy.objects.get()
     assert (rule.kind, rule.prefix, rule.value["approvals"], rule.events.get().action) == (
-        REVIEW, "acme/web", 2, EventAction.REVIEW_RULE_SET)
+        REVIEW,
+        "acme/web",
+        2,
+        EventAction.REVIEW_RULE_SET,
+    )
     assert rule.events.get().reason == "customer facing"
     bad = client.post(SET_RULE, {"prefix": "Acme Web", "approvals": "3"})
     body = bad.content.decode()
@@ -146,8 +160,11 @@ def test_a_scoped_reader_sees_only_the_rules_that_concern_its_scopes(lead, audit
         set_review_rule(prefix, approvals=2, actor=lead, reason="r")
     scoped_lead = make_user("lou", "lead", scopes=["acme/web/frontend"])
     scoped_auditor = make_user("aud", "auditor", scopes=["acme/web"])
-    for user, url in ((scoped_lead, "curation:scope-policies"), (scoped_lead, "curation:reviewers"),
-                      (scoped_auditor, "curation:reviewers")):
+    for user, url in (
+        (scoped_lead, "curation:scope-policies"),
+        (scoped_lead, "curation:reviewers"),
+        (scoped_auditor, "curation:reviewers"),
+    ):
         page = client_for(user).get(reverse(url)).content.decode()
         assert "acme/web" in page and "globex/secret-project" not in page, (user, url)
     assert "globex/secret-project" in client_for(lead).get(RULES_PAGE).content.decode()
@@ -166,14 +183,24 @@ def test_only_leads_are_offered_the_needs_a_lead_filter(reviewer, lead):
 
 def test_a_deferred_first_approval_says_deferred(entry, reviewer, second_reviewer):
     approve(reviewer, entry, 1)
-    answer = client_for(second_reviewer).post(reverse("curation:candidate-defer", args=[entry.pk]),
-                                              {"version": 2}, **HTMX).content.decode()
+    answer = (
+        client_for(second_reviewer)
+        .post(reverse("curation:candidate-defer", args=[entry.pk]), {"version": 2}, **HTMX)
+        .content.decode()
+    )
     assert "<strong>Deferred</strong>" in answer and "1 of 2" not in answer
 
 
 def test_bulk_reject_against_an_approval_says_it_went_to_a_lead(entry, reviewer, second_reviewer):
     approve(reviewer, entry, 1)
-    body = client_for(second_reviewer).post(reverse("curation:candidates-bulk"), {
-        "action": "reject", "reason": "too broad", "selected": [f"{entry.pk}:2"]}, **HTMX).content.decode()
+    body = (
+        client_for(second_reviewer)
+        .post(
+            reverse("curation:candidates-bulk"),
+            {"action": "reject", "reason": "too broad", "selected": [f"{entry.pk}:2"]},
+            **HTMX,
+        )
+        .content.decode()
+    )
     assert f"#{entry.pk}</a>: sent to a lead: another reviewer approved it" in body
     assert "<strong>Sent to a lead: another reviewer approved it</strong>" in body

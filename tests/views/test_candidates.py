@@ -26,8 +26,13 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 ACTIONS = {
     "approve": {},
-    "edit": {"scope": "acme/billing-api", "trigger": "Editing config in the container",
-             "content": "Confirm the repo root first.", "boundary": "Not on the host.", "conditions": "config"},
+    "edit": {
+        "scope": "acme/billing-api",
+        "trigger": "Editing config in the container",
+        "content": "Confirm the repo root first.",
+        "boundary": "Not on the host.",
+        "conditions": "config",
+    },
     "reject": {"reason": "too vague"},
     "defer": {},
 }
@@ -40,7 +45,11 @@ def action_url(action, entry):
 
 def test_anonymous_users_are_sent_to_log_in(client, make_candidate):
     entry = make_candidate()
-    for url in (reverse("curation:candidates"), reverse("curation:entry", args=[entry.pk]), action_url("approve", entry)):
+    for url in (
+        reverse("curation:candidates"),
+        reverse("curation:entry", args=[entry.pk]),
+        action_url("approve", entry),
+    ):
         response = client.post(url) if "approve" in url else client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
     assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
@@ -95,13 +104,21 @@ def test_scoped_reviewer_gets_404_outside_scope(scoped_reviewer, make_candidate,
 
 
 def test_queue_lists_pending_oldest_first_with_card_details(reviewer, make_candidate, lead):
-    active = make_candidate(trigger="Running migrations in the billing-api container",
-                            content="Run migrations with the --plan flag first and read the plan.")
+    active = make_candidate(
+        trigger="Running migrations in the billing-api container",
+        content="Run migrations with the --plan flag first and read the plan.",
+    )
     services.approve_candidate(active.pk, actor=lead, expected_version=1)
-    older = make_candidate(trigger="First in", evidence=[
-        {"kind": "test_result", "signal": "external", "polarity": "contradicts", "excerpt": "FAILED test_config"}])
-    make_candidate(trigger="Running migrations in the billing-api container again",
-                   content="Run migrations with the --plan flag first and read the plan carefully.")
+    older = make_candidate(
+        trigger="First in",
+        evidence=[
+            {"kind": "test_result", "signal": "external", "polarity": "contradicts", "excerpt": "FAILED test_config"}
+        ],
+    )
+    make_candidate(
+        trigger="Running migrations in the billing-api container again",
+        content="Run migrations with the --plan flag first and read the plan carefully.",
+    )
     page = client_for(reviewer).get(reverse("curation:candidates")).content.decode()
     assert page.index("First in") < page.index("container again")
     assert "FAILED test_config" in page and "contradicts" in page
@@ -161,7 +178,11 @@ def test_htmx_count_respects_the_filters_the_action_carries(reviewer, make_candi
     entry = make_candidate(scope="acme/web")
     make_candidate(scope="acme/web", trigger="Another trigger waiting in the web queue")
     make_candidate(scope="acme/billing-api")
-    body = client_for(reviewer).post(action_url("approve", entry), {"version": 1, "f-scope": "acme/web"}, **HTMX).content.decode()
+    body = (
+        client_for(reviewer)
+        .post(action_url("approve", entry), {"version": 1, "f-scope": "acme/web"}, **HTMX)
+        .content.decode()
+    )
     assert "1 waiting" in body
 
 
@@ -182,8 +203,11 @@ def test_an_actions_own_fields_never_read_as_filters(reviewer, make_candidate):
 def test_filtering_with_htmx_updates_the_count(reviewer, make_candidate):
     make_candidate(scope="acme/web")
     make_candidate(scope="acme/billing-api")
-    fragment = client_for(reviewer).get(reverse("curation:candidates"), {"f-scope": "acme/web"},
-                                        HTTP_HX_TARGET="queue", **HTMX).content.decode()
+    fragment = (
+        client_for(reviewer)
+        .get(reverse("curation:candidates"), {"f-scope": "acme/web"}, HTTP_HX_TARGET="queue", **HTMX)
+        .content.decode()
+    )
     assert fragment.lstrip().startswith('<section id="queue"')
     assert '<span id="queue-count" class="count" hx-swap-oob="true">1 waiting' in fragment
 
@@ -200,12 +224,15 @@ def test_stale_decision_shows_conflict_inside_the_card(reviewer, second_reviewer
     assert Entry.objects.get(pk=entry.pk).status == Status.REJECTED
 
 
-@pytest.mark.parametrize("action, data, field, message", [
-    ("reject", {"reason": ""}, "reason", "Say why it is rejected"),
-    ("edit", {"scope": "acme/Billing", "trigger": "t", "content": "c"}, "scope", "Illegal scope segment"),
-    ("edit", {"scope": "acme/web", "trigger": "", "content": "c"}, "trigger", "This field is required."),
-    ("edit", {"scope": "acme/web", "trigger": "t", "content": ""}, "content", "This field is required."),
-])
+@pytest.mark.parametrize(
+    "action, data, field, message",
+    [
+        ("reject", {"reason": ""}, "reason", "Say why it is rejected"),
+        ("edit", {"scope": "acme/Billing", "trigger": "t", "content": "c"}, "scope", "Illegal scope segment"),
+        ("edit", {"scope": "acme/web", "trigger": "", "content": "c"}, "trigger", "This field is required."),
+        ("edit", {"scope": "acme/web", "trigger": "t", "content": ""}, "content", "This field is required."),
+    ],
+)
 def test_bad_input_gets_422_with_the_message_in_the_card(reviewer, make_candidate, action, data, field, message):
     entry = make_candidate()
     for extra in (HTMX, {}):
@@ -235,20 +262,26 @@ def test_bulk_approve_and_reject(reviewer, second_reviewer, make_candidate):
     a, b, c = (make_candidate(trigger=f"Editing config files, case {i}") for i in "abc")
     services.approve_candidate(c.pk, actor=second_reviewer, expected_version=1)
     client = client_for(reviewer)
-    response = client.post(reverse("curation:candidates-bulk"),
-                           {"action": "reject", "reason": "", "selected": [f"{a.pk}:1"]})
+    response = client.post(
+        reverse("curation:candidates-bulk"), {"action": "reject", "reason": "", "selected": [f"{a.pk}:1"]}
+    )
     assert response.status_code == 422 and "Say why they are rejected" in response.content.decode()
-    response = client.post(reverse("curation:candidates-bulk"),
-                           {"action": "approve", "selected": [f"{a.pk}:1", f"{b.pk}:1", f"{c.pk}:1"]}, follow=True)
+    response = client.post(
+        reverse("curation:candidates-bulk"),
+        {"action": "approve", "selected": [f"{a.pk}:1", f"{b.pk}:1", f"{c.pk}:1"]},
+        follow=True,
+    )
     body = response.content.decode()
     assert "Approved 2 of 3." in body and f"#{c.pk}" in body
     assert Entry.objects.get(pk=a.pk).status == Entry.objects.get(pk=b.pk).status == Status.ACTIVE
     response = client.post(reverse("curation:candidates-bulk"), {"action": "approve"})
     assert response.status_code == 422 and "Select at least one card" in response.content.decode()
     d, e = (make_candidate(trigger=f"Editing config files, case {i}") for i in "de")
-    body = client.post(reverse("curation:candidates-bulk"), {"action": "reject", "reason": "too vague",
-                                                             "selected": [f"{d.pk}:1", f"{e.pk}:1"]},
-                       HTTP_HX_REQUEST="true").content.decode()
+    body = client.post(
+        reverse("curation:candidates-bulk"),
+        {"action": "reject", "reason": "too vague", "selected": [f"{d.pk}:1", f"{e.pk}:1"]},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
     assert f"#{d.pk}</a>: rejected" in body and "rejectd" not in body
 
 
@@ -266,8 +299,11 @@ def test_queue_query_count_does_not_grow_with_the_queue(reviewer, lead, make_can
 
     def fill(start, n):
         for i in range(start, start + n):
-            make_candidate(trigger=f"Shared trigger words for similarity {i}", content="Shared content words here",
-                           evidence=[{"kind": "tool_output", "signal": "self", "excerpt": f"log {i}"}])
+            make_candidate(
+                trigger=f"Shared trigger words for similarity {i}",
+                content="Shared content words here",
+                evidence=[{"kind": "tool_output", "signal": "self", "excerpt": f"log {i}"}],
+            )
 
     client = client_for(reviewer)
     fill(0, 10)
@@ -282,8 +318,13 @@ def test_entry_page_and_history_export(auditor, reviewer, make_candidate):
     services.approve_candidate(old.pk, actor=reviewer, expected_version=1)
     new = make_candidate(trigger="New way of running migrations")
     Entry.objects.filter(pk=new.pk).update(supersedes=old)
-    services.edit_and_approve(new.pk, actor=reviewer, expected_version=1,
-                              changes={"scope": "acme/billing-api"}, reason="it holds for the whole service")
+    services.edit_and_approve(
+        new.pk,
+        actor=reviewer,
+        expected_version=1,
+        changes={"scope": "acme/billing-api"},
+        reason="it holds for the whole service",
+    )
     client = client_for(auditor)
     page = client.get(reverse("curation:entry", args=[new.pk])).content.decode()
     assert "edit_approve" in page and "it holds for the whole service" in page
@@ -370,7 +411,7 @@ def _cards(html: str) -> dict[int, str]:
     white space between tags or before a tag's closing bracket."""
     html = re.sub(r'(name="csrfmiddlewaretoken" value=")[^"]+', r"\1", html)
     cards = re.findall(r'(<article class="card[^"]*" id="card-(\d+)".*?</article>)', html, re.S)
-    normal = (lambda card: re.sub(r"\s+>", ">", re.sub(r">\s+<", "><", re.sub(r"\s+", " ", card))).strip())
+    normal = lambda card: re.sub(r"\s+>", ">", re.sub(r">\s+<", "><", re.sub(r"\s+", " ", card))).strip()
     return {int(pk): normal(card) for card, pk in cards}
 
 
@@ -380,13 +421,22 @@ def test_a_page_of_cards_shows_every_part_a_card_can_show(request, role, lead, s
     selector) is the page's card to the character."""
     user = request.getfixturevalue(role)
     alike = active(lead, trigger="Editing config files inside the billing-api container, always")
-    full = make_candidate(content="First line <b>bold</b> & \"quoted\"\nsecond line", conditions=["a&b", "<c>"],
-                          recheck_when="when the container image changes", evidence=[
-                              {"kind": "tool_output", "signal": "self", "excerpt": "x" * 450, "task_ref": "task-9"},
-                              {"kind": "test_result", "signal": "external", "polarity": "contradicts",
-                               "excerpt": "passes on the host"}])
-    bare = make_candidate(trigger="Rotating the signing key", content="Rotate it on Mondays.", boundary="",
-                          conditions=[], kind="preference")
+    full = make_candidate(
+        content="First line <b>bold</b> & \"quoted\"\nsecond line",
+        conditions=["a&b", "<c>"],
+        recheck_when="when the container image changes",
+        evidence=[
+            {"kind": "tool_output", "signal": "self", "excerpt": "x" * 450, "task_ref": "task-9"},
+            {"kind": "test_result", "signal": "external", "polarity": "contradicts", "excerpt": "passes on the host"},
+        ],
+    )
+    bare = make_candidate(
+        trigger="Rotating the signing key",
+        content="Rotate it on Mondays.",
+        boundary="",
+        conditions=[],
+        kind="preference",
+    )
     halfway = make_candidate(trigger="Draining the worker queue", content="Drain it before a deploy.")
     disputed = make_candidate(trigger="Pinning the base image", content="Pin it by digest.")
     Entry.objects.filter(pk=full.pk).update(flags=[{"kind": "aws_key", "detail": "1 redacted"}])
@@ -397,8 +447,13 @@ def test_a_page_of_cards_shows_every_part_a_card_can_show(request, role, lead, s
     recheck = active(lead, trigger="Restarting the search cluster", content="One node at a time.", conditions=[])
     queued = clock.now() - datetime.timedelta(hours=1)
     Entry.objects.filter(pk=recheck.pk).update(queued_at=queued, queue_reason="recheck_requested")
-    record_event(recheck, actor=lead, action=EventAction.QUEUE_RECHECK, at=queued,
-                 reason="sent back: 0/12 tasks with it succeeded <b>against</b> 70/100 & more")
+    record_event(
+        recheck,
+        actor=lead,
+        action=EventAction.QUEUE_RECHECK,
+        at=queued,
+        reason="sent back: 0/12 tasks with it succeeded <b>against</b> 70/100 & more",
+    )
     # Three days old, so "3 days ago" reads the same in both renderings whenever the test runs.
     Entry.objects.update(created_at=clock.now() - datetime.timedelta(days=3, hours=1))
 
@@ -411,10 +466,14 @@ def test_a_page_of_cards_shows_every_part_a_card_can_show(request, role, lead, s
     factory.user = user
     for item in listed:
         single = selectors.queue_card(user, item.pk)
-        assert built[item.pk] == _cards(render_to_string(
-            QUEUE.card_template, {"queue": QUEUE, "item": single}, request=factory))[item.pk], item.pk
+        assert (
+            built[item.pk]
+            == _cards(render_to_string(QUEUE.card_template, {"queue": QUEUE, "item": single}, request=factory))[item.pk]
+        ), item.pk
     text = page.content.decode()
-    assert "Why it is back: sent back: 0/12 tasks with it succeeded &lt;b&gt;against&lt;/b&gt; 70/100 &amp; more" in text
+    assert (
+        "Why it is back: sent back: 0/12 tasks with it succeeded &lt;b&gt;against&lt;/b&gt; 70/100 &amp; more" in text
+    )
     assert "⚑ aws_key: 1 redacted" in text and "<strong>contradicts</strong>" in text
     assert "First line &lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;<br>second line" in text
     assert ("1 of 2 approvals · rob" in text) and ("Retire (no longer served)" in text) == (role != "auditor")
@@ -428,8 +487,10 @@ def test_a_deep_page_costs_the_queries_of_the_first(reviewer, make_candidate, se
     and as the compact list: keyset paging has no offset to grow."""
     settings.CURATION = {**settings.CURATION, "QUEUE_PAGE_SIZE": 3}
     for i in range(13):
-        make_candidate(trigger=f"Lesson number {i:02d}", evidence=[
-            {"kind": "tool_output", "signal": "self", "excerpt": f"log {i}"}] * (i % 3))
+        make_candidate(
+            trigger=f"Lesson number {i:02d}",
+            evidence=[{"kind": "tool_output", "signal": "self", "excerpt": f"log {i}"}] * (i % 3),
+        )
     services.remember_queue(reviewer, "candidates", compact=compact, filters="")
     client, url = client_for(reviewer), reverse("curation:candidates")
     client.get(url)  # the session and the permissions, as a reviewer's later requests find them
@@ -446,8 +507,9 @@ def test_a_deep_page_costs_the_queries_of_the_first(reviewer, make_candidate, se
     for _ in range(3):
         deep, response, url = page(url)
     assert "Lesson number 09" in response.content.decode() and url  # the fourth of five pages
-    assert [q["sql"].split(" FROM ")[1].split()[0] for q in deep.captured_queries] == \
-        [q["sql"].split(" FROM ")[1].split()[0] for q in first.captured_queries]
+    assert [q["sql"].split(" FROM ")[1].split()[0] for q in deep.captured_queries] == [
+        q["sql"].split(" FROM ")[1].split()[0] for q in first.captured_queries
+    ]
     # 12 / 10: one of them counts the reader's own first approvals, which wait for another reviewer.
     assert len(deep) == len(first) <= (12 if not compact else 10)
     assert not any(" OFFSET " in q["sql"] for q in deep.captured_queries)
@@ -462,4 +524,6 @@ def test_past_its_cap_the_count_says_more_than(reviewer, make_candidate, setting
     assert re.search(r'id="queue-count">\s*3 waiting', client.get(reverse("curation:candidates")).content.decode())
     make_candidate(trigger="Lesson number 03")
     body = client.get(reverse("curation:candidates")).content.decode()
-    assert re.search(r'id="queue-count">\s*more than 3 waiting', body) and "more than 3 left under these filters" in body
+    assert (
+        re.search(r'id="queue-count">\s*more than 3 waiting', body) and "more than 3 left under these filters" in body
+    )

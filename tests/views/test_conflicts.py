@@ -26,6 +26,7 @@ def open_conflict(reviewer):
         b = active(reviewer, scope=b_scope, **NO_REBASE)
         [conflict] = [c for c in conflicts.detect_conflicts_for(b) if c.entry_a_id == a.pk]
         return conflict, a, b
+
     return make
 
 
@@ -39,12 +40,26 @@ def versions(a, b):
 
 def test_the_queue_shows_both_entries_side_by_side(open_conflict, reviewer):
     conflict, a, b = open_conflict()
-    services.add_evidence(a.pk, data={"kind": "test_result", "signal": "external", "excerpt": "CI green after rebase"},
-                          actor=reviewer)
+    services.add_evidence(
+        a.pk, data={"kind": "test_result", "signal": "external", "excerpt": "CI green after rebase"}, actor=reviewer
+    )
     page = client_for(reviewer).get(reverse("curation:conflicts")).content.decode()
     assert f'id="conflict-{conflict.pk}"' in page and "1 open" in page
-    for text in (a.scope, b.scope, a.trigger, b.trigger, a.content, b.content, a.boundary, "container", "config",
-                 "CI green after rebase", conflict.reason.replace('"', "&quot;"), "Recent outcomes", "none reported"):
+    for text in (
+        a.scope,
+        b.scope,
+        a.trigger,
+        b.trigger,
+        a.content,
+        b.content,
+        a.boundary,
+        "container",
+        "config",
+        "CI green after rebase",
+        conflict.reason.replace('"', "&quot;"),
+        "Recent outcomes",
+        "none reported",
+    ):
         assert text in page, text
     assert 'class="badge signal signal-external">external' in page  # a's evidence strength
     assert f"Keep #{a.pk}" in page and f"Keep #{b.pk}" in page and "Save the split" in page
@@ -118,7 +133,9 @@ def test_keep_with_htmx_answers_the_decided_card_and_the_count(open_conflict, re
 
 def test_keep_without_javascript_redirects_back(open_conflict, lead):
     conflict, a, b = open_conflict()
-    response = client_for(lead).post(url("keep", conflict), {"keep": a.pk, "next": "/review/conflicts/?kind=fact", **versions(a, b)})
+    response = client_for(lead).post(
+        url("keep", conflict), {"keep": a.pk, "next": "/review/conflicts/?kind=fact", **versions(a, b)}
+    )
     assert response.status_code == 302 and response["Location"] == "/review/conflicts/?kind=fact"
     response = client_for(lead).post(url("dismiss", conflict), {"next": url("split", conflict), **versions(a, b)})
     assert response.status_code == 409  # already resolved; and an action URL is never a place to go back to
@@ -126,9 +143,17 @@ def test_keep_without_javascript_redirects_back(open_conflict, lead):
 
 def test_split_through_the_form(open_conflict, lead):
     conflict, a, b = open_conflict(a_scope="acme/billing-api", b_scope="acme/billing-api")
-    response = client_for(lead).post(url("split", conflict), {
-        "a_scope": "acme/billing-api/host", "a_conditions": "", "b_scope": "acme/billing-api/container",
-        "b_conditions": "", **versions(a, b)}, **HTMX)
+    response = client_for(lead).post(
+        url("split", conflict),
+        {
+            "a_scope": "acme/billing-api/host",
+            "a_conditions": "",
+            "b_scope": "acme/billing-api/container",
+            "b_conditions": "",
+            **versions(a, b),
+        },
+        **HTMX,
+    )
     assert response.status_code == 200 and "split" in response.content.decode()
     assert Entry.objects.get(pk=a.pk).scope == "acme/billing-api/host"
     assert Entry.objects.get(pk=b.pk).scope == "acme/billing-api/container"
@@ -136,21 +161,44 @@ def test_split_through_the_form(open_conflict, lead):
 
 def test_a_split_that_still_overlaps_answers_422_with_the_form_kept(open_conflict, lead):
     conflict, a, b = open_conflict()
-    response = client_for(lead).post(url("split", conflict), {
-        "a_scope": "acme/billing-api/container", "a_conditions": "ci", "b_scope": b.scope, "b_conditions": "ci, docker",
-        **versions(a, b)}, **HTMX)
+    response = client_for(lead).post(
+        url("split", conflict),
+        {
+            "a_scope": "acme/billing-api/container",
+            "a_conditions": "ci",
+            "b_scope": b.scope,
+            "b_conditions": "ci, docker",
+            **versions(a, b),
+        },
+        **HTMX,
+    )
     body = response.content.decode()
     assert response.status_code == 422
-    assert "Still overlapping" in body and 'value="ci, docker"' in body and "<details data-panel=\"split\" data-key=\"s\" open" in body
+    assert (
+        "Still overlapping" in body
+        and 'value="ci, docker"' in body
+        and "<details data-panel=\"split\" data-key=\"s\" open" in body
+    )
     assert Conflict.objects.get(pk=conflict.pk).state == "open"
 
 
 def test_bad_merge_fields_answer_422_per_field(open_conflict, reviewer):
     conflict, a, b = open_conflict()
-    response = client_for(reviewer).post(url("merge", conflict), {
-        "merge_kind": "rumour", "merge_scope": "Acme", "merge_trigger": "", "merge_content": "x", "merge_boundary": "",
-        "merge_conditions": "", "f-scope": "", "f-kind": "",
-        **versions(a, b)}, **HTMX)
+    response = client_for(reviewer).post(
+        url("merge", conflict),
+        {
+            "merge_kind": "rumour",
+            "merge_scope": "Acme",
+            "merge_trigger": "",
+            "merge_content": "x",
+            "merge_boundary": "",
+            "merge_conditions": "",
+            "f-scope": "",
+            "f-kind": "",
+            **versions(a, b),
+        },
+        **HTMX,
+    )
     body = response.content.decode()
     assert response.status_code == 422
     assert "One of:" in body and "Illegal scope segment" in body and "This field is required." in body
@@ -159,11 +207,22 @@ def test_bad_merge_fields_answer_422_per_field(open_conflict, reviewer):
 
 def test_merge_through_the_form(open_conflict, reviewer):
     conflict, a, b = open_conflict()
-    response = client_for(reviewer).post(url("merge", conflict), {
-        "merge_kind": "procedure", "merge_scope": "acme/billing-api", "merge_trigger": "Merging into main",
-        "merge_content": "Rebase feature branches; never rebase shared ones.", "merge_boundary": "", "merge_conditions": "git",
-        "f-scope": "", "f-kind": "", "f-detected_by": "",  # the queue's filters, posted along (hx-include)
-        **versions(a, b)}, **HTMX)
+    response = client_for(reviewer).post(
+        url("merge", conflict),
+        {
+            "merge_kind": "procedure",
+            "merge_scope": "acme/billing-api",
+            "merge_trigger": "Merging into main",
+            "merge_content": "Rebase feature branches; never rebase shared ones.",
+            "merge_boundary": "",
+            "merge_conditions": "git",
+            "f-scope": "",
+            "f-kind": "",
+            "f-detected_by": "",  # the queue's filters, posted along (hx-include)
+            **versions(a, b),
+        },
+        **HTMX,
+    )
     assert response.status_code == 200
     merged = Entry.objects.get(supersedes=a)
     assert (merged.status, merged.kind, merged.conditions) == (Status.ACTIVE, "procedure", ["git"])
@@ -186,14 +245,19 @@ def test_an_old_entry_version_answers_409(open_conflict, reviewer, second_review
     # a second conflict on the same kept entry, decided on versions loaded before the keep
     c = active(reviewer, scope="acme/billing-api/web", **NO_REBASE)
     [second] = conflicts.detect_conflicts_for(c)
-    response = client_for(reviewer).post(url("dismiss", second), {"version_a": old["version_a"], "version_b": c.version}, **HTMX)
+    response = client_for(reviewer).post(
+        url("dismiss", second), {"version_a": old["version_a"], "version_b": c.version}, **HTMX
+    )
     assert response.status_code == 409 and "changed since you loaded it" in response.content.decode()
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"version_a": "x", "version_b": "1"}, "missing the entries&#x27; versions"),
-    ({"version_a": "1"}, "missing the entries&#x27; versions"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"version_a": "x", "version_b": "1"}, "missing the entries&#x27; versions"),
+        ({"version_a": "1"}, "missing the entries&#x27; versions"),
+    ],
+)
 def test_malformed_forms_answer_422(open_conflict, reviewer, data, message):
     conflict, a, b = open_conflict()
     response = client_for(reviewer).post(url("dismiss", conflict), data, **HTMX)
@@ -205,9 +269,18 @@ def test_malformed_forms_answer_422(open_conflict, reviewer, data, message):
 def test_filters_and_bad_filters(open_conflict, reviewer):
     conflict, a, b = open_conflict()
     client = client_for(reviewer)
-    assert f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), {"f-scope": "acme/billing-api/container"}).content.decode()
-    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"f-scope": "acme/web"}).content.decode()
-    assert f'id="conflict-{conflict.pk}"' not in client.get(reverse("curation:conflicts"), {"f-detected_by": "sweep"}).content.decode()
+    assert (
+        f'id="conflict-{conflict.pk}"'
+        in client.get(reverse("curation:conflicts"), {"f-scope": "acme/billing-api/container"}).content.decode()
+    )
+    assert (
+        f'id="conflict-{conflict.pk}"'
+        not in client.get(reverse("curation:conflicts"), {"f-scope": "acme/web"}).content.decode()
+    )
+    assert (
+        f'id="conflict-{conflict.pk}"'
+        not in client.get(reverse("curation:conflicts"), {"f-detected_by": "sweep"}).content.decode()
+    )
     assert client.get(reverse("curation:conflicts"), {"f-kind": "rumour"}).status_code == 400
     assert client.get(reverse("curation:conflicts"), {"after": "garbage"}).status_code == 400
     fragment = client.get(reverse("curation:conflicts"), {"f-scope": "acme"}, HTTP_HX_TARGET="queue", **HTMX)
@@ -236,15 +309,19 @@ def test_the_card_page_without_javascript(open_conflict, auditor):
 
 def test_recent_outcomes_are_the_last_five_reported_uses(open_conflict, reviewer, django_assert_max_num_queries):
 
-
-
     conflict, a, b = open_conflict()
     token = AgentToken.objects.create(name="ci", key_prefix="ci", key_hash="x" * 64, scopes=["acme"])
     now = timezone.now()
     for i, outcome in enumerate(["success"] * 4 + ["failure"] * 3):  # the last five: 2 successes, 3 failures
         at = now - datetime.timedelta(minutes=10 - i)
-        retrieval = Retrieval.objects.create(id=uuid.uuid4(), token=token, scope="acme/billing-api", entry_ids=[a.pk],
-                                             task_ref=f"task-{i}", created_at=at)
+        retrieval = Retrieval.objects.create(
+            id=uuid.uuid4(),
+            token=token,
+            scope="acme/billing-api",
+            entry_ids=[a.pk],
+            task_ref=f"task-{i}",
+            created_at=at,
+        )
         RetrievedEntry.objects.create(retrieval=retrieval, entry=a, rank=1, created_at=at)
         Feedback.objects.create(retrieval=retrieval, outcome=outcome, created_at=at)
     unreported = Retrieval.objects.create(id=uuid.uuid4(), token=token, scope="acme/billing-api", entry_ids=[a.pk])
@@ -267,9 +344,15 @@ def test_bulk_dismiss(open_conflict, reviewer, second_reviewer):
     page = client.get(reverse("curation:conflicts")).content.decode()
     assert 'id="bulk-form"' in page and f'value="{first.pk}:{a.version}:{b.version}"' in page
     conflicts.dismiss_conflict(second.pk, actor=second_reviewer, version_a=a.version, version_b=c.version)
-    response = client.post(reverse("curation:conflicts-bulk"), {
-        "selected": [f"{first.pk}:{a.version}:{b.version}", f"{second.pk}:{a.version}:{c.version}"],
-        "reason": "different branches", "next": "/review/conflicts/"}, follow=True)
+    response = client.post(
+        reverse("curation:conflicts-bulk"),
+        {
+            "selected": [f"{first.pk}:{a.version}:{b.version}", f"{second.pk}:{a.version}:{c.version}"],
+            "reason": "different branches",
+            "next": "/review/conflicts/",
+        },
+        follow=True,
+    )
     body = response.content.decode()
     assert "Dismissed 1 of 2." in body and f"#{second.pk}: Conflict #{second.pk} was already dismissed" in body
     assert Conflict.objects.get(pk=first.pk).state == "dismissed"
@@ -279,8 +362,9 @@ def test_bulk_dismiss(open_conflict, reviewer, second_reviewer):
 @pytest.mark.parametrize("selected", [[], ["1:2"], ["x:1:1"]])
 def test_bulk_refuses_malformed_selections(reviewer, selected):
     response = client_for(reviewer).post(reverse("curation:conflicts-bulk"), {"selected": selected}, follow=True)
-    assert response.status_code == 200 and ("Select at least one" in response.content.decode()
-                                            or "malformed" in response.content.decode())
+    assert response.status_code == 200 and (
+        "Select at least one" in response.content.decode() or "malformed" in response.content.decode()
+    )
 
 
 def test_bulk_is_for_reviewers(auditor):
@@ -291,7 +375,10 @@ def test_signal_confidence_and_age_filters(open_conflict, reviewer):
 
     conflict, a, b = open_conflict()
     client = client_for(reviewer)
-    shown = lambda **params: f'id="conflict-{conflict.pk}"' in client.get(reverse("curation:conflicts"), {f"f-{k}": v for k, v in params.items()}).content.decode()  # noqa: E731
+    shown = lambda **params: (
+        f'id="conflict-{conflict.pk}"'
+        in client.get(reverse("curation:conflicts"), {f"f-{k}": v for k, v in params.items()}).content.decode()
+    )  # noqa: E731
     assert shown(signal="self") and not shown(signal="external")
     assert shown(max_confidence="0.7") and not shown(max_confidence="0.5")
     assert not shown(older_than_days="2")

@@ -10,8 +10,11 @@ from tests.factories import active, client_for, make_user
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
-PORT = dict(trigger="Connecting to the billing database from the container",
-            content="Probe port 5432 with nc before connecting.", conditions=["db"])
+PORT = dict(
+    trigger="Connecting to the billing database from the container",
+    content="Probe port 5432 with nc before connecting.",
+    conditions=["db"],
+)
 
 
 @pytest.fixture
@@ -21,6 +24,7 @@ def proposal(reviewer):
         b = active(reviewer, scope=scope, confidence=0.8, **{**PORT, "content": PORT["content"] + "!"})
         [p] = consolidation_sweep.sweep_consolidation().proposed
         return p, a, b
+
     return make
 
 
@@ -61,12 +65,24 @@ def test_accept_with_htmx(proposal, reviewer):
 def test_accept_after_editing_and_bad_edits(proposal, reviewer):
     p, a, b = proposal()
     client = client_for(reviewer)
-    bad = client.post(url("accept", p), {"edited": "1", "trigger": "", "content": "Probe the port.", "boundary": "",
-                                          "conditions": ""}, **HTMX)
+    bad = client.post(
+        url("accept", p),
+        {"edited": "1", "trigger": "", "content": "Probe the port.", "boundary": "", "conditions": ""},
+        **HTMX,
+    )
     assert bad.status_code == 422 and "This field is required." in bad.content.decode()
     assert 'data-panel="edit" data-key="e" open' in bad.content.decode()
-    ok = client.post(url("accept", p), {"edited": "1", "trigger": "Connecting to the billing DB", "content": "Probe the port.",
-                                         "boundary": "", "conditions": "db", "next": "/review/consolidation/?kind=merge"})
+    ok = client.post(
+        url("accept", p),
+        {
+            "edited": "1",
+            "trigger": "Connecting to the billing DB",
+            "content": "Probe the port.",
+            "boundary": "",
+            "conditions": "db",
+            "next": "/review/consolidation/?kind=merge",
+        },
+    )
     assert ok.status_code == 302 and ok["Location"] == "/review/consolidation/?kind=merge"
     assert Entry.objects.get(supersedes=b).content == "Probe the port."
 
@@ -94,8 +110,13 @@ def test_roles(proposal, auditor, nobody):
 def test_filters(proposal, reviewer):
     p, a, b = proposal()
     client = client_for(reviewer)
-    assert f'id="proposal-{p.pk}"' not in client.get(reverse("curation:consolidation"), {"f-kind": "supersede"}).content.decode()
-    assert f'id="proposal-{p.pk}"' in client.get(reverse("curation:consolidation"), {"f-scope": "acme"}).content.decode()
+    assert (
+        f'id="proposal-{p.pk}"'
+        not in client.get(reverse("curation:consolidation"), {"f-kind": "supersede"}).content.decode()
+    )
+    assert (
+        f'id="proposal-{p.pk}"' in client.get(reverse("curation:consolidation"), {"f-scope": "acme"}).content.decode()
+    )
     assert client.get(reverse("curation:consolidation"), {"f-kind": "nope"}).status_code == 400
     assert client.get(reverse("curation:consolidation"), {"after": "nope"}).status_code == 400
 
@@ -105,12 +126,24 @@ def test_bulk_accept_and_dismiss(proposal, reviewer, auditor):
     second, c, d = proposal(scope="acme/web")
     client = client_for(reviewer)
     assert 'id="bulk-form"' in client.get(reverse("curation:consolidation")).content.decode()
-    response = client.post(reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "accept"}, follow=True)
+    response = client.post(
+        reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "accept"}, follow=True
+    )
     assert "Accepted 1 of 1." in response.content.decode()
-    response = client.post(reverse("curation:consolidation-bulk"), {"selected": [first.pk, second.pk], "action": "dismiss"},
-                           follow=True)
+    response = client.post(
+        reverse("curation:consolidation-bulk"), {"selected": [first.pk, second.pk], "action": "dismiss"}, follow=True
+    )
     assert "Dismissed 1 of 2." in response.content.decode() and "already accepted" in response.content.decode()
     assert ConsolidationProposal.objects.get(pk=second.pk).state == "dismissed"
-    assert "Bulk actions are accept or dismiss." in client.post(
-        reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "zap"}, follow=True).content.decode()
-    assert client_for(auditor).post(reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "accept"}).status_code == 403
+    assert (
+        "Bulk actions are accept or dismiss."
+        in client.post(
+            reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "zap"}, follow=True
+        ).content.decode()
+    )
+    assert (
+        client_for(auditor)
+        .post(reverse("curation:consolidation-bulk"), {"selected": [first.pk], "action": "accept"})
+        .status_code
+        == 403
+    )

@@ -46,16 +46,20 @@ def test_merging_into_an_entry_outside_the_scopes_reads_like_a_missing_one(hinte
 
 
 def test_a_proposal_with_an_entry_moved_out_of_the_scopes_is_hidden(reviewer, lead, scoped_reviewer):
-    port = dict(trigger="Connecting to the billing database from the container",
-                content="Probe port 5432 with nc before connecting.", conditions=["db"])
+    port = dict(
+        trigger="Connecting to the billing database from the container",
+        content="Probe port 5432 with nc before connecting.",
+        conditions=["db"],
+    )
     a = active(reviewer, scope="acme/billing-api", confidence=0.6, **port)
     b = active(reviewer, scope="acme/billing-api", confidence=0.8, **{**port, "content": port["content"] + "!"})
     [proposal] = consolidation_sweep.sweep_consolidation().proposed
     card = reverse("curation:proposal-card", args=[proposal.pk])
     assert client_for(scoped_reviewer).get(card).status_code == 200
     record_uses(b, ["failure"], confirm_failures=False)  # back in the queue for a recheck: its scope is editable
-    services.edit_and_approve(b.pk, actor=lead, expected_version=Entry.objects.get(pk=b.pk).version,
-                              changes={"scope": "acme/web"})
+    services.edit_and_approve(
+        b.pk, actor=lead, expected_version=Entry.objects.get(pk=b.pk).version, changes={"scope": "acme/web"}
+    )
     client = client_for(scoped_reviewer)
     unknown = client.get(reverse("curation:proposal-card", args=[999999]))
     answer = client.get(card)

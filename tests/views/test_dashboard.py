@@ -18,25 +18,52 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def world(reviewer):
     now = timezone.now()
-    old = services.create_candidate(data=candidate_data(trigger="Oldest waiting"), actor_label="agent:ci",
-                                    at=now - datetime.timedelta(days=3))
-    services.create_candidate(data=candidate_data(trigger="Token in the text", content="Use token: abcdef123456 to log in"),
-                              actor_label="agent:ci")
+    old = services.create_candidate(
+        data=candidate_data(trigger="Oldest waiting"), actor_label="agent:ci", at=now - datetime.timedelta(days=3)
+    )
+    services.create_candidate(
+        data=candidate_data(trigger="Token in the text", content="Use token: abcdef123456 to log in"),
+        actor_label="agent:ci",
+    )
     deferred = services.create_candidate(data=candidate_data(trigger="Deferred"), actor_label="agent:ci")
     services.defer_candidate(deferred.pk, actor=reviewer, expected_version=1)
-    a = active(reviewer, scope="acme/billing-api", trigger="Merging a feature branch", content="Always rebase.",
-               conditions=[], confidence=0.82)
-    b = active(reviewer, scope="acme/billing-api", trigger="Merging feature branches", content="Never rebase.",
-               conditions=[], confidence=0.35)
+    a = active(
+        reviewer,
+        scope="acme/billing-api",
+        trigger="Merging a feature branch",
+        content="Always rebase.",
+        conditions=[],
+        confidence=0.82,
+    )
+    b = active(
+        reviewer,
+        scope="acme/billing-api",
+        trigger="Merging feature branches",
+        content="Never rebase.",
+        conditions=[],
+        confidence=0.35,
+    )
     conflicts.detect_conflicts_for(b)
-    due = active(reviewer, scope="acme/web", trigger="Review me", review_by=(now - datetime.timedelta(days=1)).date(),
-                 confidence=0.55)
+    due = active(
+        reviewer,
+        scope="acme/web",
+        trigger="Review me",
+        review_by=(now - datetime.timedelta(days=1)).date(),
+        confidence=0.55,
+    )
     rejected = services.create_candidate(data=candidate_data(trigger="Wrong"), actor_label="agent:ci")
     services.reject_candidate(rejected.pk, actor=reviewer, expected_version=1, reason="wrong")
-    TaskRun.objects.create(task="decay", state="succeeded", as_of=now, started_at=now - datetime.timedelta(hours=2),
-                           rows_examined=10, rows_changed=1)
-    TaskRun.objects.create(task="decay", state="failed", as_of=now, started_at=now - datetime.timedelta(hours=1),
-                           error="lock timeout")
+    TaskRun.objects.create(
+        task="decay",
+        state="succeeded",
+        as_of=now,
+        started_at=now - datetime.timedelta(hours=2),
+        rows_examined=10,
+        rows_changed=1,
+    )
+    TaskRun.objects.create(
+        task="decay", state="failed", as_of=now, started_at=now - datetime.timedelta(hours=1), error="lock timeout"
+    )
     TaskRun.objects.create(task="revive", state="succeeded", as_of=now, started_at=now, rows_examined=4)
     return {"old": old, "a": a, "b": b, "due": due, "now": now}
 
@@ -46,7 +73,14 @@ def test_dashboard_numbers(world, lead):
     candidates, conflict_q, proposals, skill_q, forget_q = board.queues
     assert (candidates.count, conflict_q.count, proposals.count, skill_q.count) == (2, 1, 0, 0)  # deferred: not waiting
     assert candidates.oldest == Entry.objects.get(pk=world["old"].pk).queued_at
-    assert dict(board.by_state) == {"pending": 3, "active": 3, "rejected": 1, "archived": 0, "superseded": 0, "retired": 0}
+    assert dict(board.by_state) == {
+        "pending": 3,
+        "active": 3,
+        "rejected": 1,
+        "archived": 0,
+        "superseded": 0,
+        "retired": 0,
+    }
     assert [bar.n for bar in board.histogram] == [0, 0, 0, 1, 0, 1, 0, 0, 1, 0]
     assert board.histogram_max == 1 and board.histogram[3].height == board_reads.HISTOGRAM_HEIGHT
     assert [e.pk for e in board.due_rechecks] == [world["due"].pk] and board.due_count == 1

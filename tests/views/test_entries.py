@@ -20,7 +20,9 @@ def add_history(entry: Entry, n: int) -> None:
     first = Event.objects.filter(entry=entry).order_by("id").first()
     fields = {f.attname: getattr(first, f.attname) for f in Event._meta.concrete_fields if not f.primary_key}
     Event.objects.bulk_create(
-        Event(**{**fields, "reason": f"history {i}", "created_at": first.created_at + datetime.timedelta(minutes=i + 1)})
+        Event(
+            **{**fields, "reason": f"history {i}", "created_at": first.created_at + datetime.timedelta(minutes=i + 1)}
+        )
         for i in range(n)
     )
 

@@ -11,8 +11,11 @@ from tests.factories import active, client_for, publish_pending
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 TOKEN = "FORGETMEAXOLOTL-4242"
-LESSON = dict(scope="acme/payroll", trigger="Rotating the payroll signing key",
-              content=f"Run rotate-keys with {TOKEN} and then restart the signer before noon.")
+LESSON = dict(
+    scope="acme/payroll",
+    trigger="Rotating the payroll signing key",
+    content=f"Run rotate-keys with {TOKEN} and then restart the signer before noon.",
+)
 
 
 @pytest.fixture
@@ -23,10 +26,21 @@ def filed(lead, reviewer):
 
 
 def _residue(lead) -> Evidence:
-    other = active(lead, scope="globex/web", trigger="Caching the landing page", content="Purge the CDN after a deploy.",
-                   boundary="Only for the public site.")
-    return Evidence.objects.create(entry=other, kind="task_outcome", signal="external", excerpt="worked",
-                                   task_ref=f"ticket {TOKEN}", observed_at=other.created_at)
+    other = active(
+        lead,
+        scope="globex/web",
+        trigger="Caching the landing page",
+        content="Purge the CDN after a deploy.",
+        boundary="Only for the public site.",
+    )
+    return Evidence.objects.create(
+        entry=other,
+        kind="task_outcome",
+        signal="external",
+        excerpt="worked",
+        task_ref=f"ticket {TOKEN}",
+        observed_at=other.created_at,
+    )
 
 
 def test_the_decided_card_and_the_request_page_show_the_receipt(lead, filed):
@@ -63,7 +77,9 @@ def test_a_residue_reopens_the_request_the_queue_shows_it_and_a_lead_closes_it(l
     assert ForgetRequest.objects.get(pk=filed.pk).state == "approved"
     page = client.get(reverse("curation:forget-card", args=[filed.pk])).content.decode()
     assert "Found then, dealt with since" in page and "Close: residues dealt with" not in page
-    assert client_for(reviewer).post(reverse("curation:forget-close", args=[filed.pk]), {"note": "x"}).status_code == 403
+    assert (
+        client_for(reviewer).post(reverse("curation:forget-close", args=[filed.pk]), {"note": "x"}).status_code == 403
+    )
 
 
 def test_closing_a_request_that_is_not_reopened_is_a_409(lead, filed):

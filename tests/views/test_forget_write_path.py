@@ -16,10 +16,14 @@ from tests.factories import active, candidate_data, client_for, make_user, publi
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 SCOPE = "acme/payroll"
-LESSON = dict(trigger="Deploying the payroll service on Fridays",
-              content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.")
-PARAPHRASE = dict(trigger="When deploying payroll service on a Friday",
-                  content="Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.")
+LESSON = dict(
+    trigger="Deploying the payroll service on Fridays",
+    content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
+)
+PARAPHRASE = dict(
+    trigger="When deploying payroll service on a Friday",
+    content="Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.",
+)
 REBASE = dict(trigger="Merging a feature branch into main", content="Always rebase before merging.", conditions=[])
 NO_REBASE = dict(trigger="Merging feature branches into main", content="Never rebase shared branches.", conditions=[])
 
@@ -37,19 +41,22 @@ def paraphrase(lesson):
 
 
 def test_the_forget_card_lists_the_pending_paraphrase_ticked_and_its_approval_is_refused(
-        lead, reviewer, lesson, paraphrase):
+    lead, reviewer, lesson, paraphrase
+):
     request = file_forget_request(entry_id=lesson.pk, reason="the user asked", actor=reviewer)
     card = client_for(lead).get(reverse("curation:forget-card", args=[request.pk])).content.decode()
     assert "No near duplicates found" not in card
-    assert (f'<input type="checkbox" name="duplicates" value="{paraphrase.pk}" form="forget-approve-{request.pk}" '
-            "checked>") in card
+    assert (
+        f'<input type="checkbox" name="duplicates" value="{paraphrase.pk}" form="forget-approve-{request.pk}" checked>'
+    ) in card
     assert "the same lesson: left unticked, it can never be approved" in card
 
     # The lead unticks it (the form posts no duplicates): forgotten, the paraphrase left pending.
     response = client_for(lead).post(reverse("curation:forget-approve", args=[request.pk]), {}, **HTMX)
     assert response.status_code == 200
-    response = client_for(reviewer).post(reverse("curation:candidate-approve", args=[paraphrase.pk]),
-                                         {"version": paraphrase.version}, **HTMX)
+    response = client_for(reviewer).post(
+        reverse("curation:candidate-approve", args=[paraphrase.pk]), {"version": paraphrase.version}, **HTMX
+    )
     page = response.content.decode()
     assert response.status_code == 409
     assert f"This repeats a lesson forgotten by forget request #{request.pk}" in page
@@ -70,10 +77,20 @@ def test_a_conflict_merge_with_the_forgotten_text_is_refused_on_its_card(lead, r
     b = active(reviewer, scope="acme/payroll/eu", **NO_REBASE)
     [conflict] = conflicts.detect_conflicts_for(b)
     approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="asked", actor=reviewer).pk, actor=lead)
-    response = client_for(reviewer).post(reverse("curation:conflict-merge", args=[conflict.pk]), {
-        "merge_kind": "procedure", "merge_scope": SCOPE, "merge_trigger": LESSON["trigger"],
-        "merge_content": LESSON["content"], "merge_boundary": "", "merge_conditions": "",
-        "version_a": a.version, "version_b": b.version}, **HTMX)
+    response = client_for(reviewer).post(
+        reverse("curation:conflict-merge", args=[conflict.pk]),
+        {
+            "merge_kind": "procedure",
+            "merge_scope": SCOPE,
+            "merge_trigger": LESSON["trigger"],
+            "merge_content": LESSON["content"],
+            "merge_boundary": "",
+            "merge_conditions": "",
+            "version_a": a.version,
+            "version_b": b.version,
+        },
+        **HTMX,
+    )
     page = response.content.decode()
     assert response.status_code == 409 and "repeats a lesson forgotten by forget request" in page
     assert Conflict.objects.get(pk=conflict.pk).state == Conflict.State.OPEN
@@ -86,8 +103,11 @@ def test_a_consolidation_accept_with_the_forgotten_text_is_refused_on_its_card(l
         active(reviewer, scope=SCOPE, content=content, **port)
     [proposal] = consolidation_sweep.sweep_consolidation().proposed
     approve_forget_request(file_forget_request(entry_id=lesson.pk, reason="asked", actor=reviewer).pk, actor=lead)
-    response = client_for(reviewer).post(reverse("curation:proposal-accept", args=[proposal.pk]), {
-        "edited": "1", "trigger": LESSON["trigger"], "content": LESSON["content"]}, **HTMX)
+    response = client_for(reviewer).post(
+        reverse("curation:proposal-accept", args=[proposal.pk]),
+        {"edited": "1", "trigger": LESSON["trigger"], "content": LESSON["content"]},
+        **HTMX,
+    )
     assert response.status_code == 409
     assert "repeats a lesson forgotten by forget request" in response.content.decode()
     assert not Entry.objects.filter(status=Status.ACTIVE, trigger=LESSON["trigger"]).exists()

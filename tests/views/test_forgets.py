@@ -10,8 +10,11 @@ from tests.factories import active, client_for, make_user, publish_pending
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
-LESSON = dict(scope="acme/payroll", trigger="Deploying the payroll service on Fridays",
-              content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.")
+LESSON = dict(
+    scope="acme/payroll",
+    trigger="Deploying the payroll service on Fridays",
+    content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
+)
 
 
 @pytest.fixture
@@ -37,8 +40,9 @@ def test_a_reviewer_requests_forget_from_the_entry_page(reviewer, lesson):
 
 
 def test_filing_without_a_reason_says_so_and_files_nothing(reviewer, lesson):
-    response = client_for(reviewer).post(reverse("curation:entry-forget", args=[lesson.pk]), {"reason": " "},
-                                         follow=True)
+    response = client_for(reviewer).post(
+        reverse("curation:entry-forget", args=[lesson.pk]), {"reason": " "}, follow=True
+    )
     assert "Not filed: Say why" in response.content.decode() and not ForgetRequest.objects.exists()
 
 
@@ -74,17 +78,22 @@ def test_reviewers_and_auditors_cannot_decide(filed, role):
 
 
 def test_a_lead_approves_with_a_ticked_duplicate(lead, filed, lesson):
-    duplicate = active(lead, scope="acme/payroll", trigger="Before a payroll deploy on a Friday",
-                       content="Page Marguerite Okonkwo first; she holds the payroll rollback keys.")
+    duplicate = active(
+        lead,
+        scope="acme/payroll",
+        trigger="Before a payroll deploy on a Friday",
+        content="Page Marguerite Okonkwo first; she holds the payroll rollback keys.",
+    )
     client = client_for(lead)
     card = client.get(reverse("curation:forget-card", args=[filed.pk])).content.decode()
     assert f'name="duplicates" value="{duplicate.pk}"' in card
-    response = client.post(reverse("curation:forget-approve", args=[filed.pk]), {"duplicates": [duplicate.pk]},
-                           **HTMX)
+    response = client.post(reverse("curation:forget-approve", args=[filed.pk]), {"duplicates": [duplicate.pk]}, **HTMX)
     body = response.content.decode()
     assert response.status_code == 200 and f"Request #{filed.pk}: approved: forgotten" in body and "0 open" in body
     assert "published without them" in body
-    assert set(Entry.objects.filter(pk__in=[lesson.pk, duplicate.pk]).values_list("status", flat=True)) == {Status.RETIRED}
+    assert set(Entry.objects.filter(pk__in=[lesson.pk, duplicate.pk]).values_list("status", flat=True)) == {
+        Status.RETIRED
+    }
     entry_page = client.get(reverse("curation:entry", args=[lesson.pk])).content.decode()
     assert f"[forgotten: request #{filed.pk}]" in entry_page and "Okonkwo" not in entry_page
 
@@ -122,8 +131,12 @@ def test_queue_query_count(lead, reviewer, django_assert_max_num_queries):
 
     def file(first, last):
         for i in range(first, last):
-            entry = active(lead, scope="acme/payroll", trigger=f"Deploying service {i} on Fridays",
-                           content=f"Page the on-call owner {i} before deploying.")
+            entry = active(
+                lead,
+                scope="acme/payroll",
+                trigger=f"Deploying service {i} on Fridays",
+                content=f"Page the on-call owner {i} before deploying.",
+            )
             file_forget_request(entry_id=entry.pk, reason="user asked", actor=reviewer)
         client.get(reverse("curation:forgets"))
         with CaptureQueriesContext(connection) as queries:
@@ -140,8 +153,11 @@ def test_an_edit_cannot_type_a_forgotten_lesson_back_in(lead, reviewer, filed, m
 
     approve_forget_request(filed.pk, actor=lead)
     candidate = make_candidate(scope="acme/payroll", trigger="Deploying billing", content="Run the smoke tests.")
-    response = client_for(reviewer).post(reverse("curation:candidate-edit", args=[candidate.pk]), {
-        "version": candidate.version, "trigger": LESSON["trigger"], "content": LESSON["content"]}, **HTMX)
+    response = client_for(reviewer).post(
+        reverse("curation:candidate-edit", args=[candidate.pk]),
+        {"version": candidate.version, "trigger": LESSON["trigger"], "content": LESSON["content"]},
+        **HTMX,
+    )
     assert response.status_code == 409 and f"forget request #{filed.pk}" in response.content.decode()
     assert Entry.objects.get(pk=candidate.pk).content == "Run the smoke tests."
 
@@ -168,8 +184,9 @@ def test_the_decided_card_counts_the_submissions_held_since(lead, filed, lesson)
     approve_forget_request(filed.pk, actor=lead)
     token, _ = create_agent_token(name="payroll-agent", scopes=["acme/payroll"])
     for trigger in ("Deploying the payroll service on Fridays", "Deploying payroll on a Friday"):
-        submit_candidate(data=candidate_data(scope="acme/payroll", trigger=trigger, content=LESSON["content"]),
-                         token=token)
+        submit_candidate(
+            data=candidate_data(scope="acme/payroll", trigger=trigger, content=LESSON["content"]), token=token
+        )
     submit_candidate(data=candidate_data(scope="acme/payroll"), token=token)  # an unrelated lesson comes in
     card = client_for(lead).get(reverse("curation:forget-card", args=[filed.pk])).content.decode()
     assert "Submissions held since, for repeating it: 2." in card and "Okonkwo" not in card
@@ -181,11 +198,19 @@ def test_the_card_lists_where_else_the_lesson_is_quoted_and_the_ticked_quote_is_
     from curation import services
     from curation.models import Evidence
 
-    other = active(lead, scope="acme/payroll/eu", trigger="Deploying payroll in the EU",
-                   content="Follow the EU release checklist.")
-    quoting = services.add_evidence(other.pk, actor=lead, data={
-        "kind": "review", "signal": "independent", "polarity": "supports",
-        "excerpt": f"Copied from the old runbook: {LESSON['content']}"})
+    other = active(
+        lead, scope="acme/payroll/eu", trigger="Deploying payroll in the EU", content="Follow the EU release checklist."
+    )
+    quoting = services.add_evidence(
+        other.pk,
+        actor=lead,
+        data={
+            "kind": "review",
+            "signal": "independent",
+            "polarity": "supports",
+            "excerpt": f"Copied from the old runbook: {LESSON['content']}",
+        },
+    )
     client = client_for(lead)
     card = client.get(reverse("curation:forget-card", args=[filed.pk])).content.decode()
     assert "Also found in" in card and f'value="evidence:{quoting.pk}"' in card

@@ -25,8 +25,14 @@ def token(db):
 def run_tasks(token, *, scope=SCOPE, arm="memory", entries=(), successes=0, failures=0, prefix="t"):
     """Tasks through the services the API calls: a retrieval in an arm, then its outcome."""
     for i, outcome in enumerate(["success"] * successes + ["failure"] * failures):
-        retrieval = record_retrieval(token=token, scope=scope, query="", task_ref=f"{prefix}-{arm}-{i}",
-                                     entries=list(entries) if arm == "memory" else [], arm=arm)
+        retrieval = record_retrieval(
+            token=token,
+            scope=scope,
+            query="",
+            task_ref=f"{prefix}-{arm}-{i}",
+            entries=list(entries) if arm == "memory" else [],
+            arm=arm,
+        )
         record_feedback(token=token, retrieval_id=retrieval.pk, outcome=outcome)
 
 
@@ -76,8 +82,11 @@ def test_bad_filters_answer_422_naming_the_field(lead):
 
 
 def test_lessons_that_hurt_and_recurring_failures_are_listed(world, lead, settings, token):
-    settings.CURATION_EVALUATION = {**settings.CURATION_EVALUATION, "LESSON_MIN_RETRIEVALS": 2,
-                                    "RECURRING_MIN_FAILURES": 2}
+    settings.CURATION_EVALUATION = {
+        **settings.CURATION_EVALUATION,
+        "LESSON_MIN_RETRIEVALS": 2,
+        "RECURRING_MIN_FAILURES": 2,
+    }
     helpful, harmful = world
     text = page_text(client_for(lead).get("/learning/", {"scope": "acme"}))
     hurt = text.split('id="lessons-hurt"')[1].split("</table>")[0]
@@ -100,8 +109,10 @@ def test_the_query_count_does_not_grow_with_retrievals(world, lead, reviewer, to
     client.get("/learning/")
     with CaptureQueriesContext(connection) as few:
         assert client.get("/learning/").status_code == 200
-    others = [active(reviewer, scope=f"acme/team-{i}", trigger=f"Lesson {i}", signal="external", confidence=0.9)
-              for i in range(5)]
+    others = [
+        active(reviewer, scope=f"acme/team-{i}", trigger=f"Lesson {i}", signal="external", confidence=0.9)
+        for i in range(5)
+    ]
     for i, entry in enumerate(others):
         run_tasks(token, scope=f"acme/team-{i}", entries=[entry], successes=25, prefix=f"more{i}")
         run_tasks(token, scope=f"acme/team-{i}", arm="holdout", successes=5, failures=20, prefix=f"more{i}")
@@ -113,8 +124,11 @@ def test_the_query_count_does_not_grow_with_retrievals(world, lead, reviewer, to
 def test_a_reviewer_sends_a_lesson_back_for_recheck(world, reviewer):
     helpful, _ = world
     helpful.refresh_from_db()
-    response = client_for(reviewer).post(f"/learning/entries/{helpful.pk}/recheck/",
-                                         {"version": helpful.version, "scope": "acme", "days": "30"}, follow=True)
+    response = client_for(reviewer).post(
+        f"/learning/entries/{helpful.pk}/recheck/",
+        {"version": helpful.version, "scope": "acme", "days": "30"},
+        follow=True,
+    )
     assert response.redirect_chain[-1][0] == "/learning/?scope=acme&days=30"
     assert f"Entry #{helpful.pk} is back in the candidates queue for a recheck." in page_text(response)
     helpful.refresh_from_db()
@@ -129,15 +143,20 @@ def test_a_reviewer_sends_a_lesson_back_for_recheck(world, reviewer):
 def test_recheck_refuses_a_stale_version_an_auditor_and_other_scopes(world, reviewer, auditor):
     helpful, _ = world
     helpful.refresh_from_db()
-    stale = client_for(reviewer).post(f"/learning/entries/{helpful.pk}/recheck/", {"version": helpful.version - 1},
-                                      follow=True)
+    stale = client_for(reviewer).post(
+        f"/learning/entries/{helpful.pk}/recheck/", {"version": helpful.version - 1}, follow=True
+    )
     assert "changed since this page was loaded" in page_text(stale)
     assert Entry.objects.get(pk=helpful.pk).queued_at is None
-    assert client_for(auditor).post(f"/learning/entries/{helpful.pk}/recheck/",
-                                    {"version": helpful.version}).status_code == 403
+    assert (
+        client_for(auditor).post(f"/learning/entries/{helpful.pk}/recheck/", {"version": helpful.version}).status_code
+        == 403
+    )
     outsider = make_user("olga", "reviewer", scopes=["globex"])
-    assert client_for(outsider).post(f"/learning/entries/{helpful.pk}/recheck/",
-                                     {"version": helpful.version}).status_code == 404
+    assert (
+        client_for(outsider).post(f"/learning/entries/{helpful.pk}/recheck/", {"version": helpful.version}).status_code
+        == 404
+    )
 
 
 def test_only_leads_open_the_holdout_page(reviewer, auditor, lead):
@@ -151,8 +170,9 @@ def test_only_leads_open_the_holdout_page(reviewer, auditor, lead):
 
 
 def test_a_lead_sets_a_holdout_with_its_event(lead):
-    response = client_for(lead).post("/policies/holdout/", {"prefix": "acme/billing-api", "fraction": "10%"},
-                                     follow=True)
+    response = client_for(lead).post(
+        "/policies/holdout/", {"prefix": "acme/billing-api", "fraction": "10%"}, follow=True
+    )
     assert "Holdout of acme/billing-api: 10% of its tasks get no memory." in page_text(response)
     setting = ScopePolicy.objects.get(kind="holdout", prefix="acme/billing-api")
     assert setting.value["fraction"] == 0.1
@@ -164,14 +184,17 @@ def test_a_lead_sets_a_holdout_with_its_event(lead):
     assert events[1].actor == lead
 
 
-@pytest.mark.parametrize(("data", "field"), [
-    ({"prefix": "acme/../x", "fraction": "0.1"}, "prefix"),
-    ({"prefix": "acme", "fraction": "0.9"}, "fraction"),
-    ({"prefix": "acme", "fraction": "lots"}, "fraction"),
-    ({"prefix": "", "fraction": "0.1"}, "prefix"),
-    ({"prefix": "acme", "fraction": "0.1", "rules_only": "-1"}, "rules_only"),
-    ({"prefix": "acme", "fraction": "0.3", "rules_only": "0.3"}, "rules_only"),
-])
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"prefix": "acme/../x", "fraction": "0.1"}, "prefix"),
+        ({"prefix": "acme", "fraction": "0.9"}, "fraction"),
+        ({"prefix": "acme", "fraction": "lots"}, "fraction"),
+        ({"prefix": "", "fraction": "0.1"}, "prefix"),
+        ({"prefix": "acme", "fraction": "0.1", "rules_only": "-1"}, "rules_only"),
+        ({"prefix": "acme", "fraction": "0.3", "rules_only": "0.3"}, "rules_only"),
+    ],
+)
 def test_bad_holdout_input_answers_422_and_writes_nothing(lead, data, field):
     response = client_for(lead).post("/policies/holdout/", data)
     assert response.status_code == 422

@@ -19,8 +19,9 @@ def shorter_fields(monkeypatch):
         monkeypatch.setattr(Entry._meta.get_field(name), "max_length", length)
 
 
-def test_every_edit_form_takes_its_lengths_from_the_model(reviewer, make_candidate, proposal, open_conflict,
-                                                          shorter_fields):
+def test_every_edit_form_takes_its_lengths_from_the_model(
+    reviewer, make_candidate, proposal, open_conflict, shorter_fields
+):
     entry = make_candidate()
     proposal()
     open_conflict()
@@ -41,15 +42,31 @@ def test_every_edit_form_takes_its_lengths_from_the_model(reviewer, make_candida
 
 def test_a_refused_merge_shows_what_was_typed_with_each_fields_message(open_conflict, reviewer):
     conflict, a, b = open_conflict()
-    response = client_for(reviewer).post(url("merge", conflict), {
-        "merge_kind": "procedure", "merge_scope": "Acme", "merge_trigger": "", "merge_content": "Rebase <only> local",
-        "merge_boundary": "on shared branches", "merge_conditions": "git, ci", **versions(a, b)}, **HTMX)
+    response = client_for(reviewer).post(
+        url("merge", conflict),
+        {
+            "merge_kind": "procedure",
+            "merge_scope": "Acme",
+            "merge_trigger": "",
+            "merge_content": "Rebase <only> local",
+            "merge_boundary": "on shared branches",
+            "merge_conditions": "git, ci",
+            **versions(a, b),
+        },
+        **HTMX,
+    )
     body = response.content.decode()
     assert response.status_code == 422
-    assert '<input name="merge_scope" value="Acme" maxlength="255" required></label>\n' \
-           '        <p class="field-error" role="alert">' in body and "Illegal scope segment" in body
-    assert '<textarea name="merge_trigger" rows="2" maxlength="500" required></textarea></label>\n' \
-           '        <p class="field-error" role="alert">This field is required.</p>' in body
+    assert (
+        '<input name="merge_scope" value="Acme" maxlength="255" required></label>\n'
+        '        <p class="field-error" role="alert">'
+        in body
+        and "Illegal scope segment" in body
+    )
+    assert (
+        '<textarea name="merge_trigger" rows="2" maxlength="500" required></textarea></label>\n'
+        '        <p class="field-error" role="alert">This field is required.</p>' in body
+    )
     assert ">Rebase &lt;only&gt; local</textarea>" in body and ">on shared branches</textarea>" in body
     assert 'name="merge_conditions" value="git, ci"' in body
     assert "Do (content): say what holds when" in body

@@ -44,14 +44,18 @@ def test_auditor_reads_the_runs_but_cannot_start_one(auditor):
     assert "Run archive now" not in html
     assert "Only leads can start a task now." in html
     run = TaskRun.objects.get(task="archive")
-    row = html[html.index(f"#{run.pk}"):]
+    row = html[html.index(f"#{run.pk}") :]
     assert "succeeded" in row[:400] and "<td>1</td>" in row[:600] and "command" in row[:800]
     assert "cron 20 2 * * * UTC" in html  # the archive schedule from CELERY_BEAT_SCHEDULE
 
 
 def test_lead_sees_run_buttons_and_skipped_runs(lead):
-    TaskRun.objects.create(task="decay", as_of=AS_OF, state=TaskRun.State.SKIPPED,
-                           error="another decay run held the lock; this one did nothing")
+    TaskRun.objects.create(
+        task="decay",
+        as_of=AS_OF,
+        state=TaskRun.State.SKIPPED,
+        error="another decay run held the lock; this one did nothing",
+    )
     html = client_for(lead).get(URL).content.decode()
     assert 'href="/maintenance/"' in html  # the nav link
     assert html.count('class="primary">Run ') == len(sweeps.TASK_NAMES)
@@ -65,7 +69,7 @@ def test_a_detection_run_that_ran_out_of_its_slice_says_where_the_pass_continues
     make_entry(scope="acme/s2", last_verified_at=days_before(1))
     run, _ = run_sweep("conflicts", as_of=AS_OF, batch_size=2)
     html = client_for(lead).get(URL).content.decode()
-    row = html[html.index(f"#{run.pk}"):]
+    row = html[html.index(f"#{run.pk}") :]
     assert f"The pass continues after entry #{second.pk} in the next run." in row[:1200]
     run_sweep("conflicts", as_of=AS_OF, batch_size=2)
     html = client_for(lead).get(URL).content.decode()
@@ -148,8 +152,11 @@ def test_entry_page_says_when_and_why_it_was_archived(reviewer):
     "fields, task, label",
     [
         ({"retrieval_count": 4, "utility_sum": 0.4, "utility_n": 4}, "low_utility", "recheck: low utility"),
-        ({"review_by": (AS_OF - datetime.timedelta(days=2)).date(), "last_verified_at": days_before(5)},
-         "review_due", "recheck: review date passed"),
+        (
+            {"review_by": (AS_OF - datetime.timedelta(days=2)).date(), "last_verified_at": days_before(5)},
+            "review_due",
+            "recheck: review date passed",
+        ),
     ],
 )
 def test_rechecks_appear_in_the_candidates_queue(reviewer, fields, task, label):
@@ -162,8 +169,12 @@ def test_rechecks_appear_in_the_candidates_queue(reviewer, fields, task, label):
 
 
 def test_each_sweep_explains_its_thresholds_in_words_with_the_settings(lead, settings):
-    settings.CURATION = {**settings.CURATION, "ARCHIVE_BELOW": 0.2, "LOW_UTILITY_MIN_RETRIEVALS": 4,
-                         "SCOPE_CAPACITY": {"acme/web": 150}}
+    settings.CURATION = {
+        **settings.CURATION,
+        "ARCHIVE_BELOW": 0.2,
+        "LOW_UTILITY_MIN_RETRIEVALS": 4,
+        "SCOPE_CAPACITY": {"acme/web": 150},
+    }
     page = client_for(lead).get(reverse("curation:maintenance")).content.decode()
     assert "Archives an active entry when its confidence has decayed below 0.2" in page
     assert "Archives an entry retrieved at least 4 times whose average reported usefulness is below 0.4" in page

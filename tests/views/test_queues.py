@@ -20,16 +20,24 @@ def a_candidate(reviewer):
 
 
 def a_conflict(reviewer):
-    a = active(reviewer, trigger="Merging a feature branch into main", content="Always rebase before merging.",
-               conditions=[])
-    b = active(reviewer, scope="acme/billing-api", trigger="Merging feature branches into main",
-               content="Never rebase shared branches.", conditions=[])
+    a = active(
+        reviewer, trigger="Merging a feature branch into main", content="Always rebase before merging.", conditions=[]
+    )
+    b = active(
+        reviewer,
+        scope="acme/billing-api",
+        trigger="Merging feature branches into main",
+        content="Never rebase shared branches.",
+        conditions=[],
+    )
     [conflict] = [c for c in conflicts.detect_conflicts_for(b) if c.entry_a_id == a.pk]
     return conflict.pk
 
 
 def a_proposal(reviewer):
-    port = dict(trigger="Connecting to the billing database", content="Probe port 5432 with nc first.", conditions=["db"])
+    port = dict(
+        trigger="Connecting to the billing database", content="Probe port 5432 with nc first.", conditions=["db"]
+    )
     active(reviewer, confidence=0.6, **port)
     active(reviewer, confidence=0.8, **{**port, "content": port["content"] + "!"})
     [proposal] = consolidation_sweep.sweep_consolidation().proposed
@@ -57,8 +65,12 @@ def test_the_page_and_a_card_vary_with_htmx(reviewer, queue):
     page, fragment = client.get(card_url), client.get(card_url, **HTMX)
     assert page.content.decode().lstrip().startswith("<!doctype html>")
     assert fragment.content.decode().lstrip().startswith("<article") and card_id in fragment.content.decode()
-    for response in (page, fragment, client.get(reverse(f"curation:{queue}")),
-                     client.get(reverse(f"curation:{queue}"), HTTP_HX_TARGET="queue", **HTMX)):
+    for response in (
+        page,
+        fragment,
+        client.get(reverse(f"curation:{queue}")),
+        client.get(reverse(f"curation:{queue}"), HTTP_HX_TARGET="queue", **HTMX),
+    ):
         assert response.status_code == 200 and has_vary_header(response, "HX-Request")
 
 

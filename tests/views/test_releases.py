@@ -120,8 +120,7 @@ def test_a_publish_under_other_scopes_says_only_that_to_a_reader_of_other_scopes
     active(lead, scope="acme/billing-api", trigger="Deploying billing", content="Run the smoke tests first.")
     publish_version(actor=lead, summary="billing smoke tests", acknowledge=True)
     active(lead, scope="globex/payments", trigger="Paying Initrode", content="Use the Initrode escrow account.")
-    globex = publish_version(actor=lead, summary="Initrode acquisition escrow", scope_prefix="globex",
-                             acknowledge=True)
+    globex = publish_version(actor=lead, summary="Initrode acquisition escrow", scope_prefix="globex", acknowledge=True)
     acme_reader = client_for(make_user("ann", "reviewer", scopes=["acme"]))
     page = acme_reader.get("/releases/").content.decode()
     assert "Initrode" not in page and "a release of other scopes" in page and "(under globex)" not in page
@@ -140,12 +139,17 @@ def test_the_diff_names_its_two_versions_and_shows_lists_as_words(lead):
     from curation import services
     from curation.models import Entry
 
-    entry = active(lead, scope="acme/tools", trigger="Reviewing a change", content="Run the linters.",
-                   conditions=["git", "review"])
+    entry = active(
+        lead, scope="acme/tools", trigger="Reviewing a change", content="Run the linters.", conditions=["git", "review"]
+    )
     first = publish_version(actor=lead, summary="tools", acknowledge=True)
     entry = services.candidates.send_back_for_recheck(entry.pk, actor=lead, expected_version=entry.version)
-    services.edit_and_approve(entry.pk, actor=lead, expected_version=Entry.objects.get(pk=entry.pk).version,
-                              changes={"conditions": ["git", "merge"]})
+    services.edit_and_approve(
+        entry.pk,
+        actor=lead,
+        expected_version=Entry.objects.get(pk=entry.pk).version,
+        changes={"conditions": ["git", "merge"]},
+    )
     second = publish_version(actor=lead, summary="merging", acknowledge=True)
     body = client_for(lead).get("/releases/diff/", {"a": first.number, "b": second.number}).content.decode()
     assert f"version {first.number}</th>" in body and f"version {second.number}</th>" in body

@@ -28,8 +28,14 @@ def test_the_maintenance_link_and_page_agree_for_every_role(role):
 def test_no_permission_string_outside_the_permissions_module():
     codenames = {codename for codenames in ROLES.values() for codename in codenames}
     pattern = re.compile(r"curation\.(%s)\b" % "|".join(sorted(codenames)))
-    places = [*ROOT.glob("curation/views/*.py"), *ROOT.glob("curation/api/*.py"), *ROOT.glob("curation/services/*.py"),
-              *ROOT.glob("curation/sweeps/*.py"), *ROOT.glob("curation/selectors/*.py"), *ROOT.glob("templates/**/*.html")]
+    places = [
+        *ROOT.glob("curation/views/*.py"),
+        *ROOT.glob("curation/api/*.py"),
+        *ROOT.glob("curation/services/*.py"),
+        *ROOT.glob("curation/sweeps/*.py"),
+        *ROOT.glob("curation/selectors/*.py"),
+        *ROOT.glob("templates/**/*.html"),
+    ]
     assert places
     found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in places for m in pattern.finditer(p.read_text())]
     assert found == []

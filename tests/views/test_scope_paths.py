@@ -19,22 +19,44 @@ DOTTED = ["acme/../globex", "acme/./billing-api", "./acme", "acme/.."]
 @pytest.mark.parametrize("scope", DOTTED)
 def test_edit_and_approve_refuses_a_dotted_scope(reviewer, make_candidate, scope):
     entry = make_candidate()
-    response = client_for(reviewer).post(reverse("curation:candidate-edit", args=[entry.pk]),
-                                         {"version": 1, "scope": scope, "trigger": "t", "content": "c"}, **HTMX)
+    response = client_for(reviewer).post(
+        reverse("curation:candidate-edit", args=[entry.pk]),
+        {"version": 1, "scope": scope, "trigger": "t", "content": "c"},
+        **HTMX,
+    )
     assert response.status_code == 422 and WHY in response.content.decode()
     fresh = Entry.objects.get(pk=entry.pk)
     assert (fresh.status, fresh.scope) == (Status.PENDING, "acme/billing-api/container")
 
 
 def test_a_split_refuses_a_dotted_scope(lead):
-    a = active(lead, scope="acme/billing-api", trigger="Merging a feature branch into main",
-               content="Always rebase before merging.", conditions=[])
-    b = active(lead, scope="acme/billing-api", trigger="Merging feature branches into main",
-               content="Never rebase shared branches.", conditions=[])
+    a = active(
+        lead,
+        scope="acme/billing-api",
+        trigger="Merging a feature branch into main",
+        content="Always rebase before merging.",
+        conditions=[],
+    )
+    b = active(
+        lead,
+        scope="acme/billing-api",
+        trigger="Merging feature branches into main",
+        content="Never rebase shared branches.",
+        conditions=[],
+    )
     [conflict] = [c for c in conflicts.detect_conflicts_for(b) if c.entry_a_id == a.pk]
-    response = client_for(lead).post(reverse("curation:conflict-split", args=[conflict.pk]), {
-        "a_scope": "acme/billing-api/../globex", "a_conditions": "", "b_scope": "acme/billing-api/container",
-        "b_conditions": "", "version_a": a.version, "version_b": b.version}, **HTMX)
+    response = client_for(lead).post(
+        reverse("curation:conflict-split", args=[conflict.pk]),
+        {
+            "a_scope": "acme/billing-api/../globex",
+            "a_conditions": "",
+            "b_scope": "acme/billing-api/container",
+            "b_conditions": "",
+            "version_a": a.version,
+            "version_b": b.version,
+        },
+        **HTMX,
+    )
     assert response.status_code == 422 and WHY in response.content.decode()
     assert Entry.objects.get(pk=a.pk).scope == "acme/billing-api"
 
@@ -61,5 +83,9 @@ def test_a_scope_grant_for_a_dotted_scope_is_refused(reviewer, scope):
     response = client_for(admin).post("/admin/curation/scopegrant/add/", {"user": reviewer.pk, "prefix": scope})
     assert response.status_code == 422 and WHY in response.content.decode()
     assert not ScopeGrant.objects.exists()
-    assert client_for(admin).post("/admin/curation/scopegrant/add/",
-                                  {"user": reviewer.pk, "prefix": "acme/v1.2"}).status_code == 302
+    assert (
+        client_for(admin)
+        .post("/admin/curation/scopegrant/add/", {"user": reviewer.pk, "prefix": "acme/v1.2"})
+        .status_code
+        == 302
+    )

@@ -74,12 +74,17 @@ def test_renaming_onto_a_hidden_skill_does_not_say_which_it_is(billing_lead, web
 def test_a_source_held_by_a_hidden_skill_is_not_named_and_its_history_stays_hidden(lead, billing_lead):
     wide = nominated(scope="acme", trigger="Running every migration in the container")
     shared = make_entry(scope="acme/billing-api/container/ci", trigger="Migrations on CI")
-    skills.edit_skill_draft(wide.pk, actor=lead, expected_version=1,
-                            changes={"sources": [wide.nominated_entry_id, shared.pk], "pitfalls": "Not on hosts."})
+    skills.edit_skill_draft(
+        wide.pk,
+        actor=lead,
+        expected_version=1,
+        changes={"sources": [wide.nominated_entry_id, shared.pk], "pitfalls": "Not on hosts."},
+    )
     own = nominated(scope="acme/billing-api/container", trigger="Running the billing migrations on CI")
     with pytest.raises(ValidationError) as refused:
-        skills.edit_skill_draft(own.pk, actor=billing_lead, expected_version=1,
-                                changes={"sources": [own.nominated_entry_id, shared.pk]})
+        skills.edit_skill_draft(
+            own.pk, actor=billing_lead, expected_version=1, changes={"sources": [own.nominated_entry_id, shared.pk]}
+        )
     assert refused.value.message_dict["sources"] == [f"#{shared.pk} is already a source of another skill"]
     page = client_for(billing_lead).get(reverse("curation:entry", args=[shared.pk]) + "?timeline=all")
     assert page.status_code == 200 and wide.slug not in page.content.decode()

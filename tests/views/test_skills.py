@@ -55,11 +55,11 @@ def test_the_lead_sees_approve_disabled_until_the_gate_passes(lead):
     p = nominated()
     report(p, ["success"] * 4)
     page = client_for(lead).get(QUEUE).content.decode()
-    button = page[page.index('data-action="approve"'):][:200]
+    button = page[page.index('data-action="approve"') :][:200]
     assert "disabled" in button and "4 of 5 trials reported: 1 more needed" in page
     report(p, ["success"], prefix="fifth")
     page = client_for(lead).get(QUEUE).content.decode()
-    assert "disabled" not in page[page.index('data-action="approve"'):][:120]
+    assert "disabled" not in page[page.index('data-action="approve"') :][:120]
     assert "<strong>5 of 5 trials succeeded</strong>" in page
 
 
@@ -73,8 +73,12 @@ def test_auditor_reads_and_changes_nothing(auditor, lead):
     for action, data in (("approve", {}), ("edit", {"pitfalls": "x"}), ("reject", {"reason": "no"})):
         assert client.post(url(action, p), {"version": 1, **data}).status_code == 403
     approved = approved_skill(lead, scope="acme/billing-api/host")
-    assert client.post(reverse("curation:skill-retire", args=[approved.slug]),
-                       {"version": approved.version, "reason": "no"}).status_code == 403
+    assert (
+        client.post(
+            reverse("curation:skill-retire", args=[approved.slug]), {"version": approved.version, "reason": "no"}
+        ).status_code
+        == 403
+    )
     assert fresh(p).status == "nominated" and fresh(approved).status == "approved"
 
 
@@ -101,7 +105,9 @@ def test_approving_before_the_gate_passes_is_refused_in_place(lead):
     report(p, ["success"] * 4 + ["failure"])
     response = client_for(lead).post(url("approve", p), {"version": 1}, **HTMX)
     body = response.content.decode()
-    assert response.status_code == 409 and "cannot be approved yet" in body and "1 trial of this revision failed" in body
+    assert (
+        response.status_code == 409 and "cannot be approved yet" in body and "1 trial of this revision failed" in body
+    )
     assert fresh(p).status == "nominated"
 
 
@@ -128,8 +134,9 @@ def test_without_javascript_the_forms_post_and_redirect(reviewer):
     assert response.status_code == 302 and response["Location"] == f"{QUEUE}?scope=acme"
     response = client.post(url("reject", p), {"version": 2, "reason": "", "next": QUEUE})
     assert response.status_code == 422 and "Say why" in response.content.decode()
-    response = client.post(url("reject", p), {"version": 2, "reason": "one container only", "next": "//evil.example/"},
-                           follow=True)
+    response = client.post(
+        url("reject", p), {"version": 2, "reason": "one container only", "next": "//evil.example/"}, follow=True
+    )
     assert response.redirect_chain[-1][0] == QUEUE and "rejected, never nominated again" in response.content.decode()
     assert fresh(p).status == "rejected"
     assert client.post(url("approve", p), {}).status_code == 403  # the role is checked before the form
@@ -218,8 +225,9 @@ def test_lead_retires_a_skill_and_its_entries_come_back(lead):
     assert 'id="skill-md"' in page and "Retire this skill" in page
     refused = client.post(f"/skills/{skill.slug}/retire/", {"version": skill.version, "reason": ""}, follow=True)
     assert "Say why the skill is retired." in refused.content.decode() and fresh(skill).status == "approved"
-    response = client.post(f"/skills/{skill.slug}/retire/", {"version": skill.version, "reason": "scripted now"},
-                           follow=True)
+    response = client.post(
+        f"/skills/{skill.slug}/retire/", {"version": skill.version, "reason": "scripted now"}, follow=True
+    )
     assert "retired: its source entries are back in retrieval" in response.content.decode()
     assert fresh(skill).status == "retired"
     assert f'id="skill-{skill.slug}"' in client.get("/skills/", {"status": "retired"}).content.decode()
@@ -233,7 +241,7 @@ def test_the_skill_page_tells_its_history_from_its_own_events(lead, auditor, dja
     client = client_for(auditor)
     with django_assert_max_num_queries(12):
         page = client.get(f"/skills/{skill.slug}/").content.decode()
-    history = page[page.index('id="history"'):]
+    history = page[page.index('id="history"') :]
     actions = [a for a in ("skill_nominated", "skill_trial", "skill_approved", "skill_retired") if a in history]
     assert actions == ["skill_nominated", "skill_trial", "skill_approved", "skill_retired"]
     assert history.count('class="event action-skill_trial"') == 5
@@ -245,12 +253,17 @@ def test_a_skill_decided_before_events_had_subjects_keeps_its_history(lead, audi
     """Such decisions were written on each source entry, naming the proposal in `after`; the nominated
     entry's copy is the skill's history (once, though every source has one)."""
     skill = approved_skill(lead)
-    legacy = {"entry_label": "old", "actor_label": "lena", "action": "skill_retired", "reason": "retired long ago",
-              "after": {"proposal": skill.pk, "proposal_version": 99}}
+    legacy = {
+        "entry_label": "old",
+        "actor_label": "lena",
+        "action": "skill_retired",
+        "reason": "retired long ago",
+        "after": {"proposal": skill.pk, "proposal_version": 99},
+    }
     Event.objects.create(entry_id=skill.nominated_entry_id, **legacy)
     Event.objects.create(entry=make_entry(), **legacy)  # the copy on another source entry
     history = client_for(auditor).get(f"/skills/{skill.slug}/").content.decode()
-    history = history[history.index('id="history"'):]
+    history = history[history.index('id="history"') :]
     assert history.count("retired long ago") == 1
 
 
@@ -292,8 +305,10 @@ def test_the_entry_page_says_it_is_a_skills_source(lead):
 def test_every_role_check_comes_before_the_form(reviewer, auditor, lead):
     p = nominated()
     skill = approved_skill(lead, scope="acme/billing-api/host")
-    for user, posts in ((reviewer, [url("approve", p), f"/skills/{skill.slug}/retire/"]),
-                        (auditor, [url("approve", p), url("edit", p), url("reject", p), f"/skills/{skill.slug}/retire/"])):
+    for user, posts in (
+        (reviewer, [url("approve", p), f"/skills/{skill.slug}/retire/"]),
+        (auditor, [url("approve", p), url("edit", p), url("reject", p), f"/skills/{skill.slug}/retire/"]),
+    ):
         for path in posts:
             response = client_for(user).post(path, {})  # no version, no fields: still 403, not 422
             assert response.status_code == 403, (user, path)

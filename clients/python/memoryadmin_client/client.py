@@ -46,8 +46,8 @@ class RetryPolicy:
     """How often and how long to retry a 429 or 503: exponential backoff with jitter, or the server's
     Retry-After when it gives one (capped at `max_wait`, beyond which the error is raised at once)."""
 
-    attempts: int = 4          # tries in all, the first included
-    backoff: float = 0.5       # seconds before the second try; doubled after each
+    attempts: int = 4  # tries in all, the first included
+    backoff: float = 0.5  # seconds before the second try; doubled after each
     max_wait: float = 60.0
 
     def delay(self, attempt: int, retry_after: float | None) -> float | None:
@@ -80,8 +80,7 @@ def _answer(response: httpx.Response) -> JSON:
 
 
 def _headers(token: str, user_agent: str, extra: Mapping[str, str] | None) -> dict[str, str]:
-    return {**(extra or {}), "Authorization": f"Bearer {token}", "Accept": "application/json",
-            "User-Agent": user_agent}
+    return {**(extra or {}), "Authorization": f"Bearer {token}", "Accept": "application/json", "User-Agent": user_agent}
 
 
 def _request_kwargs(call: Call) -> dict[str, Any]:
@@ -92,8 +91,9 @@ def _request_kwargs(call: Call) -> dict[str, Any]:
     return kwargs
 
 
-def _settle(retry: RetryPolicy, attempt: int,
-            response: httpx.Response | httpx.TransportError) -> tuple[JSON | None, float]:
+def _settle(
+    retry: RetryPolicy, attempt: int, response: httpx.Response | httpx.TransportError
+) -> tuple[JSON | None, float]:
     """After one try: (the answer, 0), or (None, seconds to wait before the next try); raises the error
     when there is nothing left to try. Only what the server surely did not act on is retried: a 429 or
     503, or a connection that never opened."""
@@ -124,29 +124,68 @@ class _Endpoints(Generic[R]):
         """GET /api/v1/token: this token's label, scopes and expiry."""
         return self._run(Call("GET", "/api/v1/token"))
 
-    def submit_candidate(self, *, scope: str, kind: str, trigger: str, content: str, signal: str | None = None,
-                         conditions: list[str] | None = None, boundary: str | None = None,
-                         recheck_when: str | None = None, review_by: str | None = None,
-                         confidence: float | None = None, source_task: str | None = None,
-                         evidence: list[JSON] | None = None, embedding: list[float] | None = None,
-                         idempotency_key: str | None = None) -> R:
+    def submit_candidate(
+        self,
+        *,
+        scope: str,
+        kind: str,
+        trigger: str,
+        content: str,
+        signal: str | None = None,
+        conditions: list[str] | None = None,
+        boundary: str | None = None,
+        recheck_when: str | None = None,
+        review_by: str | None = None,
+        confidence: float | None = None,
+        source_task: str | None = None,
+        evidence: list[JSON] | None = None,
+        embedding: list[float] | None = None,
+        idempotency_key: str | None = None,
+    ) -> R:
         """POST /api/v1/candidates: one candidate lesson. Answers `{id, status, created, duplicate_of, ...}`;
         an exact duplicate adds its evidence to the existing entry (`created: false`). `embedding`: your own
         embedding of the lesson, for vector retrieval (one dimension per scope tree)."""
-        body = _without_none(scope=scope, kind=kind, trigger=trigger, content=content, signal=signal,
-                             conditions=conditions, boundary=boundary, recheck_when=recheck_when,
-                             review_by=review_by, confidence=confidence, source_task=source_task, evidence=evidence,
-                             embedding=embedding)
+        body = _without_none(
+            scope=scope,
+            kind=kind,
+            trigger=trigger,
+            content=content,
+            signal=signal,
+            conditions=conditions,
+            boundary=boundary,
+            recheck_when=recheck_when,
+            review_by=review_by,
+            confidence=confidence,
+            source_task=source_task,
+            evidence=evidence,
+            embedding=embedding,
+        )
         return self._run(Call("POST", "/api/v1/candidates", body, idempotency_key=idempotency_key or str(uuid.uuid4())))
 
     def submit_candidates(self, candidates: Iterable[JSON], *, idempotency_key: str | None = None) -> R:
         """POST /api/v1/candidates/batch: many candidates, each answered in `results`."""
-        return self._run(Call("POST", "/api/v1/candidates/batch", {"candidates": list(candidates)},
-                              idempotency_key=idempotency_key or str(uuid.uuid4())))
+        return self._run(
+            Call(
+                "POST",
+                "/api/v1/candidates/batch",
+                {"candidates": list(candidates)},
+                idempotency_key=idempotency_key or str(uuid.uuid4()),
+            )
+        )
 
-    def search_memory(self, scope: str, q: str = "", *, k: int | None = None, min_confidence: float | None = None,
-                      budget_chars: int | None = None, task_ref: str | None = None, version: int | None = None,
-                      embedding: list[float] | None = None, metric: str | None = None) -> R:
+    def search_memory(
+        self,
+        scope: str,
+        q: str = "",
+        *,
+        k: int | None = None,
+        min_confidence: float | None = None,
+        budget_chars: int | None = None,
+        task_ref: str | None = None,
+        version: int | None = None,
+        embedding: list[float] | None = None,
+        metric: str | None = None,
+    ) -> R:
         """POST /api/v1/memory/search: the ranked entries of the scope (and the ancestors the token covers)
         and a `context` block for a prompt, from the published memory version (`memory_version` in the
         answer; pass it as `version` for the rest of a task to read the same memory throughout). Keep the
@@ -156,12 +195,22 @@ class _Endpoints(Generic[R]):
         task is served only what people wrote or agreed to (human corrections and preferences).
         With an `embedding` (`metric` l2 or cosine): nearest first, or fused with the words of `q`; each entry
         carries its `distance`."""
-        body = _without_none(scope=scope, q=q, k=k, min_confidence=min_confidence, budget_chars=budget_chars,
-                             task_ref=task_ref, version=version, embedding=embedding, metric=metric)
+        body = _without_none(
+            scope=scope,
+            q=q,
+            k=k,
+            min_confidence=min_confidence,
+            budget_chars=budget_chars,
+            task_ref=task_ref,
+            version=version,
+            embedding=embedding,
+            metric=metric,
+        )
         return self._run(Call("POST", "/api/v1/memory/search", body))
 
-    def report_outcome(self, retrieval_id: str, outcome: Outcome, *, utility: float | None = None,
-                       used: list[int] | None = None) -> R:
+    def report_outcome(
+        self, retrieval_id: str, outcome: Outcome, *, utility: float | None = None, used: list[int] | None = None
+    ) -> R:
         """POST /api/v1/feedback: how the task that used a retrieval went. Once per retrieval.
 
         Pass `used`, the ids of the lessons the agent applied, whenever it knows them: only those are
@@ -188,15 +237,26 @@ class _Endpoints(Generic[R]):
         """GET /api/v1/entries/<id>: every field, the evidence and the history of one entry."""
         return self._run(Call("GET", f"/api/v1/entries/{int(entry_id)}"))
 
-    def add_evidence(self, entry_id: int, *, kind: str, excerpt: str, signal: str | None = None,
-                     polarity: str | None = None, task_ref: str | None = None, observed_at: str | None = None) -> R:
+    def add_evidence(
+        self,
+        entry_id: int,
+        *,
+        kind: str,
+        excerpt: str,
+        signal: str | None = None,
+        polarity: str | None = None,
+        task_ref: str | None = None,
+        observed_at: str | None = None,
+    ) -> R:
         """POST /api/v1/entries/<id>/evidence: a piece of evidence for (or against) an entry."""
-        body = _without_none(kind=kind, excerpt=excerpt, signal=signal, polarity=polarity, task_ref=task_ref,
-                             observed_at=observed_at)
+        body = _without_none(
+            kind=kind, excerpt=excerpt, signal=signal, polarity=polarity, task_ref=task_ref, observed_at=observed_at
+        )
         return self._run(Call("POST", f"/api/v1/entries/{int(entry_id)}/evidence", body))
 
-    def request_forget(self, *, reason: str, entry_id: int | None = None, text: str | None = None,
-                       scope: str | None = None) -> R:
+    def request_forget(
+        self, *, reason: str, entry_id: int | None = None, text: str | None = None, scope: str | None = None
+    ) -> R:
         """POST /api/v1/forget-requests: the user asked to forget a lesson, named by `entry_id` or by a `text`
         to match in `scope`. A lead decides; once approved, its text is purged and it is not learned again."""
         body = _without_none(entry_id=entry_id, text=text, scope=scope, reason=reason)
@@ -221,12 +281,24 @@ class _Endpoints(Generic[R]):
 class MemoryAdmin(_Endpoints[JSON]):
     """The blocking client. `MemoryAdmin(url, token)`; use it as a context manager or call `close()`."""
 
-    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0, retry: RetryPolicy | None = None,
-                 transport: httpx.BaseTransport | None = None, headers: Mapping[str, str] | None = None,
-                 user_agent: str = "memoryadmin-client"):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+        user_agent: str = "memoryadmin-client",
+    ):
         self.retry = retry or RetryPolicy()
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=_headers(token, user_agent, headers),
-                                  timeout=timeout, transport=transport)
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers=_headers(token, user_agent, headers),
+            timeout=timeout,
+            transport=transport,
+        )
 
     def _run(self, call: Call) -> JSON:
         attempt = 0
@@ -234,7 +306,8 @@ class MemoryAdmin(_Endpoints[JSON]):
             attempt += 1
             try:
                 response: httpx.Response | httpx.TransportError = self._http.request(
-                    call.method, call.path, **_request_kwargs(call))
+                    call.method, call.path, **_request_kwargs(call)
+                )
             except httpx.TransportError as exc:
                 response = exc
             answer, wait = _settle(self.retry, attempt, response)
@@ -255,12 +328,24 @@ class MemoryAdmin(_Endpoints[JSON]):
 class AsyncMemoryAdmin(_Endpoints[Awaitable[JSON]]):
     """The asyncio client: the same calls as `MemoryAdmin`, awaited. `async with AsyncMemoryAdmin(...)`."""
 
-    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0, retry: RetryPolicy | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None, headers: Mapping[str, str] | None = None,
-                 user_agent: str = "memoryadmin-client"):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+        user_agent: str = "memoryadmin-client",
+    ):
         self.retry = retry or RetryPolicy()
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=_headers(token, user_agent, headers),
-                                       timeout=timeout, transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            headers=_headers(token, user_agent, headers),
+            timeout=timeout,
+            transport=transport,
+        )
 
     async def _run(self, call: Call) -> JSON:  # type: ignore[override]  # R is the awaitable
         attempt = 0
@@ -268,7 +353,8 @@ class AsyncMemoryAdmin(_Endpoints[Awaitable[JSON]]):
             attempt += 1
             try:
                 response: httpx.Response | httpx.TransportError = await self._http.request(
-                    call.method, call.path, **_request_kwargs(call))
+                    call.method, call.path, **_request_kwargs(call)
+                )
             except httpx.TransportError as exc:
                 response = exc
             answer, wait = _settle(self.retry, attempt, response)

@@ -6,8 +6,9 @@ from __future__ import annotations
 class MemoryAdminError(Exception):
     """An answer of 4xx or 5xx. `errors` maps a field (`scope`, `evidence[0].kind`) to its messages."""
 
-    def __init__(self, status: int, message: str, errors: dict[str, list[str]] | None = None,
-                 retry_after: float | None = None):
+    def __init__(
+        self, status: int, message: str, errors: dict[str, list[str]] | None = None, retry_after: float | None = None
+    ):
         self.status, self.message, self.errors, self.retry_after = status, message, errors or {}, retry_after
         super().__init__(self.describe())
 

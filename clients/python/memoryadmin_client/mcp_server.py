@@ -49,28 +49,42 @@ class _Arguments(BaseModel):
 
 
 class SearchMemory(_Arguments):
-    scope: str = Field(description="The scope of the task, e.g. 'acme/billing-api'. Lessons of its parent "
-                                   "scopes that the token covers are included.")
-    query: str = Field("", description="What the task is about, in a few words (at most 2,000 characters). "
-                                       "Empty: the most trusted lessons of the scope.")
+    scope: str = Field(
+        description="The scope of the task, e.g. 'acme/billing-api'. Lessons of its parent "
+        "scopes that the token covers are included."
+    )
+    query: str = Field(
+        "",
+        description="What the task is about, in a few words (at most 2,000 characters). "
+        "Empty: the most trusted lessons of the scope.",
+    )
     k: int | None = Field(None, description="How many lessons at most (1 to 20; default 5).")
-    budget_chars: int | None = Field(None, description="The longest context block to return, in characters "
-                                                       "(200 to 50,000; default 2,000).")
-    task_ref: str | None = Field(None, description="Your task's id, to trace which task used which lessons; every call with the same id is served from the same arm (memory, or the holdout that gets none).")
-    embedding: list[float] | None = Field(None, description="Your own embedding of the task, from the model that "
-                                                             "embedded the lessons (one dimension per scope tree): "
-                                                             "the nearest lessons first, or fused with the query's "
-                                                             "words when there is a query; each lesson then "
-                                                             "carries its distance.")
-    metric: Literal["l2", "cosine"] | None = Field(None, description="How the embedding is compared: 'l2' "
-                                                                     "(default) or 'cosine'.")
+    budget_chars: int | None = Field(
+        None, description="The longest context block to return, in characters (200 to 50,000; default 2,000)."
+    )
+    task_ref: str | None = Field(
+        None,
+        description="Your task's id, to trace which task used which lessons; every call with the same id is served from the same arm (memory, or the holdout that gets none).",
+    )
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own embedding of the task, from the model that "
+        "embedded the lessons (one dimension per scope tree): "
+        "the nearest lessons first, or fused with the query's "
+        "words when there is a query; each lesson then "
+        "carries its distance.",
+    )
+    metric: Literal["l2", "cosine"] | None = Field(
+        None, description="How the embedding is compared: 'l2' (default) or 'cosine'."
+    )
 
 
 class EvidenceItem(_Arguments):
     kind: EvidenceKindName = Field(description="What the evidence is.")
     excerpt: str = Field(description="The observation itself: an error message, a test result, what the user said.")
-    signal: SignalName = Field(description="Who produced it: 'external' (a tool, a test, a person), "
-                                           "'independent' (another agent) or 'self'.")
+    signal: SignalName = Field(
+        description="Who produced it: 'external' (a tool, a test, a person), 'independent' (another agent) or 'self'."
+    )
     polarity: Literal["supports", "contradicts"] | None = Field(None, description="Default 'supports'.")
     task_ref: str | None = Field(None, description="The task it was observed in.")
     observed_at: str | None = Field(None, description="When, as an ISO 8601 time.")
@@ -78,28 +92,37 @@ class EvidenceItem(_Arguments):
 
 class SubmitLesson(_Arguments):
     scope: str = Field(description="The narrowest scope the lesson holds for, e.g. 'acme/billing-api'.")
-    kind: KindName = Field(description="procedure, failure_lesson (what went wrong and how to avoid it), "
-                                       "success_pattern, human_correction, preference or fact.")
+    kind: KindName = Field(
+        description="procedure, failure_lesson (what went wrong and how to avoid it), "
+        "success_pattern, human_correction, preference or fact."
+    )
     trigger: str = Field(description="When the lesson applies: the situation an agent will be in.")
     content: str = Field(description="The lesson: what to do or avoid, specific enough to act on.")
-    signal: SignalName = Field(description="Where the lesson's evidence comes from: 'external' (a tool, a test, "
-                                           "a person) weighs most, then 'independent' (another agent), then 'self'.")
+    signal: SignalName = Field(
+        description="Where the lesson's evidence comes from: 'external' (a tool, a test, "
+        "a person) weighs most, then 'independent' (another agent), then 'self'."
+    )
     conditions: list[str] | None = Field(None, description="Conditions that must hold for the lesson to apply.")
     boundary: str | None = Field(None, description="Where the lesson stops holding (a version, a platform).")
     source_task: str | None = Field(None, description="The task you learned it in.")
     evidence: list[EvidenceItem] | None = Field(None, description="What shows the lesson is true.")
-    embedding: list[float] | None = Field(None, description="Your own embedding of the lesson, for search_memory "
-                                                             "by embedding (one dimension per scope tree).")
+    embedding: list[float] | None = Field(
+        None,
+        description="Your own embedding of the lesson, for search_memory by embedding (one dimension per scope tree).",
+    )
 
 
 class ReportOutcome(_Arguments):
     retrieval_id: str = Field(description="The retrieval_id search_memory returned for this task.")
     outcome: Outcome = Field(description="How the task went.")
     utility: float | None = Field(None, description="How useful the lessons were, from 0 to 1.")
-    used: list[int] | None = Field(None, description="The ids of the lessons you actually applied. Say it whenever "
-                                   "you know: only those are credited or charged with this outcome. Left out, "
-                                   "every lesson returned shares it, so a lesson you ignored is judged by a task "
-                                   "it had no part in.")
+    used: list[int] | None = Field(
+        None,
+        description="The ids of the lessons you actually applied. Say it whenever "
+        "you know: only those are credited or charged with this outcome. Left out, "
+        "every lesson returned shares it, so a lesson you ignored is judged by a task "
+        "it had no part in.",
+    )
 
 
 class AddEvidence(_Arguments):
@@ -107,22 +130,26 @@ class AddEvidence(_Arguments):
     kind: EvidenceKindName = Field(description="What the evidence is.")
     excerpt: str = Field(description="The observation itself.")
     signal: SignalName = Field(description="Who produced it: 'external', 'independent' or 'self'.")
-    polarity: Literal["supports", "contradicts"] | None = Field(None, description="'contradicts' when it shows "
-                                                                                  "the lesson is wrong.")
+    polarity: Literal["supports", "contradicts"] | None = Field(
+        None, description="'contradicts' when it shows the lesson is wrong."
+    )
     task_ref: str | None = Field(None, description="The task it was observed in.")
 
 
 class RequestForget(_Arguments):
-    reason: str = Field(description="Who asked and why (e.g. 'the user asked to forget their address'), without "
-                                    "the lesson's text: the reason is purged with the lesson.")
+    reason: str = Field(
+        description="Who asked and why (e.g. 'the user asked to forget their address'), without "
+        "the lesson's text: the reason is purged with the lesson."
+    )
     entry_id: int | None = Field(None, description="The lesson to forget (an entry id from search_memory).")
     text: str | None = Field(None, description="Or: the text of the lessons to forget, matched in `scope`.")
     scope: str | None = Field(None, description="With `text`: the scope the lessons are in.")
 
 
 class ListSkills(_Arguments):
-    scope: str | None = Field(None, description="Only the skills of this scope and its parents; default: every "
-                                                "scope of the token.")
+    scope: str | None = Field(
+        None, description="Only the skills of this scope and its parents; default: every scope of the token."
+    )
 
 
 class GetSkill(_Arguments):
@@ -141,18 +168,34 @@ def _text(value: Any) -> str:
 
 
 async def _search_memory(api: AsyncMemoryAdmin, a: SearchMemory) -> tuple[str, dict]:
-    answer = await api.search_memory(a.scope, a.query, k=a.k, budget_chars=a.budget_chars, task_ref=a.task_ref,
-                                     embedding=a.embedding, metric=a.metric)
+    answer = await api.search_memory(
+        a.scope,
+        a.query,
+        k=a.k,
+        budget_chars=a.budget_chars,
+        task_ref=a.task_ref,
+        embedding=a.embedding,
+        metric=a.metric,
+    )
     arm = answer.get("arm", "memory")
-    result = {"retrieval_id": answer["retrieval_id"], "arm": arm, "entry_ids": [e["id"] for e in answer["entries"]],
-              "context": answer["context"], "entries": answer["entries"]}
+    result = {
+        "retrieval_id": answer["retrieval_id"],
+        "arm": arm,
+        "entry_ids": [e["id"] for e in answer["entries"]],
+        "context": answer["context"],
+        "entries": answer["entries"],
+    }
     if arm == "holdout":
-        found = ("This task is in the holdout that measures whether memory helps: no lessons are given for it. "
-                 "Work without them, and report the outcome as usual.")
+        found = (
+            "This task is in the holdout that measures whether memory helps: no lessons are given for it. "
+            "Work without them, and report the outcome as usual."
+        )
     else:
         found = answer["context"] or "No reviewed lessons match."
-    text = (f"{found}\n\nretrieval_id: {answer['retrieval_id']} (report the task's outcome with it); "
-            f"arm: {arm}; entry ids: {result['entry_ids']}")
+    text = (
+        f"{found}\n\nretrieval_id: {answer['retrieval_id']} (report the task's outcome with it); "
+        f"arm: {arm}; entry ids: {result['entry_ids']}"
+    )
     return text, result
 
 
@@ -174,13 +217,17 @@ async def _add_evidence(api: AsyncMemoryAdmin, a: AddEvidence) -> tuple[str, dic
 
 async def _request_forget(api: AsyncMemoryAdmin, a: RequestForget) -> tuple[str, dict]:
     answer = await api.request_forget(**a.model_dump(exclude_none=True))
-    return (f"Forget request #{answer['id']} filed: a lead decides; once approved the lesson's text is purged "
-            f"everywhere and it is not learned again."), answer
+    return (
+        f"Forget request #{answer['id']} filed: a lead decides; once approved the lesson's text is purged "
+        f"everywhere and it is not learned again."
+    ), answer
 
 
 async def _list_skills(api: AsyncMemoryAdmin, a: ListSkills) -> tuple[str, dict]:
-    skills = [{"name": s["slug"], "scope": s["scope"], "description": s["description"],
-               "when_to_use": s["when_to_use"]} for s in await _all_skills(api, a.scope)]
+    skills = [
+        {"name": s["slug"], "scope": s["scope"], "description": s["description"], "when_to_use": s["when_to_use"]}
+        for s in await _all_skills(api, a.scope)
+    ]
     return _text(skills), {"skills": skills}
 
 
@@ -214,44 +261,84 @@ class ToolSpec:
     read_only: bool = False
 
     def tool(self) -> types.Tool:
-        return types.Tool(name=self.name, description=self.description,
-                          input_schema=self.arguments.model_json_schema(),
-                          annotations=types.ToolAnnotations(read_only_hint=self.read_only, open_world_hint=False))
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=self.arguments.model_json_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=self.read_only, open_world_hint=False),
+        )
 
 
-TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in [
-    ToolSpec("search_memory",
-             "Find the reviewed lessons for a task. Answers a context block to follow, the ids of the lessons in "
-             "it, and a retrieval_id: call report_outcome with it when the task is done.",
-             SearchMemory, _search_memory, {"q": "query"}),
-    ToolSpec("submit_lesson",
-             "Propose a lesson you learned, with its evidence. A person reviews it before any agent is given it. "
-             "The answer says whether it is pending review, a duplicate of an existing lesson (duplicate_of; its "
-             "evidence was added there), or in conflict with others (conflicts).",
-             SubmitLesson, _submit_lesson, {}),
-    ToolSpec("report_outcome",
-             "Say how the task that used a search_memory answer went, and which lessons you applied (used). "
-             "Each lesson is judged against tasks without it: one that helps gains confidence, one that makes "
-             "tasks fail more often than without it goes to a person for a recheck. Once per retrieval.",
-             ReportOutcome, _report_outcome, {}),
-    ToolSpec("add_evidence",
-             "Add evidence for or against an existing lesson (by entry id), e.g. a test that confirms it or an "
-             "error that contradicts it.",
-             AddEvidence, _add_evidence, {}),
-    ToolSpec("request_forget",
-             "Only when the user explicitly asks to forget something: file a request to forget a lesson (by entry "
-             "id, or by its text in a scope). A person decides; the answer is the request id.",
-             RequestForget, _request_forget, {}),
-    ToolSpec("list_skills",
-             "List the approved skills (reviewed step-by-step procedures) of a scope. Read one with get_skill.",
-             ListSkills, _list_skills, {}, read_only=True),
-    ToolSpec("get_skill",
-             "Read a skill's SKILL.md: when to use it, its steps, parameters, verification, rollback and pitfalls.",
-             GetSkill, _get_skill, {}, read_only=True),
-    ToolSpec("report_skill_trial",
-             "Report a trial run of a nominated skill (one not yet approved): success or failure, once per task.",
-             ReportSkillTrial, _report_skill_trial, {}),
-]}
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in [
+        ToolSpec(
+            "search_memory",
+            "Find the reviewed lessons for a task. Answers a context block to follow, the ids of the lessons in "
+            "it, and a retrieval_id: call report_outcome with it when the task is done.",
+            SearchMemory,
+            _search_memory,
+            {"q": "query"},
+        ),
+        ToolSpec(
+            "submit_lesson",
+            "Propose a lesson you learned, with its evidence. A person reviews it before any agent is given it. "
+            "The answer says whether it is pending review, a duplicate of an existing lesson (duplicate_of; its "
+            "evidence was added there), or in conflict with others (conflicts).",
+            SubmitLesson,
+            _submit_lesson,
+            {},
+        ),
+        ToolSpec(
+            "report_outcome",
+            "Say how the task that used a search_memory answer went, and which lessons you applied (used). "
+            "Each lesson is judged against tasks without it: one that helps gains confidence, one that makes "
+            "tasks fail more often than without it goes to a person for a recheck. Once per retrieval.",
+            ReportOutcome,
+            _report_outcome,
+            {},
+        ),
+        ToolSpec(
+            "add_evidence",
+            "Add evidence for or against an existing lesson (by entry id), e.g. a test that confirms it or an "
+            "error that contradicts it.",
+            AddEvidence,
+            _add_evidence,
+            {},
+        ),
+        ToolSpec(
+            "request_forget",
+            "Only when the user explicitly asks to forget something: file a request to forget a lesson (by entry "
+            "id, or by its text in a scope). A person decides; the answer is the request id.",
+            RequestForget,
+            _request_forget,
+            {},
+        ),
+        ToolSpec(
+            "list_skills",
+            "List the approved skills (reviewed step-by-step procedures) of a scope. Read one with get_skill.",
+            ListSkills,
+            _list_skills,
+            {},
+            read_only=True,
+        ),
+        ToolSpec(
+            "get_skill",
+            "Read a skill's SKILL.md: when to use it, its steps, parameters, verification, rollback and pitfalls.",
+            GetSkill,
+            _get_skill,
+            {},
+            read_only=True,
+        ),
+        ToolSpec(
+            "report_skill_trial",
+            "Report a trial run of a nominated skill (one not yet approved): success or failure, once per task.",
+            ReportSkillTrial,
+            _report_skill_trial,
+            {},
+        ),
+    ]
+}
 
 
 def _tool_error(message: str) -> types.CallToolResult:
@@ -264,8 +351,10 @@ def _api_refusal(exc: MemoryAdminError, renamed: dict[str, str]) -> str:
 
 
 def _invalid_arguments(exc: ValidationError) -> str:
-    problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-                         for err in exc.errors(include_input=False))
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+        for err in exc.errors(include_input=False)
+    )
     return f"Some arguments are not valid. {problems}"
 
 
@@ -288,11 +377,16 @@ def _memory_document(scope: str, export: dict) -> str:
     body = "\n".join(topics) or "No reviewed lessons published under this scope yet."
     if len(body) > MEMORY_BUDGET_CHARS:
         body = body[:MEMORY_BUDGET_CHARS].rsplit("\n## ", 1)[0] + (
-            "\n\n(More lessons than fit here: search_memory finds those that apply to a task.)")
-    lines = [f"# Curated memory: {scope}", "",
-             f"Lessons that people reviewed, published as version {export['memory_version']}. Follow them where "
-             "they apply; search_memory ranks them for a task and gives a retrieval_id to report the outcome with.",
-             "", body]
+            "\n\n(More lessons than fit here: search_memory finds those that apply to a task.)"
+        )
+    lines = [
+        f"# Curated memory: {scope}",
+        "",
+        f"Lessons that people reviewed, published as version {export['memory_version']}. Follow them where "
+        "they apply; search_memory ranks them for a task and gives a retrieval_id to report the outcome with.",
+        "",
+        body,
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -317,28 +411,49 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
                 text, structured = await spec.run(api, arguments)
         except MemoryAdminError as exc:
             return _tool_error(_api_refusal(exc, spec.renamed))
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structured_content=structured)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured)
 
     async def list_resources(ctx, params) -> types.ListResourcesResult:
         async with client_for(ctx) as api:
             token = await api.token()
             skills = await _all_skills(api, None)
-        resources = [types.Resource(uri=memory_uri(scope), name=f"memory: {scope}", mime_type="text/markdown",
-                                    description=f"The reviewed lessons of {scope}, as one document.")
-                     for scope in dict.fromkeys([*token["scopes"], *scopes])]
-        resources += [types.Resource(uri=skill_uri(s["slug"]), name=f"skill: {s['slug']}", mime_type="text/markdown",
-                                     description=s["description"]) for s in skills]
+        resources = [
+            types.Resource(
+                uri=memory_uri(scope),
+                name=f"memory: {scope}",
+                mime_type="text/markdown",
+                description=f"The reviewed lessons of {scope}, as one document.",
+            )
+            for scope in dict.fromkeys([*token["scopes"], *scopes])
+        ]
+        resources += [
+            types.Resource(
+                uri=skill_uri(s["slug"]),
+                name=f"skill: {s['slug']}",
+                mime_type="text/markdown",
+                description=s["description"],
+            )
+            for s in skills
+        ]
         return types.ListResourcesResult(resources=resources)
 
     async def list_resource_templates(ctx, params) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[
-            types.ResourceTemplate(uri_template="memoryadmin://memory/{scope}", name="memory of a scope",
-                                   mime_type="text/markdown",
-                                   description="The published lessons of a scope the token covers and of the scopes below it."),
-            types.ResourceTemplate(uri_template="memoryadmin://skills/{name}/SKILL.md", name="a skill",
-                                   mime_type="text/markdown", description="A skill's SKILL.md."),
-        ])
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template="memoryadmin://memory/{scope}",
+                    name="memory of a scope",
+                    mime_type="text/markdown",
+                    description="The published lessons of a scope the token covers and of the scopes below it.",
+                ),
+                types.ResourceTemplate(
+                    uri_template="memoryadmin://skills/{name}/SKILL.md",
+                    name="a skill",
+                    mime_type="text/markdown",
+                    description="A skill's SKILL.md.",
+                ),
+            ]
+        )
 
     async def read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
@@ -346,8 +461,9 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
             text = await _read(ctx, uri)
         except MemoryAdminError as exc:  # as a tool's refusal: what was refused and why
             raise MCPError(types.INVALID_PARAMS, _api_refusal(exc, {})) from None
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown",
-                                                                             text=text)])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
+        )
 
     async def _read(ctx, uri: str) -> str:
         async with client_for(ctx) as api:
@@ -358,10 +474,20 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
                 skill = await api.get_skill(unquote(uri.removeprefix(SKILL_PREFIX).removesuffix(SKILL_SUFFIX)))
                 text = skill["skill_md"]
             else:
-                raise MemoryAdminError(404, f"No resource {uri}: the resources are memoryadmin://memory/<scope> "
-                                            "and memoryadmin://skills/<name>/SKILL.md.")
+                raise MemoryAdminError(
+                    404,
+                    f"No resource {uri}: the resources are memoryadmin://memory/<scope> "
+                    "and memoryadmin://skills/<name>/SKILL.md.",
+                )
         return text
 
-    return Server(SERVER_NAME, version=version, instructions=INSTRUCTIONS,
-                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-                  on_list_resource_templates=list_resource_templates, on_read_resource=read_resource)
+    return Server(
+        SERVER_NAME,
+        version=version,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
+    )

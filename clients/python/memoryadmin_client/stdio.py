@@ -37,8 +37,9 @@ def main() -> int:
     url, token = os.environ.get("MEMORYADMIN_URL", "").strip(), os.environ.get("MEMORYADMIN_TOKEN", "").strip()
     missing = [name for name, value in (("MEMORYADMIN_URL", url), ("MEMORYADMIN_TOKEN", token)) if not value]
     if missing:
-        print(f"memoryadmin-mcp: set {' and '.join(missing)} (the server's address and an agent token).",
-              file=sys.stderr)
+        print(
+            f"memoryadmin-mcp: set {' and '.join(missing)} (the server's address and an agent token).", file=sys.stderr
+        )
         return 2
     # stdout carries the protocol; warnings go to stderr. httpx's INFO lines would name every request.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

@@ -11,8 +11,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
-        parser.add_argument("--scope", action="append", default=[], dest="scopes",
-                            help="A scope prefix the token may read and write; repeat for several.")
+        parser.add_argument(
+            "--scope",
+            action="append",
+            default=[],
+            dest="scopes",
+            help="A scope prefix the token may read and write; repeat for several.",
+        )
         parser.add_argument("--expires", default=None, help="Lifetime such as 30d, 12h or 90m (default: none).")
 
     def handle(self, *args, name, scopes, expires, **options):
@@ -23,6 +28,7 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(f"{f}: {' '.join(m)}" for f, m in exc.message_dict.items())) from None
         expiry = f"expires {token.expires_at:%Y-%m-%d %H:%M} UTC" if token.expires_at else "does not expire"
-        self.stderr.write(f"Token {token.name!r} for {', '.join(token.scopes)}; {expiry}. "
-                          "It is shown once; store it now.")
+        self.stderr.write(
+            f"Token {token.name!r} for {', '.join(token.scopes)}; {expiry}. It is shown once; store it now."
+        )
         self.stdout.write(key)

@@ -66,5 +66,6 @@ class Command(BaseCommand):
             raise CommandError(f"{root} exists and is not a directory.")
         files = releases.export_of(version, scope=scope or "")
         written, removed = write_export(root, files)
-        self.stdout.write(f"Version {version.number}: {len(files)} files, {written} written, {removed} removed "
-                          f"in {root}.")
+        self.stdout.write(
+            f"Version {version.number}: {len(files)} files, {written} written, {removed} removed in {root}."
+        )

@@ -26,8 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("directory", help="the skills directory to write, e.g. .claude/skills (made if missing)")
         parser.add_argument("--scope", help="only skills of this scope and the scopes below it")
         parser.add_argument("--base-url", default="", help="the console's address, to link each skill's source entries")
-        parser.add_argument("--prune", action="store_true",
-                            help="remove the SKILL.md of skills that were retired since an earlier export")
+        parser.add_argument(
+            "--prune",
+            action="store_true",
+            help="remove the SKILL.md of skills that were retired since an earlier export",
+        )
 
     def handle(self, *args, directory, scope=None, base_url="", prune=False, **options):
         if scope:
@@ -58,12 +61,16 @@ class Command(BaseCommand):
                 (root / slug / "SKILL.md").unlink()
                 if not any((root / slug).iterdir()):
                     (root / slug).rmdir()
-        self.stdout.write(f"Exported {len(written) + len(unchanged)} skills to {root}: {len(written)} written, "
-                          f"{len(unchanged)} unchanged.")
+        self.stdout.write(
+            f"Exported {len(written) + len(unchanged)} skills to {root}: {len(written)} written, "
+            f"{len(unchanged)} unchanged."
+        )
         for slug in written:
             self.stdout.write(f"  wrote {root / slug / 'SKILL.md'}")
         if stale and prune:
             self.stdout.write(f"Removed the SKILL.md of {len(stale)} retired skills: {', '.join(stale)}.")
         elif stale:
-            self.stderr.write(f"{len(stale)} retired skills are still in {root}: {', '.join(stale)} "
-                              "(run again with --prune to remove them).")
+            self.stderr.write(
+                f"{len(stale)} retired skills are still in {root}: {', '.join(stale)} "
+                "(run again with --prune to remove them)."
+            )

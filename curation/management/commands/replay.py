@@ -49,8 +49,9 @@ def parse_policies(value: str) -> list[str]:
     names = list(replay_policies.ROWS) if value == "all" else [p.strip() for p in value.split(",") if p.strip()]
     unknown = [p for p in names if p not in replay_policies.ROWS]
     if unknown or not names:
-        raise CommandError(f"Unknown policy {', '.join(unknown) or value!r}; choose from "
-                           f"{', '.join(replay_policies.ROWS)} or all.")
+        raise CommandError(
+            f"Unknown policy {', '.join(unknown) or value!r}; choose from {', '.join(replay_policies.ROWS)} or all."
+        )
     return names
 
 
@@ -59,28 +60,54 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("experiment", choices=["regagent"])
-        parser.add_argument("--policy", default="all", help=f"one of {', '.join(replay_policies.ROWS)}, a comma "
-                            "list, or all (default)")
+        parser.add_argument(
+            "--policy", default="all", help=f"one of {', '.join(replay_policies.ROWS)}, a comma list, or all (default)"
+        )
         parser.add_argument("--seeds", type=int, default=5, help="seeds 0 … N−1 (default 5)")
         parser.add_argument("--seed-list", help="exactly these seeds, e.g. 3,4")
         parser.add_argument("--steps", type=int, default=4000)
-        parser.add_argument("--rules", choices=list(replay_policies.RULE_SETS), default="paper",
-                            help="paper: the paper's rules; product: the product's defaults; seed: the product's "
-                            "with the design notes' outcome rule (+0.05 / -0.2)")
+        parser.add_argument(
+            "--rules",
+            choices=list(replay_policies.RULE_SETS),
+            default="paper",
+            help="paper: the paper's rules; product: the product's defaults; seed: the product's "
+            "with the design notes' outcome rule (+0.05 / -0.2)",
+        )
         parser.add_argument("--agent", default="curation.replay.agent:regagent", help="module:factory")
         parser.add_argument("--out", help="the report's folder (default: REPLAY_REPORT_DIR/<time>)")
-        parser.add_argument("--database-url", help="a PostgreSQL database to use as the template (default: SQLite "
-                            "files under --out)")
+        parser.add_argument(
+            "--database-url", help="a PostgreSQL database to use as the template (default: SQLite files under --out)"
+        )
         parser.add_argument("--jobs", type=int, default=1, help="runs at once, each its own process and database")
-        parser.add_argument("--sweep-every", type=int, default=1, help="run the deletion sweeps every N steps "
-                            "(default 1; the capacity sweep runs after every step whatever N is)")
+        parser.add_argument(
+            "--sweep-every",
+            type=int,
+            default=1,
+            help="run the deletion sweeps every N steps "
+            "(default 1; the capacity sweep runs after every step whatever N is)",
+        )
         parser.add_argument("--here", action="store_true", help="run in the configured database (tests)")
         parser.add_argument("--run-json", help=argparse.SUPPRESS)  # a child run's answer to its parent
 
-    def handle(self, *args, policy, seeds, seed_list, steps, rules, agent, out, database_url, jobs, sweep_every,
-               here, run_json, **options):
+    def handle(
+        self,
+        *args,
+        policy,
+        seeds,
+        seed_list,
+        steps,
+        rules,
+        agent,
+        out,
+        database_url,
+        jobs,
+        sweep_every,
+        here,
+        run_json,
+        **options,
+    ):
         names = parse_policies(policy)
-        seed_numbers = ([int(s) for s in seed_list.split(",")] if seed_list else list(range(seeds)))
+        seed_numbers = [int(s) for s in seed_list.split(",")] if seed_list else list(range(seeds))
         if steps < 1 or not seed_numbers or sweep_every < 1 or jobs < 1:
             raise CommandError("--steps, --seeds, --sweep-every and --jobs are at least 1.")
         factory = load_agent(agent)
@@ -88,44 +115,74 @@ class Command(BaseCommand):
             replay_policies.configuration(name, rules)
         started = time.perf_counter()
         if here:
-            runs = [replay_one(replay_policies.configuration(name, rules), seed=seed, steps=steps, rules=rules,
-                               agent_factory=factory, sweep_every=sweep_every).as_json()
-                    for name in names for seed in seed_numbers]
+            runs = [
+                replay_one(
+                    replay_policies.configuration(name, rules),
+                    seed=seed,
+                    steps=steps,
+                    rules=rules,
+                    agent_factory=factory,
+                    sweep_every=sweep_every,
+                ).as_json()
+                for name in names
+                for seed in seed_numbers
+            ]
             if run_json:
                 Path(run_json).write_text(json.dumps(runs))
                 return
         folder = Path(out) if out else Path(settings.REPLAY_REPORT_DIR) / clock.wall().strftime("%Y%m%d-%H%M%S")
         folder.mkdir(parents=True, exist_ok=True)
         if not here:
-            runs = self._in_throwaway_databases(folder, names, seed_numbers, steps=steps, rules=rules, agent=agent,
-                                                database_url=database_url, jobs=jobs, sweep_every=sweep_every)
+            runs = self._in_throwaway_databases(
+                folder,
+                names,
+                seed_numbers,
+                steps=steps,
+                rules=rules,
+                agent=agent,
+                database_url=database_url,
+                jobs=jobs,
+                sweep_every=sweep_every,
+            )
         wall = time.perf_counter() - started
         step_ms = sorted(r["median_step_ms"] for r in runs if r["median_step_ms"] is not None)
         cpu_ms = sorted(r["median_step_cpu_ms"] for r in runs if r.get("median_step_cpu_ms") is not None)
         parts = sorted({part for r in runs for part in r.get("part_cpu_ms", {})})
-        meta = {"policies": names, "seeds": seed_numbers, "steps": steps, "rules": rules, "agent": agent,
-                "wall_seconds": round(wall, 1), "median_step_ms": step_ms[len(step_ms) // 2] if step_ms else None,
-                "median_step_cpu_ms": cpu_ms[len(cpu_ms) // 2] if cpu_ms else None,
-                # CPU per step of each part (retrieve, record_retrieval, agent, feedback, submit, sweeps), mean over runs
-                "part_cpu_ms": {part: round(sum(r["part_cpu_ms"].get(part, 0.0) for r in runs) / len(runs), 3)
-                                for part in parts},
-                "sweep_every": sweep_every, "database": "postgresql" if database_url else "sqlite",
-                "written_at": clock.wall().isoformat()}
+        meta = {
+            "policies": names,
+            "seeds": seed_numbers,
+            "steps": steps,
+            "rules": rules,
+            "agent": agent,
+            "wall_seconds": round(wall, 1),
+            "median_step_ms": step_ms[len(step_ms) // 2] if step_ms else None,
+            "median_step_cpu_ms": cpu_ms[len(cpu_ms) // 2] if cpu_ms else None,
+            # CPU per step of each part (retrieve, record_retrieval, agent, feedback, submit, sweeps), mean over runs
+            "part_cpu_ms": {
+                part: round(sum(r["part_cpu_ms"].get(part, 0.0) for r in runs) / len(runs), 3) for part in parts
+            },
+            "sweep_every": sweep_every,
+            "database": "postgresql" if database_url else "sqlite",
+            "written_at": clock.wall().isoformat(),
+        }
         for name, text in report_files(runs, rules=rules, steps=steps, meta=meta).items():
             (folder / name).write_text(text)
         self.stdout.write((folder / "report.md").read_text())
-        self.stdout.write(f"wall time {wall:.1f} s; median step {meta['median_step_ms']} ms "
-                          f"({meta['median_step_cpu_ms']} ms CPU: {meta['part_cpu_ms']}); report in {folder}")
+        self.stdout.write(
+            f"wall time {wall:.1f} s; median step {meta['median_step_ms']} ms "
+            f"({meta['median_step_cpu_ms']} ms CPU: {meta['part_cpu_ms']}); report in {folder}"
+        )
 
-    def _in_throwaway_databases(self, folder: Path, names, seeds, *, steps, rules, agent, database_url, jobs,
-                                sweep_every) -> list[dict]:
+    def _in_throwaway_databases(
+        self, folder: Path, names, seeds, *, steps, rules, agent, database_url, jobs, sweep_every
+    ) -> list[dict]:
         work = folder / "databases"
         work.mkdir(exist_ok=True)
         template = database_url or f"sqlite:///{(work / 'template.sqlite3').resolve()}"
         if database_url:
             _create_database(database_url)
         _manage(["migrate", "-v", "0"], template)
-        counter = iter(range(10 ** 6))
+        counter = iter(range(10**6))
 
         def one(name_seed):
             name, seed = name_seed
@@ -133,15 +190,36 @@ class Command(BaseCommand):
             url = _copy_database(template, work, index)
             result = work / f"run-{index}.json"
             try:
-                _manage(["replay", "regagent", "--here", "--policy", name, "--seed-list", str(seed), "--steps",
-                         str(steps), "--rules", rules, "--agent", agent, "--sweep-every", str(sweep_every),
-                         "--run-json", str(result)], url)
+                _manage(
+                    [
+                        "replay",
+                        "regagent",
+                        "--here",
+                        "--policy",
+                        name,
+                        "--seed-list",
+                        str(seed),
+                        "--steps",
+                        str(steps),
+                        "--rules",
+                        rules,
+                        "--agent",
+                        agent,
+                        "--sweep-every",
+                        str(sweep_every),
+                        "--run-json",
+                        str(result),
+                    ],
+                    url,
+                )
                 run = json.loads(result.read_text())[0]
             finally:
                 _drop_database(url, work, index)
-            self.stdout.write(f"{name} seed {seed}: {run['success_rate']:.2f}% success, memory {run['memory_size']}, "
-                              f"median step {run['median_step_ms']} ms ({run.get('median_step_cpu_ms')} ms CPU)",
-                              ending="\n")
+            self.stdout.write(
+                f"{name} seed {seed}: {run['success_rate']:.2f}% success, memory {run['memory_size']}, "
+                f"median step {run['median_step_ms']} ms ({run.get('median_step_cpu_ms')} ms CPU)",
+                ending="\n",
+            )
             self.stdout.flush()
             return run
 
@@ -168,6 +246,7 @@ def _server_and_name(url: str) -> tuple[str, str]:
 def _create_database(url: str) -> None:
     """The template database, made when it does not exist yet (migrate fills it)."""
     import psycopg  # noqa: PLC0415  (PostgreSQL only)
+
     base, name = _server_and_name(url)
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
@@ -180,6 +259,7 @@ def _copy_database(template: str, work: Path, index: int) -> str:
         shutil.copyfile(template.split("sqlite:///", 1)[1], target)
         return f"sqlite:///{target}"
     import psycopg  # noqa: PLC0415  (PostgreSQL only)
+
     base, name = _server_and_name(template)
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}_run{index}" TEMPLATE "{name}"')
@@ -192,6 +272,7 @@ def _drop_database(url: str, work: Path, index: int) -> None:
             Path(url.split("sqlite:///", 1)[1] + suffix).unlink(missing_ok=True)
         return
     import psycopg  # noqa: PLC0415
+
     base, name = _server_and_name(url)
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')

@@ -1,8 +1,8 @@
 """Run a background curation task once, synchronously, as of a given moment: for operators, replays and tests.
 
-    python manage.py run_lifecycle decay
-    python manage.py run_lifecycle all --at 2026-12-01T02:00:00Z
-    python manage.py run_lifecycle archive --dry-run
+python manage.py run_lifecycle decay
+python manage.py run_lifecycle all --at 2026-12-01T02:00:00Z
+python manage.py run_lifecycle archive --dry-run
 """
 
 import datetime
@@ -31,9 +31,12 @@ class Command(BaseCommand):
         parser.add_argument("--at", dest="at", help="run as of this ISO 8601 time (default: now)")
         parser.add_argument("--dry-run", action="store_true", help="print what would change and change nothing")
         parser.add_argument("--batch-size", type=int, help="rows per batch (default: the SWEEP_BATCH_SIZE setting)")
-        parser.add_argument("--full", action="store_true",
-                            help="conflicts and consolidation: read every active entry, not only those changed "
-                                 "since the last successful run")
+        parser.add_argument(
+            "--full",
+            action="store_true",
+            help="conflicts and consolidation: read every active entry, not only those changed "
+            "since the last successful run",
+        )
 
     def handle(self, *args, task, at=None, dry_run=False, batch_size=None, full=False, **options):
         as_of = parse_moment(at) if at else clock.now()
@@ -60,7 +63,9 @@ class Command(BaseCommand):
             self.stdout.write(f"{name}: skipped: another {name} run holds the lock (run #{run.pk})")
             return
         if run.dry_run:
-            self.stdout.write(f"{name} (dry run, {stamp}): would change {sweep.changed} of {sweep.examined} rows examined")
+            self.stdout.write(
+                f"{name} (dry run, {stamp}): would change {sweep.changed} of {sweep.examined} rows examined"
+            )
             for line in sweep.samples:
                 self.stdout.write(f"  {line}")
             if sweep.changed > len(sweep.samples):

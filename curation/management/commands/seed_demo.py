@@ -22,7 +22,15 @@ from django.db.models import Count, Q
 from curation import clock, config, services
 from curation.demo.lessons import AGENT_TOKEN_SCOPES, DEMO_TASK_PREFIX, timeline
 from curation.models import (
-    AgentToken, Conflict, ConsolidationProposal, Entry, Event, Evidence, ScopeGrant, SimilarEntry, SkillProposal,
+    AgentToken,
+    Conflict,
+    ConsolidationProposal,
+    Entry,
+    Event,
+    Evidence,
+    ScopeGrant,
+    SimilarEntry,
+    SkillProposal,
     Status,
 )
 from curation.services.consolidation import accept_proposal
@@ -78,8 +86,9 @@ class Replay:
         if spec["review_by_days"] is not None:
             data["review_by"] = (self.now + datetime.timedelta(days=spec["review_by_days"])).date()
         evidence = [{**e, "observed_at": at - datetime.timedelta(minutes=25)} for e in spec["evidence"]]
-        self.entries[spec["key"]] = services.create_candidate(data=data, evidence=evidence,
-                                                              actor_label=spec["agent"], at=at)
+        self.entries[spec["key"]] = services.create_candidate(
+            data=data, evidence=evidence, actor_label=spec["agent"], at=at
+        )
 
     def step(self, spec, action: str, params: dict, at) -> None:
         entry = Entry.objects.get(pk=self.entries[spec["key"]].pk)
@@ -100,19 +109,27 @@ class Replay:
             services.add_evidence(entry.pk, data=data, at=at, **who)
         elif action == "use":  # a retrieval by the agent, and the outcome it reported 40 minutes later
             token = self.token(spec["agent"])
-            retrieval = record_retrieval(token=token, scope=entry.scope, query=entry.trigger,
-                                         task_ref=params["task"], entries=[entry], at=at)
-            record_feedback(token=token, retrieval_id=str(retrieval.pk), outcome=params["outcome"],
-                            utility=params.get("utility"), at=at + datetime.timedelta(minutes=40))
+            retrieval = record_retrieval(
+                token=token, scope=entry.scope, query=entry.trigger, task_ref=params["task"], entries=[entry], at=at
+            )
+            record_feedback(
+                token=token,
+                retrieval_id=str(retrieval.pk),
+                outcome=params["outcome"],
+                utility=params.get("utility"),
+                at=at + datetime.timedelta(minutes=40),
+            )
         elif action == "sweep":
             self.sweep(spec["key"], entry, params["task"], at)
         elif action == "supersedes":
             self.supersede(entry, self.entries[params["older"]], reason, at)
         elif action == "trial":
-            record_skill_trial(token=self.token(spec["agent"]), at=at,
-                               slug=SkillProposal.objects.get(nominated_entry=entry).slug,
-                               data={"outcome": params["outcome"], "task_ref": params["task"],
-                                     "notes": "ran the skill as written"})
+            record_skill_trial(
+                token=self.token(spec["agent"]),
+                at=at,
+                slug=SkillProposal.objects.get(nominated_entry=entry).slug,
+                data={"outcome": params["outcome"], "task_ref": params["task"], "notes": "ran the skill as written"},
+            )
         elif action == "approve_skill":
             proposal = SkillProposal.objects.get(nominated_entry=entry)
             approve_skill(proposal.pk, actor=self.lead, expected_version=proposal.version, note=reason, at=at)
@@ -124,16 +141,20 @@ class Replay:
         # clock, and a replay of the past wrote everything "before" it.
         _, sweep = run_sweep(task, as_of=at, triggered_by="demo", full=True)
         if sweep.changed != 1 or not _acted_on(task, entry, at):
-            raise CommandError(f"demo lesson {key}: the {task} sweep as of {at:%Y-%m-%d %H:%M} changed "
-                               f"{sweep.changed} rows; the demo expects it to act on this entry alone. "
-                               + "; ".join(sweep.samples))
+            raise CommandError(
+                f"demo lesson {key}: the {task} sweep as of {at:%Y-%m-%d %H:%M} changed "
+                f"{sweep.changed} rows; the demo expects it to act on this entry alone. " + "; ".join(sweep.samples)
+            )
 
     def supersede(self, newer: Entry, older: Entry, note: str, at) -> None:
         """The lead accepts the consolidation proposal to replace `older` by `newer`."""
         proposal = newer.consolidation_proposals.get(state=ConsolidationProposal.State.OPEN)
         members = set(proposal.entries.values_list("id", flat=True))
-        if proposal.kind != ConsolidationProposal.Kind.SUPERSEDE or members != {newer.pk, older.pk} \
-                or proposal.target_id != newer.pk:
+        if (
+            proposal.kind != ConsolidationProposal.Kind.SUPERSEDE
+            or members != {newer.pk, older.pk}
+            or proposal.target_id != newer.pk
+        ):
             raise CommandError(f"consolidation #{proposal.pk} is not #{newer.pk} replacing #{older.pk}")
         accept_proposal(proposal.pk, actor=self.lead, note=note, at=at)
 
@@ -142,12 +163,19 @@ class Command(BaseCommand):
     help = "Load a realistic demo data set (users, ~80 entries in every state) through the services."
 
     def add_arguments(self, parser):
-        parser.add_argument("--password", default=None,
-                            help=f"Password for the demo users (default {DEFAULT_PASSWORD!r}; existing users "
-                                 "keep theirs unless this is given).")
-        parser.add_argument("--agent-token", default=None, metavar="T",
-                            help="Also create the agent token 'demo-agent' with secret T, covering every demo "
-                                 "scope (at least 16 characters; kept if it already exists).")
+        parser.add_argument(
+            "--password",
+            default=None,
+            help=f"Password for the demo users (default {DEFAULT_PASSWORD!r}; existing users "
+            "keep theirs unless this is given).",
+        )
+        parser.add_argument(
+            "--agent-token",
+            default=None,
+            metavar="T",
+            help="Also create the agent token 'demo-agent' with secret T, covering every demo "
+            "scope (at least 16 characters; kept if it already exists).",
+        )
 
     def handle(self, *args, password=None, agent_token=None, **options):
         with transaction.atomic():
@@ -159,7 +187,8 @@ class Command(BaseCommand):
                 # on the entries already here too.
                 raise CommandError(
                     f"seed_demo fills an empty database, and this one holds {Entry.objects.count()} entries of its "
-                    "own; nothing was added. Point MEMORYADMIN_DATA_DIR (or DATABASE_URL) at an empty one.")
+                    "own; nothing was added. Point MEMORYADMIN_DATA_DIR (or DATABASE_URL) at an empty one."
+                )
             else:
                 # The timeline's stories (a failure sends an entry back for a recheck, a reviewer confirms it)
                 # are told with the design notes' outcome rule; a handful of outcomes per lesson is too few
@@ -167,8 +196,11 @@ class Command(BaseCommand):
                 with config.overriding(OUTCOME_RULE="steps"):
                     self.seed_entries()
                 # Agents read the published version: the demo's lead publishes what the replay curated.
-                publish_version(actor=get_user_model().objects.get(username="lead"), acknowledge=True,
-                                summary="The demo's curated memory.")
+                publish_version(
+                    actor=get_user_model().objects.get(username="lead"),
+                    acknowledge=True,
+                    summary="The demo's curated memory.",
+                )
         if agent_token:
             self.seed_agent_token(agent_token)
         self.print_summary(logins)
@@ -181,8 +213,10 @@ class Command(BaseCommand):
             create_agent_token(name=DEMO_AGENT_TOKEN_NAME, scopes=DEMO_AGENT_SCOPES, key=key)
         except ValidationError as exc:
             raise CommandError("; ".join(" ".join(m) for m in exc.message_dict.values())) from None
-        self.stdout.write(f"Agent token {DEMO_AGENT_TOKEN_NAME!r} for the agent API, scopes "
-                          f"{', '.join(DEMO_AGENT_SCOPES)}: Authorization: Bearer {key}")
+        self.stdout.write(
+            f"Agent token {DEMO_AGENT_TOKEN_NAME!r} for the agent API, scopes "
+            f"{', '.join(DEMO_AGENT_SCOPES)}: Authorization: Bearer {key}"
+        )
 
     def seed_users(self, password):
         User = get_user_model()
@@ -229,8 +263,11 @@ class Command(BaseCommand):
             f"similar links {SimilarEntry.objects.count()}"
         )
         skills = dict(SkillProposal.objects.values_list("status").annotate(n=Count("id")).order_by())
-        self.stdout.write("Skills: " + ", ".join(f"{skills.get(s, 0)} {s}" for s in SkillProposal.Status.values)
-                          + " (the queue at /review/skills/, approved ones at /skills/)")
+        self.stdout.write(
+            "Skills: "
+            + ", ".join(f"{skills.get(s, 0)} {s}" for s in SkillProposal.Status.values)
+            + " (the queue at /review/skills/, approved ones at /skills/)"
+        )
         self.stdout.write("Logins:")
         for username, role, scopes, password in logins:
             self.stdout.write(f"  {username:<17} {role:<9} {scopes:<18} password: {password}")
