@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-harm-oracle bench-ingest bench-forget bench-tombstones load clean
+.PHONY: install demo lint test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-harm-oracle bench-ingest bench-forget bench-tombstones load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -18,6 +18,11 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
+
+# ruff: the lint rules and the format in pyproject.toml (CI runs it before the tests)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: $(STAMP)
 	bash scripts/test.sh
