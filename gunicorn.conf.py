@@ -15,7 +15,7 @@ worker_class = "uvicorn_worker.UvicornWorker"
 # Trust no forwarded header at the server: uvicorn would otherwise take the client's address from
 # X-Forwarded-For on any connection from 127.0.0.1 (its default), and a client on this host could then
 # name any address it likes to its login and bad-token limits. The application reads X-Forwarded-For
-# itself, only behind TRUSTED_PROXIES proxies (curation/client_address.py); HTTPS behind a proxy is
+# itself, only behind TRUSTED_PROXIES proxies (curation/infra/client_address.py); HTTPS behind a proxy is
 # HTTPS_PROXY_HEADER's (settings.py).
 forwarded_allow_ips = ""
 accesslog = "-"

@@ -295,7 +295,7 @@ def retrieval_statements(plans: list) -> list[tuple[str, object]]:
     query, k and floor as the API, its statements captured instead of timed."""
     from django.db import connection
 
-    from curation import config
+    from curation.rules import config
     from curation.models import AgentToken
     from curation.selectors import releases, retrievable_scopes
 

@@ -114,7 +114,7 @@ def main() -> int:
     from django.core.management import call_command
     from django.db import connection
 
-    from curation.config import overriding
+    from curation.rules.config import overriding
     from curation.selectors import sql
     from curation.sweeps import conflicts as conflict_sweep, consolidation as consolidation_sweep
 

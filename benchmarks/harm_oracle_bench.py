@@ -12,7 +12,7 @@ in points of success.
 
 It prints, for the wrong lessons (error over 1.0) and the right ones served at least 5 times: how often they
 were served, their true effect, and how many tasks a two-sided test at 95% with 80% power needs to tell that
-effect from zero at the world's success rate. Then the cards the product's lift rule (curation.lift.estimate
+effect from zero at the world's success rate. Then the cards the product's lift rule (curation.rules.lift.estimate
 and lift.baseline, the product's own functions and defaults) sends in the same runs, scored against both
 truths: "wrong" (the error) and "harmful" (a true effect below zero)."""
 
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from curation import lift  # noqa: E402  (pure functions: no Django setup needed)
+from curation.rules import lift  # noqa: E402  (pure functions: no Django setup needed
 from curation.replay.agent import Neighbour, regagent  # noqa: E402
 from curation.replay.policies import K, RECALL_MIN_RETRIEVALS  # noqa: E402
 from curation.replay.world import SUCCESS_ERROR, World  # noqa: E402

@@ -221,7 +221,7 @@ def main() -> int:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from curation import clock
+    from curation.rules import clock
     from curation.services.tokens import create_agent_token
 
     rng, now = random.Random(args.retrievals), clock.now()

@@ -44,7 +44,7 @@ def fill(n: int, fillfactor: int) -> None:
     """n active entries, in one INSERT ... SELECT generate_series (tens of seconds, not hours)."""
     from django.db import connection
 
-    from curation import lifecycle
+    from curation.rules import lifecycle
 
     with connection.cursor() as cursor:
         # 100 is PostgreSQL's default (and the schema's); below it, pages keep room for HOT updates.
@@ -125,7 +125,7 @@ FROM archived
 
 
 def _params() -> dict:
-    from curation import lifecycle
+    from curation.rules import lifecycle
 
     rules = lifecycle.rules()
     return {
@@ -136,7 +136,7 @@ def _params() -> dict:
 
 
 def _decayed_sql() -> str:
-    from curation import lifecycle
+    from curation.rules import lifecycle
     from curation.selectors.confidence import confidence_sql
 
     return confidence_sql("base_confidence", "COALESCE(last_verified_at, created_at)", lifecycle.rules()).replace(
@@ -231,7 +231,7 @@ def main() -> int:
     from django.core.management import call_command
     from django.db import connection
 
-    from curation import config
+    from curation.rules import config
 
     call_command("migrate", verbosity=0)
     print(
@@ -248,7 +248,7 @@ def main() -> int:
 
     # A worker is a long-lived process: load the secret detectors (which the Events' redaction uses) once
     # before timing, as a worker has long since done.
-    from curation.redaction import redact
+    from curation.rules.redaction import redact
 
     redact("warm up the detectors", "bench")
     full, full_archived = timed_rollback("full-table UPDATE", FULL_TABLE_SQL)

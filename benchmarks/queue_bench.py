@@ -243,7 +243,7 @@ class Queue:
         from django.test import Client
         from django.utils import timezone
 
-        from curation import config
+        from curation.rules import config
         from curation.models import Entry
         from curation.selectors import encode_cursor
 
@@ -351,7 +351,7 @@ def main() -> int:
     args = parser.parse_args()
 
     large_url = configure("memoryadmin_bench")
-    from curation import config
+    from curation.rules import config
 
     queues = [
         Queue(f"{args.small:,}", sibling_url(large_url, "_small"), args.small),

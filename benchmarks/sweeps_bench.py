@@ -163,7 +163,7 @@ def main() -> int:
     django.setup()
     from django.core.management import call_command
 
-    from curation import access
+    from curation.rules import access
     from curation.sweeps import conflicts as conflict_sweep, consolidation as consolidation_sweep
 
     call_command("migrate", verbosity=0)

@@ -40,8 +40,8 @@ def lesson(rng: random.Random, i: int) -> tuple[str, str]:
 
 def previous_rule(lessons, stones) -> int:
     """The check before: the raw text's fingerprint and signature against each tombstone."""
-    from curation.access import scopes_overlap
-    from curation.similarity import fingerprint, jaccard, signature
+    from curation.rules.access import scopes_overlap
+    from curation.rules.similarity import fingerprint, jaccard, signature
 
     held = 0
     for scope, trigger, content in lessons:
@@ -72,7 +72,7 @@ def main() -> int:
     from curation import services
     from curation.selectors.forgets import tombstones_for
     from curation.services.forgets import approve_forget_request, file_forget_request
-    from curation.similarity import fingerprint, signature
+    from curation.rules.similarity import fingerprint, signature
 
     call_command("migrate", verbosity=0)
     if connection.vendor == "postgresql":

@@ -2,10 +2,10 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.db.models.signals import post_migrate
 
-from curation import checks  # noqa: F401 (registers the deployment checks)
-from curation import config
-from curation.db_roles import grant_after_migrate
-from curation.log_redaction import redact_every_log_record
+from curation.infra import checks  # noqa: F401 (registers the deployment checks
+from curation.rules import config
+from curation.infra.db_roles import grant_after_migrate
+from curation.infra.log_redaction import redact_every_log_record
 
 
 class CurationConfig(AppConfig):

@@ -8,11 +8,11 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from curation import clock, lifecycle, scope_policies
-from curation.vocabulary import EventAction, Kind, QueueReason, Signal, Status  # noqa: F401  (the models' vocabulary)
-from curation.access import clean_scope
-from curation.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
-from curation.skill_format import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
+from curation.rules import clock, lifecycle, scope_policies
+from curation.rules.vocabulary import EventAction, Kind, QueueReason, Signal, Status  # noqa: F401  (the models' vocabulary)
+from curation.rules.access import clean_scope
+from curation.rules.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
+from curation.rules.skill_format import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
 
 TRIGGER_MAX = 500
 CONTENT_MAX = 4000

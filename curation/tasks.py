@@ -40,7 +40,7 @@ def _lifecycle_task(task_name: str):
     body.__doc__ = sweeps.TASK_DESCRIPTIONS[task_name]
     return shared_task(
         bind=True,
-        name=f"curation.lifecycle.{task_name}",
+        name=f"curation.rules.lifecycle.{task_name}",
         acks_late=True,
         reject_on_worker_lost=True,
         autoretry_for=RETRY_ON,
@@ -52,5 +52,5 @@ def _lifecycle_task(task_name: str):
     )(body)
 
 
-# One task per sweep of the registry, named curation.lifecycle.<sweep> (the beat schedule's names).
+# One task per sweep of the registry, named curation.rules.lifecycle.<sweep> (the beat schedule's names).
 TASKS = {name: _lifecycle_task(name) for name in sweeps.TASK_NAMES}

@@ -77,7 +77,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "curation.middleware.UnstorableInputMiddleware",
+    "curation.infra.middleware.UnstorableInputMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -85,7 +85,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "curation.middleware.RequestIdMiddleware",
+    "curation.infra.middleware.RequestIdMiddleware",
     "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it turns a lockout into the lockout page
 ]
@@ -104,7 +104,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "curation.permissions.abilities",
+                "curation.rules.permissions.abilities",
             ],
         },
     },
@@ -122,7 +122,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Added to any options the DATABASE_URL gives (?options=-c%20statement_timeout%3D5000).
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
-# A read replica for agents' retrieval (curation/db_router.py): the reads inside retrieval_reads() go there.
+# A read replica for agents' retrieval (curation/infra/db_router.py): the reads inside retrieval_reads() go there.
 # Its tests mirror the primary's test database.
 if os.environ.get("DATABASE_REPLICA_URL"):
     _replica = dj_database_url.parse(
@@ -130,7 +130,7 @@ if os.environ.get("DATABASE_REPLICA_URL"):
     )
     DATABASES["replica"] = {**DATABASES["default"], **_replica, "TEST": {"MIRROR": "default"}}
 RETRIEVAL_ON_REPLICA = "replica" in DATABASES
-DATABASE_ROUTERS = ["curation.db_router.ReplicaRouter"]
+DATABASE_ROUTERS = ["curation.infra.db_router.ReplicaRouter"]
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server and the worker read while one of them writes. Writers take turns: a
     # transaction takes the write lock when it begins (IMMEDIATE), and one that finds it taken waits up to
@@ -151,7 +151,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-memoryadmin.sqlite3")}
 
 # PostgreSQL in production: `migrate` runs as the tables' owner and, when this names the role the web
-# server and workers connect as, grants that role only what it needs (curation/db_roles.py).
+# server and workers connect as, grants that role only what it needs (curation/infra/db_roles.py).
 APP_DB_ROLE = os.environ.get("MEMORYADMIN_APP_DB_ROLE", "")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -170,7 +170,7 @@ AXES_COOLOFF_TIME = float(os.environ.get("LOGIN_LOCKOUT_HOURS", "0.25"))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_CLIENT_IP_CALLABLE = "curation.client_address.client_address"
+AXES_CLIENT_IP_CALLABLE = "curation.infra.client_address.client_address"
 AXES_VERBOSE = False
 # Proxies in front of the web server that append to X-Forwarded-For (docker-compose.yml: its TLS proxy).
 TRUSTED_PROXIES = int(os.environ.get("TRUSTED_PROXIES", "0"))
@@ -267,7 +267,7 @@ CACHES = {
 }
 
 # --- Curation rules ---------------------------------------------------------------------------------
-# Every curation setting is declared in curation/config.py: its type, range, default and meaning, and the
+# Every curation setting is declared in curation/rules/config.py: its type, range, default and meaning, and the
 # environment variable of the few that have one (TWO_REVIEWER_SCOPES, MEMORYADMIN_API_RATE_LIMIT, ...). Set
 # a key here to change it for this deployment, e.g. CURATION = {"DECAY_FACTOR": 0.9}; the app refuses to
 # start while a value is out of range or a key is not a setting.

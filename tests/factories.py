@@ -21,7 +21,8 @@ from django.test import Client
 from django.test.utils import override_settings
 from playwright.sync_api import expect
 
-from curation import lifecycle, services, sweeps
+from curation import services, sweeps
+from curation.rules import lifecycle
 from curation.models import (
     AgentToken,
     Entry,
@@ -33,7 +34,7 @@ from curation.models import (
     Status,
     TaskRun,
 )
-from curation.scope_policies import HOLDOUT
+from curation.rules.scope_policies import HOLDOUT
 from curation.services import skills, usage
 from curation.services.releases import publish_version
 from curation.services.scope_policies import set_scope_policy

@@ -16,15 +16,15 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from curation import access, clock
-from curation.config import API_BAD_TOKEN_LIMIT, API_MAX_BODY_BYTES, API_RATE_LIMIT
-from curation.client_address import client_address
+from curation.rules import access, clock
+from curation.rules.config import API_BAD_TOKEN_LIMIT, API_MAX_BODY_BYTES, API_RATE_LIMIT
+from curation.infra.client_address import client_address
 from curation.models import AgentToken, MemoryVersion
 from curation.selectors import releases
 from curation.selectors.tokens import token_for_key
 from curation.services import idempotency
 from curation.services.errors import Forgotten
-from curation.storable_text import unstorable_fields
+from curation.rules.storable_text import unstorable_fields
 
 log = logging.getLogger("curation.api")
 

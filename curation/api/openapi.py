@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 description of the agent API, served at /api/v1/openapi.json and rendered at /api/v1/docs."""
 
-from curation import config
-from curation.access import SCOPE_MAX, SCOPE_PATTERN
+from curation.rules import config
+from curation.rules.access import SCOPE_MAX, SCOPE_PATTERN
 from curation.models import (
     CONTENT_MAX,
     SKILL_SLUG_MAX,

@@ -5,13 +5,14 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.views.decorators.csrf import csrf_exempt
 
-from curation import config, selectors, vectors
+from curation import selectors
+from curation.rules import config, vectors
 from curation.selectors import releases
 from curation.selectors.evaluation import arm_for, learning_report
 from curation.selectors.retrieval_cache import cached_retrieve_released
-from curation.context_block import build_context
-from curation.db_router import retrieval_reads
-from curation.evaluation import HOLDOUT, RULES_KINDS, RULES_ONLY
+from curation.rules.context_block import build_context
+from curation.infra.db_router import retrieval_reads
+from curation.rules.evaluation import HOLDOUT, RULES_KINDS, RULES_ONLY
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
 from curation.services.forgets import file_forget_request

@@ -5,7 +5,7 @@ On SQLite the search part is skipped: selectors fall back to a portable word mat
 
 from django.db import migrations
 
-from curation.similarity import fingerprint
+from curation.rules.similarity import fingerprint
 
 SEARCH_SQL = [
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",

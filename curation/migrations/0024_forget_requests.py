@@ -7,8 +7,8 @@ function owned by the tables' owner, so the application role (which may only SEL
 can run exactly this purge and nothing else: replace the forgotten texts with the request's marker in the
 events and evidence of the entries an approved request forgot."""
 
-import curation.access
-import curation.clock
+import curation.rules.access
+import curation.rules.clock
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
@@ -146,11 +146,11 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('match_text', models.TextField(blank=True, max_length=4000)),
-                ('scope', models.CharField(max_length=255, validators=[curation.access.clean_scope])),
+                ('scope', models.CharField(max_length=255, validators=[curation.rules.access.clean_scope])),
                 ('reason', models.TextField(max_length=2000)),
                 ('requested_by_label', models.CharField(max_length=150)),
                 ('state', models.CharField(choices=[('open', 'open'), ('approved', 'approved'), ('declined', 'declined')], default='open', max_length=16)),
-                ('created_at', models.DateTimeField(default=curation.clock.now)),
+                ('created_at', models.DateTimeField(default=curation.rules.clock.now)),
                 ('decided_at', models.DateTimeField(blank=True, null=True)),
                 ('decision_note', models.TextField(blank=True)),
                 ('forgotten_ids', models.JSONField(blank=True, default=list)),
@@ -165,7 +165,7 @@ class Migration(migrations.Migration):
                 ('fingerprint', models.CharField(blank=True, max_length=64)),
                 ('signature', models.JSONField(default=list)),
                 ('forgotten_on', models.DateField()),
-                ('created_at', models.DateTimeField(default=curation.clock.now)),
+                ('created_at', models.DateTimeField(default=curation.rules.clock.now)),
             ],
         ),
         migrations.RemoveConstraint(

@@ -11,8 +11,8 @@ that trigger off, in this migration's transaction, as the tables' owner; only th
 import django.db.models.deletion
 from django.db import migrations, models
 
-import curation.access
-import curation.clock
+import curation.rules.access
+import curation.rules.clock
 
 TRIGGER = "curation_event_append_only"
 
@@ -102,10 +102,10 @@ class Migration(migrations.Migration):
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("kind", models.CharField(choices=[("review", "two-reviewer rule"), ("holdout", "holdout fraction"),
                                                    ("admission", "admission policy")], max_length=16)),
-                ("prefix", models.CharField(max_length=255, validators=[curation.access.clean_scope])),
+                ("prefix", models.CharField(max_length=255, validators=[curation.rules.access.clean_scope])),
                 ("value", models.JSONField()),
                 ("version", models.PositiveIntegerField(default=1)),
-                ("updated_at", models.DateTimeField(default=curation.clock.now)),
+                ("updated_at", models.DateTimeField(default=curation.rules.clock.now)),
                 ("updated_by_label", models.CharField(blank=True, max_length=150)),
             ],
             options={

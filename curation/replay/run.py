@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth.models import Group, User
 
-from curation import clock, lifecycle
-from curation.config import overriding
+from curation.rules import clock, lifecycle
+from curation.rules.config import overriding
 from curation.models import Entry, Status
-from curation.scope_policies import ADMISSION
+from curation.rules.scope_policies import ADMISSION
 from curation.selectors import retrieve_memory
 from curation.services.scope_policies import set_scope_policy
 from curation.services.submissions import submit_batch, submit_candidate

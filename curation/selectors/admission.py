@@ -3,8 +3,8 @@ are a scope policy: selectors/scope_policies.py.)"""
 
 from __future__ import annotations
 
-from curation import config
-from curation.access import governing_prefix, under_scope
+from curation.rules import config
+from curation.rules.access import governing_prefix, under_scope
 from curation.models import Entry
 
 

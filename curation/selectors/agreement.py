@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
 
-from curation import access, clock
+from curation.rules import access, clock
 from curation.models import Event, EventAction
 
 # A longer pause between two decisions is a break, not the time one decision took.

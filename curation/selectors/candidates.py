@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, Q
 
-from curation import access, clock, config
+from curation.rules import access, clock, config
 from curation.models import CONFIDENCE_FIELDS, Entry, Event, Evidence, QueueReason, SimilarEntry, Status
-from curation.permissions import SETTLE
+from curation.rules.permissions import SETTLE
 
 from .confidence import confidence_at_least, confidence_at_most
 from .entries import visible_entries

@@ -10,7 +10,7 @@ from django.db.models import Case, DateTimeField, F, FloatField, Func, Q, Value,
 from django.db.models.functions import Coalesce, Greatest, Least, Ln, Power
 from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 
-from curation import clock, lifecycle
+from curation.rules import clock, lifecycle
 from curation.models import Status
 
 

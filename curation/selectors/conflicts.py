@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, Q, prefetch_related_objects
 
-from curation import access, clock
+from curation.rules import access, clock
 from curation.models import Conflict, Evidence, RetrievedEntry
-from curation.similarity import merged_content
+from curation.rules.similarity import merged_content
 
 from .confidence import confidence_at_most
 from .entries import summarise_evidence

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, Q, prefetch_related_objects
 
-from curation import access
+from curation.rules import access
 from curation.models import ConsolidationProposal, Entry, Evidence
 
 from .entries import summarise_evidence

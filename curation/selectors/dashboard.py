@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.db.models import Count, F, Max
 from django.db.models.functions import Floor
 
-from curation import clock
+from curation.rules import clock
 from curation.models import SkillProposal, Status, TaskRun
 
 from .candidates import QueueFilters, queue_base

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from curation import access
-from curation.lifecycle import SIGNAL_STRENGTH
+from curation.rules import access
+from curation.rules.lifecycle import SIGNAL_STRENGTH
 from curation.models import Conflict, Entry, Event, EventAction, Evidence, QueueReason, SkillSource, Status
 
 from .sql import supersedes_chain_sql

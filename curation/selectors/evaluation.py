@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
-from curation import access, clock, evaluation, lift
-from curation.config import (
+from curation.rules import access, clock, evaluation, lift
+from curation.rules.config import (
     LESSON_MIN_RETRIEVALS,
     LESSONS_SHOWN,
     MIN_TASKS_PER_ARM,
     RECURRING_MIN_FAILURES,
 )
-from curation.evaluation import HOLDOUT, MEMORY, RULES_ONLY, Comparison, Rate
+from curation.rules.evaluation import HOLDOUT, MEMORY, RULES_ONLY, Comparison, Rate
 from curation.models import Entry, Kind, LessonTally, OutcomeTally
 
 from .scope_policies import holdout_fractions

@@ -14,8 +14,8 @@ from operator import or_
 
 from django.db.models import Q
 
-from curation import access
-from curation.forgetting import quoted_texts
+from curation.rules import access
+from curation.rules.forgetting import quoted_texts
 from curation.models import Event, Evidence, ForgetRequest, MemoryVersion, Retrieval, RetrievedEntry
 
 QUOTES_PER_KIND = 20

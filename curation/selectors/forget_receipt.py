@@ -15,7 +15,7 @@ from __future__ import annotations
 from django.db import connection
 from django.db.models import Count, Max, Q
 
-from curation.forget_receipt import RESIDUE_IDS_SHOWN, Receipt, Residue, holds_token, json_variants
+from curation.rules.forget_receipt import RESIDUE_IDS_SHOWN, Receipt, Residue, holds_token, json_variants
 from curation.models import (
     ConsolidationProposal,
     Conflict,

@@ -16,9 +16,17 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q
 
-from curation import access, clock
-from curation.forgetting import LEGACY_KEY_ID, Lesson, forgotten_lesson, key_id, same_lesson, same_stems, tombstone_key
-from curation.matching_text import Token, distinctive_tokens, reading
+from curation.rules import access, clock
+from curation.rules.forgetting import (
+    LEGACY_KEY_ID,
+    Lesson,
+    forgotten_lesson,
+    key_id,
+    same_lesson,
+    same_stems,
+    tombstone_key,
+)
+from curation.rules.matching_text import Token, distinctive_tokens, reading
 from curation.models import Entry, ForgetRequest, Status, Tombstone
 
 from .entries import visible_entries

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from curation import config
+from curation.rules import config
 
 
 class BadCursor(ValueError):

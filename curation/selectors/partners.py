@@ -13,8 +13,8 @@ from django.db import connection
 from django.db.models import BooleanField, FloatField, Q
 from django.db.models.expressions import RawSQL
 
-from curation import access
-from curation.contradiction import Lesson
+from curation.rules import access
+from curation.rules.contradiction import Lesson
 from curation.models import Entry, Status
 
 from .sql import (

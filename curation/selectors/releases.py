@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.db import connection, connections, router
 from django.db.models import Exists, Max, OuterRef, Q
 
-from curation import access, clock, config
+from curation.rules import access, clock, config
 from curation.models import (
     Conflict,
     Entry,
@@ -28,8 +28,8 @@ from curation.models import (
     SkillSource,
     Status,
 )
-from curation.memory_export import Lesson, export_files
-from curation.versions import (
+from curation.rules.memory_export import Lesson, export_files
+from curation.rules.versions import (
     RELEASED_FIELDS,
     SKILL_RELEASED_FIELDS,
     Change,

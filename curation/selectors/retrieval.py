@@ -9,10 +9,10 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 
-from curation import access, lifecycle, vectors
-from curation import clock
+from curation.rules import access, lifecycle, vectors
+from curation.rules import clock
 from curation.models import CONFIDENCE_FIELDS, Entry, SkillSource, Status
-from curation.similarity import jaccard, words
+from curation.rules.similarity import jaccard, words
 
 from .confidence import with_current_confidence
 from .similar import SIMILAR_POOL

@@ -15,7 +15,7 @@ import logging
 
 from django.core.cache import cache
 
-from curation import clock, config
+from curation.rules import clock, config
 
 from .releases import retrieve_released
 from .retrieval import Ranked

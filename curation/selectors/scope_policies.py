@@ -7,15 +7,15 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from curation import access, admission, config, scope_policies
+from curation.rules import access, admission, config, scope_policies
 from curation.models import Event, ScopePolicy
-from curation.scope_policies import ADMISSION, HOLDOUT, KINDS, REVIEW
+from curation.rules.scope_policies import ADMISSION, HOLDOUT, KINDS, REVIEW
 
 HISTORY_SHOWN = 30
 
 
 def defaults(kind: str) -> dict[str, dict]:
-    """Prefix -> value of `kind` from the server's settings (curation/config.py): the defaults a lead's row
+    """Prefix -> value of `kind` from the server's settings (curation/rules/config.py): the defaults a lead's row
     replaces."""
     if kind == REVIEW:
         return scope_policies.review_defaults(config.TWO_REVIEWER_SCOPES.value)

@@ -7,9 +7,9 @@ from functools import lru_cache
 
 from django.db import connection
 
-from curation import access, config
+from curation.rules import access, config
 from curation.models import Entry, Status
-from curation.similarity import jaccard, words
+from curation.rules.similarity import jaccard, words
 
 from .sql import outer_params, plain_rows, similar_entries_sql
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, Prefetch, Q, QuerySet, prefetch_related_objects
 
-from curation import access, lifecycle, skill_format
+from curation.rules import access, lifecycle, skill_format
 from curation.models import AgentToken, Event, SkillProposal, SkillSource, SkillTrial, Status
 
 from .entries import TIMELINE_LIMIT, TimelineItem, TimelinePage, event_changes

@@ -4,7 +4,7 @@ run them."""
 
 from django.db import connections
 
-from curation import access, lifecycle
+from curation.rules import access, lifecycle
 
 from .confidence import confidence_sql
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from curation import access
+from curation.rules import access
 from curation.models import AgentToken
 
 from .sql import TOKEN_BY_HASH_SQL

@@ -3,7 +3,7 @@ submission's transaction. (A lead sets a prefix's policy as a scope policy: serv
 
 from __future__ import annotations
 
-from curation import admission, scope_policies
+from curation.rules import admission, scope_policies
 from curation.models import Entry, EventAction, Status
 from curation.selectors import admission_policies
 from curation.selectors.scope_policies import in_force

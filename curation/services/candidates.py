@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from curation import access, clock, config, lifecycle, vectors
-from curation.permissions import REVIEW, SETTLE
-from curation.redaction import redact_fields
+from curation.rules import access, clock, config, lifecycle, vectors
+from curation.rules.permissions import REVIEW, SETTLE
+from curation.rules.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueReason, SimilarEntry, Signal, Status
 from curation.selectors import approvals_required, similar_active_entries
-from curation.similarity import fingerprint
+from curation.rules.similarity import fingerprint
 
 from .entry_writes import changes_since, insert_entry, refuse_forgotten_lessons, write_entry
 from .errors import InvalidTransition, StaleDecision

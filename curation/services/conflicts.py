@@ -15,11 +15,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from curation import access, clock
-from curation.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
+from curation.rules import access, clock
+from curation.rules.contradiction import Lesson, conditions_overlap, contradiction, parse_lesson
 from curation.models import Conflict, Entry, EventAction, Status
-from curation.permissions import REVIEW
-from curation.redaction import redact_fields
+from curation.rules.permissions import REVIEW
+from curation.rules.redaction import redact_fields
 from curation.selectors.partners import partner_pools
 
 from .entry_writes import changes_since, write_entry

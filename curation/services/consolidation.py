@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from curation import access, clock
+from curation.rules import access, clock
 from curation.models import ConsolidationProposal, Entry, EventAction, Status
-from curation.permissions import REVIEW
-from curation.redaction import redact_fields
-from curation.similarity import merged_content, normalise
+from curation.rules.permissions import REVIEW
+from curation.rules.redaction import redact_fields
+from curation.rules.similarity import merged_content, normalise
 
 from .conflicts import close_moot_conflicts, detect_conflicts_for
 from .entry_writes import changes_since, write_entry

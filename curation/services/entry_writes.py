@@ -14,7 +14,7 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   same snapshot, all created at the caller's time. Raises ConcurrentChange, having written nothing, when
   a row is no longer in the expected status or its version moved.
 
-The transition table (curation/transitions.py) is looked up on every one of these: a write the table does not
+The transition table (curation/rules/transitions.py) is looked up on every one of these: a write the table does not
 allow from the entry's status, or by this actor (a person needs the row's permission and reach over the
 entry's scope; a sweep, a policy or an agent makes only the rows open to them), is refused (InvalidTransition,
 PermissionDenied) before anything is written, and the row's values are applied. A write that makes a pending
@@ -54,7 +54,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, QuerySet
 
-from curation import access, clock, lifecycle, scope_policies, transitions
+from curation.rules import access, clock, lifecycle, scope_policies, transitions
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry, Status
 
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from django.db import models
 
-from curation import clock
-from curation.middleware import current_request_id
+from curation.rules import clock
+from curation.infra.middleware import current_request_id
 from curation.models import EVENT_SUBJECT_FIELDS, Entry, Event, EventAction
 
 # Which Event link each kind of subject fills.

@@ -1,10 +1,10 @@
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from curation import access, clock
+from curation.rules import access, clock
 from curation.models import Entry, EventAction, Evidence
-from curation.permissions import REVIEW
-from curation.redaction import redact_fields
+from curation.rules.permissions import REVIEW
+from curation.rules.redaction import redact_fields
 
 from .held import held_evidence
 from .events import actor_label_for, record_event

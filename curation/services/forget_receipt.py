@@ -15,10 +15,10 @@ from celery import current_app
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from curation import clock
-from curation.forget_receipt import Receipt, distinctive_tokens
+from curation.rules import clock
+from curation.rules.forget_receipt import Receipt, distinctive_tokens
 from curation.models import Entry, EventAction, ForgetRequest
-from curation.permissions import FORGET
+from curation.rules.permissions import FORGET
 from curation.selectors import forgets as forget_reads
 from curation.selectors.forget_receipt import common_words, search_surfaces
 
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 RECEIPT_ACTOR = "forget receipt"
 NOTE_MAX = 2000
-VACUUM_TASK = "curation.lifecycle.vacuum_purged"
+VACUUM_TASK = "curation.rules.lifecycle.vacuum_purged"
 
 
 def receipt_tokens(texts, entries: list[Entry], request: ForgetRequest) -> list[str]:

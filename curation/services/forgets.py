@@ -21,8 +21,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
 from django.db.models import F, Q
 
-from curation import access, clock
-from curation.forgetting import (
+from curation.rules import access, clock
+from curation.rules.forgetting import (
     DERIVED_TEXT_KEYS,
     DERIVED_TEXT_LISTS,
     ENTRY_TEXT_KEYS,
@@ -50,7 +50,7 @@ from curation.models import (
     Tombstone,
     forgotten_marker,
 )
-from curation.permissions import FORGET, REVIEW
+from curation.rules.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
 from curation.selectors.forget_quotes import lesson_texts, quotes_of
 from curation.selectors.retrieval_cache import forget_cached_answers

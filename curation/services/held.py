@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 
-from curation import admission
+from curation.rules import admission
 from curation.models import Entry, EventAction, ForgetRequest, Status
 from curation.selectors.forgets import tombstones_for
 

@@ -15,7 +15,7 @@ from typing import Callable
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from curation import clock, config
+from curation.rules import clock, config
 from curation.models import AgentToken, IdempotentAnswer
 
 KEY_MAX = 255

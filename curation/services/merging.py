@@ -3,10 +3,10 @@ entries into one new entry. Called inside the caller's transaction, on entries i
 
 from __future__ import annotations
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import Entry, EventAction, Evidence, Status
 from curation.selectors import approvals_required
-from curation.similarity import fingerprint
+from curation.rules.similarity import fingerprint
 
 from .entry_writes import insert_entry, write_entry
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
-from curation import access, clock
+from curation.rules import access, clock
 from curation.models import (
     Entry,
     EventAction,
@@ -25,7 +25,7 @@ from curation.models import (
     ReleasedSkill,
 )
 from curation.selectors import releases as reads
-from curation.versions import (
+from curation.rules.versions import (
     RELEASED_FIELDS,
     SKILL_RELEASED_FIELDS,
     change_counts,

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from curation import access, clock, scope_policies
+from curation.rules import access, clock, scope_policies
 from curation.models import EventAction, ScopePolicy
-from curation.permissions import SET_SCOPE_POLICIES
-from curation.scope_policies import ADMISSION, HOLDOUT, REVIEW
+from curation.rules.permissions import SET_SCOPE_POLICIES
+from curation.rules.scope_policies import ADMISSION, HOLDOUT, REVIEW
 from curation.selectors.scope_policies import in_force
 
 from .events import record_event

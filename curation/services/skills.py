@@ -20,8 +20,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 
-from curation import access, clock, lifecycle, skill_format
-from curation.forgetting import purge_text, purge_value, texts_to_purge
+from curation.rules import access, clock, lifecycle, skill_format
+from curation.rules.forgetting import purge_text, purge_value, texts_to_purge
 from curation.models import (
     SKILL_DESCRIPTION_MAX,
     SKILL_SLUG_MAX,
@@ -37,11 +37,11 @@ from curation.models import (
     SkillTrial,
     Status,
 )
-from curation.permissions import SKILL_DECISIONS
-from curation.redaction import redact_fields
+from curation.rules.permissions import SKILL_DECISIONS
+from curation.rules.redaction import redact_fields
 from curation.selectors.forgets import tombstone_for
 from curation.selectors.skills import skill_events
-from curation.storable_text import text_problem
+from curation.rules.storable_text import text_problem
 
 from .errors import GateNotMet, InvalidTransition, StaleProposal
 from .events import build_event, record_event, record_events, rewrite_purged_text

@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 
-from curation import access, clock, scope_policies
+from curation.rules import access, clock, scope_policies
 from curation.models import (
     ONE_PENDING_PER_FINGERPRINT,
     AgentToken,

@@ -10,11 +10,11 @@ import secrets
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from curation import access, clock
-from curation.access import clean_scope
+from curation.rules import access, clock
+from curation.rules.access import clean_scope
 from curation.models import AgentToken, EventAction
-from curation.permissions import MANAGE_TOKENS
-from curation.redaction import redact
+from curation.rules.permissions import MANAGE_TOKENS
+from curation.rules.redaction import redact
 from curation.selectors.tokens import hash_key
 
 from .events import record_event

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
-from curation import clock, lifecycle, lift
-from curation.config import RECHECK_ON_FAILURE
-from curation.redaction import redact
+from curation.rules import clock, lifecycle, lift
+from curation.rules.config import RECHECK_ON_FAILURE
+from curation.rules.redaction import redact
 from curation.models import (
     AgentToken,
     Arm,

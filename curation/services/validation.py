@@ -6,7 +6,7 @@ import re
 
 from django.core.exceptions import ValidationError
 
-from curation.access import clean_scope
+from curation.rules.access import clean_scope
 from curation.models import CONTENT_MAX, TRIGGER_MAX, Evidence, Kind, Signal
 
 TEXT_MAX = 2000

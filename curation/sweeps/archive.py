@@ -3,7 +3,7 @@
 
 from django.db.models import Q
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import EventAction, Entry, Status
 from curation.selectors.confidence import confidence, keyed_under_other_settings
 

@@ -8,11 +8,11 @@ the actor `auto-publish`."""
 
 from django.core.exceptions import ValidationError
 
-from curation import config
+from curation.rules import config
 from curation.models import EventAction
 from curation.selectors import releases
 from curation.services.releases import publish_version
-from curation.versions import AUTO_PUBLISH_ACTOR
+from curation.rules.versions import AUTO_PUBLISH_ACTOR
 
 from .engine import Sweep
 

@@ -4,8 +4,8 @@ entries until it fits. Each is "displaced by" the scope's newcomer, which is nev
 from django.db import transaction
 from django.db.models import QuerySet
 
-from curation import lifecycle
-from curation.access import scope_q
+from curation.rules import lifecycle
+from curation.rules.access import scope_q
 from curation.models import EventAction, Entry, Event, Status
 
 from .engine import Sweep, locked, write_batch

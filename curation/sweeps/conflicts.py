@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-from curation import clock, config, contradiction
-from curation.contradiction import parse_lesson
+from curation.rules import clock, config, contradiction
+from curation.rules.contradiction import parse_lesson
 from curation.models import Conflict, Entry, Status
 from curation.selectors.partners import DETECTION_FIELDS, partner_pool
 

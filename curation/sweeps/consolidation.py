@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from curation import clock, config
-from curation.contradiction import contradiction, parse_lesson
+from curation.rules import clock, config
+from curation.rules.contradiction import contradiction, parse_lesson
 from curation.models import Entry, Status
 from curation.selectors.forgets import all_tombstones, forgotten_among
 
 # The scan fills MergeClusters; write_proposals inserts what it found as proposals, with their Events.
 from curation.services.consolidation import MergeClusters, write_proposals
-from curation.similarity import words
+from curation.rules.similarity import words
 
 from .engine import Sweep, detecting_sweep
 

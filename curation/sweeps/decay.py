@@ -7,7 +7,7 @@ import datetime
 
 from django.db import transaction
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import Entry, Status
 from curation.selectors.confidence import keyed_under_other_settings
 from curation.services.entry_writes import rewrite_decay_keys

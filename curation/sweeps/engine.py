@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
 
-from curation import clock, config, lifecycle
+from curation.rules import clock, config, lifecycle
 from curation.models import CONFIDENCE_FIELDS, Entry, EventAction, TaskRun
 from curation.services.entry_writes import write_entries
 

@@ -8,7 +8,7 @@ import datetime
 from django.db.models import Case, Count, F, FloatField, IntegerField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce, Greatest, NullIf
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import Evidence, RetrievedEntry
 from curation.selectors.confidence import confidence
 

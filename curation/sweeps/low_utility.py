@@ -4,7 +4,7 @@ archived and queued for a reviewer to keep or retire."""
 from django.db.models import DateTimeField, F, Value
 from django.db.models.functions import Coalesce
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import EventAction, Entry, QueueReason, Status
 
 from .engine import Sweep, state_sweep, write_batch

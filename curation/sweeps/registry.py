@@ -65,10 +65,10 @@ def task_thresholds(name: str) -> str:
 
 
 def beat_schedule() -> dict[str, dict]:
-    """Celery beat's entries (CELERY_BEAT_SCHEDULE), one per sweep: task curation.lifecycle.<name>."""
+    """Celery beat's entries (CELERY_BEAT_SCHEDULE), one per sweep: task curation.rules.lifecycle.<name>."""
     return {
         f"lifecycle-{entry.module.NAME}": {
-            "task": f"curation.lifecycle.{entry.module.NAME}",
+            "task": f"curation.rules.lifecycle.{entry.module.NAME}",
             "schedule": entry.schedule,
             "kwargs": {"triggered_by": "beat"},
             "options": {"expires": entry.expires_seconds},

@@ -8,7 +8,7 @@ from collections import defaultdict
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import Entry, EventAction, Evidence, Signal, Status
 from curation.selectors.forgets import all_tombstones, forgotten_among
 

@@ -14,8 +14,8 @@ from typing import Callable
 from django.conf import settings
 from django.db import connection
 
-from curation import clock, config
-from curation.middleware import current_request_id
+from curation.rules import clock, config
+from curation.infra.middleware import current_request_id
 from curation.models import TaskRun
 
 from .engine import Sweep

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db.models import Exists, F, OuterRef, Q, Value, Window
 from django.db.models.functions import RowNumber
 
-from curation import lifecycle, skill_format
+from curation.rules import lifecycle, skill_format
 from curation.models import Conflict, Entry, Event, EventAction, SkillSource, Status
 from curation.selectors.forgets import all_tombstones, forgotten_among
 from curation.services.skills import NOMINEE_FIELDS, nominate_skills

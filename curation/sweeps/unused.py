@@ -5,7 +5,7 @@ import datetime
 
 from django.db.models import Exists, Q
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import EventAction, Entry, Status
 from curation.selectors import withheld_by_skill
 

@@ -16,7 +16,7 @@ import logging
 from django.db import connection
 from django.db.models import Max
 
-from curation.db_roles import PURGED_TABLES
+from curation.infra.db_roles import PURGED_TABLES
 from curation.models import Event, EventAction, TaskRun
 
 from .engine import Sweep

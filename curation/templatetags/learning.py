@@ -4,7 +4,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils.html import format_html
 
-from curation import evaluation
+from curation.rules import evaluation
 
 register = template.Library()
 

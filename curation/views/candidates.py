@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 
 from curation import selectors, services
 from curation.models import Entry
-from curation.permissions import REVIEW, SETTLE
+from curation.rules.permissions import REVIEW, SETTLE
 from curation.views.filters import CandidateFilterForm
 from curation.views.queues import Queue, decision
 

@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 
 from curation import selectors
 from curation.models import Conflict, Entry, Kind
-from curation.permissions import REVIEW
+from curation.rules.permissions import REVIEW
 from curation.services import conflicts as service
 from curation.views.filters import ConflictFilterForm
 from curation.views.queues import Queue, decision

@@ -3,7 +3,7 @@ accepts a proposal as is, accepts it after editing the merged text, or dismisses
 
 from curation import selectors
 from curation.models import ConsolidationProposal, Entry
-from curation.permissions import REVIEW
+from curation.rules.permissions import REVIEW
 from curation.services import consolidation as service
 from curation.views.filters import ProposalFilterForm
 from curation.views.queues import Queue, decision

@@ -4,8 +4,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from curation.lifecycle import rules
-from curation.permissions import READ, require
+from curation.rules.lifecycle import rules
+from curation.rules.permissions import READ, require
 from curation.selectors import dashboard as board_reads
 from curation.selectors import replays
 

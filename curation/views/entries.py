@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from curation import selectors, services
 from curation.models import Entry, Evidence, Signal
-from curation.permissions import EXPORT, READ, REVIEW, require
+from curation.rules.permissions import EXPORT, READ, REVIEW, require
 from curation.selectors import skills as skill_reads
 
 

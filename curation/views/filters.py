@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django import forms
 
-from curation import access
-from curation.lifecycle import SKILL_KINDS
+from curation.rules import access
+from curation.rules.lifecycle import SKILL_KINDS
 from curation.models import ConsolidationProposal, ForgetRequest, Kind, Signal
 from curation.selectors import ConflictFilters, ProposalFilters, QueueFilters, SkillFilters
 from curation.selectors.forgets import ForgetFilters

@@ -10,7 +10,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from curation.models import Entry, ForgetRequest
-from curation.permissions import FORGET, REVIEW, require
+from curation.rules.permissions import FORGET, REVIEW, require
 from curation.selectors import forgets as reads
 from curation.selectors.forget_receipt import attach_receipts
 from curation.services import forgets as service

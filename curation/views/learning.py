@@ -12,9 +12,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from curation import access
+from curation.rules import access
 from curation.models import Entry
-from curation.permissions import READ, REVIEW, require
+from curation.rules.permissions import READ, REVIEW, require
 from curation.selectors import evaluation as reads
 from curation.services import InvalidTransition, StaleDecision
 from curation.services.candidates import send_back_for_recheck

@@ -8,8 +8,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from curation import clock, config
-from curation.permissions import RUN_TASKS, can_view_maintenance, require
+from curation.rules import clock, config
+from curation.rules.permissions import RUN_TASKS, can_view_maintenance, require
 from curation.selectors.maintenance import recent_runs
 from curation.sweeps import TASK_DESCRIPTIONS, TASK_NAMES, task_thresholds
 from curation.tasks import TASKS

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from curation import selectors, services
-from curation.permissions import READ, REVIEW, require
+from curation.rules.permissions import READ, REVIEW, require
 from curation.selectors import BadCursor, Page
 from curation.services import InvalidTransition, StaleDecision
 from curation.views.filters import QueueFilterForm, refusal_status

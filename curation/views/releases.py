@@ -14,13 +14,14 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from curation import access, config, selectors
-from curation.context_block import build_context
+from curation import selectors
+from curation.rules import access, config
+from curation.rules.context_block import build_context
 from curation.models import MemoryVersion
-from curation.permissions import PUBLISH, READ, require
+from curation.rules.permissions import PUBLISH, READ, require
 from curation.selectors import releases as reads
 from curation.services.releases import OutsideScopes, UnacknowledgedWarnings, publish_version, rollback_version
-from curation.versions import change_counts, summary_for
+from curation.rules.versions import change_counts, summary_for
 
 
 def _prefix(request, source) -> str:

@@ -6,8 +6,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from curation import selectors
-from curation.permissions import can_view_reviewers, require
-from curation.scope_policies import REVIEW
+from curation.rules.permissions import can_view_reviewers, require
+from curation.rules.scope_policies import REVIEW
 from curation.selectors.agreement import SESSION_GAP_SECONDS, WINDOWS_DAYS
 from curation.selectors.scope_policies import policy_rows
 

@@ -10,9 +10,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from curation.admission import MODES
-from curation.permissions import SET_SCOPE_POLICIES, require
-from curation.scope_policies import ADMISSION, HOLDOUT, KINDS, REVIEW
+from curation.rules.admission import MODES
+from curation.rules.permissions import SET_SCOPE_POLICIES, require
+from curation.rules.scope_policies import ADMISSION, HOLDOUT, KINDS, REVIEW
 from curation.selectors.scope_policies import overlaps, policy_history, policy_rows
 from curation.services.scope_policies import set_scope_policy
 

@@ -15,10 +15,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from curation.access import clean_scope
-from curation.lifecycle import skill_gates
+from curation.rules.access import clean_scope
+from curation.rules.lifecycle import skill_gates
 from curation.models import SkillProposal
-from curation.permissions import READ, SKILL_DECISIONS, require
+from curation.rules.permissions import READ, SKILL_DECISIONS, require
 from curation.selectors import skills as skill_reads
 from curation.services import InvalidTransition
 from curation.services import skills as service

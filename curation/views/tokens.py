@@ -10,9 +10,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from curation import clock
+from curation.rules import clock
 from curation.models import AgentToken
-from curation.permissions import MANAGE_TOKENS, require
+from curation.rules.permissions import MANAGE_TOKENS, require
 from curation.selectors.tokens import agent_tokens
 from curation.services.tokens import create_agent_token, parse_duration, revoke_agent_token
 

@@ -4,9 +4,9 @@ decide. The lead's page sets policies, each change an Event."""
 
 import pytest
 
-from curation import admission, clock
+from curation.rules import admission, clock
 from curation.models import Entry, Event, EventAction, ScopePolicy, Status
-from curation.scope_policies import ADMISSION
+from curation.rules.scope_policies import ADMISSION
 from curation.services.scope_policies import set_scope_policy
 from tests.factories import api_candidate, client_for, page_text
 

@@ -3,7 +3,7 @@ comparison and moves no entry; GET /api/v1/evaluation answers the figures within
 
 import pytest
 
-from curation.evaluation import HOLDOUT, MEMORY, assign_arm
+from curation.rules.evaluation import HOLDOUT, MEMORY, assign_arm
 from curation.models import Entry, Event, Feedback, LessonTally, OutcomeTally, Retrieval
 from tests.factories import set_holdout
 

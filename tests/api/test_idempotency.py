@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from curation import config
+from curation.rules import config
 from curation.models import Entry, Event, Evidence, IdempotentAnswer
 from curation.services.idempotency import clean_key
 from tests.factories import Agent, api_candidate, run_together

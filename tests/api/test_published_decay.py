@@ -7,7 +7,7 @@ import math
 import pytest
 from django.utils import timezone
 
-from curation import clock, lifecycle
+from curation.rules import clock, lifecycle
 
 pytestmark = pytest.mark.django_db
 

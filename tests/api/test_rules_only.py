@@ -3,7 +3,7 @@ preferences, so a team compares no memory, people's rules and curated experience
 
 import pytest
 
-from curation.evaluation import RULES_ONLY, assign_arm
+from curation.rules.evaluation import RULES_ONLY, assign_arm
 from curation.models import Entry, OutcomeTally, Retrieval, ScopePolicy
 from tests.factories import client_for, page_text, set_holdout
 

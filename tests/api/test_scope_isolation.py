@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from curation import access
+from curation.rules import access
 from curation.models import Evidence
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ memory, with the approval in its history; the second approval serves it."""
 import pytest
 
 from curation import services
-from curation.scope_policies import REVIEW
+from curation.rules.scope_policies import REVIEW
 from curation.services.scope_policies import set_scope_policy
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from curation import clock, vectors
+from curation.rules import clock, vectors
 from curation.models import Entry, ReleasedEntry, Status
 from curation.selectors import retrieve_memory
 

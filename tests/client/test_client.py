@@ -22,7 +22,7 @@ from memoryadmin_client import (
     TransportError,
 )
 
-from curation.evaluation import HOLDOUT, assign_arm
+from curation.rules.evaluation import HOLDOUT, assign_arm
 from curation.models import Entry, Feedback, ForgetRequest, IdempotentAnswer
 from curation.services import approve_candidate
 from tests.factories import publish_pending, set_holdout

@@ -6,7 +6,8 @@ import pytest
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 
-from curation import db_roles, services
+from curation import services
+from curation.infra import db_roles
 from curation.models import Entry, Event, Status
 from curation.sweeps import run_sweep
 from tests.factories import candidate_data, make_user

@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from curation.evaluation import HOLDOUT, MEMORY, assign_arm
+from curation.rules.evaluation import HOLDOUT, MEMORY, assign_arm
 from curation.models import Entry, Feedback, ForgetRequest, Retrieval
 from curation.services import approve_candidate
 from curation.services.forgets import approve_forget_request, file_forget_request

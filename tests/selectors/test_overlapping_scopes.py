@@ -4,7 +4,7 @@ SQLite's index serves) read the same rows."""
 
 import pytest
 
-from curation import access
+from curation.rules import access
 from curation.models import Entry
 from curation.selectors.partners import partner_pool
 from curation.selectors.similar import similar_active_entries, similar_active_entries_many
@@ -76,7 +76,7 @@ def test_a_batch_reads_its_pools_once_and_finds_what_each_entry_finds_alone(entr
     """On SQLite a batch reads each scope's newest overlapping entries once, for near duplicates and
     conflict partners both; a pool cut short before an entry found its partners falls back to the entry's
     own lookup, so the partners are the same either way, whatever the pool's size."""
-    from curation.contradiction import parse_lesson
+    from curation.rules.contradiction import parse_lesson
     from curation.selectors import partners
 
     curator = make_user("third", "lead")
@@ -104,7 +104,7 @@ def test_a_batch_reads_its_pools_once_and_finds_what_each_entry_finds_alone(entr
 def test_a_lookup_reads_a_bounded_number_of_matches_however_many_share_a_word(db, on_postgres, monkeypatch):
     """In a scope where thousands of entries share the new one's words, the near-duplicate and partner
     lookups read OVERLAPPING_MATCHES_READ of them, not all: shown with a bound of 3 over 8 matches."""
-    from curation.contradiction import parse_lesson
+    from curation.rules.contradiction import parse_lesson
     from curation.selectors import partners, sql
 
     curator = make_user("flooder", "lead")

@@ -5,8 +5,9 @@ import datetime
 
 import pytest
 
-from curation import clock, services
-from curation.scope_policies import REVIEW
+from curation import services
+from curation.rules import clock
+from curation.rules.scope_policies import REVIEW
 from curation.selectors import reviewer_stats
 from curation.services.scope_policies import set_scope_policy
 from tests.factories import make_user

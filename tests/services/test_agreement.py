@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from curation import services
 from curation.models import Entry, Event, EventAction, QueueReason, ScopePolicy, Status
-from curation.scope_policies import REVIEW
+from curation.rules.scope_policies import REVIEW
 from curation.selectors import QueueFilters, approvals_required, queue_count, review_rules
 from curation.services import InvalidTransition
 from curation.services.scope_policies import set_scope_policy

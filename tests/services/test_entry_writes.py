@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import F, Value
 from django.utils import timezone
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, Status
 from curation.services.entry_writes import write_entries, write_entry
 from curation.services.errors import ConcurrentChange, StaleDecision

@@ -6,14 +6,15 @@ and which tokens a tombstone keeps. Prints the figures (pytest -s)."""
 import pytest
 from django.test import override_settings
 
-from curation import clock, services
-from curation.forgetting import key_id, tombstone_key
+from curation import services
+from curation.rules import clock
+from curation.rules.forgetting import key_id, tombstone_key
 from curation.models import Tombstone
 from curation.selectors import forgets as reads
 from curation.services.errors import Forgotten
 from curation.services.forgets import approve_forget_request, file_forget_request
-from curation.similarity import fingerprint as legacy_fingerprint
-from curation.similarity import signature as legacy_signature
+from curation.rules.similarity import fingerprint as legacy_fingerprint
+from curation.rules.similarity import signature as legacy_signature
 from tests.factories import active, candidate_data, database_dump
 from tests.forget_battery import CONTENT, SCOPE, TRIGGER, UNRELATED, VARIANTS
 

@@ -6,9 +6,10 @@ near duplicates to forget with it; and no release adds, changes or keeps one."""
 import pytest
 from django.core.exceptions import ValidationError
 
-from curation import clock, services
+from curation import services
+from curation.rules import clock
 from curation.models import Conflict, ConsolidationProposal, Entry, EventAction, Status
-from curation.scope_policies import REVIEW
+from curation.rules.scope_policies import REVIEW
 from curation.selectors import forgets as reads
 from curation.selectors.releases import pending_changes, pre_publish_checks, published_number, released_entries
 from curation.services import conflicts, consolidation

@@ -2,7 +2,7 @@
 
 from django.core.management import call_command
 
-from curation.memory_export import INDEX_LINE_MAX, INDEX_MAX_BYTES, INDEX_MAX_LINES, Lesson, export_files
+from curation.rules.memory_export import INDEX_LINE_MAX, INDEX_MAX_BYTES, INDEX_MAX_LINES, Lesson, export_files
 from curation.services.releases import publish_version
 from tests.factories import active
 

@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from curation.models import Event, EventAction, ScopePolicy
-from curation.scope_policies import ADMISSION, HOLDOUT, REVIEW
+from curation.rules.scope_policies import ADMISSION, HOLDOUT, REVIEW
 from curation.selectors import admission_policies, approvals_required, holdout_fractions, review_rules
 from curation.services.scope_policies import set_scope_policy
 from tests.factories import client_for, make_user, page_text

@@ -9,7 +9,8 @@ from django.core.management import CommandError, call_command
 from django.db.models import Count, Min
 from django.test import RequestFactory
 
-from curation import lifecycle, selectors
+from curation import selectors
+from curation.rules import lifecycle
 from curation.management.commands.seed_demo import DEFAULT_PASSWORD, DEMO_TASK_PREFIX
 from curation.models import (
     AgentToken,

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.db.models import F
 from django.urls import reverse
 
-from curation import clock
+from curation.rules import clock
 from curation.models import Event, EventAction, MemoryVersion, ReleasedSkill, SkillProposal, SkillSource, Status
 from curation.services import skills
 from curation.services.entry_writes import write_entry

@@ -10,7 +10,8 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from curation import clock, services, transitions
+from curation import services
+from curation.rules import clock, transitions
 from curation.models import Conflict, Entry, Event, EventAction, QueueReason, Status
 from curation.services import InvalidTransition, conflicts
 from curation.services.candidates import send_back_for_recheck

@@ -1,5 +1,5 @@
 """The background policies as tables: each row is a case a reviewer could check by hand, first against the
-pure rule in curation/lifecycle.py, then against the SQL the sweep runs on the same rows."""
+pure rule in curation/rules/lifecycle.py, then against the SQL the sweep runs on the same rows."""
 
 import datetime
 
@@ -7,7 +7,7 @@ import pytest
 
 from django.db import connection
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import Entry, Status
 from curation.selectors.confidence import confidence, confidence_sql
 from curation.services.entry_writes import rewrite_decay_keys

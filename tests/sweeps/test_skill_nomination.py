@@ -135,7 +135,10 @@ def test_batches_keep_the_query_count_per_batch(django_assert_max_num_queries):
 
 def test_the_sweep_is_scheduled_like_the_others(settings):
     assert "skill_nomination" in sweeps.TASK_NAMES
-    assert settings.CELERY_BEAT_SCHEDULE["lifecycle-skill_nomination"]["task"] == "curation.lifecycle.skill_nomination"
+    assert (
+        settings.CELERY_BEAT_SCHEDULE["lifecycle-skill_nomination"]["task"]
+        == "curation.rules.lifecycle.skill_nomination"
+    )
 
 
 def test_long_names_that_collide_get_their_own_suffix():

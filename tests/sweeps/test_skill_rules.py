@@ -3,7 +3,7 @@ the nomination sweep on the same cases, so the SQL half of the gate and the rule
 
 import pytest
 
-from curation import lifecycle
+from curation.rules import lifecycle
 from curation.models import SkillProposal
 from tests.factories import nominate, ready_entry
 

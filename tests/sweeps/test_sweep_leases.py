@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from curation import config
+from curation.rules import config
 from curation.models import Entry, Status, TaskRun
 from curation.sweeps import conflicts as conflict_sweep, run_sweep, runs
 from tests.factories import AS_OF, days_before, make_entry

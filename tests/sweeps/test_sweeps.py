@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from curation import clock, lifecycle, services, sweeps
+from curation import services, sweeps
+from curation.rules import clock, lifecycle
 from curation.models import Conflict, ConsolidationProposal, Entry, Event, QueueReason, Status, TaskRun
 from curation.sweeps import run_sweep
 from tests.factories import AS_OF, add_evidence_row, days_before, holding_lock, make_archived, make_entry, retrieve

@@ -118,37 +118,36 @@ def test_the_sweep_engine_knows_no_sweep(name):
     assert not _top_level_imports(name, MODULES[name]) & sweeps
 
 
-# The rules layer of ARCHITECTURE.md: pure functions and constants (and the redacting column types), below
-# models.py, which builds its tables on them.
-RULES = {
-    f"curation.{name}"
-    for name in (
-        "access",
-        "admission",
-        "clock",
-        "config",
-        "context_block",
-        "contradiction",
-        "evaluation",
-        "forget_receipt",
-        "forgetting",
-        "lifecycle",
-        "lift",
-        "matching_text",
-        "memory_export",
-        "permissions",
-        "redacted_fields",
-        "redaction",
-        "scope_policies",
-        "similarity",
-        "skill_format",
-        "storable_text",
-        "transitions",
-        "vectors",
-        "versions",
-        "vocabulary",
-    )
-}
+# The rules layer of ARCHITECTURE.md is the curation/rules/ package: pure functions and constants (and the
+# redacting column types), below models.py, which builds its tables on them.
+RULES = {m for m in MODULES if m.startswith("curation.rules.")}
+
+
+def test_the_layers_are_folders():
+    """The rules are one package and the infrastructure another: nothing of either is left at the top."""
+    assert {"curation.rules.lifecycle", "curation.rules.transitions", "curation.rules.vocabulary"} <= RULES
+    assert "curation.infra.db_router" in MODULES and "curation.infra.middleware" in MODULES
+    top = {m for m in MODULES if m.count(".") == 1}
+    assert top <= {
+        "curation.admin",
+        "curation.apps",
+        "curation.models",
+        "curation.roles",
+        "curation.tasks",
+        "curation.urls",
+        "curation.rules",
+        "curation.infra",
+        "curation.api",
+        "curation.demo",
+        "curation.management",
+        "curation.migrations",
+        "curation.replay",
+        "curation.selectors",
+        "curation.services",
+        "curation.sweeps",
+        "curation.templatetags",
+        "curation.views",
+    }, top
 
 
 @pytest.mark.parametrize("name", sorted(RULES | {"curation.models"}))
@@ -156,16 +155,16 @@ def test_the_models_and_the_rules_import_only_rules(name):
     """models.py imports rules (the clock, the confidence rule, the scope validator, the redacting fields,
     the skill format's lengths); a rule imports only other rules, never a model, a service or a selector."""
     assert RULES <= set(MODULES)
-    imported = {t for t in _top_level_imports(name, MODULES[name]) if t != "curation"}
+    imported = {t for t in _top_level_imports(name, MODULES[name]) if t not in ("curation", "curation.rules")}
     assert imported - RULES == set()
 
 
 def test_time_comes_from_the_one_clock():
-    """A replay (and `run_lifecycle --at`) moves the product's time through `curation.clock`; a direct read
+    """A replay (and `run_lifecycle --at`) moves the product's time through `curation.rules.clock`; a direct read
     of the wall clock would stamp one row with real time and its neighbour with the replayed time."""
     offenders = []
     for name, tree in _modules().items():
-        if name == "curation.clock":
+        if name == "curation.rules.clock":
             continue
         for node in ast.walk(tree):
             if (
@@ -175,4 +174,4 @@ def test_time_comes_from_the_one_clock():
                 and node.value.id in {"timezone", "datetime"}
             ):
                 offenders.append(f"{name}:{node.lineno}")
-    assert offenders == [], "read the time through curation.clock: " + ", ".join(offenders)
+    assert offenders == [], "read the time through curation.rules.clock: " + ", ".join(offenders)

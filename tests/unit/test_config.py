@@ -1,4 +1,4 @@
-"""The typed config (curation/config.py): every curation setting is declared once, read through its
+"""The typed config (curation/rules/config.py): every curation setting is declared once, read through its
 declaration, and a value the app could not use stops it at start-up with the setting's name."""
 
 import ast
@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 
-from curation import config, lifecycle, lift
+from curation.rules import config, lifecycle, lift
 from curation.models import EventAction
 from curation.sweeps import registry
 
@@ -76,8 +76,8 @@ def test_a_key_that_is_not_a_setting_is_refused_rather_than_ignored(settings):
     settings.CURATION = {**settings.CURATION, "DECAY_FACTR": 0.9}
     settings.CURATION_EVALUATION = {"HOLDOUT_FRACTION": {"acme": 0.1}}
     assert config.problems() == [
-        "CURATION['DECAY_FACTR'] is not a setting (curation/config.py lists them)",
-        "CURATION_EVALUATION['HOLDOUT_FRACTION'] is not a setting (curation/config.py lists them)",
+        "CURATION['DECAY_FACTR'] is not a setting (curation/rules/config.py lists them)",
+        "CURATION_EVALUATION['HOLDOUT_FRACTION'] is not a setting (curation/rules/config.py lists them)",
     ]
 
 
@@ -206,6 +206,6 @@ def test_only_the_config_module_reads_the_curation_settings():
         p
         for folder in ("curation", "benchmarks")
         for p in sorted((ROOT / folder).rglob("*.py"))
-        if "migrations" not in p.parts and p != ROOT / "curation" / "config.py"
+        if "migrations" not in p.parts and p != ROOT / "curation" / "rules" / "config.py"
     ]
     assert [read for path in paths for read in _reads_of_curation_settings(path)] == []

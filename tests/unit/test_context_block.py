@@ -17,6 +17,6 @@ import pytest
     ],
 )
 def test_a_trigger_reads_as_the_clause_after_when(trigger, clause):
-    from curation.context_block import situation
+    from curation.rules.context_block import situation
 
     assert situation(trigger) == clause

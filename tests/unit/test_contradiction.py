@@ -2,7 +2,7 @@
 
 import pytest
 
-from curation.contradiction import (
+from curation.rules.contradiction import (
     conditions_overlap,
     directives,
     find_contradiction,

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from curation.evaluation import (
+from curation.rules.evaluation import (
     HOLDOUT,
     MEMORY,
     RULES_ONLY,

@@ -2,8 +2,8 @@
 distinctive tokens, under one install's key) against every variant kind of tests/forget_battery.py and every
 unrelated lesson of the same scope. Prints the figures (pytest -s)."""
 
-from curation.forgetting import Lesson, forgotten_lesson, same_lesson, tombstone_key
-from curation.matching_text import distinctive_tokens
+from curation.rules.forgetting import Lesson, forgotten_lesson, same_lesson, tombstone_key
+from curation.rules.matching_text import distinctive_tokens
 from tests.forget_battery import CONTENT, SCOPE, TRIGGER, UNRELATED, VARIANTS
 
 KEY = tombstone_key("an install's secret, fifty characters or more, random")

@@ -1,7 +1,14 @@
 """The receipt's rules: which tokens of a forgotten text are distinctive, how a stored value is matched,
 and what the receipt says."""
 
-from curation.forget_receipt import Receipt, Residue, distinctive_tokens, holds_token, is_identifier, json_variants
+from curation.rules.forget_receipt import (
+    Receipt,
+    Residue,
+    distinctive_tokens,
+    holds_token,
+    is_identifier,
+    json_variants,
+)
 
 
 def test_identifiers_names_and_phrases_are_distinctive_and_prose_words_are_not():

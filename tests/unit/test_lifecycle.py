@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from curation import lifecycle
+from curation.rules import lifecycle
 
 R = None
 

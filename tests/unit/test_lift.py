@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from curation import lifecycle, lift
+from curation.rules import lifecycle, lift
 
 PRIOR, MIN_TASKS = 20, 10
 

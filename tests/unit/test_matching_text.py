@@ -6,9 +6,9 @@ import base64
 
 import pytest
 
-from curation import forgetting
-from curation.matching_text import distinctive_tokens, fold, pieces, readable, stems, token_forms
-from curation.similarity import signature as legacy_signature
+from curation.rules import forgetting
+from curation.rules.matching_text import distinctive_tokens, fold, pieces, readable, stems, token_forms
+from curation.rules.similarity import signature as legacy_signature
 
 
 @pytest.mark.parametrize(

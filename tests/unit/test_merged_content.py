@@ -1,6 +1,6 @@
 """A merge keeps the better-supported text and adds only the other's sentences that say something new."""
 
-from curation.similarity import merged_content
+from curation.rules.similarity import merged_content
 
 
 def test_only_new_sentences_are_added_and_each_says_where_it_came_from():

@@ -5,7 +5,7 @@ import pytest
 from django.apps import apps
 from django.db import connection, models
 
-from curation.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
+from curation.rules.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
 from tests.factories import SECRET_CORPUS
 
 REDACTING = (RedactedCharField, RedactedTextField, RedactedJSONField)

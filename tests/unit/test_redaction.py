@@ -8,7 +8,7 @@ from django.test import Client
 
 from curation import services
 from curation.models import Entry, Event, Evidence
-from curation.redaction import redact
+from curation.rules.redaction import redact
 from tests.factories import SECRET_CORPUS, SECRET_SURROUNDINGS, candidate_data
 
 SECRETS = {

@@ -5,7 +5,7 @@ import re
 import pytest
 from django.core.exceptions import ValidationError
 
-from curation import access
+from curation.rules import access
 
 DOTTED = [
     "acme/../globex",

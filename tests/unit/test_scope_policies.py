@@ -5,8 +5,8 @@ automatic admission policy govern the same scopes."""
 import pytest
 from django.core.exceptions import ValidationError
 
-from curation import scope_policies as rules
-from curation.scope_policies import ADMISSION, HOLDOUT, REVIEW
+from curation.rules import scope_policies as rules
+from curation.rules.scope_policies import ADMISSION, HOLDOUT, REVIEW
 
 TWO, ONE = {"approvals": 2}, {"approvals": 1}
 AUTO = {"name": "gate", "mode": "auto", "evaluator": "ci", "threshold": 0.8}

@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curation import skill_format
+from curation.rules import skill_format
 
 EXPECTED = '''---
 name: "migrate-billing"

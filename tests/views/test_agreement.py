@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from curation.models import Entry, EventAction, ScopePolicy, Status
-from curation.scope_policies import REVIEW
+from curation.rules.scope_policies import REVIEW
 from curation.services.scope_policies import set_scope_policy
 from tests.factories import client_for
 

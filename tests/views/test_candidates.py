@@ -13,7 +13,8 @@ from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from curation import clock, selectors, services
+from curation import selectors, services
+from curation.rules import clock
 from curation.models import Entry, Event, EventAction, SimilarEntry, Status
 from curation.services.events import record_event
 from curation.views.candidates import QUEUE

@@ -1,4 +1,4 @@
-"""Roles are written once: the permission constants of curation.permissions, asked by views through
+"""Roles are written once: the permission constants of curation.rules.permissions, asked by views through
 `require` and by templates through `can`; who sees Maintenance is one decision for the link and the page."""
 
 import re
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from curation.permissions import can_view_maintenance
+from curation.rules.permissions import can_view_maintenance
 from curation.roles import ROLES
 from tests.factories import client_for, make_user
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from curation.access import clean_scope
+from curation.rules.access import clean_scope
 from curation.models import MemoryVersion
 from curation.selectors import releases
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from curation import clock
+from curation.rules import clock
 from curation.replay import policies as replay_policies
 from curation.replay.report import report_files
 from curation.replay.run import replay_one

@@ -11,7 +11,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from curation.models import TaskRun
-from curation import clock, sweeps
+from curation import sweeps
+from curation.rules import clock
 
 
 def parse_moment(value: str) -> datetime.datetime:

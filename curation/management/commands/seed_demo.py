@@ -19,7 +19,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.db.models import Count, Q
 
-from curation import clock, config, services
+from curation import services
+from curation.rules import clock, config
 from curation.demo.lessons import AGENT_TOKEN_SCOPES, DEMO_TASK_PREFIX, timeline
 from curation.models import (
     AgentToken,

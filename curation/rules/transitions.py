@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from curation.vocabulary import EventAction, QueueReason, Status
-from curation.permissions import FORGET, REVIEW
+from curation.rules.vocabulary import EventAction, QueueReason, Status
+from curation.rules.permissions import FORGET, REVIEW
 
 NEW = "new"  # the start of an insert: the entry does not exist yet
 A = EventAction

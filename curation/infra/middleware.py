@@ -4,7 +4,7 @@ import uuid
 from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 
-from curation.storable_text import text_problem, unstorable_parameters
+from curation.rules.storable_text import text_problem, unstorable_parameters
 
 # Shared by every Event one request writes, so an auditor can see what one click did.
 current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("current_request_id", default="")

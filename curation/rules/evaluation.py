@@ -14,7 +14,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-from curation import access
+from curation.rules import access
 
 Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
 MEMORY, HOLDOUT, RULES_ONLY = "memory", "holdout", "rules-only"

@@ -10,7 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from curation.forgetting import purge_keys
+from curation.rules.forgetting import purge_keys
 
 # The Agent Skills format's lengths; models.SkillProposal's columns take them from here (rules sit below the
 # models, so this module imports none).

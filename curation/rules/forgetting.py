@@ -20,11 +20,11 @@ import hmac
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from curation import matching_text
-from curation.access import scopes_overlap
-from curation.similarity import fingerprint as legacy_fingerprint
-from curation.similarity import jaccard
-from curation.similarity import signature as legacy_signature
+from curation.rules import matching_text
+from curation.rules.access import scopes_overlap
+from curation.rules.similarity import fingerprint as legacy_fingerprint
+from curation.rules.similarity import jaccard
+from curation.rules.similarity import signature as legacy_signature
 
 FORGOTTEN_NEAR = 0.5  # signature Jaccard at or above which a lesson is the forgotten one again
 FORGOTTEN_CONTAINED = 0.8  # ... or the share of the forgotten stems it restates (at least CONTAINED_MIN stems)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from curation.context_block import section_of, situation
+from curation.rules.context_block import section_of, situation
 
 INDEX_MAX_LINES = 200
 INDEX_MAX_BYTES = 25 * 1024

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from urllib.parse import unquote
 
-from curation.similarity import stem
+from curation.rules.similarity import stem
 
 # --- what a reader reads ------------------------------------------------------------------------------------
 

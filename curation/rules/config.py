@@ -22,8 +22,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.test.utils import override_settings
 
-from curation import admission
-from curation.access import clean_scope
+from curation.rules import admission
+from curation.rules.access import clean_scope
 
 T = TypeVar("T")
 _UNSET = object()
@@ -544,7 +544,7 @@ def problems(*, event_actions: Collection[str] | None = None) -> list[str]:
         if isinstance(given, dict):
             declared = {s.key for s in SETTINGS.values() if s.group == group}
             found += [
-                f"{group}[{key!r}] is not a setting (curation/config.py lists them)"
+                f"{group}[{key!r}] is not a setting (curation/rules/config.py lists them)"
                 for key in given
                 if key not in declared
             ]

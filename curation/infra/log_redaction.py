@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from curation.redaction import redact
+from curation.rules.redaction import redact
 
 
 def _redacted_record_factory(make):

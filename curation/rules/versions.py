@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from curation.access import scopes_overlap
+from curation.rules.access import scopes_overlap
 
 # What an agent reads of an entry: a release stores these and compares these; any other change of the live
 # row (its usage counters, its queue state) is not a change agents would see.

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 
-from curation import admission
-from curation.access import clean_scope, governing_prefix, scope_covers
+from curation.rules import admission
+from curation.rules.access import clean_scope, governing_prefix, scope_covers
 
 REVIEW, HOLDOUT, ADMISSION = "review", "holdout", "admission"
 KIND_CHOICES = ((REVIEW, "two-reviewer rule"), (HOLDOUT, "holdout fraction"), (ADMISSION, "admission policy"))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 
-from curation.access import clean_scope, governing_prefix
+from curation.rules.access import clean_scope, governing_prefix
 
 MODES = ("manual", "auto", "all", "none")
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")

@@ -1,7 +1,7 @@
 """Confidence rules as pure functions.
 
 No database, no Django models: services, tasks and the replay simulator call these with plain values.
-Every threshold comes from curation.config, read once per call through `rules()`.
+Every threshold comes from curation.rules.config, read once per call through `rules()`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from curation import config
+from curation.rules import config
 
 SIGNAL_STRENGTH = {"self": 0, "independent": 1, "external": 2}
 

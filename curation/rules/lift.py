@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from curation import config
-from curation.evaluation import Z95
-from curation.lifecycle import Rules, clamp
+from curation.rules import config
+from curation.rules.evaluation import Z95
+from curation.rules.lifecycle import Rules, clamp
 
 LIFT, STEPS = OUTCOME_RULES = config.OUTCOME_RULES
 HELPS, HARMS, UNCLEAR, NOT_ENOUGH = "helps", "harms", "unclear", "not_enough"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from curation.redaction import redact, remember_clean
+from curation.rules.redaction import redact, remember_clean
 
 
 def _remember_stored(value) -> None:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from curation.similarity import words
+from curation.rules.similarity import words
 
 # Trigger overlap: Jaccard over content words, or most of the shorter trigger's words shared.
 TRIGGER_JACCARD = 0.3
