@@ -143,7 +143,10 @@ class Prefixes(Kind[list[str]]):
     def check(self, value) -> list[str]:
         if not isinstance(value, (list, tuple)):
             raise _Refused(self.expected, value)
-        return [_scope_prefix(item, f"[{i}]") for i, item in enumerate(value)]
+        # "globex/" means globex, as the settings have always read it.
+        return [
+            _scope_prefix(item.rstrip("/") if isinstance(item, str) else item, f"[{i}]") for i, item in enumerate(value)
+        ]
 
     def parse(self, text: str):
         return [part.strip() for part in text.split(",") if part.strip()]

@@ -333,7 +333,7 @@ def test_displacement_order_sql_equals_the_rule(settings):
         )
         for ev in evidence:
             add_evidence_row(e, signal=ev, observed_at=days_before(50))
-        entries.append((e, signal, evidence, confidence, utility_sum, utility_n))
+        entries.append((e, signal, evidence, base, utility_sum, utility_n))
     newest = make_entry(scope="acme/web/ci", signal="self", base_confidence=0.1)  # never displaced
     expected = sorted(
         entries,
