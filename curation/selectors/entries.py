@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 from dataclasses import dataclass
 
 from django.db import connection
@@ -93,12 +94,64 @@ def _without_partner(event: Event) -> Event:
     return masked
 
 
+# An entry named in an Event's words ("merged into #12") or its snapshot's links; not a request's, a
+# conflict's, a proposal's or a skill's number, which the same words use.
+_ENTRY_NUMBER = re.compile(r"(?<!request )(?<!conflict )(?<!consolidation )(?<!proposal )(?<!skill )#(\d+)")
+_ENTRY_LINKS = ("merged_into", "merged_from", "superseded_by", "supersedes", "superseded")
+ELSEWHERE = "an entry outside your scopes"
+
+
+def _linked_ids(event: Event) -> set[int]:
+    ids = {int(n) for n in _ENTRY_NUMBER.findall(event.reason or "")}
+    for part in (event.before or {}, event.after or {}):
+        for key in _ENTRY_LINKS:
+            value = part.get(key)
+            ids.update(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, int))
+    return ids
+
+
+def _entries_beyond(prefixes: list[str] | None, events: list[Event]) -> set[int]:
+    """The entries these Events name that lie outside `prefixes` (one query, none for a reader of every
+    scope or when no Event names another entry)."""
+    ids = set().union(*(_linked_ids(e) for e in events)) if events else set()
+    if prefixes is None or not ids:
+        return set()
+    return ids - set(
+        Entry.objects.filter(pk__in=ids).filter(access.scope_q(prefixes, "scope")).values_list("pk", flat=True)
+    )
+
+
+def _without_entries(event: Event, beyond: set[int]) -> Event:
+    """The Event with the entries outside the reader's scopes unnamed: "#12" becomes a neutral word, and a
+    link to one is left out of the snapshot, so an id in another team's scope is never read here."""
+    if not _linked_ids(event) & beyond:
+        return event
+    masked = copy.copy(event)
+    masked.reason = _ENTRY_NUMBER.sub(
+        lambda m: ELSEWHERE if int(m.group(1)) in beyond else m.group(0), event.reason or ""
+    )
+
+    def unnamed(value):
+        if isinstance(value, list):
+            return [v for v in value if v not in beyond]
+        return None if value in beyond else value
+
+    masked.before, masked.after = (
+        {k: unnamed(v) if k in _ENTRY_LINKS else v for k, v in part.items()} if part else part
+        for part in (event.before, event.after)
+    )
+    return masked
+
+
 def events_as_read(prefixes: list[str] | None, events) -> list[Event]:
     """Events of an entry's history as a reader limited to `prefixes` (None: every scope) may read them:
-    those about a conflict with an entry beyond them keep only what they did to this entry."""
+    those about a conflict with an entry beyond them keep only what they did to this entry, and an entry
+    beyond them named in any other is unnamed (two queries at most, none for a reader of every scope)."""
     events = list(events)
     beyond = _conflicts_beyond(prefixes, events)
-    return [_without_partner(e) if e.conflict_id in beyond else e for e in events]
+    events = [_without_partner(e) if e.conflict_id in beyond else e for e in events]
+    elsewhere = _entries_beyond(prefixes, events)
+    return [_without_entries(e, elsewhere) for e in events] if elsewhere else events
 
 
 def entry_events(entry: Entry, *, prefixes: list[str] | None, limit: int | None = None) -> list[Event]:

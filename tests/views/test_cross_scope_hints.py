@@ -91,3 +91,19 @@ def test_the_entry_page_does_not_name_a_conflict_partner_outside_the_scopes(conf
         assert "about a conflict with an entry outside your scopes" in text
         assert f"with #{parent.pk}" not in text and "onto main" not in text and f'"with": {parent.pk}' not in text
     assert f"with #{parent.pk}" in client_for(reviewer).get(reverse("curation:entry", args=[child.pk])).content.decode()
+
+
+def test_an_entrys_history_does_not_name_an_entry_outside_the_readers_scopes(hinted, reviewer, scoped_reviewer):
+    """A candidate in acme/billing-api/container merged (by a reviewer of every scope) into the acme entry: a
+    reviewer limited to acme/billing-api reads that it went into another entry, never which one."""
+    candidate, above = hinted
+    services.merge_into(candidate.pk, actor=reviewer, expected_version=candidate.version, target_id=above.pk)
+    url = reverse("curation:entry", args=[candidate.pk])
+    scoped = page_text(client_for(scoped_reviewer).get(url))
+    assert "merged into an entry outside your scopes" in scoped and f"#{above.pk}" not in scoped
+    exported = client_for(scoped_reviewer).get(reverse("curation:entry-history", args=[candidate.pk]))
+    assert exported.status_code == 200
+    body = exported.content.decode()
+    assert "merged into an entry outside your scopes" in body
+    assert f"#{above.pk}" not in body and f'"merged_into": {above.pk}' not in body
+    assert f"merged into #{above.pk}" in page_text(client_for(reviewer).get(url))
