@@ -171,6 +171,8 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_CLIENT_IP_CALLABLE = "curation.infra.client_address.client_address"
+# A secret typed into the name field is redacted before axes records the attempt (curation/infra/login_attempts.py).
+AXES_USERNAME_CALLABLE = "curation.infra.login_attempts.attempted_username"
 AXES_VERBOSE = False
 # Proxies in front of the web server that append to X-Forwarded-For (docker-compose.yml: its TLS proxy).
 TRUSTED_PROXIES = int(os.environ.get("TRUSTED_PROXIES", "0"))

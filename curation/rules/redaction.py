@@ -36,6 +36,30 @@ _CREDENTIALS: list[tuple[str, re.Pattern]] = [
     ),
     # "pw: x" is short enough to be a word elsewhere: only with a colon or an equals sign
     ("password", re.compile(rf"(?i)\bpw\s*[:=]\s*['\"]?(?P<value>[^\s'\"]{{4,}}{_VALUE_END})")),
+    # "log in as root with Tr0ub4dor&3", "ssh as deploy using x": a user name, then what logs it in
+    (
+        "password",
+        re.compile(
+            r"(?i)\b(?:log(?:ged)?\s*in(?:to)?|sign(?:ed)?\s*in|ssh|connect(?:ed)?|authenticate)\s+"
+            r"(?:as|with\s+user)\s+[\w.@-]+\s+(?:with(?:\s+password)?|using|password)\s+['\"]?"
+            rf"(?P<value>[^\s'\"]{{6,}}{_VALUE_END})"
+        ),
+    ),
+    # "the credentials are deploy / x", "credentials: admin:x"
+    (
+        "password",
+        re.compile(
+            r"(?i)\bcredentials?\s*(?:are|is|were|was|:)\s*['\"]?[\w.@-]+\s*(?:/|:|,)\s*['\"]?"
+            rf"(?P<value>[^\s'\"]{{4,}}{_VALUE_END})"
+        ),
+    ),
+    # An AWS key split by a line break or zero-width characters is still one key.
+    (
+        "AWS access key",
+        re.compile(
+            r"(?<![A-Z0-9])(?:AKIA|ASIA)(?:(?:[\u200b\u2060\ufeff]|[ \t]*\r?\n[ \t]*)*[A-Z0-9]){16}(?![A-Z0-9])"
+        ),
+    ),
     ("API key", re.compile(r"(?<![\w-])sk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{20,}")),
     ("npm token", re.compile(r"(?<![\w-])npm_[A-Za-z0-9]{36}(?!\w)")),
     ("credential in URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<value>[^\s@/]+)@")),
@@ -171,13 +195,35 @@ def _iban_valid(text: str) -> bool:
     return 15 <= len(compact) <= 34 and int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
 
 
+# Words that end "the password is ..." as prose, not as the password itself.
+_PROSE_ENDINGS = ("ed", "ing", "able", "ible", "ful", "less", "ous", "ive", "ly", "al")
+_PROSE_WORDS = frozenset(
+    "long short weak strong wrong right correct invalid valid required optional empty blank missing unknown new old "
+    "same different secret set unset there here fine okay none null too not also still now gone known shared public "
+    "private temporary mandatory simple complex random unique visible hidden safe unsafe case sensitive enough "
+    "ours yours theirs mine his hers its the a an in on at for with".split()
+)
+
+
+def _ends_a_clause_as_a_name(match: re.Match) -> bool:
+    """A lower-case word after "the password is" is the password when it is not a word prose ends such a
+    sentence with ("... is required.") and it ends the clause (nothing but punctuation or the end after it),
+    or is too long for a description ("correcthorsebattery")."""
+    value = match.group("value").lower()
+    if value in _PROSE_WORDS or value.endswith(_PROSE_ENDINGS):
+        return False
+    after = match.string[match.end() : match.end() + 2]
+    ends = not after or not (after[0].isspace() and after[1:2].isalnum())
+    return ends or len(value) >= 12  # mid-sentence, a word that long is a passphrase, not a description
+
+
 def _is_match(kind: str, match: re.Match) -> bool:
     """Checks a pattern alone cannot make: a checksum, the shapes of dates and versions, prose."""
     found = match.group(0)
     digits = "".join(c for c in found if c.isdigit())
     if kind == "password" and not re.search(r"[:=]", found[: match.start("value") - match.start()]):
         value = match.group("value")  # "the password is rotated monthly" names no password
-        return not (value.isalpha() and value.islower())
+        return not (value.isalpha() and value.islower()) or _ends_a_clause_as_a_name(match)
     if kind == "card number":
         return _luhn(digits)
     if kind == "IBAN":

@@ -94,6 +94,17 @@ def test_behind_the_proxy_the_forwarded_client_is_throttled_not_the_proxy(settin
     )
 
 
+def test_a_secret_typed_as_the_user_name_is_never_recorded():
+    from axes.models import AccessAttempt
+
+    address = an_address()
+    sign_in("AKIAZ3MPLE7QWERTY123", "whatever", address)
+    sign_in("lena", "wrong", address)
+    names = list(AccessAttempt.objects.filter(ip_address=address).values_list("username", flat=True))
+    assert "lena" in names and not any("AKIAZ3MPLE7QWERTY123" in (name or "") for name in names)
+    assert any(name and "[REDACTED" in name for name in names)
+
+
 # --- bad agent tokens ------------------------------------------------------------------------------------------
 
 
