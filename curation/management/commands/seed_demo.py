@@ -11,6 +11,7 @@ users are get_or_create'd and keep their password unless --password is given.
 from __future__ import annotations
 
 import datetime
+import logging
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -73,6 +74,7 @@ class Replay:
         self.lead, self.now = lead, now
         self.entries: dict[str, Entry] = {}
         self.tokens: dict[str, AgentToken] = {}
+        self.sweeps = 0  # background sweep runs replayed
 
     def token(self, agent: str) -> AgentToken:
         """The agent's token for its retrievals, outcomes and trial runs (made on first use; its secret is
@@ -141,6 +143,7 @@ class Replay:
         # `full`: the detecting sweeps otherwise read only what changed since their last run by the wall
         # clock, and a replay of the past wrote everything "before" it.
         _, sweep = run_sweep(task, as_of=at, triggered_by="demo", full=True)
+        self.sweeps += 1
         if sweep.changed != 1 or not _acted_on(task, entry, at):
             raise CommandError(
                 f"demo lesson {key}: the {task} sweep as of {at:%Y-%m-%d %H:%M} changed "
@@ -244,12 +247,22 @@ class Command(BaseCommand):
         now = clock.now()
         # fresh: permissions not cached from before the group add
         replay = Replay(get_user_model().objects.get(username="lead"), now)
-        for at, spec, action, params in timeline(now):
-            if action == "submit":
-                replay.submit(spec, at)
-            else:
-                replay.step(spec, action, params, at)
-        self.stdout.write(self.style.SUCCESS(f"Added {len(replay.entries)} demo entries."))
+        # Each sweep run logs a line; replayed as of past moments they are the demo's own steps, said once below.
+        runs_log = logging.getLogger("curation.sweeps.runs")
+        level, runs_log.level = runs_log.level, logging.WARNING
+        try:
+            for at, spec, action, params in timeline(now):
+                if action == "submit":
+                    replay.submit(spec, at)
+                else:
+                    replay.step(spec, action, params, at)
+        finally:
+            runs_log.setLevel(level)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Added {len(replay.entries)} demo entries ({replay.sweeps} background sweep runs replayed as of their days)."
+            )
+        )
 
     def print_summary(self, logins):
         counts = dict(Entry.objects.values_list("status").annotate(n=Count("id")).order_by())
