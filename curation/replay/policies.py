@@ -51,7 +51,8 @@ ROWS = (
     "c1+capacity",
     "strict+capacity",
 )
-# The paper's Table (RegAgent): success rate % and final memory size.
+# The paper's Table (RegAgent): success rate % and final memory size, after PAPER_STEPS tasks.
+PAPER_STEPS = 4000
 PAPER = {
     "fixed": (67.53, 100),
     "addall": (55.48, 4100),

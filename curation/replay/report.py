@@ -7,7 +7,7 @@ import html
 import json
 
 from . import stats
-from .policies import PAPER, ROWS
+from .policies import PAPER, PAPER_STEPS, ROWS
 
 PLOT_POINTS = 200
 COLOURS = (
@@ -147,6 +147,12 @@ def table(rows: dict[str, dict], rules: str, steps: int, sweep_every: int = 1) -
             f"| {policy} | {row['success_mean']:.2f} ± {row['success_sd']:.2f} | {paper_sr} | "
             f"{row['memory_mean']:.0f} ± {row['memory_sd']:.0f} | {paper_mem} | {slope} | {len(row['seeds'])} |"
         )
+    if steps != PAPER_STEPS:
+        lines += [
+            "",
+            f"The paper's columns are its {PAPER_STEPS:,}-step figures; this run has {steps:,} steps, so its memory "
+            "sizes (and the deletion rows, whose windows are hundreds of steps) are not comparable with them.",
+        ]
     return "\n".join(lines) + "\n"
 
 

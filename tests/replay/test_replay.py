@@ -283,3 +283,21 @@ def test_the_rule_sets_side_by_side():
     assert "| product strict within 2 points of paper strict |  |  | held (seed 0: -1.00, seed 1: -1.00) |" in text
     # product: 8 of the 10 sent are wrong, 8 of the 16 wrong lessons retrieved 5 or more times were sent
     assert "| strict | — of 0 / 0.0% of 16 | 1.6% of 1,000 / 100.0% of 16 | 80.0% of 10 / 50.0% of 16 |" in text
+
+
+def test_a_shorter_run_says_the_papers_columns_are_not_its_length():
+    rows = report.summary(
+        [
+            {
+                "policy": "strict",
+                "seed": 0,
+                "success_rate": 68.0,
+                "memory_size": 900,
+                "inheritance_slope": None,
+                "running_success": [],
+                "recheck": {},
+            }
+        ]
+    )
+    assert "not comparable" in report.table(rows, "paper", 1000) and "1,000 steps" in report.table(rows, "paper", 1000)
+    assert "not comparable" not in report.table(rows, "paper", policies.PAPER_STEPS)
