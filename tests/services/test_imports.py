@@ -1,20 +1,25 @@
 """Importing other tools' memory: each adapter end to end through the agents' ingest, on both databases;
 re-importing adds nothing; an interrupted import resumes; a dry run writes nothing and says what would happen."""
 
+import shutil
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import transaction
 from django.urls import reverse
 
+from curation.rules.context_block import situation
+from curation.selectors import releases
+from curation.services.candidates import approve_candidate
 from curation.models import Entry, Event, Evidence, ImportRecord, Status
 from curation.rules.memory_import import SourceFile, read
 from curation.services import imports
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.imports import import_memory, read_source
 from curation.services.scope_policies import set_scope_policy
-from tests.factories import active, client_for, page_text
+from tests.factories import active, client_for, page_text, publish_pending
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "import"
 PREFIX = "acme/imported"
@@ -224,7 +229,75 @@ def test_the_command_refuses_bad_input_in_words(tmp_path):
 
 
 def test_a_zip_is_read_like_the_folder(tmp_path):
-    import shutil
-
     archive = shutil.make_archive(str(tmp_path / "codex"), "zip", FIXTURES / "codex")
     assert sorted(f.path for f in read_source(Path(archive))) == sorted(f.path for f in read_source(FIXTURES / "codex"))
+
+
+LESSONS = [
+    {
+        "scope": "acme/billing-api",
+        "kind": "failure_lesson",
+        "trigger": "Rotating the keys",
+        "content": "Revoke the old key\nonly after the switch.",
+        "boundary": "Not for test keys",
+        "conditions": ["aws", "iam"],
+    },
+    {
+        "scope": "acme/billing-api",
+        "kind": "procedure",
+        "trigger": "When releasing",
+        "content": "Tag the commit, then push the tag.",
+    },
+    {
+        "scope": "acme/web",
+        "kind": "preference",
+        "trigger": "Writing CSS",
+        "content": "Use the design tokens, never raw colours.",
+    },
+]
+
+
+def published_lessons() -> set[tuple]:
+    """What agents read of the published version, as its export words it."""
+    rows = releases.export_of(releases.published_version(), scope="")
+    found = read("claude-code", [SourceFile(path, text) for path, text in rows.items()])
+    assert found.unreadable == []
+    return {(x.scope, x.kind, situation(x.trigger), x.content, x.conditions, x.boundary) for x in found.lessons}
+
+
+def test_export_then_import_into_an_empty_install_gives_the_same_published_lessons(lead, second_reviewer):
+    with transaction.atomic():  # the first install: made, published, exported, then gone
+        for lesson in LESSONS:
+            active(lead, **lesson)
+        publish_pending()
+        exported = releases.export_of(releases.published_version(), scope="")
+        before = published_lessons()
+        transaction.set_rollback(True)
+    assert Entry.objects.count() == 0 and len(before) == 3
+    report = import_memory(
+        read("claude-code", [SourceFile(path, text) for path, text in exported.items()]),
+        prefix="acme",
+        label="import:claude-code",
+    )
+    assert report.by_outcome()["added"] == 3
+    for entry in Entry.objects.all():
+        approve_candidate(entry.pk, actor=lead, expected_version=entry.version)
+    publish_pending()
+    assert published_lessons() == before
+
+
+def test_re_importing_this_consoles_own_export_changes_nothing(lead):
+    for lesson in LESSONS:
+        active(lead, **lesson)
+    publish_pending()
+    exported = releases.export_of(releases.published_version(), scope="")
+    before = state()
+    report = import_memory(
+        read("claude-code", [SourceFile(path, text) for path, text in exported.items()]),
+        prefix="acme",
+        label="import:claude-code",
+    )
+    assert state() == before
+    assert {reason for (outcome, reason) in report.counts} == {
+        f"exported from here: entry #{pk}" for pk in Entry.objects.values_list("pk", flat=True)
+    }
