@@ -246,8 +246,6 @@ class Evidence(models.Model):
         REVIEW = "review", "review"
         TASK_OUTCOME = "task_outcome", "task outcome"
         REFLECTION = "reflection", "reflection"
-        # Where an imported lesson came from (its file and line, or the tool's record id and timestamps).
-        IMPORT = "import", "imported"
 
     class Polarity(models.TextChoices):
         SUPPORTS = "supports", "supports"

@@ -78,7 +78,9 @@ class ImportedLesson:
             excerpt = excerpt[: EVIDENCE_EXCERPT_LIMIT - 1] + "…"
         ref = f"import:{self.format}:{self.file}" + (f"#{self.record_id}" if self.record_id else f":{self.line or 0}")
         return {
-            "kind": "import",
+            # A person's file is what people said; an agent's line is its own reflection. "import" is no kind of
+            # its own: agents may send any kind, so the provenance is the text and the ImportRecord, not a label.
+            "kind": "user_statement" if self.signal == Signal.EXTERNAL else "reflection",
             "signal": self.signal,
             "polarity": "supports",
             "excerpt": excerpt,

@@ -59,7 +59,8 @@ def test_each_format_lands_as_candidates_with_its_provenance(name, lessons, refu
     assert ImportRecord.objects.filter(format=name, outcome="added").count() == lessons
     for entry in entries:
         (evidence,) = entry.evidence.all()
-        assert evidence.kind == "import" and evidence.recorded_by_label == f"import:{name}"
+        assert evidence.kind == {"external": "user_statement", "self": "reflection"}[entry.signal]
+        assert evidence.recorded_by_label == f"import:{name}"
         assert evidence.excerpt.startswith("Imported from ") and evidence.task_ref.startswith(f"import:{name}:")
         assert evidence.signal == entry.signal
         assert Event.objects.filter(entry=entry, action="submit", actor_label=f"import:{name}").exists()
@@ -134,7 +135,7 @@ def test_an_exact_duplicate_gains_the_import_as_evidence(lead):
     )
     run("claude-code")
     assert Entry.objects.filter(fingerprint=here.fingerprint).count() == 1
-    assert here.evidence.filter(kind="import", task_ref="import:claude-code:CLAUDE.md:13").exists()
+    assert here.evidence.filter(kind="user_statement", task_ref="import:claude-code:CLAUDE.md:13").exists()
     assert ImportRecord.objects.get(entry=here).outcome == "merged"
     assert Event.objects.filter(entry=here, action="resubmit", actor_label="import:claude-code").exists()
 
@@ -179,7 +180,7 @@ def test_the_card_and_the_entry_page_show_where_a_lesson_came_from(lead):
     card = page_text(client.get(reverse("curation:candidate-card", args=[entry.pk])))
     page = page_text(client.get(reverse("curation:entry", args=[entry.pk])))
     for text in (card, page):
-        assert "imported" in text and "Mem0 (memories extracted by an LLM)" in text
+        assert "Imported from Mem0 (memories extracted by an LLM) (mem0), export.json record" in text
         assert "import:mem0:export.json#8f4a1c52-6a0e-4c7b-9d36-0f6e2b1a7c11" in text
 
 

@@ -186,7 +186,7 @@ def test_mem0_memories_keep_their_ids_and_timestamps():
 def test_provenance_evidence_names_the_file_the_line_and_the_tools_ids():
     reading = read("mem0", files_of("mem0"))
     evidence = reading.lessons[1].evidence()
-    assert evidence["kind"] == "import" and evidence["signal"] == "self"
+    assert evidence["kind"] == "reflection" and evidence["signal"] == "self"  # an LLM's reading of a chat
     assert evidence["excerpt"] == (
         "Imported from Mem0 (memories extracted by an LLM) (mem0), export.json record "
         "c1d2e3f4-1111-4a2b-8c3d-222233334444, user_id alex, agent_id support-bot, "
@@ -195,7 +195,9 @@ def test_provenance_evidence_names_the_file_the_line_and_the_tools_ids():
     assert evidence["task_ref"] == "import:mem0:export.json#c1d2e3f4-1111-4a2b-8c3d-222233334444"
     assert evidence["observed_at"] == "2024-07-21T09:12:00-07:00"
     line = read("markdown", files_of("markdown")).lessons[0].evidence()
-    assert line["signal"] == "external" and line["task_ref"] == "import:markdown:team-notes.md:8"
+    assert (line["kind"], line["signal"]) == ("user_statement", "external") and line[
+        "task_ref"
+    ] == "import:markdown:team-notes.md:8"
 
 
 def test_the_import_key_follows_the_record_not_its_line():
