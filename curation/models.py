@@ -416,6 +416,20 @@ class IdempotentAnswer(models.Model):
         constraints = [models.UniqueConstraint(fields=["token", "key"], name="idempotent_answer_once_per_key")]
 
 
+class ImportRecord(models.Model):
+    """One record of another tool's memory, imported: what makes re-importing the same source add nothing
+    (its key), and the entry it became or was merged into. `key` is a sha256 of the scope it was imported
+    into and the record (format, file, its id or text); `source` says where it was, never its text."""
+
+    key = models.CharField(max_length=64, unique=True)
+    entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
+    format = models.CharField(max_length=16)
+    source = RedactedCharField(max_length=255)  # "memory/debugging.md line 9", "export.json record 8f4a..."
+    outcome = models.CharField(max_length=16)  # added, merged or held
+    imported_by_label = models.CharField(max_length=150)
+    created_at = models.DateTimeField(default=clock.now)
+
+
 class Arm(models.TextChoices):
     """What a retrieval served, for the holdout comparison: curated memory, or nothing at all."""
 

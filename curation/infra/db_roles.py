@@ -18,7 +18,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connections
 
-APPEND_ONLY_TABLES = ("curation_event", "curation_evidence", "curation_skilltrial", "curation_tombstone")
+APPEND_ONLY_TABLES = (
+    "curation_event",
+    "curation_evidence",
+    "curation_skilltrial",
+    "curation_tombstone",
+    "curation_importrecord",  # what an import landed: only ever added to
+)
 # The tables a forget's purge rewrites, which the vacuum_purged sweep VACUUMs afterwards.
 PURGED_TABLES = (
     "curation_entry",
