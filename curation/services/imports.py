@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import hmac
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from django.conf import settings
 from django.db import transaction
 
 from curation.models import Entry, ImportRecord, Status
@@ -133,9 +135,15 @@ def _zip_files(path: Path) -> list[SourceFile]:
     return files
 
 
+_KEY_PURPOSE = b"memoryadmin import keys v1"
+
+
 def import_key(scope: str, lesson: ImportedLesson) -> str:
-    """One record imported into one scope: importing it again into that scope finds this key."""
-    return hashlib.sha256(f"{scope}\0{lesson.source_key}".encode()).hexdigest()
+    """One record imported into one scope: importing it again into that scope finds this key. Keyed with the
+    install's secret (as tombstones are), because the source key hashes the lesson's text: a copy of the
+    database alone cannot confirm a guessed text, a forgotten one included, was ever imported."""
+    key = hmac.new(settings.SECRET_KEY.encode(), _KEY_PURPOSE, hashlib.sha256).digest()
+    return hmac.new(key, f"{scope}\0{lesson.source_key}".encode(), hashlib.sha256).hexdigest()
 
 
 def import_memory(

@@ -302,3 +302,17 @@ def test_re_importing_this_consoles_own_export_changes_nothing(lead):
     assert {reason for (outcome, reason) in report.counts} == {
         f"exported from here: entry #{pk}" for pk in Entry.objects.values_list("pk", flat=True)
     }
+
+
+def test_an_import_key_is_keyed_with_the_install_secret(settings):
+    """The key hashes the lesson's text: without the install's secret a copy of the database cannot confirm a
+    guessed text was imported, nor match another install's keys."""
+    import hashlib
+
+    [lesson] = read("markdown", [SourceFile("notes.md", "- Rotate the webhook key in two steps.\n")]).lessons
+    settings.SECRET_KEY = "one install's secret, long enough to be a real one 1234567890"
+    first = imports.import_key("acme", lesson)
+    assert first != hashlib.sha256(f"acme\0{lesson.source_key}".encode()).hexdigest()
+    assert imports.import_key("acme", lesson) == first and imports.import_key("globex", lesson) != first
+    settings.SECRET_KEY = "another install's secret, just as long as the first one 0987654321"
+    assert imports.import_key("acme", lesson) != first
