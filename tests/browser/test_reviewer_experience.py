@@ -127,6 +127,12 @@ def test_bulk_by_keyboard_answers_in_place(live_server, page):
     expect(result).to_contain_text("Rejected 2 of 2.")
     expect(page.locator(f"#card-{cards[4].pk}")).to_contain_text("Rejected")
     expect(page.locator("#queue-count")).to_contain_text("0 waiting")
+    # Rejected as approved: each decided card stays as its stub, with the entry's link and its own Undo.
+    for card, verb in ((cards[0], "Approved"), (cards[2], "Approved"), (cards[3], "Rejected"), (cards[4], "Rejected")):
+        stub = page.locator(f"#card-{card.pk}")
+        expect(stub).to_contain_text(f"{verb} #{card.pk}")
+        expect(stub.get_by_role("link", name=f"#{card.pk}")).to_have_attribute("href", f"/entries/{card.pk}/")
+        expect(stub.locator("[data-action=undo]")).to_be_visible()
     assert Entry.objects.filter(status=Status.REJECTED).count() == 2
 
 

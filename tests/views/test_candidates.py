@@ -390,6 +390,38 @@ def test_bulk_with_htmx_answers_in_place(reviewer, make_candidate):
     assert Entry.objects.get(pk=a.pk).status == Status.ACTIVE
 
 
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_a_bulk_decision_leaves_each_card_its_decided_stub(reviewer, make_candidate, action):
+    """Bulk reject as bulk approve: each decided card becomes the decided stub a single decision leaves, with
+    the entry's link and its own Undo, which comes back to the queue with its filters."""
+    a, b = make_candidate(), make_candidate(trigger="A second lesson in the queue")
+    body = (
+        client_for(reviewer)
+        .post(
+            reverse("curation:candidates-bulk"),
+            {
+                "action": action,
+                "reason": "too vague",
+                "selected": [f"{a.pk}:1", f"{b.pk}:1"],
+                "next": "/review/candidates/?f-scope=acme",
+            },
+            **HTMX,
+        )
+        .content.decode()
+    )
+    stubs = dict(re.findall(r'<article class="card decided" id="card-(\d+)"(.*?)</article>', body, re.S))
+    assert set(stubs) == {str(a.pk), str(b.pk)}
+    for entry in (a, b):
+        stub = stubs[str(entry.pk)]
+        assert (
+            'hx-swap-oob="true"' in stub
+            and {"approve": "<strong>Approved", "reject": "<strong>Rejected"}[action] in stub
+        )
+        assert f'<a href="{reverse("curation:entry", args=[entry.pk])}">#{entry.pk}</a>' in stub
+        assert f'action="{action_url("undo", entry)}"' in stub and 'name="version" value="2"' in stub
+        assert 'name="next" value="/review/candidates/?f-scope=acme"' in stub
+
+
 def test_labels_say_what_happens(reviewer, auditor, make_candidate):
     from django.utils import timezone
 
