@@ -554,3 +554,33 @@ def bulk_decide(items: list[tuple[int, int]], *, actor, action: str, reason: str
         except (StaleDecision, InvalidTransition) as exc:
             outcomes.append(BulkOutcome(entry_id, False, str(exc)))
     return outcomes
+
+
+def undo_bulk(items: list[tuple[int, int]], *, actor, at=None) -> list[BulkOutcome]:
+    """Take back a bulk action: each (entry id, the version its decision left) is undone as undo_decision
+    undoes one decision, with an "undo" Event of its own. Only what is still the actor's last decision on
+    its entry, within UNDO_SECONDS, is taken back; an entry changed since (by anyone, the actor's own Undo
+    of that card included) is reported as not undone and left as it is."""
+    if not actor.has_perm(REVIEW):
+        raise PermissionDenied("Only reviewers and leads decide on candidates.")
+    now = at or clock.now()  # one moment for the whole bulk: its decisions are all in the window or all out
+    outcomes = []
+    for entry_id, version in items:
+        try:
+            entry = undo_decision(entry_id, actor=actor, expected_version=version, at=now)
+            outcomes.append(BulkOutcome(entry_id, True, "back in the queue", entry))
+        except Entry.DoesNotExist:
+            outcomes.append(BulkOutcome(entry_id, False, "not found"))
+        except StaleDecision as exc:
+            outcomes.append(BulkOutcome(entry_id, False, _changed_since(exc, actor)))
+        except InvalidTransition as exc:
+            outcomes.append(BulkOutcome(entry_id, False, str(exc)))
+    return outcomes
+
+
+def _changed_since(stale: StaleDecision, actor) -> str:
+    """Why a card of a bulk was not undone: already undone by the actor, or what others did since."""
+    first = stale.changes[0] if stale.changes else None
+    if first is not None and first.actor_id == actor.pk and first.action == EventAction.UNDO:
+        return f"already undone; #{stale.entry.pk} was left as it is now"
+    return str(stale)

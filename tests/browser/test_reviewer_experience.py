@@ -136,6 +136,38 @@ def test_bulk_by_keyboard_answers_in_place(live_server, page):
     assert Entry.objects.filter(status=Status.REJECTED).count() == 2
 
 
+def test_z_right_after_a_bulk_action_takes_the_whole_bulk_back(live_server, page):
+    """Two cards rejected by bulk: z restores both (each with its own undo Event), not only the last."""
+    make_user("rita", "reviewer")
+    cards = lessons(3)
+    log_in(page, live_server, "rita")
+    page.keyboard.press("x")
+    page.keyboard.press("Shift+J")
+    page.keyboard.press("Shift+R")
+    page.keyboard.type("duplicates of an older lesson")
+    page.keyboard.press("Enter")
+    result = page.locator("#bulk-result")
+    expect(result).to_contain_text("Rejected 2 of 2.")
+    expect(result.get_by_role("button", name="Undo all")).to_be_visible()
+    expect(page.locator("#queue-count")).to_contain_text("1 waiting")
+
+    page.keyboard.press("z")
+    expect(result).to_contain_text("Undone 2 of 2.")
+    for card in cards[:2]:
+        expect(page.locator(f"#card-{card.pk}")).to_contain_text(f"Undone: #{card.pk} is back in the queue.")
+        expect(page.locator(f"#card-{card.pk} [data-action=approve]")).to_be_visible()
+    expect(page.locator("#queue-count")).to_contain_text("3 waiting")
+    assert Entry.objects.filter(status=Status.PENDING).count() == 3
+    assert [e.events.latest("id").action for e in cards[:2]] == ["undo", "undo"]
+
+    # The reopened cards are open like any other: the current one is decided with a key again.
+    current = page.locator("#queue .is-current")
+    settled(current)
+    current.focus()
+    page.keyboard.press("a")
+    expect(page.locator("#queue-count")).to_contain_text("2 waiting")
+
+
 def settled(card):
     """htmx binds a swapped-in card's buttons when the swap settles; a key pressed before that would post the
     form without htmx (a full page load, as with scripts off)."""
