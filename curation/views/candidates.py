@@ -94,10 +94,6 @@ class Candidates(Queue):
     def decided_context(self, request):
         return {"undo_seconds": services.candidates.UNDO_SECONDS}
 
-    def reopened(self, request, entry):
-        """After an undo with htmx: the card again, open for a decision, and the queue's new count."""
-        return self.card_response(request, entry.pk, undone=True, **self.new_count(request))
-
     def bulk_decided_item(self, outcome):
         return outcome.entry
 

@@ -273,6 +273,7 @@ class Queue:
                 "item": item,
                 "verb": verb,
                 "back": self.back_url(request),
+                "cannot_undo": self.cannot_undo(item),
                 **self.new_count(request),
                 **self.decided_context(request),
             },
@@ -291,8 +292,16 @@ class Queue:
         return verb
 
     def decided_context(self, request) -> dict:
-        """What a queue's decided card shows besides the item (the candidates' Undo)."""
+        """What a queue's decided card shows besides the item (its Undo: `undo_seconds`)."""
         return {}
+
+    def cannot_undo(self, item) -> str:
+        """Why the decided card offers no Undo, said on it ("": it offers one, when the queue has Undo)."""
+        return ""
+
+    def reopened(self, request, item):
+        """After an undo with htmx: the card again, open for a decision, and the queue's new count."""
+        return self.card_response(request, item.pk, undone=True, **self.new_count(request))
 
     def new_count(self, request) -> dict:
         """The queue's count under the filters a decision posted along, for the out-of-band swap."""
