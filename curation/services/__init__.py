@@ -10,6 +10,7 @@ from .candidates import (
     edit_and_approve,
     merge_into,
     reject_candidate,
+    undo_bulk,
     undo_decision,
 )
 from .errors import DecisionError, InvalidTransition, StaleDecision
@@ -29,5 +30,6 @@ __all__ = [
     "merge_into",
     "reject_candidate",
     "remember_queue",
+    "undo_bulk",
     "undo_decision",
 ]

@@ -478,6 +478,26 @@ def undo_decision(entry_id: int, *, actor, expected_version: int, reason: str = 
         raise InvalidTransition(f"A pending candidate now says what #{entry_id} said; decide on that one.") from None
 
 
+def restored_from(before: dict) -> dict:
+    """What an undo writes back: the entry's queue state and text as a decision's Event saw them before."""
+    restored = {field: before[field] for field in _UNDONE_FIELDS}
+    restored.update(
+        {
+            field: datetime.datetime.fromisoformat(before[field]) if before.get(field) else None
+            for field in _UNDONE_TIMES
+        }
+    )
+    restored["fingerprint"] = fingerprint(restored["trigger"], restored["content"])
+    restored["first_approval_by_id"] = before.get("first_approval_by")
+    return restored
+
+
+def within_undo_window(decided_at, now, what: str) -> None:
+    """Refuse an undo asked for more than UNDO_SECONDS after the decision."""
+    if (now - decided_at).total_seconds() > UNDO_SECONDS:
+        raise InvalidTransition(f"Undo is for {UNDO_SECONDS} seconds after a decision; decide on {what} again.")
+
+
 def _undo(entry_id: int, actor, expected_version: int, reason: str, now) -> Entry:
     with transaction.atomic():
         entry = Entry.objects.select_for_update().get(pk=entry_id)
@@ -488,24 +508,11 @@ def _undo(entry_id: int, actor, expected_version: int, reason: str, now) -> Entr
         last = entry.events.filter(entry_version=expected_version).order_by("-id").first()
         if last is None or last.action not in EventAction.undoable() or last.actor_id != actor.pk:
             raise InvalidTransition(f"Entry #{entry.pk}'s last change is not a decision of yours to undo.")
-        if (now - last.created_at).total_seconds() > UNDO_SECONDS:
-            raise InvalidTransition(
-                f"Undo is for {UNDO_SECONDS} seconds after a decision; decide on #{entry.pk} again."
-            )
-        before = last.before
-        restored = {field: before[field] for field in _UNDONE_FIELDS}
-        restored.update(
-            {
-                field: datetime.datetime.fromisoformat(before[field]) if before.get(field) else None
-                for field in _UNDONE_TIMES
-            }
-        )
-        restored["fingerprint"] = fingerprint(restored["trigger"], restored["content"])
-        restored["first_approval_by_id"] = before.get("first_approval_by")
+        within_undo_window(last.created_at, now, f"#{entry.pk}")
         verb = EventAction(last.action).label
         write_entry(
             entry,
-            restored,
+            restored_from(last.before),
             expected_version=expected_version,
             action=EventAction.UNDO,
             actor=actor,
@@ -554,3 +561,33 @@ def bulk_decide(items: list[tuple[int, int]], *, actor, action: str, reason: str
         except (StaleDecision, InvalidTransition) as exc:
             outcomes.append(BulkOutcome(entry_id, False, str(exc)))
     return outcomes
+
+
+def undo_bulk(items: list[tuple[int, int]], *, actor, at=None) -> list[BulkOutcome]:
+    """Take back a bulk action: each (entry id, the version its decision left) is undone as undo_decision
+    undoes one decision, with an "undo" Event of its own. Only what is still the actor's last decision on
+    its entry, within UNDO_SECONDS, is taken back; an entry changed since (by anyone, the actor's own Undo
+    of that card included) is reported as not undone and left as it is."""
+    if not actor.has_perm(REVIEW):
+        raise PermissionDenied("Only reviewers and leads decide on candidates.")
+    now = at or clock.now()  # one moment for the whole bulk: its decisions are all in the window or all out
+    outcomes = []
+    for entry_id, version in items:
+        try:
+            entry = undo_decision(entry_id, actor=actor, expected_version=version, at=now)
+            outcomes.append(BulkOutcome(entry_id, True, "back in the queue", entry))
+        except Entry.DoesNotExist:
+            outcomes.append(BulkOutcome(entry_id, False, "not found"))
+        except StaleDecision as exc:
+            outcomes.append(BulkOutcome(entry_id, False, _changed_since(exc, actor)))
+        except InvalidTransition as exc:
+            outcomes.append(BulkOutcome(entry_id, False, str(exc)))
+    return outcomes
+
+
+def _changed_since(stale: StaleDecision, actor) -> str:
+    """Why a card of a bulk was not undone: already undone by the actor, or what others did since."""
+    first = stale.changes[0] if stale.changes else None
+    if first is not None and first.actor_id == actor.pk and first.action == EventAction.UNDO:
+        return f"already undone; #{stale.entry.pk} was left as it is now"
+    return str(stale)

@@ -22,6 +22,7 @@ from curation.rules.permissions import REVIEW
 from curation.rules.redaction import redact_fields
 from curation.selectors.partners import partner_pools
 
+from .candidates import restored_from, within_undo_window
 from .entry_writes import changes_since, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import build_event, record_event, record_events
@@ -443,6 +444,120 @@ def dismiss_conflict(
             )
         _close(conflict, actor=actor, state=Conflict.State.DISMISSED, resolution="dismiss", now=now)
     return Resolution(conflict, kept=(a, b))
+
+
+# --- undo --------------------------------------------------------------------------------------------
+#
+# A reviewer takes back their own dismissal or keep for a short while (UNDO_SECONDS), as new Events: the
+# conflict is open again, and a keep's two entries get back what they were through the write path. A split
+# or a merge is not undone here (why_not_undoable says why, on the decided card).
+
+
+def why_not_undoable(resolution: str) -> str:
+    """Why a resolution is not taken back with Undo ("": it is)."""
+    return {
+        "split": "a split rewrote the entries' scopes or conditions; edit them back on their pages",
+        "merge": "the merge wrote a new entry, which agents may read already; supersede or retire it on its page",
+    }.get(resolution, "")
+
+
+def undo_resolution(
+    conflict_id: int, *, actor, version_a: int, version_b: int, reason: str = "", at=None
+) -> Resolution:
+    """Take back the actor's own dismissal or keep of a conflict, within UNDO_SECONDS: the conflict is open
+    again, with an "undo" Event on each entry. A keep's entries return to what they were (the kept one's
+    status and link, the superseded one live again) through the write path, and the other conflicts the
+    keep closed as moot open again. Refused as stale when either entry changed since the decision."""
+    if not actor.has_perm(REVIEW):
+        raise PermissionDenied("Only reviewers and leads resolve conflicts.")
+    now = at or clock.now()
+    reason = (reason or "").strip()
+    try:
+        with transaction.atomic():
+            conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
+            a = Entry.objects.select_for_update().get(pk=conflict.entry_a_id)
+            b = Entry.objects.select_for_update().get(pk=conflict.entry_b_id)
+            if not (access.user_can_see_scope(actor, a.scope) and access.user_can_see_scope(actor, b.scope)):
+                raise Conflict.DoesNotExist
+            _refuse_undo(conflict, actor, now)
+            for entry, expected in ((a, version_a), (b, version_b)):
+                if entry.version != expected:
+                    raise StaleDecision(entry, changes_since(entry, expected))
+            if conflict.resolution == "dismiss":
+                for entry, other in ((a, b), (b, a)):
+                    record_event(
+                        entry,
+                        actor=actor,
+                        action=EventAction.UNDO,
+                        reason=reason or f'conflict #{conflict.pk} with #{other.pk}: undid "conflict dismissed"',
+                        before={"conflict": conflict.pk, "state": conflict.state},
+                        after={"conflict": conflict.pk, "state": Conflict.State.OPEN},
+                        at=now,
+                        also=(conflict,),
+                    )
+            else:
+                _undo_keep(conflict, a, b, actor=actor, reason=reason, now=now)
+            conflict.state, conflict.resolution, conflict.resolved_by, conflict.resolved_at = "open", "", None, None
+            conflict.save(update_fields=["state", "resolution", "resolved_by", "resolved_at"])
+    except IntegrityError:  # live again, an entry would repeat one submitted or approved since
+        raise InvalidTransition(
+            f"An entry of conflict #{conflict_id} now repeats another; decide on that one."
+        ) from None
+    return Resolution(conflict, kept=(a, b))
+
+
+def _refuse_undo(conflict: Conflict, actor, now) -> None:
+    if conflict.state == Conflict.State.OPEN:
+        raise InvalidTransition(f"Conflict #{conflict.pk} is open: there is no decision to undo.")
+    if conflict.resolved_by_id != actor.pk:
+        raise InvalidTransition(f"Conflict #{conflict.pk}'s resolution is not a decision of yours to undo.")
+    why = why_not_undoable(conflict.resolution)
+    if why or conflict.resolution not in ("dismiss", "keep_a", "keep_b"):
+        raise InvalidTransition(f"Conflict #{conflict.pk} cannot be undone: {why or 'it was closed as moot'}.")
+    within_undo_window(conflict.resolved_at, now, f"conflict #{conflict.pk}")
+
+
+def _undo_keep(conflict: Conflict, a: Entry, b: Entry, *, actor, reason: str, now) -> None:
+    """Both entries back to what the keep's Events saw before it, then the conflicts it closed as moot
+    (those of the superseded entry, closed by this actor at this same moment) open again."""
+    kept, other = (a, b) if conflict.resolution == "keep_a" else (b, a)
+    for entry, decided in ((kept, EventAction.CONFLICT_KEEP), (other, EventAction.SUPERSEDE)):
+        last = entry.events.filter(entry_version=entry.version).order_by("-id").first()
+        if last is None or last.action != decided or (last.after or {}).get("conflict") != conflict.pk:
+            raise InvalidTransition(f"Entry #{entry.pk}'s last change is not this keep; decide on it again.")
+        write_entry(
+            entry,
+            {**restored_from(last.before), "supersedes_id": last.before.get("supersedes")},
+            action=EventAction.UNDO,
+            actor=actor,
+            reason=reason or f'conflict #{conflict.pk}: undid "{EventAction(decided).label}"',
+            after_extra={"conflict": conflict.pk},
+            at=now,
+            also=(conflict,),
+        )
+    moot = list(
+        Conflict.objects.select_for_update()
+        .filter(resolution="moot", resolved_by=actor, resolved_at=conflict.resolved_at)
+        .filter(Q(entry_a_id=other.pk) | Q(entry_b_id=other.pk))
+        .exclude(pk=conflict.pk)
+        .order_by("id")
+    )
+    if moot:
+        Conflict.objects.filter(pk__in=[c.pk for c in moot]).update(
+            state=Conflict.State.OPEN, resolution="", resolved_by=None, resolved_at=None
+        )
+        record_events(
+            build_event(
+                c,
+                actor=actor,
+                action=EventAction.UNDO,
+                at=now,
+                reason=f"open again: #{other.pk} is live again (conflict #{conflict.pk}'s keep undone)",
+                before={"state": Conflict.State.RESOLVED, "resolution": "moot"},
+                after={"state": Conflict.State.OPEN},
+            )
+            for c in moot
+        )
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from curation.rules.redaction import redact_fields
 from curation.rules.similarity import merged_content, normalise
 
 from .conflicts import close_moot_conflicts, detect_conflicts_for
+from .candidates import within_undo_window
 from .entry_writes import changes_since, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import record_event
@@ -300,6 +301,63 @@ def dismiss_proposal(proposal_id: int, *, actor, note: str = "", at=None) -> Pro
                 also=(proposal,),
             )
         _decide(proposal, actor=actor, state=ConsolidationProposal.State.DISMISSED, note=note, now=now)
+    return ProposalOutcome(proposal, kept=tuple(members))
+
+
+def why_not_undoable(proposal: ConsolidationProposal) -> str:
+    """Why a decided proposal is not taken back with Undo ("": it is, a dismissal)."""
+    if proposal.state != ConsolidationProposal.State.ACCEPTED:
+        return ""
+    if proposal.result_id:
+        return f"the merge wrote new entry #{proposal.result_id}, which agents may read already; supersede or retire it on its page"
+    return "Undo takes back a dismissal only; the replaced entries stay superseded"
+
+
+def undo_dismissal(proposal_id: int, *, actor, note: str = "", at=None) -> ProposalOutcome:
+    """Take back the actor's own dismissal of a proposal, within UNDO_SECONDS: the proposal is open again,
+    with an "undo" Event on each of its entries (a dismissal changed none of them, nor does its undo).
+    Refused when one of its entries is in another open proposal since: it is decided there."""
+    if not actor.has_perm(REVIEW):
+        raise PermissionDenied("Only reviewers and leads decide on consolidation proposals.")
+    now = at or clock.now()
+    note = (note or "").strip()
+    with transaction.atomic():
+        proposal = ConsolidationProposal.objects.select_for_update().get(pk=proposal_id)
+        members = list(Entry.objects.select_for_update().filter(pk__in=[int(i) for i in proposal.entry_versions]))
+        if not access.user_can_see_all(actor, [proposal.scope, *(e.scope for e in members)]):
+            raise ConsolidationProposal.DoesNotExist
+        if proposal.state == ConsolidationProposal.State.OPEN:
+            raise InvalidTransition(f"Proposal #{proposal.pk} is open: there is no decision to undo.")
+        if proposal.decided_by_id != actor.pk:
+            raise InvalidTransition(f"Proposal #{proposal.pk}'s decision is not one of yours to undo.")
+        why = why_not_undoable(proposal)
+        if why:
+            raise InvalidTransition(f"Proposal #{proposal.pk} cannot be undone: {why}.")
+        within_undo_window(proposal.decided_at, now, f"proposal #{proposal.pk}")
+        elsewhere = (
+            ConsolidationProposal.entries.through.objects.filter(
+                entry_id__in=[e.pk for e in members], consolidationproposal__state=ConsolidationProposal.State.OPEN
+            )
+            .exclude(consolidationproposal_id=proposal.pk)
+            .first()
+        )
+        if elsewhere:
+            raise InvalidTransition(
+                f"#{elsewhere.entry_id} is in proposal #{elsewhere.consolidationproposal_id} since; decide it there."
+            )
+        for entry in members:
+            record_event(
+                entry,
+                actor=actor,
+                action=EventAction.UNDO,
+                reason=note or f'consolidation #{proposal.pk}: undid "consolidation dismissed"',
+                before={"proposal": proposal.pk, "state": proposal.state},
+                after={"proposal": proposal.pk, "state": ConsolidationProposal.State.OPEN},
+                at=now,
+                also=(proposal,),
+            )
+        proposal.state, proposal.decided_by, proposal.decided_at, proposal.decision_note = "open", None, None, ""
+        proposal.save(update_fields=["state", "decided_by", "decided_at", "decision_note"])
     return ProposalOutcome(proposal, kept=tuple(members))
 
 

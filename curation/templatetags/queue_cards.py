@@ -46,6 +46,7 @@ class _Shared:
     # reopened it, the panel to reopen with what was typed in it (`form`) and the errors by field.
     refused: object = None
     undone: bool = False
+    oob: bool = False  # swapped in out of band (a bulk's undo reopens each card of the bulk)
     open_panel: str = ""
     form: dict = field(default_factory=dict)
     errors: dict = field(default_factory=dict)
@@ -77,11 +78,13 @@ def candidate_cards(context, items) -> str:
 
 @register.simple_tag(takes_context=True)
 def candidate_card(context, item) -> str:
-    """One card, with the state the context gives it: `refused`, `undone`, `open_panel`, `form`, `errors`."""
+    """One card, with the state the context gives it: `refused`, `undone`, `oob_card`, `open_panel`, `form`,
+    `errors`."""
     shared = _Shared.from_context(
         context,
         refused=context.get("refused"),
         undone=bool(context.get("undone")),
+        oob=bool(context.get("oob_card")),
         open_panel=context.get("open_panel") or "",
         form=context.get("form") or {},
         errors=context.get("errors") or {},
@@ -113,9 +116,10 @@ def _card(item, shared) -> str:
             f'\n  </div>\n'
         )
     undone = f'  <p class="undone" role="status">Undone: #{pk} is back in the queue.</p>\n' if shared.undone else ""
+    oob = ' hx-swap-oob="true"' if shared.oob else ""
     return (
         f'<article class="card{" has-conflict" if shared.refused else ""}" id="{prefix}-{pk}" data-card '
-        f'tabindex="-1"\n         data-entry-url="{entry_url}" aria-labelledby="{prefix}-{pk}-title">\n'
+        f'tabindex="-1"{oob}\n         data-entry-url="{entry_url}" aria-labelledby="{prefix}-{pk}-title">\n'
         f'  <header class="card-head">\n{_head(item, shared, entry_url)}\n  </header>\n'
         f'{undone}{_refused(item, shared, entry_url)}{_body(item, shared)}\n{actions}</article>\n'
     )

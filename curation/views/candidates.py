@@ -27,6 +27,7 @@ class Candidates(Queue):
     dom_prefix = "card"
     bulk_parts = 2
     bulk_url_name = "candidates-bulk"
+    bulk_undo_url_name = "candidates-bulk-undo"
     keys = (
         ("j / k", "next / previous card"),
         ("a", "approve"),
@@ -39,7 +40,10 @@ class Candidates(Queue):
         ("R", "reject the selection (type the reason, Enter rejects)"),
         ("Enter / Space", "expand a line of the compact list"),
         ("o", "open the entry page"),
-        ("z", f"undo the last decision (for {services.candidates.UNDO_SECONDS} seconds)"),
+        (
+            "z",
+            f"undo the last decision, or the whole last bulk action (for {services.candidates.UNDO_SECONDS} seconds)",
+        ),
     )
     missing = (Entry.DoesNotExist,)
     not_found = "No such entry in your scopes."
@@ -79,6 +83,9 @@ class Candidates(Queue):
     def bulk_decide(self, request, items, action):
         return services.bulk_decide(items, actor=request.user, action=action, reason=request.POST.get("reason", ""))
 
+    def undo_bulk(self, request, items):
+        return services.undo_bulk(items, actor=request.user)
+
     def decided_verb(self, item, verb):
         if verb in ("approved", "rejected", "edited and approved"):
             return services.candidates.decided_words(item, verb.removesuffix("d"))
@@ -86,10 +93,6 @@ class Candidates(Queue):
 
     def decided_context(self, request):
         return {"undo_seconds": services.candidates.UNDO_SECONDS}
-
-    def reopened(self, request, entry):
-        """After an undo with htmx: the card again, open for a decision, and the queue's new count."""
-        return self.card_response(request, entry.pk, undone=True, **self.new_count(request))
 
     def bulk_decided_item(self, outcome):
         return outcome.entry

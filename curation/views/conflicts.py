@@ -2,7 +2,7 @@
 
 from django.core.exceptions import ValidationError
 
-from curation import selectors
+from curation import selectors, services
 from curation.models import Conflict, Entry, Kind
 from curation.rules.permissions import REVIEW
 from curation.services import conflicts as service
@@ -34,6 +34,7 @@ class Conflicts(Queue):
         ("n", "not a conflict: dismiss (Enter sends)"),
         ("x", 'select for "Dismiss selected"'),
         ("o", "open the left entry's page"),
+        ("z", f"undo the last dismissal or keep (for {services.candidates.UNDO_SECONDS} seconds)"),
     )
     missing = (Conflict.DoesNotExist, Entry.DoesNotExist)
     not_found = "No such conflict in your scopes."
@@ -58,6 +59,12 @@ class Conflicts(Queue):
             raise ValidationError(
                 {"version": ["The form is missing the entries' versions; reload the queue."]}
             ) from None
+
+    def decided_context(self, request):
+        return {"undo_seconds": services.candidates.UNDO_SECONDS}
+
+    def cannot_undo(self, item):
+        return service.why_not_undoable(item.resolution)
 
     def bulk_action(self, request):
         return "dismiss"  # the one bulk action here
@@ -128,4 +135,17 @@ def dismiss(request, pk):
     )
 
 
-urlpatterns = QUEUE.urls("review/conflicts/", {"keep": keep, "split": split, "merge": merge, "dismiss": dismiss})
+@decision(REVIEW)
+def undo(request, pk):
+    return QUEUE.decide(
+        request,
+        pk,
+        "undone",
+        service.undo_resolution,
+        answer=(lambda resolution: QUEUE.reopened(request, resolution.conflict)) if request.htmx else None,
+    )
+
+
+urlpatterns = QUEUE.urls(
+    "review/conflicts/", {"keep": keep, "split": split, "merge": merge, "dismiss": dismiss, "undo": undo}
+)

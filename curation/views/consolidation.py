@@ -1,7 +1,7 @@
 """The consolidation queue: merge and supersede proposals made by the background sweep. A reviewer
 accepts a proposal as is, accepts it after editing the merged text, or dismisses it."""
 
-from curation import selectors
+from curation import selectors, services
 from curation.models import ConsolidationProposal, Entry
 from curation.rules.permissions import REVIEW
 from curation.services import consolidation as service
@@ -31,6 +31,7 @@ class Consolidation(Queue):
         ("n", "dismiss (Enter sends)"),
         ("x", "select for a bulk action"),
         ("o", "open the first entry's page"),
+        ("z", f"undo the last dismissal (for {services.candidates.UNDO_SECONDS} seconds)"),
     )
     missing = (ConsolidationProposal.DoesNotExist, Entry.DoesNotExist)
     not_found = "No such proposal in your scopes."
@@ -41,6 +42,12 @@ class Consolidation(Queue):
     count_noun = "open"
     decided_text = "Proposal #{item.pk}: {verb}."
     decided_attr = "proposal"
+
+    def decided_context(self, request):
+        return {"undo_seconds": services.candidates.UNDO_SECONDS}
+
+    def cannot_undo(self, item):
+        return service.why_not_undoable(item)
 
     def bulk_decide(self, request, items, action):
         return service.bulk_decide_proposals(
@@ -74,4 +81,15 @@ def dismiss(request, pk):
     )
 
 
-urlpatterns = QUEUE.urls("review/consolidation/", {"accept": accept, "dismiss": dismiss})
+@decision(REVIEW)
+def undo(request, pk):
+    return QUEUE.decide(
+        request,
+        pk,
+        "undone",
+        service.undo_dismissal,
+        answer=(lambda outcome: QUEUE.reopened(request, outcome.proposal)) if request.htmx else None,
+    )
+
+
+urlpatterns = QUEUE.urls("review/consolidation/", {"accept": accept, "dismiss": dismiss, "undo": undo})

@@ -46,6 +46,13 @@ class Forgets(Queue):
     def counted(self, filters) -> str:
         return filters.state or "open"
 
+    def cannot_undo(self, item) -> str:
+        """A forget is for good: its text is purged and a tombstone keeps the lesson out (a decline or a close
+        is decided again by filing or reopening, not undone)."""
+        if item.state in (ForgetRequest.State.APPROVED, ForgetRequest.State.REOPENED):
+            return "its text is purged everywhere and a tombstone keeps the lesson out"
+        return ""
+
     def decided_verb(self, item, verb: str) -> str:
         if item.state == ForgetRequest.State.REOPENED:
             return "approved and purged, but the receipt found residues: reopened for a lead"

@@ -67,6 +67,7 @@ class Queue:
     outcome_id: str  # the attribute of a bulk outcome that names its item
     dom_prefix: str  # a card's element id is "<dom_prefix>-<pk>"
     bulk_url_name: str = ""  # the bulk form's URL, when the queue has one
+    bulk_undo_url_name: str = ""  # "Undo all" after a bulk action, when the queue's decisions can be taken back
     bulk_parts: int = 1  # the numbers a selected checkbox carries: the id, then its versions
     keys: tuple[tuple[str, str], ...] = ()  # the keyboard help: (keys, what they do)
     missing: tuple[type[Exception], ...]  # a card outside the user's scopes (or gone): 404
@@ -84,6 +85,8 @@ class Queue:
             patterns.append(path(f"{prefix}view/", self.switch_view, name=f"{self.url_name}-view"))
         if self.bulk_url_name:
             patterns.append(path(f"{prefix}bulk/", self.bulk, name=self.bulk_url_name))
+        if self.bulk_undo_url_name:
+            patterns.append(path(f"{prefix}bulk/undo/", self.bulk_undo, name=self.bulk_undo_url_name))
         patterns.append(path(f"{prefix}<int:pk>/", self.card, name=self.card_url_name))
         patterns += [path(f"{prefix}<int:pk>/{name}/", view, name=f"{item}-{name}") for name, view in decisions.items()]
         return patterns
@@ -132,6 +135,11 @@ class Queue:
         return {}
 
     def bulk_decide(self, request, items, action: str) -> list:
+        raise NotImplementedError
+
+    def undo_bulk(self, request, items) -> list:
+        """Take back the decisions of a bulk action (items as the bulk form selected them, with the versions
+        its decisions left): one outcome per item, as bulk_decide answers."""
         raise NotImplementedError
 
     # --- the page and its list ----------------------------------------------------------------------
@@ -264,6 +272,8 @@ class Queue:
                 "outcome": outcome,
                 "item": item,
                 "verb": verb,
+                "back": self.back_url(request),
+                "cannot_undo": self.cannot_undo(item),
                 **self.new_count(request),
                 **self.decided_context(request),
             },
@@ -282,8 +292,16 @@ class Queue:
         return verb
 
     def decided_context(self, request) -> dict:
-        """What a queue's decided card shows besides the item (the candidates' Undo)."""
+        """What a queue's decided card shows besides the item (its Undo: `undo_seconds`)."""
         return {}
+
+    def cannot_undo(self, item) -> str:
+        """Why the decided card offers no Undo, said on it ("": it offers one, when the queue has Undo)."""
+        return ""
+
+    def reopened(self, request, item):
+        """After an undo with htmx: the card again, open for a decision, and the queue's new count."""
+        return self.card_response(request, item.pk, undone=True, **self.new_count(request))
 
     def new_count(self, request) -> dict:
         """The queue's count under the filters a decision posted along, for the out-of-band swap."""
@@ -320,33 +338,60 @@ class Queue:
         try:
             outcomes = self.bulk_decide(request, self.selected(request), action)
         except ValidationError as exc:
-            if request.htmx:
-                return render(
-                    request, "curation/partials/bulk_result.html", {"queue": self, "errors": exc.messages}, status=422
-                )
-            return self.bulk_refused(request, exc)
-        refused = [o for o in outcomes if not o.ok]
-        summary = f"{PAST[action]} {len(outcomes) - len(refused)} of {len(outcomes)}."
-        self.count_decided(request, len(outcomes) - len(refused))
+            return self.bulk_invalid(request, exc)
+        done = sum(o.ok for o in outcomes)
+        self.count_decided(request, done)
+        summary = f"{PAST[action]} {done} of {len(outcomes)}."
         if request.htmx:
-            return self.bulk_answer(request, action, outcomes, summary)
+            rows = [self.bulk_row(o, self.bulk_decided_item(o) if o.ok else None) for o in outcomes]
+            return self.bulk_answer(request, rows, summary, verb=PAST[action].lower(), undo_all=True)
+        return self.bulk_done(request, outcomes, summary)
+
+    @method_decorator(decision(REVIEW))
+    def bulk_undo(self, request):
+        """Undo all: take back the decisions of the bulk action just made (its answer's form lists them);
+        each undone card is open again in place, and what changed since is listed as not undone."""
+        try:
+            outcomes = self.undo_bulk(request, self.selected(request))
+        except ValidationError as exc:
+            return self.bulk_invalid(request, exc)
+        done = sum(o.ok for o in outcomes)
+        self.count_decided(request, -done)
+        summary = f"Undone {done} of {len(outcomes)}."
+        if request.htmx:
+            rows = [self.bulk_row(o, self.reopened_item(request, o) if o.ok else None) for o in outcomes]
+            return self.bulk_answer(request, rows, summary, verb="undone", reopened=True)
+        return self.bulk_done(request, outcomes, summary, not_changed="Not undone")
+
+    def reopened_item(self, request, outcome):
+        """An undone card as the queue shows it open (None: out of the reader's sight since, a plain line)."""
+        try:
+            return self.read_card(request, getattr(outcome, self.outcome_id))
+        except self.missing:
+            return None
+
+    def bulk_invalid(self, request, exc: ValidationError):
+        if request.htmx:
+            return render(
+                request, "curation/partials/bulk_result.html", {"queue": self, "errors": exc.messages}, status=422
+            )
+        return self.bulk_refused(request, exc)
+
+    def bulk_done(self, request, outcomes: list, summary: str, *, not_changed: str = "Not changed"):
+        """Without htmx: back to the queue, with what happened to each selected card."""
+        refused = [o for o in outcomes if not o.ok]
         if refused:
-            summary += " Not changed: " + "; ".join(f"#{getattr(o, self.outcome_id)}: {o.message}" for o in refused)
+            summary += f" {not_changed}: " + "; ".join(f"#{getattr(o, self.outcome_id)}: {o.message}" for o in refused)
         (messages.warning if refused else messages.success)(request, summary)
         return redirect(self.back_url(request))
 
-    def bulk_answer(self, request, action: str, outcomes: list, summary: str):
-        """With htmx, a bulk decision answers in place: each decided card swapped (out of band) for its
-        decided card, what happened to each listed, and the queue's new count."""
-        rows = [
-            {
-                "id": getattr(o, self.outcome_id),
-                "ok": o.ok,
-                "message": o.message,
-                "item": self.bulk_decided_item(o) if o.ok else None,
-            }
-            for o in outcomes
-        ]
+    def bulk_row(self, outcome, item) -> dict:
+        return {"id": getattr(outcome, self.outcome_id), "ok": outcome.ok, "message": outcome.message, "item": item}
+
+    def bulk_answer(self, request, rows: list, summary: str, *, verb: str, undo_all=False, reopened=False):
+        """With htmx, a bulk decision (or its undo) answers in place: each card swapped (out of band) for
+        its decided card (or, undone, the open card again), what happened to each listed, the queue's new
+        count, and after a decision the "Undo all" of the queues that have one."""
         return render(
             request,
             "curation/partials/bulk_result.html",
@@ -354,8 +399,11 @@ class Queue:
                 "queue": self,
                 "summary": summary,
                 "rows": rows,
-                "verb": PAST[action].lower(),
-                "refused": any(not o.ok for o in outcomes),
+                "verb": verb,
+                "any_refused": any(not row["ok"] for row in rows),  # not `refused`: a card reads that as its own
+                "reopened": reopened,
+                "undo_all": undo_all and bool(self.bulk_undo_url_name) and any(row["item"] for row in rows),
+                "back": self.back_url(request),
                 **self.new_count(request),
                 **self.decided_context(request),
             },

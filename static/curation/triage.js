@@ -86,28 +86,36 @@
     ev.preventDefault();
   });
 
-  // Undo: a decided card offers it for data-undo-seconds (the server refuses it after that too); z presses
-  // the Undo of the latest decision still offering one.
-  var decidedOrder = [];
-  function offerUndo(card) {
-    var form = card.querySelector("form[data-undo-seconds]");
+  // Undo: a decided card offers it for data-undo-seconds (the server refuses it after that too), and so does
+  // a bulk action's "Undo all"; z presses the latest Undo still in the page. After a bulk action that is its
+  // "Undo all": z takes the whole bulk back, and each card's own Undo still takes back that card alone.
+  var undoStack = [];
+  function offerUndo(form, latest) {
     if (!form || form.dataset.offered) return;
     form.dataset.offered = "1";
-    decidedOrder.push(card.id);
+    if (latest !== false) undoStack.push(form);
     setTimeout(function () { if (form.isConnected) form.remove(); }, Number(form.dataset.undoSeconds) * 1000);
   }
-  // Offered as soon as the decided card is in the page (htmx settles it some milliseconds later): a z pressed
-  // in between still undoes it.
+  function offerCard(card, latest) { offerUndo(card.querySelector("form[data-undo-seconds]"), latest); }
+  function offerBulk() {
+    var all = document.querySelector("#bulk-result form[data-undo-all]");
+    document.querySelectorAll("#queue [data-decided]").forEach(function (card) { offerCard(card, !all); });
+    offerUndo(all);
+  }
+  // Offered as soon as the decided card (or a bulk's answer, its cards swapped in out of band before it) is
+  // in the page (htmx settles it some milliseconds later): a z pressed in between still undoes it.
   document.addEventListener("htmx:afterSwap", function (ev) {
-    var swapped = ev.detail.target && ev.detail.target.id ? document.getElementById(ev.detail.target.id) : null;
-    if (swapped && swapped.matches && swapped.matches("[data-decided]")) offerUndo(swapped);
+    var id = ev.detail.target && ev.detail.target.id;
+    if (id === "bulk-result") { offerBulk(); return; }
+    var swapped = id ? document.getElementById(id) : null;
+    if (swapped && swapped.matches && swapped.matches("[data-decided]")) offerCard(swapped);
   });
   function undoLast() {
-    while (decidedOrder.length) {
-      var card = document.getElementById(decidedOrder.pop());
-      var button = card && card.querySelector('form[data-undo-seconds] [data-action="undo"]');
-      // Not settled yet, the decided card's form is not wired: wire it, as for the current card above.
-      if (button) { if (window.htmx) window.htmx.process(card); button.click(); return; }
+    while (undoStack.length) {
+      var form = undoStack.pop();
+      var button = form.isConnected && form.querySelector('[data-action="undo"]');
+      // Not settled yet, the form is not wired: wire it, as for the current card above.
+      if (button) { if (window.htmx) window.htmx.process(form); button.click(); return; }
     }
   }
 
@@ -155,7 +163,7 @@
     if (ev.detail.target && ev.detail.target.id === "bulk-result") {  // a bulk decision, answered in place
       var summary = ev.detail.target.isConnected ? ev.detail.target : document.getElementById("bulk-result");
       lastDecision = summary ? (summary.querySelector(".flash") || summary).textContent : "";
-      document.querySelectorAll("#queue [data-decided]").forEach(offerUndo);
+      offerBulk();
       // What was refused stays on screen, listed, and is no longer selected: a new selection starts empty.
       document.querySelectorAll("[data-select]:checked").forEach(function (box) { box.checked = false; });
       if (!open(current())) move(1);
@@ -167,7 +175,7 @@
     if (!card || !card.matches || !card.matches("[data-card]")) { if (!current()) move(1); return; }
     if (card.hasAttribute("data-decided")) {
       lastDecision = card.querySelector("[role=status]").textContent;
-      offerUndo(card);
+      offerCard(card);
       card.classList.add("is-current");
       move(1);
       if (current() === card) card.classList.remove("is-current");

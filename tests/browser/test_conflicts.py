@@ -85,3 +85,40 @@ def test_lead_splits_a_conflict_by_scope_then_keeps_one_by_key(live_server, page
     assert {Entry.objects.get(pk=a.pk).status, Entry.objects.get(pk=b.pk).status} == {Status.ACTIVE}
     assert Entry.objects.get(pk=c.pk).status == Status.SUPERSEDED
     assert Event.objects.filter(actor=lead, action__in=["conflict_split", "conflict_keep", "supersede"]).count() == 4
+
+
+def test_z_takes_back_a_keep_and_a_split_says_it_cannot_be(live_server, page):
+    lead = make_user("lena", "lead")
+    a = active(lead, scope="acme/web", trigger="Restarting the web worker", content="Restart the worker first.")
+    b = active(
+        lead,
+        scope="acme/web/frontend",
+        trigger="Restarting the web worker during deploys",
+        content="Do not restart the worker while a deploy runs.",
+    )
+    [conflict] = conflicts.detect_conflicts_for(b)
+    log_in(page, live_server, "lena")
+    page.get_by_role("link", name="Conflicts").click()
+    card = page.locator(f"#conflict-{conflict.pk}")
+    expect(card).to_have_class(re.compile("is-current"))
+
+    page.keyboard.press("2")
+    expect(card).to_contain_text(f"kept #{b.pk}")
+    expect(page.locator("#queue-count")).to_contain_text("0 open")
+    assert Entry.objects.get(pk=a.pk).status == Status.SUPERSEDED
+
+    # z: the conflict is open again, both entries live as before, each with an undo Event.
+    page.keyboard.press("z")
+    expect(card).to_contain_text(f"Undone: Conflict #{conflict.pk} is back in the queue.")
+    expect(page.locator("#queue-count")).to_contain_text("1 open")
+    expect(card.locator("[data-key='2']")).to_be_visible()
+    assert Conflict.objects.get(pk=conflict.pk).state == "open"
+    assert Entry.objects.get(pk=a.pk).status == Entry.objects.get(pk=b.pk).status == Status.ACTIVE
+    assert Event.objects.filter(actor=lead, action="undo").count() == 2
+
+    # A split is not taken back: its decided card says why instead of offering Undo.
+    page.keyboard.press("s")
+    card.locator("input[name=a_scope]").fill("acme/web/backend")
+    page.keyboard.press("Control+Enter")
+    expect(card).to_contain_text("Cannot be undone: a split rewrote the entries' scopes or conditions")
+    expect(card.locator("[data-action=undo]")).to_have_count(0)

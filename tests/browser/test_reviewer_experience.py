@@ -127,7 +127,45 @@ def test_bulk_by_keyboard_answers_in_place(live_server, page):
     expect(result).to_contain_text("Rejected 2 of 2.")
     expect(page.locator(f"#card-{cards[4].pk}")).to_contain_text("Rejected")
     expect(page.locator("#queue-count")).to_contain_text("0 waiting")
+    # Rejected as approved: each decided card stays as its stub, with the entry's link and its own Undo.
+    for card, verb in ((cards[0], "Approved"), (cards[2], "Approved"), (cards[3], "Rejected"), (cards[4], "Rejected")):
+        stub = page.locator(f"#card-{card.pk}")
+        expect(stub).to_contain_text(f"{verb} #{card.pk}")
+        expect(stub.get_by_role("link", name=f"#{card.pk}")).to_have_attribute("href", f"/entries/{card.pk}/")
+        expect(stub.locator("[data-action=undo]")).to_be_visible()
     assert Entry.objects.filter(status=Status.REJECTED).count() == 2
+
+
+def test_z_right_after_a_bulk_action_takes_the_whole_bulk_back(live_server, page):
+    """Two cards rejected by bulk: z restores both (each with its own undo Event), not only the last."""
+    make_user("rita", "reviewer")
+    cards = lessons(3)
+    log_in(page, live_server, "rita")
+    page.keyboard.press("x")
+    page.keyboard.press("Shift+J")
+    page.keyboard.press("Shift+R")
+    page.keyboard.type("duplicates of an older lesson")
+    page.keyboard.press("Enter")
+    result = page.locator("#bulk-result")
+    expect(result).to_contain_text("Rejected 2 of 2.")
+    expect(result.get_by_role("button", name="Undo all")).to_be_visible()
+    expect(page.locator("#queue-count")).to_contain_text("1 waiting")
+
+    page.keyboard.press("z")
+    expect(result).to_contain_text("Undone 2 of 2.")
+    for card in cards[:2]:
+        expect(page.locator(f"#card-{card.pk}")).to_contain_text(f"Undone: #{card.pk} is back in the queue.")
+        expect(page.locator(f"#card-{card.pk} [data-action=approve]")).to_be_visible()
+    expect(page.locator("#queue-count")).to_contain_text("3 waiting")
+    assert Entry.objects.filter(status=Status.PENDING).count() == 3
+    assert [e.events.latest("id").action for e in cards[:2]] == ["undo", "undo"]
+
+    # The reopened cards are open like any other: the current one is decided with a key again.
+    current = page.locator("#queue .is-current")
+    settled(current)
+    current.focus()
+    page.keyboard.press("a")
+    expect(page.locator("#queue-count")).to_contain_text("2 waiting")
 
 
 def settled(card):

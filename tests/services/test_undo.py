@@ -78,3 +78,34 @@ def test_out_of_scope_reads_as_missing(scoped_reviewer, reviewer, make_candidate
     services.approve_candidate(entry.pk, actor=reviewer, expected_version=1)
     with pytest.raises(Entry.DoesNotExist):
         services.undo_decision(entry.pk, actor=scoped_reviewer, expected_version=2)
+
+
+def test_undo_a_whole_bulk_action(reviewer, second_reviewer, make_candidate):
+    """Every decision of the bulk that is still the reviewer's last on its entry comes back, each with its
+    own Event; an entry changed since is reported and left as it is, never overwritten."""
+    a, b, c, d = (make_candidate(trigger=f"Bulk lesson {i}") for i in "abcd")
+    decided = services.bulk_decide([(e.pk, 1) for e in (a, b, c, d)], actor=reviewer, action="approve")
+    assert all(o.ok for o in decided)
+    # Since the bulk: another reviewer sent c back for a recheck, and the reviewer undid d on its own.
+    services.candidates.send_back_for_recheck(c.pk, actor=second_reviewer, expected_version=2)
+    services.undo_decision(d.pk, actor=reviewer, expected_version=2)  # d undone on its own first
+    outcomes = services.undo_bulk([(e.pk, 2) for e in (a, b, c, d)], actor=reviewer)
+    by_id = {o.entry_id: o for o in outcomes}
+    assert by_id[a.pk].ok and by_id[b.pk].ok
+    assert [state(e)[0] for e in (a, b)] == [Status.PENDING, Status.PENDING]
+    assert [Event.objects.filter(entry=e).latest("id").action for e in (a, b)] == ["undo", "undo"]
+    assert not by_id[c.pk].ok and "changed since you loaded it: rob (queue_recheck)" in by_id[c.pk].message
+    assert state(c)[0] == Status.ACTIVE and Entry.objects.get(pk=c.pk).queue_reason == "recheck_requested"
+    assert not by_id[d.pk].ok and "already undone" in by_id[d.pk].message
+    assert Event.objects.filter(entry=d, action="undo").count() == 1
+
+
+def test_undo_of_a_bulk_is_for_its_window_and_its_own_actor(reviewer, second_reviewer, make_candidate):
+    a, b = (make_candidate(trigger=f"Bulk lesson {i}") for i in "ab")
+    services.bulk_decide([(a.pk, 1), (b.pk, 1)], actor=reviewer, action="reject", reason="dupes")
+    later = timezone.now() + datetime.timedelta(seconds=UNDO_SECONDS + 1)
+    late = services.undo_bulk([(a.pk, 2), (b.pk, 2)], actor=reviewer, at=later)
+    assert [o.ok for o in late] == [False, False] and f"Undo is for {UNDO_SECONDS} seconds" in late[0].message
+    theirs = services.undo_bulk([(a.pk, 2), (b.pk, 2)], actor=second_reviewer)
+    assert not any(o.ok for o in theirs) and "not a decision of yours" in theirs[0].message
+    assert state(a)[0] == state(b)[0] == Status.REJECTED

@@ -390,6 +390,75 @@ def test_bulk_with_htmx_answers_in_place(reviewer, make_candidate):
     assert Entry.objects.get(pk=a.pk).status == Status.ACTIVE
 
 
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_a_bulk_decision_leaves_each_card_its_decided_stub(reviewer, make_candidate, action):
+    """Bulk reject as bulk approve: each decided card becomes the decided stub a single decision leaves, with
+    the entry's link and its own Undo, which comes back to the queue with its filters."""
+    a, b = make_candidate(), make_candidate(trigger="A second lesson in the queue")
+    body = (
+        client_for(reviewer)
+        .post(
+            reverse("curation:candidates-bulk"),
+            {
+                "action": action,
+                "reason": "too vague",
+                "selected": [f"{a.pk}:1", f"{b.pk}:1"],
+                "next": "/review/candidates/?f-scope=acme",
+            },
+            **HTMX,
+        )
+        .content.decode()
+    )
+    stubs = dict(re.findall(r'<article class="card decided" id="card-(\d+)"(.*?)</article>', body, re.S))
+    assert set(stubs) == {str(a.pk), str(b.pk)}
+    for entry in (a, b):
+        stub = stubs[str(entry.pk)]
+        assert (
+            'hx-swap-oob="true"' in stub
+            and {"approve": "<strong>Approved", "reject": "<strong>Rejected"}[action] in stub
+        )
+        assert f'<a href="{reverse("curation:entry", args=[entry.pk])}">#{entry.pk}</a>' in stub
+        assert f'action="{action_url("undo", entry)}"' in stub and 'name="version" value="2"' in stub
+        assert 'name="next" value="/review/candidates/?f-scope=acme"' in stub
+
+
+def test_undo_all_takes_a_bulk_action_back(reviewer, second_reviewer, make_candidate):
+    """The bulk's answer offers "Undo all" for what it decided; the undo reopens each card in place, says
+    what was not undone (changed since), and counts them waiting again."""
+    a, b, c = (make_candidate(trigger=f"Bulk lesson {i}") for i in "abc")
+    client = client_for(reviewer)
+    selected = [f"{e.pk}:1" for e in (a, b, c)]
+    body = client.post(
+        reverse("curation:candidates-bulk"), {"action": "reject", "reason": "dupes", "selected": selected}, **HTMX
+    ).content.decode()
+    undo_all = re.search(r'<form[^>]*data-undo-all>(.*?)</form>', body, re.S)
+    assert undo_all and "Undo all" in undo_all.group(1)
+    assert re.findall(r'name="selected" value="([\d:]+)"', undo_all.group(1)) == [f"{e.pk}:2" for e in (a, b, c)]
+    assert f'action="{reverse("curation:candidates-bulk-undo")}"' in body
+    client.post(action_url("undo", c), {"version": 2})  # c taken back on its own first
+
+    url = reverse("curation:candidates-bulk-undo")
+    body = client.post(url, {"selected": [f"{e.pk}:2" for e in (a, b, c)]}, **HTMX).content.decode()
+    assert "Undone 2 of 3." in body and f"#{c.pk}</a>: not undone, already undone" in body
+    for entry in (a, b):
+        assert re.search(
+            rf'<article class="card" id="card-{entry.pk}" data-card tabindex="-1" hx-swap-oob="true"', body
+        )
+        assert f"Undone: #{entry.pk} is back in the queue." in body
+        assert Entry.objects.get(pk=entry.pk).status == Status.PENDING
+    assert body.count('id="queue-count"') == 1 and "3 waiting" in body and "data-undo-all" not in body
+    assert Event.objects.filter(action="undo", actor=reviewer).count() == 3
+
+    # Without htmx: back to the queue, with what happened; a malformed selection is a 422, never a 500.
+    services.bulk_decide([(a.pk, 3)], actor=reviewer, action="approve")
+    response = client.post(url, {"selected": [f"{a.pk}:4", f"{b.pk}:2"]}, follow=True)
+    page = response.content.decode()
+    assert "Undone 1 of 2. Not undone: " in page and Entry.objects.get(pk=a.pk).status == Status.PENDING
+    assert client.post(url, {"selected": "x:1"}, **HTMX).status_code == 422
+    assert client_for(second_reviewer).post(url, {"selected": f"{a.pk}:5"}, follow=True).status_code == 200
+    assert Entry.objects.get(pk=a.pk).version == 5
+
+
 def test_labels_say_what_happens(reviewer, auditor, make_candidate):
     from django.utils import timezone
 

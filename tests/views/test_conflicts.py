@@ -227,6 +227,8 @@ def test_merge_through_the_form(open_conflict, reviewer):
     merged = Entry.objects.get(supersedes=a)
     assert (merged.status, merged.kind, merged.conditions) == (Status.ACTIVE, "procedure", ["git"])
     assert f"New entry <a href=\"/entries/{merged.pk}/\">#{merged.pk}</a>" in response.content.decode()
+    assert "Cannot be undone: the merge wrote a new entry" in response.content.decode()
+    assert 'data-action="undo"' not in response.content.decode()
 
 
 def test_a_stale_resolution_answers_409_and_shows_what_changed(open_conflict, reviewer, second_reviewer):
@@ -397,3 +399,24 @@ def test_the_merge_form_starts_from_a_real_merge_and_says_what_came_from_where(o
     merge_text = page.split('name="merge_content"')[1].split("</textarea>")[0].split(">", 1)[1]
     assert merge_text.startswith((escape(a.content), escape(b.content)))  # the better-supported text, whole
     assert f"{escape(a.content)}\n{escape(b.content)}" not in merge_text  # not both pasted together
+
+
+@pytest.mark.parametrize("decision", ["dismiss", "keep"])
+def test_undo_a_dismissal_or_a_keep_from_the_decided_card(open_conflict, reviewer, decision):
+    conflict, a, b = open_conflict()
+    client = client_for(reviewer)
+    fields = {"keep": a.pk} if decision == "keep" else {}
+    body = client.post(url(decision, conflict), {**fields, **versions(a, b)}, **HTMX).content.decode()
+    assert "0 open" in body and f'action="{url("undo", conflict)}"' in body and "Undo <kbd>z</kbd>" in body
+    a1, b1 = Entry.objects.get(pk=a.pk), Entry.objects.get(pk=b.pk)
+    assert f'name="version_a" value="{a1.version}"' in body and f'name="version_b" value="{b1.version}"' in body
+
+    response = client.post(url("undo", conflict), versions(a1, b1), **HTMX)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert f"Undone: Conflict #{conflict.pk} is back in the queue." in body and "1 open" in body
+    assert 'data-key="n"' in body  # open for a decision again
+    assert Conflict.objects.get(pk=conflict.pk).state == Conflict.State.OPEN
+    assert Entry.objects.get(pk=a.pk).status == Entry.objects.get(pk=b.pk).status == Status.ACTIVE
+    again = client.post(url("undo", conflict), versions(a1, b1), **HTMX)
+    assert again.status_code == 409 and "there is no decision to undo" in again.content.decode()

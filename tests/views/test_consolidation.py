@@ -60,6 +60,7 @@ def test_accept_with_htmx(proposal, reviewer):
     assert response.status_code == 200 and f"Proposal #{p.pk}: accepted" in body and "0 open" in body
     merged = Entry.objects.get(supersedes=b)
     assert merged.status == Status.ACTIVE and f"/entries/{merged.pk}/" in body
+    assert f"Cannot be undone: the merge wrote new entry #{merged.pk}" in body and 'data-action="undo"' not in body
 
 
 def test_accept_after_editing_and_bad_edits(proposal, reviewer):
@@ -147,3 +148,18 @@ def test_bulk_accept_and_dismiss(proposal, reviewer, auditor):
         .status_code
         == 403
     )
+
+
+def test_undo_a_dismissal_from_the_decided_card(proposal, reviewer):
+    p, a, b = proposal()
+    client = client_for(reviewer)
+    body = client.post(url("dismiss", p), **HTMX).content.decode()
+    assert "0 open" in body and f'action="{url("undo", p)}"' in body and "Undo <kbd>z</kbd>" in body
+    body = client.post(url("undo", p), **HTMX).content.decode()
+    assert f"Undone: Proposal #{p.pk} is back in the queue." in body and "1 open" in body
+    assert ConsolidationProposal.objects.get(pk=p.pk).state == ConsolidationProposal.State.OPEN
+    # Without JavaScript: back to the queue, with what happened.
+    client.post(url("dismiss", p))
+    response = client.post(url("undo", p), follow=True)
+    assert f"Proposal #{p.pk}: undone." in response.content.decode()
+    assert ConsolidationProposal.objects.get(pk=p.pk).state == ConsolidationProposal.State.OPEN

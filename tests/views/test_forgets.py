@@ -90,6 +90,7 @@ def test_a_lead_approves_with_a_ticked_duplicate(lead, filed, lesson):
     response = client.post(reverse("curation:forget-approve", args=[filed.pk]), {"duplicates": [duplicate.pk]}, **HTMX)
     body = response.content.decode()
     assert response.status_code == 200 and f"Request #{filed.pk}: approved: forgotten" in body and "0 open" in body
+    assert "Cannot be undone: its text is purged everywhere" in body and 'data-action="undo"' not in body
     assert "published without them" in body
     assert set(Entry.objects.filter(pk__in=[lesson.pk, duplicate.pk]).values_list("status", flat=True)) == {
         Status.RETIRED
