@@ -73,10 +73,10 @@ def _hidden(text: str) -> list[str]:
 
 def normalised(text: str) -> str:
     """The text as it reads: compatibility forms folded (full-width letters), invisible characters and tag
-    characters removed (so they cannot split a phrase), case folded, whitespace collapsed."""
+    characters removed (so they cannot split a phrase), case folded, spaces collapsed."""
     text = unicodedata.normalize("NFKC", text)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    return " ".join(text.casefold().split())
+    return re.sub(r"[^\S\n]+", " ", text.casefold()).strip()  # lines kept: a line ends a request
 
 
 # --- override phrases ----------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ _EXFIL_RE = re.compile(rf"\b{_DISCLOSE}\b[^.;!?\n]{{0,60}}?{_SECRETS}")
 _EXFIL_DESTINATION = re.compile(
     r"https?://|\bwebhook|\bto me\b|\bto us\b|\bto this\b|\bto the following\b|\bin (?:your|the) (?:reply|"
     r"response|answer|output|next message|summary|commit message|pr description)|\battacker|\bpastebin|"
-    r"\[redacted: e-mail address\]|\bquery string|\?\w+=|\burl\b|\bimage\b|\bdns\b|\ball (?:the |of the |your )?"
+    r"⟦address⟧|\bquery string|\?\w+=|\burl\b|\bimage\b|\bdns\b|\ball (?:the |of the |your )?"
     r"(?:secrets|tokens|keys|passwords|credentials|cookies|env)|\bevery (?:secret|token|key|password|credential)|"
     r"\byour (?:system )?prompt|\byour (?:hidden |initial |original )?instructions|\byour (?:api )?keys?\b|"
     r"\byour (?:own )?(?:tokens?|credentials|secrets|passwords|cookies)|\.aws/credentials|\.ssh\b|/etc/(?:passwd|shadow)"
@@ -275,7 +275,13 @@ def scan(text: str, field: str, *, known_hosts=None) -> list[Finding]:
     return [Finding(what, field) for what in dict.fromkeys(whats)]
 
 
+# What redaction left ("[REDACTED: password]") names a kind of secret without being a request for one; an
+# address it took out is still where something would be sent.
+_REDACTED = re.compile(r"\[redacted: ([^\]\n]{1,40})\]")
+
+
 def _asks_for_secrets(plain: str) -> bool:
+    plain = _REDACTED.sub(lambda m: "⟦address⟧" if "e-mail" in m.group(1) else "⟦value⟧", plain)
     for match in _EXFIL_RE.finditer(plain):
         before = plain[max(0, match.start() - 40) : match.start()]
         if _NEGATION.search(before):
