@@ -126,6 +126,8 @@ class Entry(models.Model):
             models.Index(fields=["decay_rate"], name="entry_decay_rate_idx", condition=Q(status="active")),
             # The few entries withheld from agents: what a read or an export looks up among its entries.
             models.Index(fields=["id"], name="entry_quarantined_idx", condition=Q(quarantined=True)),
+            # What the injection sweep has still to read: entries stamped by an older detector.
+            models.Index(fields=["scanned_with", "id"], name="entry_scanned_with_idx"),
         ]
         constraints = [
             models.CheckConstraint(

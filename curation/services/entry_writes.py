@@ -48,6 +48,7 @@ decay index (`decay_key`, `decay_rate`) is recomputed from the base and the veri
 Writes of an entry that are not state, and so bump no version and write no Event, are named here too,
 so that "no update() of an entry anywhere else" stays true and checkable:
 - `rewrite_decay_keys`: the decay sweep recomputes keys written under other decay settings.
+- `stamp_scanned`: the injection sweep found nothing new in an entry's text with the current detector.
 - `count_retrieval` / `insert_counted_retrieval`: the usage counters `retrieval_count` and
   `last_retrieved_at`, on the path of every agent read.
 """
@@ -561,6 +562,15 @@ def rewrite_decay_keys(entries: QuerySet) -> int:
     entries is unchanged, so no version and no Event."""
     rules = lifecycle.rules()
     return entries.update(decay_key=confidence.decay_key(rules), decay_rate=lifecycle.decay_rate(rules))
+
+
+def stamp_scanned(entry_ids: list[int]) -> int:
+    """The injection sweep read these entries' text with the current detector and found nothing new: the
+    stamp that keeps it from reading them again. Not state: nothing agents or reviewers read changes, so no
+    version and no Event."""
+    if not entry_ids:
+        return 0
+    return Entry.objects.filter(pk__in=entry_ids).update(scanned_with=injection.DETECTOR_VERSION)
 
 
 def count_retrieval(entry_ids: list[int], at) -> None:
