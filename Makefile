@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo lint test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-harm-oracle bench-ingest bench-forget bench-tombstones load clean
+.PHONY: install demo lint test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-harm-oracle bench-ingest bench-forget bench-tombstones bench-injection load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -84,6 +84,10 @@ bench-ingest: $(STAMP)
 	$(BIN)/python benchmarks/ingest_bench.py --db sqlite; sqlite=$$?; \
 	$(BIN)/python benchmarks/ingest_bench.py --db postgres; postgres=$$?; \
 	exit $$(( sqlite || postgres ))
+
+# recall and false positives of the injection detector over its corpus, and its cost per lesson (no database)
+bench-injection: $(STAMP)
+	$(BIN)/python benchmarks/injection_bench.py
 
 clean:
 	rm -rf $(VENV) data

@@ -59,6 +59,11 @@ class Entry(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     queue_reason = models.CharField(max_length=32, choices=QueueReason.choices, blank=True)
     flags = models.JSONField(default=list, blank=True)
+    # An injection detector (rules/injection.py) found text here that tries to instruct the agent, and no lead
+    # has accepted it since: only a lead approves it, and agents read a placeholder instead of its text.
+    quarantined = models.BooleanField(default=False, db_default=False)
+    # The detector version that last read the entry's text: the injection sweep reads older ones again.
+    scanned_with = models.PositiveSmallIntegerField(default=0, db_default=0)
     # sha256 of the normalised trigger and content: an exact duplicate in the same scope is one lookup.
     fingerprint = models.CharField(max_length=64, blank=True)
     # The agent's own embedding of the lesson (a list of floats), for vector retrieval; one dimension per
@@ -119,6 +124,10 @@ class Entry(models.Model):
             # under other decay settings, which the decay sweep rewrites.
             models.Index(fields=["decay_key"], name="entry_decay_key_idx", condition=Q(status="active")),
             models.Index(fields=["decay_rate"], name="entry_decay_rate_idx", condition=Q(status="active")),
+            # The few entries withheld from agents: what a read or an export looks up among its entries.
+            models.Index(fields=["id"], name="entry_quarantined_idx", condition=Q(quarantined=True)),
+            # What the injection sweep has still to read: entries stamped by an older detector.
+            models.Index(fields=["scanned_with", "id"], name="entry_scanned_with_idx"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -208,6 +217,7 @@ class Entry(models.Model):
             "first_approval_by": self.first_approval_by_id,
             "first_approval_at": self.first_approval_at.isoformat() if self.first_approval_at else None,
             "supersedes": self.supersedes_id,
+            "quarantined": self.quarantined,
             "version": self.version,
         }
 
@@ -232,6 +242,7 @@ SNAPSHOT_FIELDS = (
     "first_approval_by_id",
     "first_approval_at",
     "supersedes_id",
+    "quarantined",
     "version",
 )
 

@@ -142,7 +142,7 @@ def _retrieve(token, params) -> tuple[int, dict]:
                 metric=metric,
             )
         )
-    included, context = build_context([r.entry for r in ranked], budget)
+    included, context = build_context(releases.as_served([r.entry for r in ranked]), budget)
     scores = {r.entry.pk: r.score for r in ranked}
     distances = {r.entry.pk: r.distance for r in ranked}
     retrieval = record_retrieval(

@@ -408,6 +408,21 @@ SKILL_TRIALS_REQUIRED = _curation(
     "SKILL_TRIALS_REQUIRED", Whole(0), 5, "successful trial runs of the current draft before a lead may approve it"
 )
 # The agent API.
+INJECTION_KNOWN_HOSTS = _curation(
+    "INJECTION_KNOWN_HOSTS",
+    Names(),
+    [
+        "github.com",
+        "docs.python.org",
+        "docs.djangoproject.com",
+        "pypi.org",
+        "developer.mozilla.org",
+        "www.postgresql.org",
+        "kubernetes.io",
+    ],
+    "hosts (and the names below them) a lesson may link to without being flagged as a possible injection; "
+    "example names and private addresses always may (list the team's own hosts here)",
+)
 API_MAX_BODY_BYTES = _curation("API_MAX_BODY_BYTES", Whole(1), 1024 * 1024, "the largest request body accepted")
 API_BATCH_MAX = _curation("API_BATCH_MAX", Whole(1), 500, "candidates in one batch submission, at most")
 API_RETRIEVE_MAX_K = _curation("API_RETRIEVE_MAX_K", Whole(1), 20, "the largest k a retrieval may ask for")

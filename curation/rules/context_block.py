@@ -3,6 +3,8 @@ what evidence validated and what the agent only inferred are never confused, tri
 
 from __future__ import annotations
 
+from curation.rules.injection import withheld_text
+
 SECTIONS = (
     ("agreed", "Agreed with people (follow these)"),
     ("validated", "Validated lessons (supported by external or independent evidence)"),
@@ -37,6 +39,8 @@ def situation(trigger: str) -> str:
 
 
 def entry_line(entry) -> str:
+    if getattr(entry, "quarantined", False):  # a possible injection: its id, never its text
+        return f"- [#{entry.pk} {entry.scope}] {withheld_text(entry.pk)}"
     line = (
         f"- [#{entry.pk} {entry.scope} · confidence {entry.confidence:.2f}] {situation(entry.trigger)}: {entry.content}"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from curation.rules.context_block import section_of, situation
+from curation.rules.injection import withheld_text
 
 INDEX_MAX_LINES = 200
 INDEX_MAX_BYTES = 25 * 1024
@@ -31,6 +32,7 @@ class Lesson:
     boundary: str
     signal: str
     confidence: float
+    withheld: bool = False  # in quarantine as a possible injection: its id only, never its text
 
 
 @dataclass
@@ -104,6 +106,9 @@ def topic_file(topic: Topic, version_number: int) -> str:
         "",
     ]
     for lesson in topic.lessons:
+        if lesson.withheld:
+            lines += [f"## #{lesson.entry_id} {withheld_text(lesson.entry_id)}", ""]
+            continue
         trust = TRUST[section_of(lesson.kind, lesson.signal)]
         lines += [f"## #{lesson.entry_id} {situation(lesson.trigger)}", "", f"- Do: {_one_line(lesson.content)}"]
         if lesson.conditions:

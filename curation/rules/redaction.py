@@ -53,9 +53,10 @@ _CREDENTIALS: list[tuple[str, re.Pattern]] = [
             rf"(?P<value>[^\s'\"]{{4,}}{_VALUE_END})"
         ),
     ),
-    # An AWS key split by a line break or zero-width characters is still one key.
+    # An AWS key split by a line break or zero-width characters is still one key (a whole one is
+    # detect-secrets' to find, under the same name).
     (
-        "AWS access key",
+        "aws access key",
         re.compile(
             r"(?<![A-Z0-9])(?:AKIA|ASIA)(?:(?:[\u200b\u2060\ufeff]|[ \t]*\r?\n[ \t]*)*[A-Z0-9]){16}(?![A-Z0-9])"
         ),
@@ -224,6 +225,8 @@ def _is_match(kind: str, match: re.Match) -> bool:
     if kind == "password" and not re.search(r"[:=]", found[: match.start("value") - match.start()]):
         value = match.group("value")  # "the password is rotated monthly" names no password
         return not (value.isalpha() and value.islower()) or _ends_a_clause_as_a_name(match)
+    if kind == "aws access key":
+        return any(c in found for c in "\n\u200b\u2060\ufeff")
     if kind == "card number":
         return _luhn(digits)
     if kind == "IBAN":

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from curation.rules.vocabulary import EventAction, QueueReason, Status
-from curation.rules.permissions import FORGET, REVIEW
+from curation.rules.permissions import FORGET, REVIEW, SETTLE
 
 NEW = "new"  # the start of an insert: the entry does not exist yet
 A = EventAction
@@ -118,6 +118,15 @@ TRANSITIONS: dict[str, Transition] = {
     A.CONSOLIDATION_MERGE: _t([NEW], [Status.ACTIVE, Status.PENDING]),
     A.CONSOLIDATION_KEEP: _t([Status.ACTIVE], [Status.ACTIVE]),
     A.SUPERSEDE: _t(_LIVE, [Status.SUPERSEDED], sets={"status": Status.SUPERSEDED, **LEAVING}),
+    # The injection sweep: a newer detector flagged the entry's text (its flags, and for an active entry the
+    # queue, are the caller's values).
+    A.QUARANTINE: _t(
+        [Status.PENDING, Status.ACTIVE, Status.ARCHIVED],
+        [SAME],
+        sets={"quarantined": True},
+        requires=("flags",),
+        by=frozenset({SYSTEM}),
+    ),
     # Forgetting retires the entry whatever it was and purges its text (the caller's values).
     A.FORGOTTEN: _t(_ANY, [Status.RETIRED], sets={"status": Status.RETIRED, **LEAVING}, permission=FORGET),
 }
@@ -166,3 +175,33 @@ def two_reviewer_refusal(
     if actor_id is None or actor_id == first_approval_by:
         return "its scope needs two reviewers' approvals: a reviewer other than the first one makes it active"
     return None
+
+
+# The decisions that approve an entry's text, or keep it live by a person's choice. On an entry in quarantine
+# (an injection detector flagged its text and no lead has accepted it) only a lead makes them, and a lead's
+# lifts the quarantine: the lead read the card, which says what was found. Nobody else may: a reviewer, an
+# admission policy, a sweep.
+APPROVES_TEXT = frozenset(
+    {
+        A.APPROVE,
+        A.EDIT_APPROVE,
+        A.FIRST_APPROVAL,
+        A.SECOND_APPROVAL,
+        A.CONFIRM,
+        A.REACTIVATE,
+        A.CONFLICT_KEEP,
+        A.CONFLICT_SPLIT,
+        A.CONFLICT_MERGE,
+        A.CONSOLIDATION_MERGE,
+        A.CONSOLIDATION_KEEP,
+    }
+)
+QUARANTINE_LIFTED_BY = SETTLE
+
+
+def quarantine_refusal(action, *, quarantined: bool, by_lead: bool) -> str | None:
+    """Why this write may not be made on an entry in quarantine, in words; None when it may (a lead's, or
+    any write that approves nothing)."""
+    if not quarantined or by_lead or str(action) not in APPROVES_TEXT:
+        return None
+    return "an injection detector flagged its text (see the card's flags): only a lead approves it"

@@ -44,6 +44,13 @@ class QueueReason(models.TextChoices):
     RECHECK_REQUESTED = "recheck_requested", "recheck: sent back by a person"
     # The tasks that used it do worse than comparable tasks without it, at 95% (lift.py).
     RECHECK_HARMFUL = "recheck_harmful", "recheck: tasks with it do worse than without"
+    # A newer injection detector flagged an active entry: agents read a placeholder until a lead decides.
+    INJECTION_FOUND = "injection_found", "withheld: possible injection, a lead decides"
+
+    @classmethod
+    def for_leads(cls) -> tuple["QueueReason", ...]:
+        """The reasons only a lead decides on: they leave the reviewers' queue and count."""
+        return (cls.NEEDS_LEAD, cls.INJECTION_FOUND)
 
 
 class EventAction(models.TextChoices):
@@ -75,6 +82,8 @@ class EventAction(models.TextChoices):
     ARCHIVE = "archive", "archived"
     REVIVE = "revive", "revived"
     QUEUE_RECHECK = "queue_recheck", "sent back for a recheck"
+    # The injection sweep: a newer detector found text that tries to instruct the agent.
+    QUARANTINE = "quarantine", "withheld: an injection detector flagged it"
     # Conflicts.
     CONFLICT_OPENED = "conflict_opened", "conflict opened"
     CONFLICT_KEEP = "conflict_keep", "kept over the other entry"

@@ -40,7 +40,7 @@ class QueueFilters:
         elif self.reason == "recheck":
             q &= Q(queue_reason__startswith="recheck")
         elif self.reason == "lead":
-            q &= Q(queue_reason=QueueReason.NEEDS_LEAD)
+            q &= Q(queue_reason__in=QueueReason.for_leads())
         if self.min_confidence is not None:
             q &= Q(confidence_at_least(self.min_confidence, now))
         if self.max_confidence is not None:
@@ -60,11 +60,12 @@ def encode_cursor(entry: Entry) -> str:
 
 
 def queue_base(user, filters: QueueFilters, now=None):
-    """The entries the user's queue shows under `filters`. A candidate two reviewers disagreed on is a
-    lead's: it leaves the reviewers' queue (and its count) and stays in the leads'."""
+    """The entries the user's queue shows under `filters`. A candidate two reviewers disagreed on, or an
+    active entry withheld as a possible injection, is a lead's: it leaves the reviewers' queue (and its count)
+    and stays in the leads'."""
     now = now or clock.now()
     qs = visible_entries(user).filter(filters.as_q(now))
-    return qs if user.has_perm(SETTLE) else qs.exclude(queue_reason=QueueReason.NEEDS_LEAD)
+    return qs if user.has_perm(SETTLE) else qs.exclude(queue_reason__in=QueueReason.for_leads())
 
 
 def queue_count(user, filters: QueueFilters, now=None) -> tuple[int, bool]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from curation.rules import access
+from curation.rules import access, injection
 from curation.rules.lifecycle import SIGNAL_STRENGTH
 from curation.models import Conflict, Entry, Event, EventAction, Evidence, QueueReason, SkillSource, Status
 
@@ -203,12 +203,15 @@ def entry_for_token(token, entry_id) -> Entry | None:
         shown = copy.copy(shown) if shown is entry else shown
         for name, value in WITHHELD_TEXT.items():
             setattr(shown, name, value)
+        if shown.quarantined and shown.status not in UNCURATED:  # a candidate's says nothing of a finding
+            shown.trigger = shown.content = injection.withheld_text(entry.pk)
     return shown
 
 
 def text_withheld(entry: Entry) -> bool:
-    """Does an agent read this entry's text? Not of a candidate, nor of a held submission whatever its answer said."""
-    return entry.status in UNCURATED or entry.held_by_id is not None
+    """Does an agent read this entry's text? Not of a candidate, nor of a held submission whatever its answer
+    said, nor of an entry in quarantine as a possible injection."""
+    return entry.status in UNCURATED or entry.held_by_id is not None or entry.quarantined
 
 
 def entry_evidence_for_token(entry: Entry, *, limit: int) -> list[Evidence]:

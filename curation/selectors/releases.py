@@ -7,6 +7,7 @@ end between two versions), never by the size of the memory."""
 
 from __future__ import annotations
 
+import copy
 import datetime
 import functools
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from django.db import connection, connections, router
 from django.db.models import Exists, Max, OuterRef, Q
 
-from curation.rules import access, clock, config
+from curation.rules import access, clock, config, injection
 from curation.models import (
     Conflict,
     Entry,
@@ -197,6 +198,36 @@ def _ranked_released_postgres(number: int, scopes, q: str, min_confidence: float
             values[name] = field.from_db_value(values[name], None, connections[db])
         ranked.append(Ranked(released_entry(values.pop("entry_id"), values), float(row[-1])))
     return ranked
+
+
+# --- entries withheld as possible injections -------------------------------------------------------------------
+
+
+def withheld_among(entry_ids) -> set[int]:
+    """Of `entry_ids`, the entries in quarantine (an injection detector flagged their text since, and no lead
+    has decided): agents read a placeholder instead of them, whatever version released them. One query on the
+    primary, on the partial index of quarantined entries; none for no ids. Asked after the ranking (and its
+    cache), so a quarantine counts from the moment it is written."""
+    ids = list(entry_ids)
+    if not ids:
+        return set()
+    return set(Entry.objects.filter(pk__in=ids, quarantined=True).values_list("pk", flat=True))
+
+
+def placeholder(entry: Entry) -> Entry:
+    """An entry as agents read it while it is in quarantine: its id, scope and trust, and "withheld for
+    review, #id" for its text (a copy: the ranking's cached Entry is never changed)."""
+    shown = copy.copy(entry)
+    text = injection.withheld_text(entry.pk)
+    shown.trigger, shown.content, shown.boundary, shown.recheck_when = text, text, "", ""
+    shown.conditions, shown.embedding, shown.quarantined = [], None, True
+    return shown
+
+
+def as_served(entries: list[Entry]) -> list[Entry]:
+    """`entries` as an agent is served them: those in quarantine as their placeholder."""
+    held = withheld_among(e.pk for e in entries)
+    return [placeholder(e) if e.pk in held else e for e in entries]
 
 
 def released_skill_ids(number: int) -> list[int]:
@@ -492,9 +523,20 @@ def export_of(version: MemoryVersion, *, prefixes=None, scope: str = "") -> dict
     if prefixes is not None:
         rows = rows.filter(access.scope_q(list(prefixes)))
         skills = skills.filter(access.scope_q(list(prefixes)))
+    # In quarantine since the version was published: the placeholder, never the text (one join on the id).
+    rows = rows.annotate(withheld=Exists(Entry.objects.filter(pk=OuterRef("entry_id"), quarantined=True)))
     lessons = [
         Lesson(
-            r.entry_id, r.scope, r.kind, r.trigger, r.content, tuple(r.conditions), r.boundary, r.signal, r.confidence
+            r.entry_id,
+            r.scope,
+            r.kind,
+            r.trigger,
+            r.content,
+            tuple(r.conditions),
+            r.boundary,
+            r.signal,
+            r.confidence,
+            withheld=r.withheld,
         )
         for r in rows.order_by("scope", "entry_id").iterator(chunk_size=2000)
     ]

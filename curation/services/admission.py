@@ -35,6 +35,8 @@ def admit_by_policy(entry: Entry, evidence: list[dict], *, at, policies=None, ru
     )
     if decision is None or entry.status != Status.PENDING:
         return None
+    if decision.approve and entry.quarantined:
+        return None  # a possible injection: only a lead approves it (the write path would refuse the policy)
     write_entry(
         entry,
         {},

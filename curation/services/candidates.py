@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from curation.rules import access, clock, config, lifecycle, vectors
+from curation.rules import access, clock, config, injection, lifecycle, vectors
 from curation.rules.permissions import REVIEW, SETTLE
 from curation.rules.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueReason, SimilarEntry, Signal, Status
@@ -58,6 +58,10 @@ class PreparedCandidate:
     findings: list
     proposed_confidence: float | None
     base_confidence: float
+    # What the injection detector found in the evidence's excerpts (the write path reads the lesson's own
+    # text): flagged on the card and quarantining the entry, never told to the agent (no oracle to tune a
+    # payload against).
+    injection: tuple = ()
 
     @property
     def fingerprint(self) -> str:
@@ -100,6 +104,11 @@ def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
             errors.update({f"evidence[{index}].{k}": v for k, v in exc.message_dict.items()})
     if errors:
         raise ValidationError(errors)
+    found_in_evidence = tuple(
+        type(f)(f.what, f"evidence[{index}].excerpt")
+        for index, item in enumerate(cleaned_evidence)
+        for f in injection.scan(item.get("excerpt") or "", "excerpt")
+    )
     has_external = any(e["signal"] == Signal.EXTERNAL and e["polarity"] == "supports" for e in cleaned_evidence)
     proposed = fields.pop("confidence")
     if embedding is not None:
@@ -111,7 +120,7 @@ def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
         has_external_support=has_external,
         rules=lifecycle.rules(),
     )
-    return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base)
+    return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base, found_in_evidence)
 
 
 def create_candidate(
@@ -149,7 +158,8 @@ def new_candidate_entry(
         queued_at=now if held_by is None else None,
         queue_reason=QueueReason.NEW if held_by is None else "",
         held_by=held_by,
-        flags=prepared.flags,
+        flags=prepared.flags + [f.as_flag() for f in prepared.injection],
+        quarantined=bool(prepared.injection),
         created_by=actor,
         created_by_label=actor_label or actor_label_for(actor),
         created_at=now,
@@ -175,6 +185,7 @@ def submit_note(prepared: PreparedCandidate) -> str:
     proposed, base = prepared.proposed_confidence, prepared.base_confidence
     notes = [f"capped from {proposed:.2f}"] if proposed is not None and proposed > base else []
     notes += [f"redacted {f.kind} in {f.field}" for f in prepared.findings]
+    notes += [f"possible injection: {f.what} in {f.field}" for f in prepared.injection]
     return "; ".join(notes)
 
 
@@ -219,6 +230,8 @@ def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
         raise InvalidTransition(f"Entry #{entry.pk} is not in the candidates queue (it is {entry.status}).")
     if entry.queue_reason == QueueReason.NEEDS_LEAD and not actor.has_perm(SETTLE):
         raise InvalidTransition(f"Reviewers disagree on #{entry.pk}: a lead decides it now.")
+    if entry.queue_reason == QueueReason.INJECTION_FOUND and not actor.has_perm(SETTLE):
+        raise InvalidTransition(f"#{entry.pk} is withheld from agents as a possible injection: a lead decides it.")
     return entry
 
 
@@ -489,6 +502,8 @@ def restored_from(before: dict) -> dict:
     )
     restored["fingerprint"] = fingerprint(restored["trigger"], restored["content"])
     restored["first_approval_by_id"] = before.get("first_approval_by")
+    if "quarantined" in before:  # a lead's approval undone puts the quarantine back (older Events lack it)
+        restored["quarantined"] = before["quarantined"]
     return restored
 
 

@@ -21,6 +21,15 @@ PermissionDenied) before anything is written, and the row's values are applied. 
 or new entry active is the one activation (its values, and the scope's two-reviewer rule: two different
 people approved it, or a lead settled a disagreement), whichever decision it is.
 
+Injection quarantine: every one of these that writes an entry's text (an insert, or a change of a text field)
+runs the injection detector (rules/injection.py) over the text it leaves: what it finds is added to the
+entry's flags (the card shows them), the entry is quarantined and stamped with the detector's version, and
+the Event's reason says so. Then the gate (transitions.quarantine_refusal): a decision that approves the
+text of an entry in quarantine is a lead's, and a lead's lifts the quarantine. The detector runs here and
+not in each service because here is the one place every text write passes (a submission, an edit, a
+conflict's split or merge, a consolidation, an undo): a new writer cannot forget it, and the check sees the
+text as it will be stored (after redaction), which is what agents would read.
+
 Forgotten lessons: every one of these refuses (`Forgotten`, naming the forget request, never the text) a
 write that leaves an entry pending or active and either sets its lesson (scope, trigger, content), makes it
 live or approves it, when a tombstone matches the lesson. So a paraphrase pending since before the forget,
@@ -39,6 +48,7 @@ decay index (`decay_key`, `decay_rate`) is recomputed from the base and the veri
 Writes of an entry that are not state, and so bump no version and write no Event, are named here too,
 so that "no update() of an entry anywhere else" stays true and checkable:
 - `rewrite_decay_keys`: the decay sweep recomputes keys written under other decay settings.
+- `stamp_scanned`: the injection sweep found nothing new in an entry's text with the current detector.
 - `count_retrieval` / `insert_counted_retrieval`: the usage counters `retrieval_count` and
   `last_retrieved_at`, on the path of every agent read.
 """
@@ -54,7 +64,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, QuerySet
 
-from curation.rules import access, clock, lifecycle, scope_policies, transitions
+from curation.rules import access, clock, injection, lifecycle, scope_policies, transitions
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry, Status
 
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
@@ -92,6 +102,8 @@ WRITTEN_COLUMNS = (
     "first_approval_at",
     "supersedes_id",
     "flags",
+    "quarantined",
+    "scanned_with",
     "hit_count",
     "utility_sum",
     "utility_n",
@@ -128,6 +140,39 @@ def refuse_forgotten_lessons(lessons: list[tuple[str, str, str]]) -> None:
 
 def _label(action) -> str:
     return EventAction(str(action)).label
+
+
+_TEXT_COLUMNS = injection.SCANNED_FIELDS
+
+
+def screen(current: Callable[[str], object], changes: dict, action, actor, *, pk) -> tuple[dict, list[str]]:
+    """The write's `changes` after the injection detector read the text they leave, when they change it (flags
+    added, quarantined, the detector's version stamped), and after the quarantine's gate: InvalidTransition
+    for a decision only a lead makes on an entry in quarantine; a lead's lifts it. `current(column)`: the
+    entry's value before the write. Answers the changes and the new findings in words (for the Event)."""
+    notes: list[str] = []
+    if any(column in changes and changes[column] != current(column) for column in _TEXT_COLUMNS):
+        findings = injection.scan_fields({c: changes.get(c, current(c)) for c in _TEXT_COLUMNS})
+        changes = {**changes, "scanned_with": injection.DETECTOR_VERSION}
+        if findings:
+            flags = list(changes.get("flags", current("flags")) or [])
+            new = [f.as_flag() for f in findings if f.as_flag() not in flags]
+            changes.update(flags=[*flags, *new], quarantined=True)
+            notes = [flag["detail"] for flag in new] or ["the injection flags it carries, again"]
+    quarantined = changes.get("quarantined", current("quarantined"))
+    by_lead = actor is not None and actor.has_perm(transitions.QUARANTINE_LIFTED_BY)
+    if refusal := transitions.quarantine_refusal(action, quarantined=quarantined, by_lead=by_lead):
+        raise InvalidTransition(f"Entry #{pk} cannot be {_label(action)}: {refusal}.")
+    if quarantined and by_lead and str(action) in transitions.APPROVES_TEXT:
+        changes = {**changes, "quarantined": False}
+    return changes, notes
+
+
+def _noted(reason: str, notes: list[str]) -> str:
+    if not notes:
+        return reason
+    found = "possible injection: " + ", ".join(notes)
+    return f"{reason}; {found}" if reason else found
 
 
 def refuse_actor(action, actor, scopes) -> None:
@@ -217,6 +262,7 @@ def write_entry(
         first_approval_by=entry.first_approval_by_id,
         queue_reason=entry.queue_reason,
     )
+    changes, notes = screen(lambda column: getattr(entry, column), changes, action, actor, pk=entry.pk)
     if checks_forgotten(changes.get("status", entry.status), changes, action):
         refuse_forgotten_lessons([tuple(changes.get(f, getattr(entry, f)) for f in ("scope", "trigger", "content"))])
     before = entry.snapshot(at)
@@ -238,7 +284,7 @@ def write_entry(
         actor=actor,
         actor_label=actor_label,
         action=action,
-        reason=reason,
+        reason=_noted(reason, notes),
         before=before,
         after={**entry.snapshot(at), **(after_extra or {})},
         at=at,
@@ -258,7 +304,7 @@ def insert_entry(
     also=(),
 ) -> Event:
     """Insert a new entry (its version is 1) with the Event that made it."""
-    _plan_insert(entry, action, at, actor)
+    notes = _plan_insert(entry, action, at, actor)
     if checks_forgotten(entry.status, ("status",), action):
         refuse_forgotten_lessons([(entry.scope, entry.trigger, entry.content)])
     entry.save(force_insert=True)
@@ -267,7 +313,7 @@ def insert_entry(
         actor=actor,
         actor_label=actor_label,
         action=action,
-        reason=reason,
+        reason=_noted(reason, notes),
         after={**entry.snapshot(at), **(after_extra or {})},
         at=at,
         also=also,
@@ -277,10 +323,12 @@ def insert_entry(
 def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str) -> list[Event]:
     """insert_entry for many (entry, its Event's reason): one insert for the entries, one for their Events."""
     rules = None
-    for entry, _ in new:
+    noted = []
+    for entry, reason in new:
         if entry.status == Status.ACTIVE and rules is None:
             rules = in_force(scope_policies.REVIEW)
-        _plan_insert(entry, action, at, None, rules=rules)
+        noted.append((entry, _noted(reason, _plan_insert(entry, action, at, None, rules=rules))))
+    new = noted
     refuse_forgotten_lessons(
         [(e.scope, e.trigger, e.content) for e, _ in new if checks_forgotten(e.status, ("status",), action)]
     )
@@ -295,8 +343,9 @@ def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, act
     )
 
 
-def _plan_insert(entry: Entry, action, at, actor, rules=None) -> None:
-    """The table's check of an insert (from NEW to the entry's status), its values set on the entry."""
+def _plan_insert(entry: Entry, action, at, actor, rules=None) -> list[str]:
+    """The table's check of an insert (from NEW to the entry's status) and the injection detector's, their
+    values set on the entry; answers the detector's new findings in words."""
     refuse_actor(action, actor, (entry.scope,))
     values = planned_values(
         action,
@@ -311,10 +360,15 @@ def _plan_insert(entry: Entry, action, at, actor, rules=None) -> None:
         first_approval_by=entry.first_approval_by_id,
         queue_reason=entry.queue_reason,
     )
+    text = {column: getattr(entry, column) for column in _TEXT_COLUMNS}
+    values, notes = screen(
+        lambda column: None if column in text else getattr(entry, column), {**text, **values}, action, actor, pk="(new)"
+    )
     for column, value in values.items():
         if column in transitions.ACTIVATION_STAMPS and getattr(entry, column) is not None:
             continue  # an insert carries its own verification (a merge's: now)
         setattr(entry, column, value)
+    return notes
 
 
 def write_entries(
@@ -508,6 +562,15 @@ def rewrite_decay_keys(entries: QuerySet) -> int:
     entries is unchanged, so no version and no Event."""
     rules = lifecycle.rules()
     return entries.update(decay_key=confidence.decay_key(rules), decay_rate=lifecycle.decay_rate(rules))
+
+
+def stamp_scanned(entry_ids: list[int]) -> int:
+    """The injection sweep read these entries' text with the current detector and found nothing new: the
+    stamp that keeps it from reading them again. Not state: nothing agents or reviewers read changes, so no
+    version and no Event."""
+    if not entry_ids:
+        return 0
+    return Entry.objects.filter(pk__in=entry_ids).update(scanned_with=injection.DETECTOR_VERSION)
 
 
 def count_retrieval(entry_ids: list[int], at) -> None:

@@ -15,6 +15,7 @@ from . import (
     conflicts,
     consolidation,
     decay,
+    injection_scan,
     low_utility,
     review_due,
     revive,
@@ -47,6 +48,9 @@ REGISTERED: tuple[Registered, ...] = (
     Registered(conflicts, crontab(minute=10)),
     Registered(consolidation, crontab(minute=40, hour=3)),
     Registered(skill_nomination, crontab(minute=0, hour=4)),
+    # A new detector version reaches every entry within the hour; a run with nothing stamped by an older one
+    # is one indexed read per status.
+    Registered(injection_scan, crontab(minute=25)),
     Registered(auto_publish, crontab(minute=50)),
     # Queued when a forget is approved; the schedule catches a purge whose message was lost (a run with no new
     # purge is one indexed read).

@@ -183,15 +183,22 @@ def _head(item, shared, entry_url: str) -> str:
         )
         parts.append(f'<span class="badge approvals" title="this scope needs two reviewers\' approval">{said}</span>')
     flags = "".join(
-        f'<span class="badge flag" title="the raw text was never stored">⚑ {esc(_key(flag, "kind"))}: '
-        f'{esc(_key(flag, "detail"))}</span>'
+        f'<span class="badge flag" title="{_FLAG_TITLES.get(_key(flag, "kind"), _REDACTED_TITLE)}">'
+        f'⚑ {esc(_key(flag, "kind"))}: {esc(_key(flag, "detail"))}</span>'
         for flag in item.flags or ()
     )
+    if item.quarantined:
+        said = "only a lead approves it" if item.status == "pending" else "withheld from agents until a lead decides"
+        parts.append(f'<span class="badge flag quarantined">possible injection: {said}</span>')
     if flags:
         parts.append(flags)
     task = f" · {esc(item.source_task)}" if item.source_task else ""
     parts.append(f'<span class="age">{esc(naturaltime(item.created_at))} · {esc(item.created_by_label)}{task}</span>')
     return "\n".join(f"    {part}" for part in parts)
+
+
+_REDACTED_TITLE = "the raw text was never stored"
+_FLAG_TITLES = {"injection": "text that may instruct the agent beyond the lesson: only a lead approves it"}
 
 
 def _key(flag, name: str):

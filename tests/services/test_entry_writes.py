@@ -41,6 +41,7 @@ SNAPSHOT_KEYS = {
     "supersedes",
     "first_approval_by",
     "first_approval_at",
+    "quarantined",
     "version",
 }
 

@@ -66,6 +66,7 @@ def _required(action, lead) -> dict:
         "queued_at": clock.now() + datetime.timedelta(hours=1),
         "queue_reason": QueueReason.RECHECK_REQUESTED,
         "archive_reason": "decayed",
+        "flags": [{"kind": "injection", "detail": "override phrase in content"}],
     }
     return {column: given[column] for column in transitions.transition(action).requires}
 

@@ -164,6 +164,7 @@ def test_the_beat_schedule_is_the_registrys():
         "vacuum_purged": ("*/30", "*"),
         "conflicts": ("10", "*"),
         "consolidation": ("40", "3"),
+        "injection_scan": ("25", "*"),
     }
     expires = {name: entry["options"]["expires"] for name, entry in django_settings.CELERY_BEAT_SCHEDULE.items()}
     assert expires.pop("lifecycle-capacity") == 15 * 60 and set(expires.values()) == {3600}
