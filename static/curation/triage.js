@@ -106,7 +106,13 @@
   // in the page (htmx settles it some milliseconds later): a z pressed in between still undoes it.
   document.addEventListener("htmx:afterSwap", function (ev) {
     var id = ev.detail.target && ev.detail.target.id;
-    if (id === "bulk-result") { offerBulk(); return; }
+    if (id === "bulk-result") {
+      // The keys go back to the queue at once: a z (or j) typed right after Enter must not land in the reason.
+      var why = document.querySelector("[data-bulk-reason]");
+      if (why && document.activeElement === why) why.blur();
+      offerBulk();
+      return;
+    }
     var swapped = id ? document.getElementById(id) : null;
     if (swapped && swapped.matches && swapped.matches("[data-decided]")) offerCard(swapped);
   });
