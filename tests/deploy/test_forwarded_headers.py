@@ -2,8 +2,6 @@
 application reads X-Forwarded-For only behind TRUSTED_PROXIES proxies), and /mcp makes its API calls from
 the caller's address, so login and bad-token limits count the real client."""
 
-import asyncio
-import concurrent.futures
 import runpy
 from pathlib import Path
 
@@ -13,15 +11,10 @@ from uvicorn.main import main as uvicorn_main
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from curation.api.mcp_http import mcp_application
+from tests.live import run_async
 from tests.unit.test_access_log import shipped_config
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run(coroutine):
-    """Run `coroutine` on a loop of its own, in a thread: the browser tests leave one running in this thread."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _client_seen(trusted_hosts) -> tuple:
@@ -38,7 +31,7 @@ def _client_seen(trusted_hosts) -> tuple:
         "scheme": "http",
         "headers": [(b"x-forwarded-for", b"203.0.113.66")],
     }
-    _run(ProxyHeadersMiddleware(app, trusted_hosts=trusted_hosts)(scope, None, None))
+    run_async(lambda: ProxyHeadersMiddleware(app, trusted_hosts=trusted_hosts)(scope, None, None))
     return seen["client"]
 
 
@@ -94,7 +87,7 @@ def test_mcp_counts_bad_tokens_per_caller_not_per_process(settings):
     settings.CURATION = {**settings.CURATION, "API_BAD_TOKEN_LIMIT": 2}
     app = mcp_application(django_application)
     guesser, bystander = ("203.0.113.7", 50000), ("198.51.100.9", 50001)
-    answers = [_run(_call(app, guesser, f"ma_guess{n}")) for n in range(3)]
+    answers = [run_async(lambda: _call(app, guesser, f"ma_guess{n}")) for n in range(3)]
     assert answers == [401, 401, 429]
     # Another agent calling /mcp is not held back by the guesser's count.
-    assert _run(_call(app, bystander, "ma_mistyped")) == 401
+    assert run_async(lambda: _call(app, bystander, "ma_mistyped")) == 401
