@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass, field
 
 from curation.rules.context_block import situation
-from curation.rules.markdown_lessons import Block, blocks, one_line
+from curation.rules.markdown_lessons import Block, blocks, one_line, strip_front_matter
+from curation.rules.skill_import import NotConforming, SkillDraft, front_matter, read_skill_md
 from curation.rules.vocabulary import Kind, Signal
 
-FORMATS = ("claude-code", "codex", "markdown", "jsonl", "mem0")
+FORMATS = ("claude-code", "codex", "letta", "skills", "markdown", "jsonl", "mem0")
 TRIGGER_LIMIT = 500  # models.TRIGGER_MAX: a longer heading is cut, not refused
 EVIDENCE_EXCERPT_LIMIT = 4000
 DEFAULT_TRIGGER = "Working in this project"
@@ -54,6 +55,7 @@ class ImportedLesson:
     observed_at: str = ""  # the tool's own timestamp (ISO 8601), else the file's
     tool_ids: tuple[tuple[str, str], ...] = ()  # the tool's other ids: ("user_id", "alex"), ("hash", ...)
     exported_entry_id: int | None = None  # read from this console's own export: the entry it came from
+    skill: SkillDraft | None = None  # a SKILL.md: the lesson is its procedure, the draft becomes a skill proposal
 
     @property
     def where(self) -> str:
@@ -166,14 +168,23 @@ def _iso(moment: datetime.datetime | None) -> str:
 
 
 def _markdown_lessons(
-    source: SourceFile, files, reading: Reading, *, format: str, origin: str, signal: str, kind: str, scope: str = ""
+    source: SourceFile,
+    files,
+    reading: Reading,
+    *,
+    format: str,
+    origin: str,
+    signal: str,
+    kind: str,
+    scope: str = "",
+    fallback: str = "",
 ) -> None:
     paths = {f.path for f in files}
     here = posixpath.dirname(source.path)
     linked = {posixpath.normpath(posixpath.join(here, target)) for target in _link_targets(source.text)}
     siblings = {target for target in linked if target in paths}
     siblings |= {posixpath.relpath(target, here) if here else target for target in siblings}
-    fallback = _title_of(source.path)
+    fallback = fallback or _title_of(source.path)
     for block in blocks(source.text, links_to_skip=frozenset(siblings)):
         reading.lessons.append(
             ImportedLesson(
@@ -221,7 +232,7 @@ def _read_markdown(source: SourceFile, files, reading: Reading) -> None:
 # (~/.claude/projects/<project>/memory/: MEMORY.md, an index whose first 200 lines are loaded, and topic files).
 _CLAUDE_INSTRUCTIONS = re.compile(r"(^|/)(CLAUDE\.md|CLAUDE\.local\.md)$|(^|/)\.claude/rules/[^/]+\.md$", re.I)
 _AUTO_MEMORY = re.compile(r"(^|/)memory/[^/]+\.md$|(^|/)MEMORY\.md$", re.I)
-_SKILL_FILE = re.compile(r"(^|/)SKILL\.md$", re.I)
+_SKILL_FILE = re.compile(r"(^|/)skills/[^/]+/SKILL\.md$", re.I)
 # This console's own export (memory_export.py): its MEMORY.md index and its topic files.
 _EXPORT_INDEX = re.compile(r"^# Memory \(version \d+\)$", re.M)
 _EXPORT_LESSON = re.compile(r"^## #(\d+) (.+)$", re.M)
@@ -229,7 +240,10 @@ _EXPORT_LESSON = re.compile(r"^## #(\d+) (.+)$", re.M)
 
 def _read_claude_code(source: SourceFile, files, reading: Reading) -> None:
     if _SKILL_FILE.search(source.path):
-        reading.unreadable.append(Unreadable(source.path, None, "a skill: not imported as lessons"))
+        # .claude/skills/<name>/SKILL.md, or skills/<name>/SKILL.md of this console's export.
+        _skill_lesson(
+            source, reading, format="claude-code", origin="Claude Code skill (written by people)", claude_code=True
+        )
     elif _EXPORT_INDEX.search(source.text):
         return  # this console's own index: its topic files hold the lessons
     elif _EXPORT_LESSON.search(source.text) and "\n- Do: " in source.text:
@@ -336,6 +350,91 @@ def _read_codex(source: SourceFile, files, reading: Reading) -> None:
         )
     else:
         reading.ignored.append(source.path)
+
+
+# --- Skills: Agent Skills folders, and the skills of Claude Code and Letta ------------------------------------
+
+
+def _skill_lesson(source: SourceFile, reading: Reading, *, format: str, origin: str, claude_code: bool = False):
+    """A SKILL.md as one procedure lesson (what the ingest checks) carrying its draft (what becomes a skill
+    proposal for a lead); a file that is not an Agent Skill is refused with what is wrong."""
+    signal = Signal.EXTERNAL
+    if format == "letta":
+        signal = Signal.SELF  # a Letta agent writes its own skills into its memory repository
+    try:
+        draft = read_skill_md(source.path, source.text, claude_code=claude_code)
+    except NotConforming as exc:
+        reading.unreadable.append(Unreadable(source.path, 1, f"not an Agent Skill: {exc}"))
+        return
+    if draft.exported_entries:
+        origin = "this console's export"
+    trigger = draft.description
+    reading.lessons.append(
+        ImportedLesson(
+            format=format,
+            file=source.path,
+            line=1,
+            record_id="",
+            origin=origin,
+            trigger=trigger if len(trigger) <= TRIGGER_LIMIT else trigger[: TRIGGER_LIMIT - 1].rstrip() + "…",
+            content=draft.lesson_content(),
+            kind=Kind.PROCEDURE,
+            signal=signal,
+            observed_at=_iso(source.modified_at),
+            tool_ids=(("skill", draft.slug), *draft.extras),
+            skill=draft,
+        )
+    )
+
+
+# Agent Skills (agentskills.io/specification, 2025-12): a folder of skills, each `<name>/SKILL.md` with YAML front
+# matter (name, description; license, compatibility, metadata, allowed-tools) and Markdown instructions; the
+# scripts/, references/ and assets/ beside it are not lessons.
+def _read_skills(source: SourceFile, files, reading: Reading) -> None:
+    if posixpath.basename(source.path) == "SKILL.md" and "/" in source.path:
+        _skill_lesson(source, reading, format="skills", origin="Agent Skills folder (written by people)")
+    else:
+        reading.ignored.append(source.path)
+
+
+# Letta MemFS (docs.letta.com/letta-code/memfs, Letta Code 0.15+): the agent's memory as a git repository of
+# Markdown files with a `description` in their front matter. `system/` holds the blocks loaded on every turn
+# (persona, human, project facts), other folders what it opens when relevant, `skills/<name>/SKILL.md` its
+# skills. The agent writes and commits all of it itself.
+_LETTA_SYSTEM = re.compile(r"(^|/)system/.+\.md$", re.I)
+
+
+def _read_letta(source: SourceFile, files, reading: Reading) -> None:
+    if _SKILL_FILE.search(source.path):
+        _skill_lesson(source, reading, format="letta", origin="Letta skill (written by the agent)")
+        return
+    if not source.path.lower().endswith(".md") or "/.git/" in f"/{source.path}":
+        reading.ignored.append(source.path)
+        return
+    system = bool(_LETTA_SYSTEM.search(source.path))
+    _markdown_lessons(
+        source,
+        files,
+        reading,
+        format="letta",
+        origin="Letta MemFS " + ("system block" if system else "memory file") + " (written by the agent)",
+        signal=Signal.SELF,
+        kind=Kind.FACT,
+        fallback=_description_of(source.text),
+    )
+
+
+def _description_of(text: str) -> str:
+    """A memory file's front matter `description`, as the trigger of its lessons without a heading."""
+    _, cut = strip_front_matter(text)
+    if not cut:
+        return ""
+    try:
+        fields = front_matter(text.split("\n")[1 : cut - 1])
+    except NotConforming:
+        return ""
+    description = fields.get("description")
+    return " ".join(description.split())[:TRIGGER_LIMIT] if isinstance(description, str) else ""
 
 
 # --- Records: JSON Lines and Mem0 --------------------------------------------------------------------------
@@ -447,6 +546,8 @@ def _read_mem0(source: SourceFile, files, reading: Reading) -> None:
 _ADAPTERS = {
     "claude-code": _read_claude_code,
     "codex": _read_codex,
+    "letta": _read_letta,
+    "skills": _read_skills,
     "markdown": _read_markdown,
     "jsonl": _read_jsonl,
     "mem0": _read_mem0,

@@ -26,6 +26,7 @@ from curation.rules import clock, memory_import
 from curation.rules.access import clean_scope
 from curation.rules.memory_import import ImportedLesson, Reading, SourceFile
 
+from .skill_imports import exported_skill_here, propose_imported_skill
 from .submissions import submit_batch
 
 BATCH_SIZE = 500  # the size of an agent's largest batch (services/submissions, docs/benchmarks.md)
@@ -94,7 +95,7 @@ def read_source(path: Path) -> list[SourceFile]:
         raise SourceError(f"{path} does not exist.")
     if path.is_file() and path.suffix.lower() == ".zip":
         return _zip_files(path)
-    candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if _is_source_file(p, path))
     if len(candidates) > SOURCE_MAX_FILES:
         raise SourceError(f"{path} holds {len(candidates)} files; at most {SOURCE_MAX_FILES}.")
     root = path.parent if path.is_file() else path
@@ -109,6 +110,12 @@ def read_source(path: Path) -> list[SourceFile]:
         modified = datetime.datetime.fromtimestamp(candidate.stat().st_mtime, tz=datetime.UTC)
         files.append(SourceFile(candidate.relative_to(root).as_posix(), text, modified))
     return files
+
+
+def _is_source_file(candidate: Path, root: Path) -> bool:
+    """A file of the source: not a link (it could point anywhere), not git's own (a Letta MemFS folder is a
+    repository: its .git holds the history, not memory)."""
+    return candidate.is_file() and not candidate.is_symlink() and ".git" not in candidate.relative_to(root).parts
 
 
 def _zip_files(path: Path) -> list[SourceFile]:
@@ -193,6 +200,8 @@ def _import_batch(lessons: list[ImportedLesson], prefix, submitter, report: Impo
             report.add(SKIPPED, "already imported", lesson.where)
         elif lesson in exported:
             report.add(SKIPPED, f"exported from here: entry #{lesson.exported_entry_id}", lesson.where)
+        elif lesson.skill and (slug := exported_skill_here(lesson.skill)):
+            report.add(SKIPPED, f"exported from here: skill {slug}", lesson.where)
         else:
             seen.add(key)
             todo.append((key, lesson))
@@ -204,7 +213,7 @@ def _import_batch(lessons: list[ImportedLesson], prefix, submitter, report: Impo
         at=at,
     )
     landed = [result["id"] for result in results if result["ok"]]
-    entries = Entry.objects.only("status", "held_by_id").in_bulk(landed)
+    entries = Entry.objects.only("status", "held_by_id", "scope", "version").in_bulk(landed)
     records = []
     for (key, lesson), result in zip(todo, results):
         if not result["ok"]:
@@ -212,6 +221,11 @@ def _import_batch(lessons: list[ImportedLesson], prefix, submitter, report: Impo
             continue
         entry = entries[result["id"]]
         outcome, reason = _outcome(result, entry)
+        if lesson.skill and outcome == ADDED:
+            slug, why_not = propose_imported_skill(
+                entry, lesson.skill, where=lesson.where, label=submitter.label, at=at or clock.now()
+            )
+            reason = f"{reason}; {'a skill proposal for a lead' if slug else why_not}"
         report.add(outcome, reason, lesson.where)
         records.append(
             ImportRecord(

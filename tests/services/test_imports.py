@@ -13,7 +13,7 @@ from django.urls import reverse
 from curation.rules.context_block import situation
 from curation.selectors import releases
 from curation.services.candidates import approve_candidate
-from curation.models import Entry, Event, Evidence, ImportRecord, Status
+from curation.models import Entry, Event, Evidence, ImportRecord, SkillProposal, Status
 from curation.rules.memory_import import SourceFile, read
 from curation.services import imports
 from curation.services.forgets import approve_forget_request, file_forget_request
@@ -37,8 +37,23 @@ def state() -> tuple[int, int, int, int]:
 @pytest.mark.parametrize(
     ("name", "lessons", "refused"),
     [
-        ("claude-code", 12, {"a skill: not imported as lessons": 1}),
+        ("claude-code", 13, {}),
         ("codex", 7, {}),
+        (
+            "letta",
+            7,
+            {
+                "not an Agent Skill: name 'Bad_Name': at most 64 lowercase letters a-z, digits and single hyphens between them": 1
+            },
+        ),
+        (
+            "skills",
+            2,
+            {
+                "not an Agent Skill: no description: say what the skill does and when to use it": 1,
+                "not an Agent Skill: name 'some-other-name' is not the name of its folder 'wrong-folder'": 1,
+            },
+        ),
         ("markdown", 4, {}),
         ("jsonl", 3, {"not JSON": 1, "no text (one of: content, text, memory, lesson)": 1}),
         ("mem0", 2, {"memory 2: no text (one of: content, text, memory, lesson)": 1}),
@@ -91,8 +106,8 @@ def test_importing_the_same_source_again_adds_nothing():
     before = state()
     again = run("claude-code")
     assert state() == before
-    assert again.by_outcome()["skipped"] == first.by_outcome()["added"] == 12
-    assert again.counts[("skipped", "already imported")] == 12
+    assert again.by_outcome()["skipped"] == first.by_outcome()["added"] == 13
+    assert again.counts[("skipped", "already imported")] == 13
 
 
 def test_an_interrupted_import_resumes_without_duplicates(monkeypatch):
@@ -111,9 +126,10 @@ def test_an_interrupted_import_resumes_without_duplicates(monkeypatch):
     monkeypatch.setattr(imports, "submit_batch", real)
     resumed = run("claude-code", batch_size=5)
     assert resumed.counts[("skipped", "already imported")] == 5
-    assert resumed.by_outcome()["added"] == 7
-    assert Entry.objects.count() == ImportRecord.objects.count() == 12
-    assert Entry.objects.values("fingerprint").distinct().count() == 12
+    assert resumed.by_outcome()["added"] == 8
+    assert Entry.objects.count() == ImportRecord.objects.count() == 13
+    assert Entry.objects.values("fingerprint").distinct().count() == 13
+    assert SkillProposal.objects.count() == 1  # the skill of the first batch, proposed once
 
 
 def test_a_dry_run_writes_nothing_and_counts_what_the_import_does(lead):
@@ -198,10 +214,14 @@ def test_the_command_prints_a_progress_line_per_batch_and_the_outcomes():
         stdout=out,
     )
     text = out.getvalue()
-    assert "7 files read as claude-code: 12 lessons, 1 unreadable, 1 files not claude-code memory." in text
-    assert "] 6/13 lessons (46%) · batch 1 · added 5, refused 1" in text
-    assert "[##############################] 13/13 lessons (100%) · batch 3 · added 12, refused 1" in text
+    assert "7 files read as claude-code: 13 lessons, 0 unreadable, 1 files not claude-code memory." in text
+    assert "] 5/13 lessons (38%) · batch 1 · added 5" in text
+    assert "[##############################] 13/13 lessons (100%) · batch 3 · added 13" in text
     assert "    12 were added (waits for review): e.g. .claude/rules/testing.md line 3" in text
+    assert (
+        "     1 were added (waits for review; a skill proposal for a lead): e.g. .claude/skills/release-notes/SKILL.md line 1"
+        in text
+    )
     out = StringIO()
     call_command(
         "import_memory",
@@ -215,7 +235,7 @@ def test_the_command_prints_a_progress_line_per_batch_and_the_outcomes():
     )
     assert (
         "Dry run: nothing was written." in out.getvalue()
-        and "    12 would be skipped (already imported)" in out.getvalue()
+        and "    13 would be skipped (already imported)" in out.getvalue()
     )
 
 

@@ -85,10 +85,15 @@ def test_claude_code_reads_instructions_as_peoples_rules_and_auto_memory_as_the_
     ) in found
     assert not any("debugging.md" in x.content or x.content.startswith("@") for x in reading.lessons)
     assert not any(x.file == "README.md" for x in reading.lessons) and reading.ignored == ["README.md"]
-    assert [(u.file, u.reason) for u in reading.unreadable] == [
-        (".claude/skills/release-notes/SKILL.md", "a skill: not imported as lessons")
-    ]
-    assert len(reading.lessons) == 12
+    assert reading.unreadable == []
+    [skill] = [x for x in reading.lessons if x.skill]
+    assert (skill.file, skill.kind, skill.signal, skill.skill.slug) == (
+        ".claude/skills/release-notes/SKILL.md",
+        "procedure",
+        "external",
+        "release-notes",
+    )
+    assert len(reading.lessons) == 13
 
 
 def test_codex_agents_md_per_folder_and_its_memories():
@@ -260,5 +265,114 @@ def test_a_nested_file_applies_to_its_folder():
 
 
 def test_an_unknown_format_is_refused_in_words():
-    with pytest.raises(ValueError, match="Unknown format 'letta'"):
-        read("letta", [])
+    with pytest.raises(ValueError, match="Unknown format 'obsidian'"):
+        read("obsidian", [])
+
+
+def test_letta_memfs_blocks_are_the_agents_own_and_its_skills_become_drafts():
+    reading = read("letta", files_of("letta"))
+    found = lessons(reading)
+    assert (
+        "system/human.md",
+        4,
+        "",
+        "fact",
+        "self",
+        "What I know about the person I work with: their preferences and working style.",
+        "Dana reviews every migration before it is merged.",
+    ) in found
+    assert ("system/project/billing.md", 6, "", "fact", "self", "Billing service") == found[5][:6]
+    stripe = next(x for x in reading.lessons if x.file == "reference/stripe-notes.md")
+    assert stripe.origin == "Letta MemFS memory file (written by the agent)" and stripe.trigger == "Webhooks"
+    [skill] = [x for x in reading.lessons if x.skill]
+    assert (skill.signal, skill.kind, skill.skill.slug) == ("self", "procedure", "rotate-webhook-secret")
+    assert skill.skill.rollback == "redeploy with only the old secret accepted."
+    assert skill.skill.steps.startswith("1. Create a second endpoint secret") and "Rollback" not in skill.skill.steps
+    assert [(u.file, u.reason) for u in reading.unreadable] == [
+        (
+            "skills/Bad_Name/SKILL.md",
+            "not an Agent Skill: name 'Bad_Name': at most 64 lowercase letters a-z, digits and single hyphens between them",
+        )
+    ]
+    assert reading.ignored == ["FIXTURE.txt"]
+
+
+def test_an_agent_skills_folder_keeps_each_skills_sections_and_optional_front_matter():
+    reading = read("skills", files_of("skills"))
+    by_slug = {x.skill.slug: x for x in reading.lessons}
+    assert sorted(by_slug) == ["deploy-preview", "summarize-incident"]
+    deploy = by_slug["deploy-preview"]
+    assert deploy.signal == "external" and deploy.trigger == deploy.skill.description == (
+        "Deploy a pull request to a preview environment and post its address. Use when a reviewer asks to try a change."
+    )
+    assert deploy.skill.verification == "The preview address answers 200 on /healthz."
+    assert deploy.skill.rollback.startswith("Run `fly apps destroy")
+    assert deploy.content == (
+        "1. Run `scripts/preview.sh <pr-number>`.\n2. Wait for the health check to pass.\n"
+        "3. Comment the preview address on the pull request.\nVerify: The preview address answers 200 on /healthz.\n"
+        "Rollback: Run `fly apps destroy pr-<number>`; nothing else depends on a preview."
+    )
+    assert dict(deploy.tool_ids)["metadata.version"] == "1.2" and dict(deploy.tool_ids)["license"] == "Apache-2.0"
+    assert "skill deploy-preview" in deploy.evidence()["excerpt"]
+    assert reading.ignored == ["README.md", "deploy-preview/scripts/preview.sh"]
+    assert len(reading.unreadable) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("# No front matter\n\nSteps.", "no front matter"),
+        ("---\nname: x-skill\ndescription: d\n", "not closed"),
+        (
+            "---\nname: x-skill\ndescription: d\nversion: 2\n---\nSteps.",
+            "key 'version' is not in the Agent Skills format",
+        ),
+        ("---\nname: x--skill\ndescription: d\n---\nSteps.", "single hyphens"),
+        ("---\nname: x-skill\ndescription: " + "d" * 1025 + "\n---\nSteps.", "at most 1024"),
+        ("---\nname: x-skill\ndescription: d\ncompatibility: " + "c" * 501 + "\n---\nSteps.", "at most 500"),
+        ("---\nname: x-skill\ndescription: d\nmetadata: plain\n---\nSteps.", "metadata is a map"),
+        ("---\nname: x-skill\ndescription: [a, b]\n---\nSteps.", "flow collection"),
+        ("---\nname: x-skill\ndescription: d\n---\n", "no instructions"),
+        ("---\nname: x-skill\ndescription: d\nname: y\n---\nSteps.", "given twice"),
+    ],
+)
+def test_a_skill_md_that_does_not_conform_is_refused_in_words(text, reason):
+    reading = read("skills", [SourceFile("x-skill/SKILL.md", text)])
+    assert reading.lessons == [] and len(reading.unreadable) == 1
+    assert reading.unreadable[0].reason.startswith("not an Agent Skill: ") and reason in reading.unreadable[0].reason
+
+
+def test_claude_code_skills_may_use_its_own_keys_and_omit_the_name():
+    text = "---\ndescription: 'Fix a flaky test. Use when CI fails twice.'\nallowed-tools:\n  - Read\n  - Bash\nmodel: sonnet\n---\nRerun it."
+    [lesson] = read("claude-code", [SourceFile(".claude/skills/fix-flaky/SKILL.md", text)]).lessons
+    assert lesson.skill.slug == "fix-flaky" and ("allowed-tools", "Read Bash") in lesson.tool_ids
+    refused = read("skills", [SourceFile("fix-flaky/SKILL.md", text)])
+    assert "key 'model' is not in the Agent Skills format" in refused.unreadable[0].reason
+
+
+def test_the_consoles_own_skill_md_reads_back_as_the_draft_it_was_written_from():
+    from curation.rules.skill_format import SourceLine, render_skill_md
+
+    sections = {
+        "when_to_use": "Rotating keys.",
+        "steps": "1. Revoke.\n2. Issue.",
+        "parameters": "",
+        "verification": "The old key fails.",
+        "rollback": "Restore the old key.",
+        "pitfalls": "",
+    }
+    text = render_skill_md(
+        slug="rotate-keys",
+        description='Rotate the "deploy" keys: safely.',
+        sections=sections,
+        sources=[SourceLine(12, "acme", "Rotating keys", "https://x/entries/12/")],
+    )
+    [lesson] = read("claude-code", [SourceFile("skills/rotate-keys/SKILL.md", text)]).lessons
+    draft = lesson.skill
+    assert (draft.slug, draft.description, draft.exported_entries) == (
+        "rotate-keys",
+        'Rotate the "deploy" keys: safely.',
+        (12,),
+    )
+    assert {k: getattr(draft, k) for k in sections} == sections
+    assert lesson.origin == "this console's export"

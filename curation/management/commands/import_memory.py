@@ -2,10 +2,11 @@
 
     python manage.py import_memory ~/.claude/projects/my-app/memory --from claude-code --scope acme/my-app
     python manage.py import_memory mem0-export.json --from mem0 --scope acme/support --dry-run
+    python manage.py import_memory ./skills --from skills --scope acme/platform
 
 PATH is a file, a folder or a .zip. Each lesson is submitted as an agent's candidate would be (redaction,
 tombstones, exact and near duplicates, conflicts, admission policies), in batches, with its provenance as
-evidence. Run it again after an interruption: what landed is skipped, the rest goes in. --dry-run prints
+evidence; a SKILL.md becomes a skill proposal for a lead. Run it again after an interruption: what landed is skipped, the rest goes in. --dry-run prints
 what would be added, merged, held, refused or skipped, per reason, and writes nothing.
 """
 
@@ -32,7 +33,7 @@ def progress_line(report: ImportReport) -> str:
 
 
 class Command(BaseCommand):
-    help = "Import Claude Code, Codex, Mem0, JSONL or Markdown memory as candidate lessons."
+    help = "Import Claude Code, Codex, Letta, Agent Skills, Mem0, JSONL or Markdown memory as candidates."
 
     def add_arguments(self, parser):
         parser.add_argument("path", help="a file, a folder or a .zip")
