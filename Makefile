@@ -91,3 +91,10 @@ bench-injection: $(STAMP)
 
 clean:
 	rm -rf $(VENV) data
+
+# 10,000 lessons imported from a JSONL file (lessons/s, CPU a lesson) beside the agent-API path's CPU a lesson
+.PHONY: bench-import
+bench-import: $(STAMP)
+	$(BIN)/python benchmarks/import_bench.py --db sqlite; sqlite=$$?; \
+	$(BIN)/python benchmarks/import_bench.py --db postgres; postgres=$$?; \
+	exit $$(( sqlite || postgres ))

@@ -8,6 +8,7 @@ from curation.views import (
     entries,
     forgets,
     health,
+    imports,
     learning,
     maintenance,
     releases,
@@ -56,6 +57,7 @@ urlpatterns = [
     path("learning/holdout/", scope_policies.moved_to("holdout")),
     path("admission/", scope_policies.moved_to("admission")),
     path("replay/latest/<str:name>", dashboard.replay_report, name="replay-report"),
+    path("imports/", imports.upload, name="imports"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import hmac
+import io
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -72,6 +73,15 @@ class ImportReport:
     def done(self) -> int:
         return sum(self.counts.values())
 
+    def rows(self) -> list[dict]:
+        """The report as table rows, in the order of `lines`."""
+        return [
+            {"outcome": outcome, "reason": reason, "count": count, "examples": self.examples[(outcome, reason)]}
+            for (outcome, reason), count in sorted(
+                self.counts.items(), key=lambda kv: (OUTCOMES.index(kv[0][0]), kv[0][1])
+            )
+        ]
+
     def lines(self) -> list[str]:
         """The report in words: one line per outcome and reason, with where the first ones were."""
         verb = "would be" if self.dry_run else "were"
@@ -119,27 +129,66 @@ def _is_source_file(candidate: Path, root: Path) -> bool:
 
 
 def _zip_files(path: Path) -> list[SourceFile]:
+    with open(path, "rb") as stream:
+        return zip_files(stream, name=str(path))
+
+
+SOURCE_MAX_BYTES = 200 * 1024 * 1024  # what a whole archive may unpack to
+ZIP_RATIO_MAX = 100  # a member that unpacks to more than 100 times its packed size is no text file
+
+
+def zip_files(stream, *, name: str) -> list[SourceFile]:
+    """The text files of a zip archive. Refused, in words, before anything is unpacked: a member whose path
+    leaves the archive (absolute, or climbing with '..'), more files or more bytes than a source holds, or a
+    member packed so tightly it is a zip bomb; while unpacking, a member larger than its header said."""
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(stream)
     except zipfile.BadZipFile:
-        raise SourceError(f"{path} is not a zip file.") from None
+        raise SourceError(f"{name} is not a zip file.") from None
     with archive:
         members = [m for m in archive.infolist() if not m.is_dir()]
         if len(members) > SOURCE_MAX_FILES:
-            raise SourceError(f"{path} holds {len(members)} files; at most {SOURCE_MAX_FILES}.")
-        files = []
+            raise SourceError(f"{name} holds {len(members)} files; at most {SOURCE_MAX_FILES}.")
+        total = 0
         for member in members:
-            name = PurePosixPath(member.filename)
-            if name.is_absolute() or ".." in name.parts:
-                continue  # a path that climbs out of the archive names no file of the source
+            path = PurePosixPath(member.filename.replace("\\", "/"))
+            if path.is_absolute() or ".." in path.parts or (path.parts and ":" in path.parts[0]):
+                raise SourceError(f"{name}: {member.filename!r} names a path outside the archive; nothing was read.")
             if member.file_size > FILE_MAX_BYTES:
                 raise SourceError(f"{member.filename} is larger than {FILE_MAX_BYTES // (1024 * 1024)} MB.")
+            if member.file_size > 1024 * 1024 and member.file_size > ZIP_RATIO_MAX * max(member.compress_size, 1):
+                raise SourceError(
+                    f"{name}: {member.filename!r} unpacks to {member.file_size // member.compress_size}x its packed "
+                    "size: refused as a zip bomb; nothing was read."
+                )
+            total += member.file_size
+        if total > SOURCE_MAX_BYTES:
+            raise SourceError(f"{name} unpacks to more than {SOURCE_MAX_BYTES // (1024 * 1024)} MB; nothing was read.")
+        files = []
+        for member in members:
+            with archive.open(member) as opened:
+                data = opened.read(FILE_MAX_BYTES + 1)
+            if len(data) > member.file_size:  # the header lied about the size
+                raise SourceError(f"{name}: {member.filename!r} is larger than its header says; nothing was read.")
             try:
-                text = archive.read(member).decode("utf-8")
+                text = data.decode("utf-8")
             except UnicodeDecodeError:
                 continue
-            files.append(SourceFile(name.as_posix(), text))
+            files.append(SourceFile(PurePosixPath(member.filename.replace("\\", "/")).as_posix(), text))
     return files
+
+
+def upload_files(name: str, data: bytes) -> list[SourceFile]:
+    """An uploaded source: a zip's files, or the one file by its name (no folder of it is ever read)."""
+    if name.lower().endswith(".zip") or data[:4] == b"PK\x03\x04":
+        return zip_files(io.BytesIO(data), name=name)
+    if len(data) > FILE_MAX_BYTES:
+        raise SourceError(f"{name} is larger than {FILE_MAX_BYTES // (1024 * 1024)} MB.")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SourceError(f"{name} is not UTF-8 text: no memory format is binary.") from None
+    return [SourceFile(PurePosixPath(name.replace("\\", "/")).name or "upload", text)]
 
 
 _KEY_PURPOSE = b"memoryadmin import keys v1"
