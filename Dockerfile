@@ -29,6 +29,9 @@ USER app
 # Static files are collected at build time (settings' DEBUG defaults on here, so no SECRET_KEY is
 # needed); data/ stays writable by the app user for celerybeat-schedule.
 RUN python manage.py collectstatic --noinput
+# The folder a lead's upload waits in for the worker (docker-compose.yml mounts one volume there in web and
+# worker); made here so the volume starts owned by the app user.
+RUN mkdir -p /app/data/uploads
 
 EXPOSE 8000
 # gunicorn.conf.py: uvicorn workers serving memoryadmin.asgi (Django and /mcp), the bind address, and an

@@ -441,6 +441,31 @@ class ImportRecord(models.Model):
     created_at = models.DateTimeField(default=clock.now)
 
 
+class ImportJob(models.Model):
+    """A lead's upload imported by a worker (a dry run, then the import the lead confirms), and how far it has
+    got: what the page polls. The upload's bytes are not here (services/import_uploads keeps them on disk)."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    upload_id = models.CharField(max_length=32)
+    name = RedactedCharField(max_length=255)  # the uploaded file's name
+    format = models.CharField(max_length=16)
+    scope = models.CharField(max_length=255, validators=[clean_scope])
+    dry_run = models.BooleanField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    rows = RedactedJSONField(default=list, blank=True)  # the report: outcome, reason, count, where the first were
+    error = RedactedTextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=clock.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+
 class Arm(models.TextChoices):
     """What a retrieval served, for the holdout comparison: curated memory, or nothing at all."""
 

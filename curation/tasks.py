@@ -16,6 +16,7 @@ from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from curation import sweeps
+from curation.services.import_jobs import run_job
 
 try:  # the Redis client is there whenever the broker is Redis
     from redis.exceptions import ConnectionError as RedisConnectionError
@@ -54,3 +55,19 @@ def _lifecycle_task(task_name: str):
 
 # One task per sweep of the registry, named curation.rules.lifecycle.<sweep> (the beat schedule's names).
 TASKS = {name: _lifecycle_task(name) for name in sweeps.TASK_NAMES}
+
+
+@shared_task(
+    name="curation.imports.run_import_job",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=RETRY_ON,
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    time_limit=settings.CELERY_TASK_TIME_LIMIT,
+)
+def run_import_job(job_id: int) -> dict:
+    """A lead's uploaded import (or its dry run); run again, it skips what landed (services.import_jobs)."""
+    job = run_job(job_id)
+    return {"job": job.pk, "state": job.state, "done": job.done}

@@ -58,6 +58,8 @@ urlpatterns = [
     path("admission/", scope_policies.moved_to("admission")),
     path("replay/latest/<str:name>", dashboard.replay_report, name="replay-report"),
     path("imports/", imports.upload, name="imports"),
+    path("imports/jobs/<int:job_id>/", imports.job_page, name="import-job"),
+    path("imports/jobs/<int:job_id>/progress/", imports.job_progress, name="import-job-progress"),
     path("maintenance/", maintenance.page, name="maintenance"),
     path("maintenance/<str:task>/run/", maintenance.run_now, name="maintenance-run"),
 ]

@@ -4,8 +4,12 @@ itself on confirmation. Both run the import service (the agents' ingest, every c
 checked on the server at each step."""
 
 from django.core.exceptions import ValidationError
-from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+from kombu.exceptions import OperationalError as BrokerOperationalError
+
+from curation.models import ImportJob
 
 from curation.rules import access
 from curation.rules.memory_import import FORMATS, read
@@ -17,10 +21,12 @@ from curation.services.import_uploads import (
     stage_upload,
     staged_upload,
 )
+from curation.services.import_jobs import job_for, start_job
 from curation.services.imports import SourceError, import_memory, upload_files
+from curation.tasks import run_import_job
 
 SESSION_KEY = "import_upload"
-PAGE_LESSONS_MAX = 2_000  # what one request imports; a larger source goes through the command, in batches
+INLINE_LESSONS_MAX = 500  # one batch: imported within the request; a larger source is a worker's job
 
 FORMAT_LABELS = {
     "claude-code": "Claude Code (CLAUDE.md, .claude/rules, auto memory, .claude/skills)",
@@ -39,7 +45,7 @@ def _form_context(request, **extra) -> dict:
         "formats": [(name, FORMAT_LABELS.get(name, name)) for name in FORMATS],
         "prefixes": prefixes or [],
         "limit_mb": UPLOAD_MAX_BYTES // (1024 * 1024),
-        "lessons_max": PAGE_LESSONS_MAX,
+        "inline_max": INLINE_LESSONS_MAX,
         **extra,
     }
 
@@ -96,14 +102,16 @@ def _preview(request):
         return render(
             request, "curation/imports.html", _form_context(request, form=form, errors={"file": str(exc)}), status=400
         )
-    if len(reading.lessons) > PAGE_LESSONS_MAX:
-        problem = (
-            f"{uploaded.name} holds {len(reading.lessons):,} lessons; this page imports up to {PAGE_LESSONS_MAX:,}. "
-            f"Run: python manage.py import_memory {uploaded.name} --from {form['format']} --scope {scope}"
+    if len(reading.lessons) > INLINE_LESSONS_MAX:
+        job = start_job(
+            actor=request.user,
+            upload_id=stage_upload(data),
+            name=uploaded.name,
+            format=form["format"],
+            scope=scope,
+            dry_run=True,
         )
-        return render(
-            request, "curation/imports.html", _form_context(request, form=form, errors={"file": problem}), status=400
-        )
+        return _enqueue(request, job)
     report = import_memory(reading, prefix=scope, label=_label(request, form["format"]), dry_run=True)
     previous = request.session.get(SESSION_KEY)
     if previous:
@@ -143,3 +151,67 @@ def _confirm(request, action: str):
     report = import_memory(reading, prefix=scope, label=_label(request, staged["format"]))
     discard_upload(staged["id"])
     return render(request, "curation/imports.html", _form_context(request, result=report, upload=staged))
+
+
+def _enqueue(request, job: ImportJob):
+    """Hand the (committed) job to a worker, and show its page, which polls its progress."""
+    try:
+        run_import_job.apply_async(args=[job.pk])
+    except BrokerOperationalError:
+        ImportJob.objects.filter(pk=job.pk).update(
+            state=ImportJob.State.FAILED, error="The task queue could not be reached: try again in a minute."
+        )
+    return redirect("curation:import-job", job_id=job.pk)
+
+
+def _job(request, job_id: int) -> ImportJob:
+    try:
+        return job_for(request.user, job_id)
+    except ImportJob.DoesNotExist:
+        raise Http404("No such import of yours.") from None
+
+
+@require_http_methods(["GET", "POST"])
+@require(IMPORT_MEMORY, "Only leads import memory.")
+def job_page(request, job_id: int):
+    """A job's page: its progress while it runs; a finished dry run's report with Import now and Cancel."""
+    job = _job(request, job_id)
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if not job.dry_run or job.state != ImportJob.State.DONE or action not in ("import", "cancel"):
+            return render(
+                request,
+                "curation/imports.html",
+                _form_context(request, job=job, problem="Only a finished dry run is imported or cancelled."),
+                status=400,
+            )
+        if ImportJob.objects.filter(upload_id=job.upload_id, dry_run=False).exists():
+            real = ImportJob.objects.filter(upload_id=job.upload_id, dry_run=False).first()
+            return redirect("curation:import-job", job_id=real.pk)  # confirmed already: show that import
+        if action == "cancel":
+            discard_upload(job.upload_id)
+            return render(
+                request, "curation/imports.html", _form_context(request, notice="Cancelled: nothing was imported.")
+            )
+        try:
+            real = start_job(
+                actor=request.user,
+                upload_id=job.upload_id,
+                name=job.name,
+                format=job.format,
+                scope=_checked_scope(request, job.scope),
+                dry_run=False,
+            )
+        except ValidationError as exc:
+            return render(
+                request, "curation/imports.html", _form_context(request, problem=" ".join(exc.messages)), status=400
+            )
+        return _enqueue(request, real)
+    return render(request, "curation/imports.html", _form_context(request, job=job))
+
+
+@require_GET
+@require(IMPORT_MEMORY, "Only leads import memory.")
+def job_progress(request, job_id: int):
+    """The job's progress block, polled by its page until the job has finished."""
+    return render(request, "curation/partials/import_job.html", {"job": _job(request, job_id)})

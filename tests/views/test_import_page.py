@@ -11,7 +11,10 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from curation.models import Entry, ImportRecord, SkillProposal
+from curation.models import Entry, ImportJob, ImportRecord, SkillProposal
+from curation.services import import_jobs, imports
+from curation.services.import_jobs import run_job
+from curation.views import imports as import_views
 from tests.factories import client_for, make_user
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "import"
@@ -130,3 +133,69 @@ def test_a_binary_file_and_a_broken_zip_are_refused(lead):
     assert response.status_code == 400 and "is not UTF-8 text" in response.content.decode()
     response = preview(client, b"not a zip", "notes.zip", "markdown", "acme")
     assert response.status_code == 400 and "notes.zip is not a zip file." in response.content.decode()
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """The jobs handed to the task queue (a worker runs them: here, the test, with run_job)."""
+    sent = []
+    monkeypatch.setattr(import_views, "INLINE_LESSONS_MAX", 4)
+    monkeypatch.setattr(import_views.run_import_job, "apply_async", lambda args: sent.append(args[0]))
+    return sent
+
+
+def test_a_larger_upload_runs_as_a_job_whose_progress_the_page_polls(lead, queued, monkeypatch):
+    client = client_for(lead)
+    response = preview(client, zipped(FIXTURES / "claude-code"), "cc.zip", "claude-code", "acme/app")
+    [dry_id] = queued
+    assert response.status_code == 302 and response.url == reverse("curation:import-job", args=[dry_id])
+    progress_url = reverse("curation:import-job-progress", args=[dry_id])
+    page = client.get(response.url).content.decode()
+    assert "Waiting for a worker" in page and 'hx-trigger="every 1s"' in page and progress_url in page
+    run_job(dry_id)
+    assert Entry.objects.count() == 0
+    done = client.get(progress_url).content.decode()
+    assert 'hx-trigger="every 1s"' not in done and "Import now" in done and "nothing was written" in done
+    assert "waits for review; a skill proposal for a lead" in done
+
+    # The import: the worker is lost after the first batch; delivered again, it finishes without doubles.
+    response = client.post(reverse("curation:import-job", args=[dry_id]), {"action": "import"})
+    real_id = queued[-1]
+    assert response.url == reverse("curation:import-job", args=[real_id]) and real_id != dry_id
+    real, calls = imports.submit_batch, []
+
+    def lost_after_one_batch(**kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("worker lost")
+        return real(**kwargs)
+
+    monkeypatch.setattr(imports, "submit_batch", lost_after_one_batch)
+    monkeypatch.setattr(import_jobs, "JOB_BATCH_SIZE", 5)
+    with pytest.raises(RuntimeError):
+        run_job(real_id)
+    job = ImportJob.objects.get(pk=real_id)
+    assert (job.state, job.done, job.total) == ("running", 5, 13) and Entry.objects.count() == 5
+    running = client.get(reverse("curation:import-job-progress", args=[real_id])).content.decode()
+    assert '<progress max="13" value="5">' in running and 'hx-trigger="every 1s"' in running
+    monkeypatch.setattr(imports, "submit_batch", real)
+    run_job(real_id)
+    assert Entry.objects.count() == ImportRecord.objects.count() == 13 and SkillProposal.objects.count() == 1
+    finished = client.get(reverse("curation:import-job-progress", args=[real_id])).content.decode()
+    assert "already imported" in finished and "Review the candidates" in finished
+    # Confirming the dry run again shows the same import; no second one.
+    again = client.post(reverse("curation:import-job", args=[dry_id]), {"action": "import"})
+    assert again.url == reverse("curation:import-job", args=[real_id]) and ImportJob.objects.count() == 2
+
+
+def test_a_job_is_its_leads_alone(lead, queued):
+    preview(client_for(lead), zipped(FIXTURES / "codex"), "codex.zip", "codex", "acme")
+    [job_id] = queued
+    other = client_for(make_user("lou", "lead"))
+    assert other.get(reverse("curation:import-job", args=[job_id])).status_code == 404
+    assert other.post(reverse("curation:import-job", args=[job_id]), {"action": "import"}).status_code == 404
+    assert (
+        client_for(make_user("rae", "reviewer")).get(reverse("curation:import-job", args=[job_id])).status_code == 403
+    )
+    unfinished = client_for(lead).post(reverse("curation:import-job", args=[job_id]), {"action": "import"})
+    assert unfinished.status_code == 400 and "Only a finished dry run" in unfinished.content.decode()
