@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import time
 
 from django.conf import settings
 
 UPLOAD_MAX_BYTES = 10 * 1024 * 1024  # a file or a zip sent through the page
+UPLOAD_KEPT_SECONDS = 2 * 24 * 3600  # a preview nobody confirmed: its upload goes after two days
 _UPLOAD_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -29,6 +31,7 @@ def stage_upload(data: bytes) -> str:
     upload_id = secrets.token_hex(16)
     folder = settings.DATA_DIR / "uploads"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _discard_stale(folder)
     descriptor = os.open(_path(upload_id), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "wb") as staged:
         staged.write(data)
@@ -47,3 +50,14 @@ def discard_upload(upload_id: str) -> None:
         _path(upload_id).unlink(missing_ok=True)
     except UploadGone:
         pass
+
+
+def _discard_stale(folder) -> None:
+    """Uploads previewed and never imported nor cancelled, older than UPLOAD_KEPT_SECONDS."""
+    cutoff = time.time() - UPLOAD_KEPT_SECONDS
+    for staged in folder.iterdir():
+        try:
+            if _UPLOAD_ID.match(staged.name) and staged.stat().st_mtime < cutoff:
+                staged.unlink()
+        except OSError:
+            continue  # another process removed it meanwhile

@@ -3,6 +3,8 @@ writes nothing, then the import on confirmation; role and scope checked on the s
 bomb or a path outside the archive refused in words."""
 
 import io
+import os
+import time
 import zipfile
 from pathlib import Path
 
@@ -199,3 +201,15 @@ def test_a_job_is_its_leads_alone(lead, queued):
     )
     unfinished = client_for(lead).post(reverse("curation:import-job", args=[job_id]), {"action": "import"})
     assert unfinished.status_code == 400 and "Only a finished dry run" in unfinished.content.decode()
+
+
+def test_an_upload_never_confirmed_is_removed_after_two_days(lead):
+    client = client_for(lead)
+    preview(client, (FIXTURES / "mem0" / "export.json").read_bytes(), "export.json", "mem0", "acme")
+    old = settings.DATA_DIR / "uploads" / client.session["import_upload"]["id"]
+    three_days_ago = time.time() - 3 * 24 * 3600
+    os.utime(old, (three_days_ago, three_days_ago))
+    client_for(make_user("lou", "lead")).post(
+        PAGE, {"action": "preview", "format": "mem0", "scope": "acme", "file": SimpleUploadedFile("e.json", b"[]")}
+    )
+    assert not old.exists() and len(list((settings.DATA_DIR / "uploads").iterdir())) == 1
