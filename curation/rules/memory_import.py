@@ -6,7 +6,8 @@ disk or a database; the import service submits the lessons through the agents' o
 The trust a format deserves: a file people write and keep (CLAUDE.md, AGENTS.md, a team's notes) is a
 person's statement, `external`, and its bullets are the team's agreed rules (`preference`); a line an agent
 wrote about its own work (Claude Code's auto memory, Codex's memories, a Mem0 memory an LLM extracted from a
-conversation, an agent's JSONL) is the agent's claim, `self`."""
+conversation, an agent's JSONL, every file of a Letta MemFS repository, its skills included) is the agent's
+claim, `self`. A SKILL.md of an Agent Skills folder or of Claude Code's skills is people's (`external`)."""
 
 from __future__ import annotations
 
@@ -242,7 +243,12 @@ def _read_claude_code(source: SourceFile, files, reading: Reading) -> None:
     if _SKILL_FILE.search(source.path):
         # .claude/skills/<name>/SKILL.md, or skills/<name>/SKILL.md of this console's export.
         _skill_lesson(
-            source, reading, format="claude-code", origin="Claude Code skill (written by people)", claude_code=True
+            source,
+            reading,
+            format="claude-code",
+            origin="Claude Code skill (written by people)",
+            signal=Signal.EXTERNAL,
+            claude_code=True,
         )
     elif _EXPORT_INDEX.search(source.text):
         return  # this console's own index: its topic files hold the lessons
@@ -355,12 +361,11 @@ def _read_codex(source: SourceFile, files, reading: Reading) -> None:
 # --- Skills: Agent Skills folders, and the skills of Claude Code and Letta ------------------------------------
 
 
-def _skill_lesson(source: SourceFile, reading: Reading, *, format: str, origin: str, claude_code: bool = False):
+def _skill_lesson(
+    source: SourceFile, reading: Reading, *, format: str, origin: str, signal: str, claude_code: bool = False
+) -> None:
     """A SKILL.md as one procedure lesson (what the ingest checks) carrying its draft (what becomes a skill
     proposal for a lead); a file that is not an Agent Skill is refused with what is wrong."""
-    signal = Signal.EXTERNAL
-    if format == "letta":
-        signal = Signal.SELF  # a Letta agent writes its own skills into its memory repository
     try:
         draft = read_skill_md(source.path, source.text, claude_code=claude_code)
     except NotConforming as exc:
@@ -392,7 +397,9 @@ def _skill_lesson(source: SourceFile, reading: Reading, *, format: str, origin: 
 # scripts/, references/ and assets/ beside it are not lessons.
 def _read_skills(source: SourceFile, files, reading: Reading) -> None:
     if posixpath.basename(source.path) == "SKILL.md" and "/" in source.path:
-        _skill_lesson(source, reading, format="skills", origin="Agent Skills folder (written by people)")
+        _skill_lesson(
+            source, reading, format="skills", origin="Agent Skills folder (written by people)", signal=Signal.EXTERNAL
+        )
     else:
         reading.ignored.append(source.path)
 
@@ -406,7 +413,8 @@ _LETTA_SYSTEM = re.compile(r"(^|/)system/.+\.md$", re.I)
 
 def _read_letta(source: SourceFile, files, reading: Reading) -> None:
     if _SKILL_FILE.search(source.path):
-        _skill_lesson(source, reading, format="letta", origin="Letta skill (written by the agent)")
+        # A Letta agent writes its skills into its memory repository itself.
+        _skill_lesson(source, reading, format="letta", origin="Letta skill (written by the agent)", signal=Signal.SELF)
         return
     if not source.path.lower().endswith(".md") or "/.git/" in f"/{source.path}":
         reading.ignored.append(source.path)
