@@ -91,3 +91,13 @@ bench-injection: $(STAMP)
 
 clean:
 	rm -rf $(VENV) data
+
+# a hot standby of the local PostgreSQL on port 5439, streaming from it (scripts/replica.sh); `make replica-up`
+# prints the DATABASE_REPLICA_URL to export, `make replica-down` stops and drops it
+replica-up:
+	@bash scripts/replica.sh up
+.PHONY: replica-up
+
+replica-down:
+	@bash scripts/replica.sh down
+.PHONY: replica-down
