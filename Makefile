@@ -101,3 +101,8 @@ replica-up:
 replica-down:
 	@bash scripts/replica.sh down
 .PHONY: replica-down
+
+# retrieval on a real hot standby: its time against the primary's, the fallback after a publish and while stopped
+bench-replica: $(STAMP)
+	$(BIN)/python benchmarks/replica_bench.py
+.PHONY: bench-replica

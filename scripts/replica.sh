@@ -62,7 +62,7 @@ check_primary() {
 
 up() {
   check_primary
-  if exists && standby "SELECT pg_is_in_recovery()" 2>/dev/null | grep -q t; then
+  if exists && standby "SELECT pg_is_in_recovery()" 2>/dev/null | grep -q t && [ "$(streaming)" = streaming ]; then
     url
     return
   fi
@@ -93,6 +93,11 @@ up() {
     sleep 0.5
   done
   standby "SELECT pg_is_in_recovery()" | grep -q t || { echo "replica: the standby did not start" >&2; exit 1; }
+  for _ in $(seq 120); do  # up once it streams: it has caught up with the primary's WAL at least once
+    [ "$(streaming)" = streaming ] && break
+    sleep 0.5
+  done
+  [ "$(streaming)" = streaming ] || { echo "replica: the standby does not stream from the primary" >&2; exit 1; }
   url
 }
 
@@ -101,6 +106,11 @@ url() {
   python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); h = p.netloc.rsplit("@", 1); \
 host = (h[1] if len(h) == 2 else h[0]).rsplit(":", 1)[0]; \
 print(u.urlunsplit(p._replace(netloc=(h[0] + "@" if len(h) == 2 else "") + host + ":" + sys.argv[2])))' "$DB_URL" "$PORT"
+}
+
+streaming() {
+  primary "SELECT r.state FROM pg_stat_replication r JOIN pg_replication_slots s ON s.active_pid = r.pid
+    WHERE s.slot_name = '$SLOT'"
 }
 
 lag() {
