@@ -38,6 +38,10 @@ drop() {
   if exists; then
     pg_dropcluster --stop "$VERSION" "$NAME"
   fi
+  for _ in $(seq 40); do  # the primary's walsender lets go of the slot once it sees the standby gone
+    [ -z "$(primary "SELECT 1 FROM pg_replication_slots WHERE slot_name = '$SLOT' AND active")" ] && break
+    sleep 0.25
+  done
   primary "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '$SLOT' AND NOT active" >/dev/null
 }
 
