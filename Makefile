@@ -98,3 +98,18 @@ bench-import: $(STAMP)
 	$(BIN)/python benchmarks/import_bench.py --db sqlite; sqlite=$$?; \
 	$(BIN)/python benchmarks/import_bench.py --db postgres; postgres=$$?; \
 	exit $$(( sqlite || postgres ))
+
+# a hot standby of the local PostgreSQL on port 5439, streaming from it (scripts/replica.sh); `make replica-up`
+# prints the DATABASE_REPLICA_URL to export, `make replica-down` stops and drops it
+replica-up:
+	@bash scripts/replica.sh up
+.PHONY: replica-up
+
+replica-down:
+	@bash scripts/replica.sh down
+.PHONY: replica-down
+
+# retrieval on a real hot standby: its time against the primary's, the fallback after a publish and while stopped
+bench-replica: $(STAMP)
+	$(BIN)/python benchmarks/replica_bench.py
+.PHONY: bench-replica

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import dj_database_url
+from kombu import Exchange, Queue
 from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -233,6 +234,10 @@ CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS"
 
 # --- Celery ---------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+# A task's lease: a message taken by a worker that dies before acknowledging it (acks_late) goes back to its
+# queue this long after it was taken, for another worker. A running task is stopped well before (the time
+# limits below), so a slow one is never handed to a second worker while it still runs.
+TASK_LEASE_SECONDS = int(os.environ.get("MEMORYADMIN_TASK_LEASE_SECONDS", "3600"))
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = DATA_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -244,13 +249,33 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": TASK_LEASE_SECONDS,
+        # every worker looks for expired leases this often (kombu's default waits ~100 s between looks)
+        "unacked_restore_interval": min(10, max(1, TASK_LEASE_SECONDS // 10)),
+        "unacked_restore_throttle": 1,
+    }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_TASK_SOFT_TIME_LIMIT = 600
-CELERY_TASK_TIME_LIMIT = 900
+CELERY_TASK_TIME_LIMIT = min(900, TASK_LEASE_SECONDS // 2)
+CELERY_TASK_SOFT_TIME_LIMIT = min(600, CELERY_TASK_TIME_LIMIT * 2 // 3)
+# Two queues, each with its own worker: what a person is waiting for (the vacuum after a lead's purge, a
+# lead's "Run now" on the Maintenance page) and the scheduled sweeps, so a long nightly sweep never holds up a
+# lead's work. A worker started without -Q takes both (`make demo`); the sweeps' worker also takes the
+# interactive queue, so a killed interactive worker's task is taken over (README: Run it).
+TASK_QUEUE_INTERACTIVE = "interactive"
+TASK_QUEUE_SWEEPS = "sweeps"
+CELERY_TASK_DEFAULT_QUEUE = TASK_QUEUE_INTERACTIVE
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name), routing_key=name) for name in (TASK_QUEUE_INTERACTIVE, TASK_QUEUE_SWEEPS)
+]
+CELERY_TASK_ROUTES = {"curation.rules.lifecycle.*": {"queue": TASK_QUEUE_SWEEPS}}
+# A worker holds only the message it runs: a busy worker keeps nothing back from an idle one.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # Background curation (curation/tasks.py): each sweep's schedule is in its entry of curation/sweeps/registry.py,
 # and the curation app fills this from there when it starts (the registry imports the models, which the

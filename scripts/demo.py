@@ -32,6 +32,9 @@ def web_command(port: str) -> list[str]:
     ]
 
 
+WORKER = [PY, "-m", "celery", "-A", "memoryadmin", "worker", "--loglevel=warning", "--concurrency=1"]
+
+
 def manage(*args):
     subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True)
 
@@ -44,7 +47,9 @@ def main() -> int:
     data = Path(os.environ.get("MEMORYADMIN_DATA_DIR", ROOT / "data"))
     commands = {
         "web": web_command(port),
-        "worker": [PY, "-m", "celery", "-A", "memoryadmin", "worker", "--loglevel=warning", "--concurrency=1"],
+        # one worker per queue (memoryadmin/settings.py): a lead's task never waits behind a nightly sweep
+        "worker-interactive": [*WORKER, "-Q", "interactive", "--hostname", "interactive@%h"],
+        "worker-sweeps": [*WORKER, "-Q", "sweeps,interactive", "--hostname", "sweeps@%h"],
         "beat": [
             PY,
             "-m",
@@ -67,7 +72,7 @@ def main() -> int:
         f"password: {DEFAULT_PASSWORD}\n"
         f"  agent API: http://127.0.0.1:{port}/api/v1/docs with 'Authorization: Bearer {DEMO_AGENT_TOKEN}'\n"
         f"  MCP server: http://127.0.0.1:{port}/mcp (Streamable HTTP, the same token); README: Connect your agent\n"
-        "  web server, Celery worker and beat are running; Ctrl-C stops all of them.\n",
+        "  web server, a Celery worker per queue (interactive, sweeps) and beat are running; Ctrl-C stops all of them.\n",
         flush=True,
     )
 

@@ -6,11 +6,14 @@ Reviewer j signs in as `load-reviewer-j` and reviews scope `load/team<j>`; agent
 at the same moment is the console's concurrency tests' business, not a load figure. Names, passwords and
 tokens are the ones run.py seeds (LOAD_PASSWORD, token_key)."""
 
+import collections
+import json
+import os
 import random
 import re
 import uuid
 
-from locust import HttpUser, between, task
+from locust import HttpUser, between, events, task
 
 TEAMS = 8
 PASSWORD = "load-reviewer-password-7c1d"
@@ -25,6 +28,17 @@ _CARD = re.compile(
     r'name="csrfmiddlewaretoken" value="([^"]+)"><input type="hidden" name="version" value="(\d+)"'
 )
 _LOGIN_CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+# Which server answered each retrieval (the Memory-Read-From header), written for run.py when locust stops.
+READ_FROM: collections.Counter = collections.Counter()
+
+
+@events.quitting.add_listener
+def _write_read_counts(environment, **kwargs):
+    if path := os.environ.get("LOAD_READS_FILE"):
+        with open(path, "w") as handle:
+            json.dump(dict(READ_FROM), handle)
 
 
 def token_key(i: int) -> str:
@@ -108,6 +122,7 @@ class Agent(HttpUser):
         )
         if answer.status_code == 200:
             self.unreported.append(answer.json()["retrieval_id"])
+            READ_FROM[answer.headers.get("Memory-Read-From", "primary")] += 1
 
     @task(3)
     def report_an_outcome(self):

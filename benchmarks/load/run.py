@@ -2,11 +2,16 @@
 
     LOAD_MINUTES=10 .venv/bin/python benchmarks/load/run.py        (make load; LOAD_MINUTES shortens it)
 
-Starts gunicorn (uvicorn workers, 127.0.0.1), a Celery worker and beat (the sweeps on their schedule) on
-PostgreSQL and Redis, then runs locust headless for LOAD_MINUTES: 8 reviewers deciding candidates in the
-console and 32 agents retrieving, submitting and reporting outcomes (benchmarks/load/locustfile.py).
-Prints, per endpoint, the requests, failures (must be 0) and p50/p95/p99, and the database's size and its
-tables' dead tuples (pg_stat_user_tables) before and after. Exits non-zero on any failure.
+Starts a hot standby of the local PostgreSQL (scripts/replica.sh, where the cluster tools are installed and
+this runs as root; LOAD_REPLICA=0 leaves it out), gunicorn (uvicorn workers, 127.0.0.1) reading agents'
+retrievals there, a Celery worker per queue and beat (the sweeps on their schedule) on PostgreSQL and Redis,
+then runs locust headless for LOAD_MINUTES: 8 reviewers deciding candidates in the console and 32 agents
+retrieving, submitting and reporting outcomes (benchmarks/load/locustfile.py). Meanwhile a lead publishes
+every 30 s, the nightly detection sweeps are started at once (the sweeps' worker is busy, as at night), and
+one probe task a queue every 10 s measures each queue's wait (sent to started).
+Prints, per endpoint, the requests, failures (must be 0) and p50/p95/p99; each queue's wait; the standby's
+replay lag and the share of retrievals each server answered; and the database's size and its tables' dead
+tuples (pg_stat_user_tables) before and after. Exits non-zero on any failure.
 
 Its own database, LOAD_DATABASE_URL (default memoryadmin_load), seeded on the first run: 8 reviewers with a
 scope each, 32 agent tokens, LOAD_ENTRIES active entries released as the published version, and a few
@@ -14,11 +19,15 @@ hundred candidates waiting. Redis: LOAD_REDIS_URL (default redis://127.0.0.1:637
 """
 
 import csv
+import json
 import os
+import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -46,6 +55,12 @@ os.environ.update(
     SECURE_SSL_REDIRECT="false",
     SECURE_COOKIES="false",
 )
+
+REPLICA = os.environ.get("LOAD_REPLICA", "1") != "0"
+PUBLISH_SECONDS = 30
+PROBE_SECONDS = 10
+LAG_SAMPLE_SECONDS = 1
+PROBES = {"interactive": "vacuum_purged", "sweeps": "capacity"}  # what a purge sends; a short scheduled sweep
 
 from locustfile import PASSWORD, TEAMS, WORDS, token_key  # noqa: E402
 from queue_bench import ensure_database  # noqa: E402
@@ -138,6 +153,102 @@ def database_figures() -> dict:
     return {"size": size, "tables": tables}
 
 
+def start_replica() -> str | None:
+    """The standby's URL for the load database, or None where it cannot be made here."""
+    if not REPLICA:
+        return None
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("pg_createcluster", "pg_basebackup")):
+        print("no hot standby: the cluster tools need root and Debian's postgresql-common", flush=True)
+        return None
+    started = time.perf_counter()
+    url = subprocess.run(
+        ["bash", str(ROOT / "scripts/replica.sh"), "up"],
+        env=dict(os.environ),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    print(f"hot standby at {url} ({time.perf_counter() - started:.0f} s to make)", flush=True)
+    return url
+
+
+class Background(threading.Thread):
+    """During the load: a lead publishes, probes measure each queue's wait, the standby's lag is sampled."""
+
+    def __init__(self, replica: bool):
+        super().__init__(daemon=True)
+        self.replica = replica
+        self.stopping = threading.Event()
+        self.sent: dict[str, tuple[str, float]] = {}  # probe's triggered_by -> (queue, sent at)
+        self.lag_bytes: list[int] = []
+        self.lag_ms: list[float] = []
+        self.publishes = 0
+
+    def run(self):
+        from django.contrib.auth.models import Group, User
+        from django.core.exceptions import ValidationError
+        from django.db import connection
+
+        from curation.services.releases import publish_version
+        from curation.tasks import TASKS
+
+        lead, _ = User.objects.get_or_create(username="load-lead")
+        lead.groups.add(Group.objects.get(name="lead"))
+        for name in ("consolidation", "conflicts"):  # the night's long sweeps, on the sweeps' worker
+            TASKS[name].apply_async(kwargs={"triggered_by": "load: the night's sweeps"})
+        last_publish = last_probe = 0.0
+        n = 0
+        while not self.stopping.wait(LAG_SAMPLE_SECONDS):
+            now = time.monotonic()
+            if now - last_probe >= PROBE_SECONDS:
+                last_probe = now
+                for queue, task in PROBES.items():
+                    n += 1
+                    name = f"load-probe:{queue}:{n}"
+                    self.sent[name] = (queue, time.time())
+                    TASKS[task].apply_async(kwargs={"triggered_by": name}, queue=queue)
+            if now - last_publish >= PUBLISH_SECONDS:
+                last_publish = now
+                try:
+                    publish_version(actor=lead, summary="load: what the reviewers approved", acknowledge=True)
+                    self.publishes += 1
+                except ValidationError:  # nothing approved since the last one
+                    pass
+            if self.replica:
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), "
+                        "EXTRACT(epoch FROM replay_lag) * 1000 FROM pg_stat_replication"
+                    )
+                    for lag_bytes, lag_ms in cursor.fetchall():
+                        self.lag_bytes.append(int(lag_bytes or 0))
+                        self.lag_ms.append(float(lag_ms or 0))
+        connection.close()
+
+    def queue_waits(self) -> dict[str, tuple[list[float], list[float]]]:
+        """Per queue: the waits of the probes that started, and how long those still queued have waited."""
+        from curation.models import TaskRun
+
+        started_at = dict(
+            TaskRun.objects.filter(triggered_by__startswith="load-probe:").values_list("triggered_by", "started_at")
+        )
+        waits: dict[str, tuple[list[float], list[float]]] = {queue: ([], []) for queue in PROBES}
+        for name, (queue, sent) in self.sent.items():
+            if name in started_at:
+                waits[queue][0].append(started_at[name].timestamp() - sent)
+            else:
+                waits[queue][1].append(time.time() - sent)
+        return waits
+
+
+def _spread(values: list[float], unit: str, scale: float = 1.0) -> str:
+    if not values:
+        return "none measured"
+    ordered = sorted(v * scale for v in values)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return f"p50 {statistics.median(ordered):,.1f} {unit}, p95 {p95:,.1f} {unit}, max {ordered[-1]:,.1f} {unit} ({len(ordered)})"
+
+
 def start(name: str, argv: list[str], log: Path) -> subprocess.Popen:
     handle = open(log, "w")
     return subprocess.Popen(
@@ -184,6 +295,9 @@ def report(stats_csv: Path) -> int:
 
 def main() -> int:
     ensure_database(DB_URL)
+    replica_url = start_replica()
+    if replica_url:  # the web server and this process (its publishes fence the standby's reads) read there
+        os.environ["DATABASE_REPLICA_URL"] = replica_url
     import django
 
     django.setup()
@@ -192,6 +306,9 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     seed()
     before = database_figures()
+    from memoryadmin.celery import app
+
+    app.control.purge()  # what an earlier run left queued on this broker database
     logs = DATA / "logs"
     logs.mkdir()
     processes = {
@@ -214,20 +331,26 @@ def main() -> int:
             ],
             logs / "web.log",
         ),
-        "worker": start(
-            "worker",
-            [
-                str(BIN / "celery"),
-                "-A",
-                "memoryadmin",
-                "worker",
-                "--loglevel=warning",
-                "--concurrency=1",
-                "--hostname",
-                f"load@{os.uname().nodename}",
-            ],
-            logs / "worker.log",
-        ),
+        # One worker per queue, as the README runs them: the sweeps' worker also takes the interactive queue.
+        **{
+            f"worker-{queue}": start(
+                f"worker-{queue}",
+                [
+                    str(BIN / "celery"),
+                    "-A",
+                    "memoryadmin",
+                    "worker",
+                    "-Q",
+                    queues,
+                    "--loglevel=warning",
+                    "--concurrency=1",
+                    "--hostname",
+                    f"load-{queue}@{os.uname().nodename}",
+                ],
+                logs / f"worker-{queue}.log",
+            )
+            for queue, queues in (("interactive", "interactive"), ("sweeps", "sweeps,interactive"))
+        },
         "beat": start(
             "beat",
             [
@@ -250,6 +373,8 @@ def main() -> int:
             flush=True,
         )
         started = time.perf_counter()
+        background = Background(replica=bool(replica_url))
+        background.start()
         subprocess.run(
             [
                 str(BIN / "locust"),
@@ -274,14 +399,33 @@ def main() -> int:
             ],
             cwd=ROOT,
             check=False,
+            env={**os.environ, "LOAD_READS_FILE": str(DATA / "reads.json")},
             stdout=open(logs / "locust.log", "w"),
             stderr=subprocess.STDOUT,
         )
         elapsed = time.perf_counter() - started
         failures = report(DATA / "load_stats.csv")
         print(f"\n{elapsed / 60:.1f} minutes; failures: {failures} (must be 0)")
+        background.stopping.set()
+        background.join()
+        time.sleep(PROBE_SECONDS)  # the last probes start
+        print(f"\nqueue wait, sent to started ({background.publishes} publishes by a lead meanwhile):")
+        for queue, (waits, queued) in background.queue_waits().items():
+            still = f"; {len(queued)} still queued, the oldest for {max(queued):,.0f} s" if queued else ""
+            print(f"  {queue:<12} {_spread(waits, 's')}{still}")
+        reads = json.loads((DATA / "reads.json").read_text()) if (DATA / "reads.json").exists() else {}
+        total = sum(reads.values()) or 1
+        print(
+            "retrievals answered: "
+            + ", ".join(f"{server} {count:,} ({count / total:.1%})" for server, count in sorted(reads.items()))
+        )
+        if replica_url:
+            print(f"standby replay lag: {_spread(background.lag_bytes, 'KB', 1 / 1024)}")
+            print(f"                    {_spread(background.lag_ms, 'ms')}")
     finally:
         stop(processes)
+        if replica_url:
+            subprocess.run(["bash", str(ROOT / "scripts/replica.sh"), "down"], check=False)
     after = database_figures()
     print(
         f"database size: {before['size'] / 2**20:,.1f} MB -> {after['size'] / 2**20:,.1f} MB "

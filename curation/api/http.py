@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 from curation.rules import access, clock
 from curation.rules.config import API_BAD_TOKEN_LIMIT, API_MAX_BODY_BYTES, API_RATE_LIMIT
 from curation.infra.client_address import client_address
+from curation.infra.db_router import REPLICA
 from curation.models import AgentToken, MemoryVersion
 from curation.selectors import releases
 from curation.selectors.tokens import token_for_key
@@ -201,6 +202,8 @@ def api_view(*methods: str, body: bool = False, idempotent: bool = False):
             response["Cache-Control"] = "no-store"  # an agent's memory is for that agent only
             if replayed:
                 response["Idempotent-Replayed"] = "true"
+            if read_from := getattr(request, "memory_read_from", None):  # which server answered a retrieval
+                response["Memory-Read-From"] = "replica" if read_from == REPLICA else "primary"
             return response
 
         return view

@@ -11,7 +11,7 @@ from curation.selectors import releases
 from curation.selectors.evaluation import arm_for, learning_report
 from curation.selectors.retrieval_cache import cached_retrieve_released
 from curation.rules.context_block import build_context
-from curation.infra.db_router import retrieval_reads
+from curation.infra.db_router import read_for_retrieval
 from curation.rules.evaluation import HOLDOUT, RULES_KINDS, RULES_ONLY
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
@@ -83,7 +83,7 @@ MEMORY_PARAMETERS = frozenset(
 
 @api_view("GET")
 def memory(request, token):
-    return _retrieve(token, request.GET)
+    return _retrieve(request, token, request.GET)
 
 
 @api_view("POST", body=True)
@@ -95,7 +95,7 @@ def memory_search(request, token, body):
     embedding = body.pop("embedding", None)
     if embedding is not None and not isinstance(embedding, list):
         raise ApiError(422, "Some parameters are not valid.", {"embedding": ["A list of numbers."]})
-    return _retrieve(token, {**_as_query_parameters(body), "embedding": embedding})
+    return _retrieve(request, token, {**_as_query_parameters(body), "embedding": embedding})
 
 
 def _as_query_parameters(body: dict) -> dict[str, str]:
@@ -114,7 +114,7 @@ def _as_query_parameters(body: dict) -> dict[str, str]:
     return params
 
 
-def _retrieve(token, params) -> tuple[int, dict]:
+def _retrieve(request, token, params) -> tuple[int, dict]:
     scope = readable_scope(token, params.get("scope", ""))
     k = query_int(params, "k", config.RETRIEVE_LIMIT.value, 1, config.API_RETRIEVE_MAX_K.value)
     floor = config.RETRIEVE_AT_LEAST.value
@@ -126,22 +126,24 @@ def _retrieve(token, params) -> tuple[int, dict]:
     task_ref = params.get("task_ref", "")
     arm = arm_for(scope, task_ref)
     embedding, metric = _query_embedding(params, scope)
-    with retrieval_reads():  # on the replica when there is one; from the cache when asked before
+
+    def ranked_answer():
         version = read_version(params)
-        ranked = (
-            []
-            if arm == HOLDOUT
-            else cached_retrieve_released(
-                version,
-                scopes=selectors.retrievable_scopes(scope, token.scopes),
-                q=q,
-                k=k,
-                min_confidence=min_confidence,
-                kinds=RULES_KINDS if arm == RULES_ONLY else None,
-                embedding=embedding,
-                metric=metric,
-            )
+        if arm == HOLDOUT:
+            return version, []
+        return version, cached_retrieve_released(
+            version,
+            scopes=selectors.retrievable_scopes(scope, token.scopes),
+            q=q,
+            k=k,
+            min_confidence=min_confidence,
+            kinds=RULES_KINDS if arm == RULES_ONLY else None,
+            embedding=embedding,
+            metric=metric,
         )
+
+    # On the replica when it is up and current, else on the primary; from the cache when asked before.
+    (version, ranked), request.memory_read_from = read_for_retrieval(ranked_answer)
     included, context = build_context(releases.as_served([r.entry for r in ranked]), budget)
     scores = {r.entry.pk: r.score for r in ranked}
     distances = {r.entry.pk: r.distance for r in ranked}

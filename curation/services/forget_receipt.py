@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from celery import current_app
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
@@ -75,7 +76,10 @@ def issue_receipt(request: ForgetRequest, tokens: list[str], entries: list[Entry
 def queue_vacuum() -> None:
     """Queue the vacuum sweep; a lost broker only delays it to its next scheduled run."""
     try:
-        current_app.send_task(VACUUM_TASK, kwargs={"triggered_by": "forget purge"})
+        # a lead just purged: the interactive queue, not behind the nightly sweeps
+        current_app.send_task(
+            VACUUM_TASK, kwargs={"triggered_by": "forget purge"}, queue=settings.TASK_QUEUE_INTERACTIVE
+        )
     except Exception:  # the broker is down: the beat schedule runs it later
         logger.warning("could not queue %s; its scheduled run will vacuum", VACUUM_TASK, exc_info=True)
 

@@ -53,6 +53,7 @@ from curation.models import (
 from curation.rules.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
 from curation.selectors.forget_quotes import lesson_texts, quotes_of
+from curation.infra.db_router import fence_replica_reads
 from curation.selectors.retrieval_cache import forget_cached_answers
 
 from .conflicts import close_moot_conflicts
@@ -423,6 +424,7 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
     # them any more and a rollback to a version before the forget cannot serve the marker as a lesson.
     # Cached answers of every version may hold them: none is served once this commits.
     transaction.on_commit(forget_cached_answers)
+    fence_replica_reads()  # and no replica serves them before it has replayed this
     counts["released_rows"] = ReleasedEntry.objects.filter(entry_id__in=ids).update(
         trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from")
     )

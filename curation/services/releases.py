@@ -15,6 +15,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
+from curation.infra.db_router import fence_replica_reads
 from curation.rules import access, clock
 from curation.models import (
     Entry,
@@ -226,6 +227,7 @@ def _switch(pointer: PublishedVersion, version: MemoryVersion, now) -> None:
     pointer.version = version
     pointer.switched_at = now
     pointer.save()
+    fence_replica_reads()  # agents read the new pointer on a replica only once it has replayed this
 
 
 def rollback_version(number: int, *, actor, reason: str, at=None) -> MemoryVersion:

@@ -10,7 +10,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
-DJANGO_SERVICES = ("web", "worker", "beat")
+DJANGO_SERVICES = ("web", "worker-interactive", "worker-sweeps", "beat")
 SECRETS = ("SECRET_KEY", "POSTGRES_PASSWORD", "OWNER_DB_PASSWORD", "APP_DB_PASSWORD")
 
 
@@ -26,11 +26,20 @@ def words(service) -> list[str]:
 
 
 def test_the_services(services):
-    assert set(services) == {"postgres", "redis", "migrate", "web", "worker", "beat", "proxy"}
+    assert set(services) == {
+        "postgres",
+        "redis",
+        "migrate",
+        "web",
+        "worker-interactive",
+        "worker-sweeps",
+        "beat",
+        "proxy",
+    }
 
 
 def test_django_services_share_one_definition(services):
-    # The x-django anchor, merged: one image and one set of settings for all three.
+    # The x-django anchor, merged: one image and one set of settings for all of them.
     web = services["web"]
     for name in DJANGO_SERVICES:
         assert services[name]["build"] == web["build"] == "."
@@ -83,7 +92,11 @@ def test_https_is_on_behind_the_proxy(services):
 
 
 def test_commands(services):
-    assert {"celery", "worker"} <= set(words(services["worker"]))
+    # One worker per queue; the sweeps' worker also takes the interactive queue, to take over a dead worker's task.
+    for name, queues in (("worker-interactive", "interactive"), ("worker-sweeps", "sweeps,interactive")):
+        command = words(services[name])
+        assert {"celery", "worker"} <= set(command)
+        assert command[command.index("-Q") + 1] == queues
     assert {"celery", "beat"} <= set(words(services["beat"]))
     web = words(services["web"])
     assert "gunicorn" in web
