@@ -26,9 +26,16 @@ class ThreadedWSGI:
             message = await receive()
             body += message.get("body", b"")
         environ = build_environ(scope, message, io.BytesIO(bytes(body)))
+        # What the site's own ASGI layers set for Django (the agent token /mcp's gate accepted): keys no
+        # HTTP request can carry, since a header becomes HTTP_*.
+        environ.update((name, value) for name, value in scope.items() if name.startswith("memoryadmin."))
         status, headers, content = await asyncio.get_running_loop().run_in_executor(self.pool, self._answer, environ)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
+
+    async def call(self, function, *args):
+        """`function(*args)` on one of the pool's threads (and its database connection)."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, function, *args)
 
     def _answer(self, environ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         started = {}

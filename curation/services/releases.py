@@ -24,6 +24,7 @@ from curation.models import (
     ReleasedEntry,
     ReleasedSkill,
 )
+from curation.selectors import read_cache
 from curation.selectors import releases as reads
 from curation.rules.versions import (
     RELEASED_FIELDS,
@@ -226,6 +227,7 @@ def _switch(pointer: PublishedVersion, version: MemoryVersion, now) -> None:
     pointer.version = version
     pointer.switched_at = now
     pointer.save()
+    read_cache.forget()  # every process reads the new number on its next request
 
 
 def rollback_version(number: int, *, actor, reason: str, at=None) -> MemoryVersion:
