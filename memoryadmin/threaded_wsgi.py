@@ -26,10 +26,7 @@ class ThreadedWSGI:
             message = await receive()
             body += message.get("body", b"")
         environ = build_environ(scope, message, io.BytesIO(bytes(body)))
-        # What the site's own ASGI layers set for Django (the agent token /mcp's gate accepted): keys no
-        # HTTP request can carry, since a header becomes HTTP_*.
-        environ.update((name, value) for name, value in scope.items() if name.startswith("memoryadmin."))
-        status, headers, content = await asyncio.get_running_loop().run_in_executor(self.pool, self._answer, environ)
+        status, headers, content = await self.call(self.answer, environ)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
@@ -37,7 +34,8 @@ class ThreadedWSGI:
         """`function(*args)` on one of the pool's threads (and its database connection)."""
         return await asyncio.get_running_loop().run_in_executor(self.pool, function, *args)
 
-    def _answer(self, environ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    def answer(self, environ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Django's answer to a WSGI request (status, headers, body), on the calling thread."""
         started = {}
 
         def start_response(status: str, headers, exc_info=None):

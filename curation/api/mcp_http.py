@@ -1,8 +1,8 @@
 """`/mcp`: the MCP server over Streamable HTTP, served by memoryadmin itself for remote agents.
 
 The tools and resources are the stdio server's (`memoryadmin_client.mcp_server`): each is one call of the
-agent API, sent in this process (httpx's ASGI transport into Django, no socket). A request to /mcp is
-authenticated once, at the door, by the API's own token check and rate limit (http.admit_to_mcp, the
+agent API, sent in this process (DjangoTransport: a WSGI request on Django's threads, no socket). A request
+to /mcp is authenticated once, at the door, by the API's own token check and rate limit (http.admit_to_mcp, the
 caller's address counted for bad tokens); the token it accepted travels with the tool's API call, which is
 then limited to the token's scopes and validated exactly as `/api/v1/` is, without checking the token a
 second time. Stateless, answering JSON: any worker answers any request, and no
@@ -39,16 +39,35 @@ def _api_headers(headers) -> dict[str, str]:
     return {name: headers[name] for name in FORWARDED if name in headers}
 
 
-def _transport(django_application, client, token) -> httpx.ASGITransport:
-    """The in-process transport of one caller's API calls, from the caller's own address (the API's logs
-    count the agent that called /mcp, not this process: httpx's default client address is 127.0.0.1 for
-    every call), carrying the token the gate accepted, so the API does not check it a second time."""
-    host, port = client if client else ("", 0)
+class DjangoTransport(httpx.AsyncBaseTransport):
+    """The tools' API calls, handed to Django in this process as WSGI requests on its threads (no socket, no
+    ASGI exchange of events): from the caller's own address, so the API's logs count the agent that called
+    /mcp, not this process; carrying the token the gate accepted, so the API does not check it again."""
 
-    async def admitted(scope, receive, send):
-        await django_application({**scope, ADMITTED_TOKEN: token}, receive, send)
+    def __init__(self, django_application, client, token):
+        self.django_application, self.client, self.token = django_application, client or ("", 0), token
 
-    return httpx.ASGITransport(app=admitted, client=(host, port))
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        environ = build_environ(
+            {
+                "type": "http",
+                "http_version": "1.1",
+                "method": request.method,
+                "scheme": request.url.scheme,
+                "path": request.url.path,
+                "query_string": request.url.query,
+                "root_path": "",
+                "headers": [(name.lower(), value) for name, value in request.headers.raw],  # as ASGI sends them
+                "client": self.client,
+                "server": (request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80)),
+            },
+            {},
+            io.BytesIO(body),
+        )
+        environ[ADMITTED_TOKEN] = self.token
+        status, headers, content = await self.django_application.call(self.django_application.answer, environ)
+        return httpx.Response(status, headers=headers, content=content, request=request)
 
 
 class BearerTokenGate:
@@ -61,7 +80,8 @@ class BearerTokenGate:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            admitted = await self.django_application.call(admit_to_mcp, build_environ(scope, {}, io.BytesIO()))
+            environ = build_environ(scope, {}, io.BytesIO())
+            admitted = await self.django_application.call(admit_to_mcp, environ)
             if isinstance(admitted, HttpResponse):
                 kept = {k: v for k, v in admitted.items() if k.lower() in ("www-authenticate", "retry-after")}
                 await Response(admitted.content, admitted.status_code, kept, media_type="application/json")(
@@ -80,7 +100,7 @@ def mcp_application(django_application):
     async def client_for(ctx):
         request = ctx.request
         token = request.headers.get("authorization", "").partition(" ")[2].strip()  # the gate checked it
-        transport = _transport(django_application, request.scope.get("client"), request.scope[ADMITTED_TOKEN])
+        transport = DjangoTransport(django_application, request.scope.get("client"), request.scope[ADMITTED_TOKEN])
         async with AsyncMemoryAdmin(
             f"{request.url.scheme}://{request.headers.get('host', 'localhost')}",
             token,
