@@ -193,6 +193,10 @@ def api_view(*methods: str, body: bool = False, idempotent: bool = False):
         @csrf_exempt
         @wraps(handler)
         def view(request, *args, **kwargs):
+            with read_cache.one_generation():
+                return _answer(request, *args, **kwargs)
+
+        def _answer(request, *args, **kwargs):
             try:
                 if request.method not in methods:
                     raise ApiError(405, f"Use {' or '.join(methods)}.", headers={"Allow": ", ".join(methods)})

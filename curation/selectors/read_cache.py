@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.cache import cache
@@ -41,6 +42,7 @@ MAX_TOKENS = 10_000  # distinct keys kept per process; past it the copies start 
 
 _lock = threading.Lock()
 _state: dict = {"generation": None, "tokens": {}, "published": None}
+_request = threading.local()  # the generation read once for the request this thread serves (one_generation)
 
 
 def shared() -> bool:
@@ -48,7 +50,28 @@ def shared() -> bool:
     return settings.CACHES["default"]["BACKEND"].endswith(".RedisCache")
 
 
+@contextmanager
+def one_generation():
+    """Within it, the shared generation is read once: the token and the published number of one request ask
+    for it one after the other."""
+    _request.memo = []
+    try:
+        yield
+    finally:
+        _request.memo = None
+
+
 def _current_generation() -> str | None:
+    memo = getattr(_request, "memo", None)
+    if memo:
+        return memo[0]
+    generation = _read_generation()
+    if memo is not None:
+        memo.append(generation)
+    return generation
+
+
+def _read_generation() -> str | None:
     """The shared generation (made when there is none), or None: nothing may be kept now."""
     if not shared():
         return None
@@ -115,6 +138,8 @@ def forget() -> None:
 
 
 def _new_generation() -> None:
+    if getattr(_request, "memo", None):
+        _request.memo.clear()
     with _lock:
         _state.update(generation=None, tokens={}, published=None)
     if not shared():
