@@ -26,11 +26,16 @@ class ThreadedWSGI:
             message = await receive()
             body += message.get("body", b"")
         environ = build_environ(scope, message, io.BytesIO(bytes(body)))
-        status, headers, content = await asyncio.get_running_loop().run_in_executor(self.pool, self._answer, environ)
+        status, headers, content = await self.call(self.answer, environ)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
-    def _answer(self, environ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    async def call(self, function, *args):
+        """`function(*args)` on one of the pool's threads (and its database connection)."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, function, *args)
+
+    def answer(self, environ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Django's answer to a WSGI request (status, headers, body), on the calling thread."""
         started = {}
 
         def start_response(status: str, headers, exc_info=None):

@@ -12,8 +12,10 @@ import redis
 
 from django.conf import settings
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import JsonResponse
+from django.core.exceptions import DisallowedHost, PermissionDenied, ValidationError
+from django.core.handlers.wsgi import WSGIRequest
+from django.db import close_old_connections
+from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from curation.rules import access, clock
@@ -21,8 +23,7 @@ from curation.rules.config import API_BAD_TOKEN_LIMIT, API_MAX_BODY_BYTES, API_R
 from curation.infra.client_address import client_address
 from curation.infra.db_router import REPLICA
 from curation.models import AgentToken, MemoryVersion
-from curation.selectors import releases
-from curation.selectors.tokens import token_for_key
+from curation.selectors import read_cache, releases
 from curation.services import idempotency
 from curation.services.errors import Forgotten
 from curation.rules.storable_text import unstorable_fields
@@ -62,7 +63,7 @@ def _authenticate(request) -> AgentToken:
             headers={"WWW-Authenticate": 'Bearer realm="memoryadmin"'},
         )
     now = clock.wall()
-    token = token_for_key(key.strip(), now)
+    token = read_cache.token(key.strip(), now)
     if token is None:
         _check_bad_token_rate(request)
         raise ApiError(
@@ -72,7 +73,32 @@ def _authenticate(request) -> AgentToken:
         )
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute per token
+        token.last_used_at = now  # the process's copy too, or it would write on every request
     return token
+
+
+# The token /mcp's gate accepted for this request (admit_to_mcp), which its tools' API calls carry in their
+# WSGI environ: a key no HTTP request can set (a header arrives as HTTP_*).
+ADMITTED_TOKEN = "memoryadmin.agent_token"
+
+
+def admit_to_mcp(environ) -> AgentToken | HttpResponse:
+    """/mcp's door, run once per MCP request in Django's thread pool: the API's own token check and rate
+    limit for the caller (its address from `environ`, as the API reads it: bad tokens are counted per
+    caller), and Django's Host check. The accepted token, or the refusal to answer as is."""
+    close_old_connections()
+    try:
+        request = WSGIRequest(environ)
+        request.get_host()  # ALLOWED_HOSTS, as on every Django request
+        token = _authenticate(request)
+        _check_rate(token)
+        return token
+    except DisallowedHost:
+        return error_response(400, "This host is not served here.")
+    except ApiError as exc:
+        return error_response(exc.status, exc.message, exc.errors, exc.headers)
+    finally:
+        close_old_connections()
 
 
 def _check_rate(token: AgentToken) -> None:
@@ -168,11 +194,17 @@ def api_view(*methods: str, body: bool = False, idempotent: bool = False):
         @csrf_exempt
         @wraps(handler)
         def view(request, *args, **kwargs):
+            with read_cache.one_generation():
+                return _answer(request, *args, **kwargs)
+
+        def _answer(request, *args, **kwargs):
             try:
                 if request.method not in methods:
                     raise ApiError(405, f"Use {' or '.join(methods)}.", headers={"Allow": ", ".join(methods)})
-                token = _authenticate(request)
-                _check_rate(token)
+                token = request.META.get(ADMITTED_TOKEN)
+                if token is None:  # else /mcp's gate checked it and counted this request
+                    token = _authenticate(request)
+                    _check_rate(token)
                 request.agent_token = token
                 if body:
                     kwargs["body"] = _json_body(request)
@@ -248,7 +280,7 @@ def read_version(params) -> int:
     """The memory version an answer reads: `version=N` pins one (an agent keeps its answers reproducible
     for a whole task), else the published one. 404 for a number never published."""
     if params.get("version") in (None, ""):
-        return releases.published_number()
+        return read_cache.published_number()
     number = query_int(params, "version", 1, 1, 2**31 - 1)
     try:
         return releases.version_by_number(number).number

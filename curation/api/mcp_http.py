@@ -1,22 +1,28 @@
 """`/mcp`: the MCP server over Streamable HTTP, served by memoryadmin itself for remote agents.
 
 The tools and resources are the stdio server's (`memoryadmin_client.mcp_server`): each is one call of the
-agent API, sent in this process (httpx's ASGI transport into Django, no socket) with the caller's own
-`Authorization` header. So a request to /mcp is authenticated by the API's own token check (at the door,
-GET /api/v1/token, then on every API call), limited to the token's scopes and rate limit, and validated,
-exactly as `/api/v1/` is; there is no second token check. Stateless, answering JSON: any worker answers any request, and no
+agent API, sent in this process (DjangoTransport: a WSGI request on Django's threads, no socket). A request
+to /mcp is authenticated once, at the door, by the API's own token check and rate limit (http.admit_to_mcp, the
+caller's address counted for bad tokens); the token it accepted travels with the tool's API call, which is
+then limited to the token's scopes and validated exactly as `/api/v1/` is, without checking the token a
+second time. Stateless, answering JSON: any worker answers any request, and no
 session outlives one. Nothing here logs a token or a query."""
 
 from __future__ import annotations
 
+import io
 import logging
 from contextlib import asynccontextmanager
 
 import httpx
+from django.http import HttpResponse
 from memoryadmin_client import AsyncMemoryAdmin
 from memoryadmin_client.mcp_server import build_server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import Response
+from uvicorn.middleware.wsgi import build_environ
+
+from .http import ADMITTED_TOKEN, admit_to_mcp
 
 MCP_PATH = "/mcp"
 
@@ -33,38 +39,56 @@ def _api_headers(headers) -> dict[str, str]:
     return {name: headers[name] for name in FORWARDED if name in headers}
 
 
-def _transport(django_application, client) -> httpx.ASGITransport:
-    """The in-process transport of one caller's API calls, from the caller's own address: the API's limit on
-    bad tokens and its logs count the agent that called /mcp, not this process (httpx's default client
-    address is 127.0.0.1 for every call, which would put every MCP caller behind one counter)."""
-    host, port = client if client else ("", 0)
-    return httpx.ASGITransport(app=django_application, client=(host, port))
+class DjangoTransport(httpx.AsyncBaseTransport):
+    """The tools' API calls, handed to Django in this process as WSGI requests on its threads (no socket, no
+    ASGI exchange of events): from the caller's own address, so the API's logs count the agent that called
+    /mcp, not this process; carrying the token the gate accepted, so the API does not check it again."""
+
+    def __init__(self, django_application, client, token):
+        self.django_application, self.client, self.token = django_application, client or ("", 0), token
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        environ = build_environ(
+            {
+                "type": "http",
+                "http_version": "1.1",
+                "method": request.method,
+                "scheme": request.url.scheme,
+                "path": request.url.path,
+                "query_string": request.url.query,
+                "root_path": "",
+                "headers": [(name.lower(), value) for name, value in request.headers.raw],  # as ASGI sends them
+                "client": self.client,
+                "server": (request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80)),
+            },
+            {},
+            io.BytesIO(body),
+        )
+        environ[ADMITTED_TOKEN] = self.token
+        status, headers, content = await self.django_application.call(self.django_application.answer, environ)
+        return httpx.Response(status, headers=headers, content=content, request=request)
 
 
 class BearerTokenGate:
-    """Lets a request to /mcp in only with a token the API accepts: it asks the API (GET /api/v1/token,
-    in this process, from the caller's address) with the caller's Authorization, and answers the API's
-    refusal (401, 429) as is."""
+    """Lets a request to /mcp in only with a token the API accepts: the API's own check (http.admit_to_mcp)
+    runs on Django's threads with the caller's address and headers, and its refusal (401, 429) is answered
+    as is. The accepted token goes on in the request's scope, for its tools' API calls."""
 
     def __init__(self, app, django_application):
         self.app, self.django_application = app, django_application
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
-            async with httpx.AsyncClient(
-                transport=_transport(self.django_application, scope.get("client")), base_url="http://localhost"
-            ) as api:
-                answer = await api.get(
-                    "/api/v1/token",
-                    headers={**_api_headers(headers), "authorization": headers.get("authorization", "")},
-                )
-            if answer.status_code != 200:
-                kept = {k: v for k, v in answer.headers.items() if k.lower() in ("www-authenticate", "retry-after")}
-                await Response(answer.content, answer.status_code, kept, media_type="application/json")(
+            environ = build_environ(scope, {}, io.BytesIO())
+            admitted = await self.django_application.call(admit_to_mcp, environ)
+            if isinstance(admitted, HttpResponse):
+                kept = {k: v for k, v in admitted.items() if k.lower() in ("www-authenticate", "retry-after")}
+                await Response(admitted.content, admitted.status_code, kept, media_type="application/json")(
                     scope, receive, send
                 )
                 return
+            scope = {**scope, ADMITTED_TOKEN: admitted}
         await self.app(scope, receive, send)
 
 
@@ -76,7 +100,7 @@ def mcp_application(django_application):
     async def client_for(ctx):
         request = ctx.request
         token = request.headers.get("authorization", "").partition(" ")[2].strip()  # the gate checked it
-        transport = _transport(django_application, request.scope.get("client"))
+        transport = DjangoTransport(django_application, request.scope.get("client"), request.scope[ADMITTED_TOKEN])
         async with AsyncMemoryAdmin(
             f"{request.url.scheme}://{request.headers.get('host', 'localhost')}",
             token,

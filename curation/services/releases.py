@@ -25,6 +25,7 @@ from curation.models import (
     ReleasedEntry,
     ReleasedSkill,
 )
+from curation.selectors import read_cache
 from curation.selectors import releases as reads
 from curation.rules.versions import (
     RELEASED_FIELDS,
@@ -228,6 +229,7 @@ def _switch(pointer: PublishedVersion, version: MemoryVersion, now) -> None:
     pointer.switched_at = now
     pointer.save()
     fence_replica_reads()  # agents read the new pointer on a replica only once it has replayed this
+    read_cache.forget()  # every process reads the new number on its next request
 
 
 def rollback_version(number: int, *, actor, reason: str, at=None) -> MemoryVersion:

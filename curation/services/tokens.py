@@ -15,6 +15,7 @@ from curation.rules.access import clean_scope
 from curation.models import AgentToken, EventAction
 from curation.rules.permissions import MANAGE_TOKENS
 from curation.rules.redaction import redact
+from curation.selectors import read_cache
 from curation.selectors.tokens import hash_key
 
 from .events import record_event
@@ -118,6 +119,7 @@ def revoke_agent_token(token_id: int, *, actor, at=None) -> AgentToken:
             token.revoked_at = now
             token.revoked_by = actor
             token.save(update_fields=["revoked_at", "revoked_by"])
+            read_cache.forget()  # every process's copy of it, on its next request
             record_event(
                 token,
                 actor=actor,
