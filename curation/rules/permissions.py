@@ -23,6 +23,8 @@ SETTLE = PUBLISH
 # The settings per scope prefix (how many reviewers, the holdout, admission) change what agents are served
 # and who decides: leads only.
 SET_SCOPE_POLICIES = PUBLISH
+# Memory tests hold a publish until a lead acknowledges their failure: leads keep them.
+MANAGE_MEMORY_TESTS = PUBLISH
 
 
 # Each action in words, for the 403 page ("Your role does not allow you to ..."): the page names what was
@@ -89,6 +91,7 @@ class Abilities:
         "view_reviewers": can_view_reviewers,
         "settle": SETTLE,
         "set_scope_policies": SET_SCOPE_POLICIES,
+        "manage_memory_tests": MANAGE_MEMORY_TESTS,
     }
 
     def __init__(self, user):
