@@ -165,6 +165,5 @@ def create_correction_test(corrected: Entry, correction: Entry, *, actor, at) ->
         reason=f"made with the correction: #{correction.pk} supersedes #{corrected.pk}",
         after=test.shown,
         at=at,
-        also=(correction,),
     )
     return test
