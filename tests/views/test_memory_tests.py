@@ -123,3 +123,22 @@ def test_a_reader_sees_only_the_tests_of_their_scopes_on_the_releases_page(lead,
     scoped = make_user("sue", "reviewer", scopes=["acme/web"])
     text = page_text(client_for(scoped).get("/releases/"))
     assert "secret test" not in text and "A memory test fails" not in text
+
+
+def test_a_candidates_card_fills_in_its_impact(lead, reviewer, auditor, entry):
+    from curation import services
+    from tests.factories import candidate_data
+
+    publish_version(actor=lead, summary="v2")
+    candidate = services.create_candidate(
+        data=candidate_data(scope=SCOPE, trigger="Rotating the webhook signing key twice"), actor_label="agent:ci"
+    )
+    page = page_text(client_for(reviewer).get("/review/candidates/"))
+    url = f"/review/candidates/{candidate.pk}/impact/"
+    assert f'hx-get="{url}" hx-trigger="revealed"' in page and "Impact being computed" in page
+
+    fragment = client_for(reviewer).get(url)
+    assert fragment.status_code == 200
+    assert "No recent retrieval at this scope to replay" in page_text(fragment)
+    assert client_for(auditor).get(url).status_code == 403
+    assert client_for(make_user("sid", "reviewer", scopes=["acme/web"])).get(url).status_code == 404
