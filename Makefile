@@ -91,3 +91,8 @@ bench-injection: $(STAMP)
 
 clean:
 	rm -rf $(VENV) data
+
+# a candidate's impact (20 retrievals replayed with it, the scope's memory tests twice) and one memory test run
+.PHONY: bench-impact
+bench-impact: $(STAMP)
+	$(BIN)/python benchmarks/impact_bench.py
