@@ -113,3 +113,8 @@ replica-down:
 bench-replica: $(STAMP)
 	$(BIN)/python benchmarks/replica_bench.py
 .PHONY: bench-replica
+
+# a candidate's impact (20 retrievals replayed with it, the scope's memory tests twice) and one memory test run
+.PHONY: bench-impact
+bench-impact: $(STAMP)
+	$(BIN)/python benchmarks/impact_bench.py

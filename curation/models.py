@@ -295,6 +295,7 @@ EVENT_SUBJECTS = {
     "memory_version": "MemoryVersion",
     "forget_request": "ForgetRequest",
     "scope_policy": "ScopePolicy",  # a two-reviewer rule, a holdout fraction or an admission policy
+    "memory_test": "MemoryTest",
 }
 EVENT_SUBJECT_FIELDS = tuple(EVENT_SUBJECTS)
 
@@ -1045,3 +1046,52 @@ class ScopePolicy(models.Model):
     def shown(self) -> dict:
         """What an Event records before and after a change: the prefix, the value and the version."""
         return {"prefix": self.prefix, **self.value, "version": self.version}
+
+
+# --- memory tests: what a scope's answers must hold, checked at every publish --------------------------------
+
+
+class MemoryTest(models.Model):
+    """A lead's test of what agents of a scope receive: a query asked at `scope` (with k and a budget in
+    tokens) and what the answer must and must not hold (memory_tests.parse_expectations). Active tests run
+    on the version about to be published; a failure holds the publish for a lead's acknowledgement. Never
+    deleted: a lead retires it. Every change and every run is an Event about it."""
+
+    scope = models.CharField(max_length=255, validators=[clean_scope])
+    name = RedactedCharField(max_length=200)
+    query = RedactedTextField(max_length=2000)
+    k = models.PositiveSmallIntegerField(default=5)
+    budget_tokens = models.PositiveIntegerField(default=500)
+    # [{"kind": "top", "entry": 12}, {"kind": "no_scope", "scope": "acme/web"}, ...]
+    expectations = models.JSONField(default=list)
+    # The superseded entry a person's correction replaced, when the test was made with that correction.
+    corrects = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    retired_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created_by_label = models.CharField(max_length=150)
+    created_at = models.DateTimeField(default=clock.now)
+    updated_at = models.DateTimeField(default=clock.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["scope"], name="memory_test_active_idx", condition=Q(retired_at__isnull=True))]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"memory test #{self.pk} {self.name}"[:400]
+
+    @property
+    def shown(self) -> dict:
+        """What an Event records before and after a change."""
+        return {
+            "scope": self.scope,
+            "name": self.name,
+            "query": self.query,
+            "k": self.k,
+            "budget_tokens": self.budget_tokens,
+            "expectations": self.expectations,
+            "retired": self.retired_at is not None,
+            "version": self.version,
+        }

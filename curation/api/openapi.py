@@ -413,6 +413,43 @@ def schema() -> dict:
                         "next_after": {"type": ["string", "null"], "description": "Pass as `after` for the next page."},
                     },
                 },
+                "MemoryTestRun": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"scope": SCOPE, "version": VERSION["schema"]},
+                },
+                "MemoryTestResults": {
+                    "type": "object",
+                    "properties": {
+                        "memory_version": {"type": "integer", "description": "The version the tests ran on."},
+                        "passed": {"type": "integer"},
+                        "failed": {"type": "integer"},
+                        "results": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "memory_test": {"type": "integer"},
+                                    "name": {"type": "string"},
+                                    "scope": SCOPE,
+                                    "version": {"type": ["integer", "null"]},
+                                    "passed": {"type": "boolean"},
+                                    "failures": {
+                                        "type": "array",
+                                        "items": {"type": "string"},
+                                        "description": "What the answer breaks, in words; empty when it passed.",
+                                    },
+                                    "received": {
+                                        "type": "array",
+                                        "items": {"type": "integer"},
+                                        "description": "The entries the answer holds, in rank order.",
+                                    },
+                                    "tokens": {"type": "integer", "description": "The context block's size."},
+                                },
+                            },
+                        },
+                    },
+                },
                 "Trial": trial_in,
                 "TrialResult": {
                     "type": "object",
@@ -691,6 +728,23 @@ def schema() -> dict:
                         "201": {"description": "{id, state: open, entry_id, scope}: the request waits for a lead."},
                         "403": _error("The scope is outside the token's scopes."),
                         "404": _error("No such entry in this token's scopes."),
+                        **BODY_ERRORS,
+                        **COMMON_ERRORS,
+                    },
+                }
+            },
+            "/memory-tests/run": {
+                "post": {
+                    "summary": "Run the memory tests of this token's scopes",
+                    "description": "Each active memory test under the token's scopes (under `scope` when given) asks "
+                    "its query of the published version (or the pinned `version`), ranked as /memory ranks, and "
+                    "checks what the answer must and must not hold. Leads keep the tests in the console; a "
+                    "publish runs them too. Each result is recorded in the test's history.",
+                    "requestBody": _json_body("#/components/schemas/MemoryTestRun", {"scope": "acme/billing-api"}),
+                    "responses": {
+                        "200": _ok("One result per test.", "#/components/schemas/MemoryTestResults"),
+                        "403": _error("The scope is outside the token's scopes."),
+                        "404": _error("No such memory version."),
                         **BODY_ERRORS,
                         **COMMON_ERRORS,
                     },

@@ -16,6 +16,7 @@ urlpatterns = [
     path("entries/<int:entry_id>/evidence", views.entry_evidence, name="entry-evidence"),
     path("export", views.export, name="export"),
     path("forget-requests", views.forget_requests, name="forget-requests"),
+    path("memory-tests/run", views.memory_tests_run, name="memory-tests-run"),
     path("skills", skills.skill_list, name="skills"),
     path("skills/<str:slug>", skills.skill_detail, name="skill"),
     path("skills/<str:slug>/trials", skills.skill_trials, name="skill-trials"),

@@ -16,6 +16,7 @@ from curation.rules.evaluation import HOLDOUT, RULES_KINDS, RULES_ONLY
 from curation.models import Entry, Retrieval
 from curation.services import add_evidence
 from curation.services.forgets import file_forget_request
+from curation.services.memory_test_runs import run_memory_tests
 from curation.services.submissions import EVIDENCE_KEYS, submit_batch, submit_candidate
 from curation.services.usage import record_feedback, record_retrieval
 from curation.services.validation import unknown_fields
@@ -309,3 +310,24 @@ def forget_requests(request, token, body):
     except Entry.DoesNotExist:
         raise NotFound("No such entry in this token's scopes.") from None
     return 201, {"id": filed.pk, "state": filed.state, "entry_id": filed.entry_id, "scope": filed.scope}
+
+
+MEMORY_TEST_RUN_KEYS = frozenset({"scope", "version"})
+
+
+@api_view("POST", body=True)
+def memory_tests_run(request, token, body):
+    """Run the active memory tests of the token's scopes (under `scope` when given) on the published version
+    (or `version`), as a publish runs them; each result is recorded as an Event of its test."""
+    _refuse_unknown(body, MEMORY_TEST_RUN_KEYS)
+    params = _as_query_parameters(body)
+    scope = readable_scope(token, params["scope"]) if params.get("scope") else ""
+    version = read_version(params)
+    results = run_memory_tests(actor_label=token.label, scope=scope, prefixes=list(token.scopes), version=version)
+    failed = sum(1 for r in results if not r.passed)
+    return 200, {
+        "memory_version": version,
+        "passed": len(results) - failed,
+        "failed": failed,
+        "results": [r.as_json() for r in results],
+    }

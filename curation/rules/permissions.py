@@ -25,6 +25,8 @@ SETTLE = PUBLISH
 SET_SCOPE_POLICIES = PUBLISH
 # Importing another tool's memory brings in many lessons at once under a scope: leads only.
 IMPORT_MEMORY = PUBLISH
+# Memory tests hold a publish until a lead acknowledges their failure: leads keep them.
+MANAGE_MEMORY_TESTS = PUBLISH
 
 
 # Each action in words, for the 403 page ("Your role does not allow you to ..."): the page names what was
@@ -92,6 +94,7 @@ class Abilities:
         "settle": SETTLE,
         "set_scope_policies": SET_SCOPE_POLICIES,
         "import_memory": IMPORT_MEMORY,
+        "manage_memory_tests": MANAGE_MEMORY_TESTS,
     }
 
     def __init__(self, user):

@@ -99,11 +99,13 @@ class Warning:
     """A pre-publish check's finding: the publisher must acknowledge it."""
 
     check: str
-    entry_id: int
+    entry_id: int | None  # None: a memory test's failure, about an answer rather than one entry
     text: str
+    memory_test: int | None = None
 
     def as_json(self) -> dict:
-        return {"check": self.check, "entry": self.entry_id, "text": self.text}
+        shown = {"check": self.check, "entry": self.entry_id, "text": self.text}
+        return {**shown, "memory_test": self.memory_test} if self.memory_test is not None else shown
 
     @property
     def title(self) -> str:
@@ -121,6 +123,7 @@ CHECK_TITLES = {
     "conflict": "Open conflict within the release",
     "failed_outcomes": "Recent task outcomes failed",
     "no_boundary": "No boundary (when it does not hold)",
+    "memory_test": "A memory test fails on this release",
 }
 
 

@@ -128,6 +128,14 @@ class EventAction(models.TextChoices):
     HOLDOUT_SET = "holdout_set", "holdout fraction set"
     # Admission policies: who decides on new candidates of a scope prefix.
     ADMISSION_POLICY_SET = "admission_policy_set", "admission policy set"
+    # Memory tests: a lead's tests of what a scope's answers hold, run at every publish.
+    MEMORY_TEST_CREATED = "memory_test_created", "memory test created"
+    MEMORY_TEST_CHANGED = "memory_test_changed", "memory test changed"
+    MEMORY_TEST_RETIRED = "memory_test_retired", "memory test retired"
+    MEMORY_TEST_PASSED = "memory_test_passed", "memory test passed"
+    MEMORY_TEST_FAILED = "memory_test_failed", "memory test failed"
+    # A lead published a version a memory test failed on, having read the failure.
+    MEMORY_TEST_ACKNOWLEDGED = "memory_test_acknowledged", "memory test failure acknowledged"
 
     @classmethod
     def activating(cls) -> frozenset["EventAction"]:

@@ -9,10 +9,12 @@ from curation.selectors import approvals_required
 from curation.rules.similarity import fingerprint
 
 from .entry_writes import insert_entry, write_entry
+from .memory_tests import create_correction_test
 
 
 def supersede_entry(entry: Entry, by: Entry, *, actor, reason: str, extra: dict, now, also=()) -> None:
-    """`entry` is replaced by `by`: superseded, out of every queue, kept for the audit."""
+    """`entry` is replaced by `by`: superseded, out of every queue, kept for the audit. A person's decision is a
+    correction, and brings its memory test: `by` is never to be outranked by what it corrects."""
     write_entry(
         entry,
         {},
@@ -23,6 +25,8 @@ def supersede_entry(entry: Entry, by: Entry, *, actor, reason: str, extra: dict,
         at=now,
         also=also,
     )
+    if actor is not None:
+        create_correction_test(entry, by, actor=actor, at=now)
 
 
 def _copied_excerpt(evidence: Evidence) -> str:

@@ -12,6 +12,8 @@ so the next publish offers it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
@@ -26,7 +28,9 @@ from curation.models import (
     ReleasedSkill,
 )
 from curation.selectors import read_cache
+from curation.selectors import memory_tests as test_reads
 from curation.selectors import releases as reads
+from curation.selectors.memory_tests import TestResult
 from curation.rules.versions import (
     RELEASED_FIELDS,
     SKILL_RELEASED_FIELDS,
@@ -35,6 +39,7 @@ from curation.rules.versions import (
 )
 
 from .events import actor_label_for, record_event
+from .memory_tests import record_acknowledgements, record_runs
 
 
 COPY_CHUNK = 5000  # ids per INSERT ... SELECT
@@ -42,10 +47,12 @@ ACKNOWLEDGED_KEPT = 200  # the warnings a version lists as acknowledged (their n
 
 
 class UnacknowledgedWarnings(Exception):
-    """The pre-publish checks found something the publisher has not acknowledged."""
+    """The pre-publish checks found something the publisher has not acknowledged (`failed_tests`: the memory
+    tests among them)."""
 
-    def __init__(self, warnings):
+    def __init__(self, warnings, failed_tests=()):
         self.warnings = warnings
+        self.failed_tests = list(failed_tests)
         super().__init__(f"{len(warnings)} pre-publish warning(s) must be acknowledged before publishing.")
 
 
@@ -80,69 +87,137 @@ def publish_version(
     version. `also_entry_ids`: entries changed without an Event (a data fix by hand) to compare too.
     ValidationError when there is nothing to publish or no summary, or (`publish`) when the release would add,
     change or keep an entry that repeats a forgotten lesson (a blocking check); UnacknowledgedWarnings when a
-    pre-publish check warns and `acknowledge` is not set."""
+    pre-publish check warns, or a memory test fails on the version about to be published, and `acknowledge`
+    is not set. The memory tests the release touches run on its own rows, written before the pointer moves;
+    their results are Events about the tests and the version (and, on a refusal, the failures that held it)."""
     now = at or clock.now()
     summary = (summary or "").strip()
     prefix = access.clean_scope(scope_prefix.strip().rstrip("/")) if scope_prefix.strip() else ""
     if not summary:
         raise ValidationError({"summary": ["Say what this release changes."]})
     _check_reach(actor, prefix)
-    with transaction.atomic():
-        pointer = _locked_pointer()
-        published = pointer.version if pointer.version_id else None
-        base, head = (published.number if published else 0), reads.head_number()
-        seen_through = reads.last_event_id()
-        candidates = reads.draft_candidates(published, prefix, also_entry_ids=also_entry_ids)
-        if entry_ids is not None:
-            candidates.entry_ids &= set(entry_ids)
-            candidates.skill_ids = set()
-        changes = reads.changes_of(base, candidates)
-        if not changes:
-            raise ValidationError(
-                {
-                    "scope_prefix": [
-                        "Nothing to publish: the draft equals the published version"
-                        + (f" under {prefix}." if prefix else ".")
-                    ]
-                }
+    label = actor_label or actor_label_for(actor)
+    try:
+        with transaction.atomic():
+            draft = _draft(prefix, entry_ids, also_entry_ids, now)
+            refused = [w for w in draft.warnings if w.blocking]
+            if refused:  # a forgotten lesson is never published, whatever is acknowledged
+                raise ValidationError({"publish": [" ".join(w.text for w in refused)]})
+            number = draft.head + 1
+            _write_rows(draft.base, draft.head, number, draft.candidates, draft.changes)
+            results = test_reads.run_tests(test_reads.tests_touched_by(draft.changes), number, shown_as=number)
+            failed = [r for r in results if not r.passed]
+            warnings = draft.warnings + [test_reads.as_warning(r) for r in failed]
+            if warnings and not acknowledge:  # the rows just written go with the transaction
+                raise UnacknowledgedWarnings(warnings, failed)
+            whole = not prefix and entry_ids is None
+            version = MemoryVersion.objects.create(
+                number=number,
+                summary=summary,
+                scope_prefix=prefix,
+                based_on=draft.published,
+                published_by=actor,
+                published_by_label=label,
+                acknowledged=[w.as_json() for w in warnings[:ACKNOWLEDGED_KEPT]],
+                pending_from_event=draft.seen_through + 1
+                if whole
+                else (draft.published.pending_from_event if draft.published else 0),
+                created_at=now,
+                **change_counts(draft.changes),
             )
-        warnings = reads.pre_publish_checks(changes, now=now, kept_under=None if entry_ids is not None else prefix)
-        refused = [w for w in warnings if w.blocking]
-        if refused:  # a forgotten lesson is never published, whatever is acknowledged
-            raise ValidationError({"publish": [" ".join(w.text for w in refused)]})
-        if warnings and not acknowledge:
-            raise UnacknowledgedWarnings(warnings)
-        whole = not prefix and entry_ids is None
-        version = MemoryVersion.objects.create(
-            number=head + 1,
-            summary=summary,
-            scope_prefix=prefix,
-            based_on=published,
-            published_by=actor,
-            published_by_label=actor_label or actor_label_for(actor),
-            acknowledged=[w.as_json() for w in warnings[:ACKNOWLEDGED_KEPT]],
-            pending_from_event=seen_through + 1 if whole else (published.pending_from_event if published else 0),
-            created_at=now,
-            **change_counts(changes),
-        )
-        _write_rows(base, head, version.number, candidates, changes)
-        _switch(pointer, version, now)
-        record_event(
-            version,
-            actor=actor,
-            actor_label=version.published_by_label,
-            action=EventAction.VERSION_PUBLISHED,
-            reason=summary,
-            at=now,
-            before={"published": base},
-            after={
-                "published": version.number,
-                "scope_prefix": prefix,
-                "warnings_acknowledged": len(warnings),
-                **change_counts(changes),
-            },
-        )
+            _switch(draft.pointer, version, now)
+            record_event(
+                version,
+                actor=actor,
+                actor_label=label,
+                action=EventAction.VERSION_PUBLISHED,
+                reason=summary,
+                at=now,
+                before={"published": draft.base},
+                after={
+                    "published": version.number,
+                    "scope_prefix": prefix,
+                    "warnings_acknowledged": len(warnings),
+                    "memory_tests": {"passed": len(results) - len(failed), "failed": len(failed)},
+                    **change_counts(draft.changes),
+                },
+            )
+            record_runs(results, actor=actor, actor_label=label, version=version, at=now)
+            record_acknowledgements(failed, actor=actor, actor_label=label, version=version, at=now)
+    except UnacknowledgedWarnings as refusal:
+        # What held the publish stays in the tests' history, though the version it ran on was not kept.
+        record_runs(refusal.failed_tests, actor=actor, actor_label=label, at=now)
+        raise
     return version
+
+
+@dataclass
+class _Draft:
+    """What a publish starts from, read under the pointer's lock: the published version, the head, the
+    changes of the draft and the pre-publish checks' warnings on them."""
+
+    pointer: PublishedVersion
+    published: MemoryVersion | None
+    base: int
+    head: int
+    seen_through: int
+    candidates: reads.Candidates
+    changes: list
+    warnings: list
+
+
+def _draft(prefix: str, entry_ids, also_entry_ids, now) -> _Draft:
+    """Lock the pointer and read the draft; ValidationError when it equals the published version. Call it
+    inside the publish's transaction."""
+    pointer = _locked_pointer()
+    published = pointer.version if pointer.version_id else None
+    base, head = (published.number if published else 0), reads.head_number()
+    seen_through = reads.last_event_id()
+    candidates = reads.draft_candidates(published, prefix, also_entry_ids=also_entry_ids)
+    if entry_ids is not None:
+        candidates.entry_ids &= set(entry_ids)
+        candidates.skill_ids = set()
+    changes = reads.changes_of(base, candidates)
+    if not changes:
+        raise ValidationError(
+            {
+                "scope_prefix": [
+                    "Nothing to publish: the draft equals the published version"
+                    + (f" under {prefix}." if prefix else ".")
+                ]
+            }
+        )
+    warnings = reads.pre_publish_checks(changes, now=now, kept_under=None if entry_ids is not None else prefix)
+    return _Draft(pointer, published, base, head, seen_through, candidates, changes, warnings)
+
+
+class _DraftBuilt(Exception):
+    """Leaves the transaction of a draft built only to be tested, with what the tests found."""
+
+    def __init__(self, results):
+        self.results = results
+
+
+def memory_tests_on_draft(*, scope_prefix: str = "", tests=None, at=None) -> list[TestResult]:
+    """Memory tests run on the version a publish (under `scope_prefix`) would make: built as the publish builds
+    it, tested, and rolled back (nothing is kept, no Event is written; the pointer is locked meanwhile).
+    `tests`: the tests to run (default: those the changes touch). With nothing pending the draft is the
+    published version: the given tests run on it, and the default is none."""
+    now = at or clock.now()
+    prefix = access.clean_scope(scope_prefix.strip().rstrip("/")) if scope_prefix.strip() else ""
+    try:
+        with transaction.atomic():
+            draft = _draft(prefix, None, (), now)
+            chosen = test_reads.tests_touched_by(draft.changes) if tests is None else list(tests)
+            if not chosen:
+                return []
+            _write_rows(draft.base, draft.head, draft.head + 1, draft.candidates, draft.changes)
+            raise _DraftBuilt(test_reads.run_tests(chosen, draft.head + 1))
+    except _DraftBuilt as built:
+        return built.results
+    except ValidationError:  # nothing pending: the draft is the published version
+        number = reads.published_number()
+        return test_reads.run_tests(tests, number, shown_as=number) if tests and number else []
 
 
 def _write_rows(base: int, head: int, number: int, candidates, changes) -> None:

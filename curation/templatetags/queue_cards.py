@@ -23,7 +23,15 @@ from curation.templatetags.lesson_fields import lesson_fields
 register = template.Library()
 
 _MARK = 987654321  # an id no URL pattern holds elsewhere, to cut a reversed URL around
-_URL_NAMES = ("entry", "candidate-approve", "candidate-defer", "candidate-edit", "candidate-reject", "candidate-merge")
+_URL_NAMES = (
+    "entry",
+    "candidate-approve",
+    "candidate-defer",
+    "candidate-edit",
+    "candidate-reject",
+    "candidate-merge",
+    "candidate-impact",
+)
 
 
 def _around_id(name: str) -> tuple[str, str]:
@@ -246,6 +254,15 @@ def _body(item, shared) -> str:
             '\n  <section class="similar">\n    <h3>Similar active entries</h3>\n    <ul>'
             + "".join(_similar(item, link, shared) for link in links)
             + "</ul>\n  </section>\n"
+        )
+    if shared.can_review and item.status == "pending":
+        # Replaying the scope's retrievals costs more than the whole page: the card asks for it once in view.
+        impact = _url(shared, "candidate-impact", item.pk)
+        body += (
+            '\n  <section class="impact">\n    <h3>If approved</h3>\n'
+            f'    <div hx-get="{impact}" hx-trigger="revealed" hx-swap="innerHTML" aria-live="polite">'
+            f'<p class="hint">Impact being computed… <a href="{impact}">what approving it would change</a></p></div>\n'
+            "  </section>\n"
         )
     return body
 

@@ -19,8 +19,15 @@ from curation.rules import access, config
 from curation.rules.context_block import build_context
 from curation.models import MemoryVersion
 from curation.rules.permissions import PUBLISH, READ, require
+from curation.selectors import memory_tests as test_reads
 from curation.selectors import releases as reads
-from curation.services.releases import OutsideScopes, UnacknowledgedWarnings, publish_version, rollback_version
+from curation.services.releases import (
+    OutsideScopes,
+    UnacknowledgedWarnings,
+    memory_tests_on_draft,
+    publish_version,
+    rollback_version,
+)
 from curation.rules.versions import change_counts, summary_for
 
 
@@ -41,7 +48,16 @@ class _BadInput(Exception):
 
 def _page(request, *, prefix="", form=None, errors=None, warnings_refused=(), status=200):
     changes = reads.pending_changes(prefix, user=request.user)
-    warnings = reads.pre_publish_checks(changes, kept_under=prefix)
+    tests = [
+        r for r in memory_tests_on_draft(scope_prefix=prefix) if access.user_can_see_scope(request.user, r.test.scope)
+    ]
+    warnings = reads.pre_publish_checks(changes, kept_under=prefix) + [
+        test_reads.as_warning(r) for r in tests if not r.passed
+    ]
+    history = reads.version_history(request.user)
+    tested = test_reads.results_per_version(history, request.user)
+    for version in history:
+        version.memory_tests = tested.get(version.pk)
     return render(
         request,
         "curation/releases.html",
@@ -56,7 +72,8 @@ def _page(request, *, prefix="", form=None, errors=None, warnings_refused=(), st
             "blocking": [w for w in warnings if w.blocking],
             "acknowledgeable": [w for w in warnings if not w.blocking],
             "refused": bool(warnings_refused),
-            "history": reads.version_history(request.user),
+            "history": history,
+            "memory_tests": tests,
             "form": form or {},
             "errors": errors or {},
             "filter_errors": {k: v for k, v in (errors or {}).items() if k == "scope"},

@@ -429,10 +429,12 @@ def test_openapi_schema_and_docs_page(client):
         "/skills/{slug}/trials",
         "/token",
         "/forget-requests",
+        "/memory-tests/run",
     }
     page = client.get("/api/v1/docs").content.decode()
     assert "GET /api/v1/memory" in page and "POST /api/v1/feedback" in page and "GET /api/v1/evaluation" in page
     assert "GET /api/v1/skills" in page and "POST /api/v1/skills/{slug}/trials" in page
+    assert "POST /api/v1/memory-tests/run" in page
 
 
 def test_a_contradiction_with_an_active_entry_opens_a_conflict(agent, approved):
