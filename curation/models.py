@@ -13,7 +13,7 @@ from curation.rules.vocabulary import EventAction, Kind, QueueReason, Signal, St
 from curation.rules.access import clean_scope
 from curation.rules.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
 from curation.rules.skill_format import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
-from curation.rules.trust import Source, Trust
+from curation.rules.trust import Sender, Source, Trust
 
 TRIGGER_MAX = 500
 CONTENT_MAX = 4000
@@ -419,9 +419,9 @@ class AgentToken(models.Model):
         return f"agent:{self.name}"
 
     @property
-    def trust_ceiling(self) -> int:
-        """The most an agent vouches for: its own claim (rules/trust.py), never a person's."""
-        return Trust.AGENT
+    def trust_sender(self) -> str:
+        """Who sends what this token sends (rules/trust.py): an agent, whose word is its own claim."""
+        return Sender.AGENT
 
     def is_usable(self, now) -> bool:
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)

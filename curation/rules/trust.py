@@ -5,7 +5,7 @@ From highest to lowest: a person's decision or correction; an external verificat
 result); an independent agent (a token other than the lesson's author); the submitting agent itself;
 untrusted content (web pages, fetched documents, tool output an agent relays). A sender says what kind of
 source a piece is (`Source`); the server decides its level (`evidence_trust`), never above what the sender
-can vouch for (`ceiling`): an agent token cannot speak as a person, and a verification must be shaped like
+(`Sender`) can vouch for: an agent token cannot speak as a person, and a verification must be shaped like
 one. An entry starts at its author's level (lower when it rests on relayed content) and rises only when a
 different source confirms it at a higher level (`entry_trust`): nothing it says about itself, and nothing a
 merge copies, can raise it. What is made of several entries (a merge, a skill) takes the lowest (`lowest`)."""
@@ -28,6 +28,15 @@ class Trust(models.IntegerChoices):
     PERSON = 5, "person"
 
 
+class Sender(models.TextChoices):
+    """Who sends a piece: an agent (a token), a person in the console, or a person importing files (who may
+    pass on a file people wrote as a person's statement, and an agent's line as the agent's claim)."""
+
+    AGENT = "agent", "an agent"
+    PERSON = "person", "a person"
+    IMPORT = "import", "an import of files"
+
+
 class Source(models.TextChoices):
     """What a sender says a piece of evidence is (the API's and the MCP tools' `source`)."""
 
@@ -42,8 +51,11 @@ class Source(models.TextChoices):
 # towards a lesson only when it comes from a source other than the lesson's author (entry_trust).
 VERIFICATION_KINDS = frozenset({"test_result"})
 
-# Below this, a skill built from the entry needs two leads' approvals (services.skills).
-SKILL_SINGLE_APPROVAL_AT = Trust.INDEPENDENT
+# Below this, a skill built from the entry needs two leads' approvals (services.skills). A skill already needs
+# its trials and a lead; an agent's own lesson that passed them is the ordinary case, one lead publishes it.
+# What rests on relayed content (a web page, a fetched document) is the way a planted instruction becomes a
+# procedure every agent follows: two leads must each read it.
+SKILL_SINGLE_APPROVAL_AT = Trust.AGENT
 
 NAMES = {level.label: level for level in Trust}
 
@@ -60,10 +72,10 @@ def parse(value: str) -> Trust:
         raise ValueError(f"One of: {', '.join(NAMES)}.") from None
 
 
-def claim_refusal(source: str, *, kind: str, evaluator: str, ceiling: int) -> str | None:
-    """Why a sender that can vouch up to `ceiling` may not send this piece as `source`, in words; None when
-    it may. An agent token's ceiling is AGENT: it may not speak as a person."""
-    if source == Source.PERSON and ceiling < Trust.PERSON:
+def claim_refusal(source: str, *, kind: str, evaluator: str, sender: str) -> str | None:
+    """Why `sender` may not send this piece as `source`, in words; None when it may. An agent may not speak
+    as a person; a person in the console, or one importing files people wrote, may."""
+    if source == Source.PERSON and sender == Sender.AGENT:
         return (
             "An agent cannot record a person's decision: send what a user told you as 'own' (your account of it); "
             "a person confirms a lesson in the console."
@@ -73,25 +85,32 @@ def claim_refusal(source: str, *, kind: str, evaluator: str, ceiling: int) -> st
     return None
 
 
-def evidence_trust(source: str, *, ceiling: int, independent: bool) -> Trust:
-    """A piece's level: relayed content is untrusted whoever relays it; a verification is one; a person's own
-    piece (a console user, a file people wrote) is a person's; an agent's own piece is the agent's, or an
-    independent agent's when it is about a lesson another source wrote (`independent`)."""
+def _source_level(source: str, sender: str) -> Trust:
     if source == Source.RELAYED:
         return Trust.UNTRUSTED
     if source == Source.VERIFICATION:
         return Trust.VERIFIED
-    if ceiling >= Trust.PERSON:
+    if source == Source.PERSON or sender == Sender.PERSON:
         return Trust.PERSON
-    return Trust.INDEPENDENT if independent else Trust.AGENT
+    return Trust.AGENT  # an agent's own word, or a line an agent wrote in an imported file
 
 
-def origin_trust(sources: Iterable[str], *, ceiling: int) -> Trust:
-    """The level a new lesson starts at: its author's (a person's or an agent's), or untrusted when what it
-    rests on includes relayed content (`sources`: its supporting pieces' sources). A verification sent with
-    it does not raise it: the author cannot confirm its own lesson."""
-    author = Trust.PERSON if ceiling >= Trust.PERSON else Trust.AGENT
-    return Trust.UNTRUSTED if Source.RELAYED in set(sources) else author
+def evidence_trust(source: str, *, sender: str, independent: bool) -> Trust:
+    """A piece's level: relayed content is untrusted whoever relays it; a verification is one; a person's piece
+    (a console user's, a file people wrote) is a person's; an agent's own piece is the agent's, or an
+    independent agent's when it is about a lesson another source wrote (`independent`)."""
+    level = _source_level(source, sender)
+    return Trust.INDEPENDENT if level == Trust.AGENT and independent else level
+
+
+def origin_trust(sources: Iterable[str], *, sender: str) -> Trust:
+    """The level a new lesson starts at (`sources`: its supporting pieces' sources): its author's (a person's,
+    or an agent's, or for an import the file's writer's), and no more than the least of what it rests on:
+    untrusted when that includes relayed content. A verification sent with it does not raise it: the author
+    cannot confirm its own lesson."""
+    author = Trust.AGENT if sender == Sender.AGENT else Trust.PERSON
+    levels = [_source_level(s, sender) for s in sources if s != Source.VERIFICATION]
+    return min([author, *levels])
 
 
 @dataclass(frozen=True)

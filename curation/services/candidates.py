@@ -65,7 +65,7 @@ class PreparedCandidate:
     injection: tuple = ()
     # The provenance trust it is born at (trust.origin_trust) and the most its sender can vouch for.
     trust_origin: int = trust.Trust.AGENT
-    ceiling: int = trust.Trust.AGENT
+    sender: str = trust.Sender.AGENT
 
     @property
     def fingerprint(self) -> str:
@@ -76,10 +76,10 @@ class PreparedCandidate:
         return [f.as_flag() for f in self.findings]
 
 
-def prepare_candidate(data: dict, evidence=(), *, ceiling: int = trust.Trust.AGENT) -> PreparedCandidate:
+def prepare_candidate(data: dict, evidence=(), *, sender: str = trust.Sender.AGENT) -> PreparedCandidate:
     """Redact secrets and personal data (the raw text goes no further than this function), check every
     field, and apply the confidence caps. Raises one ValidationError with a message per bad field.
-    `ceiling`: the highest provenance trust the sender vouches for (an agent's own, a person's)."""
+    `sender`: who sends it (trust.Sender: an agent, a person in the console, an import of files)."""
     data, findings = redact_fields(data, _REDACTED_FIELDS)
     evidence = list(evidence) if isinstance(evidence, (list, tuple)) else evidence
     errors: dict = {}
@@ -104,7 +104,7 @@ def prepare_candidate(data: dict, evidence=(), *, ceiling: int = trust.Trust.AGE
     cleaned_evidence = []
     for index, item in enumerate(redacted_evidence):
         try:
-            cleaned_evidence.append(clean_evidence(item, ceiling=ceiling))
+            cleaned_evidence.append(clean_evidence(item, sender=sender))
         except ValidationError as exc:
             errors.update({f"evidence[{index}].{k}": v for k, v in exc.message_dict.items()})
     if errors:
@@ -126,9 +126,9 @@ def prepare_candidate(data: dict, evidence=(), *, ceiling: int = trust.Trust.AGE
         rules=lifecycle.rules(),
     )
     origin = trust.origin_trust(
-        (e["source"] for e in cleaned_evidence if e["polarity"] == Evidence.Polarity.SUPPORTS), ceiling=ceiling
+        (e["source"] for e in cleaned_evidence if e["polarity"] == Evidence.Polarity.SUPPORTS), sender=sender
     )
-    return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base, found_in_evidence, origin, ceiling)
+    return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base, found_in_evidence, origin, sender)
 
 
 def create_candidate(
@@ -143,7 +143,9 @@ def create_candidate(
     Secrets and personal data are redacted first: the raw text is never stored, and the entry is flagged.
     A lesson that repeats a forgotten one is refused (Forgotten): checked before the insert, so that the
     caller's transaction stays usable (the write path's own check of the insert would refuse it inside)."""
-    prepared = prepare_candidate(data, evidence, ceiling=trust.Trust.PERSON if actor is not None else trust.Trust.AGENT)
+    prepared = prepare_candidate(
+        data, evidence, sender=trust.Sender.PERSON if actor is not None else trust.Sender.AGENT
+    )
     refuse_forgotten_lessons([(prepared.fields["scope"], prepared.fields["trigger"], prepared.fields["content"])])
     return insert_candidate(prepared, actor=actor, actor_label=actor_label, at=at)
 
@@ -178,7 +180,7 @@ def new_candidate_entry(
 
 
 def evidence_rows(
-    entry: Entry, evidence: list[dict], *, actor=None, label: str, now, ceiling: int = trust.Trust.AGENT
+    entry: Entry, evidence: list[dict], *, actor=None, label: str, now, sender: str = trust.Sender.AGENT
 ) -> list[Evidence]:
     """The Evidence rows of cleaned pieces `label` records about `entry`, each with its provenance trust."""
     return [
@@ -189,7 +191,7 @@ def evidence_rows(
             recorded_by_label=label,
             created_at=now,
         )
-        for e in with_levels(evidence, entry=entry, recorder=label, ceiling=ceiling)
+        for e in with_levels(evidence, entry=entry, recorder=label, sender=sender)
     ]
 
 
@@ -220,7 +222,7 @@ def insert_candidate_with_links(
         )
         evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
         Evidence.objects.bulk_create(
-            evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now, ceiling=prepared.ceiling)
+            evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now, sender=prepared.sender)
         )
         probe = entry if held_by is None else with_text(entry, prepared.fields)
         similar = similar_active_entries(probe)

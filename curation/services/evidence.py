@@ -20,8 +20,8 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
     (trust.evidence_trust), an agent's its own claim; a confirmation from a source other than the entry's
     author raises the entry's trust (services.trust)."""
     data, findings = redact_fields(data, ("excerpt", "task_ref"))
-    ceiling = trust.Trust.PERSON if actor is not None else trust.Trust.AGENT
-    cleaned = clean_evidence(data, ceiling=ceiling)
+    sender = trust.Sender.PERSON if actor is not None else trust.Sender.AGENT
+    cleaned = clean_evidence(data, sender=sender)
     now = at or clock.now()
     with transaction.atomic():
         entry = Entry.objects.select_for_update().get(pk=entry_id)
@@ -33,7 +33,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
         label = actor_label or actor_label_for(actor)
         if entry.held_by_id is not None:  # a held submission's text is never stored (services.held)
             cleaned = held_evidence([cleaned], entry.held_by)[0]
-        cleaned = with_levels([cleaned], entry=entry, recorder=label, ceiling=ceiling)[0]
+        cleaned = with_levels([cleaned], entry=entry, recorder=label, sender=sender)[0]
         evidence = Evidence.objects.create(
             entry=entry,
             **{**cleaned, "observed_at": cleaned["observed_at"] or now},

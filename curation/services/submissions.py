@@ -131,7 +131,7 @@ def _resubmit_event(entry: Entry, prepared: PreparedCandidate, label: str, now):
 
 
 def _evidence_of(entry: Entry, prepared: PreparedCandidate, label: str, now) -> list[Evidence]:
-    return evidence_rows(entry, _stored_evidence(entry, prepared), label=label, now=now, ceiling=prepared.ceiling)
+    return evidence_rows(entry, _stored_evidence(entry, prepared), label=label, now=now, sender=prepared.sender)
 
 
 def _add_to_duplicate(entry: Entry, prepared: PreparedCandidate, label: str, now) -> int:
@@ -148,7 +148,7 @@ def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
         raise ValidationError(errors)
     data = dict(data)
     evidence = data.pop("evidence", [])
-    prepared = prepare_candidate(data, evidence if evidence is not None else [], ceiling=token.trust_ceiling)
+    prepared = prepare_candidate(data, evidence if evidence is not None else [], sender=token.trust_sender)
     scope = prepared.fields["scope"]
     if not access.token_covers(token, scope):
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")

@@ -9,12 +9,12 @@ from curation.rules import trust
 from .entry_writes import write_entry
 
 
-def with_levels(evidence: list[dict], *, entry: Entry, recorder: str, ceiling: int) -> list[dict]:
-    """`evidence` (cleaned pieces) with the level each one gets when `recorder`, who vouches up to `ceiling`,
+def with_levels(evidence: list[dict], *, entry: Entry, recorder: str, sender: str) -> list[dict]:
+    """`evidence` (cleaned pieces) with the level each one gets when `recorder`, a `sender` (trust.Sender),
     records it about `entry`: independent when `recorder` is not the entry's author."""
     independent = recorder != entry.created_by_label
     return [
-        {**piece, "trust": trust.evidence_trust(piece["source"], ceiling=ceiling, independent=independent)}
+        {**piece, "trust": trust.evidence_trust(piece["source"], sender=sender, independent=independent)}
         for piece in evidence
     ]
 
@@ -39,6 +39,13 @@ def raise_trust(entry: Entry, new_rows, *, actor=None, actor_label: str = "", at
     level the entry has are all it needs to read."""
     level, why = trust.entry_trust(entry.trust, pieces(new_rows), author=entry.created_by_label)
     if level > entry.trust:
-        write_entry(entry, {"trust": int(level)}, action=EventAction.TRUST_RAISED, actor=actor,
-                    actor_label=actor_label, reason=why, at=at)
+        write_entry(
+            entry,
+            {"trust": int(level)},
+            action=EventAction.TRUST_RAISED,
+            actor=actor,
+            actor_label=actor_label,
+            reason=why,
+            at=at,
+        )
     return entry

@@ -98,9 +98,9 @@ def clean_entry_fields(data: dict, *, fields) -> dict:
     return cleaned
 
 
-def clean_evidence(item: dict, *, ceiling: int = trust.Trust.AGENT) -> dict:
-    """One piece of evidence, checked; `ceiling`: the highest trust its sender can vouch for (an agent
-    token's is the agent's own: it may not send a person's decision), see trust.claim_refusal."""
+def clean_evidence(item: dict, *, sender: str = trust.Sender.AGENT) -> dict:
+    """One piece of evidence, checked; `sender`: who sends it (trust.Sender): an agent token may not send a
+    person's decision (trust.claim_refusal)."""
     errors: dict[str, str] = {}
     if not isinstance(item, dict):
         raise ValidationError({"evidence": ["Each piece of evidence is an object."]})
@@ -137,7 +137,7 @@ def clean_evidence(item: dict, *, ceiling: int = trust.Trust.AGENT) -> dict:
     if source not in trust.Source.values:
         errors["source"] = f"One of: {', '.join(trust.Source.values)}."
     elif "kind" not in errors and (
-        refusal := trust.claim_refusal(source, kind=kind, evaluator=evaluator or "", ceiling=ceiling)
+        refusal := trust.claim_refusal(source, kind=kind, evaluator=evaluator or "", sender=sender)
     ):
         errors["source"] = refusal
     if errors:
