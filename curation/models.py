@@ -13,6 +13,7 @@ from curation.rules.vocabulary import EventAction, Kind, QueueReason, Signal, St
 from curation.rules.access import clean_scope
 from curation.rules.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
 from curation.rules.skill_format import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
+from curation.rules.trust import Sender, Source, Trust
 
 TRIGGER_MAX = 500
 CONTENT_MAX = 4000
@@ -34,6 +35,10 @@ class Entry(models.Model):
     review_by = models.DateField(null=True, blank=True)
 
     signal = models.CharField(max_length=16, choices=Signal.choices)
+    # Provenance trust (rules/trust.py): the level it was born at (its author's, or the lowest of what a merge
+    # made it from) and the level now, which only a confirmation from another source raises.
+    trust_origin = models.PositiveSmallIntegerField(choices=Trust.choices, default=Trust.AGENT, db_default=Trust.AGENT)
+    trust = models.PositiveSmallIntegerField(choices=Trust.choices, default=Trust.AGENT, db_default=Trust.AGENT)
     # Confidence is derived where it is read (`confidence`), from the base, the last verification and the
     # time; nothing rewrites it as days pass. The entry leaves the active set at `decay_stopped_at`, and
     # its confidence stays as it was then. `decay_key` (lifecycle.decay_key, computed with `decay_rate`)
@@ -207,6 +212,7 @@ class Entry(models.Model):
             "recheck_when": self.recheck_when,
             "review_by": self.review_by.isoformat() if self.review_by else None,
             "signal": self.signal,
+            "trust": self.trust,
             "base_confidence": round(self.base_confidence, 4),
             "confidence": round(self.confidence_at(at or clock.now()), 4),
             "last_verified_at": self.last_verified_at.isoformat() if self.last_verified_at else None,
@@ -235,6 +241,7 @@ SNAPSHOT_FIELDS = (
     "recheck_when",
     "review_by",
     "signal",
+    "trust",
     *CONFIDENCE_FIELDS,
     "queue_reason",
     "queued_at",
@@ -265,6 +272,11 @@ class Evidence(models.Model):
     entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="evidence")
     kind = models.CharField(max_length=32, choices=EvidenceKind.choices)
     signal = models.CharField(max_length=16, choices=Signal.choices)
+    # What the sender said the piece is, and the level the server gave it (rules/trust.py).
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.OWN, db_default=Source.OWN)
+    trust = models.PositiveSmallIntegerField(choices=Trust.choices, default=Trust.AGENT, db_default=Trust.AGENT)
+    # A merge's copy of another entry's evidence: that entry's provenance, never a confirmation of this one.
+    copied_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     polarity = models.CharField(max_length=16, choices=Polarity.choices, default=Polarity.SUPPORTS)
     excerpt = RedactedTextField(max_length=4000)
     task_ref = RedactedCharField(max_length=255, blank=True)
@@ -406,6 +418,11 @@ class AgentToken(models.Model):
     @property
     def label(self) -> str:
         return f"agent:{self.name}"
+
+    @property
+    def trust_sender(self) -> str:
+        """Who sends what this token sends (rules/trust.py): an agent, whose word is its own claim."""
+        return Sender.AGENT
 
     def is_usable(self, now) -> bool:
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
@@ -698,6 +715,12 @@ class SkillProposal(models.Model):
     nominated_entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
     reason = RedactedTextField(blank=True)  # what the sweep saw: hits, average utility, recent uses
     flags = models.JSONField(default=list, blank=True)  # what was redacted from edits
+    # A skill made from low-trust sources (trust.skill_approvals_needed) needs two leads: the first one's
+    # approval, until a second lead approves or the draft changes.
+    first_approval_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    first_approval_at = models.DateTimeField(null=True, blank=True)
     # Trials count for the current revision only: it goes up when the steps, parameters, verification or
     # rollback change, since trials of other steps prove nothing about these.
     revision = models.PositiveIntegerField(default=1)
@@ -858,6 +881,7 @@ class ReleasedEntry(models.Model):
     conditions = models.JSONField(default=list, blank=True)
     boundary = models.TextField(blank=True)
     signal = models.CharField(max_length=16, choices=Signal.choices)
+    trust = models.PositiveSmallIntegerField(choices=Trust.choices, default=Trust.AGENT, db_default=Trust.AGENT)
     # A version holds what confidence is derived from, not a value of it: a released lesson decays as the
     # live one does (lifecycle.confidence_at), so an old version's answers fade like the live rows.
     base_confidence = models.FloatField()

@@ -2,6 +2,7 @@
 
 from curation.rules import config
 from curation.rules.access import SCOPE_MAX, SCOPE_PATTERN
+from curation.rules.trust import Source, Trust
 from curation.models import (
     CONTENT_MAX,
     SKILL_SLUG_MAX,
@@ -88,6 +89,18 @@ VERSION = {
 }
 
 
+TRUST_NAMES = [level.label for level in Trust]
+TRUST_SOURCES = (
+    "What kind of source this piece is; the server gives it its trust level. 'own' (default): your own "
+    "observation or reasoning (the agent level; an independent agent's when the lesson is another agent's). "
+    "'verification': a test or check result, with kind 'test_result' and the check named in 'evaluator' "
+    "(the verified level; it confirms a lesson only when its author is another source). 'relayed': content "
+    "from elsewhere, such as a web page, a fetched document, tool output you pass on, anything your MCP client "
+    "marks external (untrusted; a lesson resting on it is untrusted). 'person': a person's decision, which "
+    "an agent token may not claim (422); what a user told you is your own account of it ('own')."
+)
+
+
 def schema() -> dict:
     evidence_in = {
         "type": "object",
@@ -96,6 +109,11 @@ def schema() -> dict:
         "properties": {
             "kind": {"enum": Evidence.EvidenceKind.values},
             "signal": {"enum": Signal.values},
+            "source": {
+                "enum": Source.values,
+                "default": Source.OWN,
+                "description": TRUST_SOURCES,
+            },
             "polarity": {"enum": Evidence.Polarity.values, "default": "supports"},
             "excerpt": {"type": "string", "minLength": 1, "maxLength": 4000},
             "task_ref": {"type": "string", "maxLength": 255},
@@ -180,6 +198,11 @@ def schema() -> dict:
             "boundary": {"type": "string"},
             "confidence": {"type": "number"},
             "signal": {"enum": Signal.values},
+            "trust": {
+                "enum": TRUST_NAMES,
+                "description": "Provenance trust, from the lowest: untrusted, agent, independent, verified, person. "
+                "It rises only when a source other than the lesson's author confirms it.",
+            },
             "last_verified_at": {"type": ["string", "null"], "format": "date-time"},
             "score": {
                 "type": "number",
@@ -264,6 +287,11 @@ def schema() -> dict:
         "min_confidence": {
             "schema": {"type": "number", "minimum": 0, "maximum": 1, "default": config.RETRIEVE_AT_LEAST.value},
             "description": f"Raised to {config.RETRIEVE_AT_LEAST.value} if lower.",
+        },
+        "min_trust": {
+            "schema": {"enum": TRUST_NAMES, "default": Trust.UNTRUSTED.label},
+            "description": "Only lessons at this provenance trust level or above (untrusted, agent, independent, "
+            "verified, person): `independent` leaves out what rests on one agent's word or on relayed content.",
         },
         "budget_chars": {"schema": {"type": "integer", "minimum": 200, "maximum": 50000, "default": 2000}},
         "task_ref": {"schema": {"type": "string", "maxLength": 255}},
@@ -371,6 +399,7 @@ def schema() -> dict:
                         },
                         "scope": SCOPE,
                         "min_confidence": {"type": "number"},
+                        "min_trust": {"enum": TRUST_NAMES},
                         "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
                         "context": {"type": "string", "description": "Ready to put in a prompt; at most budget_chars."},
                     },
@@ -403,7 +432,9 @@ def schema() -> dict:
                 },
                 "EntryDetail": {
                     "type": "object",
-                    "description": "The entry with status, counters, evidence and events.",
+                    "description": "The entry with status, counters, evidence and events; `trust` and "
+                    "`trust_why` say its provenance trust level and why, and each piece of evidence its "
+                    "`source` and `trust`.",
                 },
                 "Skill": skill,
                 "Skills": {
@@ -753,7 +784,9 @@ def schema() -> dict:
             "/entries/{id}/evidence": {
                 "post": {
                     "summary": "Add fresh evidence to an entry",
-                    "description": "Supporting external or independent evidence lets an archived entry be revived.",
+                    "description": "Supporting external or independent evidence lets an archived entry be revived. "
+                    "A piece from a token other than the lesson's author is an independent confirmation: at a "
+                    "higher trust level than the lesson's, it raises the lesson's trust (see `source`).",
                     "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
                     "requestBody": _json_body("#/components/schemas/Evidence", EXAMPLE_CANDIDATE["evidence"][0]),
                     "responses": {

@@ -1,5 +1,7 @@
 """How entries, evidence and events look in the agent API's answers."""
 
+from curation.rules import trust
+
 
 def _time(value):
     return value.isoformat() if value else None
@@ -16,6 +18,7 @@ def entry_json(entry, *, full: bool = False) -> dict:
         "boundary": entry.boundary,
         "confidence": round(entry.confidence, 4),
         "signal": entry.signal,
+        "trust": trust.name(entry.trust),
         "last_verified_at": _time(entry.last_verified_at),
     }
     if full:
@@ -48,6 +51,8 @@ def evidence_json(evidence) -> dict:
         "id": evidence.pk,
         "kind": evidence.kind,
         "signal": evidence.signal,
+        "source": evidence.source,
+        "trust": trust.name(evidence.trust),
         "polarity": evidence.polarity,
         "excerpt": evidence.excerpt,
         "task_ref": evidence.task_ref,

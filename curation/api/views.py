@@ -6,10 +6,11 @@ from django.core.exceptions import ValidationError
 from django.views.decorators.csrf import csrf_exempt
 
 from curation import selectors
-from curation.rules import config, vectors
+from curation.rules import config, trust, vectors
 from curation.selectors import releases
 from curation.selectors.evaluation import arm_for, learning_report
 from curation.selectors.retrieval_cache import cached_retrieve_released
+from curation.selectors.trust import trust_why
 from curation.rules.context_block import build_context
 from curation.infra.db_router import read_for_retrieval
 from curation.rules.evaluation import HOLDOUT, RULES_KINDS, RULES_ONLY
@@ -78,7 +79,7 @@ def candidates_batch(request, token, body):
 
 
 MEMORY_PARAMETERS = frozenset(
-    {"scope", "q", "k", "min_confidence", "budget_chars", "task_ref", "version", "embedding", "metric"}
+    {"scope", "q", "k", "min_confidence", "min_trust", "budget_chars", "task_ref", "version", "embedding", "metric"}
 )
 
 
@@ -120,6 +121,7 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
     k = query_int(params, "k", config.RETRIEVE_LIMIT.value, 1, config.API_RETRIEVE_MAX_K.value)
     floor = config.RETRIEVE_AT_LEAST.value
     min_confidence = max(floor, query_float(params, "min_confidence", floor, 0.0, 1.0))
+    min_trust = _min_trust(params)
     budget = query_int(params, "budget_chars", 2000, 200, 50000)
     q = params.get("q", "")
     if len(q) > 2000:
@@ -141,6 +143,7 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
             kinds=RULES_KINDS if arm == RULES_ONLY else None,
             embedding=embedding,
             metric=metric,
+            min_trust=min_trust,
         )
 
     # On the replica when it is up and current, else on the primary; from the cache when asked before.
@@ -157,6 +160,7 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
         "arm": arm,
         "scope": scope,
         "min_confidence": min_confidence,
+        "min_trust": trust.name(min_trust),
         "metric": metric if embedding is not None else None,
         "entries": [
             {
@@ -168,6 +172,17 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
         ],
         "context": context,
     }
+
+
+def _min_trust(params) -> int:
+    """The lowest provenance trust level asked for (by name); untrusted, every level, by default."""
+    raw = params.get("min_trust")
+    if raw in (None, ""):
+        return trust.Trust.UNTRUSTED
+    try:
+        return trust.parse(raw)
+    except ValueError as exc:
+        raise ApiError(422, "Some parameters are not valid.", {"min_trust": [str(exc)]}) from None
 
 
 def _query_embedding(params, scope: str) -> tuple[list[float] | None, str]:
@@ -268,6 +283,7 @@ def entry_detail(request, token, entry_id):
     entry = _entry_for_token(token, entry_id)
     return 200, {
         **entry_json(entry, full=True),
+        "trust_why": trust_why(entry),
         "evidence": [evidence_json(e) for e in selectors.entry_evidence_for_token(entry, limit=API_HISTORY_LIMIT)],
         "events": [event_json(e) for e in selectors.entry_events_for_token(token, entry, limit=API_HISTORY_LIMIT)],
     }

@@ -1,8 +1,10 @@
 """The text block an agent puts in its prompt: retrieved entries, grouped so that what people agreed,
-what evidence validated and what the agent only inferred are never confused, trimmed to a budget."""
+what evidence validated and what the agent only inferred are never confused, each marked with its provenance
+trust level, trimmed to a budget."""
 
 from __future__ import annotations
 
+from curation.rules import trust
 from curation.rules.injection import withheld_text
 
 SECTIONS = (
@@ -41,8 +43,10 @@ def situation(trigger: str) -> str:
 def entry_line(entry) -> str:
     if getattr(entry, "quarantined", False):  # a possible injection: its id, never its text
         return f"- [#{entry.pk} {entry.scope}] {withheld_text(entry.pk)}"
+    # The provenance trust level rides with each lesson: an agent can weigh "untrusted" apart from "person".
     line = (
-        f"- [#{entry.pk} {entry.scope} · confidence {entry.confidence:.2f}] {situation(entry.trigger)}: {entry.content}"
+        f"- [#{entry.pk} {entry.scope} · confidence {entry.confidence:.2f} · trust {trust.name(entry.trust)}] "
+        f"{situation(entry.trigger)}: {entry.content}"
     )
     if entry.boundary:
         line += f" (Does not hold: {entry.boundary})"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from curation.rules.context_block import situation
 from curation.rules.markdown_lessons import Block, blocks, one_line, strip_front_matter
 from curation.rules.skill_import import NotConforming, SkillDraft, front_matter, read_skill_md
+from curation.rules.trust import import_source
 from curation.rules.vocabulary import Kind, Signal
 
 FORMATS = ("claude-code", "codex", "letta", "skills", "markdown", "jsonl", "mem0")
@@ -85,6 +86,7 @@ class ImportedLesson:
             # its own: agents may send any kind, so the provenance is the text and the ImportRecord, not a label.
             "kind": "user_statement" if self.signal == Signal.EXTERNAL else "reflection",
             "signal": self.signal,
+            "source": import_source(self.format, self.signal),  # who wrote the file: trust.IMPORT_SOURCES
             "polarity": "supports",
             "excerpt": excerpt,
             "task_ref": ref[:255],

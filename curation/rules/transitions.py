@@ -92,6 +92,8 @@ TRANSITIONS: dict[str, Transition] = {
     A.QUEUE_RECHECK: _t(
         [Status.ACTIVE], [Status.ACTIVE], stamps=("queued_at",), requires=("queue_reason",), by=_EITHER
     ),
+    # A confirmation from another source raises the provenance trust, whatever the entry is now.
+    A.TRUST_RAISED: _t(_ANY, [SAME], requires=("trust",), by=_EITHER, permission=None),
     # Agents' outcomes count on whatever the entry is now (archived since the task read it, say).
     A.OUTCOME_SUCCESS: _t(_ANY, [SAME], by=frozenset({SYSTEM})),
     A.OUTCOME_FAILURE: _t(_ANY, [SAME], by=frozenset({SYSTEM})),

@@ -19,6 +19,7 @@ RELEASED_FIELDS = (
     "conditions",
     "boundary",
     "signal",
+    "trust",
     "base_confidence",
     "last_verified_at",
     "fingerprint",

@@ -60,6 +60,8 @@ class EventAction(models.TextChoices):
     SUBMIT = "submit", "submitted"
     RESUBMIT = "resubmit", "submitted again"
     ADD_EVIDENCE = "add_evidence", "evidence added"
+    # Another source confirmed it at a higher provenance trust level (rules/trust.py).
+    TRUST_RAISED = "trust_raised", "trust raised by a confirmation"
     # A reviewer decides on the candidates queue.
     APPROVE = "approve", "approved"
     EDIT_APPROVE = "edit_approve", "edited and approved"
@@ -102,6 +104,8 @@ class EventAction(models.TextChoices):
     SKILL_DRAFT_EDITED = "skill_draft_edited", "skill draft edited"
     SKILL_TRIAL = "skill_trial", "skill trial reported"
     SKILL_APPROVED = "skill_approved", "skill approved"
+    # Made from low-trust sources: a second lead's approval publishes it.
+    SKILL_FIRST_APPROVAL = "skill_first_approval", "skill approved (1 of 2 leads)"
     SKILL_REJECTED = "skill_rejected", "skill rejected"
     SKILL_RETIRED = "skill_retired", "skill retired"
     SKILL_WITHDRAWN = "skill_withdrawn", "skill withdrawn: a source was forgotten"

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, Q
 
-from curation.rules import access, clock, config
+from curation.rules import access, clock, config, trust
 from curation.models import CONFIDENCE_FIELDS, Entry, Event, Evidence, QueueReason, SimilarEntry, Status
 from curation.rules.permissions import SETTLE
 
 from .confidence import confidence_at_least, confidence_at_most
 from .entries import visible_entries
 from .paging import Page, capped_count, encode_keyset, read_page
+from .trust import trust_why
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,9 @@ class QueueFilters:
     max_confidence: float | None = None
     q: str = ""
     deferred: bool = False  # show the deferred entries instead of the ready ones
+    # Provenance trust bounds, by level name ("agent", "person"): "what rests on one agent's word" is at most agent.
+    min_trust: str = ""
+    max_trust: str = ""
 
     def as_q(self, now) -> Q:
         q = Q(queued_at__gt=now) if self.deferred else Q(queued_at__isnull=False, queued_at__lte=now)
@@ -45,6 +49,10 @@ class QueueFilters:
             q &= Q(confidence_at_least(self.min_confidence, now))
         if self.max_confidence is not None:
             q &= Q(confidence_at_most(self.max_confidence, now))
+        if self.min_trust:
+            q &= Q(trust__gte=trust.parse(self.min_trust))
+        if self.max_trust:
+            q &= Q(trust__lte=trust.parse(self.max_trust))
         if self.q:
             for word in self.q.split()[:8]:
                 q &= Q(trigger__icontains=word) | Q(content__icontains=word) | Q(boundary__icontains=word)
@@ -119,8 +127,16 @@ def candidate_queue(user, filters: QueueFilters, *, cursor: str = "", page_size:
         cursor=cursor,
         page_size=page_size or config.QUEUE_PAGE_SIZE.value,
         filters=filters,
-        prepare=with_queued_why,
+        prepare=with_card_notes,
     )
+
+
+def with_card_notes(cards: list) -> list:
+    """What a page of cards shows beyond its rows: why each is back (with_queued_why) and why it has its
+    provenance trust level (`trust_why`, from the evidence the card already holds: no query)."""
+    for card in cards:
+        card.trust_why = trust_why(card, card.card_evidence)
+    return with_queued_why(cards)
 
 
 def with_queued_why(cards: list) -> list:
@@ -180,4 +196,4 @@ def queue_card(user, entry_id) -> Entry:
         .prefetch_related(*_card_prefetches(user))
         .get(pk=entry_id)
     )
-    return with_queued_why([card])[0]
+    return with_card_notes([card])[0]

@@ -30,6 +30,7 @@ from curation.models import (
     Status,
 )
 from curation.rules.memory_export import Lesson, export_files
+from curation.rules.trust import Trust
 from curation.rules.versions import (
     RELEASED_FIELDS,
     SKILL_RELEASED_FIELDS,
@@ -139,14 +140,23 @@ def released_entries(number: int, *, scopes=None, prefix: str = ""):
 
 
 def retrieve_released(
-    number: int, *, scopes, q: str = "", k: int, min_confidence: float, kinds=None, embedding=None, metric: str = "l2"
+    number: int,
+    *,
+    scopes,
+    q: str = "",
+    k: int,
+    min_confidence: float,
+    kinds=None,
+    embedding=None,
+    metric: str = "l2",
+    min_trust: int = Trust.UNTRUSTED,
 ) -> list[Ranked]:
     """retrieve_memory's answer, read from version `number` instead of the live rows, ranked the same way:
     on PostgreSQL by the live ranking SQL over the version's rows (one indexed lookup); without a query,
     or on SQLite, by confidence or the portable word match; with an embedding, by exact distance (or its
     fusion with the words) over the version's rows of those scopes. `kinds` limits it to entries of those
     kinds (the rules-only arm: the few that people wrote), ranked by the portable word match on every
-    database."""
+    database. `min_trust` leaves out the rows below that provenance trust level, in every path."""
     if not scopes:
         return []
     q = (q or "").strip()[:500]
@@ -156,11 +166,13 @@ def retrieve_released(
         found = with_current_confidence(released_entries(number, scopes=scopes), released=True).filter(
             current_confidence__gte=min_confidence
         )
+        if min_trust > Trust.UNTRUSTED:
+            found = found.filter(trust__gte=min_trust)
         return found.filter(kind__in=list(kinds)) if kinds is not None else found
 
     def by_words(size):
         if q and connection.vendor == "postgresql" and kinds is None:
-            return _ranked_released_postgres(number, scopes, q, min_confidence, size)
+            return _ranked_released_postgres(number, scopes, q, min_confidence, size, min_trust)
         return rank_by_words(rows(), q, size, as_entry)
 
     if embedding is not None:
@@ -179,13 +191,15 @@ _JSON_COLUMNS = frozenset(
 )
 
 
-def _ranked_released_postgres(number: int, scopes, q: str, min_confidence: float, pool: int) -> list[Ranked]:
+def _ranked_released_postgres(
+    number: int, scopes, q: str, min_confidence: float, pool: int, min_trust: int = Trust.UNTRUSTED
+) -> list[Ranked]:
     """The ranking SQL over version `number`'s rows, each row made the Entry an answer is built from in one
     step (through the fields' own converters), not a ReleasedEntry first: on every agent read."""
     sql = ranked_by_words_sql(
         ", ".join(f"e.{name}" for name in _RANKED_COLUMNS), released_matches_sql(), ReleasedEntry._meta.db_table
     )
-    params = {**ranking_params(scopes, q, min_confidence, pool), "version": number}
+    params = {**ranking_params(scopes, q, min_confidence, pool), "version": number, "min_trust": int(min_trust)}
     db = router.db_for_read(ReleasedEntry)
     with connections[db].cursor() as cursor:
         cursor.execute(sql, params)

@@ -1,5 +1,6 @@
 """Retrieval answers from Redis. A published version's rows never change once written, so the ranking of
-(version, the scopes read, query, k, confidence floor, kinds, query embedding and metric) is the same every
+(version, the scopes read, query, k, confidence floor, kinds, query embedding and metric, the lowest trust
+level asked for) is the same every
 time it is asked, but for decay, which moves entries under the floor as days pass: it is cached under
 exactly those inputs and the hour of the one clock (a replay's hours too), and a publish (a new version
 number, read by every request) is the invalidation. The confidence an answer shows is derived when it is
@@ -16,6 +17,7 @@ import logging
 from django.core.cache import cache
 
 from curation.rules import clock, config
+from curation.rules.trust import Trust
 
 from .releases import retrieve_released
 from .retrieval import Ranked
@@ -28,7 +30,17 @@ GENERATION_KEY = f"{KEY_PREFIX}-generation"
 
 
 def _key(
-    number: int, scopes, q: str, k: int, min_confidence: float, generation: int, *, kinds, embedding, metric: str
+    number: int,
+    scopes,
+    q: str,
+    k: int,
+    min_confidence: float,
+    generation: int,
+    *,
+    kinds,
+    embedding,
+    metric: str,
+    min_trust: int,
 ) -> str:
     # Every input that changes the answer is in the key.
     inputs = json.dumps(
@@ -43,6 +55,7 @@ def _key(
             sorted(kinds) if kinds is not None else None,
             embedding,
             metric if embedding else None,
+            int(min_trust),
         ]
     )
     return f"{KEY_PREFIX}:{hashlib.sha256(inputs.encode()).hexdigest()}"
@@ -58,10 +71,19 @@ def forget_cached_answers() -> None:
 
 
 def cached_retrieve_released(
-    number: int, *, scopes, q: str = "", k: int, min_confidence: float, kinds=None, embedding=None, metric: str = "l2"
+    number: int,
+    *,
+    scopes,
+    q: str = "",
+    k: int,
+    min_confidence: float,
+    kinds=None,
+    embedding=None,
+    metric: str = "l2",
+    min_trust: int = Trust.UNTRUSTED,
 ) -> list[Ranked]:
     """retrieve_released, answered from the cache when the same inputs were asked of the same version."""
-    options = {"kinds": kinds, "embedding": embedding, "metric": metric}
+    options = {"kinds": kinds, "embedding": embedding, "metric": metric, "min_trust": min_trust}
     seconds = config.RETRIEVAL_CACHE_SECONDS.value
     if not seconds or not scopes:
         return retrieve_released(number, scopes=scopes, q=q, k=k, min_confidence=min_confidence, **options)

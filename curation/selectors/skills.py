@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, Prefetch, Q, QuerySet, prefetch_related_objects
 
-from curation.rules import access, lifecycle, skill_format
+from curation.rules import access, lifecycle, skill_format, trust
 from curation.models import AgentToken, Event, SkillProposal, SkillSource, SkillTrial, Status
 
 from .entries import TIMELINE_LIMIT, TimelineItem, TimelinePage, event_changes
@@ -28,7 +28,7 @@ def visible_skills(user):
 
 def _annotated(qs):
     on_revision = Q(trials__revision=F("revision"))
-    return qs.select_related("decided_by", "retired_by").annotate(
+    return qs.select_related("decided_by", "retired_by", "first_approval_by").annotate(
         trials_reported=Count("trials", filter=on_revision),
         trials_succeeded=Count("trials", filter=on_revision & Q(trials__outcome=SkillTrial.Outcome.SUCCESS)),
     )
@@ -57,6 +57,9 @@ def _with_parts(proposals: list[SkillProposal]) -> list[SkillProposal]:
             progress=p.progress, rollback=p.rollback, steps=p.steps, inactive_sources=inactive
         )
         p.sources_text = ", ".join(f"#{s.entry_id}" for s in p.current_sources)
+        # No more trusted than its least trusted source; below the threshold, two leads publish it.
+        p.trust = trust.lowest(s.entry.trust for s in p.current_sources)
+        p.approvals_needed = trust.skill_approvals_needed(p.trust)
     return proposals
 
 

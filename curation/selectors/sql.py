@@ -186,14 +186,15 @@ def live_matches_sql() -> str:
 def released_matches_sql() -> str:
     """ranked_by_words_sql's candidates from version %(version)s's released rows (a publish left out the
     sources of approved skills): the open rows through the (scope, word) keys of migration 0020, and the
-    rows closed since the version (none when it is the newest) through the valid_to index. One statement:
-    a publish committing meanwhile changes nothing it reads."""
+    rows closed since the version (none when it is the newest) through the valid_to index, at provenance
+    trust %(min_trust)s or above. One statement: a publish committing meanwhile changes nothing it reads."""
     return f"""
         SELECT e.id, e.entry_id, e.search_vector, {_released_confidence()} AS confidence FROM curation_releasedentry e
-        WHERE e.valid_to IS NULL AND e.valid_from <= %(version)s AND {_MENTIONS_QUERY_WORD}
+        WHERE e.valid_to IS NULL AND e.valid_from <= %(version)s AND e.trust >= %(min_trust)s
+          AND {_MENTIONS_QUERY_WORD}
         UNION ALL
         SELECT e.id, e.entry_id, e.search_vector, {_released_confidence()} AS confidence FROM curation_releasedentry e
-        WHERE e.valid_to > %(version)s AND e.valid_from <= %(version)s
+        WHERE e.valid_to > %(version)s AND e.valid_from <= %(version)s AND e.trust >= %(min_trust)s
           AND e.scope = ANY(CAST(%(scopes)s AS text[])) AND {_MENTIONS_QUERY_WORD}
     """
 

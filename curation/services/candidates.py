@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from curation.rules import access, clock, config, injection, lifecycle, vectors
+from curation.rules import access, clock, config, injection, lifecycle, trust, vectors
 from curation.rules.permissions import REVIEW, SETTLE
 from curation.rules.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueReason, SimilarEntry, Signal, Status
@@ -20,6 +20,7 @@ from .entry_writes import changes_since, insert_entry, refuse_forgotten_lessons,
 from .errors import InvalidTransition, StaleDecision
 from .events import actor_label_for, record_event
 from .held import held_evidence, held_fields, weigh_tombstone_check, with_text
+from .trust import with_levels
 from .validation import clean_entry_fields, clean_evidence
 
 EDITABLE_FIELDS = ("scope", "trigger", "content", "boundary", "conditions")
@@ -62,6 +63,9 @@ class PreparedCandidate:
     # text): flagged on the card and quarantining the entry, never told to the agent (no oracle to tune a
     # payload against).
     injection: tuple = ()
+    # The provenance trust it is born at (trust.origin_trust) and the most its sender can vouch for.
+    trust_origin: int = trust.Trust.AGENT
+    sender: str = trust.Sender.AGENT
 
     @property
     def fingerprint(self) -> str:
@@ -72,9 +76,10 @@ class PreparedCandidate:
         return [f.as_flag() for f in self.findings]
 
 
-def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
+def prepare_candidate(data: dict, evidence=(), *, sender: str = trust.Sender.AGENT) -> PreparedCandidate:
     """Redact secrets and personal data (the raw text goes no further than this function), check every
-    field, and apply the confidence caps. Raises one ValidationError with a message per bad field."""
+    field, and apply the confidence caps. Raises one ValidationError with a message per bad field.
+    `sender`: who sends it (trust.Sender: an agent, a person in the console, an import of files)."""
     data, findings = redact_fields(data, _REDACTED_FIELDS)
     evidence = list(evidence) if isinstance(evidence, (list, tuple)) else evidence
     errors: dict = {}
@@ -99,7 +104,7 @@ def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
     cleaned_evidence = []
     for index, item in enumerate(redacted_evidence):
         try:
-            cleaned_evidence.append(clean_evidence(item))
+            cleaned_evidence.append(clean_evidence(item, sender=sender))
         except ValidationError as exc:
             errors.update({f"evidence[{index}].{k}": v for k, v in exc.message_dict.items()})
     if errors:
@@ -120,7 +125,10 @@ def prepare_candidate(data: dict, evidence=()) -> PreparedCandidate:
         has_external_support=has_external,
         rules=lifecycle.rules(),
     )
-    return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base, found_in_evidence)
+    origin = trust.origin_trust(
+        (e["source"] for e in cleaned_evidence if e["polarity"] == Evidence.Polarity.SUPPORTS), sender=sender
+    )
+    return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base, found_in_evidence, origin, sender)
 
 
 def create_candidate(
@@ -135,7 +143,9 @@ def create_candidate(
     Secrets and personal data are redacted first: the raw text is never stored, and the entry is flagged.
     A lesson that repeats a forgotten one is refused (Forgotten): checked before the insert, so that the
     caller's transaction stays usable (the write path's own check of the insert would refuse it inside)."""
-    prepared = prepare_candidate(data, evidence)
+    prepared = prepare_candidate(
+        data, evidence, sender=trust.Sender.PERSON if actor is not None else trust.Sender.AGENT
+    )
     refuse_forgotten_lessons([(prepared.fields["scope"], prepared.fields["trigger"], prepared.fields["content"])])
     return insert_candidate(prepared, actor=actor, actor_label=actor_label, at=at)
 
@@ -160,6 +170,8 @@ def new_candidate_entry(
         held_by=held_by,
         flags=prepared.flags + [f.as_flag() for f in prepared.injection],
         quarantined=bool(prepared.injection),
+        trust_origin=prepared.trust_origin,
+        trust=prepared.trust_origin,
         created_by=actor,
         created_by_label=actor_label or actor_label_for(actor),
         created_at=now,
@@ -167,7 +179,10 @@ def new_candidate_entry(
     )
 
 
-def evidence_rows(entry: Entry, evidence: list[dict], *, actor=None, label: str, now) -> list[Evidence]:
+def evidence_rows(
+    entry: Entry, evidence: list[dict], *, actor=None, label: str, now, sender: str = trust.Sender.AGENT
+) -> list[Evidence]:
+    """The Evidence rows of cleaned pieces `label` records about `entry`, each with its provenance trust."""
     return [
         Evidence(
             entry=entry,
@@ -176,7 +191,7 @@ def evidence_rows(entry: Entry, evidence: list[dict], *, actor=None, label: str,
             recorded_by_label=label,
             created_at=now,
         )
-        for e in evidence
+        for e in with_levels(evidence, entry=entry, recorder=label, sender=sender)
     ]
 
 
@@ -206,7 +221,9 @@ def insert_candidate_with_links(
             at=now,
         )
         evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
-        Evidence.objects.bulk_create(evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now))
+        Evidence.objects.bulk_create(
+            evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now, sender=prepared.sender)
+        )
         probe = entry if held_by is None else with_text(entry, prepared.fields)
         similar = similar_active_entries(probe)
         SimilarEntry.objects.bulk_create(  # a held one's too: ids and scores, no text, and the same work
@@ -443,6 +460,11 @@ def merge_into(entry_id: int, *, target_id: int, actor, expected_version: int, r
                 score=e.score,
                 task_ref=e.task_ref or f"candidate #{entry.pk}",
                 observed_at=e.observed_at,
+                # The candidate's provenance, carried over; a copy never confirms the target (a merge
+                # raises no trust).
+                source=e.source,
+                trust=e.trust,
+                copied_from=e,
                 recorded_by=actor,
                 recorded_by_label=f"merged from #{entry.pk} by {actor.get_username()}",
                 created_at=now,

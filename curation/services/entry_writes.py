@@ -91,6 +91,7 @@ WRITTEN_COLUMNS = (
     "review_by",
     "fingerprint",
     "signal",
+    "trust",
     "base_confidence",
     "last_verified_at",
     "decay_stopped_at",

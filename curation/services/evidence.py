@@ -1,13 +1,14 @@
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from curation.rules import access, clock
+from curation.rules import access, clock, trust
 from curation.models import Entry, EventAction, Evidence
 from curation.rules.permissions import REVIEW
 from curation.rules.redaction import redact_fields
 
 from .held import held_evidence
 from .events import actor_label_for, record_event
+from .trust import raise_trust, with_levels
 from .validation import clean_evidence
 
 
@@ -15,9 +16,12 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
     """Append evidence for or against an entry, with an Event. Evidence is never edited or removed.
 
     A user needs the review permission and the entry's scope; an agent (actor None, actor_label set)
-    has had its token's scopes checked by the API before it calls this."""
+    has had its token's scopes checked by the API before it calls this. A person's piece is a person's
+    (trust.evidence_trust), an agent's its own claim; a confirmation from a source other than the entry's
+    author raises the entry's trust (services.trust)."""
     data, findings = redact_fields(data, ("excerpt", "task_ref"))
-    cleaned = clean_evidence(data)
+    sender = trust.Sender.PERSON if actor is not None else trust.Sender.AGENT
+    cleaned = clean_evidence(data, sender=sender)
     now = at or clock.now()
     with transaction.atomic():
         entry = Entry.objects.select_for_update().get(pk=entry_id)
@@ -29,6 +33,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
         label = actor_label or actor_label_for(actor)
         if entry.held_by_id is not None:  # a held submission's text is never stored (services.held)
             cleaned = held_evidence([cleaned], entry.held_by)[0]
+        cleaned = with_levels([cleaned], entry=entry, recorder=label, sender=sender)[0]
         evidence = Evidence.objects.create(
             entry=entry,
             **{**cleaned, "observed_at": cleaned["observed_at"] or now},
@@ -41,11 +46,13 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
             actor=actor,
             actor_label=label,
             action=EventAction.ADD_EVIDENCE,
-            reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind})"
+            reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind}, trust {trust.name(evidence.trust)})"
             + "".join(f"; redacted {f.kind}" for f in findings),
             after={
                 "evidence_id": evidence.pk,
                 "signal": evidence.signal,
+                "source": evidence.source,
+                "trust": evidence.trust,
                 "polarity": evidence.polarity,
                 "kind": evidence.kind,
                 "excerpt": evidence.excerpt,
@@ -53,4 +60,5 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
             },
             at=now,
         )
+        raise_trust(entry, [evidence], actor=actor, actor_label=label, at=now)
     return evidence

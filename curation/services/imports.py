@@ -24,6 +24,7 @@ from django.db import transaction
 
 from curation.models import Entry, ImportRecord, Status
 from curation.rules import clock, memory_import
+from curation.rules.trust import Sender
 from curation.rules.access import clean_scope
 from curation.rules.memory_import import ImportedLesson, Reading, SourceFile
 
@@ -45,6 +46,8 @@ class ImportSubmitter:
 
     label: str
     scopes: tuple[str, ...]
+    # A person runs an import: a file people wrote is a person's statement (trust.IMPORT_SOURCES says which).
+    trust_sender: str = Sender.IMPORT
 
 
 @dataclass

@@ -3,7 +3,7 @@ entries into one new entry. Called inside the caller's transaction, on entries i
 
 from __future__ import annotations
 
-from curation.rules import lifecycle
+from curation.rules import lifecycle, trust
 from curation.models import Entry, EventAction, Evidence, Status
 from curation.selectors import approvals_required
 from curation.rules.similarity import fingerprint
@@ -54,13 +54,16 @@ def merge_entries(
     Its evidence is the union of the sources' evidence, copied as new rows (evidence is append-only and
     belongs to one entry) whose excerpt names the original row and entry, with the original task_ref and
     recorder. It starts at the strongest source's base confidence and signal, verified now, and its
-    `supersedes` names the strongest source (one link only); its Event names them all."""
+    `supersedes` names the strongest source (one link only); its Event names them all. Its provenance trust
+    is the lowest of its sources' (a person rewording them vouches for the wording, not for where they came
+    from), and the copied evidence, marked as copies, never raises it."""
     primary = max(sources, key=lambda e: (e.base_confidence, -e.pk))
     originals = list(Evidence.objects.filter(entry_id__in=[e.pk for e in sources]).order_by("observed_at", "id"))
     signal = lifecycle.strongest_signal(
         [e.signal for e in originals if e.polarity == Evidence.Polarity.SUPPORTS] + [e.signal for e in sources]
     )
     base = primary.base_confidence
+    level = trust.lowest(e.trust for e in sources)
     second_needed = approvals_required(fields["scope"]) >= 2
     merged = Entry(
         **fields,
@@ -73,6 +76,8 @@ def merge_entries(
             else {"status": Status.ACTIVE, "last_verified_at": now}
         ),
         flags=flags,
+        trust_origin=level,
+        trust=level,
         supersedes=primary,
         source_task=origin,
         created_by=actor,
@@ -87,13 +92,21 @@ def merge_entries(
         reason=reason,
         at=now,
         also=also,
-        after_extra={"merged_from": [e.pk for e in sources], "evidence_copied": len(originals), **(extra or {})},
+        after_extra={
+            "merged_from": [e.pk for e in sources],
+            "evidence_copied": len(originals),
+            "trust": f"{level.label}: the lowest of its sources",
+            **(extra or {}),
+        },
     )
     Evidence.objects.bulk_create(
         Evidence(
             entry=merged,
             kind=e.kind,
             signal=e.signal,
+            source=e.source,
+            trust=e.trust,
+            copied_from=e,
             polarity=e.polarity,
             excerpt=_copied_excerpt(e),
             task_ref=e.task_ref,

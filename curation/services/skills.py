@@ -20,7 +20,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 
-from curation.rules import access, clock, lifecycle, skill_format
+from curation.rules import access, clock, lifecycle, skill_format, trust
 from curation.rules.forgetting import purge_text, purge_value, texts_to_purge
 from curation.models import (
     SKILL_DESCRIPTION_MAX,
@@ -319,9 +319,16 @@ def edit_skill_draft(
         if any(f in EXECUTABLE_FIELDS for f in changed):
             proposal.revision += 1
         proposal.flags = [*proposal.flags, *(f.as_flag() for f in findings)]
+        # A lead's first approval was of the draft as it was: a changed draft needs both approvals again.
+        halved = proposal.first_approval_by_id is not None
+        proposal.first_approval_by, proposal.first_approval_at = None, None
         try:
             with transaction.atomic():
-                _save(proposal, now, ["slug", *DRAFT_TEXT_FIELDS, "revision", "flags"])
+                _save(
+                    proposal,
+                    now,
+                    ["slug", *DRAFT_TEXT_FIELDS, "revision", "flags", "first_approval_by", "first_approval_at"],
+                )
         except IntegrityError:
             raise ValidationError({"slug": ["Another skill took this name a moment ago; choose another."]}) from None
         if removed:
@@ -348,6 +355,8 @@ def edit_skill_draft(
         parts += [f"added source #{pk}" for pk in added] + [f"removed source #{s.entry_id}" for s in removed]
         if any(f in EXECUTABLE_FIELDS for f in changed):
             parts.append(f"revision {proposal.revision}: its trials start again")
+        if halved:
+            parts.append("the first lead's approval no longer holds")
         parts += [f"redacted {f.kind}" for f in findings]
         _record(
             proposal,
@@ -377,9 +386,16 @@ def approval_check(proposal: SkillProposal, sources: list[SkillSource]) -> tuple
     )
 
 
+def skill_trust(sources: list[SkillSource]) -> trust.Trust:
+    """A skill is no more trusted than the least trusted of its live sources (rules/trust.py)."""
+    return trust.lowest(s.entry.trust for s in sources)
+
+
 def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str = "", at=None) -> SkillOutcome:
     """Publish the skill (leads only), when the gate passes: enough trials of this revision, all of them
-    successful, a rollback path, every source still active. Its source entries leave retrieval."""
+    successful, a rollback path, every source still active. Its source entries leave retrieval. A skill
+    made from low-trust sources (trust.skill_approvals_needed) needs two leads: the first approval is
+    recorded (`skill_first_approval`) and the skill stays nominated until a different lead approves it."""
     require_allowed(actor, "approve")
     now = at or clock.now()
     with transaction.atomic():
@@ -389,6 +405,15 @@ def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str =
         progress, blockers = approval_check(proposal, sources)
         if blockers:
             raise GateNotMet(f"Skill {proposal.slug} cannot be approved yet", blockers)
+        level = skill_trust(sources)
+        if trust.skill_approvals_needed(level) > 1:
+            if proposal.first_approval_by_id is None:
+                return _first_skill_approval(proposal, level, actor=actor, note=note, now=now)
+            if proposal.first_approval_by_id == actor.pk:
+                raise InvalidTransition(
+                    f"Skill {proposal.slug} is made from {level.label}-trust sources: a second lead, other than "
+                    "the one who approved it first, publishes it. Nothing of yours was saved."
+                )
         proposal.status = SkillProposal.Status.APPROVED
         proposal.decided_by, proposal.decided_at, proposal.decision_note = actor, now, note.strip()
         _save(proposal, now, ["status", "decided_by", "decided_at", "decision_note"])
@@ -403,6 +428,21 @@ def approve_skill(proposal_id: int, *, actor, expected_version: int, note: str =
             after={"status": proposal.status},
             now=now,
         )
+    return SkillOutcome(proposal)
+
+
+def _first_skill_approval(proposal: SkillProposal, level: trust.Trust, *, actor, note: str, now) -> SkillOutcome:
+    proposal.first_approval_by, proposal.first_approval_at = actor, now
+    _save(proposal, now, ["first_approval_by", "first_approval_at"])
+    _record(
+        proposal,
+        actor=actor,
+        action=EventAction.SKILL_FIRST_APPROVAL,
+        reason=note.strip()
+        or f"approved by one lead of two: its sources' lowest trust is {level.label}, so a second lead publishes it",
+        after={"first_approval_by": actor.get_username()},
+        now=now,
+    )
     return SkillOutcome(proposal)
 
 

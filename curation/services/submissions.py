@@ -45,6 +45,7 @@ from .entry_writes import insert_entries
 from .errors import Forgotten
 from .events import build_event, record_events
 from .held import answered_status, held_evidence, hold, weigh_tombstone_check, with_text
+from .trust import raise_trust
 from .validation import unknown_fields
 
 CANDIDATE_KEYS = frozenset(
@@ -64,7 +65,9 @@ CANDIDATE_KEYS = frozenset(
         "embedding",
     }
 )
-EVIDENCE_KEYS = frozenset({"kind", "signal", "polarity", "excerpt", "task_ref", "observed_at", "evaluator", "score"})
+EVIDENCE_KEYS = frozenset(
+    {"kind", "signal", "source", "polarity", "excerpt", "task_ref", "observed_at", "evaluator", "score"}
+)
 
 
 @dataclass
@@ -127,9 +130,14 @@ def _resubmit_event(entry: Entry, prepared: PreparedCandidate, label: str, now):
     )
 
 
+def _evidence_of(entry: Entry, prepared: PreparedCandidate, label: str, now) -> list[Evidence]:
+    return evidence_rows(entry, _stored_evidence(entry, prepared), label=label, now=now, sender=prepared.sender)
+
+
 def _add_to_duplicate(entry: Entry, prepared: PreparedCandidate, label: str, now) -> int:
-    Evidence.objects.bulk_create(evidence_rows(entry, _stored_evidence(entry, prepared), label=label, now=now))
+    rows = Evidence.objects.bulk_create(_evidence_of(entry, prepared, label, now))
     _resubmit_event(entry, prepared, label, now).save(force_insert=True)
+    raise_trust(entry, rows, actor_label=label, at=now)  # another source saying it again may confirm it
     return len(prepared.evidence)
 
 
@@ -140,7 +148,7 @@ def _prepare_for(data, token: AgentToken) -> PreparedCandidate:
         raise ValidationError(errors)
     data = dict(data)
     evidence = data.pop("evidence", [])
-    prepared = prepare_candidate(data, evidence if evidence is not None else [])
+    prepared = prepare_candidate(data, evidence if evidence is not None else [], sender=token.trust_sender)
     scope = prepared.fields["scope"]
     if not access.token_covers(token, scope):
         raise PermissionDenied(f"This token may not write to scope {scope!r}.")
@@ -348,13 +356,12 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
     insert_entries(
         [(entry, submit_note(p)) for _, p, entry in new_entries], action=EventAction.SUBMIT, at=now, actor_label=label
     )
-    evidence = [
-        row
-        for _, p, entry in new_entries + duplicates
-        for row in evidence_rows(entry, _stored_evidence(entry, p), label=label, now=now)
-    ]
+    evidence = [row for _, p, entry in new_entries + duplicates for row in _evidence_of(entry, p, label, now)]
     Evidence.objects.bulk_create(evidence)
     record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
+    repeated = {id(entry): entry for _, _, entry in duplicates if entry.pk is not None}
+    for entry in repeated.values():  # another source saying a lesson again may confirm it
+        raise_trust(entry, [row for row in evidence if row.entry is entry], actor_label=label, at=now)
     links, submissions = [], {}
     # Near duplicates and conflict partners of the batch's scopes, read once for both (None on PostgreSQL,
     # whose statements read each entry's ranked pools for the whole batch).

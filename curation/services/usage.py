@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
-from curation.rules import clock, lifecycle, lift
+from curation.rules import clock, lifecycle, lift, trust
 from curation.rules.config import RECHECK_ON_FAILURE
 from curation.rules.redaction import redact
 from curation.models import (
@@ -36,6 +36,7 @@ from curation.selectors.evaluation import lift_counts
 
 from .entry_writes import count_retrieval, insert_counted_retrieval, write_entries
 from .evaluation import tally_outcome
+from .trust import pieces as trust_pieces
 
 
 def record_retrieval(
@@ -257,11 +258,15 @@ def _apply_outcome(
         if entry.pk in lifts and _newly_verified(success, lifts[entry.pk][1], entry.pk in external)
     ]
     if verified:  # the outcomes are external evidence for it now: it may pass the self cap
-        Evidence.objects.bulk_create(
+        rows = Evidence.objects.bulk_create(
             Evidence(
                 entry=entry,
                 kind=Evidence.EvidenceKind.TASK_OUTCOME,
                 signal=Signal.EXTERNAL,
+                # The server's own verdict over measured outcomes: a verification, which confirms the lesson
+                # when the reporting token is not its author (trust.entry_trust).
+                source=trust.Source.VERIFICATION,
+                trust=trust.Trust.VERIFIED,
                 excerpt=f"verified by outcomes: {lifts[entry.pk][1].text}",
                 observed_at=now,
                 recorded_by_label=retrieval.token.label,
@@ -270,6 +275,11 @@ def _apply_outcome(
             )
             for entry in verified
         )
+        for row in rows:
+            level, why = trust.entry_trust(row.entry.trust, trust_pieces([row]), author=row.entry.created_by_label)
+            if level > row.entry.trust:
+                changes, reason = planned[row.entry_id]
+                planned[row.entry_id] = ({**changes, "trust": int(level)}, f"{reason}; trust {why}")
     write_entries(
         entries,
         expected_status=None,

@@ -6,6 +6,7 @@ import re
 
 from django.core.exceptions import ValidationError
 
+from curation.rules import trust
 from curation.rules.access import clean_scope
 from curation.models import CONTENT_MAX, TRIGGER_MAX, Evidence, Kind, Signal
 
@@ -97,7 +98,9 @@ def clean_entry_fields(data: dict, *, fields) -> dict:
     return cleaned
 
 
-def clean_evidence(item: dict) -> dict:
+def clean_evidence(item: dict, *, sender: str = trust.Sender.AGENT) -> dict:
+    """One piece of evidence, checked; `sender`: who sends it (trust.Sender): an agent token may not send a
+    person's decision (trust.claim_refusal)."""
     errors: dict[str, str] = {}
     if not isinstance(item, dict):
         raise ValidationError({"evidence": ["Each piece of evidence is an object."]})
@@ -130,10 +133,18 @@ def clean_evidence(item: dict) -> dict:
         observed_at = observed_at.replace(tzinfo=datetime.timezone.utc)
     if observed_at is not None and not isinstance(observed_at, datetime.datetime):
         errors["observed_at"] = "A date-time in ISO 8601."
+    source = item.get("source") or trust.Source.OWN
+    if source not in trust.Source.values:
+        errors["source"] = f"One of: {', '.join(trust.Source.values)}."
+    elif "kind" not in errors and (
+        refusal := trust.claim_refusal(source, kind=kind, evaluator=evaluator or "", sender=sender)
+    ):
+        errors["source"] = refusal
     if errors:
         raise ValidationError({k: [v] for k, v in errors.items()})
     return {
         "kind": kind,
+        "source": source,
         "signal": signal,
         "polarity": polarity,
         "excerpt": excerpt,

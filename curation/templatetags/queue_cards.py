@@ -176,6 +176,10 @@ def _head(item, shared, entry_url: str) -> str:
         f'<span class="confidence" title="base {floatformat(item.base_confidence, 2)}">'
         f'confidence {floatformat(item.confidence, 2)}</span>'
     )
+    parts.append(
+        f'<span class="badge trust trust-{esc(item.get_trust_display())}" title="provenance trust">'
+        f"trust {esc(item.get_trust_display())}</span>"
+    )
     if item.queue_reason and item.queue_reason != "new":
         parts.append(f'<span class="badge reason">{esc(item.get_queue_reason_display())}</span>')
     if item.status != "pending":
@@ -233,6 +237,8 @@ def _body(item, shared) -> str:
         "\n".join(
             f'      <blockquote class="ev ev-{esc(ev.polarity)}"><span class="badge signal signal-{esc(ev.signal)}">'
             f'{esc(ev.signal)}</span> <span class="badge">{esc(ev.get_kind_display())}</span> '
+            f'<span class="badge trust trust-{esc(ev.get_trust_display())}" title="{esc(ev.get_source_display())}">'
+            f"trust {esc(ev.get_trust_display())}</span> "
             f'{"<strong>contradicts</strong> " if ev.polarity == "contradicts" else ""}'
             f'{esc(truncatechars(ev.excerpt, 400))}{f" <small>({esc(ev.task_ref)})</small>" if ev.task_ref else ""}'
             f'</blockquote>'
@@ -241,8 +247,10 @@ def _body(item, shared) -> str:
         or '      <p class="missing">No evidence: the agent\'s own say-so only.</p>'
     )
     why = getattr(item, "queued_why", "")
+    trust_why = getattr(item, "trust_why", "")
     body = (
         (f'  <p class="queued-why">Why it is back: {esc(why)}</p>\n' if why else "")
+        + (f'  <p class="trust-why">Trust {esc(trust_why)}</p>\n' if trust_why else "")
         + '  <dl class="lesson">\n'
         + "\n".join(lesson)
         + "\n  </dl>\n\n"

@@ -10,7 +10,9 @@ from django.views.decorators.http import require_GET, require_POST
 from curation import selectors, services
 from curation.models import Entry, Evidence, Signal
 from curation.rules.permissions import EXPORT, READ, REVIEW, require
+from curation.rules.trust import Source
 from curation.selectors import skills as skill_reads
+from curation.selectors.trust import trust_why
 
 
 def _entry_or_404(request, entry_id) -> Entry:
@@ -35,6 +37,12 @@ def _render_detail(request, entry, *, status=200, evidence_errors=None, evidence
             "skill_sources": skill_reads.skills_of_entry(request.user, entry),
             "evidence_kinds": Evidence.EvidenceKind.choices,
             "signals": Signal.choices,
+            # A person's own piece is a person's: supporting, it confirms a lesson another source wrote.
+            "sources": [
+                (Source.PERSON, "my own check or decision"),
+                *((v, label) for v, label in Source.choices if v not in (Source.PERSON, Source.OWN)),
+            ],
+            "trust_why": trust_why(entry),
             "evidence_errors": evidence_errors or {},
             "evidence_form": evidence_form or {},
         },
@@ -62,7 +70,7 @@ def history_json(request, entry_id):
 @require(REVIEW)
 def add_evidence_view(request, entry_id):
     entry = _entry_or_404(request, entry_id)
-    data = {f: request.POST.get(f, "") for f in ("kind", "signal", "polarity", "excerpt", "task_ref")}
+    data = {f: request.POST.get(f, "") for f in ("kind", "signal", "source", "polarity", "excerpt", "task_ref")}
     try:
         services.add_evidence(entry.pk, data=data, actor=request.user)
     except ValidationError as exc:

@@ -9,6 +9,7 @@ from django import forms
 
 from curation.rules import access
 from curation.rules.lifecycle import SKILL_KINDS
+from curation.rules.trust import Trust
 from curation.models import ConsolidationProposal, ForgetRequest, Kind, Signal
 from curation.selectors import ConflictFilters, ProposalFilters, QueueFilters, SkillFilters
 from curation.selectors.forgets import ForgetFilters
@@ -107,6 +108,9 @@ class QueueFilterForm(forms.Form):
         return self.dataclass(**self.cleaned_data)
 
 
+TRUST_CHOICES = [(level.label, level.label) for level in Trust]
+
+
 class CandidateFilterForm(QueueFilterForm):
     dataclass = QueueFilters
     scope = scope_field()
@@ -115,6 +119,8 @@ class CandidateFilterForm(QueueFilterForm):
     reason = choice([("new", "new"), ("recheck", "recheck"), ("lead", "needs a lead")], message="new, recheck or lead")
     min_confidence = fraction("0", "Minimum confidence")
     max_confidence = fraction("1", "Maximum confidence")
+    min_trust = choice(TRUST_CHOICES)
+    max_trust = choice(TRUST_CHOICES)
     q = TruncatedText(
         200, widget=forms.TextInput(attrs={"type": "search", "placeholder": "words in trigger or content", "size": 22})
     )

@@ -98,6 +98,11 @@ class SkillPromotions(Queue):
     decided_text = "Skill {item.slug}: {verb}."
     decided_attr = "proposal"
 
+    def decided_verb(self, item, verb: str) -> str:
+        if item.status == SkillProposal.Status.NOMINATED and item.first_approval_by_id:
+            return "approved by one lead of two: a second lead publishes it"
+        return verb
+
     def read_page(self, request, filters, cursor):
         page = skill_reads.skill_queue(request.user, filters, cursor=cursor)
         for proposal in page.items:

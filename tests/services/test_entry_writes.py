@@ -31,6 +31,7 @@ SNAPSHOT_KEYS = {
     "recheck_when",
     "review_by",
     "signal",
+    "trust",
     "base_confidence",
     "confidence",
     "last_verified_at",

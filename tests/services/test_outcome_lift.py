@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from curation.models import Entry, Event, Evidence, LessonTally, QueueReason, Status
+from curation.rules.trust import Trust
 from curation.services.tokens import create_agent_token
 from curation.services.usage import record_feedback, record_retrieval
 from tests.factories import active, client_for, page_text
@@ -81,6 +82,10 @@ def test_a_helpful_lesson_is_verified_and_may_pass_the_self_cap(token, reviewer)
     evidence = Evidence.objects.get(entry=lesson, kind=Evidence.EvidenceKind.TASK_OUTCOME)
     assert evidence.signal == "external" and evidence.excerpt.startswith("verified by outcomes: lift +")
     assert lesson.queued_at is None
+    # The server's own verdict is a verification; reported by agent:sim, not the lesson's author, it confirms.
+    assert (evidence.source, evidence.trust, lesson.trust) == ("verification", Trust.VERIFIED, Trust.VERIFIED)
+    raised = [e for e in Event.objects.filter(entry=lesson) if "trust verified: confirmed by agent:sim" in e.reason]
+    assert len(raised) == 1 and (raised[0].before["trust"], raised[0].after["trust"]) == (Trust.AGENT, Trust.VERIFIED)
 
 
 def test_charged_for_what_it_did(token, reviewer):

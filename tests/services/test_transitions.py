@@ -12,6 +12,7 @@ from django.db import transaction
 
 from curation import services
 from curation.rules import clock, transitions
+from curation.rules.trust import Trust
 from curation.models import Conflict, Entry, Event, EventAction, QueueReason, Status
 from curation.services import InvalidTransition, conflicts
 from curation.services.candidates import send_back_for_recheck
@@ -67,6 +68,7 @@ def _required(action, lead) -> dict:
         "queue_reason": QueueReason.RECHECK_REQUESTED,
         "archive_reason": "decayed",
         "flags": [{"kind": "injection", "detail": "override phrase in content"}],
+        "trust": Trust.PERSON,
     }
     return {column: given[column] for column in transitions.transition(action).requires}
 

@@ -50,7 +50,8 @@ def test_the_entry_page_is_bounded_by_neither_its_history_nor_its_chain(reviewer
     few, _ = page_queries(client, short[-1])
     add_history(long[-1], 500)
     many, html = page_queries(client, long[-1])
-    assert many == few <= 13  # the same count whatever the history; its skills are looked up before their Events
+    assert many == few <= 14  # the same count whatever the history; its skills are looked up before their Events,
+    # and its trust level's strongest confirmation (one query)
     assert html.count('<li class="event') == TIMELINE_LIMIT and "history 499" in html and "history 0" not in html
     assert 'id="timeline-older"' in html and "?timeline=all" in html
     for older in long[:-1]:

@@ -185,6 +185,7 @@ class _Endpoints(Generic[R]):
         version: int | None = None,
         embedding: list[float] | None = None,
         metric: str | None = None,
+        min_trust: str | None = None,
     ) -> R:
         """POST /api/v1/memory/search: the ranked entries of the scope (and the ancestors the token covers)
         and a `context` block for a prompt, from the published memory version (`memory_version` in the
@@ -194,7 +195,8 @@ class _Endpoints(Generic[R]):
         `task_ref`); do the task without memory and report its outcome all the same. "rules-only": the
         task is served only what people wrote or agreed to (human corrections and preferences).
         With an `embedding` (`metric` l2 or cosine): nearest first, or fused with the words of `q`; each entry
-        carries its `distance`."""
+        carries its `distance`. `min_trust` ("agent", "independent", "verified", "person") leaves out the
+        lessons below that provenance trust level."""
         body = _without_none(
             scope=scope,
             q=q,
@@ -205,6 +207,7 @@ class _Endpoints(Generic[R]):
             version=version,
             embedding=embedding,
             metric=metric,
+            min_trust=min_trust,
         )
         return self._run(Call("POST", "/api/v1/memory/search", body))
 
@@ -247,10 +250,20 @@ class _Endpoints(Generic[R]):
         polarity: str | None = None,
         task_ref: str | None = None,
         observed_at: str | None = None,
+        source: str | None = None,
+        evaluator: str | None = None,
     ) -> R:
-        """POST /api/v1/entries/<id>/evidence: a piece of evidence for (or against) an entry."""
+        """POST /api/v1/entries/<id>/evidence: a piece of evidence for (or against) an entry. `source` ("own",
+        "verification", "relayed") is what kind of source it is; the server gives it its trust level."""
         body = _without_none(
-            kind=kind, excerpt=excerpt, signal=signal, polarity=polarity, task_ref=task_ref, observed_at=observed_at
+            kind=kind,
+            excerpt=excerpt,
+            signal=signal,
+            polarity=polarity,
+            task_ref=task_ref,
+            observed_at=observed_at,
+            source=source,
+            evaluator=evaluator,
         )
         return self._run(Call("POST", f"/api/v1/entries/{int(entry_id)}/evidence", body))
 

@@ -42,6 +42,15 @@ Outcome = Literal["success", "failure"]
 KindName = Literal["procedure", "failure_lesson", "success_pattern", "human_correction", "preference", "fact"]
 SignalName = Literal["self", "independent", "external"]
 EvidenceKindName = Literal["tool_output", "test_result", "user_statement", "review", "task_outcome", "reflection"]
+SourceName = Literal["own", "verification", "relayed"]
+TrustName = Literal["untrusted", "agent", "independent", "verified", "person"]
+SOURCE_HELP = (
+    "What kind of source it is; the server decides its trust level from it. 'own' (default): your own "
+    "observation or reasoning. 'verification': a test or check result (kind 'test_result', naming the "
+    "check in 'evaluator'). 'relayed': content from elsewhere (a web page, a fetched document, tool output "
+    "you pass on, anything your client marks external): untrusted, and so is a lesson resting on it. An agent "
+    "cannot speak for a person: what a user told you is your own account ('own')."
+)
 
 
 class _Arguments(BaseModel):
@@ -77,6 +86,11 @@ class SearchMemory(_Arguments):
     metric: Literal["l2", "cosine"] | None = Field(
         None, description="How the embedding is compared: 'l2' (default) or 'cosine'."
     )
+    min_trust: TrustName | None = Field(
+        None,
+        description="Only lessons at this provenance trust level or above, from the lowest: untrusted, agent, "
+        "independent (confirmed by another agent), verified (by a test or check), person. Default: all.",
+    )
 
 
 class EvidenceItem(_Arguments):
@@ -84,6 +98,10 @@ class EvidenceItem(_Arguments):
     excerpt: str = Field(description="The observation itself: an error message, a test result, what the user said.")
     signal: SignalName = Field(
         description="Who produced it: 'external' (a tool, a test, a person), 'independent' (another agent) or 'self'."
+    )
+    source: SourceName | None = Field(None, description=SOURCE_HELP)
+    evaluator: str | None = Field(
+        None, description="The check or evaluator that produced it (a verification names it)."
     )
     polarity: Literal["supports", "contradicts"] | None = Field(None, description="Default 'supports'.")
     task_ref: str | None = Field(None, description="The task it was observed in.")
@@ -130,6 +148,10 @@ class AddEvidence(_Arguments):
     kind: EvidenceKindName = Field(description="What the evidence is.")
     excerpt: str = Field(description="The observation itself.")
     signal: SignalName = Field(description="Who produced it: 'external', 'independent' or 'self'.")
+    source: SourceName | None = Field(None, description=SOURCE_HELP)
+    evaluator: str | None = Field(
+        None, description="The check or evaluator that produced it (a verification names it)."
+    )
     polarity: Literal["supports", "contradicts"] | None = Field(
         None, description="'contradicts' when it shows the lesson is wrong."
     )
@@ -176,6 +198,7 @@ async def _search_memory(api: AsyncMemoryAdmin, a: SearchMemory) -> tuple[str, d
         task_ref=a.task_ref,
         embedding=a.embedding,
         metric=a.metric,
+        min_trust=a.min_trust,
     )
     arm = answer.get("arm", "memory")
     result = {
