@@ -91,3 +91,7 @@ bench-injection: $(STAMP)
 
 clean:
 	rm -rf $(VENV) data
+
+.PHONY: bench-event-bytes
+bench-event-bytes: $(STAMP)
+	$(BIN)/python benchmarks/event_bytes_bench.py
