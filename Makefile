@@ -118,3 +118,7 @@ bench-replica: $(STAMP)
 .PHONY: bench-impact
 bench-impact: $(STAMP)
 	$(BIN)/python benchmarks/impact_bench.py
+
+.PHONY: bench-event-bytes
+bench-event-bytes: $(STAMP)
+	$(BIN)/python benchmarks/event_bytes_bench.py

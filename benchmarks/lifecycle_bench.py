@@ -11,7 +11,7 @@ decay index (`decay_key`). Measured side by side in one run, on the same table, 
                         rule, the archive UPDATE and one Event per archived entry, committed (then the
                         archiving is put back by hand, untimed);
   3. sweep              the real tasks: run_sweep("decay") then run_sweep("archive"), with their run
-                        records, batches and an Event per archived entry (its before and after snapshot).
+                        records, batches and an Event per archived entry (what it changed, old and new).
 Targets: the sweep ≥ 50× faster than the full-table UPDATE, and ≤ 1.25× the minimal raw SQL.
 
 The table is refilled on every run (generate_series INSERT) in a database of its own (DATABASE_URL,

@@ -197,7 +197,7 @@ class Entry(models.Model):
         self.decay_rate = lifecycle.decay_rate(rules)
 
     def snapshot(self, at=None) -> dict:
-        """The one shape of an entry in an Event's before/after, whoever writes it (a decision, a
+        """The one shape of an entry an Event's before/after is the delta of, whoever writes it (a decision, a
         resolution, a sweep, feedback): the decision-relevant fields, the confidence at `at` (the Event's
         time; by default now) and the version. SNAPSHOT_FIELDS names the columns it reads, for writers that
         load rows with only()."""

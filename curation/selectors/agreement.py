@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, Q
+from django.db.models.functions import Coalesce
 from django.db.models.fields.json import KeyTextTransform
 
 from curation.rules import access, clock
@@ -117,11 +118,16 @@ def reviewer_stats(user, now=None) -> list[ReviewerStats]:
             window = row(actor_id).windows[days]
             window.decisions += n
             window.by_action[labels[action]] = window.by_action.get(labels[action], 0) + n
-        # A second decision on a first approval: the second reviewer is the actor, the first is in the
-        # Event's `before` (the entry's snapshot). Each pair counts for both of them.
+        # A second decision on a first approval: the second reviewer is the actor, the first is the old
+        # value in the Event's `before` of a second approval (which clears it), or named by a disagreement
+        # (which keeps it; an older Event's whole snapshot has it in `before`). Each pair counts for both.
         pairs = (
             recent.filter(action__in=[EventAction.SECOND_APPROVAL, EventAction.DISAGREEMENT])
-            .annotate(first=KeyTextTransform("first_approval_by", "before"))
+            .annotate(
+                first=Coalesce(
+                    KeyTextTransform("first_approval_by", "before"), KeyTextTransform("disagreed_with", "after")
+                )
+            )
             .values_list("actor_id", "first")
             .annotate(
                 agreed=Count("id", filter=Q(action=EventAction.SECOND_APPROVAL)),

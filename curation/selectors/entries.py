@@ -9,8 +9,9 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection
+from django.db.models import F
 
-from curation.rules import access, injection
+from curation.rules import access, event_deltas, injection, transitions
 from curation.rules.lifecycle import SIGNAL_STRENGTH
 from curation.models import Conflict, Entry, Event, EventAction, Evidence, QueueReason, SkillSource, Status
 
@@ -50,22 +51,49 @@ class TimelineItem:
     kind: str  # "event" or "evidence"
     item: Event | Evidence
     changes: tuple = ()  # (field, before, after) for the fields an event changed
+    version: int | None = None  # the entry's version a write of it made (the page shows that version)
 
 
-# Snapshot keys a timeline does not list as changed values: the version, and the first approval of a
-# two-reviewer scope, which the Event itself says (its action "approved (1 of 2)" and its actor).
-NOT_SHOWN_AS_CHANGES = frozenset({"version", "first_approval_by", "first_approval_at"})
+# Snapshot keys a timeline does not list as changed values: the version, the first approval of a
+# two-reviewer scope, which the Event itself says (its action "approved (1 of 2)" and its actor), and the
+# first approver a disagreement names.
+NOT_SHOWN_AS_CHANGES = frozenset({"version", "first_approval_by", "first_approval_at", "disagreed_with"})
 
 
 def event_changes(event: Event) -> tuple:
-    before, after = event.before or {}, event.after or {}
-    if not before:
+    """(field, old, new) for what the Event changed: the keys of its delta (an older Event's two whole
+    snapshots: the keys that differ). An insert's first version is not a change."""
+    if event.before is None:
         return ()
+    before, after = event.before, event.after or {}
     return tuple(
         (key, before.get(key), value)
         for key, value in after.items()
         if key not in NOT_SHOWN_AS_CHANGES and before.get(key) != value
     )
+
+
+def writes_entry(event: Event, entry: Entry) -> bool:
+    """Is this Event a write of `entry` (its delta is one of the entry's versions), not an Event that only
+    names it (evidence added, a forget filed, a skill nominated)?"""
+    return event.entry_id == entry.pk and event.action in transitions.TRANSITIONS
+
+
+def entry_versions(user, entry: Entry) -> list[tuple[int | None, dict]]:
+    """Every version of the entry, oldest first, rebuilt from its Events' deltas (rules/event_deltas.fold)
+    as the user reads them (events_as_read): one query for the writes, and what the masking reads."""
+    writes = (
+        Event.objects.filter(entry=entry, action__in=list(transitions.TRANSITIONS))
+        .order_by(F("entry_version").asc(nulls_first=True), "id")
+        .only("id", "entry_id", "conflict_id", "action", "reason", "before", "after", "entry_version")
+    )
+    events = events_as_read(access.user_scope_prefixes(user), writes)
+    return event_deltas.fold((e.entry_version, e.after) for e in events)
+
+
+def entry_version(user, entry: Entry, version: int) -> dict | None:
+    """The entry as it was at `version` (None: no write made that version)."""
+    return next((state for number, state in entry_versions(user, entry) if number == version), None)
 
 
 # What an Event about a conflict says of the other entry: its id, or the contradiction read from its text.
@@ -257,7 +285,10 @@ def entry_timeline(user, entry: Entry, *, limit: int | None = None) -> list[Time
     if limit is not None:
         evidence = evidence[:limit]
     events = entry_events(entry, prefixes=access.user_scope_prefixes(user), limit=limit)
-    items = [TimelineItem(e.created_at, "event", e, event_changes(e)) for e in events]
+    items = [
+        TimelineItem(e.created_at, "event", e, event_changes(e), e.entry_version if writes_entry(e, entry) else None)
+        for e in events
+    ]
     items += [TimelineItem(e.created_at, "evidence", e) for e in evidence]
     # Evidence first at equal times: it arrived with (and caused) the event beside it.
     items.sort(key=lambda t: (t.at, 0 if t.kind == "evidence" else 1, t.item.pk))
@@ -330,6 +361,9 @@ def entry_history(user, entry: Entry) -> dict:
             "supersedes": entry.supersedes_id,
         },
         "supersedes_chain": {"older": [e.pk for e in older], "newer": [e.pk for e in newer]},
+        # Each Event stores what its write changed (before: the old values, after: the new); every version
+        # whole, rebuilt from them.
+        "versions": [state for _, state in entry_versions(user, entry)],
         "timeline": [
             {
                 "type": "event",
@@ -337,6 +371,7 @@ def entry_history(user, entry: Entry) -> dict:
                 "actor": t.item.actor_label,
                 "action": t.item.action,
                 "reason": t.item.reason,
+                "version": t.version,
                 "before": t.item.before,
                 "after": t.item.after,
                 "request_id": t.item.request_id,

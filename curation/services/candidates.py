@@ -361,6 +361,9 @@ def reject_candidate(entry_id: int, *, actor, expected_version: int, reason: str
                 action=EventAction.DISAGREEMENT,
                 actor=actor,
                 reason=reason,
+                # The first approval stays on the entry, so the Event's delta would not name it: the
+                # reviewers' agreement reads it here.
+                after_extra={"disagreed_with": entry.first_approval_by_id},
                 at=now,
             )
             return entry
@@ -513,18 +516,25 @@ def undo_decision(entry_id: int, *, actor, expected_version: int, reason: str = 
         raise InvalidTransition(f"A pending candidate now says what #{entry_id} said; decide on that one.") from None
 
 
-def restored_from(before: dict) -> dict:
-    """What an undo writes back: the entry's queue state and text as a decision's Event saw them before."""
-    restored = {field: before[field] for field in _UNDONE_FIELDS}
+def restored_from(before: dict, entry: Entry) -> dict:
+    """What an undo writes back: the entry's queue state and text as a decision's Event saw them before.
+    The Event's `before` holds the old values of what the decision changed (an Event written before
+    histories were deltas: every field), so what it does not name is as `entry` has it now."""
+    restored = {field: before[field] for field in _UNDONE_FIELDS if field in before}
     restored.update(
         {
-            field: datetime.datetime.fromisoformat(before[field]) if before.get(field) else None
+            field: datetime.datetime.fromisoformat(before[field]) if before[field] else None
             for field in _UNDONE_TIMES
+            if field in before
         }
     )
-    restored["fingerprint"] = fingerprint(restored["trigger"], restored["content"])
-    restored["first_approval_by_id"] = before.get("first_approval_by")
-    if "quarantined" in before:  # a lead's approval undone puts the quarantine back (older Events lack it)
+    if "trigger" in restored or "content" in restored:
+        restored["fingerprint"] = fingerprint(
+            restored.get("trigger", entry.trigger), restored.get("content", entry.content)
+        )
+    if "first_approval_by" in before:
+        restored["first_approval_by_id"] = before["first_approval_by"]
+    if "quarantined" in before:  # a lead's approval undone puts the quarantine back
         restored["quarantined"] = before["quarantined"]
     return restored
 
@@ -549,7 +559,7 @@ def _undo(entry_id: int, actor, expected_version: int, reason: str, now) -> Entr
         verb = EventAction(last.action).label
         write_entry(
             entry,
-            restored_from(last.before),
+            restored_from(last.before or {}, entry),
             expected_version=expected_version,
             action=EventAction.UNDO,
             actor=actor,

@@ -527,7 +527,10 @@ def _undo_keep(conflict: Conflict, a: Entry, b: Entry, *, actor, reason: str, no
             raise InvalidTransition(f"Entry #{entry.pk}'s last change is not this keep; decide on it again.")
         write_entry(
             entry,
-            {**restored_from(last.before), "supersedes_id": last.before.get("supersedes")},
+            {
+                **restored_from(last.before or {}, entry),
+                **({"supersedes_id": last.before["supersedes"]} if "supersedes" in (last.before or {}) else {}),
+            },
             action=EventAction.UNDO,
             actor=actor,
             reason=reason or f'conflict #{conflict.pk}: undid "{EventAction(decided).label}"',

@@ -4,15 +4,17 @@ Every change, from a reviewer's decision, a resolution, a sweep, an agent's feed
 through one of these, inside the caller's transaction, on rows the caller has locked and checked:
 
 - `write_entry(entry, changes, *, action, at, ...)`: apply `changes` to one entry with a conditional
-  UPDATE on (pk, expected version), bump the version, stamp `updated_at`, and write its Event with the
-  before and after `Entry.snapshot()`. Raises StaleDecision, with the Events since that version, when
-  another writer got there first. Returns the Event.
-- `insert_entry` / `insert_entries`: a new entry (a candidate, a merged entry) and its Event.
+  UPDATE on (pk, expected version), bump the version, stamp `updated_at`, and write its Event with what
+  changed between the before and after `Entry.snapshot()` (rules/event_deltas.delta: the old and new
+  values of those fields; the version is the Event's entry_version). Raises StaleDecision, with the
+  Events since that version, when another writer got there first. Returns the Event.
+- `insert_entry` / `insert_entries`: a new entry (a candidate, a merged entry) and its Event (its whole
+  first version).
 - `write_entries(rows, ...)`: the bulk twin for sweeps and for an agent's outcome, which changes every
   entry the task used. One UPDATE per batch for every row (values the same for all, possibly SQL
-  expressions; values per row), one Event per row with the
-  same snapshot, all created at the caller's time. Raises ConcurrentChange, having written nothing, when
-  a row is no longer in the expected status or its version moved.
+  expressions; values per row), one Event per row with the same delta of the snapshots, all created at
+  the caller's time. Raises ConcurrentChange, having written nothing, when a row is no longer in the
+  expected status or its version moved.
 
 The transition table (curation/rules/transitions.py) is looked up on every one of these: a write the table does not
 allow from the entry's status, or by this actor (a person needs the row's permission and reach over the
@@ -64,7 +66,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, QuerySet
 
-from curation.rules import access, clock, injection, lifecycle, scope_policies, transitions
+from curation.rules import access, clock, event_deltas, injection, lifecycle, scope_policies, transitions
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry, Status
 
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
@@ -280,14 +282,15 @@ def write_entry(
     )
     if not written:  # a writer that did not lock the row (possible on SQLite) got there first
         raise StaleDecision(entry, changes_since(entry, expected))
+    old, new = event_deltas.delta(before, {**entry.snapshot(at), **(after_extra or {})})
     return record_event(
         entry,
         actor=actor,
         actor_label=actor_label,
         action=action,
         reason=_noted(reason, notes),
-        before=before,
-        after={**entry.snapshot(at), **(after_extra or {})},
+        before=old,
+        after=new,
         at=at,
         also=also,
     )
@@ -315,7 +318,7 @@ def insert_entry(
         actor_label=actor_label,
         action=action,
         reason=_noted(reason, notes),
-        after={**entry.snapshot(at), **(after_extra or {})},
+        after=event_deltas.delta(None, {**entry.snapshot(at), **(after_extra or {})})[1],
         at=at,
         also=also,
     )
@@ -338,7 +341,13 @@ def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, act
     Entry.objects.bulk_create([entry for entry, _ in new])
     return record_events(
         build_event(
-            entry, actor=None, actor_label=actor_label, action=action, reason=reason, after=entry.snapshot(at), at=at
+            entry,
+            actor=None,
+            actor_label=actor_label,
+            action=action,
+            reason=reason,
+            after=event_deltas.delta(None, entry.snapshot(at))[1],
+            at=at,
         )
         for entry, reason in new
     )
@@ -424,6 +433,7 @@ def write_entries(
             raise ConcurrentChange(
                 f"{actor_label}: {max(len(ids) - written, len(moved))} of {len(ids)} rows changed under the sweep"
             )
+        changed = {e.pk: event_deltas.delta(before[e.pk], after[e.pk].snapshot(at)) for e in rows}
         record_events(
             build_event(
                 after[e.pk],
@@ -431,8 +441,8 @@ def write_entries(
                 actor_label=actor_label,
                 action=action,
                 reason=reason_of(e),
-                before=before[e.pk],
-                after=after[e.pk].snapshot(at),
+                before=changed[e.pk][0],
+                after=changed[e.pk][1],
                 at=at,
                 request_id=request_id,
             )

@@ -5,7 +5,8 @@ decided, so the conflict's own history finds it.
 
 `entry_label` holds the subject's `label` whatever its kind: a copy that stays readable when the row it
 points at changes. A change of an entry's state or content does not call these directly: it goes through
-entry_writes, which checks and bumps the version and writes the Event with the entry's one snapshot."""
+entry_writes, which checks and bumps the version and writes the Event with what changed in the entry's one
+snapshot (rules/event_deltas.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The entry page: everything about one entry and its timeline, readable by every role."""
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import BadRequest, ValidationError
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
@@ -22,8 +22,23 @@ def _entry_or_404(request, entry_id) -> Entry:
         raise Http404("No such entry in your scopes.") from None
 
 
+def _shown_version(request, entry) -> tuple[int, dict] | None:
+    """The version `?version=N` asks the page to show, rebuilt from the Events; a 400 for a number that is
+    not one, a 404 for a version no write made."""
+    asked = request.GET.get("version")
+    if asked is None:
+        return None
+    if not asked.isdigit():
+        raise BadRequest("The version is a whole number.")
+    state = selectors.entry_version(request.user, entry, int(asked))
+    if state is None:
+        raise Http404(f"Entry #{entry.pk} has no version {asked}.")
+    return int(asked), state
+
+
 def _render_detail(request, entry, *, status=200, evidence_errors=None, evidence_form=None):
     older, newer = selectors.supersedes_chain(request.user, entry)
+    shown = _shown_version(request, entry) if status == 200 else None
     return render(
         request,
         "curation/entry.html",
@@ -34,6 +49,7 @@ def _render_detail(request, entry, *, status=200, evidence_errors=None, evidence
             ),
             "older": older,
             "newer": newer,
+            "shown_version": shown,
             "skill_sources": skill_reads.skills_of_entry(request.user, entry),
             "evidence_kinds": Evidence.EvidenceKind.choices,
             "signals": Signal.choices,

@@ -79,8 +79,11 @@ def test_write_entry_bumps_the_version_stamps_the_time_and_writes_the_event(revi
         version + 1,
         at,
     )
-    assert set(event.before) == SNAPSHOT_KEYS and set(event.after) == SNAPSHOT_KEYS | {"note"}
-    assert (event.before["status"], event.after["status"], event.after["version"]) == ("active", "retired", version + 1)
+    # What changed, old and new (retiring stops the decay), the words the caller added; the version is the column.
+    assert (event.before, event.after) == (
+        {"status": "active", "decay_stopped_at": None},
+        {"status": "retired", "decay_stopped_at": at.isoformat(), "note": 1},
+    )
 
 
 def test_write_entry_refuses_an_old_version_and_writes_nothing(reviewer):
@@ -151,14 +154,14 @@ def test_the_same_values_for_every_row_with_an_expression(django_assert_max_num_
             "taskrun-7",
             AS_OF,
         )
-        assert set(event.before) == set(event.after) == SNAPSHOT_KEYS
-        assert (
-            event.before["status"],
-            event.after["status"],
-            event.before["confidence"],
-            event.after["confidence"],
-            event.entry_version,
-        ) == ("active", "archived", round(frozen, 4), round(frozen, 4), entry.version + 1)
+        # The confidence is frozen at the archive's moment, so it is not among what changed.
+        assert set(event.before) == set(event.after) == {"status", "archive_reason", "decay_stopped_at"}
+        assert (event.before["status"], event.after["status"], event.after["archive_reason"], event.entry_version) == (
+            "active",
+            "archived",
+            "decayed",
+            entry.version + 1,
+        )
         assert event.entry_label == stored.label
 
 
@@ -258,8 +261,10 @@ def test_rows_of_any_status_loaded_whole_with_the_decisions_time_and_nulls_per_r
         AS_OF,
         active.version + 1,
     )
-    assert event.before == active.snapshot(AS_OF) | {"version": active.version}
-    assert (event.before["queued_at"], event.after["queued_at"]) == (active.queued_at.isoformat(), None)
+    assert (event.before, event.after) == (
+        {"queued_at": active.queued_at.isoformat(), "queue_reason": active.queue_reason},
+        {"queued_at": None, "queue_reason": ""},
+    )
     assert (
         Event.objects.get(entry=archived, reason=f"used #{archived.pk}").after["last_verified_at"] == AS_OF.isoformat()
     )
