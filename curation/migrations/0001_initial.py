@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -20,15 +19,45 @@ class Migration(migrations.Migration):
             name='Entry',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('procedure', 'procedure'), ('failure_lesson', 'failure lesson'), ('success_pattern', 'success pattern'), ('human_correction', 'human correction'), ('preference', 'preference'), ('fact', 'fact')], max_length=32)),
-                ('scope', models.CharField(max_length=255, validators=[django.core.validators.RegexValidator('^[a-z0-9._-]+(/[a-z0-9._-]+)*$', "A scope is path segments of a-z, 0-9, '.', '_' or '-', joined by '/' (e.g. acme/billing-api/container).")])),
+                (
+                    'kind',
+                    models.CharField(
+                        choices=[
+                            ('procedure', 'procedure'),
+                            ('failure_lesson', 'failure lesson'),
+                            ('success_pattern', 'success pattern'),
+                            ('human_correction', 'human correction'),
+                            ('preference', 'preference'),
+                            ('fact', 'fact'),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                (
+                    'scope',
+                    models.CharField(
+                        max_length=255,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                '^[a-z0-9._-]+(/[a-z0-9._-]+)*$',
+                                "A scope is path segments of a-z, 0-9, '.', '_' or '-', joined by '/' (e.g. acme/billing-api/container).",
+                            )
+                        ],
+                    ),
+                ),
                 ('trigger', models.TextField(max_length=500)),
                 ('content', models.TextField(max_length=4000)),
                 ('conditions', models.JSONField(blank=True, default=list)),
                 ('boundary', models.TextField(blank=True)),
                 ('recheck_when', models.TextField(blank=True)),
                 ('review_by', models.DateField(blank=True, null=True)),
-                ('signal', models.CharField(choices=[('self', 'self'), ('independent', 'independent'), ('external', 'external')], max_length=16)),
+                (
+                    'signal',
+                    models.CharField(
+                        choices=[('self', 'self'), ('independent', 'independent'), ('external', 'external')],
+                        max_length=16,
+                    ),
+                ),
                 ('base_confidence', models.FloatField()),
                 ('confidence', models.FloatField()),
                 ('last_verified_at', models.DateTimeField(blank=True, null=True)),
@@ -37,21 +66,72 @@ class Migration(migrations.Migration):
                 ('utility_sum', models.FloatField(default=0.0)),
                 ('utility_n', models.PositiveIntegerField(default=0)),
                 ('last_retrieved_at', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('active', 'active'), ('rejected', 'rejected'), ('archived', 'archived'), ('superseded', 'superseded'), ('retired', 'retired')], default='pending', max_length=16)),
+                (
+                    'status',
+                    models.CharField(
+                        choices=[
+                            ('pending', 'pending'),
+                            ('active', 'active'),
+                            ('rejected', 'rejected'),
+                            ('archived', 'archived'),
+                            ('superseded', 'superseded'),
+                            ('retired', 'retired'),
+                        ],
+                        default='pending',
+                        max_length=16,
+                    ),
+                ),
                 ('queued_at', models.DateTimeField(blank=True, null=True)),
-                ('queue_reason', models.CharField(blank=True, choices=[('new', 'new candidate'), ('deferred', 'deferred'), ('recheck_failure', 'recheck: a task that used it failed'), ('recheck_review_due', 'recheck: review date passed'), ('recheck_low_utility', 'recheck: low utility')], max_length=32)),
+                (
+                    'queue_reason',
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ('new', 'new candidate'),
+                            ('deferred', 'deferred'),
+                            ('recheck_failure', 'recheck: a task that used it failed'),
+                            ('recheck_review_due', 'recheck: review date passed'),
+                            ('recheck_low_utility', 'recheck: low utility'),
+                        ],
+                        max_length=32,
+                    ),
+                ),
                 ('flags', models.JSONField(blank=True, default=list)),
                 ('source_task', models.CharField(blank=True, max_length=255)),
                 ('created_by_label', models.CharField(blank=True, max_length=150)),
                 ('version', models.PositiveIntegerField(default=1)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('supersedes', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='superseded_by', to='curation.entry')),
+                (
+                    'created_by',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    'supersedes',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='superseded_by',
+                        to='curation.entry',
+                    ),
+                ),
             ],
             options={
                 'verbose_name_plural': 'entries',
-                'permissions': [('review_entry', 'Can decide on candidate lessons'), ('promote_skill', 'Can approve or reject skill promotions'), ('publish_memory', 'Can publish and roll back memory versions'), ('handle_forget', 'Can handle forget requests'), ('export_history', "Can export an entry's history")],
+                'permissions': [
+                    ('review_entry', 'Can decide on candidate lessons'),
+                    ('promote_skill', 'Can approve or reject skill promotions'),
+                    ('publish_memory', 'Can publish and roll back memory versions'),
+                    ('handle_forget', 'Can handle forget requests'),
+                    ('export_history', "Can export an entry's history"),
+                ],
             },
         ),
         migrations.CreateModel(
@@ -67,24 +147,78 @@ class Migration(migrations.Migration):
                 ('request_id', models.CharField(blank=True, max_length=64)),
                 ('entry_version', models.PositiveIntegerField(blank=True, null=True)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('entry', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='events', to='curation.entry')),
+                (
+                    'actor',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    'entry',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='events', to='curation.entry'
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
             name='Evidence',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('tool_output', 'tool output'), ('test_result', 'test result'), ('user_statement', 'user statement'), ('review', 'review'), ('task_outcome', 'task outcome'), ('reflection', 'reflection')], max_length=32)),
-                ('signal', models.CharField(choices=[('self', 'self'), ('independent', 'independent'), ('external', 'external')], max_length=16)),
-                ('polarity', models.CharField(choices=[('supports', 'supports'), ('contradicts', 'contradicts')], default='supports', max_length=16)),
+                (
+                    'kind',
+                    models.CharField(
+                        choices=[
+                            ('tool_output', 'tool output'),
+                            ('test_result', 'test result'),
+                            ('user_statement', 'user statement'),
+                            ('review', 'review'),
+                            ('task_outcome', 'task outcome'),
+                            ('reflection', 'reflection'),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                (
+                    'signal',
+                    models.CharField(
+                        choices=[('self', 'self'), ('independent', 'independent'), ('external', 'external')],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    'polarity',
+                    models.CharField(
+                        choices=[('supports', 'supports'), ('contradicts', 'contradicts')],
+                        default='supports',
+                        max_length=16,
+                    ),
+                ),
                 ('excerpt', models.TextField(max_length=4000)),
                 ('task_ref', models.CharField(blank=True, max_length=255)),
                 ('observed_at', models.DateTimeField()),
                 ('recorded_by_label', models.CharField(blank=True, max_length=150)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('entry', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='evidence', to='curation.entry')),
-                ('recorded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    'entry',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='evidence', to='curation.entry'
+                    ),
+                ),
+                (
+                    'recorded_by',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
                 'verbose_name_plural': 'evidence',
@@ -94,8 +228,26 @@ class Migration(migrations.Migration):
             name='ScopeGrant',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('prefix', models.CharField(max_length=255, validators=[django.core.validators.RegexValidator('^[a-z0-9._-]+(/[a-z0-9._-]+)*$', "A scope is path segments of a-z, 0-9, '.', '_' or '-', joined by '/' (e.g. acme/billing-api/container).")])),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scope_grants', to=settings.AUTH_USER_MODEL)),
+                (
+                    'prefix',
+                    models.CharField(
+                        max_length=255,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                '^[a-z0-9._-]+(/[a-z0-9._-]+)*$',
+                                "A scope is path segments of a-z, 0-9, '.', '_' or '-', joined by '/' (e.g. acme/billing-api/container).",
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    'user',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name='scope_grants',
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
@@ -103,17 +255,31 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('score', models.FloatField()),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='similar_links', to='curation.entry')),
-                ('similar', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry')),
+                (
+                    'candidate',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='similar_links', to='curation.entry'
+                    ),
+                ),
+                (
+                    'similar',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry'
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
             model_name='entry',
-            index=models.Index(condition=models.Q(('queued_at__isnull', False)), fields=['queued_at', 'id'], name='entry_queue_idx'),
+            index=models.Index(
+                condition=models.Q(('queued_at__isnull', False)), fields=['queued_at', 'id'], name='entry_queue_idx'
+            ),
         ),
         migrations.AddIndex(
             model_name='entry',
-            index=models.Index(condition=models.Q(('status', 'active')), fields=['scope', 'id'], name='entry_active_scope_idx'),
+            index=models.Index(
+                condition=models.Q(('status', 'active')), fields=['scope', 'id'], name='entry_active_scope_idx'
+            ),
         ),
         migrations.AddIndex(
             model_name='entry',
@@ -121,11 +287,24 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='entry',
-            constraint=models.CheckConstraint(condition=models.Q(('confidence__gte', 0), ('confidence__lte', 1), ('base_confidence__gte', 0), ('base_confidence__lte', 1)), name='entry_confidence_in_unit_range'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ('confidence__gte', 0),
+                    ('confidence__lte', 1),
+                    ('base_confidence__gte', 0),
+                    ('base_confidence__lte', 1),
+                ),
+                name='entry_confidence_in_unit_range',
+            ),
         ),
         migrations.AddConstraint(
             model_name='entry',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'pending'), _negated=True), ('queued_at__isnull', False), _connector='OR'), name='entry_pending_is_queued'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(('status', 'pending'), _negated=True), ('queued_at__isnull', False), _connector='OR'
+                ),
+                name='entry_pending_is_queued',
+            ),
         ),
         migrations.AddIndex(
             model_name='event',

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0003_append_only_history'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -32,7 +31,14 @@ class Migration(migrations.Migration):
             name='Conflict',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('state', models.CharField(choices=[('open', 'open'), ('resolved', 'resolved'), ('dismissed', 'dismissed')], default='open', max_length=16)),
+                (
+                    'state',
+                    models.CharField(
+                        choices=[('open', 'open'), ('resolved', 'resolved'), ('dismissed', 'dismissed')],
+                        default='open',
+                        max_length=16,
+                    ),
+                ),
                 ('reason', models.TextField(blank=True)),
                 ('detected_by', models.CharField(max_length=32)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
@@ -74,7 +80,19 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('task', models.CharField(max_length=32)),
-                ('state', models.CharField(choices=[('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed'), ('skipped', 'skipped (another run held the lock)')], default='running', max_length=16)),
+                (
+                    'state',
+                    models.CharField(
+                        choices=[
+                            ('running', 'running'),
+                            ('succeeded', 'succeeded'),
+                            ('failed', 'failed'),
+                            ('skipped', 'skipped (another run held the lock)'),
+                        ],
+                        default='running',
+                        max_length=16,
+                    ),
+                ),
                 ('as_of', models.DateTimeField()),
                 ('dry_run', models.BooleanField(default=False)),
                 ('triggered_by', models.CharField(blank=True, max_length=150)),
@@ -111,12 +129,24 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='agenttoken',
             name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
             model_name='agenttoken',
             name='revoked_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
             model_name='conflict',
@@ -131,27 +161,41 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='conflict',
             name='resolved_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
             model_name='retrieval',
             name='token',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='retrievals', to='curation.agenttoken'),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name='retrievals', to='curation.agenttoken'
+            ),
         ),
         migrations.AddField(
             model_name='feedback',
             name='retrieval',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='feedback', to='curation.retrieval'),
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.PROTECT, related_name='feedback', to='curation.retrieval'
+            ),
         ),
         migrations.AddField(
             model_name='retrievedentry',
             name='entry',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='retrievals', to='curation.entry'),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name='retrievals', to='curation.entry'
+            ),
         ),
         migrations.AddField(
             model_name='retrievedentry',
             name='retrieval',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='items', to='curation.retrieval'),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name='items', to='curation.retrieval'
+            ),
         ),
         migrations.AddIndex(
             model_name='taskrun',
@@ -167,7 +211,9 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='conflict',
-            constraint=models.CheckConstraint(condition=models.Q(('entry_a__lt', models.F('entry_b'))), name='conflict_pair_ordered'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(('entry_a__lt', models.F('entry_b'))), name='conflict_pair_ordered'
+            ),
         ),
         migrations.AddIndex(
             model_name='retrievedentry',

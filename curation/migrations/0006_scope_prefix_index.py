@@ -10,7 +10,9 @@ def add(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(
             "CREATE INDEX IF NOT EXISTS entry_active_scope_prefix_idx ON curation_entry "
-            "(scope varchar_pattern_ops) WHERE status = 'active'", params=None)
+            "(scope varchar_pattern_ops) WHERE status = 'active'",
+            params=None,
+        )
 
 
 def drop(apps, schema_editor):

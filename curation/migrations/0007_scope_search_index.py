@@ -14,7 +14,9 @@ def add(apps, schema_editor):
     schema_editor.execute("CREATE EXTENSION IF NOT EXISTS btree_gin", params=None)
     schema_editor.execute(
         "CREATE INDEX IF NOT EXISTS entry_active_scope_search_idx ON curation_entry "
-        "USING gin (scope, search_vector) WHERE status = 'active'", params=None)
+        "USING gin (scope, search_vector) WHERE status = 'active'",
+        params=None,
+    )
     schema_editor.execute("DROP INDEX IF EXISTS entry_search_vector_idx", params=None)
 
 
@@ -23,7 +25,9 @@ def drop(apps, schema_editor):
         return
     schema_editor.execute(
         "CREATE INDEX IF NOT EXISTS entry_search_vector_idx ON curation_entry USING gin (search_vector) "
-        "WHERE status = 'active'", params=None)
+        "WHERE status = 'active'",
+        params=None,
+    )
     schema_editor.execute("DROP INDEX IF EXISTS entry_active_scope_search_idx", params=None)
 
 

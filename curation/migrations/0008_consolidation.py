@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0007_scope_search_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -18,7 +17,12 @@ class Migration(migrations.Migration):
             name='ConsolidationProposal',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('merge', 'merge duplicates'), ('supersede', 'replace outdated')], max_length=16)),
+                (
+                    'kind',
+                    models.CharField(
+                        choices=[('merge', 'merge duplicates'), ('supersede', 'replace outdated')], max_length=16
+                    ),
+                ),
                 ('scope', models.CharField(max_length=255)),
                 ('key', models.CharField(max_length=64, unique=True)),
                 ('entry_versions', models.JSONField(default=dict)),
@@ -28,14 +32,48 @@ class Migration(migrations.Migration):
                 ('proposed_conditions', models.JSONField(blank=True, default=list)),
                 ('reason', models.TextField(blank=True)),
                 ('score', models.FloatField(default=0.0)),
-                ('state', models.CharField(choices=[('open', 'open'), ('accepted', 'accepted'), ('dismissed', 'dismissed')], default='open', max_length=16)),
+                (
+                    'state',
+                    models.CharField(
+                        choices=[('open', 'open'), ('accepted', 'accepted'), ('dismissed', 'dismissed')],
+                        default='open',
+                        max_length=16,
+                    ),
+                ),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('decided_at', models.DateTimeField(blank=True, null=True)),
                 ('decision_note', models.TextField(blank=True)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    'decided_by',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
                 ('entries', models.ManyToManyField(related_name='consolidation_proposals', to='curation.entry')),
-                ('result', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry')),
-                ('target', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry')),
+                (
+                    'result',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to='curation.entry',
+                    ),
+                ),
+                (
+                    'target',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to='curation.entry',
+                    ),
+                ),
             ],
             options={
                 'indexes': [models.Index(fields=['state', 'created_at'], name='consolidation_state_idx')],

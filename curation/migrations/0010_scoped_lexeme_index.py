@@ -33,7 +33,9 @@ def add(apps, schema_editor):
     schema_editor.execute(FUNCTIONS, params=None)
     schema_editor.execute(
         "CREATE INDEX IF NOT EXISTS entry_active_scoped_lexeme_idx ON curation_entry "
-        "USING gin (curation_scoped_lexemes(scope, search_vector)) WHERE status = 'active'", params=None)
+        "USING gin (curation_scoped_lexemes(scope, search_vector)) WHERE status = 'active'",
+        params=None,
+    )
     schema_editor.execute("DROP INDEX IF EXISTS entry_active_scope_search_idx", params=None)
     schema_editor.execute("ALTER TABLE curation_entry SET (parallel_workers = 0)", params=None)
 
@@ -44,7 +46,9 @@ def drop(apps, schema_editor):
     schema_editor.execute("ALTER TABLE curation_entry RESET (parallel_workers)", params=None)
     schema_editor.execute(
         "CREATE INDEX IF NOT EXISTS entry_active_scope_search_idx ON curation_entry "
-        "USING gin (scope, search_vector) WHERE status = 'active'", params=None)
+        "USING gin (scope, search_vector) WHERE status = 'active'",
+        params=None,
+    )
     schema_editor.execute("DROP INDEX IF EXISTS entry_active_scoped_lexeme_idx", params=None)
     schema_editor.execute("DROP FUNCTION IF EXISTS curation_scoped_query(text[], text)", params=None)
     schema_editor.execute("DROP FUNCTION IF EXISTS curation_scoped_lexemes(text, tsvector)", params=None)

@@ -17,6 +17,7 @@ def set_fastupdate(value: str):
         if value == "off":
             # Entries already waiting are merged now; with fastupdate off no new ones wait.
             schema_editor.execute("SELECT gin_clean_pending_list('entry_active_scoped_lexeme_idx')", params=None)
+
     return run
 
 

@@ -29,7 +29,6 @@ def uninstall_append_only(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0011_gin_without_pending_list'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -41,8 +40,31 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('slug', models.CharField(max_length=64, unique=True)),
-                ('scope', models.CharField(max_length=255, validators=[django.core.validators.RegexValidator('^[a-z0-9._-]+(/[a-z0-9._-]+)*$', "A scope is path segments of a-z, 0-9, '.', '_' or '-', joined by '/' (e.g. acme/billing-api/container).")])),
-                ('status', models.CharField(choices=[('nominated', 'nominated'), ('approved', 'approved'), ('rejected', 'rejected'), ('retired', 'retired')], default='nominated', max_length=16)),
+                (
+                    'scope',
+                    models.CharField(
+                        max_length=255,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                '^[a-z0-9._-]+(/[a-z0-9._-]+)*$',
+                                "A scope is path segments of a-z, 0-9, '.', '_' or '-', joined by '/' (e.g. acme/billing-api/container).",
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    'status',
+                    models.CharField(
+                        choices=[
+                            ('nominated', 'nominated'),
+                            ('approved', 'approved'),
+                            ('rejected', 'rejected'),
+                            ('retired', 'retired'),
+                        ],
+                        default='nominated',
+                        max_length=16,
+                    ),
+                ),
                 ('description', models.TextField(max_length=1024)),
                 ('when_to_use', models.TextField(blank=True)),
                 ('steps', models.TextField()),
@@ -61,9 +83,32 @@ class Migration(migrations.Migration):
                 ('decision_note', models.TextField(blank=True)),
                 ('retired_at', models.DateTimeField(blank=True, null=True)),
                 ('retire_reason', models.TextField(blank=True)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('nominated_entry', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry')),
-                ('retired_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    'decided_by',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    'nominated_entry',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry'
+                    ),
+                ),
+                (
+                    'retired_by',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
@@ -75,14 +120,26 @@ class Migration(migrations.Migration):
                 ('added_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('added_by_label', models.CharField(blank=True, max_length=150)),
                 ('removed_at', models.DateTimeField(blank=True, null=True)),
-                ('entry', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='skill_sources', to='curation.entry')),
-                ('proposal', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sources', to='curation.skillproposal')),
+                (
+                    'entry',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='skill_sources', to='curation.entry'
+                    ),
+                ),
+                (
+                    'proposal',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='sources', to='curation.skillproposal'
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
             model_name='skillproposal',
             name='entries',
-            field=models.ManyToManyField(related_name='skill_proposals', through='curation.SkillSource', to='curation.entry'),
+            field=models.ManyToManyField(
+                related_name='skill_proposals', through='curation.SkillSource', to='curation.entry'
+            ),
         ),
         migrations.CreateModel(
             name='SkillTrial',
@@ -94,8 +151,22 @@ class Migration(migrations.Migration):
                 ('notes', models.TextField(blank=True, max_length=4000)),
                 ('reported_by_label', models.CharField(max_length=150)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('proposal', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='trials', to='curation.skillproposal')),
-                ('token', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.agenttoken')),
+                (
+                    'proposal',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='trials', to='curation.skillproposal'
+                    ),
+                ),
+                (
+                    'token',
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name='+',
+                        to='curation.agenttoken',
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
@@ -104,7 +175,9 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='skillsource',
-            constraint=models.UniqueConstraint(condition=models.Q(('live', True)), fields=('entry',), name='skill_source_one_live_proposal'),
+            constraint=models.UniqueConstraint(
+                condition=models.Q(('live', True)), fields=('entry',), name='skill_source_one_live_proposal'
+            ),
         ),
         migrations.AddIndex(
             model_name='skillproposal',
@@ -116,7 +189,10 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='skillproposal',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['nominated', 'approved', 'rejected', 'retired'])), name='skill_status_known'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(('status__in', ['nominated', 'approved', 'rejected', 'retired'])),
+                name='skill_status_known',
+            ),
         ),
         migrations.AddIndex(
             model_name='skilltrial',
@@ -124,7 +200,9 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='skilltrial',
-            constraint=models.UniqueConstraint(fields=('proposal', 'revision', 'task_ref'), name='skill_trial_once_per_task'),
+            constraint=models.UniqueConstraint(
+                fields=('proposal', 'revision', 'task_ref'), name='skill_trial_once_per_task'
+            ),
         ),
         migrations.RunPython(install_append_only, uninstall_append_only),
     ]

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0012_skills'),
     ]
@@ -15,6 +14,11 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='retrievedentry',
             name='entry',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='retrievals', to='curation.entry'),
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='retrievals',
+                to='curation.entry',
+            ),
         ),
     ]

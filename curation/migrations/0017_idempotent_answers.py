@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0016_one_pending_entry_per_fingerprint'),
     ]
@@ -21,10 +20,17 @@ class Migration(migrations.Migration):
                 ('status', models.PositiveSmallIntegerField()),
                 ('answer', models.JSONField()),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('token', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='curation.agenttoken')),
+                (
+                    'token',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name='+', to='curation.agenttoken'
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('token', 'key'), name='idempotent_answer_once_per_key')],
+                'constraints': [
+                    models.UniqueConstraint(fields=('token', 'key'), name='idempotent_answer_once_per_key')
+                ],
             },
         ),
     ]

@@ -4,7 +4,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0018_sweep_run_lease'),
     ]
@@ -13,6 +12,47 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='event',
             name='action',
-            field=models.CharField(choices=[('submit', 'submitted'), ('resubmit', 'submitted again'), ('add_evidence', 'evidence added'), ('approve', 'approved'), ('edit_approve', 'edited and approved'), ('confirm', 'confirmed on recheck'), ('reactivate', 'kept and reactivated'), ('reject', 'rejected'), ('retire', 'retired'), ('defer', 'deferred'), ('merge_into', 'merged into another entry'), ('merge_in', 'a candidate merged in'), ('undo', 'decision undone'), ('outcome_success', 'task succeeded'), ('outcome_failure', 'task failed'), ('archive', 'archived'), ('revive', 'revived'), ('queue_recheck', 'sent back for a recheck'), ('conflict_opened', 'conflict opened'), ('conflict_keep', 'kept over the other entry'), ('conflict_split', 'split from the other entry'), ('conflict_merge', 'merged from a conflict'), ('conflict_dismissed', 'conflict dismissed'), ('conflict_moot', 'conflict closed as moot'), ('supersede', 'superseded'), ('consolidation_proposed', 'consolidation proposed'), ('consolidation_merge', 'merged from a consolidation'), ('consolidation_keep', 'kept by a consolidation'), ('consolidation_dismissed', 'consolidation dismissed'), ('skill_nominated', 'nominated as a skill'), ('skill_draft_edited', 'skill draft edited'), ('skill_trial', 'skill trial reported'), ('skill_approved', 'skill approved'), ('skill_rejected', 'skill rejected'), ('skill_retired', 'skill retired'), ('token_created', 'token created'), ('token_revoked', 'token revoked')], max_length=48),
+            field=models.CharField(
+                choices=[
+                    ('submit', 'submitted'),
+                    ('resubmit', 'submitted again'),
+                    ('add_evidence', 'evidence added'),
+                    ('approve', 'approved'),
+                    ('edit_approve', 'edited and approved'),
+                    ('confirm', 'confirmed on recheck'),
+                    ('reactivate', 'kept and reactivated'),
+                    ('reject', 'rejected'),
+                    ('retire', 'retired'),
+                    ('defer', 'deferred'),
+                    ('merge_into', 'merged into another entry'),
+                    ('merge_in', 'a candidate merged in'),
+                    ('undo', 'decision undone'),
+                    ('outcome_success', 'task succeeded'),
+                    ('outcome_failure', 'task failed'),
+                    ('archive', 'archived'),
+                    ('revive', 'revived'),
+                    ('queue_recheck', 'sent back for a recheck'),
+                    ('conflict_opened', 'conflict opened'),
+                    ('conflict_keep', 'kept over the other entry'),
+                    ('conflict_split', 'split from the other entry'),
+                    ('conflict_merge', 'merged from a conflict'),
+                    ('conflict_dismissed', 'conflict dismissed'),
+                    ('conflict_moot', 'conflict closed as moot'),
+                    ('supersede', 'superseded'),
+                    ('consolidation_proposed', 'consolidation proposed'),
+                    ('consolidation_merge', 'merged from a consolidation'),
+                    ('consolidation_keep', 'kept by a consolidation'),
+                    ('consolidation_dismissed', 'consolidation dismissed'),
+                    ('skill_nominated', 'nominated as a skill'),
+                    ('skill_draft_edited', 'skill draft edited'),
+                    ('skill_trial', 'skill trial reported'),
+                    ('skill_approved', 'skill approved'),
+                    ('skill_rejected', 'skill rejected'),
+                    ('skill_retired', 'skill retired'),
+                    ('token_created', 'token created'),
+                    ('token_revoked', 'token revoked'),
+                ],
+                max_length=48,
+            ),
         ),
     ]

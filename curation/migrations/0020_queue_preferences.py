@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0019_event_action_undo'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -21,10 +20,19 @@ class Migration(migrations.Migration):
                 ('filters', models.CharField(blank=True, max_length=1000)),
                 ('compact', models.BooleanField(default=False)),
                 ('updated_at', models.DateTimeField(auto_now=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='queue_preferences', to=settings.AUTH_USER_MODEL)),
+                (
+                    'user',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name='queue_preferences',
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('user', 'queue'), name='one_queue_preference_per_user')],
+                'constraints': [
+                    models.UniqueConstraint(fields=('user', 'queue'), name='one_queue_preference_per_user')
+                ],
             },
         ),
     ]

@@ -12,8 +12,18 @@ from django.conf import settings
 from django.db import migrations, models
 
 
-RELEASED_FIELDS = ("kind", "scope", "trigger", "content", "conditions", "boundary", "signal", "confidence",
-                   "last_verified_at", "fingerprint")
+RELEASED_FIELDS = (
+    "kind",
+    "scope",
+    "trigger",
+    "content",
+    "conditions",
+    "boundary",
+    "signal",
+    "confidence",
+    "last_verified_at",
+    "fingerprint",
+)
 
 
 def make_version_one(apps, schema_editor):
@@ -27,31 +37,47 @@ def make_version_one(apps, schema_editor):
     Event = apps.get_model("curation", "Event")
     now = django.utils.timezone.now()
     withheld = SkillSource.objects.filter(entry=models.OuterRef("pk"), live=True, proposal__status="approved")
-    active = (Entry.objects.filter(status="active").exclude(models.Exists(withheld))
-              .only("id", "version", *RELEASED_FIELDS).order_by("id"))
+    active = (
+        Entry.objects.filter(status="active")
+        .exclude(models.Exists(withheld))
+        .only("id", "version", *RELEASED_FIELDS)
+        .order_by("id")
+    )
     batch = []
     for entry in active.iterator(chunk_size=2000):
-        batch.append(ReleasedEntry(entry_id=entry.pk, valid_from=1, entry_version=entry.version,
-                                   **{name: getattr(entry, name) for name in RELEASED_FIELDS}))
+        batch.append(
+            ReleasedEntry(
+                entry_id=entry.pk,
+                valid_from=1,
+                entry_version=entry.version,
+                **{name: getattr(entry, name) for name in RELEASED_FIELDS},
+            )
+        )
         if len(batch) == 2000:
             ReleasedEntry.objects.bulk_create(batch)
             batch = []
     ReleasedEntry.objects.bulk_create(batch)
-    ReleasedSkill.objects.bulk_create([
-        ReleasedSkill(skill_id=p.pk, valid_from=1, slug=p.slug, scope=p.scope, revision=p.revision,
-                      skill_version=p.version)
-        for p in SkillProposal.objects.filter(status="approved").order_by("id")
-    ])
+    ReleasedSkill.objects.bulk_create(
+        [
+            ReleasedSkill(
+                skill_id=p.pk, valid_from=1, slug=p.slug, scope=p.scope, revision=p.revision, skill_version=p.version
+            )
+            for p in SkillProposal.objects.filter(status="approved").order_by("id")
+        ]
+    )
     last_event = Event.objects.aggregate(n=models.Max("pk"))["n"] or 0
     version = MemoryVersion.objects.create(
-        number=1, summary="Version 1: the active entries and approved skills at the upgrade.",
-        published_by_label="migration", added=ReleasedEntry.objects.count() + ReleasedSkill.objects.count(),
-        pending_from_event=last_event + 1, created_at=now)
+        number=1,
+        summary="Version 1: the active entries and approved skills at the upgrade.",
+        published_by_label="migration",
+        added=ReleasedEntry.objects.count() + ReleasedSkill.objects.count(),
+        pending_from_event=last_event + 1,
+        created_at=now,
+    )
     PublishedVersion.objects.create(id=1, version=version, switched_at=now)
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0020_queue_preferences'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -88,13 +114,32 @@ class Migration(migrations.Migration):
                 ('valid_from', models.PositiveIntegerField()),
                 ('valid_to', models.PositiveIntegerField(blank=True, null=True)),
                 ('entry_version', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('procedure', 'procedure'), ('failure_lesson', 'failure lesson'), ('success_pattern', 'success pattern'), ('human_correction', 'human correction'), ('preference', 'preference'), ('fact', 'fact')], max_length=32)),
+                (
+                    'kind',
+                    models.CharField(
+                        choices=[
+                            ('procedure', 'procedure'),
+                            ('failure_lesson', 'failure lesson'),
+                            ('success_pattern', 'success pattern'),
+                            ('human_correction', 'human correction'),
+                            ('preference', 'preference'),
+                            ('fact', 'fact'),
+                        ],
+                        max_length=32,
+                    ),
+                ),
                 ('scope', models.CharField(max_length=255)),
                 ('trigger', models.TextField(max_length=500)),
                 ('content', models.TextField(max_length=4000)),
                 ('conditions', models.JSONField(blank=True, default=list)),
                 ('boundary', models.TextField(blank=True)),
-                ('signal', models.CharField(choices=[('self', 'self'), ('independent', 'independent'), ('external', 'external')], max_length=16)),
+                (
+                    'signal',
+                    models.CharField(
+                        choices=[('self', 'self'), ('independent', 'independent'), ('external', 'external')],
+                        max_length=16,
+                    ),
+                ),
                 ('confidence', models.FloatField()),
                 ('last_verified_at', models.DateTimeField(blank=True, null=True)),
                 ('fingerprint', models.CharField(blank=True, max_length=64)),
@@ -124,45 +169,131 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='event',
             name='action',
-            field=models.CharField(choices=[('submit', 'submitted'), ('resubmit', 'submitted again'), ('add_evidence', 'evidence added'), ('approve', 'approved'), ('edit_approve', 'edited and approved'), ('confirm', 'confirmed on recheck'), ('reactivate', 'kept and reactivated'), ('reject', 'rejected'), ('retire', 'retired'), ('defer', 'deferred'), ('merge_into', 'merged into another entry'), ('merge_in', 'a candidate merged in'), ('undo', 'decision undone'), ('outcome_success', 'task succeeded'), ('outcome_failure', 'task failed'), ('archive', 'archived'), ('revive', 'revived'), ('queue_recheck', 'sent back for a recheck'), ('conflict_opened', 'conflict opened'), ('conflict_keep', 'kept over the other entry'), ('conflict_split', 'split from the other entry'), ('conflict_merge', 'merged from a conflict'), ('conflict_dismissed', 'conflict dismissed'), ('conflict_moot', 'conflict closed as moot'), ('supersede', 'superseded'), ('consolidation_proposed', 'consolidation proposed'), ('consolidation_merge', 'merged from a consolidation'), ('consolidation_keep', 'kept by a consolidation'), ('consolidation_dismissed', 'consolidation dismissed'), ('skill_nominated', 'nominated as a skill'), ('skill_draft_edited', 'skill draft edited'), ('skill_trial', 'skill trial reported'), ('skill_approved', 'skill approved'), ('skill_rejected', 'skill rejected'), ('skill_retired', 'skill retired'), ('token_created', 'token created'), ('token_revoked', 'token revoked'), ('version_published', 'memory version published'), ('version_rolled_back', 'memory version rolled back')], max_length=48),
+            field=models.CharField(
+                choices=[
+                    ('submit', 'submitted'),
+                    ('resubmit', 'submitted again'),
+                    ('add_evidence', 'evidence added'),
+                    ('approve', 'approved'),
+                    ('edit_approve', 'edited and approved'),
+                    ('confirm', 'confirmed on recheck'),
+                    ('reactivate', 'kept and reactivated'),
+                    ('reject', 'rejected'),
+                    ('retire', 'retired'),
+                    ('defer', 'deferred'),
+                    ('merge_into', 'merged into another entry'),
+                    ('merge_in', 'a candidate merged in'),
+                    ('undo', 'decision undone'),
+                    ('outcome_success', 'task succeeded'),
+                    ('outcome_failure', 'task failed'),
+                    ('archive', 'archived'),
+                    ('revive', 'revived'),
+                    ('queue_recheck', 'sent back for a recheck'),
+                    ('conflict_opened', 'conflict opened'),
+                    ('conflict_keep', 'kept over the other entry'),
+                    ('conflict_split', 'split from the other entry'),
+                    ('conflict_merge', 'merged from a conflict'),
+                    ('conflict_dismissed', 'conflict dismissed'),
+                    ('conflict_moot', 'conflict closed as moot'),
+                    ('supersede', 'superseded'),
+                    ('consolidation_proposed', 'consolidation proposed'),
+                    ('consolidation_merge', 'merged from a consolidation'),
+                    ('consolidation_keep', 'kept by a consolidation'),
+                    ('consolidation_dismissed', 'consolidation dismissed'),
+                    ('skill_nominated', 'nominated as a skill'),
+                    ('skill_draft_edited', 'skill draft edited'),
+                    ('skill_trial', 'skill trial reported'),
+                    ('skill_approved', 'skill approved'),
+                    ('skill_rejected', 'skill rejected'),
+                    ('skill_retired', 'skill retired'),
+                    ('token_created', 'token created'),
+                    ('token_revoked', 'token revoked'),
+                    ('version_published', 'memory version published'),
+                    ('version_rolled_back', 'memory version rolled back'),
+                ],
+                max_length=48,
+            ),
         ),
         migrations.AddField(
             model_name='memoryversion',
             name='based_on',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.memoryversion'),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to='curation.memoryversion',
+            ),
         ),
         migrations.AddField(
             model_name='memoryversion',
             name='published_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
             model_name='event',
             name='memory_version',
-            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='events', to='curation.memoryversion'),
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='events',
+                to='curation.memoryversion',
+            ),
         ),
         migrations.AddIndex(
             model_name='event',
-            index=models.Index(condition=models.Q(('memory_version__isnull', False)), fields=['memory_version', 'created_at', 'id'], name='event_memory_version_time_idx'),
+            index=models.Index(
+                condition=models.Q(('memory_version__isnull', False)),
+                fields=['memory_version', 'created_at', 'id'],
+                name='event_memory_version_time_idx',
+            ),
         ),
         migrations.AddConstraint(
             model_name='event',
-            constraint=models.CheckConstraint(condition=models.Q(('entry__isnull', False), ('conflict__isnull', False), ('proposal__isnull', False), ('skill__isnull', False), ('token__isnull', False), ('memory_version__isnull', False), _connector='OR'), name='event_has_subject'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ('entry__isnull', False),
+                    ('conflict__isnull', False),
+                    ('proposal__isnull', False),
+                    ('skill__isnull', False),
+                    ('token__isnull', False),
+                    ('memory_version__isnull', False),
+                    _connector='OR',
+                ),
+                name='event_has_subject',
+            ),
         ),
         migrations.AddField(
             model_name='publishedversion',
             name='version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.memoryversion'),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.memoryversion'
+            ),
         ),
         migrations.AddField(
             model_name='releasedentry',
             name='entry',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry'),
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry'
+            ),
         ),
         migrations.AddField(
             model_name='releasedskill',
             name='skill',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.skillproposal'),
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to='curation.skillproposal',
+            ),
         ),
         migrations.AddConstraint(
             model_name='publishedversion',
@@ -178,11 +309,15 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='releasedentry',
-            index=models.Index(condition=models.Q(('valid_to__isnull', False)), fields=['valid_to'], name='released_entry_to_idx'),
+            index=models.Index(
+                condition=models.Q(('valid_to__isnull', False)), fields=['valid_to'], name='released_entry_to_idx'
+            ),
         ),
         migrations.AddConstraint(
             model_name='releasedentry',
-            constraint=models.UniqueConstraint(condition=models.Q(('valid_to__isnull', True)), fields=('entry',), name='released_entry_one_open_row'),
+            constraint=models.UniqueConstraint(
+                condition=models.Q(('valid_to__isnull', True)), fields=('entry',), name='released_entry_one_open_row'
+            ),
         ),
         migrations.AddIndex(
             model_name='releasedskill',
@@ -190,7 +325,9 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='releasedskill',
-            constraint=models.UniqueConstraint(condition=models.Q(('valid_to__isnull', True)), fields=('skill',), name='released_skill_one_open_row'),
+            constraint=models.UniqueConstraint(
+                condition=models.Q(('valid_to__isnull', True)), fields=('skill',), name='released_skill_one_open_row'
+            ),
         ),
         migrations.AddIndex(
             model_name='releasedentry',

@@ -40,6 +40,7 @@ def run(statements):
             return
         for statement in statements:
             schema_editor.execute(statement, params=None)
+
     return apply
 
 

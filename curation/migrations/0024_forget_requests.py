@@ -134,7 +134,6 @@ def uninstall_purge(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0023_one_clock'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -149,7 +148,14 @@ class Migration(migrations.Migration):
                 ('scope', models.CharField(max_length=255, validators=[curation.rules.access.clean_scope])),
                 ('reason', models.TextField(max_length=2000)),
                 ('requested_by_label', models.CharField(max_length=150)),
-                ('state', models.CharField(choices=[('open', 'open'), ('approved', 'approved'), ('declined', 'declined')], default='open', max_length=16)),
+                (
+                    'state',
+                    models.CharField(
+                        choices=[('open', 'open'), ('approved', 'approved'), ('declined', 'declined')],
+                        default='open',
+                        max_length=16,
+                    ),
+                ),
                 ('created_at', models.DateTimeField(default=curation.rules.clock.now)),
                 ('decided_at', models.DateTimeField(blank=True, null=True)),
                 ('decision_note', models.TextField(blank=True)),
@@ -175,50 +181,153 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='event',
             name='action',
-            field=models.CharField(choices=[('submit', 'submitted'), ('resubmit', 'submitted again'), ('add_evidence', 'evidence added'), ('approve', 'approved'), ('edit_approve', 'edited and approved'), ('confirm', 'confirmed on recheck'), ('reactivate', 'kept and reactivated'), ('reject', 'rejected'), ('retire', 'retired'), ('defer', 'deferred'), ('merge_into', 'merged into another entry'), ('merge_in', 'a candidate merged in'), ('undo', 'decision undone'), ('outcome_success', 'task succeeded'), ('outcome_failure', 'task failed'), ('archive', 'archived'), ('revive', 'revived'), ('queue_recheck', 'sent back for a recheck'), ('conflict_opened', 'conflict opened'), ('conflict_keep', 'kept over the other entry'), ('conflict_split', 'split from the other entry'), ('conflict_merge', 'merged from a conflict'), ('conflict_dismissed', 'conflict dismissed'), ('conflict_moot', 'conflict closed as moot'), ('supersede', 'superseded'), ('consolidation_proposed', 'consolidation proposed'), ('consolidation_merge', 'merged from a consolidation'), ('consolidation_keep', 'kept by a consolidation'), ('consolidation_dismissed', 'consolidation dismissed'), ('skill_nominated', 'nominated as a skill'), ('skill_draft_edited', 'skill draft edited'), ('skill_trial', 'skill trial reported'), ('skill_approved', 'skill approved'), ('skill_rejected', 'skill rejected'), ('skill_retired', 'skill retired'), ('token_created', 'token created'), ('token_revoked', 'token revoked'), ('version_published', 'memory version published'), ('version_rolled_back', 'memory version rolled back'), ('forget_filed', 'forget requested'), ('forget_approved', 'forget request approved'), ('forget_declined', 'forget request declined'), ('forgotten', 'forgotten: retired and its text purged'), ('forget_purge', 'text purged from the history')], max_length=48),
+            field=models.CharField(
+                choices=[
+                    ('submit', 'submitted'),
+                    ('resubmit', 'submitted again'),
+                    ('add_evidence', 'evidence added'),
+                    ('approve', 'approved'),
+                    ('edit_approve', 'edited and approved'),
+                    ('confirm', 'confirmed on recheck'),
+                    ('reactivate', 'kept and reactivated'),
+                    ('reject', 'rejected'),
+                    ('retire', 'retired'),
+                    ('defer', 'deferred'),
+                    ('merge_into', 'merged into another entry'),
+                    ('merge_in', 'a candidate merged in'),
+                    ('undo', 'decision undone'),
+                    ('outcome_success', 'task succeeded'),
+                    ('outcome_failure', 'task failed'),
+                    ('archive', 'archived'),
+                    ('revive', 'revived'),
+                    ('queue_recheck', 'sent back for a recheck'),
+                    ('conflict_opened', 'conflict opened'),
+                    ('conflict_keep', 'kept over the other entry'),
+                    ('conflict_split', 'split from the other entry'),
+                    ('conflict_merge', 'merged from a conflict'),
+                    ('conflict_dismissed', 'conflict dismissed'),
+                    ('conflict_moot', 'conflict closed as moot'),
+                    ('supersede', 'superseded'),
+                    ('consolidation_proposed', 'consolidation proposed'),
+                    ('consolidation_merge', 'merged from a consolidation'),
+                    ('consolidation_keep', 'kept by a consolidation'),
+                    ('consolidation_dismissed', 'consolidation dismissed'),
+                    ('skill_nominated', 'nominated as a skill'),
+                    ('skill_draft_edited', 'skill draft edited'),
+                    ('skill_trial', 'skill trial reported'),
+                    ('skill_approved', 'skill approved'),
+                    ('skill_rejected', 'skill rejected'),
+                    ('skill_retired', 'skill retired'),
+                    ('token_created', 'token created'),
+                    ('token_revoked', 'token revoked'),
+                    ('version_published', 'memory version published'),
+                    ('version_rolled_back', 'memory version rolled back'),
+                    ('forget_filed', 'forget requested'),
+                    ('forget_approved', 'forget request approved'),
+                    ('forget_declined', 'forget request declined'),
+                    ('forgotten', 'forgotten: retired and its text purged'),
+                    ('forget_purge', 'text purged from the history'),
+                ],
+                max_length=48,
+            ),
         ),
         migrations.AddField(
             model_name='forgetrequest',
             name='decided_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
             model_name='forgetrequest',
             name='entry',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='forget_requests', to='curation.entry'),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='forget_requests',
+                to='curation.entry',
+            ),
         ),
         migrations.AddField(
             model_name='forgetrequest',
             name='requested_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
             model_name='forgetrequest',
             name='requested_by_token',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.agenttoken'),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to='curation.agenttoken',
+            ),
         ),
         migrations.AddField(
             model_name='event',
             name='forget_request',
-            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='events', to='curation.forgetrequest'),
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='events',
+                to='curation.forgetrequest',
+            ),
         ),
         migrations.AddIndex(
             model_name='event',
-            index=models.Index(condition=models.Q(('forget_request__isnull', False)), fields=['forget_request', 'created_at', 'id'], name='event_forget_request_time_idx'),
+            index=models.Index(
+                condition=models.Q(('forget_request__isnull', False)),
+                fields=['forget_request', 'created_at', 'id'],
+                name='event_forget_request_time_idx',
+            ),
         ),
         migrations.AddConstraint(
             model_name='event',
-            constraint=models.CheckConstraint(condition=models.Q(('entry__isnull', False), ('conflict__isnull', False), ('proposal__isnull', False), ('skill__isnull', False), ('token__isnull', False), ('memory_version__isnull', False), ('forget_request__isnull', False), _connector='OR'), name='event_has_subject'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ('entry__isnull', False),
+                    ('conflict__isnull', False),
+                    ('proposal__isnull', False),
+                    ('skill__isnull', False),
+                    ('token__isnull', False),
+                    ('memory_version__isnull', False),
+                    ('forget_request__isnull', False),
+                    _connector='OR',
+                ),
+                name='event_has_subject',
+            ),
         ),
         migrations.AddField(
             model_name='tombstone',
             name='entry',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry'),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to='curation.entry',
+            ),
         ),
         migrations.AddField(
             model_name='tombstone',
             name='request',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='tombstones', to='curation.forgetrequest'),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name='tombstones', to='curation.forgetrequest'
+            ),
         ),
         migrations.AddIndex(
             model_name='forgetrequest',
@@ -226,11 +335,18 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='forgetrequest',
-            constraint=models.CheckConstraint(condition=models.Q(('entry__isnull', False), models.Q(('match_text', ''), _negated=True), _connector='OR'), name='forget_request_names_something'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ('entry__isnull', False), models.Q(('match_text', ''), _negated=True), _connector='OR'
+                ),
+                name='forget_request_names_something',
+            ),
         ),
         migrations.AddConstraint(
             model_name='forgetrequest',
-            constraint=models.CheckConstraint(condition=models.Q(('state__in', ['open', 'approved', 'declined'])), name='forget_request_state_known'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(('state__in', ['open', 'approved', 'declined'])), name='forget_request_state_known'
+            ),
         ),
         migrations.AddIndex(
             model_name='tombstone',

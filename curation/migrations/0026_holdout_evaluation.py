@@ -17,10 +17,12 @@ def tally_past_outcomes(apps, schema_editor):
     LessonTally = apps.get_model("curation", "LessonTally")
     success = Q(outcome="success")
     OutcomeTally.objects.bulk_create(
-        OutcomeTally(day=row["day"], scope=row["retrieval__scope"], arm="memory", tasks=row["tasks"],
-                     successes=row["successes"])
+        OutcomeTally(
+            day=row["day"], scope=row["retrieval__scope"], arm="memory", tasks=row["tasks"], successes=row["successes"]
+        )
         for row in Feedback.objects.values("retrieval__scope", day=TruncDate("created_at"))
-        .annotate(tasks=Count("pk"), successes=Count("pk", filter=success)).order_by()
+        .annotate(tasks=Count("pk"), successes=Count("pk", filter=success))
+        .order_by()
     )
     LessonTally.objects.bulk_create(
         LessonTally(day=row["day"], entry_id=row["entry_id"], tasks=row["tasks"], successes=row["successes"])
@@ -32,7 +34,6 @@ def tally_past_outcomes(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0025_two_reviewers'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -43,7 +44,10 @@ class Migration(migrations.Migration):
             name='HoldoutFraction',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('prefix', models.CharField(max_length=255, unique=True, validators=[curation.rules.access.clean_scope])),
+                (
+                    'prefix',
+                    models.CharField(max_length=255, unique=True, validators=[curation.rules.access.clean_scope]),
+                ),
                 ('fraction', models.FloatField()),
                 ('rules_only', models.FloatField(default=0.0)),
                 ('updated_at', models.DateTimeField(default=curation.rules.clock.now)),
@@ -65,7 +69,17 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('day', models.DateField()),
                 ('scope', models.CharField(max_length=255)),
-                ('arm', models.CharField(choices=[('memory', 'memory'), ('holdout', 'holdout (no memory)'), ('rules-only', "people's rules only")], max_length=16)),
+                (
+                    'arm',
+                    models.CharField(
+                        choices=[
+                            ('memory', 'memory'),
+                            ('holdout', 'holdout (no memory)'),
+                            ('rules-only', "people's rules only"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
                 ('tasks', models.PositiveIntegerField(default=0)),
                 ('successes', models.PositiveIntegerField(default=0)),
             ],
@@ -77,35 +91,135 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='retrieval',
             name='arm',
-            field=models.CharField(choices=[('memory', 'memory'), ('holdout', 'holdout (no memory)'), ('rules-only', "people's rules only")], default='memory', max_length=16),
+            field=models.CharField(
+                choices=[
+                    ('memory', 'memory'),
+                    ('holdout', 'holdout (no memory)'),
+                    ('rules-only', "people's rules only"),
+                ],
+                default='memory',
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
             model_name='entry',
             name='queue_reason',
-            field=models.CharField(blank=True, choices=[('new', 'new candidate'), ('deferred', 'deferred'), ('recheck_failure', 'recheck: a task that used it failed'), ('recheck_review_due', 'recheck: review date passed'), ('recheck_low_utility', 'recheck: low utility'), ('needs_lead', 'reviewers disagree: a lead decides'), ('recheck_requested', 'recheck: sent back by a person')], max_length=32),
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ('new', 'new candidate'),
+                    ('deferred', 'deferred'),
+                    ('recheck_failure', 'recheck: a task that used it failed'),
+                    ('recheck_review_due', 'recheck: review date passed'),
+                    ('recheck_low_utility', 'recheck: low utility'),
+                    ('needs_lead', 'reviewers disagree: a lead decides'),
+                    ('recheck_requested', 'recheck: sent back by a person'),
+                ],
+                max_length=32,
+            ),
         ),
         migrations.AlterField(
             model_name='event',
             name='action',
-            field=models.CharField(choices=[('submit', 'submitted'), ('resubmit', 'submitted again'), ('add_evidence', 'evidence added'), ('approve', 'approved'), ('edit_approve', 'edited and approved'), ('confirm', 'confirmed on recheck'), ('reactivate', 'kept and reactivated'), ('reject', 'rejected'), ('retire', 'retired'), ('defer', 'deferred'), ('merge_into', 'merged into another entry'), ('merge_in', 'a candidate merged in'), ('undo', 'decision undone'), ('first_approval', 'approved (1 of 2)'), ('second_approval', 'approved by a second reviewer'), ('disagreement', 'rejected against an approval: sent to a lead'), ('outcome_success', 'task succeeded'), ('outcome_failure', 'task failed'), ('archive', 'archived'), ('revive', 'revived'), ('queue_recheck', 'sent back for a recheck'), ('conflict_opened', 'conflict opened'), ('conflict_keep', 'kept over the other entry'), ('conflict_split', 'split from the other entry'), ('conflict_merge', 'merged from a conflict'), ('conflict_dismissed', 'conflict dismissed'), ('conflict_moot', 'conflict closed as moot'), ('supersede', 'superseded'), ('consolidation_proposed', 'consolidation proposed'), ('consolidation_merge', 'merged from a consolidation'), ('consolidation_keep', 'kept by a consolidation'), ('consolidation_dismissed', 'consolidation dismissed'), ('skill_nominated', 'nominated as a skill'), ('skill_draft_edited', 'skill draft edited'), ('skill_trial', 'skill trial reported'), ('skill_approved', 'skill approved'), ('skill_rejected', 'skill rejected'), ('skill_retired', 'skill retired'), ('token_created', 'token created'), ('token_revoked', 'token revoked'), ('version_published', 'memory version published'), ('version_rolled_back', 'memory version rolled back'), ('forget_filed', 'forget requested'), ('forget_approved', 'forget request approved'), ('forget_declined', 'forget request declined'), ('forgotten', 'forgotten: retired and its text purged'), ('forget_purge', 'text purged from the history'), ('review_rule_set', 'approvals required set'), ('holdout_set', 'holdout fraction set')], max_length=48),
+            field=models.CharField(
+                choices=[
+                    ('submit', 'submitted'),
+                    ('resubmit', 'submitted again'),
+                    ('add_evidence', 'evidence added'),
+                    ('approve', 'approved'),
+                    ('edit_approve', 'edited and approved'),
+                    ('confirm', 'confirmed on recheck'),
+                    ('reactivate', 'kept and reactivated'),
+                    ('reject', 'rejected'),
+                    ('retire', 'retired'),
+                    ('defer', 'deferred'),
+                    ('merge_into', 'merged into another entry'),
+                    ('merge_in', 'a candidate merged in'),
+                    ('undo', 'decision undone'),
+                    ('first_approval', 'approved (1 of 2)'),
+                    ('second_approval', 'approved by a second reviewer'),
+                    ('disagreement', 'rejected against an approval: sent to a lead'),
+                    ('outcome_success', 'task succeeded'),
+                    ('outcome_failure', 'task failed'),
+                    ('archive', 'archived'),
+                    ('revive', 'revived'),
+                    ('queue_recheck', 'sent back for a recheck'),
+                    ('conflict_opened', 'conflict opened'),
+                    ('conflict_keep', 'kept over the other entry'),
+                    ('conflict_split', 'split from the other entry'),
+                    ('conflict_merge', 'merged from a conflict'),
+                    ('conflict_dismissed', 'conflict dismissed'),
+                    ('conflict_moot', 'conflict closed as moot'),
+                    ('supersede', 'superseded'),
+                    ('consolidation_proposed', 'consolidation proposed'),
+                    ('consolidation_merge', 'merged from a consolidation'),
+                    ('consolidation_keep', 'kept by a consolidation'),
+                    ('consolidation_dismissed', 'consolidation dismissed'),
+                    ('skill_nominated', 'nominated as a skill'),
+                    ('skill_draft_edited', 'skill draft edited'),
+                    ('skill_trial', 'skill trial reported'),
+                    ('skill_approved', 'skill approved'),
+                    ('skill_rejected', 'skill rejected'),
+                    ('skill_retired', 'skill retired'),
+                    ('token_created', 'token created'),
+                    ('token_revoked', 'token revoked'),
+                    ('version_published', 'memory version published'),
+                    ('version_rolled_back', 'memory version rolled back'),
+                    ('forget_filed', 'forget requested'),
+                    ('forget_approved', 'forget request approved'),
+                    ('forget_declined', 'forget request declined'),
+                    ('forgotten', 'forgotten: retired and its text purged'),
+                    ('forget_purge', 'text purged from the history'),
+                    ('review_rule_set', 'approvals required set'),
+                    ('holdout_set', 'holdout fraction set'),
+                ],
+                max_length=48,
+            ),
         ),
         migrations.AddField(
             model_name='event',
             name='holdout',
-            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='events', to='curation.holdoutfraction'),
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='events',
+                to='curation.holdoutfraction',
+            ),
         ),
         migrations.AddIndex(
             model_name='event',
-            index=models.Index(condition=models.Q(('holdout__isnull', False)), fields=['holdout', 'created_at', 'id'], name='event_holdout_time_idx'),
+            index=models.Index(
+                condition=models.Q(('holdout__isnull', False)),
+                fields=['holdout', 'created_at', 'id'],
+                name='event_holdout_time_idx',
+            ),
         ),
         migrations.AddConstraint(
             model_name='event',
-            constraint=models.CheckConstraint(condition=models.Q(('entry__isnull', False), ('conflict__isnull', False), ('proposal__isnull', False), ('skill__isnull', False), ('token__isnull', False), ('memory_version__isnull', False), ('forget_request__isnull', False), ('review_rule__isnull', False), ('holdout__isnull', False), _connector='OR'), name='event_has_subject'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ('entry__isnull', False),
+                    ('conflict__isnull', False),
+                    ('proposal__isnull', False),
+                    ('skill__isnull', False),
+                    ('token__isnull', False),
+                    ('memory_version__isnull', False),
+                    ('forget_request__isnull', False),
+                    ('review_rule__isnull', False),
+                    ('holdout__isnull', False),
+                    _connector='OR',
+                ),
+                name='event_has_subject',
+            ),
         ),
         migrations.AddField(
             model_name='lessontally',
             name='entry',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry'),
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.entry'
+            ),
         ),
         migrations.AddConstraint(
             model_name='outcometally',

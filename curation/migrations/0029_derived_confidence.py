@@ -30,24 +30,31 @@ def backfill(apps, schema_editor):
     # verified (so active) at its last write. Entries never active keep their base.
     Entry.objects.filter(status="archived").update(decay_stopped_at=models.F("archived_at"))
     Entry.objects.filter(status__in=["retired", "superseded"], last_verified_at__isnull=False).update(
-        decay_stopped_at=models.F("updated_at"))
+        decay_stopped_at=models.F("updated_at")
+    )
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(
             "UPDATE curation_entry SET decay_rate = %s, decay_key = ln(greatest(base_confidence, %s)) "
             "+ %s * EXTRACT(EPOCH FROM COALESCE(last_verified_at, created_at))::double precision / %s",
-            params=[rate, LOWEST_BASE, rate, EPOCH_SECONDS_PER_DAY])
+            params=[rate, LOWEST_BASE, rate, EPOCH_SECONDS_PER_DAY],
+        )
         # A released row takes its entry's base when it is of the entry's current version, else (an older
         # version's row) the value it was released with.
         schema_editor.execute(
             "UPDATE curation_releasedentry r SET base_confidence = CASE WHEN e.version = r.entry_version "
             "THEN e.base_confidence ELSE r.confidence END FROM curation_entry e WHERE e.id = r.entry_id",
-            params=None)
+            params=None,
+        )
         return
     rows = []
-    for entry in Entry.objects.only("id", "base_confidence", "last_verified_at", "created_at").iterator(chunk_size=2000):
+    for entry in Entry.objects.only("id", "base_confidence", "last_verified_at", "created_at").iterator(
+        chunk_size=2000
+    ):
         verified = entry.last_verified_at or entry.created_at
         entry.decay_rate = rate
-        entry.decay_key = math.log(max(entry.base_confidence, LOWEST_BASE)) + rate * verified.timestamp() / EPOCH_SECONDS_PER_DAY
+        entry.decay_key = (
+            math.log(max(entry.base_confidence, LOWEST_BASE)) + rate * verified.timestamp() / EPOCH_SECONDS_PER_DAY
+        )
         rows.append(entry)
     Entry.objects.bulk_update(rows, ["decay_key", "decay_rate"], batch_size=500)
     bases = dict(Entry.objects.values_list("id", "base_confidence"))
@@ -59,7 +66,6 @@ def backfill(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0028_sweep_cursor'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -102,14 +108,21 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='entry',
-            index=models.Index(condition=models.Q(('status', 'active')), fields=['decay_key'], name='entry_decay_key_idx'),
+            index=models.Index(
+                condition=models.Q(('status', 'active')), fields=['decay_key'], name='entry_decay_key_idx'
+            ),
         ),
         migrations.AddIndex(
             model_name='entry',
-            index=models.Index(condition=models.Q(('status', 'active')), fields=['decay_rate'], name='entry_decay_rate_idx'),
+            index=models.Index(
+                condition=models.Q(('status', 'active')), fields=['decay_rate'], name='entry_decay_rate_idx'
+            ),
         ),
         migrations.AddConstraint(
             model_name='entry',
-            constraint=models.CheckConstraint(condition=models.Q(('base_confidence__gte', 0), ('base_confidence__lte', 1)), name='entry_confidence_in_unit_range'),
+            constraint=models.CheckConstraint(
+                condition=models.Q(('base_confidence__gte', 0), ('base_confidence__lte', 1)),
+                name='entry_confidence_in_unit_range',
+            ),
         ),
     ]

@@ -162,7 +162,6 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [("curation", "0031_held_submissions")]
 
     operations = [migrations.RunPython(install, uninstall)]

@@ -10,8 +10,8 @@ class Migration(migrations.Migration):
     dependencies = [("curation", "0033_skill_withdrawn")]
 
     operations = [
-        migrations.AddField(model_name="tombstone", name="tokens",
-                            field=models.JSONField(blank=True, default=list)),
-        migrations.AddField(model_name="tombstone", name="key_id",
-                            field=models.CharField(blank=True, default="", max_length=16)),
+        migrations.AddField(model_name="tombstone", name="tokens", field=models.JSONField(blank=True, default=list)),
+        migrations.AddField(
+            model_name="tombstone", name="key_id", field=models.CharField(blank=True, default="", max_length=16)
+        ),
     ]

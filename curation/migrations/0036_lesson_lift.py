@@ -7,12 +7,10 @@ from django.db.models import F
 def charge_past_tallies(apps, schema_editor):
     """Outcomes tallied before lessons were charged counted every lesson a task was given, which is what
     a task that does not say what it used charges: the same figures."""
-    apps.get_model("curation", "LessonTally").objects.update(charged_tasks=F("tasks"),
-                                                             charged_successes=F("successes"))
+    apps.get_model("curation", "LessonTally").objects.update(charged_tasks=F("tasks"), charged_successes=F("successes"))
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0035_forget_receipt'),
     ]
@@ -31,7 +29,20 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='entry',
             name='queue_reason',
-            field=models.CharField(blank=True, choices=[('new', 'new candidate'), ('deferred', 'deferred'), ('recheck_failure', 'recheck: a task that used it failed'), ('recheck_review_due', 'recheck: review date passed'), ('recheck_low_utility', 'recheck: low utility'), ('needs_lead', 'reviewers disagree: a lead decides'), ('recheck_requested', 'recheck: sent back by a person'), ('recheck_harmful', 'recheck: tasks with it do worse than without')], max_length=32),
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ('new', 'new candidate'),
+                    ('deferred', 'deferred'),
+                    ('recheck_failure', 'recheck: a task that used it failed'),
+                    ('recheck_review_due', 'recheck: review date passed'),
+                    ('recheck_low_utility', 'recheck: low utility'),
+                    ('needs_lead', 'reviewers disagree: a lead decides'),
+                    ('recheck_requested', 'recheck: sent back by a person'),
+                    ('recheck_harmful', 'recheck: tasks with it do worse than without'),
+                ],
+                max_length=32,
+            ),
         ),
         migrations.AddIndex(
             model_name='lessontally',

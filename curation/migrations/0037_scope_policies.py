@@ -20,8 +20,12 @@ TRIGGER = "curation_event_append_only"
 SOURCES = (
     ("review", "ReviewRule", "review_rule", lambda row: {"approvals": row.approvals}),
     ("holdout", "HoldoutFraction", "holdout", lambda row: {"fraction": row.fraction, "rules_only": row.rules_only}),
-    ("admission", "AdmissionPolicy", "policy",
-     lambda row: {"name": row.name, "mode": row.mode, "evaluator": row.evaluator, "threshold": row.threshold}),
+    (
+        "admission",
+        "AdmissionPolicy",
+        "policy",
+        lambda row: {"name": row.name, "mode": row.mode, "evaluator": row.evaluator, "threshold": row.threshold},
+    ),
 )
 
 
@@ -56,8 +60,14 @@ def copy_into_scope_policies(apps, schema_editor):
             last = history.order_by("-created_at", "-id").first()
             version = row.version if kind == "admission" else max(1, history.count())
             by = getattr(row, "updated_by_label", "") or (last.actor_label if last else "")
-            copy = ScopePolicy.objects.create(kind=kind, prefix=row.prefix, value=value_of(row), version=version,
-                                              updated_at=row.updated_at, updated_by_label=by)
+            copy = ScopePolicy.objects.create(
+                kind=kind,
+                prefix=row.prefix,
+                value=value_of(row),
+                version=version,
+                updated_at=row.updated_at,
+                updated_by_label=by,
+            )
             links.append((link, row.pk, copy.pk))
     with _HistoryOpen(schema_editor):
         for link, old, new in links:
@@ -76,12 +86,18 @@ def copy_back(apps, schema_editor):
             link = "review_rule"
         elif policy.kind == "holdout":
             row = apps.get_model("curation", "HoldoutFraction").objects.create(
-                fraction=v["fraction"], rules_only=v["rules_only"], updated_by_label=policy.updated_by_label, **common)
+                fraction=v["fraction"], rules_only=v["rules_only"], updated_by_label=policy.updated_by_label, **common
+            )
             link = "holdout"
         else:
             row = apps.get_model("curation", "AdmissionPolicy").objects.create(
-                name=v["name"], mode=v["mode"], evaluator=v.get("evaluator", ""), threshold=v.get("threshold"),
-                version=policy.version, **common)
+                name=v["name"],
+                mode=v["mode"],
+                evaluator=v.get("evaluator", ""),
+                threshold=v.get("threshold"),
+                version=policy.version,
+                **common,
+            )
             link = "policy"
         links.append((link, policy.pk, row.pk))
     with _HistoryOpen(schema_editor):
@@ -90,7 +106,6 @@ def copy_back(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("curation", "0036_lesson_lift"),
     ]
@@ -100,8 +115,17 @@ class Migration(migrations.Migration):
             name="ScopePolicy",
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("kind", models.CharField(choices=[("review", "two-reviewer rule"), ("holdout", "holdout fraction"),
-                                                   ("admission", "admission policy")], max_length=16)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("review", "two-reviewer rule"),
+                            ("holdout", "holdout fraction"),
+                            ("admission", "admission policy"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
                 ("prefix", models.CharField(max_length=255, validators=[curation.rules.access.clean_scope])),
                 ("value", models.JSONField()),
                 ("version", models.PositiveIntegerField(default=1)),
@@ -112,18 +136,27 @@ class Migration(migrations.Migration):
                 "constraints": [
                     models.UniqueConstraint(fields=("kind", "prefix"), name="scope_policy_once_per_prefix"),
                     models.CheckConstraint(
-                        condition=models.Q(models.Q(("kind", "review"), _negated=True),
-                                           ("value__approvals__in", [1, 2]), _connector="OR"),
-                        name="scope_policy_review_one_or_two"),
+                        condition=models.Q(
+                            models.Q(("kind", "review"), _negated=True),
+                            ("value__approvals__in", [1, 2]),
+                            _connector="OR",
+                        ),
+                        name="scope_policy_review_one_or_two",
+                    ),
                 ],
             },
         ),
         migrations.AddField(
             model_name="event",
             name="scope_policy",
-            field=models.ForeignKey(blank=True, db_index=False, null=True,
-                                    on_delete=django.db.models.deletion.PROTECT, related_name="events",
-                                    to="curation.scopepolicy"),
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="events",
+                to="curation.scopepolicy",
+            ),
         ),
         # The subject check names the old links; it comes back naming the new one once they are gone.
         migrations.RemoveConstraint(model_name="event", name="event_has_subject"),
@@ -136,17 +169,28 @@ class Migration(migrations.Migration):
         migrations.RemoveField(model_name="event", name="policy"),
         migrations.AddIndex(
             model_name="event",
-            index=models.Index(condition=models.Q(("scope_policy__isnull", False)),
-                               fields=["scope_policy", "created_at", "id"], name="event_scope_policy_time_idx"),
+            index=models.Index(
+                condition=models.Q(("scope_policy__isnull", False)),
+                fields=["scope_policy", "created_at", "id"],
+                name="event_scope_policy_time_idx",
+            ),
         ),
         migrations.AddConstraint(
             model_name="event",
             constraint=models.CheckConstraint(
-                condition=models.Q(("entry__isnull", False), ("conflict__isnull", False), ("proposal__isnull", False),
-                                   ("skill__isnull", False), ("token__isnull", False),
-                                   ("memory_version__isnull", False), ("forget_request__isnull", False),
-                                   ("scope_policy__isnull", False), _connector="OR"),
-                name="event_has_subject"),
+                condition=models.Q(
+                    ("entry__isnull", False),
+                    ("conflict__isnull", False),
+                    ("proposal__isnull", False),
+                    ("skill__isnull", False),
+                    ("token__isnull", False),
+                    ("memory_version__isnull", False),
+                    ("forget_request__isnull", False),
+                    ("scope_policy__isnull", False),
+                    _connector="OR",
+                ),
+                name="event_has_subject",
+            ),
         ),
         migrations.DeleteModel(name="AdmissionPolicy"),
         migrations.DeleteModel(name="HoldoutFraction"),

@@ -10,7 +10,6 @@ import evidence is a user statement with an `import:` reference); a merge's new 
 start at the agent's. Its level is then the rule's: its origin, raised by the highest supporting piece
 another source recorded. The released rows of every version take their entry's level."""
 
-
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
@@ -73,9 +72,7 @@ def give_levels(apps, schema_editor):
             cursor.execute(statement)
 
 
-
 class Migration(migrations.Migration):
-
     dependencies = [
         ('curation', '0039_injection_quarantine'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -85,32 +82,64 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='entry',
             name='trust',
-            field=models.PositiveSmallIntegerField(choices=[(1, 'untrusted'), (2, 'agent'), (3, 'independent'), (4, 'verified'), (5, 'person')], db_default=2, default=2),
+            field=models.PositiveSmallIntegerField(
+                choices=[(1, 'untrusted'), (2, 'agent'), (3, 'independent'), (4, 'verified'), (5, 'person')],
+                db_default=2,
+                default=2,
+            ),
         ),
         migrations.AddField(
             model_name='entry',
             name='trust_origin',
-            field=models.PositiveSmallIntegerField(choices=[(1, 'untrusted'), (2, 'agent'), (3, 'independent'), (4, 'verified'), (5, 'person')], db_default=2, default=2),
+            field=models.PositiveSmallIntegerField(
+                choices=[(1, 'untrusted'), (2, 'agent'), (3, 'independent'), (4, 'verified'), (5, 'person')],
+                db_default=2,
+                default=2,
+            ),
         ),
         migrations.AddField(
             model_name='evidence',
             name='copied_from',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='curation.evidence'),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to='curation.evidence',
+            ),
         ),
         migrations.AddField(
             model_name='evidence',
             name='source',
-            field=models.CharField(choices=[('own', "the sender's own observation or reasoning"), ('verification', 'a test or check result'), ('relayed', 'content relayed from elsewhere (a web page, a fetched document, tool output)'), ('person', "a person's statement or decision")], db_default='own', default='own', max_length=16),
+            field=models.CharField(
+                choices=[
+                    ('own', "the sender's own observation or reasoning"),
+                    ('verification', 'a test or check result'),
+                    ('relayed', 'content relayed from elsewhere (a web page, a fetched document, tool output)'),
+                    ('person', "a person's statement or decision"),
+                ],
+                db_default='own',
+                default='own',
+                max_length=16,
+            ),
         ),
         migrations.AddField(
             model_name='evidence',
             name='trust',
-            field=models.PositiveSmallIntegerField(choices=[(1, 'untrusted'), (2, 'agent'), (3, 'independent'), (4, 'verified'), (5, 'person')], db_default=2, default=2),
+            field=models.PositiveSmallIntegerField(
+                choices=[(1, 'untrusted'), (2, 'agent'), (3, 'independent'), (4, 'verified'), (5, 'person')],
+                db_default=2,
+                default=2,
+            ),
         ),
         migrations.AddField(
             model_name='releasedentry',
             name='trust',
-            field=models.PositiveSmallIntegerField(choices=[(1, 'untrusted'), (2, 'agent'), (3, 'independent'), (4, 'verified'), (5, 'person')], db_default=2, default=2),
+            field=models.PositiveSmallIntegerField(
+                choices=[(1, 'untrusted'), (2, 'agent'), (3, 'independent'), (4, 'verified'), (5, 'person')],
+                db_default=2,
+                default=2,
+            ),
         ),
         migrations.AddField(
             model_name='skillproposal',
@@ -120,12 +149,80 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='skillproposal',
             name='first_approval_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name='+',
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
             model_name='event',
             name='action',
-            field=models.CharField(choices=[('submit', 'submitted'), ('resubmit', 'submitted again'), ('add_evidence', 'evidence added'), ('trust_raised', 'trust raised by a confirmation'), ('approve', 'approved'), ('edit_approve', 'edited and approved'), ('confirm', 'confirmed on recheck'), ('reactivate', 'kept and reactivated'), ('reject', 'rejected'), ('retire', 'retired'), ('defer', 'deferred'), ('merge_into', 'merged into another entry'), ('merge_in', 'a candidate merged in'), ('undo', 'decision undone'), ('first_approval', 'approved (1 of 2)'), ('second_approval', 'approved by a second reviewer'), ('disagreement', 'rejected against an approval: sent to a lead'), ('outcome_success', 'task succeeded'), ('outcome_failure', 'task failed'), ('archive', 'archived'), ('revive', 'revived'), ('queue_recheck', 'sent back for a recheck'), ('quarantine', 'withheld: an injection detector flagged it'), ('conflict_opened', 'conflict opened'), ('conflict_keep', 'kept over the other entry'), ('conflict_split', 'split from the other entry'), ('conflict_merge', 'merged from a conflict'), ('conflict_dismissed', 'conflict dismissed'), ('conflict_moot', 'conflict closed as moot'), ('supersede', 'superseded'), ('consolidation_proposed', 'consolidation proposed'), ('consolidation_merge', 'merged from a consolidation'), ('consolidation_keep', 'kept by a consolidation'), ('consolidation_dismissed', 'consolidation dismissed'), ('skill_nominated', 'nominated as a skill'), ('skill_draft_edited', 'skill draft edited'), ('skill_trial', 'skill trial reported'), ('skill_approved', 'skill approved'), ('skill_first_approval', 'skill approved (1 of 2 leads)'), ('skill_rejected', 'skill rejected'), ('skill_retired', 'skill retired'), ('skill_withdrawn', 'skill withdrawn: a source was forgotten'), ('token_created', 'token created'), ('token_revoked', 'token revoked'), ('version_published', 'memory version published'), ('version_rolled_back', 'memory version rolled back'), ('forget_filed', 'forget requested'), ('forget_approved', 'forget request approved'), ('forget_declined', 'forget request declined'), ('forgotten', 'forgotten: retired and its text purged'), ('forget_purge', 'text purged from the history'), ('forget_held', 'held: repeats a forgotten lesson'), ('forget_receipt', 'searched for residues after the purge'), ('forget_reopened', 'reopened: a residue was found'), ('forget_residue_closed', 'residues dealt with: closed again'), ('review_rule_set', 'approvals required set'), ('holdout_set', 'holdout fraction set'), ('admission_policy_set', 'admission policy set')], max_length=48),
+            field=models.CharField(
+                choices=[
+                    ('submit', 'submitted'),
+                    ('resubmit', 'submitted again'),
+                    ('add_evidence', 'evidence added'),
+                    ('trust_raised', 'trust raised by a confirmation'),
+                    ('approve', 'approved'),
+                    ('edit_approve', 'edited and approved'),
+                    ('confirm', 'confirmed on recheck'),
+                    ('reactivate', 'kept and reactivated'),
+                    ('reject', 'rejected'),
+                    ('retire', 'retired'),
+                    ('defer', 'deferred'),
+                    ('merge_into', 'merged into another entry'),
+                    ('merge_in', 'a candidate merged in'),
+                    ('undo', 'decision undone'),
+                    ('first_approval', 'approved (1 of 2)'),
+                    ('second_approval', 'approved by a second reviewer'),
+                    ('disagreement', 'rejected against an approval: sent to a lead'),
+                    ('outcome_success', 'task succeeded'),
+                    ('outcome_failure', 'task failed'),
+                    ('archive', 'archived'),
+                    ('revive', 'revived'),
+                    ('queue_recheck', 'sent back for a recheck'),
+                    ('quarantine', 'withheld: an injection detector flagged it'),
+                    ('conflict_opened', 'conflict opened'),
+                    ('conflict_keep', 'kept over the other entry'),
+                    ('conflict_split', 'split from the other entry'),
+                    ('conflict_merge', 'merged from a conflict'),
+                    ('conflict_dismissed', 'conflict dismissed'),
+                    ('conflict_moot', 'conflict closed as moot'),
+                    ('supersede', 'superseded'),
+                    ('consolidation_proposed', 'consolidation proposed'),
+                    ('consolidation_merge', 'merged from a consolidation'),
+                    ('consolidation_keep', 'kept by a consolidation'),
+                    ('consolidation_dismissed', 'consolidation dismissed'),
+                    ('skill_nominated', 'nominated as a skill'),
+                    ('skill_draft_edited', 'skill draft edited'),
+                    ('skill_trial', 'skill trial reported'),
+                    ('skill_approved', 'skill approved'),
+                    ('skill_first_approval', 'skill approved (1 of 2 leads)'),
+                    ('skill_rejected', 'skill rejected'),
+                    ('skill_retired', 'skill retired'),
+                    ('skill_withdrawn', 'skill withdrawn: a source was forgotten'),
+                    ('token_created', 'token created'),
+                    ('token_revoked', 'token revoked'),
+                    ('version_published', 'memory version published'),
+                    ('version_rolled_back', 'memory version rolled back'),
+                    ('forget_filed', 'forget requested'),
+                    ('forget_approved', 'forget request approved'),
+                    ('forget_declined', 'forget request declined'),
+                    ('forgotten', 'forgotten: retired and its text purged'),
+                    ('forget_purge', 'text purged from the history'),
+                    ('forget_held', 'held: repeats a forgotten lesson'),
+                    ('forget_receipt', 'searched for residues after the purge'),
+                    ('forget_reopened', 'reopened: a residue was found'),
+                    ('forget_residue_closed', 'residues dealt with: closed again'),
+                    ('review_rule_set', 'approvals required set'),
+                    ('holdout_set', 'holdout fraction set'),
+                    ('admission_policy_set', 'admission policy set'),
+                ],
+                max_length=48,
+            ),
         ),
         migrations.RunPython(give_levels, migrations.RunPython.noop),
     ]

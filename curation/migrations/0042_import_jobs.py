@@ -8,9 +8,8 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('curation', '0039_injection_quarantine'),
+        ("curation", "0041_memory_tests"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -24,14 +23,26 @@ class Migration(migrations.Migration):
                 ('format', models.CharField(max_length=16)),
                 ('scope', models.CharField(max_length=255, validators=[curation.rules.access.clean_scope])),
                 ('dry_run', models.BooleanField()),
-                ('state', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='queued', max_length=16)),
+                (
+                    'state',
+                    models.CharField(
+                        choices=[('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')],
+                        default='queued',
+                        max_length=16,
+                    ),
+                ),
                 ('total', models.PositiveIntegerField(default=0)),
                 ('done', models.PositiveIntegerField(default=0)),
                 ('rows', models.JSONField(blank=True, default=list)),
                 ('error', models.TextField(blank=True)),
                 ('created_at', models.DateTimeField(default=curation.rules.clock.now)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    'created_by',
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
     ]

@@ -13,7 +13,7 @@ from curation.rules.event_deltas import fold
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("migrates_back")]
 
-MIGRATION = "0044_events_as_deltas"
+MIGRATION = "0043_events_as_deltas"
 AFTER = [("curation", MIGRATION)]
 BEFORE = import_module(f"curation.migrations.{MIGRATION}").Migration.dependencies
 

@@ -75,6 +75,6 @@ def to_deltas(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("curation", "0039_injection_quarantine")]
+    dependencies = [("curation", "0042_import_jobs")]
 
     operations = [migrations.RunPython(to_deltas, migrations.RunPython.noop, elidable=False)]
