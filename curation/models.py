@@ -555,6 +555,9 @@ class Conflict(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     resolution = models.CharField(max_length=32, blank=True)
+    # The entry whose detection opened it (a new candidate at ingest, the entry the sweep compared): the
+    # queue shows an entry's open conflicts as one card. One of the pair; none on rows made by hand.
+    raised_by = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta:
         constraints = [
