@@ -397,7 +397,9 @@ class ScopeGrant(models.Model):
 class AgentToken(models.Model):
     """An agent's key to the API. Only a hash of the secret is stored; the secret is shown once."""
 
-    name = RedactedCharField(max_length=100, unique=True)
+    # Unique among the tokens its maker can see (services.tokens), not across the install: a scoped lead
+    # must not learn another scope's token names by trying them. The database keeps one name per maker.
+    name = RedactedCharField(max_length=100)
     key_prefix = models.CharField(max_length=16)  # the first characters, to recognise a token in lists
     key_hash = models.CharField(max_length=64, unique=True)
     scopes = models.JSONField(default=list)  # scope prefixes it may read and write
@@ -411,6 +413,14 @@ class AgentToken(models.Model):
     )
     created_at = models.DateTimeField(default=clock.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["created_by", "name"], name="agent_token_name_once_per_maker"),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(created_by__isnull=True), name="agent_token_name_once_by_operator"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -588,6 +598,9 @@ class Conflict(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     resolution = models.CharField(max_length=32, blank=True)
+    # The entry whose detection opened it (a new candidate at ingest, the entry the sweep compared): the
+    # queue shows an entry's open conflicts as one card. One of the pair; none on rows made by hand.
+    raised_by = models.ForeignKey(Entry, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta:
         constraints = [

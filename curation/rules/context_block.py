@@ -4,6 +4,8 @@ trust level, trimmed to a budget."""
 
 from __future__ import annotations
 
+import re
+
 from curation.rules import trust
 from curation.rules.injection import withheld_text
 
@@ -40,6 +42,23 @@ def situation(trigger: str) -> str:
     return f"When {first}{' ' + rest if rest else ''}"
 
 
+# A boundary that already says it is one ("Does not apply to read-only calls", "Not for hotfix branches") is
+# shown as written; any other is labelled, so that no line reads "Does not hold: Not for hotfix branches".
+_SAYS_BOUNDARY = re.compile(
+    r"^(?:does\s+not|doesn['’]t|do\s+not|don['’]t|not|never|no\s+longer|except|unless|only|but\s+not)\b", re.I
+)
+
+
+def boundary_clause(boundary: str) -> str:
+    """When a lesson does not hold, said once: "Not for hotfix branches." or "Does not hold: on Fridays."."""
+    text = " ".join((boundary or "").split())
+    if not text:
+        return ""
+    if _SAYS_BOUNDARY.match(text):
+        return text[:1].upper() + text[1:]
+    return f"Does not hold: {text}"
+
+
 def entry_line(entry) -> str:
     if getattr(entry, "quarantined", False):  # a possible injection: its id, never its text
         return f"- [#{entry.pk} {entry.scope}] {withheld_text(entry.pk)}"
@@ -49,7 +68,7 @@ def entry_line(entry) -> str:
         f"{situation(entry.trigger)}: {entry.content}"
     )
     if entry.boundary:
-        line += f" (Does not hold: {entry.boundary})"
+        line += f" ({boundary_clause(entry.boundary)})"
     return " ".join(line.split())
 
 

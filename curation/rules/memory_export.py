@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from curation.rules.context_block import section_of, situation
+from curation.rules.context_block import boundary_clause, section_of, situation
 from curation.rules.injection import withheld_text
 
 INDEX_MAX_LINES = 200
@@ -42,27 +42,48 @@ class Topic:
     kind: str  # "" when the topic holds every kind of its scope
     lessons: list[Lesson]
 
-    def covers(self) -> str:
+    def title(self) -> str:
+        return self.scope + (f" · {self.kind.replace('_', ' ')}" if self.kind else "")
+
+    def index_line(self, limit: int = INDEX_LINE_MAX) -> str:
+        """`- [scope](path): 5 lessons (fact, failure lesson)` within `limit` characters: kinds that do not
+        fit are counted ("and 2 more kinds"), never cut in the middle; the link is never cut."""
         kinds = sorted({lesson.kind.replace("_", " ") for lesson in self.lessons})
         what = f"{len(self.lessons)} lesson{'s' if len(self.lessons) != 1 else ''}"
-        scopes = sorted({lesson.scope for lesson in self.lessons})
-        where = self.scope if len(scopes) == 1 else f"{self.scope} and {len(scopes) - 1} scopes below"
-        return f"{where}: {what} ({', '.join(kinds)})"
+        scopes = len({lesson.scope for lesson in self.lessons})
+        if scopes > 1:
+            what += f" here and in {scopes - 1} scope{'s' if scopes > 2 else ''} below"
+        head = f"- [{self.title()}]({self.path}): {what}"
+        for shown in range(len(kinds), 0, -1):
+            more = len(kinds) - shown
+            listed = ", ".join(kinds[:shown]) + (f" and {more} more kind{'s' if more > 1 else ''}" if more else "")
+            if len(line := f"{head} ({listed})") <= limit:
+                return line
+        return head if len(head) <= limit else f"- [{self.title()}]({self.path})"
 
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+_PHRASE_ENDS = (". ", "; ", ", ", ": ", " — ", " (")
+
+
 def clip(line: str, limit: int = INDEX_LINE_MAX) -> str:
-    """`line` within `limit` characters: cut after a whole word, with an ellipsis saying it was cut (a line
-    cut mid-word reads as a different word)."""
+    """`line` within `limit` characters, with an ellipsis saying it was cut: at the end of a phrase when one
+    ends in the last third of the room, else after a whole word (a line cut mid-word reads as another word),
+    and never inside a parenthesis it leaves open."""
     if len(line) <= limit:
         return line
     cut = line[: limit - 1]
-    if " " in cut and not line[limit - 1].isspace():
-        cut = cut[: cut.rindex(" ")]
-    return cut.rstrip(" ,;:") + "…"
+    if not line[limit - 1].isspace():
+        cut = cut[: cut.rindex(" ")] if " " in cut else cut
+    phrase = max(cut.rfind(end) for end in _PHRASE_ENDS)
+    if phrase >= (limit * 2) // 3:
+        cut = cut[:phrase]
+    if cut.count("(") > cut.count(")"):
+        cut = cut[: cut.rindex("(")]
+    return cut.rstrip(" ,;:—(") + "…"
 
 
 def _group_depth(lessons: list[Lesson]) -> int | None:
@@ -114,7 +135,7 @@ def topic_file(topic: Topic, version_number: int) -> str:
         if lesson.conditions:
             lines.append(f"- Only if: {'; '.join(_one_line(c) for c in lesson.conditions)}")
         lines += [
-            f"- Does not hold: {_one_line(lesson.boundary) or 'not stated'}",
+            f"- {boundary_clause(lesson.boundary) or 'Does not hold: not stated'}",
             f"- Trust: {trust} (confidence {lesson.confidence:.2f}, {lesson.kind.replace('_', ' ')})",
             f"- Scope: `{lesson.scope}` · entry #{lesson.entry_id}",
             "",
@@ -133,7 +154,7 @@ def memory_index(topics: list[Topic], skills: list[tuple[str, str]], version_num
         "",
     ]
     for topic in topics:
-        lines.append(clip(f"- [{topic.path}]({topic.path}): {topic.covers()}"))
+        lines.append(topic.index_line())
     if skills:
         lines += [
             "",

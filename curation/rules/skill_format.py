@@ -10,6 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from curation.rules.context_block import boundary_clause, situation
 from curation.rules.forgetting import purge_keys
 
 # The Agent Skills format's lengths; models.SkillProposal's columns take them from here (rules sit below the
@@ -70,11 +71,6 @@ def numbered_steps(text: str) -> str:
     return "\n".join(f"{i}. {_LIST_MARKER.sub('', line).strip()}" for i, line in enumerate(lines, start=1))
 
 
-def first_sentence(text: str) -> str:
-    text = _LIST_MARKER.sub("", (text or "").strip().splitlines()[0] if (text or "").strip() else "")
-    return _SENTENCE_END.split(text, maxsplit=1)[0].strip()
-
-
 def slug_base(text: str) -> str:
     """A name for the skill from its trigger: lowercase ASCII letters and digits joined by single hyphens,
     at most SKILL_SLUG_MAX characters, cut at a hyphen (the Agent Skills `name` rules)."""
@@ -98,28 +94,40 @@ def unique_slug(base: str, taken) -> str:
         n += 1
 
 
-def _sentence_case(text: str) -> str:
-    text = text.strip().rstrip(".")
-    if len(text) > 1 and text[0].isupper() and not text[1].isupper():
-        return text[0].lower() + text[1:]
-    return text
+def describe_skill(*, trigger: str, scope: str, steps: int, verification: str, rollback: str) -> str:
+    """What the skill is for and when to use it, from its trigger and its shape (not its first step, which
+    says neither): "How to go about resetting the test database: 3 steps, with a check and a rollback. Use
+    it when resetting the test database (acme/billing-api)."."""
+    when = situation(trigger)
+    when = when[:1].lower() + when[1:]
+    opener, _, rest = when.partition(" ")
+    gerund = opener == "when" and rest.split(" ", 1)[0].endswith("ing")
+    what = f"How to go about {rest}" if gerund else f"What to do {when}"
+    extras = [x for x, present in (("a check", verification), ("a rollback", rollback)) if present]
+    shape = f"{steps} step{'s' if steps != 1 else ''}" + (f", with {' and '.join(extras)}" if extras else "")
+    return f"{what}: {shape}. Use it {when} ({scope})."
 
 
 def draft_from_entry(*, kind: str, scope: str, trigger: str, content: str, boundary: str, conditions) -> dict:
     """The draft a nomination starts from: the name from the trigger, the steps from the content, the
     rollback, verification, parameters and pitfalls from its labelled parts (pitfalls also from the
-    boundary), the description from the first step and the trigger."""
+    boundary), the description from the trigger and the steps' shape."""
     parts = content_sections(content)
     steps = numbered_steps(parts["steps"])
-    lead = first_sentence(parts["steps"]) or trigger.strip()
-    description = f"{lead.rstrip('.')}. Use when {_sentence_case(trigger)} ({scope})."
+    description = describe_skill(
+        trigger=trigger,
+        scope=scope,
+        steps=len(steps.splitlines()),
+        verification=parts["verification"],
+        rollback=parts["rollback"],
+    )
     if len(description) > SKILL_DESCRIPTION_MAX:
         description = description[: SKILL_DESCRIPTION_MAX - 1].rstrip() + "…"
     when = [trigger.strip().rstrip(".") + "."]
     if conditions:
         when.append("Keywords: " + ", ".join(conditions) + ".")
     when.append(f"Applies in `{scope}` and the scopes below it.")
-    pitfalls = [p for p in (parts["pitfalls"], f"Does not hold: {boundary.strip()}" if boundary.strip() else "") if p]
+    pitfalls = [p for p in (parts["pitfalls"], boundary_clause(boundary)) if p]
     return {
         "slug": slug_base(trigger),
         "description": description,

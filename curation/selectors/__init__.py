@@ -24,7 +24,14 @@ from .candidates import (
     queue_count,
     waiting_on_others,
 )
-from .conflicts import ConflictFilters, conflict_card, conflict_count, conflict_queue, merge_defaults
+from .conflicts import (
+    ConflictFilters,
+    conflict_card,
+    conflict_count,
+    conflict_group_card,
+    conflict_queue,
+    merge_defaults,
+)
 from .consolidation import ProposalFilters, consolidation_queue, proposal_card, proposal_count
 from .entries import (
     CHAIN_LIMIT,
@@ -88,6 +95,7 @@ __all__ = [
     "capped_count",
     "conflict_card",
     "conflict_count",
+    "conflict_group_card",
     "conflict_queue",
     "consolidation_queue",
     "decode_cursor",

@@ -1,15 +1,19 @@
 """Reads for the conflicts queue: pairs of active entries whose advice contradicts, each read in a fixed
-number of queries whatever the size of the page or of the table."""
+number of queries whatever the size of the page or of the table.
+
+The conflicts one entry raised (a candidate contradicting ten near-identical lessons opens ten) are one
+card: the queue lists the first of them, carrying the others as its `group`, and leaves the others out."""
 
 from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
 
-from django.db.models import Prefetch, Q, prefetch_related_objects
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, Subquery, Window, prefetch_related_objects
+from django.db.models.functions import RowNumber
 
 from curation.rules import access, clock
-from curation.models import Conflict, Evidence, RetrievedEntry
+from curation.models import Conflict, Entry, Evidence, RetrievedEntry
 from curation.rules.similarity import merged_content
 
 from .confidence import confidence_at_most
@@ -18,6 +22,7 @@ from .paging import Page, capped_count, read_page
 
 PAGE_SIZE = 20
 RECENT_OUTCOMES = 5
+GROUP_LIMIT = 50  # conflicts on one card; an entry that raised more gets its next card once these are decided
 
 
 @dataclass(frozen=True)
@@ -97,27 +102,104 @@ def _with_sides(conflicts: list[Conflict]) -> list[Conflict]:
     return conflicts
 
 
+@dataclass(frozen=True)
+class ConflictGroup:
+    """The open conflicts one entry raised, shown as one card: the card's conflict first."""
+
+    shared: Entry  # the entry that raised them, one side of each
+    conflicts: list[Conflict]
+    total: int  # how many it raised under the queue's filters (more than `conflicts` beyond GROUP_LIMIT)
+
+    @property
+    def others(self) -> list[tuple[Conflict, Entry]]:
+        """Each conflict with the entry it sets against the shared one."""
+        return [(c, c.entry_b if c.entry_a_id == self.shared.pk else c.entry_a) for c in self.conflicts]
+
+    @property
+    def members(self) -> list[str]:
+        """What the card's forms post: each conflict with the versions its entries were read at."""
+        return [f"{c.pk}:{c.entry_a.version}:{c.entry_b.version}" for c in self.conflicts]
+
+
+def _raised_together(user, filters: ConflictFilters):
+    """Open conflicts (under the filters) raised by the same entry as the outer query's conflict."""
+    return open_conflicts(user, filters).filter(raised_by=OuterRef("raised_by"))
+
+
+def _first_of_their_groups(user, filters: ConflictFilters):
+    """The open conflicts that start a card: none raised by the same entry comes before them in the queue's
+    order; each with how many its entry raised (`group_size`; NULL for a conflict with no raiser)."""
+    earlier = _raised_together(user, filters).filter(
+        Q(created_at__lt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), pk__lt=OuterRef("pk"))
+    )
+    size = _raised_together(user, filters).order_by().values("raised_by").annotate(n=Count("pk")).values("n")
+    return open_conflicts(user, filters).filter(~Exists(earlier)).annotate(group_size=Subquery(size))
+
+
+def _group_members(user, filters: ConflictFilters, raised_by: list[int], *, besides: list[int]) -> list[Conflict]:
+    """The other open conflicts of these entries' cards, at most GROUP_LIMIT to a card with its first."""
+    ranked = (
+        open_conflicts(user, filters)
+        .filter(raised_by__in=raised_by)
+        .exclude(pk__in=besides)
+        .annotate(nth=Window(RowNumber(), partition_by=[F("raised_by")], order_by=[F("created_at"), F("pk")]))
+    )
+    return list(ranked.filter(nth__lt=GROUP_LIMIT).select_related("entry_a", "entry_b").order_by("created_at", "pk"))
+
+
+def _with_groups(user, filters: ConflictFilters, firsts: list[Conflict]) -> list[Conflict]:
+    """Each card's `group` (None for a lone conflict) and both sides of every conflict shown: one query more
+    than a page of lone conflicts when any card has a group, whatever their number."""
+    grouped = {c.raised_by_id: c for c in firsts if (getattr(c, "group_size", None) or 1) > 1}
+    members = _group_members(user, filters, list(grouped), besides=[c.pk for c in firsts]) if grouped else []
+    by_raiser: dict[int, list[Conflict]] = {pk: [] for pk in grouped}
+    for member in members:
+        by_raiser[member.raised_by_id].append(member)
+    for conflict in firsts:
+        rest = by_raiser.get(conflict.raised_by_id) if grouped.get(conflict.raised_by_id) is conflict else None
+        conflict.group = None
+        if rest:
+            shared = conflict.entry_a if conflict.entry_a_id == conflict.raised_by_id else conflict.entry_b
+            conflict.group = ConflictGroup(shared, [conflict, *rest], max(conflict.group_size, len(rest) + 1))
+    _with_sides([*firsts, *members])
+    return firsts
+
+
 def conflict_queue(
     user, filters: ConflictFilters = ConflictFilters(), *, cursor: str = "", page_size: int = PAGE_SIZE
 ) -> Page:
-    """One page of open conflicts, oldest first, keyset on (created_at, id): 4 queries (conflicts with
-    both entries, their evidence, their recent outcomes, the capped count) whatever the page size."""
-    qs = open_conflicts(user, filters)
+    """One page of cards, oldest first, keyset on (created_at, id) of each card's first conflict: 4 queries
+    (the cards' conflicts with both entries, their evidence, their recent outcomes, the capped count of
+    conflicts) whatever the page size, and one more for the rest of the cards' groups."""
+    firsts = _first_of_their_groups(user, filters)
     return read_page(
-        qs.select_related("entry_a", "entry_b"),
-        qs,
+        firsts.select_related("entry_a", "entry_b"),
+        open_conflicts(user, filters),
         stamp="created_at",
         cursor=cursor,
         page_size=page_size,
         filters=filters,
-        prepare=_with_sides,
+        prepare=lambda page: _with_groups(user, filters, page),
     )
 
 
 def conflict_card(user, conflict_id) -> Conflict:
     """One conflict (in any state) with what its card shows; Conflict.DoesNotExist outside the user's scopes."""
     conflict = visible_conflicts(user).select_related("entry_a", "entry_b", "resolved_by").get(pk=conflict_id)
+    conflict.group = None
     return _with_sides([conflict])[0]
+
+
+def conflict_group_card(user, conflict_id, filters: ConflictFilters = ConflictFilters()) -> Conflict:
+    """The card of a conflict and the other open conflicts its entry raised (under the filters), as the
+    queue shows it; a lone conflict's card when there are none left."""
+    conflict = visible_conflicts(user).select_related("entry_a", "entry_b", "resolved_by").get(pk=conflict_id)
+    conflict.group_size = (
+        open_conflicts(user, filters).filter(raised_by=conflict.raised_by_id).count() if conflict.raised_by_id else 1
+    )
+    if conflict.state != Conflict.State.OPEN:
+        conflict.group_size += 1  # itself, besides the open ones
+    return _with_groups(user, filters, [conflict])[0]
 
 
 def _support(entry) -> tuple:

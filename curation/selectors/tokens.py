@@ -30,3 +30,10 @@ def agent_tokens(user) -> list[AgentToken]:
     and the tokens are a short list."""
     tokens = AgentToken.objects.order_by("revoked_at", "name")
     return [token for token in tokens if access.user_can_see_all(user, token.scopes)]
+
+
+def token_name_taken(user, name: str) -> bool:
+    """Is `name` taken among the tokens this person can see (any token, for the operator's command: no
+    user)? A token beyond their grants neither blocks the name nor is revealed by the answer."""
+    same_name = AgentToken.objects.filter(name=name).only("scopes")
+    return any(user is None or access.user_can_see_all(user, token.scopes) for token in same_name)

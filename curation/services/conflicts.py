@@ -39,8 +39,12 @@ def pair_key(a: Entry, b: Entry) -> tuple[int, int]:
     return (a.pk, b.pk) if a.pk < b.pk else (b.pk, a.pk)
 
 
-def open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list[Conflict]:
-    """Open a Conflict for each (low id, high id) -> reason not already known, with an Event on both."""
+def open_conflicts(
+    found: dict, entries: dict, *, detected_by: str, at, raised_by: dict | None = None
+) -> list[Conflict]:
+    """Open a Conflict for each (low id, high id) -> reason not already known, with an Event on both.
+    `raised_by` names, per pair, the entry whose comparison found it (default: the newer one)."""
+    raised_by = raised_by or {}
     if not found:
         return []
     lows = {lo for lo, _ in found}
@@ -56,7 +60,12 @@ def open_conflicts(found: dict, entries: dict, *, detected_by: str, at) -> list[
         try:
             with transaction.atomic():  # a savepoint: a pair raised concurrently elsewhere is skipped
                 conflict = Conflict.objects.create(
-                    entry_a=a, entry_b=b, reason=reason, detected_by=detected_by, created_at=at
+                    entry_a=a,
+                    entry_b=b,
+                    reason=reason,
+                    detected_by=detected_by,
+                    created_at=at,
+                    raised_by_id=raised_by.get((lo, hi), hi),
                 )
                 for entry, other in ((a, b), (b, a)):
                     record_event(
@@ -107,10 +116,10 @@ def detect_and_open(
 ) -> tuple[list[Conflict], int]:
     """The conflicts detect_conflicts_many opens, in pair order, and how many pairs it compared."""
     now = at or clock.now()
-    found, members, compared = _contradictions(entries, detected_by=detected_by, pool=pool, pools=pools)
+    found, members, compared, raised_by = _contradictions(entries, detected_by=detected_by, pool=pool, pools=pools)
     # A partner read as a Partner row becomes an Entry to have its conflict written about (the few found).
     members = {pk: m if isinstance(m, Entry) else m.entry() for pk, m in members.items()}
-    return open_conflicts(found, members, detected_by=detected_by, at=now), compared
+    return open_conflicts(found, members, detected_by=detected_by, at=now, raised_by=raised_by), compared
 
 
 def weigh_contradictions(entries, *, pools=None) -> int:
@@ -121,11 +130,12 @@ def weigh_contradictions(entries, *, pools=None) -> int:
 
 def _contradictions(entries: list[Entry], *, detected_by: str, pool: int | None, pools=None):
     """The contradicting pairs among `entries` and their partners ({(low id, high id): reason}), every entry
-    involved by id, and how many pairs were compared."""
+    involved by id, how many pairs were compared, and which of `entries` raised each pair."""
     pool = pool or (INGEST_PARTNER_POOL if detected_by == "ingest" else PARTNER_POOL)
     lessons = {e.pk: parse_lesson(e.trigger, e.content) for e in entries}
     searching = [e for e in entries if lessons[e.pk].search_words]
     found: dict[tuple[int, int], str] = {}
+    raised_by: dict[tuple[int, int], int] = {}
     members = {e.pk: e for e in entries}
     partners = partner_pools(searching, lessons, pool, pools) if searching else {}
     compared = 0
@@ -135,8 +145,9 @@ def _contradictions(entries: list[Entry], *, detected_by: str, pool: int | None,
             reason = contradicts(entry, lessons[entry.pk], other, _lesson_of(other, lessons))
             if reason:
                 found[pair_key(entry, other)] = reason
+                raised_by.setdefault(pair_key(entry, other), entry.pk)
                 members.setdefault(other.pk, other)
-    return found, members, compared
+    return found, members, compared, raised_by
 
 
 def _lesson_of(entry: Entry, lessons: dict[int, Lesson]) -> Lesson:
@@ -180,6 +191,13 @@ def _load_open_conflict(conflict_id: int, actor, version_a: int, version_b: int)
     conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
     a = Entry.objects.select_for_update().get(pk=conflict.entry_a_id)
     b = Entry.objects.select_for_update().get(pk=conflict.entry_b_id)
+    check_decidable(conflict, a, b, actor=actor, version_a=version_a, version_b=version_b)
+    return conflict, a, b
+
+
+def check_decidable(conflict: Conflict, a: Entry, b: Entry, *, actor, version_a: int, version_b: int) -> None:
+    """May the actor decide this conflict on what they saw? Outside their scopes it does not exist; decided
+    already, or an entry changed since, it is refused in words."""
     if not (access.user_can_see_scope(actor, a.scope) and access.user_can_see_scope(actor, b.scope)):
         raise Conflict.DoesNotExist  # outside the actor's scopes: as if it did not exist
     if conflict.state != Conflict.State.OPEN:
@@ -190,7 +208,6 @@ def _load_open_conflict(conflict_id: int, actor, version_a: int, version_b: int)
     for entry, expected in ((a, version_a), (b, version_b)):
         if entry.version != expected:
             raise StaleDecision(entry, changes_since(entry, expected))
-    return conflict, a, b
 
 
 def _require_live(*entries: Entry) -> None:
@@ -462,12 +479,22 @@ def why_not_undoable(resolution: str) -> str:
 
 
 def undo_resolution(
-    conflict_id: int, *, actor, version_a: int, version_b: int, reason: str = "", at=None
+    conflict_id: int,
+    *,
+    actor,
+    version_a: int,
+    version_b: int,
+    reason: str = "",
+    at=None,
+    after_undoing: frozenset[int] = frozenset(),
 ) -> Resolution:
     """Take back the actor's own dismissal or keep of a conflict, within UNDO_SECONDS: the conflict is open
     again, with an "undo" Event on each entry. A keep's entries return to what they were (the kept one's
     status and link, the superseded one live again) through the write path, and the other conflicts the
-    keep closed as moot open again. Refused as stale when either entry changed since the decision."""
+    keep closed as moot open again. Refused as stale when either entry changed since the decision.
+
+    `after_undoing`: the conflicts of the same group decision this transaction has just undone, latest
+    first (services.conflict_groups); their keeps and undos of an entry kept in each are passed over."""
     if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads resolve conflicts.")
     now = at or clock.now()
@@ -496,7 +523,7 @@ def undo_resolution(
                         also=(conflict,),
                     )
             else:
-                _undo_keep(conflict, a, b, actor=actor, reason=reason, now=now)
+                _undo_keep(conflict, a, b, actor=actor, reason=reason, now=now, passed=after_undoing)
             conflict.state, conflict.resolution, conflict.resolved_by, conflict.resolved_at = "open", "", None, None
             conflict.save(update_fields=["state", "resolution", "resolved_by", "resolved_at"])
     except IntegrityError:  # live again, an entry would repeat one submitted or approved since
@@ -517,12 +544,22 @@ def _refuse_undo(conflict: Conflict, actor, now) -> None:
     within_undo_window(conflict.resolved_at, now, f"conflict #{conflict.pk}")
 
 
-def _undo_keep(conflict: Conflict, a: Entry, b: Entry, *, actor, reason: str, now) -> None:
+def _last_change(entry: Entry, passed: frozenset[int]):
+    """The entry's last Event, passing over those about the conflicts in `passed` (a keep and its undo each)."""
+    if not passed:
+        return entry.events.filter(entry_version=entry.version).order_by("-id").first()
+    for event in entry.events.order_by("-id")[: 2 * len(passed) + 1]:
+        if (event.after or {}).get("conflict") not in passed:
+            return event
+    return None
+
+
+def _undo_keep(conflict: Conflict, a: Entry, b: Entry, *, actor, reason: str, now, passed=frozenset()) -> None:
     """Both entries back to what the keep's Events saw before it, then the conflicts it closed as moot
     (those of the superseded entry, closed by this actor at this same moment) open again."""
     kept, other = (a, b) if conflict.resolution == "keep_a" else (b, a)
     for entry, decided in ((kept, EventAction.CONFLICT_KEEP), (other, EventAction.SUPERSEDE)):
-        last = entry.events.filter(entry_version=entry.version).order_by("-id").first()
+        last = _last_change(entry, passed)
         if last is None or last.action != decided or (last.after or {}).get("conflict") != conflict.pk:
             raise InvalidTransition(f"Entry #{entry.pk}'s last change is not this keep; decide on it again.")
         write_entry(

@@ -16,7 +16,7 @@ from curation.models import AgentToken, EventAction
 from curation.rules.permissions import MANAGE_TOKENS
 from curation.rules.redaction import redact
 from curation.selectors import read_cache
-from curation.selectors.tokens import hash_key
+from curation.selectors.tokens import hash_key, token_name_taken
 
 from .events import record_event
 
@@ -75,8 +75,11 @@ def create_agent_token(
         raise ValidationError(errors)
     now = at or clock.now()
     key = key or TOKEN_PREFIX + secrets.token_urlsafe(32)
+    taken = ValidationError({"name": [f"A token named {name!r} already exists: choose another name."]})
     try:
         with transaction.atomic():
+            if token_name_taken(actor, name):
+                raise taken
             token = AgentToken.objects.create(
                 name=name,
                 key_prefix=key[:10],
@@ -101,7 +104,11 @@ def create_agent_token(
                 },
             )
     except IntegrityError:
-        raise ValidationError({"name": [f"A token named {name!r} (or with this secret) already exists."]}) from None
+        # The maker's own token beyond their present grants, or a chosen secret in use: nothing of anyone
+        # else's is named.
+        if AgentToken.objects.filter(key_hash=hash_key(key)).exists():
+            raise ValidationError({"key": ["This secret is in use: choose another."]}) from None
+        raise taken from None
     return token, key
 
 

@@ -118,6 +118,7 @@ def sweep_conflicts(
             if lessons[e.pk].directives:
                 by_scope[e.scope].append(e)
         found: dict[tuple[int, int], str] = {}
+        raised_by: dict[tuple[int, int], int] = {}
         entries: dict[int, Entry] = {}
         for scope, group in by_scope.items():
             stems = set().union(*(lessons[e.pk].search_words for e in group))
@@ -141,8 +142,9 @@ def sweep_conflicts(
                         reason = contradicts(e, lessons[e.pk], p, lessons[p.pk])
                         if reason:
                             found[pair] = reason
+                            raised_by[pair] = e.pk
                             entries[e.pk], entries[p.pk] = e, p
-        opened += open_conflicts(found, entries, detected_by="sweep", at=now)
+        opened += open_conflicts(found, entries, detected_by="sweep", at=now, raised_by=raised_by)
         heartbeat()
         if len(batch) == batch_size and progress and progress(after):
             return SweepResult(examined=examined, compared=compared, opened=opened, resume_after=after)

@@ -1,10 +1,12 @@
-"""The conflicts queue: two entries side by side, and the four ways to resolve them."""
+"""The conflicts queue: two entries side by side, and the four ways to resolve them; the conflicts one
+entry raised together are one card, decided (and undone) at once."""
 
 from django.core.exceptions import ValidationError
 
 from curation import selectors, services
 from curation.models import Conflict, Entry, Kind
 from curation.rules.permissions import REVIEW
+from curation.services import conflict_groups
 from curation.services import conflicts as service
 from curation.views.filters import ConflictFilterForm
 from curation.views.queues import Queue, decision
@@ -28,13 +30,17 @@ class Conflicts(Queue):
     bulk_url_name = "conflicts-bulk"
     keys = (
         ("j / k", "next / previous conflict"),
-        ("1 / 2", "keep the left / the right entry (the other is superseded)"),
+        (
+            "1 / 2",
+            "keep the left / the right entry (the other is superseded); on a card of several conflicts, "
+            "keep the lesson they share / the others",
+        ),
         ("s", "split: narrow scopes or conditions (Ctrl+Enter saves)"),
         ("m", "merge into one new entry (Ctrl+Enter saves)"),
-        ("n", "not a conflict: dismiss (Enter sends)"),
+        ("n", "not a conflict: dismiss (Enter sends); on a card of several, dismiss them all"),
         ("x", 'select for "Dismiss selected"'),
         ("o", "open the left entry's page"),
-        ("z", f"undo the last dismissal or keep (for {services.candidates.UNDO_SECONDS} seconds)"),
+        ("z", f"undo the last dismissal or keep, a whole card's too (for {services.candidates.UNDO_SECONDS} seconds)"),
     )
     missing = (Conflict.DoesNotExist, Entry.DoesNotExist)
     not_found = "No such conflict in your scopes."
@@ -49,7 +55,19 @@ class Conflicts(Queue):
     def context(self, request):
         return {"kinds": Kind.choices}  # the merge form's kinds
 
+    def read_card(self, request, pk, *, form=None, errors=None):
+        """A card of several conflicts after one of its decisions (or with ?group=1): as the queue shows it."""
+        if request.resolver_match.url_name.startswith("conflict-group-") or request.GET.get("group"):
+            filters = self.filters_for(request, request.POST or request.GET).filters()
+            return selectors.conflict_group_card(request.user, pk, filters)
+        return selectors.conflict_card(request.user, pk)
+
     def versions(self, request):
+        if "members" in request.POST:  # a card of several conflicts: each with its entries' versions
+            members = [value.split(":") for value in request.POST.getlist("members")]
+            if not all(len(parts) == 3 and all(p.isdigit() for p in parts) for parts in members):
+                raise ValidationError({"members": ["A conflict of this card is malformed; reload the queue."]})
+            return {"members": [tuple(int(p) for p in parts) for parts in members]}
         try:
             return {
                 "version_a": int(request.POST.get("version_a", "")),
@@ -146,6 +164,64 @@ def undo(request, pk):
     )
 
 
+GROUP_KEEPS = {"new": "keep_new", "existing": "keep_existing"}
+GROUP_VERBS = {
+    "keep_new": "kept the lesson they share, the others superseded",
+    "keep_existing": "kept the others, the lesson they share superseded",
+    "dismiss": "all dismissed, never raised again",
+}
+
+
+@decision(REVIEW)
+def group_keep(request, pk):
+    chosen = GROUP_KEEPS.get(request.POST.get("keep", ""))
+    if chosen is None:
+        return QUEUE.card_response(request, pk, status=422, errors={"keep": ["Say which side to keep."]})
+    return _group_decision(request, pk, chosen)
+
+
+@decision(REVIEW)
+def group_dismiss(request, pk):
+    return _group_decision(request, pk, "dismiss", panel="dismiss")
+
+
+def _group_decision(request, pk, chosen: str, panel: str = ""):
+    if "members" not in request.POST:
+        return QUEUE.card_response(request, pk, status=422, errors={"members": ["The card's conflicts are missing."]})
+    return QUEUE.decide(
+        request,
+        pk,
+        GROUP_VERBS[chosen],
+        conflict_groups.resolve_conflict_group,
+        panel=panel,
+        decision=chosen,
+        reason=request.POST.get("reason", ""),
+    )
+
+
+@decision(REVIEW)
+def group_undo(request, pk):
+    if "members" not in request.POST:
+        return QUEUE.card_response(request, pk, status=422, errors={"members": ["The card's conflicts are missing."]})
+    return QUEUE.decide(
+        request,
+        pk,
+        "undone",
+        conflict_groups.undo_conflict_group,
+        answer=(lambda outcome: QUEUE.reopened(request, outcome.conflict)) if request.htmx else None,
+    )
+
+
 urlpatterns = QUEUE.urls(
-    "review/conflicts/", {"keep": keep, "split": split, "merge": merge, "dismiss": dismiss, "undo": undo}
+    "review/conflicts/",
+    {
+        "keep": keep,
+        "split": split,
+        "merge": merge,
+        "dismiss": dismiss,
+        "undo": undo,
+        "group-keep": group_keep,
+        "group-dismiss": group_dismiss,
+        "group-undo": group_undo,
+    },
 )

@@ -7,12 +7,12 @@
   function current() { return document.querySelector("#queue [data-card].is-current"); }
   function open(card) { return card && !card.hasAttribute("data-decided"); }
 
-  function focusCard(card) {
+  function focusCard(card, stay) {
     if (!card) return;
     cards().forEach(function (c) { c.classList.remove("is-current"); });
     card.classList.add("is-current");
     card.focus({ preventScroll: true });
-    card.scrollIntoView({ block: "nearest" });
+    if (!stay) card.scrollIntoView({ block: "nearest" });
   }
   function move(step) {
     var list = cards(), cur = current(), i = list.indexOf(cur);
@@ -217,7 +217,9 @@
   document.addEventListener("DOMContentLoaded", function () {
     if (!document.getElementById("queue")) return;
     var kept = location.hash && document.querySelector("#queue #" + CSS.escape(location.hash.slice(1)) + "[data-card]");
-    if (kept && open(kept)) focusCard(kept); else move(1);
+    // A fresh visit opens at the top, with the count and the filters in view; the first card is current
+    // (j, a... act on it) without scrolling there. Back from a card's page returns to that card.
+    if (kept && open(kept)) focusCard(kept); else focusCard(cards().find(open) || cards()[0], true);
     updateEnd();
   });
 })();

@@ -181,3 +181,36 @@ def test_a_new_token_has_a_copy_button(client, lead):
     client.force_login(lead)
     page = client.post("/agents/tokens/new/", {"name": "fresh", "scopes": "acme/web", "expires": ""}).content.decode()
     assert 'data-copy="new-token-secret"' in page and 'id="new-token-secret"' in page
+
+
+def test_a_token_name_taken_beyond_the_leads_scopes_is_neither_revealed_nor_refused(billing_lead, lead, make_agent):
+    make_agent("probe-globex", scopes=["globex"])
+    make_agent("billing-bot", scopes=["acme/billing-api/container"])
+    client = client_for(billing_lead)
+
+    made = client.post("/agents/tokens/new/", {"name": "probe-globex", "scopes": "acme/billing-api", "expires": ""})
+    assert made.status_code == 201  # a globex token's name is not the billing lead's business
+    assert "already exists" not in page_text(made)
+    mine = AgentToken.objects.get(name="probe-globex", scopes=["acme/billing-api"])
+    assert mine.created_by == billing_lead
+    assert AgentToken.objects.filter(name="probe-globex").count() == 2
+
+    # A name the lead can see in their own list is still refused, in words naming only that token.
+    for name in ("probe-globex", "billing-bot"):
+        again = client.post("/agents/tokens/new/", {"name": name, "scopes": "acme/billing-api", "expires": ""})
+        assert again.status_code == 422
+        assert f"A token named &#x27;{name}&#x27; already exists" in page_text(again)
+    assert AgentToken.objects.filter(name="probe-globex").count() == 2
+
+    # A lead who sees every token sees both, so the name is taken for them.
+    everyone = client_for(lead).post(
+        "/agents/tokens/new/", {"name": "probe-globex", "scopes": "initech", "expires": ""}
+    )
+    assert everyone.status_code == 422 and "already exists" in page_text(everyone)
+
+
+def test_the_operators_command_refuses_a_name_any_token_has(make_agent):
+    make_agent("probe-globex", scopes=["globex"])
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("create_agent_token", "probe-globex", "--scope", "acme", stdout=StringIO(), stderr=StringIO())
+    assert AgentToken.objects.filter(name="probe-globex").count() == 1

@@ -5,9 +5,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from curation import services
 from curation.models import Conflict, Entry, Event, Status
 from curation.services import conflicts
-from tests.factories import active, log_in, make_user
+from tests.factories import active, candidate_data, log_in, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -122,3 +123,60 @@ def test_z_takes_back_a_keep_and_a_split_says_it_cannot_be(live_server, page):
     page.keyboard.press("Control+Enter")
     expect(card).to_contain_text("Cannot be undone: a split rewrote the entries' scopes or conditions")
     expect(card.locator("[data-action=undo]")).to_have_count(0)
+
+
+def test_a_candidate_contradicting_several_lessons_is_one_card_kept_by_key_and_undone_by_z(live_server, page):
+    lead = make_user("lena", "lead")
+    existing = [
+        active(
+            lead,
+            scope=f"acme/billing-api/p{i}",
+            trigger="Merging a feature branch into main",
+            content="Always rebase before merging.",
+            conditions=[],
+        )
+        for i in range(4)
+    ]
+    new = services.create_candidate(
+        data=candidate_data(
+            scope="acme/billing-api",
+            trigger="Merging feature branches into main",
+            content="Never rebase shared branches.",
+            conditions=[],
+        ),
+        actor_label="agent:ci",
+    )
+    opened = conflicts.detect_conflicts_for(new)
+    assert len(opened) == 4
+
+    log_in(page, live_server, "lena")
+    page.get_by_role("link", name="Conflicts").click()
+    expect(page.locator("#queue-count")).to_contain_text("4 open")
+    expect(page.locator("article.conflict-card")).to_have_count(1)  # one card, not four
+    card = page.locator(f"#conflict-{opened[0].pk}")
+    expect(card).to_have_class(re.compile("is-current"))
+    expect(card).to_contain_text(f"#{new.pk} contradicts 4 lessons")
+    expect(card.locator(".group-others li")).to_have_count(4)
+
+    # 1 keeps the candidate over all four at once.
+    page.keyboard.press("1")
+    expect(card).to_contain_text("kept the lesson they share, the others superseded")
+    expect(page.locator("#queue-count")).to_contain_text("0 open")
+    assert Entry.objects.get(pk=new.pk).status == Status.ACTIVE
+    assert {Entry.objects.get(pk=e.pk).status for e in existing} == {Status.SUPERSEDED}
+
+    # z takes the whole card back: four conflicts open, the candidate pending, the lessons active.
+    page.keyboard.press("z")
+    expect(card).to_contain_text(f"Undone: Conflict #{opened[0].pk} is back in the queue.")
+    expect(page.locator("#queue-count")).to_contain_text("4 open")
+    expect(card.locator(".group-others li")).to_have_count(4)
+    assert Entry.objects.get(pk=new.pk).status == Status.PENDING
+    assert {Entry.objects.get(pk=e.pk).status for e in existing} == {Status.ACTIVE}
+
+    # n opens "dismiss all"; Enter sends it.
+    page.keyboard.press("n")
+    card.locator("input[name=reason]").fill("different branches")
+    card.locator("input[name=reason]").press("Enter")
+    expect(card).to_contain_text("all dismissed, never raised again")
+    expect(page.locator("#queue-count")).to_contain_text("0 open")
+    assert set(Conflict.objects.filter(pk__in=[c.pk for c in opened]).values_list("state", flat=True)) == {"dismissed"}

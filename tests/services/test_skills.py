@@ -50,7 +50,7 @@ def test_edit_changes_only_what_changed_and_writes_an_event(reviewer):
     assert (event.skill_id, event.entry_id, event.actor) == (p.pk, None, reviewer)
     assert event.before == {
         "slug": "running-migrations-in-the-billing-api-container",
-        "pitfalls": "Does not hold: Not on the host checkout, where `make migrate` sets the directory.",
+        "pitfalls": "Not on the host checkout, where `make migrate` sets the directory.",
     }
     assert event.after["slug"] == "migrate-billing-from-srv-app" and event.after["proposal_version"] == 2
     assert event.reason == "edited slug, pitfalls"

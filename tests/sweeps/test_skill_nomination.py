@@ -27,12 +27,12 @@ def test_a_nomination_is_a_prefilled_draft_with_its_source_and_event():
         "2. Check `python manage.py showmigrations` lists every migration as applied."
     )
     assert proposal.rollback == "`python manage.py migrate billing <previous>` from /srv/app, then restart the worker."
-    assert proposal.description.startswith(
-        "Run `python manage.py migrate` from /srv/app, not from /workspace. "
-        "Use when running migrations in the billing-api container"
+    assert proposal.description == (
+        "How to go about running migrations in the billing-api container: 2 steps, with a rollback. "
+        f"Use it when running migrations in the billing-api container ({MIGRATE['scope']})."
     )
     assert "Keywords: container, migrations." in proposal.when_to_use
-    assert proposal.pitfalls == "Does not hold: " + MIGRATE["boundary"]
+    assert proposal.pitfalls == MIGRATE["boundary"]  # it says it is a boundary: not labelled twice
     assert proposal.reason == "12 hits, average utility 0.90, no failure in the last 10 uses, a rollback note"
     assert (proposal.revision, proposal.version, proposal.created_at) == (1, 1, AS_OF)
     assert list(proposal.entries.all()) == [entry]

@@ -2,6 +2,8 @@
 
 import pytest
 
+from curation.rules import context_block
+
 
 @pytest.mark.parametrize(
     "trigger, clause",
@@ -20,3 +22,19 @@ def test_a_trigger_reads_as_the_clause_after_when(trigger, clause):
     from curation.rules.context_block import situation
 
     assert situation(trigger) == clause
+
+
+@pytest.mark.parametrize(
+    "boundary, said",
+    [
+        ("Not for hotfix branches, which are tagged by the release manager.", "Not for hotfix branches, which"),
+        ("Does not apply to read-only calls (GET /v1/charges).", "Does not apply to read-only calls"),
+        ("does not hold on the host checkout", "Does not hold on the host checkout"),
+        ("Never during an incident", "Never during an incident"),
+        ("on the shared staging database", "Does not hold: on the shared staging database"),
+    ],
+)
+def test_a_boundary_is_said_once(boundary, said):
+    assert context_block.boundary_clause(boundary).startswith(said)
+    assert "Does not hold: Not" not in context_block.boundary_clause(boundary)
+    assert "Does not hold: Does" not in context_block.boundary_clause(boundary)

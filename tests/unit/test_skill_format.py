@@ -120,13 +120,14 @@ def test_a_draft_from_an_entry():
     )
     assert draft == {
         "slug": "deploying-the-web-app-on-fridays",
-        "description": "Freeze the release branch. Use when deploying the web app on Fridays (acme/web).",
+        "description": "How to go about deploying the web app on Fridays: 2 steps, with a check and a rollback. "
+        "Use it when deploying the web app on Fridays (acme/web).",
         "when_to_use": "Deploying the web app on Fridays.\nKeywords: deploy.\nApplies in `acme/web` and the scopes below it.",
         "steps": "1. Freeze the release branch.\n2. Deploy with `make deploy`.",
         "parameters": "RELEASE the tag to deploy.",
         "verification": "the smoke test passes.",
         "rollback": "`make rollback RELEASE=<previous>`.",
-        "pitfalls": "the CDN caches for 10 minutes.\nDoes not hold: Not during an incident.",
+        "pitfalls": "the CDN caches for 10 minutes.\nNot during an incident.",
     }
 
 
@@ -197,3 +198,28 @@ def test_a_withdrawn_skills_snapshots_lose_their_texts_and_names_and_its_reasons
     assert skill_format.replace_slugs(reason, ["running-migrations"], "withdrawn-skill-3") == (
         "nominated as skill withdrawn-skill-3 (not running-migrations-2): 12 hits"
     )
+
+
+@pytest.mark.parametrize(
+    "trigger, content, description",
+    [
+        (
+            "Resetting the billing-api test database in the container",
+            "Stop the Celery worker with `supervisorctl stop worker`.\nRun `make reset-db`.\nVerify: `make check` passes.",
+            "How to go about resetting the billing-api test database in the container: 2 steps, with a check. "
+            "Use it when resetting the billing-api test database in the container (acme/billing-api).",
+        ),
+        (
+            "After a failed migration",
+            "Restore the snapshot. Rollback: keep the failed schema for the post-mortem.",
+            "What to do after a failed migration: 1 step, with a rollback. Use it after a failed migration "
+            "(acme/billing-api).",
+        ),
+    ],
+)
+def test_a_skills_description_says_what_it_is_for_and_when_not_its_first_step(trigger, content, description):
+    draft = skill_format.draft_from_entry(
+        kind="procedure", scope="acme/billing-api", trigger=trigger, content=content, boundary="", conditions=[]
+    )
+    assert draft["description"] == description
+    assert "Stop the Celery worker" not in draft["description"]

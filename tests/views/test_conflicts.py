@@ -10,7 +10,7 @@ from django.utils import timezone
 from curation import selectors, services
 from curation.models import AgentToken, Conflict, Entry, Event, Feedback, Retrieval, RetrievedEntry, Status
 from curation.services import conflicts
-from tests.factories import active, client_for, make_user
+from tests.factories import active, candidate_data, client_for, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -420,3 +420,130 @@ def test_undo_a_dismissal_or_a_keep_from_the_decided_card(open_conflict, reviewe
     assert Entry.objects.get(pk=a.pk).status == Entry.objects.get(pk=b.pk).status == Status.ACTIVE
     again = client.post(url("undo", conflict), versions(a1, b1), **HTMX)
     assert again.status_code == 409 and "there is no decision to undo" in again.content.decode()
+
+
+# --- the conflicts one entry raised: one card ---------------------------------------------------------------
+
+
+@pytest.fixture
+def flooded(reviewer):
+    """Three near-identical lessons, and a candidate contradicting each: three conflicts, one card."""
+    existing = [active(reviewer, scope=f"acme/billing-api/p{i}", **REBASE) for i in range(3)]
+    new = services.create_candidate(data=candidate_data(scope="acme/billing-api", **NO_REBASE), actor_label="agent:ci")
+    opened = conflicts.detect_conflicts_for(new)
+    return new, existing, opened
+
+
+def members_of(opened):
+    rows = Conflict.objects.filter(pk__in=[c.pk for c in opened]).select_related("entry_a", "entry_b")
+    return [f"{c.pk}:{c.entry_a.version}:{c.entry_b.version}" for c in rows]
+
+
+def test_one_candidates_conflicts_are_one_card(flooded, reviewer):
+    new, existing, opened = flooded
+    page = client_for(reviewer).get(reverse("curation:conflicts")).content.decode()
+    assert page.count('class="card conflict-card') == 1 and "3 open" in page
+    assert f"Conflicts #{opened[0].pk} and 2 more" in page and f"#{new.pk} contradicts 3 lessons" in page
+    for conflict in opened[1:]:
+        assert f'id="conflict-{conflict.pk}"' not in page  # no card of its own
+        assert reverse("curation:conflict-card", args=[conflict.pk]) in page  # decided alone from its page
+    for entry in existing:
+        assert f'id="group-{opened[0].pk}-other-{entry.pk}"' in page
+    assert f"Keep #{new.pk}, supersede the 3 others" in page and f"Keep the 3 others, supersede #{new.pk}" in page
+    assert "Dismiss all 3" in page
+
+
+def test_the_queue_page_with_groups_runs_a_fixed_number_of_queries(reviewer, django_assert_max_num_queries):
+    for group in range(3):
+        for i in range(3):
+            active(reviewer, scope=f"acme/g{group}/p{i}", **REBASE)
+        new = services.create_candidate(
+            data=candidate_data(scope=f"acme/g{group}", **NO_REBASE), actor_label="agent:ci"
+        )
+        conflicts.detect_conflicts_for(new)
+    client = client_for(reviewer)
+    client.get(reverse("curation:conflicts"))
+    with django_assert_max_num_queries(12):  # one more than a page of lone conflicts: the groups' rest
+        page = client.get(reverse("curation:conflicts")).content.decode()
+    assert page.count('class="card conflict-card') == 3 and "9 open" in page
+
+
+@pytest.mark.parametrize(
+    "post, new_status, existing_status",
+    [
+        ({"keep": "new"}, Status.ACTIVE, Status.SUPERSEDED),
+        ({"keep": "existing"}, Status.SUPERSEDED, Status.ACTIVE),
+    ],
+)
+def test_a_card_of_several_is_kept_at_once_and_undone_at_once(flooded, reviewer, post, new_status, existing_status):
+    new, existing, opened = flooded
+    client = client_for(reviewer)
+    response = client.post(
+        reverse("curation:conflict-group-keep", args=[opened[0].pk]), {**post, "members": members_of(opened)}, **HTMX
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert f"Conflicts #{opened[0].pk} and 2 more: kept" in body and "0 open" in body and "Undo all 3" in body
+    assert Entry.objects.get(pk=new.pk).status == new_status
+    assert {Entry.objects.get(pk=e.pk).status for e in existing} == {existing_status}
+    assert not Conflict.objects.filter(pk__in=[c.pk for c in opened], state="open").exists()
+
+    undo = client.post(
+        reverse("curation:conflict-group-undo", args=[opened[0].pk]), {"members": members_of(opened)}, **HTMX
+    )
+    body = undo.content.decode()
+    assert undo.status_code == 200 and "3 open" in body and f"Conflicts #{opened[0].pk} and 2 more" in body
+    assert Entry.objects.get(pk=new.pk).status == Status.PENDING
+    assert {Entry.objects.get(pk=e.pk).status for e in existing} == {Status.ACTIVE}
+    assert Conflict.objects.filter(pk__in=[c.pk for c in opened], state="open").count() == 3
+
+
+def test_dismiss_all_without_javascript_redirects_back(flooded, reviewer):
+    new, existing, opened = flooded
+    response = client_for(reviewer).post(
+        reverse("curation:conflict-group-dismiss", args=[opened[0].pk]),
+        {"members": members_of(opened), "reason": "different branches", "next": "/review/conflicts/"},
+    )
+    assert response.status_code == 302 and response["Location"] == "/review/conflicts/"
+    assert set(Conflict.objects.filter(pk__in=[c.pk for c in opened]).values_list("state", flat=True)) == {"dismissed"}
+
+
+def test_a_card_decided_meanwhile_answers_409_with_what_is_left(flooded, reviewer, second_reviewer):
+    new, existing, opened = flooded
+    sent = members_of(opened)
+    a, b = Entry.objects.get(pk=opened[2].entry_a_id), Entry.objects.get(pk=opened[2].entry_b_id)
+    conflicts.dismiss_conflict(opened[2].pk, actor=second_reviewer, **versions(a, b))
+    response = client_for(reviewer).post(
+        reverse("curation:conflict-group-keep", args=[opened[0].pk]), {"keep": "new", "members": sent}, **HTMX
+    )
+    body = response.content.decode()
+    assert response.status_code == 409 and f"Conflict #{opened[2].pk} was already dismissed" in body
+    assert f"Conflicts #{opened[0].pk} and 1 more" in body  # the card again, with the two still open
+    assert Entry.objects.get(pk=new.pk).status == Status.PENDING
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"keep": "new", "members": ["1:2"]}, "is malformed"),
+        ({"keep": "both"}, "Say which side to keep"),
+        ({"keep": "new"}, "The card&#x27;s conflicts are missing"),
+    ],
+)
+def test_malformed_card_forms_answer_422(flooded, reviewer, data, message):
+    new, existing, opened = flooded
+    response = client_for(reviewer).post(reverse("curation:conflict-group-keep", args=[opened[0].pk]), data, **HTMX)
+    assert response.status_code == 422 and message in response.content.decode()
+    assert Conflict.objects.filter(state="open").count() == 3
+
+
+def test_a_card_of_several_is_for_reviewers_in_its_scopes(flooded, auditor):
+    new, existing, opened = flooded
+    data = {"keep": "new", "members": members_of(opened)}
+    assert (
+        client_for(auditor).post(reverse("curation:conflict-group-keep", args=[opened[0].pk]), data).status_code == 403
+    )
+    outsider = make_user("wes", "reviewer", scopes=["acme/web"])
+    response = client_for(outsider).post(reverse("curation:conflict-group-keep", args=[opened[0].pk]), data)
+    assert response.status_code == 404
+    assert Conflict.objects.filter(state="open").count() == 3
