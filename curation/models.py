@@ -288,6 +288,9 @@ class Evidence(models.Model):
     # An automatic evaluator's verdict: its name and its score (an admission policy's `auto` rule reads them).
     evaluator = RedactedCharField(max_length=100, blank=True)
     score = models.FloatField(null=True, blank=True)
+    # What the injection detector found in its texts (rules/injection.evidence_found): stored all the same, marked
+    # on the entry page, and never served to an agent reading the entry.
+    injection_found = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=clock.now)
 
     class Meta:
@@ -728,6 +731,13 @@ class SkillProposal(models.Model):
     nominated_entry = models.ForeignKey(Entry, on_delete=models.PROTECT, related_name="+")
     reason = RedactedTextField(blank=True)  # what the sweep saw: hits, average utility, recent uses
     flags = models.JSONField(default=list, blank=True)  # what was redacted from edits
+    # What the injection detector found in the draft as it is now, and the lead who read it: a draft with a
+    # finding is published only after a lead acknowledged it (a change to the draft asks again).
+    injection_found = models.JSONField(default=list, blank=True)
+    injection_acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    injection_acknowledged_at = models.DateTimeField(null=True, blank=True)
     # A skill made from low-trust sources (trust.skill_approvals_needed) needs two leads: the first one's
     # approval, until a second lead approves or the draft changes.
     first_approval_by = models.ForeignKey(

@@ -275,7 +275,7 @@ def entry_evidence(request, token, entry_id, body):
     _refuse_unknown(body, EVIDENCE_KEYS)
     entry = _entry_for_token(token, entry_id)
     evidence = add_evidence(entry.pk, data=body, actor=None, actor_label=token.label)
-    return 201, {"entry_id": entry.pk, "evidence": evidence_json(selectors.evidence_as_read(entry, evidence))}
+    return 201, {"entry_id": entry.pk, "evidence": evidence_json(selectors.evidence_as_sent(entry, evidence))}
 
 
 @api_view("GET")

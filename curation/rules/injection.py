@@ -304,3 +304,20 @@ def scan_fields(values: dict, fields=SCANNED_FIELDS, *, known_hosts=None) -> lis
             if isinstance(text, str):
                 findings += [f for f in scan(text, name, known_hosts=known_hosts) if f not in findings]
     return findings
+
+
+# --- the other texts an agent may be served: evidence and skill drafts ------------------------------------------
+
+# A piece of evidence's texts: an agent reading an entry reads them too.
+EVIDENCE_FIELDS = ("excerpt", "task_ref")
+
+
+def found(values: dict, fields) -> list[str]:
+    """What scan_fields finds in `fields` of `values`, as the card says it ("override phrase in steps"): the one
+    form an evidence piece's mark and a skill draft's finding are stored and shown in."""
+    return [finding.as_flag()["detail"] for finding in scan_fields(values, fields)]
+
+
+def evidence_found(piece: dict) -> list[str]:
+    """found() over a cleaned piece of evidence (its excerpt and task reference)."""
+    return found(piece, EVIDENCE_FIELDS)

@@ -362,10 +362,15 @@ def trial_progress(outcomes, gates: SkillGates) -> TrialProgress:
     return TrialProgress(len(outcomes), sum(1 for o in outcomes if o == "success"), gates.trials_required)
 
 
-def approval_blockers(*, progress: TrialProgress, rollback: str, steps: str, inactive_sources=()) -> list[str]:
+def approval_blockers(
+    *, progress: TrialProgress, rollback: str, steps: str, inactive_sources=(), injection_unread=()
+) -> list[str]:
     """Why a lead may not approve the proposal yet; [] when the gate passes: at least `required` trials
-    reported on this revision, all successful, a rollback path and steps in the draft, every source active."""
+    reported on this revision, all successful, a rollback path and steps in the draft, every source active, and
+    no finding of the injection detector in the draft that no lead has acknowledged (`injection_unread`)."""
     reasons = []
+    if injection_unread:
+        reasons.append(f"possible injection in the draft ({', '.join(injection_unread)}): a lead acknowledges it first")
     if progress.failed:
         reasons.append(
             f"{progress.failed} trial{'s' if progress.failed > 1 else ''} of this revision failed: revise "

@@ -106,6 +106,7 @@ class EventAction(models.TextChoices):
     SKILL_APPROVED = "skill_approved", "skill approved"
     # Made from low-trust sources: a second lead's approval publishes it.
     SKILL_FIRST_APPROVAL = "skill_first_approval", "skill approved (1 of 2 leads)"
+    SKILL_INJECTION_ACKNOWLEDGED = "skill_injection_acknowledged", "skill draft's possible injection read by a lead"
     SKILL_REJECTED = "skill_rejected", "skill rejected"
     SKILL_RETIRED = "skill_retired", "skill retired"
     SKILL_WITHDRAWN = "skill_withdrawn", "skill withdrawn: a source was forgotten"

@@ -243,13 +243,25 @@ def text_withheld(entry: Entry) -> bool:
 
 
 def entry_evidence_for_token(entry: Entry, *, limit: int) -> list[Evidence]:
-    """entry_evidence as an agent token reads it: of a candidate, the evidence without its texts."""
+    """entry_evidence as an agent token reads it: of a candidate, the evidence without its texts; a piece the
+    injection detector marked, its placeholder instead of its texts."""
     evidence = entry_evidence(entry, limit=limit)
     return [evidence_as_read(entry, piece) for piece in evidence]
 
 
 def evidence_as_read(entry: Entry, piece: Evidence) -> Evidence:
-    """A piece of the entry's evidence as an agent token reads it: without its texts when the entry's is withheld."""
+    """A piece of the entry's evidence as an agent token reads it: without its texts when the entry's is withheld,
+    the placeholder instead of them when the injection detector marked the piece."""
+    if text_withheld(entry):
+        piece.excerpt, piece.task_ref = "", ""
+    elif piece.injection_found:
+        piece.excerpt, piece.task_ref = injection.withheld_text(entry.pk), ""
+    return piece
+
+
+def evidence_as_sent(entry: Entry, piece: Evidence) -> Evidence:
+    """A piece as the answer to the agent that just sent it: what any piece's answer is (without its texts when
+    the entry's is withheld, else the texts it sent, redacted), marked or not: the answer is no oracle."""
     if text_withheld(entry):
         piece.excerpt, piece.task_ref = "", ""
     return piece

@@ -28,7 +28,7 @@ def visible_skills(user):
 
 def _annotated(qs):
     on_revision = Q(trials__revision=F("revision"))
-    return qs.select_related("decided_by", "retired_by", "first_approval_by").annotate(
+    return qs.select_related("decided_by", "retired_by", "first_approval_by", "injection_acknowledged_by").annotate(
         trials_reported=Count("trials", filter=on_revision),
         trials_succeeded=Count("trials", filter=on_revision & Q(trials__outcome=SkillTrial.Outcome.SUCCESS)),
     )
@@ -54,13 +54,22 @@ def _with_parts(proposals: list[SkillProposal]) -> list[SkillProposal]:
         p.progress = lifecycle.TrialProgress(p.trials_reported, p.trials_succeeded, gates.trials_required)
         inactive = [(s.entry_id, s.entry.status) for s in p.current_sources if s.entry.status != Status.ACTIVE]
         p.blockers = lifecycle.approval_blockers(
-            progress=p.progress, rollback=p.rollback, steps=p.steps, inactive_sources=inactive
+            progress=p.progress,
+            rollback=p.rollback,
+            steps=p.steps,
+            inactive_sources=inactive,
+            injection_unread=unread_injection(p),
         )
         p.sources_text = ", ".join(f"#{s.entry_id}" for s in p.current_sources)
         # No more trusted than its least trusted source; below the threshold, two leads publish it.
         p.trust = trust.lowest(s.entry.trust for s in p.current_sources)
         p.approvals_needed = trust.skill_approvals_needed(p.trust)
     return proposals
+
+
+def unread_injection(proposal: SkillProposal) -> list[str]:
+    """What the injection detector found in the draft that no lead has acknowledged yet ([] when nothing)."""
+    return [] if proposal.injection_acknowledged_at else list(proposal.injection_found)
 
 
 # --- the review queue ------------------------------------------------------------------------------------

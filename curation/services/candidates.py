@@ -189,6 +189,7 @@ def evidence_rows(
             **{**e, "observed_at": e["observed_at"] or now},
             recorded_by=actor,
             recorded_by_label=label,
+            injection_found=injection.evidence_found(e),
             created_at=now,
         )
         for e in with_levels(evidence, entry=entry, recorder=label, sender=sender)
@@ -468,6 +469,7 @@ def merge_into(entry_id: int, *, target_id: int, actor, expected_version: int, r
                 source=e.source,
                 trust=e.trust,
                 copied_from=e,
+                injection_found=e.injection_found,
                 recorded_by=actor,
                 recorded_by_label=f"merged from #{entry.pk} by {actor.get_username()}",
                 created_at=now,

@@ -1,7 +1,7 @@
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from curation.rules import access, clock, trust
+from curation.rules import access, clock, injection, trust
 from curation.models import Entry, EventAction, Evidence
 from curation.rules.permissions import REVIEW
 from curation.rules.redaction import redact_fields
@@ -18,7 +18,9 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
     A user needs the review permission and the entry's scope; an agent (actor None, actor_label set)
     has had its token's scopes checked by the API before it calls this. A person's piece is a person's
     (trust.evidence_trust), an agent's its own claim; a confirmation from a source other than the entry's
-    author raises the entry's trust (services.trust)."""
+    author raises the entry's trust (services.trust). What the injection detector finds in its texts marks the
+    piece (the entry page shows what was found; an agent reading the entry gets a placeholder instead of its
+    text), and the answer to its sender stays that of any piece (no oracle to tune a payload against)."""
     data, findings = redact_fields(data, ("excerpt", "task_ref"))
     sender = trust.Sender.PERSON if actor is not None else trust.Sender.AGENT
     cleaned = clean_evidence(data, sender=sender)
@@ -34,11 +36,13 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
         if entry.held_by_id is not None:  # a held submission's text is never stored (services.held)
             cleaned = held_evidence([cleaned], entry.held_by)[0]
         cleaned = with_levels([cleaned], entry=entry, recorder=label, sender=sender)[0]
+        found = injection.evidence_found(cleaned)
         evidence = Evidence.objects.create(
             entry=entry,
             **{**cleaned, "observed_at": cleaned["observed_at"] or now},
             recorded_by=actor,
             recorded_by_label=label,
+            injection_found=found,
             created_at=now,
         )
         record_event(
@@ -47,7 +51,8 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
             actor_label=label,
             action=EventAction.ADD_EVIDENCE,
             reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind}, trust {trust.name(evidence.trust)})"
-            + "".join(f"; redacted {f.kind}" for f in findings),
+            + "".join(f"; redacted {f.kind}" for f in findings)
+            + "".join(f"; possible injection: {detail}" for detail in found),
             after={
                 "evidence_id": evidence.pk,
                 "signal": evidence.signal,

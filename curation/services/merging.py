@@ -107,6 +107,7 @@ def merge_entries(
             source=e.source,
             trust=e.trust,
             copied_from=e,
+            injection_found=e.injection_found,
             polarity=e.polarity,
             excerpt=_copied_excerpt(e),
             task_ref=e.task_ref,

@@ -1,7 +1,8 @@
 """An imported SKILL.md becomes a skill proposal for a lead, nominated with the entry its procedure became
 (that entry went through the agents' ingest first: redaction, tombstones, duplicates, conflicts, admission).
-The draft is the file's own sections, redacted like a reviewer's edit and checked against the forgotten
-lessons; a lead approves it as any other proposal (once its entry is active and its trials pass)."""
+The draft is the file's own sections, redacted like a reviewer's edit, screened like any draft (a finding of
+the injection detector waits for a lead's acknowledgement) and checked against the forgotten lessons; a lead
+approves it as any other proposal (once its entry is active and its trials pass)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from curation.rules.redaction import redact_fields
 from curation.rules.skill_import import SkillDraft
 
 from .events import build_event, record_events
-from .skills import DRAFT_TEXT_FIELDS, draft_of, proposal_ref, refuse_forgotten_draft
+from .skills import DRAFT_TEXT_FIELDS, draft_of, nomination_reason, proposal_ref, refuse_forgotten_draft, screen_draft
 
 
 def propose_imported_skill(entry: Entry, draft: SkillDraft, *, where: str, label: str, at) -> tuple[str, str]:
@@ -38,7 +39,7 @@ def propose_imported_skill(entry: Entry, draft: SkillDraft, *, where: str, label
         )
     )
     slug = skill_format.unique_slug(draft.slug, taken)
-    proposal = SkillProposal.objects.create(
+    proposal = SkillProposal(
         slug=slug,
         scope=entry.scope,
         nominated_entry=entry,
@@ -49,6 +50,8 @@ def propose_imported_skill(entry: Entry, draft: SkillDraft, *, where: str, label
         created_by_label=label,
         **texts,
     )
+    screen_draft(proposal)
+    proposal.save(force_insert=True)
     SkillSource.objects.create(
         proposal=proposal, entry_id=entry.pk, entry_version=entry.version, added_at=at, added_by_label=label
     )
@@ -60,7 +63,7 @@ def propose_imported_skill(entry: Entry, draft: SkillDraft, *, where: str, label
                 actor=None,
                 actor_label=label,
                 action=EventAction.SKILL_NOMINATED,
-                reason=f"nominated as skill {slug}: {proposal.reason}",
+                reason=nomination_reason(proposal),
                 after={**proposal_ref(proposal), "draft": draft_of(proposal)},
                 at=at,
             )

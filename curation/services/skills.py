@@ -20,7 +20,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 
-from curation.rules import access, clock, lifecycle, skill_format, trust
+from curation.rules import access, clock, injection, lifecycle, skill_format, trust
 from curation.rules.forgetting import purge_text, purge_value, texts_to_purge
 from curation.models import (
     SKILL_DESCRIPTION_MAX,
@@ -40,7 +40,7 @@ from curation.models import (
 from curation.rules.permissions import SKILL_DECISIONS
 from curation.rules.redaction import redact_fields
 from curation.selectors.forgets import tombstone_for
-from curation.selectors.skills import skill_events
+from curation.selectors.skills import skill_events, unread_injection
 from curation.rules.storable_text import text_problem
 
 from .errors import GateNotMet, InvalidTransition, StaleProposal
@@ -68,6 +68,20 @@ _ENTRY_ID = re.compile(r"#?(\d+)")
 
 def draft_of(proposal: SkillProposal) -> dict:
     return {"slug": proposal.slug, **{f: getattr(proposal, f) for f in DRAFT_TEXT_FIELDS}}
+
+
+def screen_draft(proposal: SkillProposal) -> list[str]:
+    """Read the proposal's draft as it is now with the injection detector (the one place a skill draft is
+    screened: a nomination's, an edit's, an import's). What it finds is stored on the proposal for the card; a
+    finding that differs from the one a lead acknowledged asks a lead again. Answers the findings."""
+    found = injection.found(draft_of(proposal), DRAFT_TEXT_FIELDS)
+    if found != proposal.injection_found:
+        proposal.injection_acknowledged_by, proposal.injection_acknowledged_at = None, None
+    proposal.injection_found = found
+    return found
+
+
+SCREENED_FIELDS = ("injection_found", "injection_acknowledged_by", "injection_acknowledged_at")
 
 
 def proposal_ref(proposal: SkillProposal) -> dict:
@@ -319,6 +333,8 @@ def edit_skill_draft(
         if any(f in EXECUTABLE_FIELDS for f in changed):
             proposal.revision += 1
         proposal.flags = [*proposal.flags, *(f.as_flag() for f in findings)]
+        before_found = list(proposal.injection_found)
+        found = screen_draft(proposal)
         # A lead's first approval was of the draft as it was: a changed draft needs both approvals again.
         halved = proposal.first_approval_by_id is not None
         proposal.first_approval_by, proposal.first_approval_at = None, None
@@ -327,7 +343,15 @@ def edit_skill_draft(
                 _save(
                     proposal,
                     now,
-                    ["slug", *DRAFT_TEXT_FIELDS, "revision", "flags", "first_approval_by", "first_approval_at"],
+                    [
+                        "slug",
+                        *DRAFT_TEXT_FIELDS,
+                        "revision",
+                        "flags",
+                        "first_approval_by",
+                        "first_approval_at",
+                        *SCREENED_FIELDS,
+                    ],
                 )
         except IntegrityError:
             raise ValidationError({"slug": ["Another skill took this name a moment ago; choose another."]}) from None
@@ -358,6 +382,12 @@ def edit_skill_draft(
         if halved:
             parts.append("the first lead's approval no longer holds")
         parts += [f"redacted {f.kind}" for f in findings]
+        if found != before_found:
+            parts.append(
+                f"possible injection: {', '.join(found)}: a lead acknowledges it before it is published"
+                if found
+                else "the injection detector finds nothing in it now"
+            )
         _record(
             proposal,
             actor=actor,
@@ -382,7 +412,11 @@ def approval_check(proposal: SkillProposal, sources: list[SkillSource]) -> tuple
     progress = lifecycle.trial_progress(trial_outcomes(proposal), lifecycle.skill_gates())
     inactive = [(s.entry_id, s.entry.status) for s in sources if s.entry.status != Status.ACTIVE]
     return progress, lifecycle.approval_blockers(
-        progress=progress, rollback=proposal.rollback, steps=proposal.steps, inactive_sources=inactive
+        progress=progress,
+        rollback=proposal.rollback,
+        steps=proposal.steps,
+        inactive_sources=inactive,
+        injection_unread=unread_injection(proposal),
     )
 
 
@@ -443,6 +477,35 @@ def _first_skill_approval(proposal: SkillProposal, level: trust.Trust, *, actor,
         after={"first_approval_by": actor.get_username()},
         now=now,
     )
+    return SkillOutcome(proposal)
+
+
+def acknowledge_skill_injection(
+    proposal_id: int, *, actor, expected_version: int, note: str = "", at=None
+) -> SkillOutcome:
+    """A lead read what the injection detector found in the draft (the card says it): the gate lets the draft be
+    published again, and an Event records who acknowledged which findings. Only a lead (who alone approves a
+    skill); a change to the draft that changes the findings asks again."""
+    require_allowed(actor, "approve")
+    now = at or clock.now()
+    with transaction.atomic():
+        proposal, _ = _load(proposal_id, actor, expected_version)
+        _require_nominated(proposal, "acknowledged")
+        if not unread_injection(proposal):
+            raise InvalidTransition(
+                f"Skill {proposal.slug}'s draft has no finding of the injection detector waiting for a lead. "
+                "Nothing of yours was saved."
+            )
+        proposal.injection_acknowledged_by, proposal.injection_acknowledged_at = actor, now
+        _save(proposal, now, ["injection_acknowledged_by", "injection_acknowledged_at"])
+        _record(
+            proposal,
+            actor=actor,
+            action=EventAction.SKILL_INJECTION_ACKNOWLEDGED,
+            reason=note.strip() or f"read the possible injection in the draft: {', '.join(proposal.injection_found)}",
+            after={"injection_found": proposal.injection_found},
+            now=now,
+        )
     return SkillOutcome(proposal)
 
 
@@ -606,6 +669,7 @@ def _withdraw(
         proposal.slug = skill_format.unique_slug(skill_format.withdrawn_slug(proposal.pk), taken - {proposal.slug})
     if any(f in EXECUTABLE_FIELDS for f in replaced):
         proposal.revision += 1  # other steps now: the trials so far were runs of the forgotten ones
+    screen_draft(proposal)  # the marker replaced text: what the detector finds is read again
     status = proposal.status
     gone = sorted(set(ids) & set(proposal.sources.values_list("entry_id", flat=True)))
     why = (
@@ -635,6 +699,7 @@ def _withdraw(
             "decided_at",
             "decision_note",
             "retire_reason",
+            *SCREENED_FIELDS,
         ],
     )
     SkillSource.objects.filter(proposal=proposal, entry_id__in=ids).update(live=False, removed_at=now)
@@ -707,6 +772,13 @@ def _purge_skill_history(
 # --- nominations -----------------------------------------------------------------------------------------
 #
 # The skill_nomination sweep picks the entries that pass the gates; inserting their proposals is here.
+
+
+def nomination_reason(proposal: SkillProposal) -> str:
+    """The reason of a nomination's Event: why, and what the injection detector found in its draft."""
+    found = f"; possible injection: {', '.join(proposal.injection_found)}" if proposal.injection_found else ""
+    return f"nominated as skill {proposal.slug}: {proposal.reason}{found}"
+
 
 # What a nomination reads of an entry: its draft's sources, its version, and what the reason says.
 NOMINEE_FIELDS = (
@@ -792,6 +864,8 @@ def _nominate(entries: list[Entry], *, reason_of: Callable[[Entry], str], actor_
                 **draft,
             )
         )
+    for proposal in proposals:
+        screen_draft(proposal)
     SkillProposal.objects.bulk_create(proposals)
     by_entry = {p.nominated_entry_id: p for p in proposals}
     SkillSource.objects.bulk_create(
@@ -808,7 +882,7 @@ def _nominate(entries: list[Entry], *, reason_of: Callable[[Entry], str], actor_
             actor=None,
             actor_label=actor_label,
             action=EventAction.SKILL_NOMINATED,
-            reason=f"nominated as skill {by_entry[e.pk].slug}: {by_entry[e.pk].reason}",
+            reason=nomination_reason(by_entry[e.pk]),
             after={**proposal_ref(by_entry[e.pk]), "draft": draft_of(by_entry[e.pk])},
             at=at,
         )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
-from curation.rules import clock, lifecycle, lift, trust
+from curation.rules import clock, injection, lifecycle, lift, trust
 from curation.rules.config import RECHECK_ON_FAILURE
 from curation.rules.redaction import redact
 from curation.models import (
@@ -271,6 +271,8 @@ def _apply_outcome(
                 observed_at=now,
                 recorded_by_label=retrieval.token.label,
                 task_ref=retrieval.task_ref[:255],
+                # The task reference is the agent's own text: screened as any piece's.
+                injection_found=injection.evidence_found({"task_ref": retrieval.task_ref[:255]}),
                 created_at=now,
             )
             for entry in verified

@@ -209,6 +209,16 @@ def _head(item, shared, entry_url: str) -> str:
     return "\n".join(f"    {part}" for part in parts)
 
 
+def _evidence_found(ev) -> str:
+    """A piece the injection detector marked: what it found (agents reading the entry get a placeholder)."""
+    if not ev.injection_found:
+        return ""
+    return (
+        '<span class="badge flag quarantined" title="withheld from agents reading the entry">'
+        f"possible injection: {esc(', '.join(ev.injection_found))}</span> "
+    )
+
+
 _REDACTED_TITLE = "the raw text was never stored"
 _FLAG_TITLES = {"injection": "text that may instruct the agent beyond the lesson: only a lead approves it"}
 
@@ -240,6 +250,7 @@ def _body(item, shared) -> str:
             f'<span class="badge trust trust-{esc(ev.get_trust_display())}" title="{esc(ev.get_source_display())}">'
             f"trust {esc(ev.get_trust_display())}</span> "
             f'{"<strong>contradicts</strong> " if ev.polarity == "contradicts" else ""}'
+            f"{_evidence_found(ev)}"
             f'{esc(truncatechars(ev.excerpt, 400))}{f" <small>({esc(ev.task_ref)})</small>" if ev.task_ref else ""}'
             f'</blockquote>'
             for ev in evidence

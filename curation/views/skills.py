@@ -159,6 +159,27 @@ def approve(request, pk):
     return QUEUE.decide(request, pk, "approved and published", service.approve_skill, note=request.POST.get("note", ""))
 
 
+@decision(*SKILL_DECISIONS["approve"])
+def acknowledge(request, pk):
+    """A lead read what the injection detector found in the draft: it may be published (once the gate passes)."""
+    return QUEUE.decide(
+        request,
+        pk,
+        "possible injection acknowledged",
+        service.acknowledge_skill_injection,
+        answer=lambda outcome: _acknowledged(request, pk, outcome),
+        note=request.POST.get("note", ""),
+    )
+
+
+def _acknowledged(request, pk, outcome):
+    said = "Possible injection acknowledged: the draft may be published once the gate passes."
+    if not request.htmx:
+        messages.success(request, f"Skill {outcome.proposal.slug}: {said}")
+        return redirect(QUEUE.back_url(request))
+    return QUEUE.card_response(request, pk, saved=said)
+
+
 @decision(*SKILL_DECISIONS["reject"])
 def reject(request, pk):
     reason = request.POST.get("reason", "")
@@ -173,7 +194,9 @@ def reject(request, pk):
     )
 
 
-urlpatterns = QUEUE.urls("review/skills/", {"edit": edit, "approve": approve, "reject": reject})
+urlpatterns = QUEUE.urls(
+    "review/skills/", {"edit": edit, "approve": approve, "reject": reject, "acknowledge": acknowledge}
+)
 
 
 # --- approved skills --------------------------------------------------------------------------------------
