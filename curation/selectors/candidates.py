@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, Q
 
-from curation.rules import access, clock, config, trust
+from curation.rules import access, clock, config
 from curation.models import CONFIDENCE_FIELDS, Entry, Event, Evidence, QueueReason, SimilarEntry, Status
 from curation.rules.permissions import SETTLE
 
 from .confidence import confidence_at_least, confidence_at_most
 from .entries import visible_entries
 from .paging import Page, capped_count, encode_keyset, read_page
-from .trust import trust_why
+from .trust import trust_between, trust_why
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,7 @@ class QueueFilters:
             q &= Q(confidence_at_least(self.min_confidence, now))
         if self.max_confidence is not None:
             q &= Q(confidence_at_most(self.max_confidence, now))
-        if self.min_trust:
-            q &= Q(trust__gte=trust.parse(self.min_trust))
-        if self.max_trust:
-            q &= Q(trust__lte=trust.parse(self.max_trust))
+        q &= trust_between(self.min_trust, self.max_trust)
         if self.q:
             for word in self.q.split()[:8]:
                 q &= Q(trigger__icontains=word) | Q(content__icontains=word) | Q(boundary__icontains=word)

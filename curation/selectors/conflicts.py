@@ -19,6 +19,7 @@ from curation.rules.similarity import merged_content
 from .confidence import confidence_at_most
 from .entries import summarise_evidence
 from .paging import Page, capped_count, read_page
+from .trust import trust_between
 
 PAGE_SIZE = 20
 RECENT_OUTCOMES = 5
@@ -35,6 +36,9 @@ class ConflictFilters:
     detected_by: str = ""
     max_confidence: float | None = None  # either entry at most this confident
     older_than_days: int | None = None  # opened at least this many days ago
+    # Provenance trust bounds by level name: either entry's trust within them.
+    min_trust: str = ""
+    max_trust: str = ""
 
     def as_q(self, now=None) -> Q:
         q = Q()
@@ -51,6 +55,10 @@ class ConflictFilters:
             q &= Q(confidence_at_most(self.max_confidence, at, "entry_a__")) | Q(
                 confidence_at_most(self.max_confidence, at, "entry_b__")
             )
+        if self.min_trust or self.max_trust:
+            q &= trust_between(self.min_trust, self.max_trust, "entry_a__") | trust_between(
+                self.min_trust, self.max_trust, "entry_b__"
+            )
         if self.older_than_days:
             q &= Q(created_at__lte=(now or clock.now()) - datetime.timedelta(days=self.older_than_days))
         return q
@@ -64,6 +72,8 @@ class ConflictFilters:
             or self.detected_by
             or self.max_confidence is not None
             or self.older_than_days
+            or self.min_trust
+            or self.max_trust
         )
 
 

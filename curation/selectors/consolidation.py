@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Prefetch, Q, prefetch_related_objects
+from django.db.models import Exists, OuterRef, Prefetch, Q, prefetch_related_objects
 
 from curation.rules import access
 from curation.models import ConsolidationProposal, Entry, Evidence
 
 from .entries import summarise_evidence
 from .paging import Page, capped_count, read_page
+from .trust import trust_between
 
 PAGE_SIZE = 20
 
@@ -20,6 +21,9 @@ PAGE_SIZE = 20
 class ProposalFilters:
     kind: str = ""
     scope: str = ""
+    # Provenance trust bounds by level name: a proposal with at least one entry whose trust is within them.
+    min_trust: str = ""
+    max_trust: str = ""
 
     def as_q(self) -> Q:
         q = Q(state=ConsolidationProposal.State.OPEN)
@@ -27,11 +31,14 @@ class ProposalFilters:
             q &= Q(kind=self.kind)
         if self.scope:
             q &= access.under_scope(self.scope)
+        if self.min_trust or self.max_trust:
+            links = ConsolidationProposal.entries.through.objects.filter(consolidationproposal_id=OuterRef("pk"))
+            q &= Exists(links.filter(trust_between(self.min_trust, self.max_trust, "entry__")))
         return q
 
     @property
     def active(self) -> bool:
-        return bool(self.kind or self.scope)
+        return bool(self.kind or self.scope or self.min_trust or self.max_trust)
 
 
 def visible_proposals(user):

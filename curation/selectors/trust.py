@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from curation.models import Entry, Evidence
 from curation.rules import trust
 
@@ -35,3 +37,14 @@ def trust_why(entry: Entry, evidence=None) -> str:
     if level != entry.trust:  # evidence the caller did not read (a card shows a few): the stored level holds
         return f"{trust.name(entry.trust)}: confirmed by another source"
     return why
+
+
+def trust_between(min_trust: str = "", max_trust: str = "", prefix: str = "") -> Q:
+    """Entries whose provenance trust lies between two level names (either may be ""), the queues' "Trust from/to"
+    filter; `prefix` reaches the entry through a relation ("entry_a__")."""
+    q = Q()
+    if min_trust:
+        q &= Q(**{f"{prefix}trust__gte": trust.parse(min_trust)})
+    if max_trust:
+        q &= Q(**{f"{prefix}trust__lte": trust.parse(max_trust)})
+    return q

@@ -142,12 +142,16 @@ class ConflictFilterForm(QueueFilterForm):
         widget=forms.TextInput(attrs={"size": 4, "placeholder": "0"}),
     )
     detected_by = choice([(d, d) for d in DETECTORS])
+    min_trust = choice(TRUST_CHOICES)
+    max_trust = choice(TRUST_CHOICES)
 
 
 class ProposalFilterForm(QueueFilterForm):
     dataclass = ProposalFilters
     scope = scope_field()
     kind = choice(ConsolidationProposal.Kind.choices)
+    min_trust = choice(TRUST_CHOICES)
+    max_trust = choice(TRUST_CHOICES)
 
 
 class SkillFilterForm(QueueFilterForm):
