@@ -17,9 +17,14 @@ from .imports import BATCH_SIZE, SourceError, import_memory, upload_files
 JOB_BATCH_SIZE = BATCH_SIZE  # lessons a batch: the page's progress moves one batch at a time
 
 
+def may_import(actor, scope: str) -> bool:
+    """The one check of who imports where: a lead (an active account with the role), into a scope of theirs."""
+    return actor.is_active and actor.has_perm(IMPORT_MEMORY) and access.user_can_see_scope(actor, scope)
+
+
 def start_job(*, actor, upload_id: str, name: str, format: str, scope: str, dry_run: bool) -> ImportJob:
     """A queued job (the caller hands it to a worker once this transaction commits)."""
-    if not actor.has_perm(IMPORT_MEMORY) or not access.user_can_see_scope(actor, scope):
+    if not may_import(actor, scope):
         raise PermissionDenied("Only leads import memory, into their own scopes.")
     return ImportJob.objects.create(
         upload_id=upload_id, name=name[:255], format=format, scope=scope, dry_run=dry_run, created_by=actor
@@ -35,6 +40,17 @@ def run_job(job_id: int) -> ImportJob:
     job = ImportJob.objects.select_related("created_by").get(pk=job_id)
     if job.state in (ImportJob.State.DONE, ImportJob.State.FAILED):
         return job
+    # Asked again when the worker runs it: the role or the scope may have been taken away since the lead
+    # confirmed it, and an import runs with the authority of the lead who is still one.
+    if not may_import(job.created_by, job.scope):
+        discard_upload(job.upload_id)
+        who = job.created_by.get_username()
+        return _finish(
+            job,
+            state=ImportJob.State.FAILED,
+            error=f"Refused when the worker ran it: {who} no longer imports memory into {job.scope} (the lead "
+            "role or that scope was taken away after the job was confirmed). Nothing was imported.",
+        )
     ImportJob.objects.filter(pk=job.pk).update(state=ImportJob.State.RUNNING)
     try:
         reading = read(job.format, upload_files(job.name, staged_upload(job.upload_id)))
