@@ -51,8 +51,7 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
             actor_label=label,
             action=EventAction.ADD_EVIDENCE,
             reason=f"{evidence.polarity} ({evidence.signal}, {evidence.kind}, trust {trust.name(evidence.trust)})"
-            + "".join(f"; redacted {f.kind}" for f in findings)
-            + "".join(f"; possible injection: {detail}" for detail in found),
+            + "".join(f"; redacted {f.kind}" for f in findings),
             after={
                 "evidence_id": evidence.pk,
                 "signal": evidence.signal,
@@ -62,6 +61,9 @@ def add_evidence(entry_id: int, *, data: dict, actor=None, actor_label: str = ""
                 "kind": evidence.kind,
                 "excerpt": evidence.excerpt,
                 "task_ref": evidence.task_ref,
+                # In `after`, not the reason: agents read an entry's Event reasons, and which rule caught their
+                # text would be an oracle to tune it against.
+                **({"injection_found": found} if found else {}),
             },
             at=now,
         )

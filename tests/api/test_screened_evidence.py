@@ -38,13 +38,14 @@ def test_flagged_evidence_is_stored_marked_and_answered_like_any_piece(reviewer,
     assert (stored.excerpt, stored.injection_found) == (OVERRIDE, [FOUND])
     assert Evidence.objects.get(pk=b["id"]).injection_found == []
     event = Event.objects.get(entry=entry, action=EventAction.ADD_EVIDENCE, after__evidence_id=stored.pk)
-    assert f"possible injection: {FOUND}" in event.reason
+    assert event.after["injection_found"] == [FOUND] and "injection" not in event.reason
 
     # Read back by any agent: the placeholder instead of the flagged text, the clean piece as it is.
     read = {e["id"]: e for e in agent.get(f"entries/{entry.pk}").json()["evidence"]}
     assert read[stored.pk]["excerpt"] == injection.withheld_text(entry.pk) and read[stored.pk]["task_ref"] == ""
     assert read[b["id"]]["excerpt"] == CLEAN
-    assert OVERRIDE not in agent.get(f"entries/{entry.pk}").content.decode()
+    detail = agent.get(f"entries/{entry.pk}").content.decode()
+    assert OVERRIDE not in detail and "override phrase" not in detail  # nor which rule caught it, in its events
 
     # The entry page shows the piece, marked with what was found.
     page = client_for(reviewer).get(reverse("curation:entry", args=[entry.pk])).content.decode()
