@@ -207,7 +207,21 @@ def entry_events_for_token(token, entry: Entry, *, limit: int) -> list[Event]:
     """The entry's newest `limit` Events, oldest first, as the agent token reads them (the API's entry
     detail); of a held submission, those any new candidate has (not the hold)."""
     events = entry_events(entry, prefixes=list(token.scopes), limit=limit)
-    return list(reversed([e for e in events if e.action != EventAction.FORGET_HELD]))
+    return list(reversed([_without_findings(e) for e in events if e.action != EventAction.FORGET_HELD]))
+
+
+_FINDING_NOTE = re.compile(r"(?:^|;\s*)possible injection:[^;]*")
+
+
+def _without_findings(event: Event) -> Event:
+    """The Event as an agent reads it: without the injection detector's findings in its reason (a submission's,
+    a quarantine's). Which rule caught a text would be an oracle to tune it against; the placeholder an agent
+    reads instead of a withheld text says enough."""
+    if "possible injection:" not in (event.reason or ""):
+        return event
+    shown = copy.copy(event)
+    shown.reason = _FINDING_NOTE.sub("", event.reason).strip("; ") or "withheld for review"
+    return shown
 
 
 def entry_evidence(entry: Entry, *, limit: int) -> list[Evidence]:

@@ -84,3 +84,13 @@ def test_evidence_sent_with_a_submission_is_marked_on_its_piece(agent, reviewer)
     # The candidate's card in the queue marks the piece with what was found.
     card = client_for(reviewer).get(reverse("curation:candidate-card", args=[stored.entry_id])).content.decode()
     assert f"possible injection: {FOUND}</span>" in card
+
+
+def test_an_agent_reads_no_finding_in_its_entrys_events(agent, lead):
+    """The Events an agent reads of an entry say nothing of what the detector found (the card does)."""
+    answer = agent.submit(content=OVERRIDE).json()
+    submit = Event.objects.get(entry_id=answer["id"], action=EventAction.SUBMIT)
+    assert "possible injection: override phrase in content" in submit.reason  # a person reads it on the card
+    events = agent.get(f"entries/{answer['id']}").json()["events"]
+    assert [e["action"] for e in events] == ["submit"]
+    assert "injection" not in events[0]["reason"] and "override phrase" not in events[0]["reason"]
