@@ -148,6 +148,9 @@ def test_pages_of_skills(agent, lead):
     assert [s["slug"] for s in second["skills"]] == made[2:] and second["next_after"] is None
     assert agent.get("skills", limit=0).status_code == 422
     assert agent.get("skills", after="Bad Slug").status_code == 422
+    # An empty cursor is not "the first page": the description allows only a skill's name.
+    empty = agent.get("skills", after="")
+    assert empty.status_code == 422 and "after" in empty.json()["errors"]
 
 
 def test_list_query_count_is_fixed(agent, lead, django_assert_max_num_queries):
