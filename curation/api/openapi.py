@@ -262,6 +262,11 @@ def schema() -> dict:
                 "items": {"type": "integer"},
                 "description": "The entries it was curated from.",
             },
+            "trust": {
+                "enum": TRUST_NAMES,
+                "description": "Provenance trust: the lowest level of its live sources (untrusted, agent, "
+                "independent, verified, person); weigh its steps as you would a lesson at that level.",
+            },
             "trials": trials,
             "approved_at": {"type": ["string", "null"], "format": "date-time"},
             "path": {"type": "string", "example": "skills/running-migrations-in-the-billing-api-container/SKILL.md"},

@@ -48,6 +48,7 @@ def skill_json(request, p: SkillProposal) -> dict:
         "pitfalls": p.pitfalls,
         "revision": p.revision,
         "sources": [s.entry_id for s in p.current_sources],
+        "trust": p.trust.label,
         "trials": progress_json(p.progress),
         "approved_at": p.decided_at.isoformat() if p.status != "nominated" and p.decided_at else None,
         "path": f"skills/{p.slug}/SKILL.md",
