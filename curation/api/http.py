@@ -276,6 +276,10 @@ def query_float(params, name: str, default: float, low: float, high: float) -> f
     return _query_number(params, name, default, low, high, float, "A number.")
 
 
+# The parameters of a retrieval or a memory test run that are numbers; the others are text.
+NUMBER_PARAMETERS = frozenset({"k", "min_confidence", "budget_chars", "version"})
+
+
 def read_version(params) -> int:
     """The memory version an answer reads: `version=N` pins one (an agent keeps its answers reproducible
     for a whole task), else the published one. 404 for a number never published."""

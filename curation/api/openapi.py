@@ -1,5 +1,6 @@
 """The OpenAPI 3.1 description of the agent API, served at /api/v1/openapi.json and rendered at /api/v1/docs."""
 
+from curation.api.http import NUMBER_PARAMETERS
 from curation.rules import config
 from curation.rules.access import SCOPE_MAX, SCOPE_PATTERN
 from curation.rules.trust import Source, Trust
@@ -40,6 +41,22 @@ def _error(description: str) -> dict:
         "description": description,
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
     }
+
+
+def _nullable(schema: dict) -> dict:
+    """A JSON body's optional parameter: null is read as left out, as the server reads it."""
+    if "enum" in schema:
+        return {**schema, "enum": [*schema["enum"], None]}
+    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    return {**schema, "type": [*types, "null"]}
+
+
+def _body_parameter(name: str, schema: dict) -> dict:
+    """A query parameter as a JSON body property: null is left out, and a number may come as text, as the
+    server reads the body the way it reads a query string."""
+    if name in NUMBER_PARAMETERS:
+        return {"anyOf": [schema, {"type": "string", "description": "The number as text."}, {"type": "null"}]}
+    return _nullable(schema)
 
 
 def _json_body(ref: str, example: dict) -> dict:
@@ -245,6 +262,11 @@ def schema() -> dict:
                 "items": {"type": "integer"},
                 "description": "The entries it was curated from.",
             },
+            "trust": {
+                "enum": TRUST_NAMES,
+                "description": "Provenance trust: the lowest level of its live sources (untrusted, agent, "
+                "independent, verified, person); weigh its steps as you would a lesson at that level.",
+            },
             "trials": trials,
             "approved_at": {"type": ["string", "null"], "format": "date-time"},
             "path": {"type": "string", "example": "skills/running-migrations-in-the-billing-api-container/SKILL.md"},
@@ -294,7 +316,11 @@ def schema() -> dict:
             "verified, person): `independent` leaves out what rests on one agent's word or on relayed content.",
         },
         "budget_chars": {"schema": {"type": "integer", "minimum": 200, "maximum": 50000, "default": 2000}},
-        "task_ref": {"schema": {"type": "string", "maxLength": 255}},
+        "task_ref": {
+            "schema": {"type": "string"},
+            "description": "Your task's reference, for /feedback and the holdout; kept, once secrets are "
+            "redacted, to its first 255 characters.",
+        },
         "version": VERSION,
         "embedding": {
             "schema": {"type": ["array", "string"], "items": {"type": "number"}},
@@ -354,7 +380,14 @@ def schema() -> dict:
                             "type": "array",
                             "minItems": 1,
                             "maxItems": config.API_BATCH_MAX.value,
-                            "items": {"$ref": "#/components/schemas/Candidate"},
+                            # Items are checked one by one, not at the batch level: one that is not a valid
+                            # Candidate is refused in its own result of the 200 answer, the others go on.
+                            "items": {
+                                "anyOf": [{"$ref": "#/components/schemas/Candidate"}, {}],
+                                "description": "A Candidate. The batch does not refuse an item that is not a "
+                                "valid one: that item's result says ok=false with its status (422, 403) and "
+                                "errors, and the other items are written.",
+                            },
                         }
                     },
                 },
@@ -380,7 +413,7 @@ def schema() -> dict:
                     "additionalProperties": False,
                     "properties": {
                         name: {
-                            **spec["schema"],
+                            **(spec["schema"] if name == "scope" else _body_parameter(name, spec["schema"])),
                             **({"description": spec["description"]} if "description" in spec else {}),
                         }
                         for name, spec in memory_parameters.items()
@@ -447,7 +480,13 @@ def schema() -> dict:
                 "MemoryTestRun": {
                     "type": "object",
                     "additionalProperties": False,
-                    "properties": {"scope": SCOPE, "version": VERSION["schema"]},
+                    "properties": {
+                        "scope": {**_nullable(SCOPE), "description": "Left out or null: all the token's scopes."},
+                        "version": {
+                            **_body_parameter("version", VERSION["schema"]),
+                            "description": "Left out or null: the published one.",
+                        },
+                    },
                 },
                 "MemoryTestResults": {
                     "type": "object",
@@ -685,7 +724,8 @@ def schema() -> dict:
                             "name": "after",
                             "in": "query",
                             "schema": SLUG,
-                            "description": "The previous page's next_after.",
+                            "description": "The previous page's `next_after`: the name (slug) of the last skill on "
+                            "that page; this page starts after it. Anything else, an empty value included, is a 422.",
                         },
                     ],
                     "responses": {

@@ -48,6 +48,7 @@ def skill_json(request, p: SkillProposal) -> dict:
         "pitfalls": p.pitfalls,
         "revision": p.revision,
         "sources": [s.entry_id for s in p.current_sources],
+        "trust": p.trust.label,
         "trials": progress_json(p.progress),
         "approved_at": p.decided_at.isoformat() if p.status != "nominated" and p.decided_at else None,
         "path": f"skills/{p.slug}/SKILL.md",
@@ -70,12 +71,15 @@ def skill_list(request, token):
     if raw is not None:
         scopes = retrievable_scopes(readable_scope(token, raw), token.scopes)
     limit = query_int(request.GET, "limit", 100, 1, 200)
-    after = request.GET.get("after", "")
-    if after and (len(after) > SKILL_SLUG_MAX or not _SLUG.match(after)):
-        raise ApiError(422, "Some parameters are not valid.", {"after": ["The next_after of the previous page."]})
+    # The cursor is the last slug of the previous page; an empty `after=` is refused, not read as no cursor.
+    after = request.GET.get("after")
+    if after is not None and (len(after) > SKILL_SLUG_MAX or not _SLUG.match(after)):
+        raise ApiError(
+            422, "Some parameters are not valid.", {"after": ["The next_after of the previous page: a skill's name."]}
+        )
     version = read_version(request.GET)
     found = skill_reads.skills_for_token(
-        token, scopes=scopes, after=after, limit=limit + 1, released_in=releases.released_skill_ids(version)
+        token, scopes=scopes, after=after or "", limit=limit + 1, released_in=releases.released_skill_ids(version)
     )
     page = found[:limit]
     return 200, {

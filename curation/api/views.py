@@ -23,6 +23,7 @@ from curation.services.usage import record_feedback, record_retrieval
 from curation.services.validation import unknown_fields
 
 from .http import (
+    NUMBER_PARAMETERS,
     ApiError,
     NotFound,
     api_view,
@@ -101,16 +102,22 @@ def memory_search(request, token, body):
 
 
 def _as_query_parameters(body: dict) -> dict[str, str]:
-    """A JSON body's values as a query string would carry them (text as is, a number as written, null as
-    absent), so that both forms go through the one validation of _retrieve."""
+    """A JSON body's values as a query string would carry them (a number as written or as text, null as
+    absent), so that both forms go through the one validation of _retrieve; any other JSON type is a 422
+    naming the field, and so is a number where text is asked (it would otherwise pass as a scope)."""
     params, errors = {}, {}
     for name, value in body.items():
-        if isinstance(value, str):
+        if value is None:
+            continue
+        if name in NUMBER_PARAMETERS:
+            if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+                params[name] = str(value)  # text is read as a query string's would be
+            else:
+                errors[name] = ["A number."]
+        elif isinstance(value, str):
             params[name] = value
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            params[name] = str(value)
-        elif value is not None:
-            errors[name] = ["Text or a number."]
+        else:
+            errors[name] = ["Text."]
     if errors:
         raise ApiError(422, "Some parameters are not valid.", errors)
     return params
@@ -298,7 +305,8 @@ def unknown_endpoint(request):
 def export(request, token):
     """The published version (or `version=N`) as the files coding agents load: MEMORY.md, the topic files
     and skills/<name>/SKILL.md, of the token's scopes only (under `scope` when given)."""
-    scope = readable_scope(token, request.GET["scope"]) if request.GET.get("scope") else ""
+    # `scope=` with no value is not "every scope": that is the parameter left out; refuse it as any bad scope.
+    scope = readable_scope(token, request.GET["scope"]) if "scope" in request.GET else ""
     number = read_version(request.GET)
     if not number:
         raise NotFound("No memory version is published yet.")
@@ -337,7 +345,7 @@ def memory_tests_run(request, token, body):
     (or `version`), as a publish runs them; each result is recorded as an Event of its test."""
     _refuse_unknown(body, MEMORY_TEST_RUN_KEYS)
     params = _as_query_parameters(body)
-    scope = readable_scope(token, params["scope"]) if params.get("scope") else ""
+    scope = readable_scope(token, params["scope"]) if "scope" in params else ""
     version = read_version(params)
     results = run_memory_tests(actor_label=token.label, scope=scope, prefixes=list(token.scopes), version=version)
     failed = sum(1 for r in results if not r.passed)

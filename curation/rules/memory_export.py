@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from curation.rules.context_block import boundary_clause, section_of, situation
 from curation.rules.injection import withheld_text
+from curation.rules import trust as provenance
+from curation.rules.trust import Trust
 
 INDEX_MAX_LINES = 200
 INDEX_MAX_BYTES = 25 * 1024
@@ -33,6 +35,7 @@ class Lesson:
     signal: str
     confidence: float
     withheld: bool = False  # in quarantine as a possible injection: its id only, never its text
+    trust: int = Trust.AGENT  # provenance trust (rules/trust.py) of the released row
 
 
 @dataclass
@@ -123,7 +126,8 @@ def topic_file(topic: Topic, version_number: int) -> str:
         f"# {title}",
         "",
         f"Curated lessons from memory version {version_number}. Trust: agreed with people > "
-        "validated > unvalidated inference (verify an inference before relying on it).",
+        "validated > unvalidated inference (verify an inference before relying on it). Provenance: where it "
+        "came from, person > verified > independent > agent > untrusted (relayed content).",
         "",
     ]
     for lesson in topic.lessons:
@@ -137,6 +141,7 @@ def topic_file(topic: Topic, version_number: int) -> str:
         lines += [
             f"- {boundary_clause(lesson.boundary) or 'Does not hold: not stated'}",
             f"- Trust: {trust} (confidence {lesson.confidence:.2f}, {lesson.kind.replace('_', ' ')})",
+            f"- Provenance: {provenance.name(lesson.trust)}",
             f"- Scope: `{lesson.scope}` · entry #{lesson.entry_id}",
             "",
         ]

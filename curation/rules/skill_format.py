@@ -185,9 +185,10 @@ def title_of(slug: str) -> str:
     return slug.replace("-", " ").capitalize()
 
 
-def render_skill_md(*, slug: str, description: str, sections: dict, sources, footer: str = "") -> str:
+def render_skill_md(*, slug: str, description: str, sections: dict, sources, footer: str = "", trust: str = "") -> str:
     """SKILL.md: front matter (name, description) then one `##` section per part of the draft, "None." for an
-    empty one so every skill reads the same way, and the entries it was curated from."""
+    empty one so every skill reads the same way, the entries it was curated from and, when given, their
+    lowest provenance trust (what a reader weighs the skill by)."""
     lines = [
         "---",
         f"name: {yaml_quoted(slug)}",
@@ -204,6 +205,8 @@ def render_skill_md(*, slug: str, description: str, sections: dict, sources, foo
     for source in sources:
         name = f"[entry #{source.entry_id}]({source.url})" if source.url else f"entry #{source.entry_id}"
         lines.append(f"- memoryadmin {name} (`{source.scope}`): {' '.join(source.trigger.split())}")
+    if trust:
+        lines += ["", f"Provenance trust: {trust} (the lowest of its sources)."]
     if footer:
         lines += ["", footer]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -551,6 +551,7 @@ def export_of(version: MemoryVersion, *, prefixes=None, scope: str = "") -> dict
             r.signal,
             r.confidence,
             withheld=r.withheld,
+            trust=r.trust,
         )
         for r in rows.order_by("scope", "entry_id").iterator(chunk_size=2000)
     ]

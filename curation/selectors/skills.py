@@ -229,6 +229,7 @@ def skill_md(p: SkillProposal, *, source_url=None) -> str:
         sections={key: getattr(p, key) for _, key in skill_format.BODY_SECTIONS},
         sources=sources,
         footer=skill_footer(p),
+        trust=p.trust.label,
     )
 
 

@@ -54,9 +54,13 @@ def test_the_same_parameters_are_refused_with_the_same_errors(agent, params, fie
 @pytest.mark.parametrize(
     "body, field, message",
     [
-        ({"scope": "acme/billing-api", "k": True}, "k", "Text or a number."),
-        ({"scope": "acme/billing-api", "q": ["ledger"]}, "q", "Text or a number."),
-        ({"scope": {"name": "acme"}}, "scope", "Text or a number."),
+        ({"scope": "acme/billing-api", "k": True}, "k", "A number."),
+        ({"scope": "acme/billing-api", "k": [5]}, "k", "A number."),
+        ({"scope": "acme/billing-api", "q": ["ledger"]}, "q", "Text."),
+        ({"scope": "acme/billing-api", "task_ref": 0}, "task_ref", "Text."),
+        ({"scope": 5}, "scope", "Text."),
+        ({"scope": {"name": "acme"}}, "scope", "Text."),
+        ({"scope": "acme/billing-api", "embedding": "0.1,0.2"}, "embedding", "A list of numbers."),
         ({"scope": "acme/billing-api", "k": 2.5}, "k", "A whole number."),
         ({"scope": "acme/billing-api", "query": "ledger"}, "query", "Unknown field."),
         ({"scope": "acme/billing-api", "q": "x" * 2001}, "q", "At most 2,000 characters."),

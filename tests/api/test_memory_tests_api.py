@@ -51,3 +51,8 @@ def test_a_scope_a_version_and_bad_input(agent, approved, lead):
     bad = agent.post("memory-tests/run", {"scope": "../etc"})
     assert bad.status_code == 422 and "scope" in bad.json()["errors"]
     assert agent.post("memory-tests/run", {"k": 3}).status_code == 422
+    # null is the field left out; an empty scope, a scope as a number or a version as a list is refused.
+    assert agent.post("memory-tests/run", {"scope": None, "version": None}).json()["memory_version"] == 1
+    for body, field in (({"scope": ""}, "scope"), ({"version": [1]}, "version"), ({"scope": 7}, "scope")):
+        refused = agent.post("memory-tests/run", body)
+        assert refused.status_code == 422 and field in refused.json()["errors"], body

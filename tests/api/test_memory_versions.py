@@ -63,6 +63,9 @@ def test_the_export_holds_only_the_tokens_scopes(make_agent, approved, lead):
     assert f"#{billing.pk} When billing only lesson" in text and "Web only lesson" not in text
     assert f"#{web.pk}" not in text
     assert agent.get("export", scope="acme/web").status_code == 403
+    # `scope=` with no value is a bad scope, not the whole export: leaving the parameter out is.
+    empty = agent.get("export", scope="")
+    assert empty.status_code == 422 and "scope" in empty.json()["errors"]
 
 
 def test_the_export_of_an_unknown_version_is_a_404(agent):

@@ -4,8 +4,10 @@ matches the documented schema. Bounded and derandomized, so a run is the same ru
 
 import pytest
 import schemathesis
+from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
+    negative_data_rejection,
     not_a_server_error,
     response_schema_conformance,
     status_code_conformance,
@@ -19,6 +21,11 @@ from memoryadmin.wsgi import application
 # What the description promises a client: no 5xx, only documented codes and content types, bodies as documented.
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
+
+# Under input the description forbids, the API refuses it with a documented 4xx, never a 5xx and never a 2xx.
+NEGATIVE_CHECKS = [not_a_server_error, status_code_conformance, negative_data_rejection]
+negative_schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
+negative_schema.config.generation.update(modes=[GenerationMode.NEGATIVE], max_examples=10)
 
 
 @pytest.fixture
@@ -52,6 +59,18 @@ def bearer(db, lead, in_the_tests_transaction, settings):
 @pytest.mark.django_db
 def test_every_operation_answers_as_documented(case, bearer):
     case.call_and_validate(headers=bearer, checks=CHECKS)
+
+
+@negative_schema.parametrize()
+@settings(
+    max_examples=10,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@pytest.mark.django_db
+def test_every_operation_refuses_what_the_description_forbids(case, bearer):
+    case.call_and_validate(headers=bearer, checks=NEGATIVE_CHECKS)
 
 
 def test_the_mcp_tools_require_what_the_api_requires():

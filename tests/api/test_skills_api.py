@@ -3,7 +3,8 @@
 import pytest
 import yaml
 
-from curation.models import Entry, SkillTrial
+from curation.models import Entry, SkillSource, SkillTrial
+from curation.rules.trust import Trust
 from curation.services import skills
 from tests.factories import publish_pending, nominated, report
 
@@ -140,6 +141,23 @@ def test_a_listed_skill_carries_its_skill_md(agent, lead):
     assert f"http://testserver/api/v1/entries/{p.nominated_entry_id}" in skill["skill_md"]
 
 
+def test_a_skill_says_the_lowest_trust_of_its_live_sources(agent, lead, approved):
+    p = approved_skill(lead)
+    [skill] = agent.get("skills").json()["skills"]
+    assert skill["trust"] == "agent" and "Provenance trust: agent (the lowest of its sources)." in skill["skill_md"]
+    # A second source, confirmed by a person, does not raise it; the first one, relayed content, lowers it.
+    person = approved(scope=p.scope, trigger="A person checked the container migration steps")
+    Entry.objects.filter(pk=person.pk).update(trust=Trust.PERSON)
+    SkillSource.objects.create(proposal=p, entry=person, entry_version=person.version)
+    assert agent.get(f"skills/{p.slug}").json()["trust"] == "agent"
+    Entry.objects.filter(pk=p.nominated_entry_id).update(trust=Trust.UNTRUSTED)
+    one = agent.get(f"skills/{p.slug}").json()
+    assert one["trust"] == "untrusted" and "Provenance trust: untrusted" in one["skill_md"]
+    # A source taken out of the skill no longer counts.
+    SkillSource.objects.filter(proposal=p, entry_id=p.nominated_entry_id).update(live=False, removed_at=p.created_at)
+    assert agent.get(f"skills/{p.slug}").json()["trust"] == "person"
+
+
 def test_pages_of_skills(agent, lead):
     made = sorted(approved_skill(lead, trigger=f"Procedure number {i} in the container").slug for i in range(3))
     first = agent.get("skills", limit=2).json()
@@ -148,6 +166,9 @@ def test_pages_of_skills(agent, lead):
     assert [s["slug"] for s in second["skills"]] == made[2:] and second["next_after"] is None
     assert agent.get("skills", limit=0).status_code == 422
     assert agent.get("skills", after="Bad Slug").status_code == 422
+    # An empty cursor is not "the first page": the description allows only a skill's name.
+    empty = agent.get("skills", after="")
+    assert empty.status_code == 422 and "after" in empty.json()["errors"]
 
 
 def test_list_query_count_is_fixed(agent, lead, django_assert_max_num_queries):

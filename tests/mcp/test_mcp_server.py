@@ -151,8 +151,11 @@ def test_an_agent_submits_uses_and_reports_a_lesson(connect, lead, approved_skil
 
             listed = await client.call_tool("list_skills", {})
             assert [s["name"] for s in listed.structured_content["skills"]] == [approved_skill.slug]
+            # The agent weighs a skill by its sources' lowest provenance trust: an agent's own lesson here.
+            assert [s["trust"] for s in listed.structured_content["skills"]] == ["agent"]
             skill = await client.call_tool("get_skill", {"name": approved_skill.slug})
-            assert text(skill) == skill_md
+            assert text(skill) == skill_md and skill.structured_content["trust"] == "agent"
+            assert "Provenance trust: agent (the lowest of its sources)." in skill_md
 
             trial = await client.call_tool(
                 "report_skill_trial", {"name": approved_skill.slug, "outcome": "success", "task_ref": "task-9"}

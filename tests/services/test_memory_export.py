@@ -3,6 +3,7 @@
 from django.core.management import call_command
 
 from curation.rules.memory_export import INDEX_LINE_MAX, INDEX_MAX_BYTES, INDEX_MAX_LINES, Lesson, export_files
+from curation.rules.trust import Trust
 from curation.services.releases import publish_version
 from tests.factories import active
 
@@ -48,6 +49,17 @@ def test_a_lesson_says_when_what_when_not_trust_and_its_id():
     assert "- Do: Do the thing number 15 carefully" in topic
     assert "- Not on Fridays" in topic and "Does not hold: not" not in topic  # said once
     assert "- Trust: unvalidated inference" in topic and "entry #15" in topic
+    assert "- Provenance: agent" in topic  # where it came from: the submitting agent's own word
+
+
+def test_a_lesson_says_its_provenance_trust():
+    relayed, person = (
+        Lesson(1, "acme/web", "fact", "t1", "c", (), "", "external", 0.8, trust=Trust.UNTRUSTED),
+        Lesson(2, "acme/web", "fact", "t2", "c", (), "", "external", 0.8, trust=Trust.PERSON),
+    )
+    topic = export_files([relayed, person], [], version_number=1, summary="s")["topics/acme/web.md"]
+    first, second = topic.split("## #2 ")
+    assert "- Provenance: untrusted" in first and "- Provenance: person" in second
 
 
 def test_a_large_scope_gets_one_topic_file_per_kind():

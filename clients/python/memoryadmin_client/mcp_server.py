@@ -248,7 +248,13 @@ async def _request_forget(api: AsyncMemoryAdmin, a: RequestForget) -> tuple[str,
 
 async def _list_skills(api: AsyncMemoryAdmin, a: ListSkills) -> tuple[str, dict]:
     skills = [
-        {"name": s["slug"], "scope": s["scope"], "description": s["description"], "when_to_use": s["when_to_use"]}
+        {
+            "name": s["slug"],
+            "scope": s["scope"],
+            "description": s["description"],
+            "when_to_use": s["when_to_use"],
+            "trust": s.get("trust"),  # the lowest provenance trust of its sources
+        }
         for s in await _all_skills(api, a.scope)
     ]
     return _text(skills), {"skills": skills}
@@ -256,7 +262,12 @@ async def _list_skills(api: AsyncMemoryAdmin, a: ListSkills) -> tuple[str, dict]
 
 async def _get_skill(api: AsyncMemoryAdmin, a: GetSkill) -> tuple[str, dict]:
     skill = await api.get_skill(a.name)
-    return skill["skill_md"], {"name": skill["slug"], "status": skill["status"], "skill_md": skill["skill_md"]}
+    return skill["skill_md"], {
+        "name": skill["slug"],
+        "status": skill["status"],
+        "trust": skill.get("trust"),
+        "skill_md": skill["skill_md"],
+    }
 
 
 async def _report_skill_trial(api: AsyncMemoryAdmin, a: ReportSkillTrial) -> tuple[str, dict]:
