@@ -283,6 +283,8 @@ def _read_claude_code(source: SourceFile, files, reading: Reading) -> None:
 
 _TRUST_LINE = re.compile(r"^- Trust: (?P<trust>[^()]+?) \(confidence [0-9.]+, (?P<kind>[a-z ]+)\)$")
 _SCOPE_LINE = re.compile(r"^- Scope: `(?P<scope>[^`]+)` · entry #(?P<id>\d+)$")
+# The labelled lines of an exported lesson (memory_export.topic_file) besides its trust, scope and boundary.
+_EXPORT_FIELDS = ("Do", "Only if", "Provenance")
 # What the export's trust words allow one to say of the signal: never more than the file shows.
 _TRUST_SIGNAL = {"agreed with people": Signal.EXTERNAL, "validated": Signal.INDEPENDENT}
 
@@ -293,19 +295,23 @@ def _read_console_topic(source: SourceFile, reading: Reading) -> None:
     starts = [i for i, line in enumerate(lines) if _EXPORT_LESSON.match(line)]
     for n, start in enumerate(starts):
         head = _EXPORT_LESSON.match(lines[start])
-        fields, trust, kind, scope = {}, "", "", ""
+        fields, trust, kind, scope, boundary = {}, "", "", "", ""
         for line in lines[start + 1 : starts[n + 1] if n + 1 < len(starts) else len(lines)]:
             if match := _TRUST_LINE.match(line):
                 trust, kind = match.group("trust"), match.group("kind").replace(" ", "_")
             elif match := _SCOPE_LINE.match(line):
                 scope = match.group("scope")
-            elif line.startswith("- ") and ": " in line:
-                label, _, value = line[2:].partition(": ")
-                fields[label] = value
+            elif line.startswith("- "):
+                label, colon, value = line[2:].partition(": ")
+                if colon and label in _EXPORT_FIELDS:
+                    fields[label] = value
+                elif colon and label == "Does not hold":
+                    boundary = value
+                else:  # the boundary said as a clause of its own (context_block.boundary_clause): "Not for hotfixes"
+                    boundary = line[2:]
         if not fields.get("Do") or kind not in Kind.values or not scope:
             reading.unreadable.append(Unreadable(source.path, start + 1, "an exported lesson without its fields"))
             continue
-        boundary = fields.get("Does not hold", "")
         reading.lessons.append(
             ImportedLesson(
                 format="claude-code",

@@ -32,9 +32,10 @@ def _script(*args) -> str:
     return done.stdout.strip()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def hot_standby(django_db_setup, django_db_blocker):
-    """The standby, started once for the session and dropped after it; its URL."""
+    """The standby, started for this module and dropped after it; its URL. Not kept for the session: its
+    feedback to the primary (hot_standby_feedback) holds back what VACUUM may remove, which later tests measure."""
     if connection.vendor != "postgresql":
         pytest.skip("a hot standby needs PostgreSQL (runs in the PostgreSQL pass of `make test`)")
     if missing := [tool for tool in TOOLS if not shutil.which(tool)]:

@@ -178,10 +178,12 @@ def test_list_query_count_is_fixed(agent, lead, django_assert_max_num_queries):
     # token, the published version and its skills, 3 of the selector, and the rate limit's cache
     with django_assert_max_num_queries(8) as one:
         agent.get("skills")
+    one_skill = len(one.captured_queries)  # read now: the next request empties the connection's query log
     for i in range(4):
         approved_skill(lead, trigger=f"Procedure number {i} in the container")
     publish_pending()
-    with django_assert_max_num_queries(len(one.captured_queries)):
+    agent.get("skills")  # the publish renewed the per-process token and version cache: read them once, as above
+    with django_assert_max_num_queries(one_skill):
         assert len(agent.get("skills").json()["skills"]) == 5
 
 

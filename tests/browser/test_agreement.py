@@ -82,7 +82,7 @@ def test_two_reviewers_approve_and_the_second_activates(live_server, page):
 def test_a_lead_who_makes_an_automatic_policy_meet_a_two_reviewer_rule_is_told(live_server, page):
     make_user("lena", "lead")
     log_in(page, live_server, "lena")
-    page.get_by_role("link", name="Scope policies").click()
+    page.get_by_role("link", name="Policies", exact=True).click()
     rules = page.locator("section#review")
     rules.get_by_label("Scope prefix").fill("acme")
     rules.get_by_role("button", name="Save the two-reviewer rule").click()

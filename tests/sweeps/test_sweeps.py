@@ -543,9 +543,10 @@ def test_one_clock_stamps_decisions_evidence_and_sweeps_in_a_replayed_future(rev
     revived = Entry.objects.get(pk=entry.pk)
     assert (revived.status, revived.last_verified_at) == (Status.ACTIVE, evidence_at)
     stamps = list(Event.objects.filter(entry=entry).order_by("id").values_list("action", "created_at"))
-    assert stamps[-3:] == [
+    assert stamps[-4:] == [
         ("archive", future - datetime.timedelta(days=1)),
         ("add_evidence", evidence_at),
+        ("trust_raised", evidence_at),  # a person's evidence confirms the agent's lesson, in the same moment
         ("revive", future),
     ]
     assert ("approve", approved_at) in stamps
