@@ -27,6 +27,7 @@ STATE_KEYS = (
     "recheck_when",
     "review_by",
     "signal",
+    "trust",
     "base_confidence",
     "confidence",
     "last_verified_at",

@@ -1,6 +1,6 @@
 """An entry's Events store what changed, and any version folds back from them (rules/event_deltas.py)."""
 
-from curation.rules.event_deltas import delta, fold, version_at
+from curation.rules.event_deltas import STATE_KEYS, VERSION_KEY, delta, fold, version_at
 
 FIRST = {
     "status": "pending",
@@ -57,3 +57,12 @@ def test_an_older_event_with_a_whole_snapshot_folds_the_same_way():
 
 def test_the_fold_of_no_events_is_no_version():
     assert fold([]) == []
+
+
+def test_the_state_a_version_folds_is_every_key_of_an_entrys_snapshot():
+    # A key the snapshot has and the fold drops would vanish from every rebuilt version (the trust level did).
+    from curation.models import Entry
+    from curation.rules import clock
+
+    entry = Entry(pk=1, base_confidence=0.5, created_at=clock.now(), version=1)
+    assert set(entry.snapshot()) - {VERSION_KEY} == set(STATE_KEYS)
