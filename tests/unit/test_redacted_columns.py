@@ -20,6 +20,8 @@ NOT_FREE_TEXT = {
     "ReleasedEntry.embedding": "a copy of Entry.embedding: numbers only",
     "Entry.created_by_label": "a username or an agent token's label",
     "Evidence.recorded_by_label": "a username or a token's label, and the entry it was merged from",
+    "Evidence.injection_found": "what the injection detector found: its findings' names and a field name",
+    "SkillProposal.injection_found": "what the injection detector found in the draft: findings' names and a field",
     "Event.actor_label": "a username, a token's label or a sweep's name",
     "Event.request_id": "a uuid the middleware makes",
     "ScopeGrant.prefix": "a scope path, validated by access.clean_scope",
