@@ -8,6 +8,12 @@ plain HTTP call it makes, in the same run, against the same server.
    that same call: p50 and p99, and the difference (target: a few milliseconds).
 3. search_memory through /mcp (Streamable HTTP, in the server), for comparison.
 
+Beside each pass's latencies, the CPU one call costs: the server's (the gunicorn worker's threads, and for
+stdio the `memoryadmin-mcp` process too, from /proc/<pid>/task/*/schedstat) and the client's (this process).
+Every client keeps its connection or session open across calls: the MCP clients negotiate once (the SDK's
+server/discover, or initialize on an older server) and then send one request per call, as the HTTP client
+does, so the difference is the MCP layer and nothing else.
+
 The server is the production one: gunicorn with the shipped gunicorn.conf.py (uvicorn workers serving
 memoryadmin.asgi), one worker. Uses its own PostgreSQL database (BENCH_DATABASE_URL, default
 memoryadmin_mcp_bench), filled on the first run with api_bench's generated lessons and reused afterwards.
@@ -83,12 +89,32 @@ def start_server() -> subprocess.Popen:
     raise SystemExit("gunicorn did not start")
 
 
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def cpu_ns(pids: list[int]) -> int:
+    """The CPU time the processes' threads have used so far, in nanoseconds (the kernel's own count, exact
+    where /proc/<pid>/stat's is in 10 ms ticks)."""
+    total = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
+                pass
+    return total
+
+
 def summary(latencies: list[float]) -> dict:
     ordered = sorted(latencies)
     return {"n": len(ordered), "p50": statistics.median(ordered), "p99": ordered[max(0, int(len(ordered) * 0.99) - 1)]}
 
 
-async def measure(plans: list[tuple[str, str]], warmup: int) -> dict[str, list[float]]:
+async def measure(plans: list[tuple[str, str]], warmup: int, master: int, worker: int) -> tuple[dict, dict, dict]:
     env = {"PATH": os.environ["PATH"], "MEMORYADMIN_URL": URL, "MEMORYADMIN_TOKEN": TOKEN}
     stdio = Client(StdioServerParameters(command=str(ROOT / ".venv/bin/memoryadmin-mcp"), env=env))
     remote = Client(
@@ -102,6 +128,8 @@ async def measure(plans: list[tuple[str, str]], warmup: int) -> dict[str, list[f
         "MCP /mcp (Streamable HTTP) search_memory": [],
     }
     names = list(times)
+    server_cpu = dict.fromkeys(names, 0)
+    client_cpu = dict.fromkeys(names, 0)
     async with (
         httpx.AsyncClient(base_url=URL, headers={"Authorization": f"Bearer {TOKEN}"}) as http,
         stdio as via_stdio,
@@ -117,13 +145,19 @@ async def measure(plans: list[tuple[str, str]], warmup: int) -> dict[str, list[f
             assert not result.is_error, result.content
 
         calls = [plain, lambda s, q: tool(via_stdio, s, q), lambda s, q: tool(via_http, s, q)]
+        stdio_server = [pid for pid in children(os.getpid()) if pid != master]  # memoryadmin-mcp
+        servers = [[worker], [worker, *stdio_server], [worker]]
         for i, (scope, q) in enumerate(plans):
-            for name, call in zip(names, calls):
+            for name, call, pids in zip(names, calls, servers):
+                server_before, client_before = cpu_ns(pids), time.process_time_ns()
                 started = time.perf_counter()
                 await call(scope, q)
+                elapsed = time.perf_counter() - started
                 if i >= warmup:
-                    times[name].append((time.perf_counter() - started) * 1000)
-    return times
+                    times[name].append(elapsed * 1000)
+                    client_cpu[name] += time.process_time_ns() - client_before
+                    server_cpu[name] += cpu_ns(pids) - server_before
+    return times, server_cpu, client_cpu
 
 
 def main() -> int:
@@ -148,7 +182,8 @@ def main() -> int:
 
     server = start_server()
     try:
-        times = anyio.run(measure, plans, args.warmup)
+        (worker,) = children(server.pid)
+        times, server_cpu, client_cpu = anyio.run(measure, plans, args.warmup, server.pid, worker)
     finally:
         server.terminate()
         server.wait(20)
@@ -165,6 +200,10 @@ def main() -> int:
             else f"   (+{s['p50'] - base['p50']:.1f} ms p50, +{s['p99'] - base['p99']:.1f} ms p99 over HTTP)"
         )
         print(f"  {name:<44} p50 {s['p50']:6.1f} ms   p99 {s['p99']:6.1f} ms{extra}")
+    print("\nCPU per call (ms), server (the gunicorn worker; for stdio with memoryadmin-mcp) and client (this process):")
+    for name in times:
+        server_ms, client_ms = server_cpu[name] / 1e6 / args.requests, client_cpu[name] / 1e6 / args.requests
+        print(f"  {name:<44} server {server_ms:5.2f}   client {client_ms:5.2f}")
     return 0
 
 

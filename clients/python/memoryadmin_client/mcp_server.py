@@ -429,8 +429,14 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
     the token's scopes and `scopes` (e.g. the project's own, below the token's); any other scope is
     read through the resource template."""
 
+    # The tools never change while the server runs, and rendering their JSON schemas is pydantic's slowest
+    # work: built once here, for tools/list and for the input schema a 2026-07-28 tools/call's Mcp-Param
+    # headers are checked against (which would otherwise run tools/list on every call).
+    tools = [spec.tool() for spec in TOOLS.values()]
+    input_schemas = {tool.name: tool.input_schema for tool in tools}
+
     async def list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[spec.tool() for spec in TOOLS.values()])
+        return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = TOOLS.get(params.name)
@@ -519,6 +525,7 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
         SERVER_NAME,
         version=version,
         instructions=INSTRUCTIONS,
+        get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
