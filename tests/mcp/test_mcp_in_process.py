@@ -6,6 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from memoryadmin_client import mcp_server
+
 from curation.api import http as api_http
 from curation.models import Retrieval
 from curation.services.tokens import create_agent_token
@@ -58,6 +60,51 @@ def test_a_tool_call_checks_the_token_once_and_answers_what_the_api_answers(asgi
     # Both reads were recorded for the agent's token, the tool's with the query it sent.
     recorded = Retrieval.objects.get(pk=found["retrieval_id"])
     assert (recorded.token_id, recorded.query, recorded.scope) == (token.pk, "signing key", "acme/billing-api")
+
+
+def test_a_tool_call_as_the_sdks_client_sends_it_is_answered_in_json_without_listing_the_tools(
+    asgi_server, reviewer, token_checks, monkeypatch
+):
+    """The SDK's client speaks 2026-07-28: one self-contained POST naming the method and tool in headers. Its
+    Mcp-Param headers are checked against the tool's input schema, which the server built once: no call
+    renders a tool's JSON schema (pydantic's slowest work) again."""
+    active(reviewer, scope="acme/billing-api", trigger="Rotating the webhook signing key", content="Deploy it first.")
+    publish_pending()
+    _, key = create_agent_token(name="mcp-agent", scopes=["acme/billing-api"])
+    rendered = []
+    render = mcp_server.ToolSpec.tool
+    monkeypatch.setattr(mcp_server.ToolSpec, "tool", lambda spec: rendered.append(spec.name) or render(spec))
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "agent", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "search_memory", "arguments": {"scope": "acme/billing-api", "query": "signing"}, "_meta": meta},
+    }
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}", "Mcp-Protocol-Version": "2026-07-28"}
+
+    answer = httpx.post(
+        f"{asgi_server}/mcp", json=body, headers={**headers, "Mcp-Method": "tools/call", "Mcp-Name": "search_memory"}
+    )
+
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/json")
+    result = answer.json()["result"]
+    assert not result["isError"]
+    assert [e["trigger"] for e in result["structuredContent"]["entries"]] == ["Rotating the webhook signing key"]
+    assert rendered == [] and len(token_checks) == 1
+    # tools/list still gives every tool with its schema, from the same objects.
+    listed = httpx.post(
+        f"{asgi_server}/mcp",
+        json={"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"_meta": meta}},
+        headers={**headers, "Mcp-Method": "tools/list"},
+    )
+    tools = {tool["name"]: tool for tool in listed.json()["result"]["tools"]}
+    assert list(tools) == list(mcp_server.TOOLS) and rendered == []
+    assert tools["search_memory"]["inputSchema"] == mcp_server.SearchMemory.model_json_schema()
 
 
 def test_a_tool_call_is_limited_to_the_tokens_scopes_without_a_second_check(asgi_server, token_checks):
