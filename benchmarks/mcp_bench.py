@@ -200,7 +200,9 @@ def main() -> int:
             else f"   (+{s['p50'] - base['p50']:.1f} ms p50, +{s['p99'] - base['p99']:.1f} ms p99 over HTTP)"
         )
         print(f"  {name:<44} p50 {s['p50']:6.1f} ms   p99 {s['p99']:6.1f} ms{extra}")
-    print("\nCPU per call (ms), server (the gunicorn worker; for stdio with memoryadmin-mcp) and client (this process):")
+    print(
+        "\nCPU per call (ms), server (the gunicorn worker; for stdio with memoryadmin-mcp) and client (this process):"
+    )
     for name in times:
         server_ms, client_ms = server_cpu[name] / 1e6 / args.requests, client_cpu[name] / 1e6 / args.requests
         print(f"  {name:<44} server {server_ms:5.2f}   client {client_ms:5.2f}")

@@ -83,7 +83,11 @@ def test_a_tool_call_as_the_sdks_client_sends_it_is_answered_in_json_without_lis
         "jsonrpc": "2.0",
         "id": 7,
         "method": "tools/call",
-        "params": {"name": "search_memory", "arguments": {"scope": "acme/billing-api", "query": "signing"}, "_meta": meta},
+        "params": {
+            "name": "search_memory",
+            "arguments": {"scope": "acme/billing-api", "query": "signing"},
+            "_meta": meta,
+        },
     }
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}", "Mcp-Protocol-Version": "2026-07-28"}
 
