@@ -1,22 +1,24 @@
 """`/mcp`: the MCP server over Streamable HTTP, served by memoryadmin itself for remote agents.
 
 The tools and resources are the stdio server's (`memoryadmin_client.mcp_server`): each is one call of the
-agent API, sent in this process (DjangoTransport: a WSGI request on Django's threads, no socket). A request
-to /mcp is authenticated once, at the door, by the API's own token check and rate limit (http.admit_to_mcp, the
-caller's address counted for bad tokens); the token it accepted travels with the tool's API call, which is
-then limited to the token's scopes and validated exactly as `/api/v1/` is, without checking the token a
-second time. Stateless, answering JSON: any worker answers any request, and no
+agent API, sent in this process (DjangoSender: a WSGI request on Django's threads, no socket and no HTTP
+client). A request to /mcp is authenticated once, at the door, by the API's own token check and rate limit
+(http.admit_to_mcp, the caller's address counted for bad tokens); the token it accepted travels with the
+tool's API call, which is then limited to the token's scopes and validated exactly as `/api/v1/` is,
+without checking the token a second time. Stateless, answering JSON: any worker answers any request, and no
 session outlives one. Nothing here logs a token or a query."""
 
 from __future__ import annotations
 
 import io
+import json
 import logging
 from contextlib import asynccontextmanager
+from urllib.parse import unquote, urlencode
 
 import httpx
 from django.http import HttpResponse
-from memoryadmin_client import AsyncMemoryAdmin
+from memoryadmin_client import AsyncMemoryAdmin, Call
 from memoryadmin_client.mcp_server import build_server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import Response
@@ -26,48 +28,56 @@ from .http import ADMITTED_TOKEN, admit_to_mcp
 
 MCP_PATH = "/mcp"
 
-# A line per in-process API call (httpx) and per stateless MCP request (the SDK) would only repeat the
-# access log's /mcp line; warnings and errors still show.
-for _name in ("httpx", "mcp"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
-FORWARDED = ("host", "x-forwarded-proto", "x-forwarded-for")  # what the API calls carry on
+# A line per stateless MCP request (the SDK) would only repeat the access log's /mcp line; warnings and
+# errors still show.
+logging.getLogger("mcp").setLevel(logging.WARNING)
+# The /mcp request's headers its tools' API calls carry on: its Host and a proxy's forwarded headers
+# (ALLOWED_HOSTS and X-Forwarded-Proto then see the caller's), and the token (which the gate accepted).
+CARRIED = frozenset({b"host", b"x-forwarded-proto", b"x-forwarded-for", b"authorization"})
 
 
-def _api_headers(headers) -> dict[str, str]:
-    """The caller's address, for the API calls made on its behalf (ALLOWED_HOSTS and a proxy's
-    X-Forwarded-Proto then see them as the caller's)."""
-    return {name: headers[name] for name in FORWARDED if name in headers}
+class DjangoSender:
+    """The tools' API calls (the client library's Calls), handed to Django in this process as WSGI requests on
+    its threads: no socket, no HTTP client, no ASGI exchange of events. Each is sent as the /mcp request's
+    own: from the caller's address, with its Host and forwarded headers (so ALLOWED_HOSTS, a proxy's
+    X-Forwarded-Proto and the API's logs see the agent that called /mcp, not this process), and carrying the
+    token the gate accepted, so the API does not check it again. The answer is read by the client library
+    as an HTTP answer would be."""
 
+    def __init__(self, django_application, scope, token):
+        self.django_application, self.token = django_application, token
+        self.scope = {
+            "type": "http",
+            "http_version": "1.1",
+            "scheme": scope.get("scheme", "http"),
+            "root_path": "",
+            "client": scope.get("client") or ("", 0),
+            "server": scope.get("server"),
+        }
+        self.headers = [(name, value) for name, value in scope["headers"] if name in CARRIED] + [
+            (b"accept", b"application/json"),
+            (b"user-agent", b"memoryadmin-mcp-http"),
+        ]
 
-class DjangoTransport(httpx.AsyncBaseTransport):
-    """The tools' API calls, handed to Django in this process as WSGI requests on its threads (no socket, no
-    ASGI exchange of events): from the caller's own address, so the API's logs count the agent that called
-    /mcp, not this process; carrying the token the gate accepted, so the API does not check it again."""
-
-    def __init__(self, django_application, client, token):
-        self.django_application, self.client, self.token = django_application, client or ("", 0), token
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = await request.aread()
-        environ = build_environ(
-            {
-                "type": "http",
-                "http_version": "1.1",
-                "method": request.method,
-                "scheme": request.url.scheme,
-                "path": request.url.path,
-                "query_string": request.url.query,
-                "root_path": "",
-                "headers": [(name.lower(), value) for name, value in request.headers.raw],  # as ASGI sends them
-                "client": self.client,
-                "server": (request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80)),
-            },
-            {},
-            io.BytesIO(body),
-        )
+    async def __call__(self, call: Call) -> httpx.Response:
+        headers = list(self.headers)
+        body = b""
+        if call.body is not None:  # as httpx encodes a json= body
+            body = json.dumps(call.body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+            headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if call.idempotency_key:
+            headers.append((b"idempotency-key", call.idempotency_key.encode("latin-1")))
+        request = {
+            **self.scope,
+            "method": call.method,
+            "path": unquote(call.path),  # as ASGI gives it: decoded
+            "query_string": urlencode(call.params).encode("ascii"),
+            "headers": headers,
+        }
+        environ = build_environ(request, {}, io.BytesIO(body))
         environ[ADMITTED_TOKEN] = self.token
         status, headers, content = await self.django_application.call(self.django_application.answer, environ)
-        return httpx.Response(status, headers=headers, content=content, request=request)
+        return httpx.Response(status, headers=headers, content=content)
 
 
 class BearerTokenGate:
@@ -98,16 +108,9 @@ def mcp_application(django_application):
 
     @asynccontextmanager
     async def client_for(ctx):
-        request = ctx.request
-        token = request.headers.get("authorization", "").partition(" ")[2].strip()  # the gate checked it
-        transport = DjangoTransport(django_application, request.scope.get("client"), request.scope[ADMITTED_TOKEN])
-        async with AsyncMemoryAdmin(
-            f"{request.url.scheme}://{request.headers.get('host', 'localhost')}",
-            token,
-            transport=transport,
-            headers=_api_headers(request.headers),
-            user_agent="memoryadmin-mcp-http",
-        ) as api:
+        scope = ctx.request.scope
+        sender = DjangoSender(django_application, scope, scope[ADMITTED_TOKEN])
+        async with AsyncMemoryAdmin("", "", send=sender) as api:
             yield api
 
     server = build_server(client_for)

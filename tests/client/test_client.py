@@ -240,3 +240,38 @@ def test_the_client_passes_the_holdout_arm_and_reads_the_evaluation(live_server,
         assert figures["windows"]["7"]["holdout"]["tasks"] == 1
         with pytest.raises(InvalidInput):
             api.evaluation("acme/billing-api", days=12)
+
+
+def test_an_async_client_given_a_sender_reads_refuses_and_retries_as_over_http():
+    """A server answering the API in its own process (/mcp) hands the client a sender in place of HTTP: the
+    Calls and the reading of their answers stay the client's."""
+    sent = []
+    answers = [
+        httpx.Response(
+            429, headers={"Retry-After": "0"}, json={"error": "Rate limit of 600 requests a minute reached."}
+        ),
+        httpx.Response(201, json={"id": 7, "status": "pending", "created": True}),
+        httpx.Response(400, json={"error": "Some fields are not valid.", "errors": {"scope": ["No such scope."]}}),
+    ]
+
+    async def send(call):
+        sent.append(call)
+        return answers.pop(0)
+
+    async def scenario():
+        async with AsyncMemoryAdmin("", "", send=send, retry=RetryPolicy(attempts=3, backoff=0.01)) as api:
+            created = await api.submit_candidate(**LESSON)
+            with pytest.raises(InvalidInput) as refused:
+                await api.search_memory("acme/nowhere", "signing key")
+        return created, refused.value
+
+    created, refused = run_async(scenario)
+
+    assert created == {"id": 7, "status": "pending", "created": True}
+    assert [(c.method, c.path) for c in sent] == [
+        ("POST", "/api/v1/candidates"),
+        ("POST", "/api/v1/candidates"),
+        ("POST", "/api/v1/memory/search"),
+    ]
+    assert sent[0].idempotency_key and sent[0].idempotency_key == sent[1].idempotency_key  # the 429 was retried
+    assert refused.status == 400 and refused.errors == {"scope": ["No such scope."]}

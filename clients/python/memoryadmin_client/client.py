@@ -13,7 +13,7 @@ import random
 import time
 import uuid
 from urllib.parse import quote
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -351,23 +351,31 @@ class AsyncMemoryAdmin(_Endpoints[Awaitable[JSON]]):
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         user_agent: str = "memoryadmin-client",
+        send: Callable[[Call], Awaitable[httpx.Response]] | None = None,
     ):
+        """`send`, for a server that answers the API in its own process: it answers each Call in place of
+        an HTTP request (no HTTP client is made; `base_url`, `token`, `timeout`, `transport`, `headers`
+        and `user_agent` are then the sender's business). The answer is read, refused or retried the same."""
         self.retry = retry or RetryPolicy()
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            headers=_headers(token, user_agent, headers),
-            timeout=timeout,
-            transport=transport,
-        )
+        self._http = None
+        if send is None:
+            self._http = httpx.AsyncClient(
+                base_url=base_url.rstrip("/"),
+                headers=_headers(token, user_agent, headers),
+                timeout=timeout,
+                transport=transport,
+            )
+        self._send = send or self._over_http
+
+    async def _over_http(self, call: Call) -> httpx.Response:
+        return await self._http.request(call.method, call.path, **_request_kwargs(call))
 
     async def _run(self, call: Call) -> JSON:  # type: ignore[override]  # R is the awaitable
         attempt = 0
         while True:
             attempt += 1
             try:
-                response: httpx.Response | httpx.TransportError = await self._http.request(
-                    call.method, call.path, **_request_kwargs(call)
-                )
+                response: httpx.Response | httpx.TransportError = await self._send(call)
             except httpx.TransportError as exc:
                 response = exc
             answer, wait = _settle(self.retry, attempt, response)
@@ -376,7 +384,8 @@ class AsyncMemoryAdmin(_Endpoints[Awaitable[JSON]]):
             await asyncio.sleep(wait)
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
 
     async def __aenter__(self) -> AsyncMemoryAdmin:
         return self

@@ -21,6 +21,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import x_mcp_header_map
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .client import AsyncMemoryAdmin
@@ -430,10 +431,11 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
     read through the resource template."""
 
     # The tools never change while the server runs, and rendering their JSON schemas is pydantic's slowest
-    # work: built once here, for tools/list and for the input schema a 2026-07-28 tools/call's Mcp-Param
-    # headers are checked against (which would otherwise run tools/list on every call).
+    # work: built once here, for tools/list and for the check of a 2026-07-28 tools/call's Mcp-Param headers
+    # (which would otherwise run tools/list on every call). Only a schema that names an argument's header
+    # (x-mcp-header) has anything to check; the others are left out, and their calls skip the check.
     tools = [spec.tool() for spec in TOOLS.values()]
-    input_schemas = {tool.name: tool.input_schema for tool in tools}
+    header_schemas = {tool.name: tool.input_schema for tool in tools if x_mcp_header_map(tool.input_schema)}
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -525,7 +527,7 @@ def build_server(client_for: ClientFor, *, scopes: tuple[str, ...] = (), version
         SERVER_NAME,
         version=version,
         instructions=INSTRUCTIONS,
-        get_tool_input_schema=input_schemas.get,
+        get_tool_input_schema=header_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
