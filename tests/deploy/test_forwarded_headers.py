@@ -2,6 +2,7 @@
 application reads X-Forwarded-For only behind TRUSTED_PROXIES proxies), and /mcp makes its API calls from
 the caller's address, so login and bad-token limits count the real client."""
 
+import asyncio
 import runpy
 from pathlib import Path
 
@@ -80,6 +81,20 @@ async def _call(app, client, token) -> int:
     return statuses[0]
 
 
+async def _while_serving(app, calls) -> list[int]:
+    """`_call` for each (client, token) of `calls`, while the app runs: its lifespan started, as the ASGI
+    server starts it."""
+    inbox, outbox = asyncio.Queue(), asyncio.Queue()
+    await inbox.put({"type": "lifespan.startup"})
+    lifespan = asyncio.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, outbox.put))
+    assert (await outbox.get())["type"] == "lifespan.startup.complete"
+    try:
+        return [await _call(app, client, token) for client, token in calls]
+    finally:
+        await inbox.put({"type": "lifespan.shutdown"})
+        await lifespan
+
+
 @pytest.mark.django_db(transaction=True)
 def test_mcp_counts_bad_tokens_per_caller_not_per_process(settings):
     from memoryadmin.asgi import django_application
@@ -87,7 +102,8 @@ def test_mcp_counts_bad_tokens_per_caller_not_per_process(settings):
     settings.CURATION = {**settings.CURATION, "API_BAD_TOKEN_LIMIT": 2}
     app = mcp_application(django_application)
     guesser, bystander = ("203.0.113.7", 50000), ("198.51.100.9", 50001)
-    answers = [run_async(lambda: _call(app, guesser, f"ma_guess{n}")) for n in range(3)]
-    assert answers == [401, 401, 429]
+    calls = [(guesser, f"ma_guess{n}") for n in range(3)] + [(bystander, "ma_mistyped")]
+    answers = run_async(lambda: _while_serving(app, calls))
+    assert answers[:3] == [401, 401, 429]
     # Another agent calling /mcp is not held back by the guesser's count.
-    assert run_async(lambda: _call(app, bystander, "ma_mistyped")) == 401
+    assert answers[3] == 401

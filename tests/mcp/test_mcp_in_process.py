@@ -9,6 +9,7 @@ import pytest
 from memoryadmin_client import mcp_server
 
 from curation.api import http as api_http
+from memoryadmin.threaded_wsgi import ThreadedWSGI
 from curation.models import Retrieval
 from curation.services.tokens import create_agent_token
 from tests.factories import active, publish_pending
@@ -37,6 +38,20 @@ def token_checks(monkeypatch):
     return calls
 
 
+@pytest.fixture
+def trips(monkeypatch):
+    """The work handed to Django's threads, one item per trip."""
+    trips = []
+    call = ThreadedWSGI.call
+
+    async def counted(self, function, *args):
+        trips.append(function)
+        return await call(self, function, *args)
+
+    monkeypatch.setattr(ThreadedWSGI, "call", counted)
+    return trips
+
+
 def test_a_tool_call_checks_the_token_once_and_answers_what_the_api_answers(asgi_server, reviewer, token_checks):
     active(reviewer, scope="acme/billing-api", trigger="Rotating the webhook signing key", content="Deploy it first.")
     active(reviewer, scope="acme/billing-api", trigger="When the invoice export stalls", content="Restart it.")
@@ -62,12 +77,13 @@ def test_a_tool_call_checks_the_token_once_and_answers_what_the_api_answers(asgi
     assert (recorded.token_id, recorded.query, recorded.scope) == (token.pk, "signing key", "acme/billing-api")
 
 
-def test_a_tool_call_as_the_sdks_client_sends_it_is_answered_in_json_without_listing_the_tools(
-    asgi_server, reviewer, token_checks, monkeypatch
+def test_a_tool_call_as_the_sdks_client_sends_it_is_one_trip_to_django_answered_in_json(
+    asgi_server, reviewer, token_checks, trips, monkeypatch
 ):
-    """The SDK's client speaks 2026-07-28: one self-contained POST naming the method and tool in headers. Its
-    Mcp-Param headers are checked against the tool's input schema, which the server built once: no call
-    renders a tool's JSON schema (pydantic's slowest work) again."""
+    """The SDK's client speaks 2026-07-28: one self-contained POST naming the method and tool in headers. The
+    token check and the tool's API call are one trip to Django's threads. The Mcp-Param headers are checked
+    against the tool's input schema, which the server built once: no call renders a tool's JSON schema
+    (pydantic's slowest work) again."""
     active(reviewer, scope="acme/billing-api", trigger="Rotating the webhook signing key", content="Deploy it first.")
     publish_pending()
     _, key = create_agent_token(name="mcp-agent", scopes=["acme/billing-api"])
@@ -100,6 +116,7 @@ def test_a_tool_call_as_the_sdks_client_sends_it_is_answered_in_json_without_lis
     assert not result["isError"]
     assert [e["trigger"] for e in result["structuredContent"]["entries"]] == ["Rotating the webhook signing key"]
     assert rendered == [] and len(token_checks) == 1
+    assert len(trips) == 1  # the check, then the search with the accepted token
     # tools/list still gives every tool with its schema, from the same objects.
     listed = httpx.post(
         f"{asgi_server}/mcp",
@@ -108,6 +125,7 @@ def test_a_tool_call_as_the_sdks_client_sends_it_is_answered_in_json_without_lis
     )
     tools = {tool["name"]: tool for tool in listed.json()["result"]["tools"]}
     assert list(tools) == list(mcp_server.TOOLS) and rendered == []
+    assert len(token_checks) == 2 and len(trips) == 2  # no API call: the check alone
     assert tools["search_memory"]["inputSchema"] == mcp_server.SearchMemory.model_json_schema()
 
 
