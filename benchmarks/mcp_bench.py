@@ -197,7 +197,7 @@ def main() -> int:
         extra = (
             ""
             if s is base or name.startswith("HTTP")
-            else f"   (+{s['p50'] - base['p50']:.1f} ms p50, +{s['p99'] - base['p99']:.1f} ms p99 over HTTP)"
+            else f"   ({s['p50'] - base['p50']:+.1f} ms p50, {s['p99'] - base['p99']:+.1f} ms p99 over HTTP)"
         )
         print(f"  {name:<44} p50 {s['p50']:6.1f} ms   p99 {s['p99']:6.1f} ms{extra}")
     print(
