@@ -116,7 +116,8 @@ def main() -> int:
     from django.test.utils import CaptureQueriesContext
 
     from curation import services
-    from curation.models import MemoryTest
+    from curation.models import MemoryTest, ScopeGrant
+    from curation.rules.access import EVERY_SCOPE
     from curation.selectors import memory_tests, releases
     from curation.services.impact import candidate_impact
 
@@ -124,6 +125,7 @@ def main() -> int:
     if reviewer is None:
         reviewer = User.objects.create_user("bench-reviewer")
         reviewer.groups.add(Group.objects.get(name="reviewer"))
+        ScopeGrant.objects.create(user=reviewer, prefix=EVERY_SCOPE)
     candidate = services.create_candidate(
         data={
             "kind": "procedure",

@@ -198,10 +198,13 @@ def rebuild_tallies() -> None:
     )
 
 
-def user(name: str, role: str, scopes=()):
+def user(name: str, role: str, scopes=None):
     from django.contrib.auth.models import Group, User
 
     from curation.models import ScopeGrant
+    from curation.rules.access import EVERY_SCOPE
+
+    scopes = [EVERY_SCOPE] if scopes is None else scopes
 
     person, _ = User.objects.get_or_create(username=name)
     person.groups.add(Group.objects.get(name=role))

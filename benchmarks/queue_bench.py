@@ -181,8 +181,12 @@ def seed(target: int) -> None:
 def reviewer():
     from django.contrib.auth.models import Group, User
 
+    from curation.models import ScopeGrant
+    from curation.rules.access import EVERY_SCOPE
+
     user, _ = User.objects.get_or_create(username="bench-reviewer")
     user.groups.add(Group.objects.get(name="reviewer"))
+    ScopeGrant.objects.get_or_create(user=user, prefix=EVERY_SCOPE)
     return user
 
 

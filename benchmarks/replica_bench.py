@@ -43,13 +43,15 @@ def main() -> int:
     from django.test.utils import override_settings
 
     from curation.infra import db_router
-    from curation.models import Entry, Status
+    from curation.models import Entry, ScopeGrant, Status
+    from curation.rules.access import EVERY_SCOPE
     from curation.services.releases import publish_version
 
     call_command("migrate", verbosity=0)
     load.seed()
     lead, _ = User.objects.get_or_create(username="load-lead")
     lead.groups.add(Group.objects.get(name="lead"))
+    ScopeGrant.objects.get_or_create(user=lead, prefix=EVERY_SCOPE)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {load.token_key(0)}", HTTP_HOST="127.0.0.1")
 
     def read() -> tuple[str, float]:

@@ -73,6 +73,8 @@ def main() -> int:
     from curation.selectors.forgets import tombstones_for
     from curation.services.forgets import approve_forget_request, file_forget_request
     from curation.rules.similarity import fingerprint, signature
+    from curation.models import ScopeGrant
+    from curation.rules.access import EVERY_SCOPE
 
     call_command("migrate", verbosity=0)
     if connection.vendor == "postgresql":
@@ -82,6 +84,7 @@ def main() -> int:
             )
     lead = User.objects.create_user("bench-lead")
     lead.groups.add(Group.objects.get(name="lead"))
+    ScopeGrant.objects.create(user=lead, prefix=EVERY_SCOPE)
     lead = User.objects.get(pk=lead.pk)
     rng = random.Random(5)
     batch = [(SCOPE, *lesson(rng, i)) for i in range(args.batch)]

@@ -10,7 +10,7 @@ from django.db.models import Q
 
 from curation.rules import clock, lifecycle, scope_policies
 from curation.rules.vocabulary import EventAction, Kind, QueueReason, Signal, Status  # noqa: F401  (the models' vocabulary)
-from curation.rules.access import clean_scope
+from curation.rules.access import EVERY_SCOPE, clean_grant_prefix, clean_scope
 from curation.rules.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
 from curation.rules.skill_format import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
 from curation.rules.trust import Sender, Source, Trust
@@ -385,16 +385,21 @@ class SimilarEntry(models.Model):
 
 
 class ScopeGrant(models.Model):
-    """Limits a user to scope prefixes. A user without grants sees every scope."""
+    """A scope prefix a person reads and acts under, or every scope (EVERY_SCOPE). A user without grants
+    sees no scope: every scope is given, never assumed."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scope_grants")
-    prefix = models.CharField(max_length=255, validators=[clean_scope])
+    prefix = models.CharField(
+        max_length=255,
+        validators=[clean_grant_prefix],
+        help_text=f"A scope prefix such as acme/billing-api (it and everything below it), or {EVERY_SCOPE} for every scope.",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "prefix"], name="scope_grant_unique")]
 
     def __str__(self) -> str:
-        return f"{self.user} → {self.prefix}"
+        return f"{self.user} → {'every scope' if self.prefix == EVERY_SCOPE else self.prefix}"
 
 
 class AgentToken(models.Model):

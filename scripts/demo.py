@@ -32,7 +32,19 @@ def web_command(port: str) -> list[str]:
     ]
 
 
-WORKER = [PY, "-m", "celery", "-A", "memoryadmin", "worker", "--loglevel=warning", "--concurrency=1"]
+# Quiet: no start banners (two workers and beat would print some 70 lines after the demo's summary), and
+# warnings and errors only, which still show.
+CELERY = [PY, "-m", "celery", "--quiet", "-A", "memoryadmin"]
+WORKER = [*CELERY, "worker", "--loglevel=warning", "--concurrency=1"]
+
+
+def background_commands(data: Path) -> dict[str, list[str]]:
+    return {
+        # one worker per queue (memoryadmin/settings.py): a lead's task never waits behind a nightly sweep
+        "worker-interactive": [*WORKER, "-Q", "interactive", "--hostname", "interactive@%h"],
+        "worker-sweeps": [*WORKER, "-Q", "sweeps,interactive", "--hostname", "sweeps@%h"],
+        "beat": [*CELERY, "beat", "--loglevel=warning", "--schedule", str(data / "celerybeat-schedule")],
+    }
 
 
 def manage(*args):
@@ -45,23 +57,7 @@ def main() -> int:
     manage("migrate", "--verbosity", "0")
     manage("seed_demo", "--agent-token", DEMO_AGENT_TOKEN)
     data = Path(os.environ.get("MEMORYADMIN_DATA_DIR", ROOT / "data"))
-    commands = {
-        "web": web_command(port),
-        # one worker per queue (memoryadmin/settings.py): a lead's task never waits behind a nightly sweep
-        "worker-interactive": [*WORKER, "-Q", "interactive", "--hostname", "interactive@%h"],
-        "worker-sweeps": [*WORKER, "-Q", "sweeps,interactive", "--hostname", "sweeps@%h"],
-        "beat": [
-            PY,
-            "-m",
-            "celery",
-            "-A",
-            "memoryadmin",
-            "beat",
-            "--loglevel=warning",
-            "--schedule",
-            str(data / "celerybeat-schedule"),
-        ],
-    }
+    commands = {"web": web_command(port), **background_commands(data)}
     procs = {name: subprocess.Popen(cmd, cwd=ROOT) for name, cmd in commands.items()}
 
     from curation.management.commands.seed_demo import DEFAULT_PASSWORD

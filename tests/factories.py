@@ -35,6 +35,7 @@ from curation.models import (
     TaskRun,
 )
 from curation.rules.scope_policies import HOLDOUT
+from curation.rules.access import EVERY_SCOPE
 from curation.services import skills, usage
 from curation.services.releases import publish_version
 from curation.services.scope_policies import set_scope_policy
@@ -49,10 +50,14 @@ AS_OF = datetime.datetime(2026, 12, 1, 2, 0, tzinfo=datetime.timezone.utc)
 # --- people -------------------------------------------------------------------------------------------------
 
 
-def make_user(username, role=None, scopes=()):
+def make_user(username, role=None, scopes=None):
+    """A user with `role` and scope grants `scopes`; left out, someone with a role is granted every scope
+    (a grant like any other: `scopes=()` makes a person with a role and no scopes)."""
     user = User.objects.create_user(username, password=PASSWORD)
     if role:
         user.groups.add(Group.objects.get(name=role))
+    if scopes is None:
+        scopes = [EVERY_SCOPE] if role else []
     for prefix in scopes:
         ScopeGrant.objects.create(user=user, prefix=prefix)
     return User.objects.get(pk=user.pk)  # fresh: no cached permissions

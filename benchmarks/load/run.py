@@ -189,11 +189,14 @@ class Background(threading.Thread):
         from django.core.exceptions import ValidationError
         from django.db import connection
 
+        from curation.models import ScopeGrant
+        from curation.rules.access import EVERY_SCOPE
         from curation.services.releases import publish_version
         from curation.tasks import TASKS
 
         lead, _ = User.objects.get_or_create(username="load-lead")
         lead.groups.add(Group.objects.get(name="lead"))
+        ScopeGrant.objects.get_or_create(user=lead, prefix=EVERY_SCOPE)
         for name in ("consolidation", "conflicts"):  # the night's long sweeps, on the sweeps' worker
             TASKS[name].apply_async(kwargs={"triggered_by": "load: the night's sweeps"})
         last_publish = last_probe = 0.0

@@ -15,7 +15,16 @@ from curation.models import (
     SkillProposal,
 )
 
-SCOPE = {"type": "string", "pattern": SCOPE_PATTERN, "maxLength": SCOPE_MAX, "example": "acme/billing-api"}
+SCOPE = {
+    "type": "string",
+    "pattern": SCOPE_PATTERN,
+    "maxLength": SCOPE_MAX,
+    "description": (
+        "Segments of a-z, 0-9, '.', '_' and '-' joined by '/'; a segment neither is nor starts nor ends with "
+        "'.'. No spaces, also none around it: a scope that does not match is refused (422), never trimmed."
+    ),
+    "example": "acme/billing-api",
+}
 SLUG = {
     "type": "string",
     "pattern": SKILL_SLUG_PATTERN,

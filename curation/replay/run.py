@@ -21,7 +21,8 @@ from django.contrib.auth.models import Group, User
 
 from curation.rules import clock, lifecycle
 from curation.rules.config import overriding
-from curation.models import Entry, Status
+from curation.models import Entry, ScopeGrant, Status
+from curation.rules.access import EVERY_SCOPE
 from curation.rules.scope_policies import ADMISSION
 from curation.selectors import retrieve_memory
 from curation.services.scope_policies import set_scope_policy
@@ -112,6 +113,7 @@ def _lead() -> User:
     user, created = User.objects.get_or_create(username=LEAD)
     if created:
         user.groups.add(Group.objects.get(name="lead"))
+        ScopeGrant.objects.create(user=user, prefix=EVERY_SCOPE)
     return User.objects.get(pk=user.pk)  # fresh: no cached permissions
 
 

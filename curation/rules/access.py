@@ -1,8 +1,10 @@
 """Who may see which scopes. A scope prefix covers itself and everything below it:
 `acme/billing-api` covers `acme/billing-api/container`, never `acme/billing-api-v2` or `acme/web`.
 
-People are limited by their scope grants (none: every scope); an agent token by its own prefixes (none:
-nothing). Both checks are written here once, and so is what a scope may look like (`clean_scope`), which
+People read and act only under their scope grants, an agent token under its own prefixes: no grants, no
+prefixes, nothing. Every scope is a grant of its own (EVERY_SCOPE), so that taking away a person's last
+grant narrows their reach to nothing and never widens it to everything; a Django superuser, who holds
+every permission without being given it, reads every scope. Both checks are written here once, and so is what a scope may look like (`clean_scope`), which
 every way a scope comes in uses: a submission, a retrieval, a filter, a form, a token, a grant."""
 
 import re
@@ -20,12 +22,25 @@ _SCOPE = re.compile(SCOPE_PATTERN)
 _SEGMENT_CHARACTERS = re.compile(r"[a-z0-9._-]+")
 
 
+EVERY_SCOPE = "*"  # a person's grant of every scope, present and future
+NO_SCOPES = (
+    "You have no scopes yet, so nothing is shown here and you can act on nothing. An administrator grants "
+    "scopes in the admin (Scope grants)."
+)
+
+
 def clean_scope(value) -> str:
-    """The scope, stripped; ValidationError saying what is wrong with it otherwise. Also the model fields'
-    validator, so that a grant made in the admin is held to the same rule."""
+    """The scope as given; ValidationError saying what is wrong with it otherwise. Also the model fields'
+    validator, so that a grant made in the admin is held to the same rule. Surrounding spaces are refused,
+    never stripped: the published pattern forbids them, and a scope kept other than as typed is one that
+    the person typing it cannot find again by what they typed."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError("A scope is required, e.g. acme/billing-api.")
-    value = value.strip()
+    if value != value.strip():
+        raise ValidationError(
+            f"No spaces before or after a scope ({value!r}): a scope is segments of a-z, 0-9, '.', '_' or '-', "
+            "joined by '/'."
+        )
     if len(value) > SCOPE_MAX:
         raise ValidationError(f"At most {SCOPE_MAX} characters.")
     if _SCOPE.match(value):
@@ -40,6 +55,11 @@ def clean_scope(value) -> str:
     raise ValidationError(
         f"Illegal scope segment {dotted}: a segment may not be '.' or '..', nor start or end with '.'."
     )
+
+
+def clean_grant_prefix(value) -> str:
+    """What a person's scope grant names: a scope (clean_scope), or EVERY_SCOPE."""
+    return value if value == EVERY_SCOPE else clean_scope(value)
 
 
 def scope_covers(prefix: str, scope: str) -> bool:
@@ -70,14 +90,32 @@ def scopes_overlap(a: str, b: str) -> bool:
 
 
 def user_scope_prefixes(user) -> list[str] | None:
-    """None means unrestricted. Cached on the user object for the request."""
+    """The prefixes the user reads and acts under: None for every scope (a grant of EVERY_SCOPE, or a
+    superuser), an empty list for none (no grants). Cached on the user object for the request."""
     cached = getattr(user, "_scope_prefixes", "unset")
     if cached != "unset":
         return cached
-    prefixes = sorted(user.scope_grants.values_list("prefix", flat=True)) if user.is_authenticated else []
-    result = prefixes or None
+    if not user.is_authenticated:
+        result = []
+    elif user.is_superuser:
+        result = None
+    else:
+        prefixes = sorted(user.scope_grants.values_list("prefix", flat=True))
+        result = None if EVERY_SCOPE in prefixes else prefixes
     user._scope_prefixes = result
     return result
+
+
+def user_has_no_scopes(user) -> bool:
+    return user_scope_prefixes(user) == []
+
+
+def reach_of(user) -> str:
+    """The user's scopes as a refusal names them."""
+    prefixes = user_scope_prefixes(user)
+    if prefixes is None:
+        return "every scope"
+    return ", ".join(prefixes) if prefixes else "none yet: an administrator grants scopes in the admin"
 
 
 def user_can_see_scope(user, scope: str) -> bool:

@@ -104,7 +104,7 @@ def clean_test(data: dict) -> dict:
     (lines); one ValidationError naming every bad field."""
     errors, cleaned = {}, {}
     try:
-        cleaned["scope"] = clean_scope(str(data.get("scope", "")).strip().rstrip("/"))
+        cleaned["scope"] = clean_scope(str(data.get("scope", "")).rstrip("/"))
     except ValidationError as exc:
         errors["scope"] = exc.messages
     name = " ".join(str(data.get("name", "")).split())

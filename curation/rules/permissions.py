@@ -8,6 +8,8 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
+from curation.rules import access
+
 # One constant per action.
 READ = "curation.view_entry"
 REVIEW = "curation.review_entry"
@@ -106,5 +108,13 @@ class Abilities:
 
 
 def abilities(request) -> dict:
-    """Context processor: `can`, what the user may do."""
-    return {"can": Abilities(request.user)} if hasattr(request, "user") else {}
+    """Context processor: `can`, what the user may do, and `no_scopes`, the message for a signed-in person
+    without scope grants (read when a page shows it: a template calls it, at most one query)."""
+    if not hasattr(request, "user"):
+        return {}
+    user = request.user
+
+    def no_scopes() -> str:
+        return access.NO_SCOPES if user.is_authenticated and access.user_has_no_scopes(user) else ""
+
+    return {"can": Abilities(user), "no_scopes": no_scopes}

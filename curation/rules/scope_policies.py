@@ -85,7 +85,7 @@ def clean(kind: str, data: dict) -> tuple[str, dict]:
     errors: dict[str, list[str]] = {}
     prefix = data.get("prefix")
     try:
-        prefix = clean_scope(prefix.strip().rstrip("/") if isinstance(prefix, str) else prefix)
+        prefix = clean_scope(prefix.rstrip("/") if isinstance(prefix, str) else prefix)
     except ValidationError as exc:
         errors["prefix"] = exc.messages
     value = {}

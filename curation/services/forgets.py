@@ -125,7 +125,7 @@ def file_forget_request(
                 raise ValidationError({"text": [f"At most {CONTENT_MAX} characters (this has {len(text)})."]})
             if not isinstance(scope, str) or not scope.strip():
                 raise ValidationError({"scope": ["The scope the text is about."]})
-            scope = access.clean_scope(scope.strip())
+            scope = access.clean_scope(scope)
             if not _may_read(actor, token, scope):
                 raise PermissionDenied(f"You may not file requests about scope {scope!r}.")
         label = token.label if token is not None else actor_label_for(actor)

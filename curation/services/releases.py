@@ -67,9 +67,9 @@ def _check_reach(actor, prefix: str | None) -> None:
     if prefixes is None:
         return
     if prefix is None:
-        raise OutsideScopes("Rolling back switches every scope: only a lead without scope limits may.")
+        raise OutsideScopes("Rolling back switches every scope: only a lead granted every scope may.")
     if not prefix or not access.covered_by_any(prefixes, prefix):
-        raise OutsideScopes(f"You publish only under your scopes ({', '.join(prefixes)}): give one as the prefix.")
+        raise OutsideScopes(f"You publish only under your scopes ({access.reach_of(actor)}): give one as the prefix.")
 
 
 def publish_version(
@@ -92,7 +92,7 @@ def publish_version(
     their results are Events about the tests and the version (and, on a refusal, the failures that held it)."""
     now = at or clock.now()
     summary = (summary or "").strip()
-    prefix = access.clean_scope(scope_prefix.strip().rstrip("/")) if scope_prefix.strip() else ""
+    prefix = access.clean_scope(scope_prefix.rstrip("/")) if scope_prefix.strip() else ""
     if not summary:
         raise ValidationError({"summary": ["Say what this release changes."]})
     _check_reach(actor, prefix)
@@ -204,7 +204,7 @@ def memory_tests_on_draft(*, scope_prefix: str = "", tests=None, at=None) -> lis
     `tests`: the tests to run (default: those the changes touch). With nothing pending the draft is the
     published version: the given tests run on it, and the default is none."""
     now = at or clock.now()
-    prefix = access.clean_scope(scope_prefix.strip().rstrip("/")) if scope_prefix.strip() else ""
+    prefix = access.clean_scope(scope_prefix.rstrip("/")) if scope_prefix.strip() else ""
     try:
         with transaction.atomic():
             draft = _draft(prefix, None, (), now)

@@ -66,7 +66,7 @@ def create_agent_token(
         errors["scopes"] = ["A token needs at least one scope, e.g. acme/billing-api."]
     if actor is not None and (beyond := [s for s in cleaned_scopes if not access.user_can_see_scope(actor, s)]):
         errors.setdefault("scopes", []).append(
-            f"Outside your scopes ({', '.join(access.user_scope_prefixes(actor))}): {', '.join(beyond)}. "
+            f"Outside your scopes ({access.reach_of(actor)}): {', '.join(beyond)}. "
             "A token reaches no further than its maker's grants."
         )
     if key is not None and len(key) < 16:

@@ -75,8 +75,11 @@ class ScopeFilter(forms.CharField):
     """A scope prefix, held to the same rule as every scope that comes in (access.clean_scope)."""
 
     def __init__(self):
-        # The placeholder says what to type, and cannot be taken for a filter already set.
-        super().__init__(required=False, widget=forms.TextInput(attrs={"placeholder": "any scope", "size": 18}))
+        # The placeholder says what to type, and cannot be taken for a filter already set. Not stripped:
+        # spaces around a scope are refused with the rule, as everywhere a scope comes in.
+        super().__init__(
+            required=False, strip=False, widget=forms.TextInput(attrs={"placeholder": "any scope", "size": 18})
+        )
 
     def clean(self, value):
         value = super().clean(value)

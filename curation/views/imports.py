@@ -52,11 +52,9 @@ def _form_context(request, **extra) -> dict:
 
 def _checked_scope(request, value: str) -> str:
     """The scope typed, cleaned; ValidationError unless it lies within the lead's scopes."""
-    scope = access.clean_scope((value or "").strip().rstrip("/"))
+    scope = access.clean_scope((value or "").rstrip("/"))
     if not access.user_can_see_scope(request.user, scope):
-        raise ValidationError(
-            f"{scope} is outside your scopes ({', '.join(access.user_scope_prefixes(request.user))})."
-        )
+        raise ValidationError(f"{scope} is outside your scopes ({access.reach_of(request.user)}).")
     return scope
 
 

@@ -24,8 +24,8 @@ CHART_WIDTH, CHART_HEIGHT, CHART_LEFT = 520, 160, 34
 
 
 def _focus(request) -> str:
-    raw = request.GET.get("scope", "").strip().rstrip("/")
-    if not raw:
+    raw = request.GET.get("scope", "").rstrip("/")
+    if not raw.strip():
         return ""
     try:
         scope = access.clean_scope(raw)

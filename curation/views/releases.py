@@ -32,8 +32,8 @@ from curation.rules.versions import change_counts, summary_for
 
 
 def _prefix(request, source) -> str:
-    raw = source.get("scope", "").strip().rstrip("/")
-    if not raw:
+    raw = source.get("scope", "").rstrip("/")
+    if not raw.strip():
         return ""
     try:
         return access.clean_scope(raw)
@@ -191,14 +191,14 @@ def preview(request):
     earlier one, or the pending draft)."""
     max_k = config.API_RETRIEVE_MAX_K.value
     form = {
-        "scope": request.GET.get("scope", "").strip(),
+        "scope": request.GET.get("scope", ""),
         "q": request.GET.get("q", "")[:2000],
         "k": request.GET.get("k", str(config.RETRIEVE_LIMIT.value)),
         "budget": request.GET.get("budget", "2000"),
         "version": request.GET.get("version", "published"),
     }
     context = {"form": form, "history": reads.version_history(request.user), "errors": {}, "result": None}
-    if not form["scope"]:
+    if not form["scope"].strip():
         return render(request, "curation/preview.html", context)
     errors = {}
     try:

@@ -40,7 +40,11 @@ def scope_policies_page(request):
 def set_policy(request, kind: str):
     if kind not in KINDS:
         raise Http404("No such kind of scope policy.")
-    form = {name: request.POST.get(name, "").strip() for name in (*FIELDS[kind], "reason")}
+    # A prefix is not trimmed: spaces around a scope are refused with the rule, as everywhere.
+    form = {
+        name: request.POST.get(name, "") if name == "prefix" else request.POST.get(name, "").strip()
+        for name in (*FIELDS[kind], "reason")
+    }
     try:
         result = set_scope_policy(kind, data=form, actor=request.user, reason=form["reason"])
     except ValidationError as exc:

@@ -208,9 +208,9 @@ def skill_list(request):
     status = request.GET.get("status", SkillProposal.Status.APPROVED)
     if status not in (SkillProposal.Status.APPROVED, SkillProposal.Status.RETIRED):
         raise Http404("The skills list shows approved or retired skills.")
-    scope = (request.GET.get("scope") or "").strip()
+    scope = request.GET.get("scope") or ""
     try:
-        scope = clean_scope(scope) if scope else ""
+        scope = clean_scope(scope) if scope.strip() else ""
     except ValidationError as exc:
         return render(
             request,

@@ -2,6 +2,7 @@
 
 import datetime
 import json
+import re
 
 import pytest
 from django.db import DatabaseError, connection
@@ -149,6 +150,27 @@ def test_field_errors_name_every_bad_field(agent):
     assert errors["trigger"] == ["At most 500 characters (this has 501)."]
     assert errors["confidence"] == ["A number from 0 to 1."]
     assert not Entry.objects.exists()
+
+
+def test_a_scope_with_spaces_around_it_is_refused_with_the_rule_not_trimmed(agent):
+    response = agent.submit(scope=" acme/billing-api ")
+    assert response.status_code == 422
+    assert response.json()["errors"]["scope"] == [
+        "No spaces before or after a scope (' acme/billing-api '): a scope is segments of a-z, 0-9, '.', '_' "
+        "or '-', joined by '/'."
+    ]
+    assert not Entry.objects.exists()
+    response = agent.get("memory", scope="acme/billing-api ")
+    assert response.status_code == 422 and "No spaces before or after a scope" in response.json()["errors"]["scope"][0]
+
+
+def test_the_described_scope_pattern_forbids_spaces(client):
+    schema = client.get("/api/v1/openapi.json").json()
+    candidate = schema["components"]["schemas"]["Candidate"]["properties"]["scope"]
+    assert "No spaces, also none around it" in candidate["description"]
+    pattern = re.compile(candidate["pattern"])
+    assert pattern.match("acme/billing-api")
+    assert not any(pattern.match(s) for s in (" acme/billing-api", "acme/billing-api ", "acme/billing api"))
 
 
 def test_content_over_4000_characters_is_refused(agent):

@@ -158,7 +158,7 @@ def test_a_scoped_lead_sees_and_revokes_only_tokens_within_their_grants(billing_
     assert AgentToken.objects.get(pk=own.token.pk).revoked_by == billing_lead
 
 
-def test_a_lead_without_grants_still_manages_every_token(lead, make_agent):
+def test_a_lead_granted_every_scope_manages_every_token(lead, make_agent):
     make_agent("globex-bot", scopes=["globex"])
     client = client_for(lead)
     assert "globex-bot" in client.get("/agents/tokens/").content.decode()

@@ -173,7 +173,14 @@ def test_users_can_log_in_and_have_their_roles(seeded):
     assert list(ScopeGrant.objects.filter(user__username="reviewer-billing").values_list("prefix", flat=True)) == [
         "acme/billing-api"
     ]
-    assert not ScopeGrant.objects.exclude(user__username="reviewer-billing").exists()
+    # Every scope is a grant like any other: the demo's unrestricted people are given it.
+    assert sorted(
+        ScopeGrant.objects.exclude(user__username="reviewer-billing").values_list("user__username", "prefix")
+    ) == [
+        ("auditor", "*"),
+        ("lead", "*"),
+        ("reviewer", "*"),
+    ]
     assert User.objects.get(username="lead").has_perm("curation.review_entry")
     assert not User.objects.get(username="auditor").has_perm("curation.review_entry")
     assert "reviewer-billing" in seeded and PASSWORD in seeded

@@ -24,7 +24,7 @@ NOT_FREE_TEXT = {
     "SkillProposal.injection_found": "what the injection detector found in the draft: findings' names and a field",
     "Event.actor_label": "a username, a token's label or a sweep's name",
     "Event.request_id": "a uuid the middleware makes",
-    "ScopeGrant.prefix": "a scope path, validated by access.clean_scope",
+    "ScopeGrant.prefix": "a scope path or * (every scope), validated by access.clean_grant_prefix",
     "ScopePolicy.prefix": "a scope path, validated by access.clean_scope",
     "ScopePolicy.updated_by_label": "a lead's username",
     "MemoryTest.scope": "a scope path, validated by access.clean_scope",

@@ -30,7 +30,14 @@ def test_dot_segments_are_refused_and_the_message_says_why(scope):
 
 @pytest.mark.parametrize("scope", ["acme", "acme/billing-api", "acme/v1.2/api", "a/b.c_d-e", "x1..2"])
 def test_dots_inside_a_segment_stay_allowed(scope):
-    assert access.clean_scope(f" {scope} ") == scope
+    assert access.clean_scope(scope) == scope
+
+
+@pytest.mark.parametrize("scope", [" acme/billing-api", "acme/billing-api ", "\tacme\n", " acme "])
+def test_spaces_around_a_scope_are_refused_not_stripped(scope):
+    with pytest.raises(ValidationError, match=r"No spaces before or after a scope .*segments of a-z, 0-9"):
+        access.clean_scope(scope)
+    assert not re.match(access.SCOPE_PATTERN, scope)  # the pattern clients are given says the same
 
 
 def test_the_pattern_published_for_clients_refuses_them_too():

@@ -82,10 +82,42 @@ def test_a_scope_grant_for_a_dotted_scope_is_refused(reviewer, scope):
     admin = User.objects.create_superuser("root", password="x")
     response = client_for(admin).post("/admin/curation/scopegrant/add/", {"user": reviewer.pk, "prefix": scope})
     assert response.status_code == 422 and WHY in response.content.decode()
-    assert not ScopeGrant.objects.exists()
+    assert list(ScopeGrant.objects.values_list("prefix", flat=True)) == ["*"]  # the reviewer's own, and no other
     assert (
         client_for(admin)
         .post("/admin/curation/scopegrant/add/", {"user": reviewer.pk, "prefix": "acme/v1.2"})
         .status_code
         == 302
     )
+
+
+SPACED = [" acme/billing-api", "acme/billing-api ", " acme "]
+NO_SPACES = "No spaces before or after a scope"
+
+
+@pytest.mark.parametrize("scope", SPACED)
+def test_edit_and_approve_refuses_spaces_around_a_scope_and_trims_nothing(reviewer, make_candidate, scope):
+    entry = make_candidate()
+    response = client_for(reviewer).post(
+        reverse("curation:candidate-edit", args=[entry.pk]),
+        {"version": 1, "scope": scope, "trigger": "t", "content": "c"},
+        **HTMX,
+    )
+    assert response.status_code == 422 and NO_SPACES in response.content.decode()
+    fresh = Entry.objects.get(pk=entry.pk)
+    assert (fresh.status, fresh.scope) == (Status.PENDING, "acme/billing-api/container")
+
+
+@pytest.mark.parametrize("page", ["candidates", "conflicts", "consolidation", "skills-queue", "skills"])
+def test_every_scope_filter_refuses_spaces_around_a_scope(reviewer, page):
+    name = "scope" if page == "skills" else "f-scope"
+    response = client_for(reviewer).get(reverse(f"curation:{page}"), {name: " acme/billing-api"})
+    assert response.status_code == 422 and NO_SPACES in response.content.decode()
+
+
+def test_a_scope_grant_with_spaces_around_it_is_refused(reviewer):
+    admin = User.objects.create_superuser("root", password="x")
+    before = list(ScopeGrant.objects.values_list("user", "prefix"))
+    response = client_for(admin).post("/admin/curation/scopegrant/add/", {"user": reviewer.pk, "prefix": " acme "})
+    assert response.status_code == 422 and NO_SPACES in response.content.decode()
+    assert list(ScopeGrant.objects.values_list("user", "prefix")) == before

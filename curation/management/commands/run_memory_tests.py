@@ -31,7 +31,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, scope, number, draft, **options):
         try:
-            scope = clean_scope(scope.strip().rstrip("/")) if scope.strip() else ""
+            scope = clean_scope(scope.rstrip("/")) if scope.strip() else ""
             results = run_memory_tests(actor_label=ACTOR_LABEL, scope=scope, version=number, draft=draft)
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None

@@ -23,6 +23,7 @@ from django.db.models import Count, Q
 from curation import services
 from curation.rules import clock, config
 from curation.demo.lessons import AGENT_TOKEN_SCOPES, DEMO_TASK_PREFIX, timeline
+from curation.rules.access import EVERY_SCOPE
 from curation.models import (
     AgentToken,
     Conflict,
@@ -48,10 +49,11 @@ DEMO_AGENT_TOKEN_NAME = "demo-agent"
 DEMO_AGENT_SCOPES = ("acme", "globex", "initech")
 
 # (username, group, scope prefixes the user is limited to)
+# Every scope is a grant of its own: a person without grants sees nothing.
 DEMO_USERS = (
-    ("reviewer", "reviewer", ()),
-    ("lead", "lead", ()),
-    ("auditor", "auditor", ()),
+    ("reviewer", "reviewer", (EVERY_SCOPE,)),
+    ("lead", "lead", (EVERY_SCOPE,)),
+    ("auditor", "auditor", (EVERY_SCOPE,)),
     ("reviewer-billing", "reviewer", ("acme/billing-api",)),
 )
 
@@ -240,7 +242,8 @@ class Command(BaseCommand):
             user.groups.add(group)
             for prefix in prefixes:
                 ScopeGrant.objects.get_or_create(user=user, prefix=prefix)
-            logins.append((username, group_name, ", ".join(prefixes) or "all scopes", shown))
+            reach = ", ".join("all scopes" if prefix == EVERY_SCOPE else prefix for prefix in prefixes)
+            logins.append((username, group_name, reach, shown))
         return logins
 
     def seed_entries(self):
