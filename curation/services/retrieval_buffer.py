@@ -22,7 +22,7 @@ import json
 import logging
 
 from django.core.cache import cache
-from django.db import DatabaseError, connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 
 from curation.rules import config
 from curation.models import Retrieval
@@ -89,16 +89,23 @@ def flush(batch: int = FLUSH_BATCH) -> int:
     client, key = _client()
     stored, start = 0, 0
     while True:
-        raw = client.lrange(key, start, start + batch - 1)
+        try:
+            raw = client.lrange(key, start, start + batch - 1)
+        except Exception:  # noqa: BLE001 - what Redis holds waits for it; the caller goes on without
+            logger.warning("The buffered retrievals could not be read from Redis.", exc_info=True)
+            return stored
         if not raw:
             return stored
         stored += _write([json.loads(item) for item in raw])
 
         def taken(raw=raw):
-            pipe = client.pipeline(transaction=False)
-            for item in raw:
-                pipe.lrem(key, 1, item)
-            pipe.execute()
+            try:
+                pipe = client.pipeline(transaction=False)
+                for item in raw:
+                    pipe.lrem(key, 1, item)
+                pipe.execute()
+            except Exception:  # noqa: BLE001 - left on the list, they are skipped as stored by the next flush
+                logger.warning("Flushed retrievals could not be taken off the Redis list.", exc_info=True)
 
         if connection.in_atomic_block:
             transaction.on_commit(taken)
@@ -110,18 +117,21 @@ def flush(batch: int = FLUSH_BATCH) -> int:
 
 
 def _write(records: list[dict]) -> int:
-    """One statement for the batch; when it fails (a record naming a row that is not there), each record on
-    its own, and a record that cannot be written is logged and dropped so that it holds up no other."""
+    """One statement for the batch; when the data refuses it (a record naming a row that is not there),
+    each record on its own, and a record that cannot be written is logged and dropped so that it holds up no
+    other. A lost connection raises: the records stay on the list for the next flush."""
     try:
-        with transaction.atomic():
-            return insert_counted_retrievals(records)
-    except DatabaseError:
+        with transaction.atomic():  # committed (its deferred checks made) before it counts
+            stored = insert_counted_retrievals(records)
+        return stored
+    except (IntegrityError, DataError):
         logger.warning("A batch of %s buffered retrievals failed; writing them one by one.", len(records))
     stored = 0
     for record in records:
         try:
             with transaction.atomic():
-                stored += insert_counted_retrievals([record])
-        except DatabaseError:
+                one = insert_counted_retrievals([record])
+            stored += one
+        except (IntegrityError, DataError):
             logger.error("Buffered retrieval %s could not be written; dropped.", record.get("id"), exc_info=True)
     return stored

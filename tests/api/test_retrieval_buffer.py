@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import uuid
 import sys
 from pathlib import Path
 
@@ -184,3 +185,21 @@ def test_reads_buffered_by_a_process_killed_before_any_flush_are_written_by_the_
     assert retrieval_buffer.flush() == 3
     assert Retrieval.objects.filter(pk__in=ids, query="killed").count() == 3
     assert _counts(entries) == {e.pk: 3 for e in entries}
+
+
+def test_a_record_the_database_refuses_holds_up_no_other(agent, approved, buffered):
+    if not buffered:
+        pytest.skip("nothing is buffered without PostgreSQL and Redis")
+    entry = approved(scope=SCOPE, trigger="When the index bloats", content="Reindex concurrently.")
+    first = agent.retrieve(scope=SCOPE, q="index").json()
+    client, key = retrieval_buffer._client()
+    broken = {**json.loads(client.lrange(key, 0, 0)[0]), "id": str(uuid.uuid4()), "token_id": agent.token.pk + 1000}
+    client.rpush(key, json.dumps(broken))
+    last = agent.retrieve(scope=SCOPE, q="index").json()
+    assert retrieval_buffer.flush() == 2
+    assert retrieval_buffer.pending() == 0
+    assert set(Retrieval.objects.values_list("pk", flat=True)) == {
+        uuid.UUID(first["retrieval_id"]),
+        uuid.UUID(last["retrieval_id"]),
+    }
+    assert Entry.objects.get(pk=entry.pk).retrieval_count == 2
