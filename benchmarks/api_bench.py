@@ -11,9 +11,11 @@
    selectors.releases.retrieve_released for the same requests), issued directly through psycopg by as
    many threads, each with its own connection: p50 and p99, and retrieval / raw. The CPU per read of the
    whole request (web workers + PostgreSQL backends + clients) beside the raw statement's (its PostgreSQL
-   backends + psycopg in this process), and their ratio (target: <= 2x; one client's p50 < 8 ms); the dead
-   row versions on curation_entry before and after the measured reads (the retrieval counters' updates
-   leave them), and the machine's load average.
+   backends + psycopg in this process), and their ratio (target: <= 2x; one client's p50 < 8 ms). The reads'
+   records wait in Redis (services.retrieval_buffer); the bench flushes them after the pass, as the worker
+   would, and prints that flush's CPU per read beside the ratio. The dead row versions on curation_entry
+   before and after the measured reads and after the flush (the retrieval counters' updates leave them),
+   and the machine's load average. MEMORYADMIN_BUFFER_RETRIEVALS=false measures each read writing its own.
 2. POST /api/v1/candidates/batch: 10,000 candidates in batches of 500, with every check (redaction,
    exact and near duplicates, conflicts): candidates per second (target: 2,000).
 
@@ -269,6 +271,7 @@ def bench_retrieval(scopes: int, requests: int, clients: int, server_pid: int) -
         lambda plan: one(plan, alone),
     )
     alone.sort()
+    flush_reads()  # what the warm-up and the lone client buffered: not the measured pass's
     workers = children_of(server_pid)
     dead_before = dead_tuples()
     load_before = os.getloadavg()
@@ -282,11 +285,14 @@ def bench_retrieval(scopes: int, requests: int, clients: int, server_pid: int) -
     }
     load_after = os.getloadavg()
     dead_after = dead_tuples()
+    flushed = flush_reads()
+    dead_flushed = dead_tuples()
     latencies.sort()
     raw = bench_raw(retrieval_statements(plans), clients)
     return {
         "raw": raw,
-        "dead_tuples": (dead_before, dead_after),
+        "dead_tuples": (dead_before, dead_after, dead_flushed),
+        "flush": flushed,
         "load": (load_before, load_after),
         "requests": len(latencies),
         "failures": len(failures),
@@ -297,6 +303,27 @@ def bench_retrieval(scopes: int, requests: int, clients: int, server_pid: int) -
         "alone_p50_ms": statistics.median(alone),
         "alone_p99_ms": alone[int(len(alone) * 0.99) - 1],
         "cpu_ms": {part: seconds * 1000 / len(latencies) for part, seconds in cpu.items()},
+    }
+
+
+def flush_reads() -> dict:
+    """Write the reads the web workers buffered in Redis, as the worker's flush task does (services.
+    retrieval_buffer), and what that cost: this process's CPU and its PostgreSQL backend's."""
+    from django.db import connection
+
+    from curation.services import retrieval_buffer
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    waiting = retrieval_buffer.pending()
+    db_before, own_before, started = cpu_seconds([backend]), time.process_time(), time.perf_counter()
+    stored = retrieval_buffer.flush()
+    return {
+        "buffered": waiting,
+        "stored": stored,
+        "seconds": time.perf_counter() - started,
+        "cpu_ms": (cpu_seconds([backend]) - db_before + time.process_time() - own_before) * 1000,
     }
 
 
@@ -486,10 +513,19 @@ def main() -> int:
             f"{raw_cpu['clients'] * per_read:.2f} ms = {raw_total:.2f} ms; the whole request / the raw statement: "
             f"{total / raw_total:.2f}x (target <= 2x)"
         )
-        (load_before, load_after), (dead_before, dead_after) = r["load"], r["dead_tuples"]
+        flush = r["flush"]
+        if flush["buffered"]:
+            print(
+                f"  the flush of the reads buffered in Redis (the worker's task, run here once after the pass): "
+                f"{flush['stored']:,} retrievals in {flush['seconds'] * 1000:.0f} ms, CPU {flush['cpu_ms']:.0f} ms = "
+                f"{flush['cpu_ms'] / r['requests']:.2f} ms a read; the whole request with its share of the flush / "
+                f"the raw statement: {(total + flush['cpu_ms'] / r['requests']) / raw_total:.2f}x"
+            )
+        (load_before, load_after), (dead_before, dead_after, dead_flushed) = r["load"], r["dead_tuples"]
         print(
             f"  curation_entry dead row versions: {dead_before:,} before the measured pass, {dead_after:,} after "
-            f"({dead_after - dead_before:+,} for {r['requests']} reads); machine load average (1, 5, 15 min) "
+            f"({dead_after - dead_before:+,} for {r['requests']} reads), {dead_flushed:,} after the flush "
+            f"({dead_flushed - dead_before:+,}); machine load average (1, 5, 15 min) "
             f"{' '.join(f'{x:.2f}' for x in load_before)} before, {' '.join(f'{x:.2f}' for x in load_after)} after"
         )
         i = bench_ingest(args.scopes, args.ingest, 500, min(args.clients, args.workers))

@@ -16,6 +16,7 @@ from django.db import InterfaceError, OperationalError
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from curation import sweeps
+from curation.services import retrieval_buffer
 from curation.services.import_jobs import run_job
 
 try:  # the Redis client is there whenever the broker is Redis
@@ -71,3 +72,18 @@ def run_import_job(job_id: int) -> dict:
     """A lead's uploaded import (or its dry run); run again, it skips what landed (services.import_jobs)."""
     job = run_job(job_id)
     return {"job": job.pk, "state": job.state, "done": job.done}
+
+
+@shared_task(
+    name="curation.retrievals.flush",
+    acks_late=True,
+    autoretry_for=RETRY_ON,
+    retry_backoff=True,
+    max_retries=3,
+    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    time_limit=settings.CELERY_TASK_TIME_LIMIT,
+)
+def flush_retrievals() -> dict:
+    """Write the agents' reads buffered in Redis (services.retrieval_buffer), set-based; delivered twice, the
+    second finds them written and writes nothing."""
+    return {"stored": retrieval_buffer.flush()}

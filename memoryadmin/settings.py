@@ -280,7 +280,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # Background curation (curation/tasks.py): each sweep's schedule is in its entry of curation/sweeps/registry.py,
 # and the curation app fills this from there when it starts (the registry imports the models, which the
 # settings cannot). One beat process only.
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Agents' reads wait in Redis until this writes them (services/retrieval_buffer.py); a flush that waited
+    # longer than the next one would is dropped.
+    "flush-retrievals": {"task": "curation.retrievals.flush", "schedule": 5.0, "options": {"expires": 10}},
+}
 CELERY_TIMEZONE = TIME_ZONE
 
 # The cache holds the agent API's rate-limit counters: Redis when there is one, so every worker

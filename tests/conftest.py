@@ -17,6 +17,9 @@ from tests.factories import candidate_data, make_user
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM is still used synchronously.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# Tests read the rows an agent's read writes right after it: each read writes its own, unless a test turns
+# the buffer on (config.overriding(BUFFER_RETRIEVALS=True); tests/services/test_retrieval_buffer.py).
+os.environ["MEMORYADMIN_BUFFER_RETRIEVALS"] = "false"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -108,6 +108,9 @@ class Whole(Kind[int]):
 class Flag(Kind[bool]):
     expected = "True or False"
 
+    def parse(self, text: str):
+        return {"true": True, "1": True, "on": True, "false": False, "0": False, "off": False}.get(text.lower(), text)
+
     def check(self, value) -> bool:
         if not isinstance(value, bool):
             raise _Refused(self.expected, value)
@@ -432,6 +435,14 @@ RETRIEVAL_CACHE_SECONDS = _curation(
     300,
     "how long an unasked retrieval answer stays cached (a publish invalidates it anyway); 0: no cache",
     env="MEMORYADMIN_RETRIEVAL_CACHE_SECONDS",
+)
+BUFFER_RETRIEVALS = _curation(
+    "BUFFER_RETRIEVALS",
+    Flag(),
+    True,
+    "on PostgreSQL with Redis, agents' retrieval records and counters wait in Redis and the worker writes them "
+    "in batches every few seconds; off: each read writes its own at once",
+    env="MEMORYADMIN_BUFFER_RETRIEVALS",
 )
 API_RATE_LIMIT = _curation(
     "API_RATE_LIMIT", Whole(0), 600, "requests per token per minute; 0: no limit", env="MEMORYADMIN_API_RATE_LIMIT"

@@ -17,7 +17,6 @@ import logging
 from django.core.cache import cache
 
 from curation.rules import clock, config
-from curation.rules.trust import Trust
 
 from .releases import retrieve_released
 from .retrieval import Ranked
@@ -29,20 +28,18 @@ KEY_PREFIX = "api-retrieval"
 GENERATION_KEY = f"{KEY_PREFIX}-generation"
 
 
-def _key(
-    number: int,
-    scopes,
-    q: str,
-    k: int,
-    min_confidence: float,
-    generation: int,
-    *,
-    kinds,
-    embedding,
-    metric: str,
-    min_trust: int,
-) -> str:
-    # Every input that changes the answer is in the key.
+def _plain(name: str, value, options: dict):
+    """An option as the key holds it: what changes no answer (a metric without an embedding) left out, an
+    unordered collection sorted."""
+    if name == "metric" and options.get("embedding") is None:
+        return None
+    if isinstance(value, (set, frozenset, tuple, list)) and name != "embedding":
+        return sorted(value)
+    return int(value) if name == "min_trust" else value
+
+
+def _key(number: int, scopes, q: str, k: int, min_confidence: float, generation: int, options: dict) -> str:
+    # Every input that changes the answer is in the key: every option retrieve_released takes, by name.
     inputs = json.dumps(
         [
             number,
@@ -52,10 +49,7 @@ def _key(
             round(min_confidence, 6),
             generation,
             int(clock.now().timestamp() // 3600),
-            sorted(kinds) if kinds is not None else None,
-            embedding,
-            metric if embedding else None,
-            int(min_trust),
+            sorted((name, _plain(name, value, options)) for name, value in options.items()),
         ]
     )
     return f"{KEY_PREFIX}:{hashlib.sha256(inputs.encode()).hexdigest()}"
@@ -71,25 +65,16 @@ def forget_cached_answers() -> None:
 
 
 def cached_retrieve_released(
-    number: int,
-    *,
-    scopes,
-    q: str = "",
-    k: int,
-    min_confidence: float,
-    kinds=None,
-    embedding=None,
-    metric: str = "l2",
-    min_trust: int = Trust.UNTRUSTED,
+    number: int, *, scopes, q: str = "", k: int, min_confidence: float, **options
 ) -> list[Ranked]:
-    """retrieve_released, answered from the cache when the same inputs were asked of the same version."""
-    options = {"kinds": kinds, "embedding": embedding, "metric": metric, "min_trust": min_trust}
+    """retrieve_released, answered from the cache when the same inputs were asked of the same version; its
+    other options (kinds, embedding, metric, min_trust) are passed through as given."""
     seconds = config.RETRIEVAL_CACHE_SECONDS.value
     if not seconds or not scopes:
         return retrieve_released(number, scopes=scopes, q=q, k=k, min_confidence=min_confidence, **options)
     q = (q or "").strip()[:500]  # as retrieve_released reads it
     try:
-        key = _key(number, scopes, q, k, min_confidence, cache.get(GENERATION_KEY, 0), **options)
+        key = _key(number, scopes, q, k, min_confidence, cache.get(GENERATION_KEY, 0), options)
         found = cache.get(key)
     except Exception:  # noqa: BLE001 - the cache is an optimisation: without it, the database answers
         logger.warning("retrieval cache unavailable", exc_info=True)

@@ -51,8 +51,9 @@ Writes of an entry that are not state, and so bump no version and write no Event
 so that "no update() of an entry anywhere else" stays true and checkable:
 - `rewrite_decay_keys`: the decay sweep recomputes keys written under other decay settings.
 - `stamp_scanned`: the injection sweep found nothing new in an entry's text with the current detector.
-- `count_retrieval` / `insert_counted_retrieval`: the usage counters `retrieval_count` and
-  `last_retrieved_at`, on the path of every agent read.
+- `count_retrieval` / `insert_counted_retrieval` / `insert_counted_retrievals`: the usage counters
+  `retrieval_count` and `last_retrieved_at`, on the path of every agent read (the last for a batch of
+  reads buffered in Redis, services.retrieval_buffer).
 """
 
 from __future__ import annotations
@@ -641,3 +642,43 @@ def insert_counted_retrieval(retrieval: Retrieval) -> None:
                     cursor.execute("ROLLBACK")
                 raise
     retrieval._state.adding = False  # it is stored: a later save() updates it
+
+
+def insert_counted_retrievals(records: list[dict]) -> int:
+    """On PostgreSQL, a batch of buffered reads (retrieval_buffer.as_record) as one statement: the Retrieval
+    rows, their items, and each entry's counters bumped once by the reads of it in the batch. A retrieval
+    already stored is skipped with its items and counters, so a batch written twice counts once. The rows
+    of the entries are locked in id order first, as write_entries locks them. Answers how many were stored."""
+    if not records:
+        return 0
+    statement = f"""
+        WITH given AS (
+            SELECT DISTINCT ON (id) *
+            FROM jsonb_to_recordset(CAST(%(records)s AS jsonb)) AS r(
+                id uuid, token_id bigint, scope text, query text, task_ref text, entry_ids jsonb,
+                memory_version integer, arm text, created_at timestamptz)
+        ), retrieval AS (
+            INSERT INTO {Retrieval._meta.db_table} (id, token_id, scope, query, task_ref, entry_ids, memory_version,
+                                                    arm, created_at)
+            SELECT id, token_id, scope, query, task_ref, entry_ids, memory_version, arm, created_at FROM given
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id, entry_ids, created_at
+        ), items AS (
+            INSERT INTO {RetrievedEntry._meta.db_table} (retrieval_id, entry_id, rank, created_at)
+            SELECT retrieval.id, item.entry_id::bigint, item.position - 1, retrieval.created_at
+            FROM retrieval, jsonb_array_elements_text(retrieval.entry_ids) WITH ORDINALITY AS item(entry_id, position)
+            RETURNING entry_id, created_at
+        ), counted AS (
+            SELECT entry_id, count(*) AS reads, max(created_at) AS last FROM items GROUP BY entry_id
+        ), locked AS MATERIALIZED (
+            SELECT id FROM {Entry._meta.db_table} WHERE id IN (SELECT entry_id FROM counted) ORDER BY id FOR UPDATE
+        ), bumped AS (
+            UPDATE {Entry._meta.db_table} AS e
+            SET retrieval_count = e.retrieval_count + counted.reads,
+                last_retrieved_at = GREATEST(e.last_retrieved_at, counted.last)
+            FROM counted, locked WHERE e.id = counted.entry_id AND locked.id = e.id
+        )
+        SELECT count(*) FROM retrieval"""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, {"records": json.dumps(records)})
+        return cursor.fetchone()[0]

@@ -56,6 +56,7 @@ from curation.selectors.forget_quotes import lesson_texts, quotes_of
 from curation.infra.db_router import fence_replica_reads
 from curation.selectors.retrieval_cache import forget_cached_answers
 
+from . import retrieval_buffer
 from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
@@ -298,6 +299,7 @@ def approve_forget_request(
     """Forget the request's entry and the ticked duplicates, everywhere, in one transaction (see the module);
     `quotes`: the keys of the ticked "Also found in" rows (selectors.forget_quotes), rewritten too."""
     now = at or clock.now()
+    retrieval_buffer.flush()  # the purge rewrites the queries of the retrievals that returned the entries
     with transaction.atomic():
         request = _load_open(request_id, actor)
         entries = _entries_to_forget(request, actor, duplicate_ids)

@@ -34,6 +34,7 @@ from curation.models import (
 )
 from curation.selectors.evaluation import lift_counts
 
+from . import retrieval_buffer
 from .entry_writes import count_retrieval, insert_counted_retrieval, write_entries
 from .evaluation import tally_outcome
 from .trust import pieces as trust_pieces
@@ -51,7 +52,8 @@ def record_retrieval(
     arm: str = Arm.MEMORY,
 ) -> Retrieval:
     """Remember what the agent was given, from which published memory version and in which arm of the
-    holdout (feedback refers to it), and count the retrieval on each entry."""
+    holdout (feedback refers to it), and count the retrieval on each entry: in Redis for the worker to write
+    in a batch where reads are buffered (retrieval_buffer), else at once."""
     now = at or clock.now()
     ids = [e.pk for e in entries]
     # An agent may paste anything into its query. Redacted whole, then cut to the column: a secret cut
@@ -69,6 +71,8 @@ def record_retrieval(
         arm=arm,
         created_at=now,
     )
+    if retrieval_buffer.buffering() and retrieval_buffer.buffer(retrieval):
+        return retrieval  # written by the worker's flush; its id answers feedback already (record_feedback)
     if connection.vendor == "postgresql":
         insert_counted_retrieval(retrieval)
         return retrieval
@@ -79,6 +83,21 @@ def record_retrieval(
         )
         count_retrieval(ids, now)
     return retrieval
+
+
+def _retrieval_of(token: AgentToken, retrieval_id) -> Retrieval:
+    """The token's retrieval; one still buffered in Redis is written first (the flush of every record)."""
+    for attempt in (1, 2):
+        try:
+            return Retrieval.objects.select_related("token").get(pk=retrieval_id, token=token)
+        except (ValidationError, ValueError):
+            break
+        except Retrieval.DoesNotExist:
+            if attempt == 1 and retrieval_buffer.buffering():
+                retrieval_buffer.flush()
+                continue
+            break
+    raise Retrieval.DoesNotExist
 
 
 @dataclass
@@ -315,10 +334,7 @@ def record_feedback(*, token: AgentToken, retrieval_id, outcome, utility=None, u
     """The outcome of the task that used a retrieval. Once per retrieval: a repeat changes nothing.
     Without a utility, a success counts as 1 and a failure as 0 for history-based deletion. Every outcome
     is tallied for the holdout comparison; a holdout task was given no entry, so its outcome changes none."""
-    try:
-        retrieval = Retrieval.objects.select_related("token").get(pk=retrieval_id, token=token)
-    except (Retrieval.DoesNotExist, ValidationError, ValueError):
-        raise Retrieval.DoesNotExist from None
+    retrieval = _retrieval_of(token, retrieval_id)
     used_reported = used is not None
     outcome, utility, used = _clean_feedback(retrieval, outcome, utility, used)
     now = at or clock.now()

@@ -17,6 +17,7 @@ from django.db import connection
 from curation.rules import clock, config
 from curation.infra.middleware import current_request_id
 from curation.models import TaskRun
+from curation.services import retrieval_buffer
 
 from .engine import Sweep
 from .registry import SWEEPS, TASK_NAMES
@@ -121,6 +122,8 @@ def run_sweep(
     as_of = as_of or clock.now()
     if as_of.tzinfo is None:
         raise ValueError("as_of must carry a time zone")
+    # The counters and usage history a sweep judges by include every read made so far.
+    retrieval_buffer.flush()
     started = clock.wall()
     run = TaskRun.objects.create(
         task=task,

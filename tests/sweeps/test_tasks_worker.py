@@ -20,7 +20,9 @@ from tests.factories import AS_OF, days_before, make_entry
 
 def test_every_sweep_is_a_task_on_the_beat_schedule():
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert scheduled == {f"curation.rules.lifecycle.{name}" for name in sweeps.TASK_NAMES}
+    assert scheduled == {f"curation.rules.lifecycle.{name}" for name in sweeps.TASK_NAMES} | {
+        "curation.retrievals.flush"
+    }
     assert scheduled <= set(app.tasks)
 
 

@@ -145,12 +145,16 @@ def test_a_bad_setting_stops_the_app_at_start_up_naming_it(tmp_path):
 
 
 def test_the_beat_schedule_is_the_registrys():
-    """One list: every sweep of the registry, on the schedule its entry declares (README: Background curation)."""
-    assert django_settings.CELERY_BEAT_SCHEDULE == registry.beat_schedule()
-    cron = {
-        name.removeprefix("lifecycle-"): entry["schedule"]
-        for name, entry in django_settings.CELERY_BEAT_SCHEDULE.items()
+    """One list: every sweep of the registry, on the schedule its entry declares (README: Background curation),
+    and beside them the flush of the agents' buffered reads, every 5 seconds."""
+    scheduled = dict(django_settings.CELERY_BEAT_SCHEDULE)
+    assert scheduled.pop("flush-retrievals") == {
+        "task": "curation.retrievals.flush",
+        "schedule": 5.0,
+        "options": {"expires": 10},
     }
+    assert scheduled == registry.beat_schedule()
+    cron = {name.removeprefix("lifecycle-"): entry["schedule"] for name, entry in scheduled.items()}
     assert {name: (str(s._orig_minute), str(s._orig_hour)) for name, s in cron.items()} == {
         "decay": ("0", "2"),
         "archive": ("20", "2"),
@@ -166,7 +170,7 @@ def test_the_beat_schedule_is_the_registrys():
         "consolidation": ("40", "3"),
         "injection_scan": ("25", "*"),
     }
-    expires = {name: entry["options"]["expires"] for name, entry in django_settings.CELERY_BEAT_SCHEDULE.items()}
+    expires = {name: entry["options"]["expires"] for name, entry in scheduled.items()}
     assert expires.pop("lifecycle-capacity") == 15 * 60 and set(expires.values()) == {3600}
 
 

@@ -1,0 +1,205 @@
+"""An agent's read records what it was given in Redis, and the worker's flush writes the records in batches
+(services.retrieval_buffer): the read answers as before, with a retrieval id its feedback can use at once;
+after a flush the Retrieval, its items and the counters are stored, once however often the flush runs; a
+process killed after its reads loses none of them. On SQLite (no worker to flush) each read writes its own
+record, and the same assertions hold with the flush a no-op."""
+
+import json
+import os
+import signal
+import subprocess
+import uuid
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+
+from curation.rules import config
+from curation.models import Entry, Feedback, Retrieval, RetrievedEntry
+from curation.services import retrieval_buffer
+from curation.tasks import flush_retrievals
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SCOPE = "acme/billing-api"
+
+
+@pytest.fixture
+def buffered():
+    with config.overriding(BUFFER_RETRIEVALS=True):
+        yield retrieval_buffer.buffering()
+
+
+def _stored(retrieval_id: str) -> bool:
+    return Retrieval.objects.filter(pk=retrieval_id).exists()
+
+
+def _counts(entries) -> dict[int, int]:
+    return dict(Entry.objects.filter(pk__in=[e.pk for e in entries]).values_list("pk", "retrieval_count"))
+
+
+def test_a_buffered_read_answers_as_a_direct_one_and_is_stored_by_the_flush(agent, approved):
+    entries = [
+        approved(scope=SCOPE, trigger=f"When the queue {i} backs up", content=f"Drain queue {i}.") for i in range(3)
+    ]
+    direct = agent.retrieve(scope=SCOPE, q="queue").json()
+    assert _stored(direct["retrieval_id"])
+    with config.overriding(BUFFER_RETRIEVALS=True):
+        buffered = retrieval_buffer.buffering()
+        later = agent.retrieve(scope=SCOPE, q="queue").json()
+        # Only the record's id differs: the same entries, scores and context.
+        assert {**later, "retrieval_id": None} == {**direct, "retrieval_id": None}
+        assert _stored(later["retrieval_id"]) is not buffered  # on PostgreSQL with Redis: not yet
+        assert retrieval_buffer.pending() == int(buffered)
+        assert flush_retrievals() == {"stored": int(buffered)}  # the worker's task
+        assert retrieval_buffer.pending() == 0
+    stored = Retrieval.objects.get(pk=later["retrieval_id"])
+    given = [e["id"] for e in later["entries"]]
+    assert stored.entry_ids == given and stored.scope == SCOPE and stored.query == "queue"
+    assert list(stored.items.order_by("rank").values_list("entry_id", flat=True)) == given
+    assert _counts(entries) == {e.pk: 2 for e in entries}
+
+
+def test_a_flush_delivered_twice_writes_nothing_twice(agent, approved, buffered):
+    entry = approved(scope=SCOPE, trigger="When the cache is cold", content="Warm it first.")
+    body = agent.retrieve(scope=SCOPE, q="cache").json()
+    if buffered:
+        client, key = retrieval_buffer._client()
+        records = client.lrange(key, 0, -1)
+        assert [json.loads(r)["id"] for r in records] == [body["retrieval_id"]]
+    assert retrieval_buffer.flush() == int(buffered)
+    if buffered:  # a flush killed after its commit, before it took its records off: they are there again
+        client.rpush(key, *records)
+        assert retrieval_buffer.pending() == 1
+    assert retrieval_buffer.flush() == 0
+    assert retrieval_buffer.pending() == 0
+    assert Retrieval.objects.filter(pk=body["retrieval_id"]).count() == 1
+    assert RetrievedEntry.objects.filter(retrieval_id=body["retrieval_id"]).count() == 1
+    assert Entry.objects.get(pk=entry.pk).retrieval_count == 1
+
+
+def test_feedback_on_a_read_not_yet_flushed_is_recorded(agent, approved, buffered):
+    entry = approved(scope=SCOPE, trigger="When a deploy hangs", content="Check the readiness probe.")
+    body = agent.retrieve(scope=SCOPE, q="deploy").json()
+    assert [e["id"] for e in body["entries"]] == [entry.pk]
+    assert _stored(body["retrieval_id"]) is not buffered
+    answer = agent.post("feedback", {"retrieval_id": body["retrieval_id"], "outcome": "success"})
+    assert answer.status_code == 200 and answer.json()["recorded"] is True
+    assert Feedback.objects.get(retrieval_id=body["retrieval_id"]).outcome == "success"
+    stored = Entry.objects.get(pk=entry.pk)
+    assert stored.retrieval_count == 1 and stored.hit_count == 1
+    # An id no read gave is still unknown after the flush it causes.
+    missing = agent.post("feedback", {"retrieval_id": "00000000-0000-4000-8000-000000000000", "outcome": "success"})
+    assert missing.status_code == 404
+
+
+def test_the_counters_of_many_reads_in_one_batch_are_each_reads(agent, approved, buffered):
+    entries = [
+        approved(scope=SCOPE, trigger=f"When ledger {i} drifts", content=f"Rebuild ledger {i}.") for i in range(2)
+    ]
+    answers = [agent.retrieve(scope=SCOPE, q="ledger").json() for _ in range(3)]
+    answers.append(agent.retrieve(scope=SCOPE, q="ledger", k=1).json())
+    assert retrieval_buffer.pending() == (4 if buffered else 0)
+    assert retrieval_buffer.flush(batch=3) == (4 if buffered else 0)  # two batches
+    given = [e["id"] for a in answers for e in a["entries"]]
+    assert _counts(entries) == {e.pk: given.count(e.pk) for e in entries}
+    assert sorted(given) == sorted(RetrievedEntry.objects.values_list("entry_id", flat=True))
+    latest = max(r.created_at for r in Retrieval.objects.all() if entries[0].pk in r.entry_ids)
+    assert Entry.objects.get(pk=entries[0].pk).last_retrieved_at == latest
+
+
+def test_a_sweep_run_and_a_forget_see_every_read_made_before_them(agent, approved, buffered, lead):
+    from curation.services.forgets import approve_forget_request, file_forget_request
+    from curation.sweeps import run_sweep
+
+    entry = approved(scope=SCOPE, trigger="When the signing key rotates", content="Restart the webhook workers.")
+    body = agent.retrieve(scope=SCOPE, q="signing key").json()
+    run_sweep("unused")
+    assert _stored(body["retrieval_id"]) and retrieval_buffer.pending() == 0
+    agent.retrieve(scope=SCOPE, q="signing key rotates").json()
+    request = file_forget_request(entry_id=entry.pk, reason="a customer's key", actor=lead)
+    approve_forget_request(request.pk, actor=lead)
+    assert retrieval_buffer.pending() == 0
+    assert not Retrieval.objects.filter(query__contains="signing").exists()  # every query that returned it purged
+
+
+KILLED = """
+import os, sys, time, django
+django.setup()
+from curation.models import AgentToken, Entry
+from curation.rules import config
+from curation.services.usage import record_retrieval
+with config.overriding(BUFFER_RETRIEVALS=True):
+    token = AgentToken.objects.get(pk=int(sys.argv[1]))
+    entries = list(Entry.objects.filter(pk__in=[int(i) for i in sys.argv[2].split(",")]))
+    ids = [str(record_retrieval(token=token, scope=sys.argv[3], query="killed", task_ref="", entries=entries).pk)
+           for _ in range(3)]
+print(",".join(ids), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="buffered on PostgreSQL with Redis")
+def test_reads_buffered_by_a_process_killed_before_any_flush_are_written_by_the_next_flush(agent, approved, buffered):
+    if not buffered:
+        pytest.skip("the cache is not Redis: nothing is buffered")
+    entries = [approved(scope=SCOPE, trigger=f"When shard {i} lags", content=f"Rebalance shard {i}.") for i in range(2)]
+    db = connection.settings_dict
+    cache = django_settings.CACHES["default"]
+    prefix_then_setup = (
+        f"from django.conf import settings; settings.CACHES['default']['KEY_PREFIX'] = {cache['KEY_PREFIX']!r}; "
+        "django.setup()"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
+        "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}",
+        "REDIS_URL": cache["LOCATION"],
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            KILLED.replace("django.setup()", prefix_then_setup, 1),
+            str(agent.token.pk),
+            ",".join(str(e.pk) for e in entries),
+            SCOPE,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ids = proc.stdout.readline().strip().split(",")
+        assert len(ids) == 3, "the other process did not buffer its reads"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL
+    assert not Retrieval.objects.filter(pk__in=ids).exists() and retrieval_buffer.pending() == 3
+    assert retrieval_buffer.flush() == 3
+    assert Retrieval.objects.filter(pk__in=ids, query="killed").count() == 3
+    assert _counts(entries) == {e.pk: 3 for e in entries}
+
+
+def test_a_record_the_database_refuses_holds_up_no_other(agent, approved, buffered):
+    if not buffered:
+        pytest.skip("nothing is buffered without PostgreSQL and Redis")
+    entry = approved(scope=SCOPE, trigger="When the index bloats", content="Reindex concurrently.")
+    first = agent.retrieve(scope=SCOPE, q="index").json()
+    client, key = retrieval_buffer._client()
+    broken = {**json.loads(client.lrange(key, 0, 0)[0]), "id": str(uuid.uuid4()), "token_id": agent.token.pk + 1000}
+    client.rpush(key, json.dumps(broken))
+    last = agent.retrieve(scope=SCOPE, q="index").json()
+    assert retrieval_buffer.flush() == 2
+    assert retrieval_buffer.pending() == 0
+    assert set(Retrieval.objects.values_list("pk", flat=True)) == {
+        uuid.UUID(first["retrieval_id"]),
+        uuid.UUID(last["retrieval_id"]),
+    }
+    assert Entry.objects.get(pk=entry.pk).retrieval_count == 2
