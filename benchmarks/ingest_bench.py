@@ -73,14 +73,22 @@ def lesson(rng: random.Random, run: str, i: int, scopes: int) -> dict:
     }
 
 
+def paraphrase(rng: random.Random, known: dict) -> dict:
+    """The same lesson in other words: a word of the trigger changed, the content reworded."""
+    trigger = known["trigger"].replace("When ", rng.choice(("Whenever ", "While ", "If ")), 1)
+    content = known["content"].replace("Never ", rng.choice(("Do not ", "Don't ", "Never ever ")), 1)
+    return {"scope": known["scope"], "trigger": trigger, "content": content}
+
+
 # The steps of submit_batch, by the name it calls them under, and what each is for.
 PHASES = {
     "_prepare_for": "validation and redaction",
-    "forgotten_of": "forgotten lessons (tombstones)",
+    "_holding_by_index": "forgotten lessons (tombstones)",
     "_live_by_fingerprint": "exact duplicates",
     "insert_entries": "entries and their Events",
     "similar_active_entries_many": "near duplicates",
     "detect_conflicts_many": "conflicts",
+    "admit_by_policy": "admission",
 }
 
 
@@ -134,6 +142,7 @@ def main() -> int:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
 
@@ -160,6 +169,8 @@ def main() -> int:
             if i % 10 == 9 and repeats:  # an exact repeat of a known lesson: evidence for it, no new entry
                 known = rng.choice(repeats)
                 items.append({**lesson(rng, run, i, args.scopes), **known})
+            elif i % 10 == 4 and repeats:  # a paraphrase of a known lesson: a near duplicate to find
+                items.append({**lesson(rng, run, i, args.scopes), **paraphrase(rng, rng.choice(repeats))})
             else:
                 items.append(lesson(rng, run, b * args.batch + i, args.scopes))
         batches.append(items)
@@ -187,6 +198,8 @@ def main() -> int:
 
     from curation.services import submissions
 
+    # Every check on: an admission policy approves the candidates of a fifth of the scopes at ingest.
+    settings.CURATION_ADMISSION = {f"org{k}": {"name": "bench-all", "mode": "all"} for k in range(0, 20, 5)}
     spent: dict[str, tuple[float, float]] = {}
     timing_phases(submissions, spent)
     failed = done = 0

@@ -16,6 +16,7 @@ from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueRe
 from curation.selectors import approvals_required, similar_active_entries
 from curation.rules.similarity import fingerprint
 
+from .admission import insert_decision
 from .entry_writes import changes_since, insert_entry, refuse_forgotten_lessons, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import actor_label_for, record_event
@@ -206,21 +207,26 @@ def submit_note(prepared: PreparedCandidate) -> str:
 
 
 def insert_candidate_with_links(
-    prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None, held_by: ForgetRequest | None = None
+    prepared: PreparedCandidate,
+    *,
+    actor=None,
+    actor_label: str = "",
+    at=None,
+    held_by: ForgetRequest | None = None,
+    admit: bool = False,
 ) -> tuple[Entry, list[int]]:
-    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to."""
+    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to.
+    `admit`: an agent's submission, on which its scope's admission policy decides as it is inserted."""
     now = at or clock.now()
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
         entry = new_candidate_entry(prepared, actor=actor, actor_label=actor_label, now=now, held_by=held_by)
-        insert_entry(
-            entry,
-            action=EventAction.SUBMIT,
-            actor=actor,
-            actor_label=entry.created_by_label,
-            reason=submit_note(prepared),
-            at=now,
+        action, label, reason = (
+            insert_decision(entry, prepared.evidence, submitter=entry.created_by_label, note=submit_note(prepared))
+            if admit
+            else (EventAction.SUBMIT, entry.created_by_label, submit_note(prepared))
         )
+        insert_entry(entry, action=action, actor=actor, actor_label=label, reason=reason, at=now)
         evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
         Evidence.objects.bulk_create(
             evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now, sender=prepared.sender)
