@@ -221,12 +221,19 @@ def insert_candidate_with_links(
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
         entry = new_candidate_entry(prepared, actor=actor, actor_label=actor_label, now=now, held_by=held_by)
-        action, label, reason = (
-            insert_decision(entry, prepared.evidence, submitter=entry.created_by_label, note=submit_note(prepared))
-            if admit
-            else (EventAction.SUBMIT, entry.created_by_label, submit_note(prepared))
+        insert_entry(
+            entry,
+            action=EventAction.SUBMIT,
+            actor=actor,
+            actor_label=entry.created_by_label,
+            reason=submit_note(prepared),
+            at=now,
+            decide=(
+                (lambda e, note: insert_decision(e, prepared.evidence, submitter=e.created_by_label, note=note))
+                if admit
+                else None
+            ),
         )
-        insert_entry(entry, action=action, actor=actor, actor_label=label, reason=reason, at=now)
         evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
         Evidence.objects.bulk_create(
             evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now, sender=prepared.sender)

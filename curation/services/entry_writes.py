@@ -303,6 +303,11 @@ def write_entry(
     )
 
 
+# An insert's decision made once the detector has read the text (an admission policy's, which approves no
+# text in quarantine): (the entry, the reason given) -> (the action, its actor's label, its Event's reason).
+Decide = Callable[[Entry, str], tuple[EventAction, str, str]]
+
+
 def insert_entry(
     entry: Entry,
     *,
@@ -313,9 +318,15 @@ def insert_entry(
     reason: str = "",
     after_extra: dict | None = None,
     also=(),
+    decide: Decide | None = None,
 ) -> Event:
-    """Insert a new entry (its version is 1) with the Event that made it."""
-    notes = _plan_insert(entry, action, at, actor)
+    """Insert a new entry (its version is 1) with the Event that made it. `decide`: the action, its actor's
+    label and the reason, decided on the entry once its text is screened (an admission policy's decision
+    at ingest, so that a candidate it approves is written once); `action`, `actor_label`, `reason` otherwise."""
+    notes = _screen_new_text(entry)
+    if decide is not None:
+        action, actor_label, reason = decide(entry, reason)
+    notes = _plan_insert(entry, action, at, actor, notes=notes)
     if checks_forgotten(entry.status, ("status",), action):
         refuse_forgotten_lessons([(entry.scope, entry.trigger, entry.content)])
     entry.save(force_insert=True)
@@ -332,20 +343,27 @@ def insert_entry(
     )
 
 
-def insert_entries(new: list[tuple[Entry, EventAction, str, str]], *, at) -> list[Event]:
-    """insert_entry for many (entry, the action that makes it, its actor's label, its Event's reason): one
-    insert for the entries, one for their band keys, one for their Events."""
+def insert_entries(
+    new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str, decide: Decide | None = None
+) -> list[Event]:
+    """insert_entry for many (entry, its Event's reason), each decided by `decide` when given: one insert for
+    the entries, one for their band keys, one for their Events."""
     rules = None
     noted = []
-    for entry, action, actor_label, reason in new:
+    for entry, reason in new:
+        notes = _screen_new_text(entry)
+        made_by, label = action, actor_label
+        if decide is not None:
+            made_by, label, reason = decide(entry, reason)
         if entry.status == Status.ACTIVE and rules is None:
             rules = in_force(scope_policies.REVIEW)
-        noted.append((entry, action, actor_label, _noted(reason, _plan_insert(entry, action, at, None, rules=rules))))
+        notes = _plan_insert(entry, made_by, at, None, rules=rules, notes=notes)
+        noted.append((entry, made_by, label, _noted(reason, notes)))
     refuse_forgotten_lessons(
         [
             (e.scope, e.trigger, e.content)
-            for e, action, _, _ in noted
-            if checks_forgotten(e.status, ("status",), action)
+            for e, made_by, _, _ in noted
+            if checks_forgotten(e.status, ("status",), made_by)
         ]
     )
     for entry, *_ in noted:
@@ -356,13 +374,13 @@ def insert_entries(new: list[tuple[Entry, EventAction, str, str]], *, at) -> lis
         build_event(
             entry,
             actor=None,
-            actor_label=actor_label,
-            action=action,
+            actor_label=label,
+            action=made_by,
             reason=reason,
             after=event_deltas.delta(None, entry.snapshot(at))[1],
             at=at,
         )
-        for entry, action, actor_label, reason in noted
+        for entry, made_by, label, reason in noted
     )
 
 
@@ -396,9 +414,24 @@ def _write_bands(entries: list[Entry], *, replace: bool = False, forgotten: bool
             cursor.executemany(f"INSERT INTO {table} (entry_id, scope, band) VALUES (%s, %s, %s)", rows)
 
 
-def _plan_insert(entry: Entry, action, at, actor, rules=None) -> list[str]:
-    """The table's check of an insert (from NEW to the entry's status) and the injection detector's, their
-    values set on the entry; answers the detector's new findings in words."""
+def _screen_new_text(entry: Entry) -> list[str]:
+    """The injection detector over a new entry's text, before anything decides on it: its findings added to
+    the entry's flags, the entry quarantined, the detector's version stamped. Answers the findings in words."""
+    text = {column: getattr(entry, column) for column in _TEXT_COLUMNS}
+    values, notes = screen(
+        lambda column: None if column in text else getattr(entry, column), text, EventAction.SUBMIT, None, pk="(new)"
+    )
+    for column, value in values.items():
+        setattr(entry, column, value)
+    return notes
+
+
+def _plan_insert(entry: Entry, action, at, actor, rules=None, notes: list[str] | None = None) -> list[str]:
+    """The injection detector's reading of the text (unless the caller had it read: `notes`), then the
+    table's check of the insert (from NEW to the entry's status) and the quarantine's gate, their values set
+    on the entry; answers the detector's new findings in words."""
+    if notes is None:
+        notes = _screen_new_text(entry)
     refuse_actor(action, actor, (entry.scope,))
     values = planned_values(
         action,
@@ -413,10 +446,7 @@ def _plan_insert(entry: Entry, action, at, actor, rules=None) -> list[str]:
         first_approval_by=entry.first_approval_by_id,
         queue_reason=entry.queue_reason,
     )
-    text = {column: getattr(entry, column) for column in _TEXT_COLUMNS}
-    values, notes = screen(
-        lambda column: None if column in text else getattr(entry, column), {**text, **values}, action, actor, pk="(new)"
-    )
+    values, _ = screen(lambda column: getattr(entry, column), values, action, actor, pk="(new)")  # the gate
     for column, value in values.items():
         if column in transitions.ACTIVATION_STAMPS and getattr(entry, column) is not None:
             continue  # an insert carries its own verification (a merge's: now)

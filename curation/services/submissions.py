@@ -354,19 +354,18 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             entry = new_candidate_entry(p, actor_label=label, now=now, held_by=held_by.get(index))
             first_in_batch[key] = entry
             new_entries.append((index, p, entry))
-    # The admission policy decides before the insert, so that a candidate it approves is written once.
+    # The admission policy decides before the insert (once the detector read the text), so that a candidate
+    # it approves or rejects is written once.
     policies, rules = (admission_policies(), in_force(scope_policies.REVIEW)) if new_entries else ([], {})
+    evidence_of = {id(entry): p.evidence for _, p, entry in new_entries}
     insert_entries(
-        [
-            (
-                entry,
-                *insert_decision(
-                    entry, p.evidence, submitter=label, note=submit_note(p), policies=policies, rules=rules
-                ),
-            )
-            for _, p, entry in new_entries
-        ],
+        [(entry, submit_note(p)) for _, p, entry in new_entries],
+        action=EventAction.SUBMIT,
         at=now,
+        actor_label=label,
+        decide=lambda entry, note: insert_decision(
+            entry, evidence_of[id(entry)], submitter=label, note=note, policies=policies, rules=rules
+        ),
     )
     evidence = [row for _, p, entry in new_entries + duplicates for row in _evidence_of(entry, p, label, now)]
     Evidence.objects.bulk_create(evidence)
