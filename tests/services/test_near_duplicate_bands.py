@@ -7,7 +7,7 @@ import random
 import pytest
 from django.apps import apps
 from django.db import connection
-from django.db.models import F, FloatField, Func, Value
+from django.db.models import F, FloatField, Func, TextField, Value
 from django.db.models.functions import Concat
 
 from curation import services
@@ -99,7 +99,7 @@ def _exact(entry, limit=5) -> list[int]:
     ).exclude(pk=entry.pk)
     if connection.vendor == "postgresql":
         measure = Func(
-            Concat(F("trigger"), Value(" "), F("content")),
+            Concat(F("trigger"), Value(" "), F("content"), output_field=TextField()),
             Value(_text(vars(entry))),
             function="similarity",
             output_field=FloatField(),
