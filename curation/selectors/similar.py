@@ -52,20 +52,28 @@ def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, f
 
 
 def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:
-    per_key = [(n, key, entry.scope) for n, entry in enumerate(entries) for key in keys[n]]
+    equal = [
+        (n, key, scope)
+        for n, entry in enumerate(entries)
+        for scope in access.scope_ancestors(entry.scope)
+        for key in keys[n]
+    ]
+    below = [(n, key, entry.scope) for n, entry in enumerate(entries) for key in keys[n]]
     found: dict[int, list[tuple[int, float]]] = {}
-    if not per_key:
+    if not equal:
         return found
     with connection.cursor() as cursor:
         cursor.execute(
             sql.SIMILAR_BY_BANDS_SQL,
             {
                 "read": sql.OVERLAPPING_MATCHES_READ,
-                "key_ns": [n for n, _, _ in per_key],
-                "keys": [key for _, key, _ in per_key],
-                "ancestors": ["|".join(access.scope_ancestors(scope)) for _, _, scope in per_key],
-                "below": [scope + "/" for _, _, scope in per_key],
-                "below_end": [scope + "0" for _, _, scope in per_key],  # "0" is the character after "/"
+                "equal_ns": [n for n, _, _ in equal],
+                "equal_keys": [key for _, key, _ in equal],
+                "equal_scopes": [scope for _, _, scope in equal],
+                "below_ns": [n for n, _, _ in below],
+                "below_keys": [key for _, key, _ in below],
+                "below": [scope + "/" for _, _, scope in below],
+                "below_end": [scope + "0" for _, _, scope in below],  # "0" is the character after "/"
                 "ns": list(range(len(entries))),
                 "ids": [entry.pk for entry in entries],
                 "texts": [_text(entry) for entry in entries],

@@ -264,23 +264,24 @@ def supersedes_chain_sql() -> str:
     """
 
 
-# Near duplicates through the MinHash band keys (models.EntryBand): for each key of each looked-up text (the
-# `k` rows: the text's number n, the key, its scope's ancestors joined by "|", the range below its scope),
-# the entries of the overlapping scopes that share it, one probe of the (band, scope) index for the scope
-# and its ancestors and one for the range below; then the shared active entries (the text itself left out,
-# at most %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) scored by trigram similarity, the
-# %(limit)s best at %(threshold)s or above.
+# Near duplicates through the MinHash band keys (models.EntryBand): for each key of each looked-up text, the
+# entries of the overlapping scopes that share it: one probe of the (band, scope) index per key and scope or
+# ancestor (the `equal` rows: the text's number n, the key, the scope), one per key for the range below the
+# scope (the `below` rows: n, the key, the range's bounds); both columns equal or ranged, so each probe reads
+# only the key's rows in those scopes. Then the shared active entries (the text itself left out, at most
+# %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) scored by trigram similarity, the %(limit)s best
+# at %(threshold)s or above.
 SIMILAR_BY_BANDS_SQL = """
-    WITH k AS MATERIALIZED (
-        SELECT k.n, k.band, string_to_array(k.ancestors, '|') AS ancestors, k.below, k.below_end
-        FROM unnest(CAST(%(key_ns)s AS int[]), CAST(%(keys)s AS bigint[]), CAST(%(ancestors)s AS text[]),
-                    CAST(%(below)s AS text[]), CAST(%(below_end)s AS text[]))
-             AS k(n, band, ancestors, below, below_end)
-    ), shared AS (
-        SELECT k.n, b.entry_id FROM k JOIN curation_entryband b ON b.band = k.band AND b.scope = ANY(k.ancestors)
+    WITH shared AS (
+        SELECT k.n, b.entry_id
+        FROM unnest(CAST(%(equal_ns)s AS int[]), CAST(%(equal_keys)s AS bigint[]), CAST(%(equal_scopes)s AS text[]))
+             AS k(n, band, scope)
+        JOIN curation_entryband b ON b.band = k.band AND b.scope = k.scope
         UNION
-        SELECT k.n, b.entry_id FROM k JOIN curation_entryband b
-            ON b.band = k.band AND b.scope ~>=~ k.below AND b.scope ~<~ k.below_end
+        SELECT k.n, b.entry_id
+        FROM unnest(CAST(%(below_ns)s AS int[]), CAST(%(below_keys)s AS bigint[]), CAST(%(below)s AS text[]),
+                    CAST(%(below_end)s AS text[])) AS k(n, band, below, below_end)
+        JOIN curation_entryband b ON b.band = k.band AND b.scope ~>=~ k.below AND b.scope ~<~ k.below_end
     ), c AS (
         SELECT * FROM unnest(CAST(%(ns)s AS int[]), CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[])) AS c(n, id, text)
     ), partners AS (
