@@ -36,6 +36,7 @@ WORDS = (
     "build lint format upgrade pin version rollback canary metrics alert log trace"
 ).split()
 TARGET = 2000
+RECALL_TARGET = 0.95
 
 
 def configure(db: str) -> None:
@@ -73,21 +74,34 @@ def lesson(rng: random.Random, run: str, i: int, scopes: int) -> dict:
     }
 
 
-# The steps of submit_batch, by the name it calls them under, and what each is for.
+def paraphrase(rng: random.Random, known: dict) -> dict:
+    """The same lesson in other words: a word of the trigger changed, the content reworded."""
+    trigger = known["trigger"].replace("When ", rng.choice(("Whenever ", "While ", "If ")), 1)
+    content = known["content"].replace("Never ", rng.choice(("Do not ", "Don't ", "Never ever ")), 1)
+    return {"scope": known["scope"], "trigger": trigger, "content": content}
+
+
+# The steps of submit_batch, by the name it calls them under, and what each is for. A step the code does
+# not have is skipped (the admission policy was a write after the insert; it is decided inside it now).
 PHASES = {
     "_prepare_for": "validation and redaction",
-    "forgotten_of": "forgotten lessons (tombstones)",
+    "_holding_by_index": "forgotten lessons (tombstones)",
     "_live_by_fingerprint": "exact duplicates",
     "insert_entries": "entries and their Events",
+    "insert_decision": "  of which the admission policy",
     "similar_active_entries_many": "near duplicates",
     "detect_conflicts_many": "conflicts",
+    "admit_by_policy": "admission (a write after the insert)",
 }
+NESTED = {"insert_decision"}  # inside another step: not added again to the total
 
 
 def timing_phases(module, spent: dict) -> None:
     """Wrap each of PHASES in `module` (services.submissions) to add its wall and CPU seconds to `spent`."""
     for name in PHASES:
-        step = getattr(module, name)
+        step = getattr(module, name, None)
+        if step is None:
+            continue
 
         def timed_step(*args, _step=step, _name=name, **kwargs):
             started, cpu_started = time.perf_counter(), time.process_time()
@@ -134,6 +148,7 @@ def main() -> int:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
 
@@ -160,6 +175,8 @@ def main() -> int:
             if i % 10 == 9 and repeats:  # an exact repeat of a known lesson: evidence for it, no new entry
                 known = rng.choice(repeats)
                 items.append({**lesson(rng, run, i, args.scopes), **known})
+            elif i % 10 == 4 and repeats:  # a paraphrase of a known lesson: a near duplicate to find
+                items.append({**lesson(rng, run, i, args.scopes), **paraphrase(rng, rng.choice(repeats))})
             else:
                 items.append(lesson(rng, run, b * args.batch + i, args.scopes))
         batches.append(items)
@@ -187,6 +204,8 @@ def main() -> int:
 
     from curation.services import submissions
 
+    # Every check on: an admission policy approves the candidates of a fifth of the scopes at ingest.
+    settings.CURATION_ADMISSION = {f"org{k}": {"name": "bench-all", "mode": "all"} for k in range(0, 20, 5)}
     spent: dict[str, tuple[float, float]] = {}
     timing_phases(submissions, spent)
     failed = done = 0
@@ -204,14 +223,73 @@ def main() -> int:
     per = 1000 / len(batches)
     print(f"  a batch of {args.batch}: {seconds * per:.0f} ms, of which this process's CPU {cpu * per:.0f} ms")
     for name, purpose in PHASES.items():
-        wall, used = spent.get(name, (0.0, 0.0))
+        if name not in spent:
+            continue
+        wall, used = spent[name]
         print(f"    {purpose:<38} {wall * per:6.0f} ms  (CPU here {used * per:4.0f} ms)")
-    rest_wall = seconds - sum(wall for wall, _ in spent.values())
-    rest_cpu = cpu - sum(used for _, used in spent.values())
+    rest_wall = seconds - sum(wall for name, (wall, _) in spent.items() if name not in NESTED)
+    rest_cpu = cpu - sum(used for name, (_, used) in spent.items() if name not in NESTED)
     print(
-        f"    {'the rest (evidence, links, admission)':<38} {rest_wall * per:6.0f} ms  (CPU here {rest_cpu * per:4.0f} ms)"
+        f"    {'the rest (evidence, links, held ones)':<38} {rest_wall * per:6.0f} ms  (CPU here {rest_cpu * per:4.0f} ms)"
     )
-    return 0 if rate >= TARGET and not failed else 1
+    recall = near_duplicate_recall(Entry.objects.filter(source_task__startswith=f"bench-{run}-").order_by("-id")[:500])
+    return 0 if rate >= TARGET and not failed and recall >= RECALL_TARGET else 1
+
+
+def exact_ranking(entry, limit: int) -> list[int]:
+    """The near duplicates the exact measure finds among every active entry of the overlapping scopes (no
+    index): trigram similarity on PostgreSQL, word Jaccard elsewhere, at the threshold, the `limit` best."""
+    from django.db import connection
+    from django.db.models import F, FloatField, Func, TextField, Value
+    from django.db.models.functions import Concat
+
+    from curation.models import Entry
+    from curation.rules import access, config
+    from curation.rules.similarity import similarity
+
+    threshold = config.SIMILAR_THRESHOLD.value
+    text = f"{entry.trigger} {entry.content}"
+    rows = Entry.objects.filter(
+        access.overlapping_scopes_q(entry.scope, bytewise=connection.vendor == "sqlite"), status="active"
+    ).exclude(pk=entry.pk)
+    if connection.vendor == "postgresql":
+        measure = Func(
+            Concat(F("trigger"), Value(" "), F("content"), output_field=TextField()),
+            Value(text),
+            function="similarity",
+            output_field=FloatField(),
+        )
+        scored = rows.annotate(score=measure).filter(score__gte=threshold).values_list("pk", "score")
+        scored = [(pk, round(score, 3)) for pk, score in scored]
+    else:
+        scored = [
+            (pk, round(similarity(text, f"{t} {c}"), 3)) for pk, t, c in rows.values_list("pk", "trigger", "content")
+        ]
+        scored = [(pk, score) for pk, score in scored if score >= threshold]
+    return [pk for pk, _ in sorted(scored, key=lambda pair: (-pair[1], -pair[0]))[:limit]]
+
+
+def near_duplicate_recall(sample) -> float:
+    """Of the near duplicates the exact ranking finds for the sample (up to 5 each, as a submission links),
+    the share the band-key lookup finds too; printed with the entries each lookup scores."""
+    from curation.selectors import similar_active_entries_many
+
+    sample = list(sample)
+    started = time.perf_counter()
+    found = similar_active_entries_many(sample, limit=5)
+    seconds = time.perf_counter() - started
+    wanted = hit = 0
+    for entry in sample:
+        exact = exact_ranking(entry, 5)
+        wanted += len(exact)
+        hit += len(set(exact) & {pk for pk, _ in found[entry.pk]})
+    recall = hit / wanted if wanted else 1.0
+    print(
+        f"  near duplicates of {len(sample)} new entries: the band-key lookup finds {hit} of the {wanted} the exact "
+        f"ranking over every overlapping entry finds: recall {recall:.1%} (target {RECALL_TARGET:.0%}); "
+        f"the lookup {seconds * 1000:.0f} ms for all {len(sample)}"
+    )
+    return recall
 
 
 if __name__ == "__main__":

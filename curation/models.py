@@ -384,6 +384,27 @@ class SimilarEntry(models.Model):
         constraints = [models.UniqueConstraint(fields=["candidate", "similar"], name="similar_entry_unique_pair")]
 
 
+class EntryBand(models.Model):
+    """One MinHash band key of an entry's text (rules/minhash), with the entry's scope: a near-duplicate
+    lookup reads only the entries sharing a key, in the overlapping scopes, through the (band, scope) index.
+    Derived from the text and kept with it by the write path alone (services/entry_writes.py): rewritten
+    when the text or the scope is, none for a held submission or a forgotten entry (their text is a
+    marker), so no key outlives the text it came from."""
+
+    entry = models.ForeignKey(Entry, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=255)
+    band = models.BigIntegerField()
+
+    class Meta:
+        # band first: a lookup names its keys; then the scope, equal (the scope and its ancestors) or in the
+        # range below it (on PostgreSQL with pattern ops: the range compares bytes, as ~>=~ / ~<~ do)
+        indexes = [
+            models.Index(
+                fields=["band", "scope"], name="entry_band_key_idx", opclasses=["int8_ops", "varchar_pattern_ops"]
+            )
+        ]
+
+
 class ScopeGrant(models.Model):
     """A scope prefix a person reads and acts under, or every scope (EVERY_SCOPE). A user without grants
     sees no scope: every scope is given, never assumed."""

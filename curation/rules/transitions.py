@@ -74,7 +74,9 @@ TRANSITIONS: dict[str, Transition] = {
     # Arrivals. A held submission (it repeats a forgotten lesson) is born rejected.
     A.SUBMIT: _t([NEW], [Status.PENDING, Status.REJECTED], by=_EITHER, permission=None),
     # The candidates queue. Archived entries reach it only when low utility sent them for a recheck.
-    A.APPROVE: _t([Status.PENDING], [Status.ACTIVE], by=_EITHER, **_ACTIVATE),
+    # An admission policy decides on a new candidate before it is inserted: its approval or rejection is
+    # the insert (NEW).
+    A.APPROVE: _t([Status.PENDING, NEW], [Status.ACTIVE], by=_EITHER, **_ACTIVATE),
     A.EDIT_APPROVE: _t([Status.PENDING, Status.ACTIVE, Status.ARCHIVED], [Status.ACTIVE], **_ACTIVATE),
     A.FIRST_APPROVAL: _t(
         [Status.PENDING], [Status.PENDING], stamps=("first_approval_at",), requires=("first_approval_by",)
@@ -83,7 +85,7 @@ TRANSITIONS: dict[str, Transition] = {
     A.CONFIRM: _t([Status.ACTIVE], [Status.ACTIVE], **_ACTIVATE),
     A.REACTIVATE: _t([Status.ARCHIVED], [Status.ACTIVE], **_ACTIVATE),
     A.DISAGREEMENT: _t([Status.PENDING], [Status.PENDING], sets={"queue_reason": QueueReason.NEEDS_LEAD}),
-    A.REJECT: _t([Status.PENDING], [Status.REJECTED], sets={"status": Status.REJECTED, **LEAVING}, by=_EITHER),
+    A.REJECT: _t([Status.PENDING, NEW], [Status.REJECTED], sets={"status": Status.REJECTED, **LEAVING}, by=_EITHER),
     A.RETIRE: _t([Status.ACTIVE, Status.ARCHIVED], [Status.RETIRED], sets={"status": Status.RETIRED, **LEAVING}),
     A.DEFER: _t([Status.PENDING, Status.ACTIVE, Status.ARCHIVED], [SAME], requires=("queued_at",)),
     A.MERGE_INTO: _t([Status.PENDING], [Status.SUPERSEDED], sets={"status": Status.SUPERSEDED, **LEAVING}),

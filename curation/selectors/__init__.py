@@ -65,7 +65,7 @@ from .retrieval import (
     retrieve_memory,
     withheld_by_skill,
 )
-from .similar import SIMILAR_POOL, SIMILAR_POOL_POSTGRES, similar_active_entries, similar_active_entries_many
+from .similar import similar_active_entries, similar_active_entries_many
 from .skills import SkillFilters
 from .sql import any_word_tsquery_sql, outer_params, outer_rows_sql, overlapping_entries_sql
 
@@ -86,8 +86,6 @@ __all__ = [
     "RETRIEVAL_POOL_FACTOR",
     "RETRIEVED_FIELDS",
     "Ranked",
-    "SIMILAR_POOL",
-    "SIMILAR_POOL_POSTGRES",
     "SkillFilters",
     "TimelineItem",
     "any_word_tsquery_sql",

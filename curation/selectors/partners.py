@@ -113,7 +113,7 @@ class Partner(NamedTuple):
 
 
 # A batch's reads of the overlapping active entries, per scope, on a database without the PostgreSQL
-# statements: this many of the newest (the near-duplicate pool, SIMILAR_POOL, and the entry itself).
+# statements: this many of the newest (a pool of 500 and the entry itself).
 BATCH_POOL_ROWS = 501
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 

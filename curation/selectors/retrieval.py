@@ -15,10 +15,10 @@ from curation.models import CONFIDENCE_FIELDS, Entry, SkillSource, Status
 from curation.rules.similarity import jaccard, words
 
 from .confidence import with_current_confidence
-from .similar import SIMILAR_POOL
 from .sql import plain_rows, ranked_by_confidence_sql, ranked_by_words_sql
 
 RETRIEVAL_POOL_FACTOR = 4
+WORD_MATCH_POOL = 500  # the entries mentioning a query word that the portable ranking scores, the most confident
 NEAR_DUPLICATE = 0.8
 _QUERY_WORDS = 12
 
@@ -97,7 +97,7 @@ def rank_by_words(rows, q: str, pool: int, as_entry=lambda row: row) -> list[Ran
     for word in query_words:
         match |= Q(trigger__icontains=word) | Q(content__icontains=word)
     ranked = []
-    for entry in map(as_entry, rows.filter(match).order_by("-current_confidence", "-id")[:SIMILAR_POOL]):
+    for entry in map(as_entry, rows.filter(match).order_by("-current_confidence", "-id")[:WORD_MATCH_POOL]):
         trigger, content = words(entry.trigger), words(entry.content) | words(" ".join(entry.conditions))
         relevance = sum(2 if w in trigger else 1 if w in content else 0 for w in query_words) / len(query_words)
         if relevance:

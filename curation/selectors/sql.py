@@ -262,3 +262,60 @@ def supersedes_chain_sql() -> str:
         UNION ALL
         SELECT 'newer', id, supersedes_id FROM newer WHERE depth > 0
     """
+
+
+# Near duplicates through the MinHash band keys (models.EntryBand): for each key of each looked-up text, the
+# entries of the overlapping scopes that share it: one probe of the (band, scope) index per key and scope or
+# ancestor (the `equal` rows: the text's number n, the key, the scope), one per key for the range below the
+# scope (the `below` rows: n, the key, the range's bounds); both columns equal or ranged, so each probe reads
+# only the key's rows in those scopes. Then the shared active entries (the text itself left out, at most
+# %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) scored by trigram similarity, the %(limit)s best
+# at %(threshold)s or above.
+SIMILAR_BY_BANDS_SQL = """
+    WITH shared AS (
+        SELECT k.n, b.entry_id
+        FROM unnest(CAST(%(equal_ns)s AS int[]), CAST(%(equal_keys)s AS bigint[]), CAST(%(equal_scopes)s AS text[]))
+             AS k(n, band, scope)
+        JOIN curation_entryband b ON b.band = k.band AND b.scope = k.scope
+        UNION
+        SELECT k.n, b.entry_id
+        FROM unnest(CAST(%(below_ns)s AS int[]), CAST(%(below_keys)s AS bigint[]), CAST(%(below)s AS text[]),
+                    CAST(%(below_end)s AS text[])) AS k(n, band, below, below_end)
+        JOIN curation_entryband b ON b.band = k.band AND b.scope ~>=~ k.below AND b.scope ~<~ k.below_end
+    ), c AS (
+        SELECT * FROM unnest(CAST(%(ns)s AS int[]), CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[])) AS c(n, id, text)
+    ), partners AS (
+        SELECT c.n, c.text, e.id, e.trigger, e.content,
+               row_number() OVER (PARTITION BY c.n ORDER BY e.id DESC) AS newest
+        FROM shared s JOIN c ON c.n = s.n JOIN curation_entry e ON e.id = s.entry_id
+        WHERE e.status = 'active' AND e.id IS DISTINCT FROM c.id
+    )
+    SELECT n, id, score FROM (
+        SELECT p.n, p.id, scored.score,
+               row_number() OVER (PARTITION BY p.n ORDER BY scored.score DESC, p.id DESC) AS place
+        FROM partners p CROSS JOIN LATERAL (SELECT similarity(p.trigger || ' ' || p.content, p.text) AS score) AS scored
+        WHERE p.newest <= %(read)s AND scored.score >= %(threshold)s
+    ) AS ranked
+    WHERE place <= %(limit)s
+"""
+
+# SIMILAR_BY_BANDS_SQL's first half on SQLite, the keys as JSON (no limit on their number): the (n, entry id)
+# pairs sharing a key in the overlapping scopes. `equal`: [n, key, scope] per key and scope or ancestor;
+# `below`: [n, key, low, high] per key (the range below the scope; SQLite compares text bytewise).
+SHARED_BANDS_SQLITE = """
+    SELECT k.n, b.entry_id FROM (
+        SELECT json_extract(value, '$[0]') AS n, json_extract(value, '$[1]') AS band,
+               json_extract(value, '$[2]') AS scope FROM json_each(%s)
+    ) AS k CROSS JOIN curation_entryband b ON b.band = k.band AND b.scope = k.scope
+    UNION
+    SELECT k.n, b.entry_id FROM (
+        SELECT json_extract(value, '$[0]') AS n, json_extract(value, '$[1]') AS band,
+               json_extract(value, '$[2]') AS low, json_extract(value, '$[3]') AS high FROM json_each(%s)
+    ) AS k CROSS JOIN curation_entryband b ON b.band = k.band AND b.scope >= k.low AND b.scope < k.high
+"""
+
+# The text of the active entries among the ids (a JSON list), for SQLite's word measure.
+ACTIVE_TEXTS_SQLITE = """
+    SELECT id, trigger, content FROM curation_entry
+    WHERE status = 'active' AND id IN (SELECT value FROM json_each(%s))
+"""

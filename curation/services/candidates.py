@@ -16,6 +16,7 @@ from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueRe
 from curation.selectors import approvals_required, similar_active_entries
 from curation.rules.similarity import fingerprint
 
+from .admission import insert_decision
 from .entry_writes import changes_since, insert_entry, refuse_forgotten_lessons, write_entry
 from .errors import InvalidTransition, StaleDecision
 from .events import actor_label_for, record_event
@@ -206,9 +207,16 @@ def submit_note(prepared: PreparedCandidate) -> str:
 
 
 def insert_candidate_with_links(
-    prepared: PreparedCandidate, *, actor=None, actor_label: str = "", at=None, held_by: ForgetRequest | None = None
+    prepared: PreparedCandidate,
+    *,
+    actor=None,
+    actor_label: str = "",
+    at=None,
+    held_by: ForgetRequest | None = None,
+    admit: bool = False,
 ) -> tuple[Entry, list[int]]:
-    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to."""
+    """Write a prepared candidate; also answer the ids of the similar active entries it was linked to.
+    `admit`: an agent's submission, on which its scope's admission policy decides as it is inserted."""
     now = at or clock.now()
     # No savepoint of its own: inside a batch item's savepoint, a failure unwinds that item only.
     with transaction.atomic(savepoint=False):
@@ -220,6 +228,11 @@ def insert_candidate_with_links(
             actor_label=entry.created_by_label,
             reason=submit_note(prepared),
             at=now,
+            decide=(
+                (lambda e, note: insert_decision(e, prepared.evidence, submitter=e.created_by_label, note=note))
+                if admit
+                else None
+            ),
         )
         evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
         Evidence.objects.bulk_create(

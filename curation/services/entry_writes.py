@@ -38,6 +38,11 @@ live or approves it, when a tombstone matches the lesson. So a paraphrase pendin
 an edit, a merge, a split, a consolidation, a revival or an undo cannot write a forgotten lesson back. The
 forget's own write and writes to a status agents never read (a held submission is rejected) pass.
 
+Near-duplicate band keys (`EntryBand`, rules/minhash): every one of these that writes an entry's text or
+scope writes its keys with it (an insert adds them, a change replaces them), so the near-duplicate index
+is never behind the text. A held submission and a forgotten entry get none: their stored text is a marker,
+and the keys of the text a forget removes go with it.
+
 `updated_at`: a decision stamps its `at` (a demo replayed as of a past moment reads as it happened then);
 a sweep stamps the wall clock, because the detecting sweeps read "what changed since my last run" by
 it, and a sweep replayed as of the past must still be seen by the next run.
@@ -67,8 +72,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, QuerySet
 
-from curation.rules import access, clock, event_deltas, injection, lifecycle, scope_policies, transitions
-from curation.models import SNAPSHOT_FIELDS, Entry, Event, EventAction, Retrieval, RetrievedEntry, Status
+from curation.rules import access, clock, event_deltas, injection, lifecycle, minhash, scope_policies, transitions
+from curation.models import SNAPSHOT_FIELDS, Entry, EntryBand, Event, EventAction, Retrieval, RetrievedEntry, Status
 
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
 from curation.selectors.scope_policies import in_force
@@ -283,6 +288,8 @@ def write_entry(
     )
     if not written:  # a writer that did not lock the row (possible on SQLite) got there first
         raise StaleDecision(entry, changes_since(entry, expected))
+    if _BANDED_COLUMNS.intersection(changes):
+        _write_bands([entry], replace=True, forgotten=action == EventAction.FORGOTTEN)
     old, new = event_deltas.delta(before, {**entry.snapshot(at), **(after_extra or {})})
     return record_event(
         entry,
@@ -297,6 +304,11 @@ def write_entry(
     )
 
 
+# An insert's decision made once the detector has read the text (an admission policy's, which approves no
+# text in quarantine): (the entry, the reason given) -> (the action, its actor's label, its Event's reason).
+Decide = Callable[[Entry, str], tuple[EventAction, str, str]]
+
+
 def insert_entry(
     entry: Entry,
     *,
@@ -307,12 +319,19 @@ def insert_entry(
     reason: str = "",
     after_extra: dict | None = None,
     also=(),
+    decide: Decide | None = None,
 ) -> Event:
-    """Insert a new entry (its version is 1) with the Event that made it."""
-    notes = _plan_insert(entry, action, at, actor)
+    """Insert a new entry (its version is 1) with the Event that made it. `decide`: the action, its actor's
+    label and the reason, decided on the entry once its text is screened (an admission policy's decision
+    at ingest, so that a candidate it approves is written once); `action`, `actor_label`, `reason` otherwise."""
+    notes = _screen_new_text(entry)
+    if decide is not None:
+        action, actor_label, reason = decide(entry, reason)
+    notes = _plan_insert(entry, action, at, actor, notes=notes)
     if checks_forgotten(entry.status, ("status",), action):
         refuse_forgotten_lessons([(entry.scope, entry.trigger, entry.content)])
     entry.save(force_insert=True)
+    _write_bands([entry])
     return record_event(
         entry,
         actor=actor,
@@ -325,38 +344,95 @@ def insert_entry(
     )
 
 
-def insert_entries(new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str) -> list[Event]:
-    """insert_entry for many (entry, its Event's reason): one insert for the entries, one for their Events."""
+def insert_entries(
+    new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str, decide: Decide | None = None
+) -> list[Event]:
+    """insert_entry for many (entry, its Event's reason), each decided by `decide` when given: one insert for
+    the entries, one for their band keys, one for their Events."""
     rules = None
     noted = []
     for entry, reason in new:
+        notes = _screen_new_text(entry)
+        made_by, label = action, actor_label
+        if decide is not None:
+            made_by, label, reason = decide(entry, reason)
         if entry.status == Status.ACTIVE and rules is None:
             rules = in_force(scope_policies.REVIEW)
-        noted.append((entry, _noted(reason, _plan_insert(entry, action, at, None, rules=rules))))
-    new = noted
+        notes = _plan_insert(entry, made_by, at, None, rules=rules, notes=notes)
+        noted.append((entry, made_by, label, _noted(reason, notes)))
     refuse_forgotten_lessons(
-        [(e.scope, e.trigger, e.content) for e, _ in new if checks_forgotten(e.status, ("status",), action)]
+        [
+            (e.scope, e.trigger, e.content)
+            for e, made_by, _, _ in noted
+            if checks_forgotten(e.status, ("status",), made_by)
+        ]
     )
-    for entry, _ in new:
+    for entry, *_ in noted:
         entry.refresh_decay_key()  # bulk_create does not call save()
-    Entry.objects.bulk_create([entry for entry, _ in new])
+    Entry.objects.bulk_create([entry for entry, *_ in noted])
+    _write_bands([entry for entry, *_ in noted])
     return record_events(
         build_event(
             entry,
             actor=None,
-            actor_label=actor_label,
-            action=action,
+            actor_label=label,
+            action=made_by,
             reason=reason,
             after=event_deltas.delta(None, entry.snapshot(at))[1],
             at=at,
         )
-        for entry, reason in new
+        for entry, made_by, label, reason in noted
     )
 
 
-def _plan_insert(entry: Entry, action, at, actor, rules=None) -> list[str]:
-    """The table's check of an insert (from NEW to the entry's status) and the injection detector's, their
-    values set on the entry; answers the detector's new findings in words."""
+# The columns the band keys are derived from (the text) or carry (the scope), and whether they are stored.
+_BANDED_COLUMNS = frozenset({"trigger", "content", "scope", "held_by", "held_by_id"})
+
+
+def _write_bands(entries: list[Entry], *, replace: bool = False, forgotten: bool = False) -> None:
+    """The near-duplicate band keys of the entries' stored text, in one statement (`replace`: their old keys
+    removed first). None for a held submission or a forgotten entry: their text is a marker."""
+    if replace:
+        EntryBand.objects.filter(entry_id__in=[e.pk for e in entries]).delete()
+    rows = [
+        (entry.pk, entry.scope, band)
+        for entry in entries
+        if entry.held_by_id is None and not forgotten
+        for band in minhash.band_keys(f"{entry.trigger} {entry.content}")
+    ]
+    if not rows:
+        return
+    table = EntryBand._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":  # one statement of three arrays: no per-row parameters
+            ids, scopes, bands = zip(*rows)
+            cursor.execute(
+                f"INSERT INTO {table} (entry_id, scope, band) "
+                "SELECT * FROM unnest(CAST(%s AS bigint[]), CAST(%s AS text[]), CAST(%s AS bigint[]))",
+                [list(ids), list(scopes), list(bands)],
+            )
+        else:
+            cursor.executemany(f"INSERT INTO {table} (entry_id, scope, band) VALUES (%s, %s, %s)", rows)
+
+
+def _screen_new_text(entry: Entry) -> list[str]:
+    """The injection detector over a new entry's text, before anything decides on it: its findings added to
+    the entry's flags, the entry quarantined, the detector's version stamped. Answers the findings in words."""
+    text = {column: getattr(entry, column) for column in _TEXT_COLUMNS}
+    values, notes = screen(
+        lambda column: None if column in text else getattr(entry, column), text, EventAction.SUBMIT, None, pk="(new)"
+    )
+    for column, value in values.items():
+        setattr(entry, column, value)
+    return notes
+
+
+def _plan_insert(entry: Entry, action, at, actor, rules=None, notes: list[str] | None = None) -> list[str]:
+    """The injection detector's reading of the text (unless the caller had it read: `notes`), then the
+    table's check of the insert (from NEW to the entry's status) and the quarantine's gate, their values set
+    on the entry; answers the detector's new findings in words."""
+    if notes is None:
+        notes = _screen_new_text(entry)
     refuse_actor(action, actor, (entry.scope,))
     values = planned_values(
         action,
@@ -371,10 +447,7 @@ def _plan_insert(entry: Entry, action, at, actor, rules=None) -> list[str]:
         first_approval_by=entry.first_approval_by_id,
         queue_reason=entry.queue_reason,
     )
-    text = {column: getattr(entry, column) for column in _TEXT_COLUMNS}
-    values, notes = screen(
-        lambda column: None if column in text else getattr(entry, column), {**text, **values}, action, actor, pk="(new)"
-    )
+    values, _ = screen(lambda column: getattr(entry, column), values, action, actor, pk="(new)")  # the gate
     for column, value in values.items():
         if column in transitions.ACTIVATION_STAMPS and getattr(entry, column) is not None:
             continue  # an insert carries its own verification (a merge's: now)
@@ -434,6 +507,8 @@ def write_entries(
             raise ConcurrentChange(
                 f"{actor_label}: {max(len(ids) - written, len(moved))} of {len(ids)} rows changed under the sweep"
             )
+        if _BANDED_COLUMNS.intersection(updates):
+            _write_bands(list(after.values()), replace=True, forgotten=action == EventAction.FORGOTTEN)
         changed = {e.pk: event_deltas.delta(before[e.pk], after[e.pk].snapshot(at)) for e in rows}
         record_events(
             build_event(

@@ -39,7 +39,7 @@ from .candidates import (
     prepare_candidate,
     submit_note,
 )
-from .admission import admit_by_policy, policy_decision
+from .admission import insert_decision, policy_decision
 from .conflicts import detect_conflicts_for, detect_conflicts_many, weigh_contradictions
 from .entry_writes import insert_entries
 from .errors import Forgotten
@@ -210,11 +210,12 @@ def _submit_prepared(
     if existing is not None:
         added = _add_to_duplicate(existing, prepared, token.label, now)
         return Submission(existing, created=False, duplicate_of=existing.pk, evidence_added=added, flags=prepared.flags)
-    entry, similar_ids = insert_candidate_with_links(prepared, actor_label=token.label, at=now, held_by=held_by)
+    entry, similar_ids = insert_candidate_with_links(
+        prepared, actor_label=token.label, at=now, held_by=held_by, admit=True
+    )
     answered = None
     if held_by is None:
         conflicts = detect_conflicts_for(entry, detected_by="ingest", at=now)
-        admit_by_policy(entry, prepared.evidence, at=now)
     else:
         conflicts = []
         weigh_contradictions([with_text(entry, prepared.fields)])
@@ -353,8 +354,18 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             entry = new_candidate_entry(p, actor_label=label, now=now, held_by=held_by.get(index))
             first_in_batch[key] = entry
             new_entries.append((index, p, entry))
+    # The admission policy decides before the insert (once the detector read the text), so that a candidate
+    # it approves or rejects is written once.
+    policies, rules = (admission_policies(), in_force(scope_policies.REVIEW)) if new_entries else ([], {})
+    evidence_of = {id(entry): p.evidence for _, p, entry in new_entries}
     insert_entries(
-        [(entry, submit_note(p)) for _, p, entry in new_entries], action=EventAction.SUBMIT, at=now, actor_label=label
+        [(entry, submit_note(p)) for _, p, entry in new_entries],
+        action=EventAction.SUBMIT,
+        at=now,
+        actor_label=label,
+        decide=lambda entry, note: insert_decision(
+            entry, evidence_of[id(entry)], submitter=label, note=note, policies=policies, rules=rules
+        ),
     )
     evidence = [row for _, p, entry in new_entries + duplicates for row in _evidence_of(entry, p, label, now)]
     Evidence.objects.bulk_create(evidence)
@@ -363,11 +374,11 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
     for entry in repeated.values():  # another source saying a lesson again may confirm it
         raise_trust(entry, [row for row in evidence if row.entry is entry], actor_label=label, at=now)
     links, submissions = [], {}
-    # Near duplicates and conflict partners of the batch's scopes, read once for both (None on PostgreSQL,
-    # whose statements read each entry's ranked pools for the whole batch).
+    # Conflict partners of the batch's scopes, read once (None on PostgreSQL, whose statements read each
+    # entry's ranked pools for the whole batch); near duplicates through their band keys, for the batch.
     pools = batch_pools({entry.scope for _, _, entry in new_entries})
     similar_by_entry = similar_active_entries_many(
-        (entry if entry.held_by_id is None else with_text(entry, p.fields) for _, p, entry in new_entries), pools=pools
+        entry if entry.held_by_id is None else with_text(entry, p.fields) for _, p, entry in new_entries
     )
     conflicts_by_entry = {entry.pk: [] for _, _, entry in new_entries}
     conflicts_by_entry.update(
@@ -393,12 +404,9 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             flags=p.flags,
         )
     SimilarEntry.objects.bulk_create(links)
-    policies, rules = (admission_policies(), in_force(scope_policies.REVIEW)) if new_entries else ([], {})
     held, answered = [], {}
     for index, p, entry in new_entries:
-        if entry.held_by_id is None:
-            admit_by_policy(entry, p.evidence, at=now, policies=policies, rules=rules)
-        else:
+        if entry.held_by_id is not None:
             held.append(entry)
             answered[entry.pk] = submissions[index].answered = answered_status(
                 policy_decision(entry.scope, p.evidence, policies=policies, review_rules=rules)[1]

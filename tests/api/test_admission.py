@@ -5,7 +5,7 @@ decide. The lead's page sets policies, each change an Event."""
 import pytest
 
 from curation.rules import admission, clock
-from curation.models import Entry, Event, EventAction, ScopePolicy, Status
+from curation.models import Entry, EntryBand, Event, EventAction, ScopePolicy, Status
 from curation.rules.scope_policies import ADMISSION
 from curation.services.scope_policies import set_scope_policy
 from tests.factories import api_candidate, client_for, page_text
@@ -174,3 +174,29 @@ def test_a_bad_policy_names_the_field(data, field):
     with pytest.raises(Exception) as caught:
         admission.clean_policy(data)
     assert field in caught.value.message_dict
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_candidate_the_policy_decides_is_written_once(make_agent, policies, batch):
+    """The policy decides before the insert: the insert is the decision, one Event at version 1, never a
+    pending row updated a moment later."""
+    agent = make_agent(scopes=("acme",))
+    items = [
+        api_candidate(scope="acme/web", trigger="Lesson one", content="Advice one."),
+        api_candidate(scope="acme/billing-api/legacy/x", trigger="Lesson two", content="Advice two."),
+    ]
+    if batch:
+        results = agent.post("candidates/batch", {"candidates": items}).json()["results"]
+    else:
+        results = [agent.post("candidates", item).json() for item in items]
+    assert [r["status"] for r in results] == [Status.ACTIVE, Status.REJECTED]
+    for result, action, actor in zip(
+        results, (EventAction.APPROVE, EventAction.REJECT), ("policy:take-all", "policy:frozen")
+    ):
+        entry = Entry.objects.get(pk=result["id"])
+        events = list(Event.objects.filter(entry=entry).values_list("action", "actor_label", "entry_version"))
+        assert events == [(action, actor, 1)]
+        assert entry.version == 1 and entry.queued_at is None
+        assert Event.objects.get(entry=entry).after["status"] == result["status"]
+    approved = Entry.objects.get(pk=results[0]["id"])
+    assert approved.last_verified_at is not None and EntryBand.objects.filter(entry=approved).exists()

@@ -7,7 +7,8 @@ import pytest
 from django.db import connection
 
 from curation import selectors
-from curation.models import Entry, Status
+from curation.models import Entry, EntryBand, Status
+from curation.rules.minhash import band_keys
 from curation.services import conflicts
 from tests.factories import active
 
@@ -32,7 +33,7 @@ def _plans_of(run) -> str:
 
 def _fill_other_scopes(n: int) -> None:
     words = "deploy migrate cache worker queue ledger invoice webhook rotate restart drain lock retry".split()
-    Entry.objects.bulk_create(
+    filled = Entry.objects.bulk_create(
         Entry(
             kind="fact",
             scope=f"other/s{i % 100}",
@@ -45,8 +46,12 @@ def _fill_other_scopes(n: int) -> None:
         )
         for i in range(n)
     )
+    EntryBand.objects.bulk_create(  # their band keys, as the write path writes them
+        EntryBand(entry=e, scope=e.scope, band=band) for e in filled for band in band_keys(f"{e.trigger} {e.content}")
+    )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE curation_entry")
+        cursor.execute("ANALYZE curation_entryband")
 
 
 def test_the_scoped_word_index_keeps_no_pending_list(on_postgres):
@@ -55,7 +60,7 @@ def test_the_scoped_word_index_keeps_no_pending_list(on_postgres):
         assert "fastupdate=off" in cursor.fetchone()[0]
 
 
-def test_retrieval_near_duplicates_and_conflict_partners_use_the_scoped_word_index(
+def test_retrieval_and_conflict_partners_use_the_scoped_word_index_near_duplicates_the_band_index(
     on_postgres, reviewer, make_candidate
 ):
     _fill_other_scopes(3000)
@@ -65,11 +70,13 @@ def test_retrieval_near_duplicates_and_conflict_partners_use_the_scoped_word_ind
     )
     for read in (
         lambda: selectors.retrieve_memory(scopes=["acme", "acme/billing-api"], q="drain queue", k=5, min_confidence=0),
-        lambda: selectors.similar_active_entries_many([candidate]),
         lambda: conflicts.detect_conflicts_many([candidate]),
     ):
         plan = _plans_of(read)
         assert "entry_active_scoped_lexeme_idx" in plan, plan
+    # near duplicates: the entries sharing a MinHash band key, through the (band, scope) index
+    plan = _plans_of(lambda: selectors.similar_active_entries_many([candidate]))
+    assert "entry_band_key_idx" in plan, plan
 
 
 def test_a_retrieval_writes_no_index_that_no_read_uses(on_postgres):

@@ -1,0 +1,55 @@
+"""MinHash band keys of a lesson's text: two texts whose word sets are alike share a band key, so a
+near-duplicate lookup reads only the entries sharing one (an index of band keys), and the exact measure
+(similarity.jaccard, or trigrams on PostgreSQL) ranks those few. Pure and deterministic: the same text gives
+the same keys in every process and release, since the keys are stored (curation_entryband).
+
+The shingles are the measure's own words (similarity.words: lowercased, stop words dropped). HASHES
+minimum hashes in BANDS bands of ROWS: two texts of word Jaccard s share at least one band with
+probability 1 - (1 - s**ROWS)**BANDS: 0.985 at the near-duplicate threshold's 0.35, 0.9999 at 0.6, and
+0.27 at 0.1 (texts that share a word or two of a template)."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from array import array
+from functools import lru_cache
+
+from curation.rules.similarity import words
+
+BANDS = 32
+ROWS = 2
+HASHES = BANDS * ROWS  # band_keys packs ROWS = 2 values per band
+_VALUE_BITS = 28  # of each minimum hash kept in a key: a band's two values and its number fit in 61 bits
+_VALUE_MASK = (1 << _VALUE_BITS) - 1
+
+
+@lru_cache(maxsize=65536)
+def _word_hashes(word: str) -> array:
+    """HASHES independent 32-bit hashes of one word (one SHAKE-128 digest, read as unsigned ints)."""
+    hashes = array("I")
+    hashes.frombytes(hashlib.shake_128(word.encode()).digest(4 * HASHES))
+    if sys.byteorder == "big":  # the digest read little-endian everywhere: stored keys are the same
+        hashes.byteswap()
+    return hashes
+
+
+def signature(text: str) -> list[int]:
+    """The HASHES minimum hashes of the text's words; empty for a text with no word."""
+    shingles = words(text)
+    if not shingles:
+        return []
+    return list(map(min, zip(*map(_word_hashes, shingles))))
+
+
+@lru_cache(maxsize=4096)  # a new entry's keys are written by the write path, then looked up with
+def band_keys(text: str) -> tuple[int, ...]:
+    """One key per band (BANDS of them, none for a text with no word): the band's number and its ROWS
+    minimum hashes, packed into one non-negative 64-bit integer, distinct per band number."""
+    m = signature(text)
+    if not m:
+        return ()
+    mask, bits = _VALUE_MASK, _VALUE_BITS
+    return tuple(  # ROWS is 2: the band's number, then its two values
+        (((band << bits) | (m[2 * band] & mask)) << bits) | (m[2 * band + 1] & mask) for band in range(BANDS)
+    )
