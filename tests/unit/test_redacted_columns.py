@@ -14,6 +14,7 @@ REDACTING = (RedactedCharField, RedactedTextField, RedactedJSONField)
 # made from usernames and token names (themselves checked when they are made).
 NOT_FREE_TEXT = {
     "Entry.scope": "a scope path, validated by access.clean_scope",
+    "EntryBand.scope": "a copy of its entry's scope path, for the near-duplicate lookup",
     "Entry.flags": "what redaction found: a kind and a field name",
     "Entry.fingerprint": "a sha256",
     "Entry.embedding": "numbers only, checked by vectors.clean_embedding",
