@@ -71,7 +71,10 @@ $$ LANGUAGE plpgsql;
 
 CREATE_PARTITION = """
 CREATE OR REPLACE FUNCTION curation_create_partition(parent text, month date) RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+-- Making a partition locks the table briefly: behind a long query it gives up rather than queue every write
+-- behind itself (the sweep runs daily, months ahead: the next run makes it).
+SET lock_timeout = '5s' AS $$
 DECLARE
     -- Months in UTC, whatever the session's time zone.
     lo timestamptz := date_trunc('month', month)::timestamp AT TIME ZONE 'UTC';
