@@ -144,6 +144,36 @@ def measure(client, entry_id: int, reps: int) -> dict:
     return results
 
 
+def sql_times(entry_id: int, event_id: int, reps: int = 30) -> dict:
+    """The database's own time (planning + execution, EXPLAIN ANALYZE, median of `reps`) of the two reads a
+    partitioned table makes dearer: an entry's history (every partition's index, merged) and one Event by id."""
+    import re
+
+    from django.db import connection
+
+    reads = {
+        "SQL: an entry's Events, in order": (
+            "SELECT * FROM curation_event WHERE entry_id = %s ORDER BY created_at, id",
+            [entry_id],
+        ),
+        "SQL: one Event by id": ("SELECT * FROM curation_event WHERE id = %s", [event_id]),
+    }
+    results = {}
+    with connection.cursor() as cursor:
+        for name, (sql, params) in reads.items():
+            samples = []
+            for _ in range(reps):
+                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF) " + sql, params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                planning, execution = (float(x) for x in re.findall(r"(?:Planning|Execution) Time: ([0-9.]+)", plan))
+                samples.append((planning, execution))
+            results[name] = (
+                statistics.median(p for p, _ in samples),
+                statistics.median(e for _, e in samples),
+            )
+    return results
+
+
 def drop_database(url: str) -> None:
     import dj_database_url
     import psycopg
@@ -196,7 +226,11 @@ def main() -> None:
     client = Client()
     client.force_login(user)
 
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(id) / 3 FROM curation_event")
+        event_id = cursor.fetchone()[0]
     before = measure(client, entry_id, args.reps)
+    sql_before = sql_times(entry_id, event_id)
     started = time.perf_counter()
     call_command("migrate", verbosity=0)
     converted = time.perf_counter() - started
@@ -204,9 +238,10 @@ def main() -> None:
     assert partitions.is_partitioned("curation_event")
     months = len(partitions.partitions("curation_event"))
     after = measure(client, entry_id, args.reps)
+    sql_after = sql_times(entry_id, event_id)
 
     print(
-        f"\nEntry #{entry_id}: {history} Events. Partitioning (migrate 0048, both tables): {converted:.0f} s, "
+        f"\nEntry #{entry_id}: {history} Events. Partitioning (migrate 0048, all its tables): {converted:.0f} s, "
         f"{months} partitions of curation_event (DEFAULT among them)."
     )
     print(f"\n  {'page':<28} {'queries':>15}   {'p50 ms (before → after)':>26}   {'p95 ms (before → after)':>26}")
@@ -216,6 +251,10 @@ def main() -> None:
             f"  {name:<28} {q0:>6} → {q1:<6}   {p50_0:>11.1f} → {p50_1:<11.1f}   {p95_0:>11.1f} → {p95_1:<11.1f}"
             + ("" if q0 == q1 else "   QUERY COUNT CHANGED")
         )
+    print(f"\n  {'read':<34} {'planning ms (before → after)':>30}   {'execution ms (before → after)':>30}")
+    for name in sql_before:
+        (p0, e0), (p1, e1) = sql_before[name], sql_after[name]
+        print(f"  {name:<34} {p0:>13.3f} → {p1:<13.3f}   {e0:>13.3f} → {e1:<13.3f}")
     if not args.keep:
         connection.close()
         drop_database(url)
