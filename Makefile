@@ -122,3 +122,7 @@ bench-impact: $(STAMP)
 .PHONY: bench-event-bytes
 bench-event-bytes: $(STAMP)
 	$(BIN)/python benchmarks/event_bytes_bench.py
+
+.PHONY: bench-history
+bench-history: $(STAMP)
+	BENCH_DATABASE_URL=$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/ma_partitions_bench} $(BIN)/python benchmarks/history_bench.py

@@ -17,6 +17,7 @@ from . import (
     decay,
     injection_scan,
     low_utility,
+    partitions,
     review_due,
     revive,
     skill_nomination,
@@ -55,6 +56,8 @@ REGISTERED: tuple[Registered, ...] = (
     # Queued when a forget is approved; the schedule catches a purge whose message was lost (a run with no new
     # purge is one indexed read).
     Registered(vacuum_purged, crontab(minute="*/30")),
+    # Daily, months ahead: a missed run or two still leaves every month its partition before it starts.
+    Registered(partitions, crontab(minute=30, hour=1)),
 )
 
 SWEEP_MODULES: tuple[ModuleType, ...] = tuple(entry.module for entry in REGISTERED)

@@ -33,8 +33,14 @@ def _stats(tables):
         # second unless forced: forced, then flushed by the next statement (autocommit), then read fresh.
         cursor.execute("SELECT pg_stat_force_next_flush()")
         cursor.execute("SELECT pg_stat_clear_snapshot()")
+        # A partitioned table (the history) keeps its rows and counts in its partitions: its dead rows are
+        # theirs together, and it was vacuumed as many times as the least vacuumed of them.
         cursor.execute(
-            "SELECT relname, n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relname = ANY(%s)", [list(tables)]
+            "SELECT coalesce(r.relname, s.relname), sum(s.n_dead_tup), min(s.vacuum_count) "
+            "FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid "
+            "LEFT JOIN pg_class r ON r.oid = pg_partition_root(s.relid) "
+            "WHERE c.relkind <> 'p' AND coalesce(r.relname, s.relname) = ANY(%s) GROUP BY 1",
+            [list(tables)],
         )
         return {name: (dead, count) for name, dead, count in cursor.fetchall()}
 

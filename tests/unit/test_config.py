@@ -166,6 +166,7 @@ def test_the_beat_schedule_is_the_registrys():
         "capacity": ("*/15", "*"),
         "auto_publish": ("50", "*"),
         "vacuum_purged": ("*/30", "*"),
+        "partitions": ("30", "1"),
         "conflicts": ("10", "*"),
         "consolidation": ("40", "3"),
         "injection_scan": ("25", "*"),

@@ -1,0 +1,264 @@
+"""The partitioned history: do an entry's history and the candidates queue keep their query counts and their
+times when the Event table (10,000,000 rows) goes from one heap to monthly partitions?
+
+    .venv/bin/python benchmarks/history_bench.py [--events N] [--entries N] [--reps N] [--keep]
+    (make bench-history)
+
+One PostgreSQL database of its own (BENCH_DATABASE_URL, default ma_partitions_bench), made afresh: migrated
+to the schema before partitioning, filled set-based (the pending queue by COPY, as queue_bench does; the
+Events with one INSERT ... SELECT generate_series a million rows at a time, spread over the last 24 months
+and over the entries, with a few under a replayed clock far in the past), VACUUM ANALYZEd, measured; then
+`migrate` partitions it (its time is printed), VACUUM ANALYZE, measured again. The pages go through
+django.test.Client as a logged-in reviewer (server time: middleware, queries, templates). The database is
+dropped at the end unless --keep."""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import configure, percentile, timed  # noqa: E402
+
+BEFORE = ("curation", "0046_screened_evidence_and_skill_drafts")
+CHUNK = 1_000_000
+MONTHS = 24
+QUEUE_URL = "/review/candidates/"
+
+
+def fill_entries(total: int) -> None:
+    """`total` pending entries by COPY, with queue_bench's rows (its evidence rows are left out: this bench
+    is about the Events)."""
+    import random
+
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from benchmarks.queue_bench import ENTRY_COLUMNS, entry_row
+
+    rng, now, started = random.Random(7), timezone.now(), time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        with cursor.copy(f"COPY curation_entry ({', '.join(ENTRY_COLUMNS)}) FROM STDIN") as copy:
+            for _ in range(total):
+                copy.write_row(entry_row(rng, now))
+    print(f"  entries: {total:>11,}  ({time.perf_counter() - started:6.0f} s)", flush=True)
+
+
+def fill_events(total: int) -> None:
+    """`total` Events over the pending entries, oldest first, as a busy history would be: each entry's share
+    spread over the last MONTHS months; one in a thousand written under a replayed clock in 1999."""
+    from django.db import connection, transaction
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT min(id), max(id) FROM curation_entry")
+        low, high = cursor.fetchone()
+    span = high - low + 1
+    started = time.perf_counter()
+    # Set-based and fast: the table's indexes and keys go while it fills and come back after (one build and
+    # one check each, where row by row they would cost per row).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'curation_event'::regclass AND NOT i.indisprimary"
+        )
+        indexes = cursor.fetchall()
+        cursor.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'curation_event'::regclass AND contype = 'f'"
+        )
+        keys = cursor.fetchall()
+        for name, _ in keys:
+            cursor.execute(f"ALTER TABLE curation_event DROP CONSTRAINT {name}")
+        for name, _ in indexes:
+            cursor.execute(f"DROP INDEX {name}")
+    for start in range(0, total, CHUNK):
+        stop = min(total, start + CHUNK)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                """
+                INSERT INTO curation_event (entry_id, entry_label, actor_label, action, reason, before, after,
+                                            request_id, entry_version, created_at)
+                SELECT %(low)s + g %% %(span)s,
+                       '#' || (%(low)s + g %% %(span)s) || ' When the deploy of a service fails with a lock timeout',
+                       CASE WHEN g %% 3 = 0 THEN 'agent:ci' ELSE 'rita' END,
+                       CASE WHEN g %% 3 = 0 THEN 'add_evidence' ELSE 'decay' END,
+                       CASE WHEN g %% 3 = 0 THEN '' ELSE 'confidence decayed by the nightly sweep' END,
+                       jsonb_build_object('confidence', 0.7),
+                       jsonb_build_object('confidence', 0.69, 'excerpt', 'exit 1: lock timeout on step ' || g %% 37),
+                       'taskrun-' || g / 5000, 1 + g / %(span)s,
+                       CASE WHEN g %% 1000 = 7 THEN timestamptz '1999-06-01' + g * interval '1 second'
+                            ELSE now() - interval '%(months)s months' + (g::float8 / %(total)s) * interval '%(months)s months'
+                       END
+                FROM generate_series(%(start)s, %(stop)s - 1) AS g
+                """,
+                {"low": low, "span": span, "start": start, "stop": stop, "total": total, "months": MONTHS},
+            )
+        print(f"  events: {stop:>12,}  ({time.perf_counter() - started:6.0f} s)", flush=True)
+    with connection.cursor() as cursor:
+        for _, definition in indexes:
+            cursor.execute(definition)
+        for name, definition in keys:
+            cursor.execute(f"ALTER TABLE curation_event ADD CONSTRAINT {name} {definition}")
+    print(f"  indexes and keys back  ({time.perf_counter() - started:6.0f} s)", flush=True)
+
+
+def vacuum() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in ("curation_event", "curation_entry", "curation_evidence"):
+            cursor.execute(f"VACUUM (ANALYZE) {table}")
+
+
+def measure(client, entry_id: int, reps: int) -> dict:
+    """Each page: p50 and p95 of `reps` GETs, and the queries one GET runs."""
+    import re
+    from html import unescape
+
+    from contextlib import ExitStack
+
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    first = client.get(QUEUE_URL)
+    match = re.search(r'<a href="([^"]*after=[^"]*)" rel="next"', first.content.decode())
+    assert match, "no next-page link on the queue"
+    pages = {
+        "entry page (its history)": f"/entries/{entry_id}/",
+        "entry history.json": f"/entries/{entry_id}/history.json",
+        "candidates queue, page 1": QUEUE_URL,
+        "candidates queue, page 2": QUEUE_URL + unescape(match.group(1)),
+    }
+    results = {}
+    for name, url in pages.items():
+        for c in connections.all():  # each request clears the log (reset_queries): start it empty
+            c.queries_log.clear()
+        with ExitStack() as stack:  # reads may go to the replica's connection name (db_router)
+            captured = [stack.enter_context(CaptureQueriesContext(c)) for c in connections.all()]
+            assert client.get(url).status_code == 200, url
+        queries = sum(len(c.captured_queries) for c in captured)
+        samples = sorted(timed(client, url, reps))
+        results[name] = (queries, statistics.median(samples), percentile(samples, 0.95))
+    return results
+
+
+def sql_times(entry_id: int, event_id: int, reps: int = 30) -> dict:
+    """The database's own time (planning + execution, EXPLAIN ANALYZE, median of `reps`) of the two reads a
+    partitioned table makes dearer: an entry's history (every partition's index, merged) and one Event by id."""
+    import re
+
+    from django.db import connection
+
+    reads = {
+        "SQL: an entry's Events, in order": (
+            "SELECT * FROM curation_event WHERE entry_id = %s ORDER BY created_at, id",
+            [entry_id],
+        ),
+        "SQL: one Event by id": ("SELECT * FROM curation_event WHERE id = %s", [event_id]),
+    }
+    results = {}
+    with connection.cursor() as cursor:
+        for name, (sql, params) in reads.items():
+            samples = []
+            for _ in range(reps):
+                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF) " + sql, params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                planning, execution = (float(x) for x in re.findall(r"(?:Planning|Execution) Time: ([0-9.]+)", plan))
+                samples.append((planning, execution))
+            results[name] = (
+                statistics.median(p for p, _ in samples),
+                statistics.median(e for _, e in samples),
+            )
+    return results
+
+
+def drop_database(url: str) -> None:
+    import dj_database_url
+    import psycopg
+    from psycopg import sql
+
+    db = dj_database_url.parse(url)
+    params = {k: v for k, v in {"host": db["HOST"], "port": db["PORT"], "user": db["USER"]}.items() if v}
+    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(db["NAME"])))
+    print(f"\ndropped database {db['NAME']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--reps", type=int, default=40)
+    parser.add_argument("--keep", action="store_true", help="keep the bench database afterwards")
+    args = parser.parse_args()
+
+    url = configure("ma_partitions_bench", migrate=False)
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+
+    from benchmarks.queue_bench import reviewer
+    from curation.infra import partitions
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'curation_event'")
+        fresh = cursor.fetchone()[0] == 0
+    if not fresh:
+        sys.exit(f"{url} already has tables: drop it first (dropdb), the bench fills it from empty")
+    print(f"database {url}; {args.events:,} Events over {args.entries:,} pending entries")
+    call_command("migrate", "curation", BEFORE[1], verbosity=0)
+    for app in ("contenttypes", "auth", "admin", "sessions", "axes"):  # the pages' other tables, up to date
+        call_command("migrate", app, verbosity=0)
+    fill_entries(args.entries)
+    fill_events(args.events)
+    vacuum()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_size_pretty(pg_total_relation_size('curation_event'))")
+        print(f"  curation_event: {cursor.fetchone()[0]} with its indexes")
+        # An entry of the middle, whose history is its share of the Events.
+        cursor.execute("SELECT entry_id FROM curation_event WHERE id = (SELECT max(id) / 2 FROM curation_event)")
+        entry_id = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*) FROM curation_event WHERE entry_id = %s", [entry_id])
+        history = cursor.fetchone()[0]
+    user = reviewer()
+    client = Client()
+    client.force_login(user)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(id) / 3 FROM curation_event")
+        event_id = cursor.fetchone()[0]
+    before = measure(client, entry_id, args.reps)
+    sql_before = sql_times(entry_id, event_id)
+    started = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    converted = time.perf_counter() - started
+    vacuum()
+    assert partitions.is_partitioned("curation_event")
+    months = len(partitions.partitions("curation_event"))
+    after = measure(client, entry_id, args.reps)
+    sql_after = sql_times(entry_id, event_id)
+
+    print(
+        f"\nEntry #{entry_id}: {history} Events. Partitioning (migrate 0048, all its tables): {converted:.0f} s, "
+        f"{months} partitions of curation_event (DEFAULT among them)."
+    )
+    print(f"\n  {'page':<28} {'queries':>15}   {'p50 ms (before → after)':>26}   {'p95 ms (before → after)':>26}")
+    for name in before:
+        (q0, p50_0, p95_0), (q1, p50_1, p95_1) = before[name], after[name]
+        print(
+            f"  {name:<28} {q0:>6} → {q1:<6}   {p50_0:>11.1f} → {p50_1:<11.1f}   {p95_0:>11.1f} → {p95_1:<11.1f}"
+            + ("" if q0 == q1 else "   QUERY COUNT CHANGED")
+        )
+    print(f"\n  {'read':<34} {'planning ms (before → after)':>30}   {'execution ms (before → after)':>30}")
+    for name in sql_before:
+        (p0, e0), (p1, e1) = sql_before[name], sql_after[name]
+        print(f"  {name:<34} {p0:>13.3f} → {p1:<13.3f}   {e0:>13.3f} → {e1:<13.3f}")
+    if not args.keep:
+        connection.close()
+        drop_database(url)
+
+
+if __name__ == "__main__":
+    main()
