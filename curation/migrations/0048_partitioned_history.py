@@ -234,6 +234,6 @@ def unpartition(apps, schema_editor):
 
 class Migration(migrations.Migration):
     # The copy is one transaction per table set: a failure leaves the tables as they were.
-    dependencies = [("curation", "0046_screened_evidence_and_skill_drafts")]
+    dependencies = [("curation", "0047_entry_bands")]
 
     operations = [migrations.RunPython(partition, unpartition, elidable=False)]

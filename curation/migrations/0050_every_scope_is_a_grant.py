@@ -26,7 +26,7 @@ def take_back_every_scope_grants(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("curation", "0047_entry_bands"),
+        ("curation", "0048_partitioned_history"),
         ("auth", "0012_alter_user_first_name_max_length"),
     ]
 
