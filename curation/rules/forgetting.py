@@ -207,10 +207,13 @@ def purge_value(value, texts: list[str], marker: str):
 
 # Keys of a stored JSON value (an Event's before/after) that hold a lesson's text. The purge replaces their
 # values whole, in the values it names, and never searches the other keys (a scope, a slug, a status):
-# - ENTRY_*: a forgotten entry's own snapshot (and a conflict's quoted directives, under "reason");
+# - ENTRY_*: a forgotten entry's own snapshot (and a conflict's quoted directives, under "reason"), and
+#   the texts of its evidence that an `add_evidence` Event records;
 # - DERIVED_*: what was made of it, in Events about a conflict or a consolidation, which may sit on
 #   another entry's history beside that entry's own snapshot (left as it is).
-ENTRY_TEXT_KEYS = (*SNAPSHOT_TEXTS, "reason")
+# The database's purge function (curation_forget_purge) holds the same lists; a test compares them.
+EVIDENCE_TEXT_KEYS = ("excerpt", "task_ref")
+ENTRY_TEXT_KEYS = (*SNAPSHOT_TEXTS, "reason", *EVIDENCE_TEXT_KEYS)
 ENTRY_TEXT_LISTS = ("conditions",)
 DERIVED_TEXT_KEYS = ("reason", "proposed_trigger", "proposed_content", "proposed_boundary")
 DERIVED_TEXT_LISTS = ("proposed_conditions",)

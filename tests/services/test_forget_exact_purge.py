@@ -7,7 +7,16 @@ import pytest
 from django.db import connection
 
 from curation import services
-from curation.models import Conflict, Event, Evidence, ForgetRequest, MemoryVersion, ReleasedEntry, RetrievedEntry
+from curation.models import (
+    Conflict,
+    EntryBand,
+    Event,
+    Evidence,
+    ForgetRequest,
+    MemoryVersion,
+    ReleasedEntry,
+    RetrievedEntry,
+)
 from curation.selectors import forget_quotes
 from curation.services.conflicts import detect_conflicts_for
 from curation.services.forgets import approve_forget_request, file_forget_request
@@ -106,6 +115,11 @@ def test_every_row_the_purge_does_not_name_is_unchanged(world):
     assert Conflict.objects.filter(entry_a=forgotten, entry_b=other).exists()  # the story needs its conflict
     scoped_lead = make_user("lou", "lead", scopes=["acme/billing-api"])
     request = file_forget_request(entry_id=forgotten.pk, reason="Dana asked us to forget it", actor=scoped_lead)
+    # The near-duplicate keys derived from the forgotten text go with it.
+    bands = {
+        ("curation_entryband", str(pk)) for pk in EntryBand.objects.filter(entry=forgotten).values_list("pk", flat=True)
+    }
+    assert bands
     before = _rows()
 
     approve_forget_request(request.pk, actor=scoped_lead)
@@ -116,7 +130,7 @@ def test_every_row_the_purge_does_not_name_is_unchanged(world):
         ("curation_entry", str(forgotten.pk)),
         ("curation_forgetrequest", str(request.pk)),
         ("curation_retrieval", returned_it.pk.hex),
-    }
+    } | bands
     named |= {
         ("curation_evidence", str(pk)) for pk in Evidence.objects.filter(entry=forgotten).values_list("pk", flat=True)
     }
@@ -250,3 +264,53 @@ def test_every_residue_the_outside_tester_found_is_gone_and_the_receipt_says_so(
     dump = database_dump()
     assert "FORGETMEAXOLOTL" not in dump and "restart the signer" not in dump
     assert "Follow the EU checklist." in dump and "Same as before: [forgotten: request" in dump
+
+
+def test_evidence_added_after_the_lesson_leaves_no_text_in_its_history(lead):
+    """A piece added on the entry's page is recorded in an Event that holds its excerpt and task reference:
+    forgetting the lesson takes them out of that Event too, as out of the piece itself."""
+    from curation.models import EventAction
+
+    entry = active(lead, scope="acme/payroll", trigger="Signing the payroll batch", content="Sign it twice.")
+    piece = services.add_evidence(
+        entry.pk,
+        actor=lead,
+        data={
+            "kind": "review",
+            "signal": "independent",
+            "polarity": "supports",
+            "excerpt": "Confirmed with QUOKKAWITNESS on the night run",
+            "task_ref": "QUOKKATICKET-77",
+        },
+    )
+    recorded = Event.objects.get(entry=entry, action=EventAction.ADD_EVIDENCE, after__evidence_id=piece.pk)
+    assert "QUOKKAWITNESS" in recorded.after["excerpt"]  # what the purge must reach
+    request = file_forget_request(entry_id=entry.pk, reason="The user asked to forget it", actor=lead)
+    approve_forget_request(request.pk, actor=lead, quotes=[])
+
+    recorded.refresh_from_db()
+    assert recorded.after["excerpt"] == recorded.after["task_ref"] == request.marker
+    dump = database_dump()
+    assert "QUOKKAWITNESS" not in dump and "QUOKKATICKET" not in dump
+
+
+def test_the_database_purge_replaces_the_keys_the_rule_names(on_postgres):
+    """curation_forget_purge holds its own copy of the text keys (it runs past the append-only trigger):
+    they are the rule's, so a key added to one is not forgotten by the other."""
+    import re
+
+    from curation.rules import forgetting
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_functiondef('curation_forget_purge(bigint, text[], bigint[], bigint[])'::regprocedure)"
+        )
+        source = cursor.fetchone()[0]
+
+    def array(name):
+        return tuple(re.findall(r"'([a-z_]+)'", re.search(rf"{name} text\[\] := ARRAY\[([^\]]*)\]", source).group(1)))
+
+    assert array("entry_keys") == forgetting.ENTRY_TEXT_KEYS
+    assert array("entry_lists") == forgetting.ENTRY_TEXT_LISTS
+    assert array("derived_keys") == forgetting.DERIVED_TEXT_KEYS
+    assert array("derived_lists") == forgetting.DERIVED_TEXT_LISTS
