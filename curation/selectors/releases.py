@@ -37,6 +37,7 @@ from curation.rules.versions import (
     Change,
     Warning,
     change_between,
+    comparable_values,
     concerns,
     released_values,
     summary_for,
@@ -252,10 +253,14 @@ def released_skill_ids(number: int) -> list[int]:
 
 
 def rows_at(number: int, entry_ids) -> dict[int, dict]:
-    return {
-        r.entry_id: released_values(r)
-        for r in ReleasedEntry.objects.filter(in_version(number), entry_id__in=list(entry_ids))
-    }
+    """{entry id: its released values in version `number`}: read as tuples, not rows made model instances
+    (a publish reads one per change)."""
+    rows = ReleasedEntry.objects.filter(in_version(number), entry_id__in=list(entry_ids))
+    return _released_by_id(rows.values_list("entry_id", *RELEASED_FIELDS))
+
+
+def _released_by_id(rows) -> dict[int, dict]:
+    return {row[0]: comparable_values(dict(zip(RELEASED_FIELDS, row[1:]))) for row in rows}
 
 
 def skill_rows_at(number: int, skill_ids) -> dict[int, dict]:
@@ -280,7 +285,7 @@ def live_released_values(entry_ids) -> dict[int, dict]:
     """What the draft would release of these entries: the active ones that no approved skill withholds."""
     withheld = SkillSource.objects.filter(entry=OuterRef("pk"), live=True, proposal__status="approved")
     rows = Entry.objects.filter(pk__in=list(entry_ids), status=Status.ACTIVE).exclude(Exists(withheld))
-    return {e.pk: released_values(e) for e in rows.only("id", *RELEASED_FIELDS)}
+    return _released_by_id(rows.values_list("id", *RELEASED_FIELDS))
 
 
 def live_skill_values(skill_ids) -> dict[int, dict]:
