@@ -31,7 +31,12 @@ AUTO_PUBLISH_ACTOR = "auto-publish"
 
 def released_values(row, names=RELEASED_FIELDS) -> dict:
     """The fields agents read of an entry (a live Entry or a ReleasedEntry row), comparable and showable."""
-    values = {name: getattr(row, name) for name in names}
+    return comparable_values({name: getattr(row, name) for name in names})
+
+
+def comparable_values(values: dict) -> dict:
+    """released_values of the fields as read (a row's values by name, as a values_list gives them): the
+    same dict, made comparable and showable."""
     if "conditions" in values:
         values["conditions"] = list(values["conditions"] or [])
     if "base_confidence" in values:

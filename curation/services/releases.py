@@ -42,7 +42,6 @@ from .events import actor_label_for, record_event
 from .memory_tests import record_acknowledgements, record_runs
 
 
-COPY_CHUNK = 5000  # ids per INSERT ... SELECT
 ACKNOWLEDGED_KEPT = 200  # the warnings a version lists as acknowledged (their number is in its Event)
 
 
@@ -226,15 +225,21 @@ def _write_rows(base: int, head: int, number: int, candidates, changes) -> None:
     from what `number` must hold (a changed candidate's draft, or what a rollback changed between base
     and head), the open row is closed at `number` and the new one opened."""
     drift_entries, drift_skills = reads.drift_between(base, head) if base != head else (set(), set())
+    # Outside the drift, a changed entry's open row is its row in `base`, the one changes_of compared the
+    # draft with: it is closed and the draft's row copied from the live one, set-based, no row read again.
+    plain = [c for c in changes if not c.is_skill and c.subject_id not in drift_entries]
+    _close_open_rows(number, [c.subject_id for c in plain if c.before is not None])
+    from_live = [c.subject_id for c in plain if c.after is not None]
+    # What a rollback changed between base and head: the open row compared with what `number` must hold.
     wanted = reads.rows_at(base, drift_entries)
     for change in changes:
-        if not change.is_skill:
+        if not change.is_skill and change.subject_id in drift_entries:
             wanted[change.subject_id] = change.after  # None: removed
     wanted = {i: values for i, values in wanted.items() if values is not None}
     changed = {c.subject_id for c in changes if not c.is_skill}
-    close, new = _replacements(ReleasedEntry, "entry_id", changed | drift_entries, wanted, RELEASED_FIELDS)
+    close, new = _replacements(ReleasedEntry, "entry_id", drift_entries, wanted, RELEASED_FIELDS)
     ReleasedEntry.objects.filter(pk__in=close).update(valid_to=number)
-    from_live = [i for i in new if i in changed]
+    from_live += [i for i in new if i in changed]
     _copy_rows(number, Entry._meta.db_table, "id", "version", from_live)
     base_rows = reads.row_ids_at(base, [i for i in new if i not in changed])
     _copy_rows(number, ReleasedEntry._meta.db_table, "entry_id", "entry_version", list(base_rows.values()))
@@ -251,6 +256,26 @@ def _write_rows(base: int, head: int, number: int, candidates, changes) -> None:
     ReleasedSkill.objects.bulk_create(
         [ReleasedSkill(skill_id=i, valid_from=number, skill_version=versions.get(i, 0), **new[i]) for i in new]
     )
+
+
+def _ids_where(column: str, ids: list[int]) -> tuple[str, list]:
+    """The condition on `column` for these ids, for one statement whatever their number: on PostgreSQL
+    one array parameter (nothing to parse per id), elsewhere an IN list (as the draft's reads use)."""
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(ids)]
+    return f"{column} IN ({', '.join(['%s'] * len(ids))})", list(ids)
+
+
+def _close_open_rows(number: int, entry_ids: list[int]) -> None:
+    """These entries' open rows end at version `number`: one UPDATE on the open-row index."""
+    if not entry_ids:
+        return
+    where, params = _ids_where("entry_id", entry_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {ReleasedEntry._meta.db_table} SET valid_to = %s WHERE valid_to IS NULL AND {where}",
+            [number, *params],
+        )
 
 
 def _replacements(model, link: str, ids, wanted: dict, names) -> tuple[list[int], dict[int, dict]]:
@@ -270,21 +295,18 @@ def _replacements(model, link: str, ids, wanted: dict, names) -> tuple[list[int]
 
 def _copy_rows(number: int, table: str, entry_column: str, version_column: str, ids: list[int]) -> None:
     """New released rows valid from `number`, copied in the database from the rows of `table` with these
-    ids (live entries, or an earlier version's rows): one INSERT ... SELECT per chunk, no row through
-    Python. The columns are the entry's own, redacted when it was written."""
+    ids (live entries, or an earlier version's rows): one INSERT ... SELECT, no row through Python. The
+    columns are the entry's own, redacted when it was written."""
+    if not ids:
+        return
     columns = ", ".join(RELEASED_FIELDS)
+    where, params = _ids_where("id", ids)
     with connection.cursor() as cursor:
-        for start in range(0, len(ids), COPY_CHUNK):
-            chunk = ids[start : start + COPY_CHUNK]
-            if connection.vendor == "postgresql":  # one array parameter, not thousands of placeholders to parse
-                where, params = "id = ANY(%s)", [number, chunk]
-            else:
-                where, params = f"id IN ({', '.join(['%s'] * len(chunk))})", [number, *chunk]
-            cursor.execute(
-                f"INSERT INTO {ReleasedEntry._meta.db_table} (entry_id, valid_from, entry_version, {columns}) "
-                f"SELECT {entry_column}, %s, {version_column}, {columns} FROM {table} WHERE {where}",
-                params,
-            )
+        cursor.execute(
+            f"INSERT INTO {ReleasedEntry._meta.db_table} (entry_id, valid_from, entry_version, {columns}) "
+            f"SELECT {entry_column}, %s, {version_column}, {columns} FROM {table} WHERE {where}",
+            [number, *params],
+        )
 
 
 def _locked_pointer() -> PublishedVersion:

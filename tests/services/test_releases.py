@@ -147,3 +147,38 @@ def test_the_checks_name_open_conflicts_and_recent_failures(lead, reviewer):
     assert {(w.check, w.entry_id) for w in warnings} >= {("failed_outcomes", entry.pk), ("conflict", entry.pk)}
     with pytest.raises(UnacknowledgedWarnings):
         publish_version(actor=lead, summary="v3")
+
+
+def test_a_publish_runs_as_many_queries_for_many_changes_as_for_few(lead, reviewer, monkeypatch):
+    """The rows a publish closes and copies are one statement each, however many changes it holds: the
+    queries are bounded by the release's shape, not by its size (a statement per chunk of ids would show
+    here as more queries for the larger release)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from curation.services import releases as service
+
+    monkeypatch.setattr(service, "COPY_CHUNK", 2, raising=False)  # what a chunked copy would split by
+    known = [
+        active(reviewer, scope="acme/billing-api", trigger=f"When invoice {i} is late", boundary="b") for i in range(11)
+    ]
+    publish_version(actor=lead, summary="the first lessons")
+
+    def publish(used, label):
+        for entry in used:  # a failed use lowers its confidence: a change closes the entry's open row
+            record_uses(entry, ["failure"], end=timezone.now(), confirm_failures=False)
+        added = [
+            active(reviewer, scope="acme/billing-api", trigger=f"When {label} refund {i} fails", boundary="b")
+            for i in range(len(used))
+        ]
+        with CaptureQueriesContext(connection) as queries:
+            version = publish_version(actor=lead, summary=f"{len(used)} lessons", acknowledge=True)
+        assert (version.added, version.changed) == (len(used), len(used))
+        assert _ids(version.number) == sorted(set(_ids(version.number - 1)) | {e.pk for e in added})
+        assert ReleasedEntry.objects.filter(entry__in=used, valid_from=version.number).count() == len(used)
+        assert ReleasedEntry.objects.filter(entry__in=used, valid_to=version.number).count() == len(used)
+        return len(queries)
+
+    few = publish(known[:2], "a")
+    many = publish(known[2:], "b")
+    assert many == few
