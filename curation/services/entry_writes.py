@@ -12,9 +12,10 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   first version).
 - `write_entries(rows, ...)`: the bulk twin for sweeps and for an agent's outcome, which changes every
   entry the task used. One UPDATE per batch for every row (values the same for all, possibly SQL
-  expressions; values per row), one Event per row with the same delta of the snapshots, all created at
-  the caller's time. Raises ConcurrentChange, having written nothing, when a row is no longer in the
-  expected status or its version moved.
+  expressions; values per row), and before it one INSERT ... SELECT of one Event per row, built by the
+  database from the row and the UPDATE's own expressions (event_sql.py): the same delta of the snapshots,
+  all created at the caller's time. Raises ConcurrentChange, having written nothing, when a row is no
+  longer in the expected status or its version moved.
 
 The transition table (curation/rules/transitions.py) is looked up on every one of these: a write the table does not
 allow from the entry's status, or by this actor (a person needs the row's permission and reach over the
@@ -407,8 +408,8 @@ def write_entries(
     updated_at=None,
 ) -> int:
     """The bulk twin of write_entry, for a batch of rows the caller has locked, loaded with at least their
-    id and the version it read (the snapshots are read here, in one query before and one after; rows
-    loaded whole under their lock, as an outcome loads them, are their own snapshot before).
+    id and the version it read (what the checks need is read here in one query, unless the rows carry it:
+    _CHECKED_FIELDS; the Events' values are read by the database, event_sql.py).
 
     `expected_status`: the status every row must still be in (None: any; an outcome counts on an entry
     archived since the task retrieved it). `updated_at`: the stamp of the rows, by default the wall clock
@@ -534,23 +535,33 @@ def _planned_rows(current: dict[int, Entry], action, values: dict, row_values: d
     values = transitions.transition(action).values(dict(values), at)
     row_values = {pk: dict(changes) for pk, changes in row_values.items()}
     rules = None
+    # A row with no values of its own that the write does not activate is planned as every other row in its
+    # status is: the look-up runs once per status, not once per row.
+    same: dict[str, dict] = {}
     for pk, entry in current.items():
-        mine = {**values, **row_values.get(pk, {})}
-        if not isinstance(mine.get("status", entry.status), str):
-            raise TypeError("write_entries: the status is a plain value, to check the transition")
-        if rules is None and entry.status == Status.PENDING and mine.get("status") == Status.ACTIVE:
-            rules = in_force(scope_policies.REVIEW)
-        planned = planned_values(
-            action,
-            pk=pk,
-            start=entry.status,
-            changes=mine,
-            at=at,
-            approvals_required=lambda: scope_policies.approvals_required(entry.scope, rules),
-            first_approval_by=entry.first_approval_by_id,
-            queue_reason=entry.queue_reason,
-        )
-        extra = {c: v for c, v in planned.items() if c not in values or not (values[c] is v or values[c] == v)}
+        if pk not in row_values and entry.status in same:
+            extra = same[entry.status]
+        else:
+            mine = {**values, **row_values.get(pk, {})}
+            if not isinstance(mine.get("status", entry.status), str):
+                raise TypeError("write_entries: the status is a plain value, to check the transition")
+            if rules is None and entry.status == Status.PENDING and mine.get("status") == Status.ACTIVE:
+                rules = in_force(scope_policies.REVIEW)
+            planned = planned_values(
+                action,
+                pk=pk,
+                start=entry.status,
+                changes=mine,
+                at=at,
+                approvals_required=lambda: scope_policies.approvals_required(entry.scope, rules),
+                first_approval_by=entry.first_approval_by_id,
+                queue_reason=entry.queue_reason,
+            )
+            extra = {c: v for c, v in planned.items() if c not in values or not (values[c] is v or values[c] == v)}
+            if pk not in row_values and not transitions.activates_pending(
+                entry.status, planned.get("status", entry.status)
+            ):
+                same[entry.status] = extra
         if extra:
             row_values[pk] = {**row_values.get(pk, {}), **extra}
     return values, row_values
