@@ -14,8 +14,8 @@ decay index (`decay_key`). Measured side by side in one run, on the same table, 
                         records, batches and an Event per archived entry (what it changed, old and new).
 Targets: the sweep ≥ 50× faster than the full-table UPDATE, and ≤ 1.25× the minimal raw SQL.
 
-The table is refilled on every run (generate_series INSERT) in a database of its own (DATABASE_URL,
-default memoryadmin_lifecycle_bench). It is the state a daily schedule keeps: every active entry was
+The table is refilled on every run (generate_series INSERT) in a database of its own (BENCH_DATABASE_URL,
+else DATABASE_URL, default memoryadmin_lifecycle_bench). It is the state a daily schedule keeps: every active entry was
 above the archive threshold at yesterday's run, its base between 0.5 and 0.95 and its last verification
 spread over the time that allows. Today's run archives the entries that crossed since (about 0.25%).
 """
@@ -30,6 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# BENCH_DATABASE_URL names the bench's database as for the other benches; else DATABASE_URL, else its own.
+if os.environ.get("BENCH_DATABASE_URL"):
+    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryadmin_lifecycle_bench")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 os.environ.setdefault("DEBUG", "false")

@@ -11,6 +11,7 @@ from django.db.models import Q
 from curation.rules import clock, lifecycle, scope_policies
 from curation.rules.vocabulary import EventAction, Kind, QueueReason, Signal, Status  # noqa: F401  (the models' vocabulary)
 from curation.rules.access import EVERY_SCOPE, clean_grant_prefix, clean_scope
+from curation.rules.event_deltas import STATE_KEYS, VERSION_KEY
 from curation.rules.redacted_fields import RedactedCharField, RedactedJSONField, RedactedTextField
 from curation.rules.skill_format import SKILL_DESCRIPTION_MAX, SKILL_SLUG_MAX
 from curation.rules.trust import Sender, Source, Trust
@@ -198,60 +199,41 @@ class Entry(models.Model):
 
     def snapshot(self, at=None) -> dict:
         """The one shape of an entry an Event's before/after is the delta of, whoever writes it (a decision, a
-        resolution, a sweep, feedback): the decision-relevant fields, the confidence at `at` (the Event's
-        time; by default now) and the version. SNAPSHOT_FIELDS names the columns it reads, for writers that
-        load rows with only()."""
-        return {
-            "status": self.status,
-            "kind": self.kind,
-            "scope": self.scope,
-            "trigger": self.trigger,
-            "content": self.content,
-            "conditions": list(self.conditions),
-            "boundary": self.boundary,
-            "recheck_when": self.recheck_when,
-            "review_by": self.review_by.isoformat() if self.review_by else None,
-            "signal": self.signal,
-            "trust": self.trust,
-            "base_confidence": round(self.base_confidence, 4),
-            "confidence": round(self.confidence_at(at or clock.now()), 4),
-            "last_verified_at": self.last_verified_at.isoformat() if self.last_verified_at else None,
-            "decay_stopped_at": self.decay_stopped_at.isoformat() if self.decay_stopped_at else None,
-            "queue_reason": self.queue_reason,
-            "queued_at": self.queued_at.isoformat() if self.queued_at else None,
-            "archive_reason": self.archive_reason,
-            "first_approval_by": self.first_approval_by_id,
-            "first_approval_at": self.first_approval_at.isoformat() if self.first_approval_at else None,
-            "supersedes": self.supersedes_id,
-            "quarantined": self.quarantined,
-            "version": self.version,
+        resolution, a sweep, feedback): each of event_deltas.STATE_KEYS read off its column as
+        `snapshot_value` renders it, the confidence at `at` (the Event's time; by default now) and the
+        version. SNAPSHOT_FIELDS names the columns it reads, for writers that load rows with only()."""
+        state = {
+            key: snapshot_value(self._meta.get_field(key), getattr(self, column))
+            for key, column in STATE_COLUMNS.items()
         }
+        state[DERIVED_CONFIDENCE] = round(self.confidence_at(at or clock.now()), 4)
+        return {**{key: state[key] for key in STATE_KEYS}, VERSION_KEY: self.version}
+
+
+def snapshot_value(field: models.Field, value):
+    """A column's value as a snapshot (and so an Event) holds it: dates and times in ISO form, a float to four
+    places, a JSON list copied. The write path renders the same in SQL (services/event_sql.py)."""
+    if value is None:
+        return None
+    if isinstance(field, (models.DateField, models.DateTimeField)):
+        return value.isoformat()
+    if isinstance(field, models.FloatField):
+        return round(value, 4)
+    if isinstance(field, models.JSONField) and isinstance(value, list):
+        return list(value)
+    return value
 
 
 # The columns Entry.snapshot() and Entry.label read.
 CONFIDENCE_FIELDS = ("status", "base_confidence", "last_verified_at", "created_at", "decay_stopped_at")
-SNAPSHOT_FIELDS = (
-    "id",
-    "kind",
-    "scope",
-    "trigger",
-    "content",
-    "conditions",
-    "boundary",
-    "recheck_when",
-    "review_by",
-    "signal",
-    "trust",
-    *CONFIDENCE_FIELDS,
-    "queue_reason",
-    "queued_at",
-    "archive_reason",
-    "first_approval_by_id",
-    "first_approval_at",
-    "supersedes_id",
-    "quarantined",
-    "version",
-)
+# The column each state key reads (a link's id); the confidence is derived from CONFIDENCE_FIELDS, not stored.
+DERIVED_CONFIDENCE = "confidence"
+STATE_COLUMNS = {
+    key: {"first_approval_by": "first_approval_by_id", "supersedes": "supersedes_id"}.get(key, key)
+    for key in STATE_KEYS
+    if key != DERIVED_CONFIDENCE
+}
+SNAPSHOT_FIELDS = tuple(dict.fromkeys(("id", *STATE_COLUMNS.values(), *CONFIDENCE_FIELDS, "version")))
 
 
 class Evidence(models.Model):

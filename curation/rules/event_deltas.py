@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-# The keys of Entry.snapshot(): the state of an entry a version is made of. `version` is the Event's own
-# column (entry_version), so a delta never carries it.
+# The state of an entry a version is made of: Entry.snapshot() is built from this list (each key read off
+# its column, the confidence derived), so the snapshot and the fold cannot disagree. `version` is the Event's
+# own column (entry_version), so a delta never carries it.
 STATE_KEYS = (
     "status",
     "kind",

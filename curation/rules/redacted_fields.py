@@ -47,6 +47,10 @@ class _Redacting:
             value = value[: self.max_length]  # a redacted value may be longer; cut after redacting
         return value
 
+    def stored(self, value):
+        """What this column stores of `value`: for a writer whose statement does not pass by the field."""
+        return self._clean(value)
+
     def pre_save(self, model_instance, add):
         """save() and bulk_create(): the instance holds what the row holds."""
         value = self._clean(super().pre_save(model_instance, add))

@@ -12,9 +12,10 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   first version).
 - `write_entries(rows, ...)`: the bulk twin for sweeps and for an agent's outcome, which changes every
   entry the task used. One UPDATE per batch for every row (values the same for all, possibly SQL
-  expressions; values per row), one Event per row with the same delta of the snapshots, all created at
-  the caller's time. Raises ConcurrentChange, having written nothing, when a row is no longer in the
-  expected status or its version moved.
+  expressions; values per row), and before it one INSERT ... SELECT of one Event per row, built by the
+  database from the row and the UPDATE's own expressions (event_sql.py): the same delta of the snapshots,
+  all created at the caller's time. Raises ConcurrentChange, having written nothing, when a row is no
+  longer in the expected status or its version moved.
 
 The transition table (curation/rules/transitions.py) is looked up on every one of these: a write the table does not
 allow from the entry's status, or by this actor (a person needs the row's permission and reach over the
@@ -70,17 +71,30 @@ from typing import Callable
 import psycopg
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Expression, F, QuerySet
+from django.db.models import Expression, F, Q, QuerySet
 
 from curation.rules import access, clock, event_deltas, injection, lifecycle, minhash, scope_policies, transitions
-from curation.models import SNAPSHOT_FIELDS, Entry, EntryBand, Event, EventAction, Retrieval, RetrievedEntry, Status
+from curation.models import (
+    CONFIDENCE_FIELDS,
+    DERIVED_CONFIDENCE,
+    Entry,
+    EntryBand,
+    Event,
+    EventAction,
+    Retrieval,
+    RetrievedEntry,
+    Status,
+    snapshot_value,
+)
+from curation.rules.event_deltas import STATE_KEYS
 
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
 from curation.selectors.scope_policies import in_force
 from curation.selectors.forgets import tombstones_for
 
+from . import event_sql
 from .errors import ConcurrentChange, Forgotten, InvalidTransition, StaleDecision
-from .events import build_event, record_event, record_events
+from .events import actor_label_for, build_event, record_event, record_events
 
 # What write_entry writes back: everything a decision may change. Not the usage counters
 # (retrieval_count, last_retrieved_at), which agents' reads bump without a version, nor what an entry
@@ -469,8 +483,8 @@ def write_entries(
     updated_at=None,
 ) -> int:
     """The bulk twin of write_entry, for a batch of rows the caller has locked, loaded with at least their
-    id and the version it read (the snapshots are read here, in one query before and one after; rows
-    loaded whole under their lock, as an outcome loads them, are their own snapshot before).
+    id and the version it read (what the checks need is read here in one query, unless the rows carry it:
+    _CHECKED_FIELDS; the Events' values are read by the database, event_sql.py).
 
     `expected_status`: the status every row must still be in (None: any; an outcome counts on an entry
     archived since the task retrieved it). `updated_at`: the stamp of the rows, by default the wall clock
@@ -484,47 +498,115 @@ def write_entries(
         return 0
     ids = [e.pk for e in rows]
     with transaction.atomic():
-        if any(e.get_deferred_fields() & set(SNAPSHOT_FIELDS) for e in rows):
-            current = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
+        if any(e.get_deferred_fields() & set(_CHECKED_FIELDS) for e in rows):
+            current = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*_CHECKED_FIELDS)}
         else:
             current = {e.pk: copy.copy(e) for e in rows}
-        before = {pk: e.snapshot(at) for pk, e in current.items()}
         if expected_status is not None and (moved := sum(e.status != expected_status for e in current.values())):
             raise ConcurrentChange(f"{actor_label}: {moved} of {len(ids)} rows changed under the sweep")
         values, row_values = _planned_rows(current, action, values or {}, row_values or {}, at, actor_label)
         values, row_values = _with_decay_columns(current, expected_status, values, row_values, at)
         _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
-        target = Entry.objects.filter(pk__in=ids)
-        if expected_status is not None:
-            target = target.filter(status=expected_status)
-        written = target.update(
+        target = Q(pk__in=ids) if expected_status is None else Q(pk__in=ids, status=expected_status)
+        # The Events first, from each row as it is and the UPDATE's own expressions (event_sql.py); then the
+        # UPDATE. Both find only rows still in the expected status, the Events only at the version read.
+        python_keys = _python_keys(values, row_values, expected_status, at)
+        events = event_sql.insert_events(
+            rows,
+            target,
+            updates,
+            python_parts=_python_parts(current, python_keys, values, row_values, at),
+            python_keys=python_keys,
+            reasons=_reasons(rows, reason_of),
+            actor_label=actor_label or actor_label_for(None),
+            action=action,
+            at=at,
+            request_id=request_id,
+        )
+        if events != len(ids):
+            raise ConcurrentChange(f"{actor_label}: {len(ids) - events} of {len(ids)} rows changed under the sweep")
+        written = Entry.objects.filter(target).update(
             **updates, version=F("version") + 1, updated_at=clock.wall() if updated_at is None else updated_at
         )
-        after = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*SNAPSHOT_FIELDS)}
-        moved = [e.pk for e in rows if after[e.pk].version != e.version + 1]
-        if written != len(ids) or moved:
-            raise ConcurrentChange(
-                f"{actor_label}: {max(len(ids) - written, len(moved))} of {len(ids)} rows changed under the sweep"
+        if written != len(ids):
+            raise ConcurrentChange(f"{actor_label}: {len(ids) - written} of {len(ids)} rows changed under the sweep")
+        if _BANDED_COLUMNS.intersection(updates):  # the text's near-duplicate keys follow what was written
+            _write_bands(
+                list(Entry.objects.filter(pk__in=ids).only("scope", "trigger", "content", "held_by")),
+                replace=True,
+                forgotten=action == EventAction.FORGOTTEN,
             )
-        if _BANDED_COLUMNS.intersection(updates):
-            _write_bands(list(after.values()), replace=True, forgotten=action == EventAction.FORGOTTEN)
-        changed = {e.pk: event_deltas.delta(before[e.pk], after[e.pk].snapshot(at)) for e in rows}
-        record_events(
-            build_event(
-                after[e.pk],
-                actor=None,
-                actor_label=actor_label,
-                action=action,
-                reason=reason_of(e),
-                before=changed[e.pk][0],
-                after=changed[e.pk][1],
-                at=at,
-                request_id=request_id,
-            )
-            for e in rows
-        )
     return written
+
+
+# What write_entries reads of the rows before writing: the table's checks (status, scope, the first approval,
+# the queue reason), the decay columns and the version the caller read. The lesson, only when a forgotten
+# lesson could be written back (_refuse_forgotten_rows reads it then).
+_CHECKED_FIELDS = ("id", "version", "scope", "queue_reason", "first_approval_by", *CONFIDENCE_FIELDS)
+# What the derived confidence is read from (with the creation, which no write changes).
+_CONFIDENCE_INPUTS = frozenset({"status", "base_confidence", "last_verified_at", "decay_stopped_at"})
+
+
+def _python_keys(values: dict, row_values: dict, expected_status, at) -> list[str]:
+    """The float state keys a bulk write can change, whose values Python renders per row (event_sql.py): the
+    base when it is written, the confidence when what it is derived from is written. Not an archive's: an
+    active entry stopped at the write's own moment keeps the confidence it had then."""
+    written = {*values, *(c for changes in row_values.values() for c in changes)}
+    keys = [k for k in event_sql.written_state_keys(written) if event_sql.is_python_key(k)]
+    if _CONFIDENCE_INPUTS & written:
+        stops_now = (
+            expected_status == Status.ACTIVE
+            and isinstance(values.get("status"), str)
+            and values["status"] != Status.ACTIVE
+            and values.get("decay_stopped_at") == at
+            and not (_CONFIDENCE_INPUTS - {"status", "decay_stopped_at"}) & written
+            and not {"status", "decay_stopped_at"} & {c for changes in row_values.values() for c in changes}
+        )
+        if not stops_now:
+            keys.append(DERIVED_CONFIDENCE)
+    return [k for k in STATE_KEYS if k in keys]
+
+
+def _python_parts(current: dict[int, Entry], keys: list[str], values: dict, row_values: dict, at) -> dict:
+    """{pk: (old, new)} of the `keys` whose value the write changes, as Entry.snapshot() renders them."""
+    if not keys:
+        return {}
+    parts = {}
+    for pk, entry in current.items():
+        after = copy.copy(entry)
+        for column in _CONFIDENCE_INPUTS:
+            value = row_values.get(pk, {}).get(column, values.get(column, getattr(entry, column)))
+            if hasattr(value, "resolve_expression"):
+                raise TypeError("write_entries: what the confidence is derived from is written as plain values")
+            setattr(after, column, value)
+        old, new = _float_state(entry, keys, at), _float_state(after, keys, at)
+        changed = [k for k in keys if old[k] != new[k]]
+        parts[pk] = ({k: old[k] for k in changed}, {k: new[k] for k in changed})
+    return parts
+
+
+def _float_state(entry: Entry, keys: list[str], at) -> dict:
+    return {
+        k: round(entry.confidence_at(at), 4)
+        if k == DERIVED_CONFIDENCE
+        else snapshot_value(Entry._meta.get_field(k), getattr(entry, k))
+        for k in keys
+    }
+
+
+def _reasons(rows: list[Entry], reason_of: Callable[[Entry], str]) -> dict[int, str]:
+    """Each row's reason as the Event's column stores it: redacted once per distinct text (a sweep's reasons
+    repeat), as a save would."""
+    column = Event._meta.get_field("reason")
+    stored: dict[str, str] = {}
+    reasons = {}
+    for e in rows:
+        reason = reason_of(e)
+        if reason not in stored:
+            stored[reason] = column.stored(reason)
+        reasons[e.pk] = stored[reason]
+    return reasons
 
 
 def _planned_rows(current: dict[int, Entry], action, values: dict, row_values: dict, at, actor_label: str):
@@ -534,23 +616,33 @@ def _planned_rows(current: dict[int, Entry], action, values: dict, row_values: d
     values = transitions.transition(action).values(dict(values), at)
     row_values = {pk: dict(changes) for pk, changes in row_values.items()}
     rules = None
+    # A row with no values of its own that the write does not activate is planned as every other row in its
+    # status is: the look-up runs once per status, not once per row.
+    same: dict[str, dict] = {}
     for pk, entry in current.items():
-        mine = {**values, **row_values.get(pk, {})}
-        if not isinstance(mine.get("status", entry.status), str):
-            raise TypeError("write_entries: the status is a plain value, to check the transition")
-        if rules is None and entry.status == Status.PENDING and mine.get("status") == Status.ACTIVE:
-            rules = in_force(scope_policies.REVIEW)
-        planned = planned_values(
-            action,
-            pk=pk,
-            start=entry.status,
-            changes=mine,
-            at=at,
-            approvals_required=lambda: scope_policies.approvals_required(entry.scope, rules),
-            first_approval_by=entry.first_approval_by_id,
-            queue_reason=entry.queue_reason,
-        )
-        extra = {c: v for c, v in planned.items() if c not in values or not (values[c] is v or values[c] == v)}
+        if pk not in row_values and entry.status in same:
+            extra = same[entry.status]
+        else:
+            mine = {**values, **row_values.get(pk, {})}
+            if not isinstance(mine.get("status", entry.status), str):
+                raise TypeError("write_entries: the status is a plain value, to check the transition")
+            if rules is None and entry.status == Status.PENDING and mine.get("status") == Status.ACTIVE:
+                rules = in_force(scope_policies.REVIEW)
+            planned = planned_values(
+                action,
+                pk=pk,
+                start=entry.status,
+                changes=mine,
+                at=at,
+                approvals_required=lambda: scope_policies.approvals_required(entry.scope, rules),
+                first_approval_by=entry.first_approval_by_id,
+                queue_reason=entry.queue_reason,
+            )
+            extra = {c: v for c, v in planned.items() if c not in values or not (values[c] is v or values[c] == v)}
+            if pk not in row_values and not transitions.activates_pending(
+                entry.status, planned.get("status", entry.status)
+            ):
+                same[entry.status] = extra
         if extra:
             row_values[pk] = {**row_values.get(pk, {}), **extra}
     return values, row_values
@@ -564,10 +656,15 @@ def _refuse_forgotten_rows(current: dict[int, Entry], values: dict, row_values: 
         return
     if values.get("status", Status.ACTIVE) not in LIVE and "status" not in per_row:
         return
+    lesson = ("status", "scope", "trigger", "content")
+    if any(e.get_deferred_fields() & set(lesson) for e in current.values()):  # one query, not one a row
+        stored = {row["id"]: row for row in Entry.objects.filter(pk__in=list(current)).values("id", *lesson)}
+    else:
+        stored = {pk: {f: getattr(e, f) for f in lesson} for pk, e in current.items()}
     lessons = []
-    for pk, entry in current.items():
+    for pk in current:
         mine = {**values, **row_values.get(pk, {})}
-        result = {f: mine.get(f, getattr(entry, f)) for f in ("status", "scope", "trigger", "content")}
+        result = {f: mine.get(f, stored[pk][f]) for f in lesson}
         if any(hasattr(v, "resolve_expression") for v in result.values()):
             raise TypeError("write_entries: the status and the lesson are plain values, to check the tombstones")
         if checks_forgotten(result["status"], mine, action):
@@ -597,6 +694,7 @@ def _with_decay_columns(current: dict[int, Entry], expected_status: str, values:
         raise TypeError("write_entries: the base and the verification are plain values, to compute the decay key")
     row_values = {pk: dict(row_values.get(pk, {})) for pk in current}
     for pk, entry in current.items():
+        entry = copy.copy(entry)  # the row as it is stays what the Event's values before are read from
         for column in _DECAY_INPUTS:
             setattr(entry, column, row_values[pk].get(column, values.get(column, getattr(entry, column))))
         entry.refresh_decay_key()

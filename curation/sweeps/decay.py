@@ -8,7 +8,7 @@ import datetime
 from django.db import transaction
 
 from curation.rules import lifecycle
-from curation.models import Entry, Status
+from curation.models import CONFIDENCE_FIELDS, Entry, Status
 from curation.selectors.confidence import keyed_under_other_settings
 from curation.services.entry_writes import rewrite_decay_keys
 
@@ -56,7 +56,8 @@ def run(sweep: Sweep) -> None:
             decay_rate=rate,
         )
         found = 0
-        for entry in crossed.order_by("id").iterator(chunk_size=sweep.batch_size):
+        # Only what the confidence is read from: the rows are counted and a few described, never written.
+        for entry in crossed.only("id", *CONFIDENCE_FIELDS).order_by("id").iterator(chunk_size=sweep.batch_size):
             now = entry.confidence_at(sweep.as_of)
             if now < floor <= entry.confidence_at(sweep.as_of - DAY):
                 found += 1

@@ -111,8 +111,8 @@ def chosen_batches(status: str, chosen: QuerySet, size: int):
         yield Q(status=status, id__gte=part[0], id__lte=part[-1], pk__in=part), len(part)
 
 
-# The columns a sweep reads of the rows it changes: what its reasons and rules need (the write path reads
-# the snapshots for the Events itself).
+# The columns a sweep reads of the rows it changes: what its reasons and rules need, and what the write
+# path checks (entry_writes._CHECKED_FIELDS), so it need not read the rows again; the Events are built in SQL.
 ROW_FIELDS = (
     "id",
     "scope",
@@ -123,6 +123,7 @@ ROW_FIELDS = (
     "archive_reason",
     "archived_at",
     "version",
+    "first_approval_by",
     "review_by",
     "utility_sum",
     "utility_n",

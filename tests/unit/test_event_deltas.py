@@ -60,9 +60,18 @@ def test_the_fold_of_no_events_is_no_version():
 
 
 def test_the_state_a_version_folds_is_every_key_of_an_entrys_snapshot():
-    # A key the snapshot has and the fold drops would vanish from every rebuilt version (the trust level did).
-    from curation.models import Entry
+    # The snapshot is built from STATE_KEYS, so a key cannot vanish from the fold (the trust level did): each
+    # key but the derived confidence must name a column of the entry, read with the columns SNAPSHOT_FIELDS
+    # loads, and a whole snapshot folds back to itself.
+    from curation.models import DERIVED_CONFIDENCE, SNAPSHOT_FIELDS, STATE_COLUMNS, Entry
     from curation.rules import clock
 
-    entry = Entry(pk=1, base_confidence=0.5, created_at=clock.now(), version=1)
-    assert set(entry.snapshot()) - {VERSION_KEY} == set(STATE_KEYS)
+    assert set(STATE_COLUMNS) == set(STATE_KEYS) - {DERIVED_CONFIDENCE}
+    for key, column in STATE_COLUMNS.items():
+        assert Entry._meta.get_field(key).attname == column
+    assert set(STATE_COLUMNS.values()) <= set(SNAPSHOT_FIELDS)
+    entry = Entry(pk=1, base_confidence=0.5, created_at=clock.now(), version=1, trust=2, quarantined=True)
+    snapshot = entry.snapshot()
+    assert list(snapshot) == [*STATE_KEYS, VERSION_KEY]
+    assert (snapshot["trust"], snapshot["quarantined"], snapshot["base_confidence"]) == (2, True, 0.5)
+    assert fold([(1, delta(None, snapshot)[1])]) == [(1, snapshot)]

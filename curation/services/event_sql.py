@@ -1,0 +1,203 @@
+"""The Events of a bulk write (entry_writes.write_entries), built by the database in one INSERT ... SELECT.
+
+The statement reads each entry as it is before the write, and the values the write's UPDATE will set as the
+same expressions the UPDATE uses (constants, a CASE per row, F() expressions), evaluated over the same row;
+write_entries runs it just before that UPDATE, on the rows the caller has locked. Of the state keys whose
+column the write sets (the transition's fields), the Event's `before` and `after` hold those whose value
+differs, rendered as Entry.snapshot() renders them (models.snapshot_value): what event_deltas.delta of the
+two snapshots would store, without reading a row into Python. A float key (the base, the derived
+confidence) is the one exception: its rounding is Python's, so write_entries computes it per row, only when
+the write can change it (a revival, an outcome), and passes it in with the row.
+
+What reaches the Event's text columns: the reason, redacted here once per distinct text (the column's own
+cleaning, as a save would apply it); the label and the snapshot values, read off the entry's columns, which
+are redacting columns (redacted when they were written) or vocabulary (status, kind, signal, queue reason;
+the scope, held to its characters by access.clean_scope)."""
+
+from __future__ import annotations
+
+import json
+
+from django.db import connection, models
+from django.db.models import Q, Value
+
+from curation.infra.middleware import current_request_id
+from curation.models import STATE_COLUMNS, Entry, Event
+from curation.rules.event_deltas import STATE_KEYS
+
+_UNCHANGED = '$."-"'  # SQLite: a path json_remove finds nothing at
+
+
+def written_state_keys(columns) -> list[str]:
+    """The state keys whose column a write sets (a link given by name or by id), in STATE_KEYS order."""
+    attnames = {Entry._meta.get_field(c).attname for c in columns}
+    return [key for key, column in STATE_COLUMNS.items() if column in attnames]
+
+
+def is_python_key(key: str) -> bool:
+    """A float (or derived) key: rendered by Python's round(), per row."""
+    return key not in STATE_COLUMNS or isinstance(Entry._meta.get_field(key), models.FloatField)
+
+
+def insert_events(
+    rows,
+    target: Q,
+    updates: dict,
+    *,
+    python_parts: dict[int, tuple[dict, dict]],
+    python_keys: list[str],
+    reasons: dict[int, str],
+    actor_label: str,
+    action,
+    at,
+    request_id: str | None,
+) -> int:
+    """Insert one Event per row of `rows` (the caller's, with the version it read) that `target` still finds
+    at that version, about the write of `updates` (column -> value or expression, the UPDATE's SET) that
+    follows; answers the Events inserted. `python_parts[pk]` holds the changed `python_keys` (old, new)."""
+    keys = [k for k in STATE_KEYS if k in python_keys or (k in written_state_keys(updates) and not is_python_key(k))]
+    by_attname = {Entry._meta.get_field(c).attname: (Entry._meta.get_field(c), v) for c, v in updates.items()}
+    new = {}
+    for attname, (field, value) in by_attname.items():
+        if isinstance(value, models.Model):
+            value = value.pk
+        new[f"new_{attname}"] = (
+            value if hasattr(value, "resolve_expression") else Value(_stored(field, value), output_field=field)
+        )
+    sql_keys = [k for k in keys if k not in python_keys]
+    old_columns = {STATE_COLUMNS[k] for k in sql_keys} | {"scope", "trigger"}
+    subquery = Entry.objects.filter(target).annotate(**new).values("id", "version", *sorted(old_columns), *new)
+    sub_sql, sub_params = subquery.query.sql_with_params()
+
+    vendor = connection.vendor
+    render = _Postgres() if vendor == "postgresql" else _Sqlite()
+    before, after = [], []
+    for key in keys:
+        if key in python_keys:
+            old, newer, keep = render.python(key, 3), render.python(key, 4), render.present(key, 3)
+        else:
+            column = STATE_COLUMNS[key]
+            field = Entry._meta.get_field(column)
+            new_value = f"s.new_{column}" if f"new_{column}" in new else f"s.{column}"
+            old = render.json(field, f"s.{column}")
+            newer = render.json(field, render.cast(field, new_value) if new_value != f"s.{column}" else new_value)
+            keep = f"({old}) IS DISTINCT FROM ({newer})" if vendor == "postgresql" else f"({old}) IS NOT ({newer})"
+        before.append((key, old, keep))
+        after.append((key, newer, keep))
+    scope = "s.new_scope" if "new_scope" in new else "s.scope"
+    trigger = "s.new_trigger" if "new_trigger" in new else "s.trigger"
+    batch = json.dumps(
+        [[e.pk, e.version, reasons[e.pk], *python_parts.get(e.pk, ({}, {}))] for e in rows], separators=(",", ":")
+    )
+    created_at = Event._meta.get_field("created_at").get_db_prep_save(at, connection)
+    statement = f"""
+        INSERT INTO {Event._meta.db_table} (entry_id, entry_label, actor_id, actor_label, action, reason, before,
+                                            after, request_id, entry_version, created_at)
+        SELECT s.id, {render.label(scope, trigger)}, NULL, %s, %s, {render.item(2, text=True)},
+               {render.object(before)}, {render.object(after)}, %s, s.version + 1, %s
+        FROM ({sub_sql}) AS s
+        JOIN {render.batch()} ON {render.item(0)} = s.id AND {render.item(1)} = s.version
+        ORDER BY {render.position()}"""
+    request_id = current_request_id.get() if request_id is None else request_id
+    with connection.cursor() as cursor:
+        # The placeholders in the order they appear: the select list's, the subquery's, the batch.
+        cursor.execute(statement, (actor_label, str(action), request_id, created_at, *sub_params, batch))
+        return cursor.rowcount
+
+
+def _stored(field, value):
+    """What the column stores of `value`: a redacting column's cleaning (as update() applies it)."""
+    return field.stored(value) if hasattr(field, "stored") else value
+
+
+class _Postgres:
+    def cast(self, field, sql: str) -> str:
+        return f"CAST({sql} AS {field.db_type(connection)})"
+
+    def json(self, field, sql: str) -> str:
+        """The column's value as jsonb, as snapshot_value renders it (SQL NULL for a null)."""
+        if isinstance(field, models.DateTimeField):
+            # Python's isoformat: microseconds only when there are any, the UTC offset spelled +00:00.
+            return (
+                f"to_jsonb(to_char({sql} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') "
+                f"|| CASE WHEN to_char({sql}, 'US') = '000000' THEN '' ELSE '.' || to_char({sql}, 'US') END "
+                "|| '+00:00')"
+            )
+        if isinstance(field, models.DateField):
+            return f"to_jsonb(to_char({sql}, 'YYYY-MM-DD'))"
+        return f"to_jsonb({sql})"
+
+    def python(self, key: str, part: int) -> str:
+        return f"(b.r->{part}->'{key}')"
+
+    def present(self, key: str, part: int) -> str:
+        return f"(b.r->{part}->'{key}') IS NOT NULL"
+
+    def object(self, pairs) -> str:
+        if not pairs:
+            return "'{}'::jsonb"
+        built = ", ".join(f"'{key}', {value}" for key, value, _ in pairs)
+        unchanged = ", ".join(f"CASE WHEN NOT ({keep}) THEN '{key}' END" for key, _, keep in pairs)
+        return f"(jsonb_build_object({built}) - array_remove(ARRAY[{unchanged}]::text[], NULL))"
+
+    def label(self, scope: str, trigger: str) -> str:
+        """Entry.label in SQL, cut to the Event column's length."""
+        length = Event._meta.get_field("entry_label").max_length
+        return (
+            f"left('#' || s.id || ' ' || {scope} || ': ' || CASE WHEN char_length({trigger}) <= 60 THEN {trigger} "
+            f"ELSE left({trigger}, 57) || '...' END, {length})"
+        )
+
+    def batch(self) -> str:
+        return "jsonb_array_elements(CAST(%s AS jsonb)) WITH ORDINALITY AS b(r, n)"
+
+    def item(self, index: int, text: bool = False) -> str:
+        return f"(b.r->>{index})" if text else f"(b.r->>{index})::bigint"
+
+    def position(self) -> str:
+        return "b.n"
+
+
+class _Sqlite:
+    def cast(self, field, sql: str) -> str:
+        return sql
+
+    def json(self, field, sql: str) -> str:
+        """The column's value as JSON text, as snapshot_value renders it ('null' for a null)."""
+        if isinstance(field, models.DateTimeField):
+            # Stored as 'YYYY-MM-DD HH:MM:SS[.ffffff]' in UTC: Python's isoformat but for the T and the offset.
+            return f"CASE WHEN {sql} IS NULL THEN 'null' ELSE json_quote(replace({sql}, ' ', 'T') || '+00:00') END"
+        if isinstance(field, models.BooleanField):
+            return f"CASE WHEN {sql} IS NULL THEN 'null' WHEN {sql} THEN 'true' ELSE 'false' END"
+        if isinstance(field, models.JSONField):
+            return f"coalesce(json({sql}), 'null')"
+        return f"json_quote({sql})"
+
+    def python(self, key: str, part: int) -> str:
+        return f"json_quote(json_extract(b.value, '$[{part}].{key}'))"
+
+    def present(self, key: str, part: int) -> str:
+        return f"json_type(b.value, '$[{part}].{key}') IS NOT NULL"
+
+    def object(self, pairs) -> str:
+        if not pairs:
+            return "json_object()"
+        built = ", ".join(f"'{key}', json({value})" for key, value, _ in pairs)
+        unchanged = ", ".join(f"CASE WHEN {keep} THEN '{_UNCHANGED}' ELSE '$.{key}' END" for key, _, keep in pairs)
+        return f"json_remove(json_object({built}), {unchanged})"
+
+    def label(self, scope: str, trigger: str) -> str:
+        length = Event._meta.get_field("entry_label").max_length
+        return (
+            f"substr('#' || s.id || ' ' || {scope} || ': ' || CASE WHEN length({trigger}) <= 60 THEN {trigger} "
+            f"ELSE substr({trigger}, 1, 57) || '...' END, 1, {length})"
+        )
+
+    def batch(self) -> str:
+        return "json_each(%s) AS b"
+
+    def item(self, index: int, text: bool = False) -> str:
+        return f"json_extract(b.value, '$[{index}]')"
+
+    def position(self) -> str:
+        return "b.key"
