@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from django.db import connection
@@ -98,6 +99,18 @@ def test_on_postgresql_a_killed_worker_takes_its_advisory_lock_with_it(on_postgr
         assert held.state == TaskRun.State.RUNNING  # the skipped run does not hold the lock: it cannot tell
     finally:
         kill(holder)
+    # The server lets the lock go once it notices the closed connection, which a loaded machine may take a
+    # moment to do: wait for that (never more than 10 s), not for a lease.
+    waited_until = time.monotonic() + 10
+    with connection.cursor() as cursor:
+        while time.monotonic() < waited_until:
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+            if not cursor.fetchone()[0]:
+                break
+            time.sleep(0.05)
     run, sweep = run_sweep("archive", as_of=AS_OF)
     assert (run.state, sweep.changed) == (TaskRun.State.SUCCEEDED, 1)
     held.refresh_from_db()
