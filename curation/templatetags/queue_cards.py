@@ -279,7 +279,7 @@ def _body(item, shared) -> str:
         impact = _url(shared, "candidate-impact", item.pk)
         body += (
             '\n  <section class="impact">\n    <h3>If approved</h3>\n'
-            f'    <div hx-get="{impact}" hx-trigger="revealed" hx-swap="innerHTML" aria-live="polite">'
+            f'    <div hx-get="{impact}" hx-trigger="revealed" hx-swap="innerHTML" aria-live="polite" data-background>'
             f'<p class="hint">Impact being computed… <a href="{impact}">what approving it would change</a></p></div>\n'
             "  </section>\n"
         )

@@ -211,8 +211,14 @@
     if (text !== announced) { region.textContent = text; announced = text; }
   }
   // One answer settles several elements (the card, the count, the progress): say it once, for the answer.
-  document.addEventListener("htmx:beforeRequest", function () { lastDecision = ""; });
-  document.addEventListener("htmx:afterSettle", function () { setTimeout(announce, 0); });
+  // A request the page makes on its own (a card's impact, loaded once in view) is not the reviewer's: it
+  // neither clears nor repeats what their last decision said.
+  function background(ev) {
+    var elt = ev.detail && ev.detail.elt;
+    return !!(elt && elt.closest && elt.closest("[data-background]"));
+  }
+  document.addEventListener("htmx:beforeRequest", function (ev) { if (!background(ev)) lastDecision = ""; });
+  document.addEventListener("htmx:afterSettle", function (ev) { if (!background(ev)) setTimeout(announce, 0); });
 
   document.addEventListener("DOMContentLoaded", function () {
     if (!document.getElementById("queue")) return;

@@ -92,6 +92,11 @@ def test_skip_link_focus_ring_labels_and_announcements(live_server, page):
     page.locator(f"#card-{first.pk}").focus()
     page.keyboard.press("a")
     expect(page.locator("#announce")).to_have_text(re.compile(r"Approved .*Announce my approval.* 1 waiting"))
+    # The next card's impact, loaded by the page on its own after the decision, does not silence it.
+    with page.expect_response(re.compile(r"/impact/$")):
+        page.evaluate("htmx.trigger(document.querySelector('#queue [data-background]'), 'revealed')")
+    page.wait_for_timeout(100)  # its settle, and the announcement that would follow it
+    expect(page.locator("#announce")).to_have_text(re.compile(r"Approved .*Announce my approval.* 1 waiting"))
     page.get_by_label("Scope").first.fill("nowhere")
     page.get_by_role("button", name="Filter").click()
     expect(page.locator("#announce")).to_have_text("0 waiting")
