@@ -149,16 +149,13 @@ def test_the_checks_name_open_conflicts_and_recent_failures(lead, reviewer):
         publish_version(actor=lead, summary="v3")
 
 
-def test_a_publish_runs_as_many_queries_for_many_changes_as_for_few(lead, reviewer, monkeypatch):
+def test_a_publish_runs_as_many_queries_for_many_changes_as_for_few(lead, reviewer):
     """The rows a publish closes and copies are one statement each, however many changes it holds: the
     queries are bounded by the release's shape, not by its size (a statement per chunk of ids would show
     here as more queries for the larger release)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from curation.services import releases as service
-
-    monkeypatch.setattr(service, "COPY_CHUNK", 2, raising=False)  # what a chunked copy would split by
     known = [
         active(reviewer, scope="acme/billing-api", trigger=f"When invoice {i} is late", boundary="b") for i in range(11)
     ]
