@@ -103,7 +103,9 @@ def fill(existing: int, scopes: int, lesson) -> None:
         items = [
             lesson(rng, "seed", i, scope_name(rng.randrange(scopes))) for i in range(low, min(existing, low + 500))
         ]
-        submit_batch(items=items, token=token)
+        refused = [r for r in submit_batch(items=items, token=token) if not r["ok"]]
+        if refused:  # a corpus the service refuses measures nothing
+            raise SystemExit(f"the corpus's lessons are refused: {refused[0]}")
     # bench set-up only: the rows become the active set partners are looked up in
     Entry.objects.filter(status="pending").update(status="active", queued_at=None)
     with connection.cursor() as cursor:  # the planner's statistics, as autovacuum (PostgreSQL) keeps them

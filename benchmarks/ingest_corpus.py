@@ -212,8 +212,8 @@ def varied_lesson(rng: random.Random, run: str, i: int, scope: str) -> dict:
     content = rng.choice(CONTENTS).format(**values)
     return {
         "scope": scope,
-        "kind": rng.choice(("failure_lesson", "failure_lesson", "procedure", "preference")),
-        "signal": rng.choice(("self", "self", "user")),
+        "kind": rng.choice(("failure_lesson", "failure_lesson", "procedure", "success_pattern")),
+        "signal": rng.choice(("self", "self", "independent")),
         "trigger": trigger[0].upper() + trigger[1:] + f" ({obj}-{rng.randrange(1, 9999)})",
         "content": content[0].upper() + content[1:],
         "conditions": [domain],
