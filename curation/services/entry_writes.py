@@ -94,7 +94,7 @@ from curation.selectors.forgets import tombstones_for
 
 from . import event_sql
 from .errors import ConcurrentChange, Forgotten, InvalidTransition, StaleDecision
-from .events import actor_label_for, build_event, record_event, record_events
+from .events import actor_label_for, record_event
 
 # What write_entry writes back: everything a decision may change. Not the usage counters
 # (retrieval_count, last_retrieved_at), which agents' reads bump without a version, nor what an entry
@@ -360,9 +360,10 @@ def insert_entry(
 
 def insert_entries(
     new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str, decide: Decide | None = None
-) -> list[Event]:
+) -> int:
     """insert_entry for many (entry, its Event's reason), each decided by `decide` when given: one insert for
-    the entries, one for their band keys, one for their Events."""
+    the entries, one for their band keys, one INSERT ... SELECT for their Events (event_sql). Answers the
+    Events written."""
     rules = None
     noted = []
     for entry, reason in new:
@@ -385,18 +386,8 @@ def insert_entries(
         entry.refresh_decay_key()  # bulk_create does not call save()
     Entry.objects.bulk_create([entry for entry, *_ in noted])
     _write_bands([entry for entry, *_ in noted])
-    return record_events(
-        build_event(
-            entry,
-            actor=None,
-            actor_label=label,
-            action=made_by,
-            reason=reason,
-            after=event_deltas.delta(None, entry.snapshot(at))[1],
-            at=at,
-        )
-        for entry, made_by, label, reason in noted
-    )
+    # The Events set-based, from the rows just inserted: each one's whole first version, as insert_entry's.
+    return event_sql.insert_first_events(noted, at=at)
 
 
 # The columns the band keys are derived from (the text) or carry (the scope), and whether they are stored.

@@ -22,7 +22,7 @@ from django.db import connection, models
 from django.db.models import Q, Value
 
 from curation.infra.middleware import current_request_id
-from curation.models import STATE_COLUMNS, Entry, Event
+from curation.models import DERIVED_CONFIDENCE, STATE_COLUMNS, Entry, Event
 from curation.rules.event_deltas import STATE_KEYS
 
 _UNCHANGED = '$."-"'  # SQLite: a path json_remove finds nothing at
@@ -105,6 +105,49 @@ def insert_events(
         return cursor.rowcount
 
 
+def insert_first_events(rows: list[tuple[Entry, object, str, str]], *, at, request_id: str | None = None) -> int:
+    """The Event of each newly inserted entry, (entry, action, actor label, reason) per row, in one INSERT ...
+    SELECT from the entries' rows: its `after` is the entry's whole first version (event_deltas.delta of no
+    snapshot), each state key rendered from its column as snapshot_value renders it, the float keys (the base,
+    the derived confidence at `at`) by Python, passed in with the row. No actor (an agent's or a policy's
+    decision, by label). Answers the Events inserted."""
+    if not rows:
+        return 0
+    render = _Postgres() if connection.vendor == "postgresql" else _Sqlite()
+    after = []
+    for key in STATE_KEYS:
+        if is_python_key(key):
+            after.append((key, render.python(key, 4), None))
+        else:
+            column = STATE_COLUMNS[key]
+            after.append((key, render.json(Entry._meta.get_field(column), f"s.{column}"), None))
+    reason = Event._meta.get_field("reason")
+    stored: dict[str, str] = {}
+    batch = []
+    for entry, action, label, text in rows:
+        if text not in stored:
+            stored[text] = reason.stored(text)  # redacted once per distinct text, as a save would
+        floats = {
+            key: round(entry.confidence_at(at), 4) if key == DERIVED_CONFIDENCE else round(getattr(entry, key), 4)
+            for key in STATE_KEYS
+            if is_python_key(key)
+        }
+        batch.append([entry.pk, str(action), label, stored[text], floats])
+    statement = f"""
+        INSERT INTO {Event._meta.db_table} (entry_id, entry_label, actor_id, actor_label, action, reason, before,
+                                            after, request_id, entry_version, created_at)
+        SELECT s.id, {render.label("s.scope", "s.trigger")}, NULL, {render.item(2, text=True)},
+               {render.item(1, text=True)}, {render.item(3, text=True)}, NULL, {render.whole(after)}, %s, s.version, %s
+        FROM {Entry._meta.db_table} AS s
+        JOIN {render.batch()} ON {render.item(0)} = s.id
+        ORDER BY {render.position()}"""
+    created_at = Event._meta.get_field("created_at").get_db_prep_save(at, connection)
+    request_id = current_request_id.get() if request_id is None else request_id
+    with connection.cursor() as cursor:
+        cursor.execute(statement, (request_id, created_at, json.dumps(batch, separators=(",", ":"))))
+        return cursor.rowcount
+
+
 def _stored(field, value):
     """What the column stores of `value`: a redacting column's cleaning (as update() applies it)."""
     return field.stored(value) if hasattr(field, "stored") else value
@@ -139,6 +182,10 @@ class _Postgres:
         built = ", ".join(f"'{key}', {value}" for key, value, _ in pairs)
         unchanged = ", ".join(f"CASE WHEN NOT ({keep}) THEN '{key}' END" for key, _, keep in pairs)
         return f"(jsonb_build_object({built}) - array_remove(ARRAY[{unchanged}]::text[], NULL))"
+
+    def whole(self, pairs) -> str:
+        built = ", ".join(f"'{key}', {value}" for key, value, _ in pairs)
+        return f"jsonb_build_object({built})"
 
     def label(self, scope: str, trigger: str) -> str:
         """Entry.label in SQL, cut to the Event column's length."""
@@ -185,6 +232,10 @@ class _Sqlite:
         built = ", ".join(f"'{key}', json({value})" for key, value, _ in pairs)
         unchanged = ", ".join(f"CASE WHEN {keep} THEN '{_UNCHANGED}' ELSE '$.{key}' END" for key, _, keep in pairs)
         return f"json_remove(json_object({built}), {unchanged})"
+
+    def whole(self, pairs) -> str:
+        built = ", ".join(f"'{key}', json({value})" for key, value, _ in pairs)
+        return f"json_object({built})"
 
     def label(self, scope: str, trigger: str) -> str:
         length = Event._meta.get_field("entry_label").max_length

@@ -180,3 +180,40 @@ def test_a_row_changed_under_the_batch_writes_nothing(moved):
             )
         assert Event.objects.count() == events
         assert Entry.objects.get(pk=rows[0].pk).status == Status.ACTIVE
+
+
+def test_a_batch_submission_stores_each_new_entrys_whole_first_version(settings):
+    """The Events of a batch's new entries are built by the database from the rows just inserted: each one
+    what the per-row insert stores (event_deltas.delta of no snapshot: the whole first version), the label,
+    the version and the time, whichever decision made it (a submission, a policy's approval), redacted."""
+    from curation.services.submissions import submit_batch
+    from curation.services.tokens import create_agent_token
+    from tests.factories import api_candidate
+
+    settings.CURATION_ADMISSION = {"acme/web": {"name": "take-all", "mode": "all"}}
+    token, _ = create_agent_token(name="batch-agent", scopes=["acme"])
+    items = [
+        api_candidate(review_by="2031-02-03", recheck_when="the vendor ships v2"),
+        api_candidate(scope="acme/web", trigger="Deploying the web tier on Fridays", conditions=[]),
+        api_candidate(trigger="Rotating the key " + "x" * 80, content="Mail ops@example.com before rotating."),
+    ]
+    results = submit_batch(items=items, token=token, at=AS_OF)
+    assert all(r["ok"] for r in results), results
+    ids = [r["id"] for r in results]
+    stored = {e["entry_id"]: e for e in Event.objects.filter(entry_id__in=ids).values(*EVENT_FIELDS)}
+    for entry in Entry.objects.filter(pk__in=ids):
+        event = stored[entry.pk]
+        assert event["after"] == event_deltas.delta(None, entry.snapshot(AS_OF))[1]
+        assert (event["before"], event["actor_id"], event["entry_version"]) == (None, None, 1)
+        assert (event["entry_label"], event["created_at"]) == (entry.label, AS_OF)
+    web = Entry.objects.get(scope="acme/web")
+    assert (web.status, stored[web.pk]["action"], stored[web.pk]["actor_label"]) == (
+        Status.ACTIVE,
+        "approve",
+        "policy:take-all",
+    )
+    mailed = Entry.objects.get(trigger__startswith="Rotating")
+    assert stored[mailed.pk]["entry_label"].endswith("...") and "redacted e-mail address in content" in (
+        stored[mailed.pk]["reason"]
+    )
+    assert "ops@example.com" not in str(stored[mailed.pk])
