@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 from django.db import connection
@@ -18,12 +18,12 @@ from curation.rules.contradiction import Lesson
 from curation.models import Entry, Status
 
 from .sql import (
+    BATCH_POOL_SQLITE,
     MENTION_RANK_SQL,
     MENTIONS_ANY_SQL,
     outer_params,
     outer_rows_sql,
     overlapping_entries_sql,
-    plain_rows,
 )
 
 # More action words than this in one lookup and the text filter is dropped (the scope filter and the
@@ -74,6 +74,13 @@ def partner_pool(scope: str, stems, *, limit: int, exclude=(), descendants: bool
     return list(qs.only(*DETECTION_FIELDS)[:limit])
 
 
+@lru_cache(maxsize=4096)
+def _decoded(conditions: str) -> tuple:
+    """The conditions' JSON text decoded, once per distinct text: a batch's pools read thousands of rows and
+    few distinct lists of keywords."""
+    return tuple(json.loads(conditions))
+
+
 class Partner(NamedTuple):
     """What a comparison reads of a partner found at ingest (DETECTION_FIELDS, as the database holds
     them: redacted when written), without building a model instance for each of a batch's thousands of
@@ -97,7 +104,7 @@ class Partner(NamedTuple):
             scope,
             trigger,
             content,
-            json.loads(conditions) if isinstance(conditions, str) else conditions,
+            list(_decoded(conditions)) if isinstance(conditions, str) else conditions,
             status,
             version,
         )
@@ -139,19 +146,18 @@ def batch_pools(scopes) -> dict[str, ScopePool] | None:
     if connection.vendor == "postgresql":
         return None
     # The columns as stored (redacted when written), read with the cursor: without the redacting columns'
-    # bookkeeping of every value read, since the rows are compared, not written back.
+    # bookkeeping of every value read, since the rows are compared, not written back. One statement text for
+    # every scope (BATCH_POOL_SQLITE), so that a batch of hundreds of scopes compiles no query per scope.
     pools = {}
-    for scope in sorted(set(scopes)):
-        rows = [
-            Partner.of_row(row)
-            for row in plain_rows(
-                Entry.objects.filter(status=Status.ACTIVE)
-                .filter(access.overlapping_scopes_q(scope, bytewise=True))
-                .order_by("-id")
-                .values_list(*DETECTION_FIELDS)[:BATCH_POOL_ROWS]
+    with connection.cursor() as cursor:
+        for scope in sorted(set(scopes)):
+            cursor.execute(
+                BATCH_POOL_SQLITE,
+                [json.dumps(access.scope_ancestors(scope)), BATCH_POOL_ROWS, scope + "/", scope + "0"]
+                + [BATCH_POOL_ROWS] * 2,
             )
-        ]
-        pools[scope] = ScopePool(rows, complete=len(rows) < BATCH_POOL_ROWS)
+            rows = [Partner.of_row(row) for row in cursor.fetchall()]
+            pools[scope] = ScopePool(rows, complete=len(rows) < BATCH_POOL_ROWS)
     return pools
 
 

@@ -51,32 +51,37 @@ def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, f
     return similar_active_entries_many([entry], limit=limit)[entry.pk]
 
 
+def _probes(entries: list[Entry], keys: list[tuple[int, ...]]) -> tuple[list, list]:
+    """The index probes of the texts' keys: (n, key, ancestor) per key and strict ancestor of the text's scope,
+    and (n, key, scope) per key for the scope with the range below it (sql.SIMILAR_BY_BANDS_SQL)."""
+    equal, under = [], []
+    for n, entry in enumerate(entries):
+        ancestors = access.scope_ancestors(entry.scope)[:-1]
+        for key in keys[n]:
+            equal += ((n, key, scope) for scope in ancestors)
+            under.append((n, key, entry.scope))
+    return equal, under
+
+
 def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:
-    equal = [
-        (n, key, scope)
-        for n, entry in enumerate(entries)
-        for scope in access.scope_ancestors(entry.scope)
-        for key in keys[n]
-    ]
-    below = [(n, key, entry.scope) for n, entry in enumerate(entries) for key in keys[n]]
+    equal, under = _probes(entries, keys)
     found: dict[int, list[tuple[int, float]]] = {}
-    if not equal:
+    if not under:
         return found
     with connection.cursor() as cursor:
         cursor.execute(
             sql.SIMILAR_BY_BANDS_SQL,
             {
                 "read": sql.OVERLAPPING_MATCHES_READ,
-                "equal_ns": [n for n, _, _ in equal],
-                "equal_keys": [key for _, key, _ in equal],
-                "equal_scopes": [scope for _, _, scope in equal],
-                "below_ns": [n for n, _, _ in below],
-                "below_keys": [key for _, key, _ in below],
-                "below": [scope + "/" for _, _, scope in below],
-                "below_end": [scope + "0" for _, _, scope in below],  # "0" is the character after "/"
-                "ns": list(range(len(entries))),
-                "ids": [entry.pk for entry in entries],
-                "texts": [_text(entry) for entry in entries],
+                "equal_ns": sql.pg_array(n for n, _, _ in equal),
+                "equal_keys": sql.pg_array(key for _, key, _ in equal),
+                "equal_scopes": sql.pg_array(scope for _, _, scope in equal),
+                "under_ns": sql.pg_array(n for n, _, _ in under),
+                "under_keys": sql.pg_array(key for _, key, _ in under),
+                "under": sql.pg_array(scope for _, _, scope in under),
+                "ns": sql.pg_array(range(len(entries))),
+                "ids": "{" + ",".join("NULL" if e.pk is None else str(e.pk) for e in entries) + "}",
+                "texts": sql.pg_array(_text(entry) for entry in entries),
                 "threshold": config.SIMILAR_THRESHOLD.value,
                 "limit": limit,
             },
@@ -88,17 +93,12 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
 
 
 def _similar_portable(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:
-    equal, below = [], []
-    for n, entry in enumerate(entries):
-        ancestors = access.scope_ancestors(entry.scope)
-        for key in keys[n]:
-            equal += ([n, key, scope] for scope in ancestors)
-            below.append([n, key, entry.scope + "/", entry.scope + "0"])
+    equal, under = _probes(entries, keys)
     found: dict[int, list[tuple[int, float]]] = {}
-    if not equal:
+    if not under:
         return found
     with connection.cursor() as cursor:
-        cursor.execute(sql.SHARED_BANDS_SQLITE, [json.dumps(equal), json.dumps(below)])
+        cursor.execute(sql.SHARED_BANDS_SQLITE, [json.dumps(equal), json.dumps(under)])
         shared = cursor.fetchall()
         partners = sorted({entry_id for _, entry_id in shared})
         cursor.execute(sql.ACTIVE_TEXTS_SQLITE, [json.dumps(partners)])
@@ -110,7 +110,7 @@ def _similar_portable(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
             by_text.setdefault(n, set()).add(entry_id)
     read = sql.OVERLAPPING_MATCHES_READ  # the newest this many, as on PostgreSQL
     for n, partner_ids in by_text.items():
-        mine = words(_text(entries[n]))
+        mine = _pooled_words(_text(entries[n]))
         newest = sorted(partner_ids, reverse=True)[:read]
         scored = [(pk, round(jaccard(mine, _pooled_words(texts[pk])), 3)) for pk in newest]
         scored = [(pk, score) for pk, score in scored if score >= threshold]

@@ -19,6 +19,20 @@ def plain_rows(query) -> list[tuple]:
         return cursor.fetchall()
 
 
+def pg_array(values) -> str:
+    """A list of integers or strings as a PostgreSQL array literal ('{1,2}', '{"a","b"}'), sent as one text
+    parameter and cast in the statement (CAST(%s AS bigint[])): a batch's arrays hold tens of thousands of
+    items, which psycopg's adaptation of a Python list dumps item by item, slower than the statement runs."""
+    return (
+        "{"
+        + ",".join(
+            str(int(v)) if isinstance(v, int) else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            for v in values
+        )
+        + "}"
+    )
+
+
 # An API call's token, by the hash of the secret it presents (the unique index on key_hash).
 TOKEN_BY_HASH_SQL = "SELECT * FROM curation_agenttoken WHERE key_hash = %s"
 
@@ -265,12 +279,14 @@ def supersedes_chain_sql() -> str:
 
 
 # Near duplicates through the MinHash band keys (models.EntryBand): for each key of each looked-up text, the
-# entries of the overlapping scopes that share it: one probe of the (band, scope) index per key and scope or
-# ancestor (the `equal` rows: the text's number n, the key, the scope), one per key for the range below the
-# scope (the `below` rows: n, the key, the range's bounds); both columns equal or ranged, so each probe reads
-# only the key's rows in those scopes. Then the shared active entries (the text itself left out, at most
-# %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) scored by trigram similarity, the %(limit)s best
-# at %(threshold)s or above.
+# entries of the overlapping scopes that share it: one probe of the (band, scope) index per key and strict
+# ancestor of the scope (the `equal` rows: the text's number n, the key, the ancestor), and one per key for
+# the scope and the range below it together (the `under` rows: n, the key, the scope; the range from the
+# scope to the scope followed by "0", the character after "/", keeping the scope itself and what starts with
+# "<scope>/", not a sibling such as "<scope>-x" that sorts inside it); both columns equal or ranged, so each
+# probe reads only the key's rows in those scopes. Then the shared active entries (the text itself left
+# out, at most %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) scored by trigram similarity, the
+# %(limit)s best at %(threshold)s or above. The arrays come as literals (pg_array).
 SIMILAR_BY_BANDS_SQL = """
     WITH shared AS (
         SELECT k.n, b.entry_id
@@ -279,9 +295,11 @@ SIMILAR_BY_BANDS_SQL = """
         JOIN curation_entryband b ON b.band = k.band AND b.scope = k.scope
         UNION
         SELECT k.n, b.entry_id
-        FROM unnest(CAST(%(below_ns)s AS int[]), CAST(%(below_keys)s AS bigint[]), CAST(%(below)s AS text[]),
-                    CAST(%(below_end)s AS text[])) AS k(n, band, below, below_end)
-        JOIN curation_entryband b ON b.band = k.band AND b.scope ~>=~ k.below AND b.scope ~<~ k.below_end
+        FROM unnest(CAST(%(under_ns)s AS int[]), CAST(%(under_keys)s AS bigint[]), CAST(%(under)s AS text[]))
+             AS k(n, band, scope)
+        JOIN curation_entryband b
+          ON b.band = k.band AND b.scope ~>=~ k.scope AND b.scope ~<~ (k.scope || '0')
+             AND (b.scope = k.scope OR b.scope ~>=~ (k.scope || '/'))
     ), c AS (
         SELECT * FROM unnest(CAST(%(ns)s AS int[]), CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[])) AS c(n, id, text)
     ), partners AS (
@@ -299,9 +317,10 @@ SIMILAR_BY_BANDS_SQL = """
     WHERE place <= %(limit)s
 """
 
-# SIMILAR_BY_BANDS_SQL's first half on SQLite, the keys as JSON (no limit on their number): the (n, entry id)
-# pairs sharing a key in the overlapping scopes. `equal`: [n, key, scope] per key and scope or ancestor;
-# `below`: [n, key, low, high] per key (the range below the scope; SQLite compares text bytewise).
+# SIMILAR_BY_BANDS_SQL's first half on SQLite, the probes as JSON (no limit on their number): the (n, entry
+# id) pairs sharing a key in the overlapping scopes. `equal`: [n, key, ancestor] per key and strict ancestor;
+# `under`: [n, key, scope] per key, the scope and the range below it as above (SQLite compares text
+# bytewise).
 SHARED_BANDS_SQLITE = """
     SELECT k.n, b.entry_id FROM (
         SELECT json_extract(value, '$[0]') AS n, json_extract(value, '$[1]') AS band,
@@ -310,8 +329,31 @@ SHARED_BANDS_SQLITE = """
     UNION
     SELECT k.n, b.entry_id FROM (
         SELECT json_extract(value, '$[0]') AS n, json_extract(value, '$[1]') AS band,
-               json_extract(value, '$[2]') AS low, json_extract(value, '$[3]') AS high FROM json_each(%s)
-    ) AS k CROSS JOIN curation_entryband b ON b.band = k.band AND b.scope >= k.low AND b.scope < k.high
+               json_extract(value, '$[2]') AS scope FROM json_each(%s)
+    ) AS k CROSS JOIN curation_entryband b
+         ON b.band = k.band AND b.scope >= k.scope AND b.scope < k.scope || '0'
+            AND (b.scope = k.scope OR b.scope >= k.scope || '/')
+"""
+
+# A batch's pool of conflict partners for one scope on SQLite (partners.batch_pools): the newest active
+# entries (DETECTION_FIELDS) of its ancestors (a JSON list, the scope itself among them) and of the range
+# below it (bytewise, as access.overlapping_scopes_q says it). Each half read through the active-scope index
+# (scope, id): left to itself SQLite walks the active entries newest first until it has found the pool, which
+# for the small scopes most batches write to is every active entry of the table, once per scope.
+BATCH_POOL_SQLITE = """
+    SELECT * FROM (
+        SELECT * FROM (
+            SELECT id, scope, trigger, content, conditions, status, version
+            FROM curation_entry INDEXED BY entry_active_scope_idx
+            WHERE status = 'active' AND scope IN (SELECT value FROM json_each(%s))
+            ORDER BY id DESC LIMIT %s)
+        UNION ALL
+        SELECT * FROM (
+            SELECT id, scope, trigger, content, conditions, status, version
+            FROM curation_entry INDEXED BY entry_active_scope_idx
+            WHERE status = 'active' AND scope >= %s AND scope < %s
+            ORDER BY id DESC LIMIT %s)
+    ) ORDER BY id DESC LIMIT %s
 """
 
 # The text of the active entries among the ids (a JSON list), for SQLite's word measure.

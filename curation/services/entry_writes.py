@@ -88,7 +88,7 @@ from curation.models import (
 )
 from curation.rules.event_deltas import STATE_KEYS
 
-from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
+from curation.selectors import confidence, sql  # confidence: the SQL twin of lifecycle.decay_key
 from curation.selectors.scope_policies import in_force
 from curation.selectors.forgets import tombstones_for
 
@@ -408,13 +408,13 @@ def _write_bands(entries: list[Entry], *, replace: bool = False, forgotten: bool
     if not rows:
         return
     table = EntryBand._meta.db_table
+    ids, scopes, bands = zip(*rows)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":  # one statement of three arrays: no per-row parameters
-            ids, scopes, bands = zip(*rows)
+        if connection.vendor == "postgresql":  # one statement of three arrays, each one literal (sql.pg_array)
             cursor.execute(
                 f"INSERT INTO {table} (entry_id, scope, band) "
                 "SELECT * FROM unnest(CAST(%s AS bigint[]), CAST(%s AS text[]), CAST(%s AS bigint[]))",
-                [list(ids), list(scopes), list(bands)],
+                [sql.pg_array(ids), sql.pg_array(scopes), sql.pg_array(bands)],
             )
         else:
             cursor.executemany(f"INSERT INTO {table} (entry_id, scope, band) VALUES (%s, %s, %s)", rows)
