@@ -52,15 +52,31 @@ def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, f
 
 
 def _probes(entries: list[Entry], keys: list[tuple[int, ...]]) -> tuple[list, list]:
-    """The index probes of the texts' keys: (n, key, ancestor) per key and strict ancestor of the text's scope,
-    and (n, key, scope) per key for the scope with the range below it (sql.SIMILAR_BY_BANDS_SQL)."""
+    """The index probes of the texts' keys: (n, key, ancestor) per key and strict ancestor of the text's scope
+    that holds an active entry (an ancestor without one, an organisation's node above its services, say,
+    has no partner to find: its probes are not made), and (n, key, scope) per key for the scope with the
+    range below it (sql.SIMILAR_BY_BANDS_SQL)."""
+    strict = {entry.pk: access.scope_ancestors(entry.scope)[:-1] for entry in entries}
+    held = _holding_active({scope for ancestors in strict.values() for scope in ancestors})
     equal, under = [], []
     for n, entry in enumerate(entries):
-        ancestors = access.scope_ancestors(entry.scope)[:-1]
+        ancestors = [scope for scope in strict[entry.pk] if scope in held]
         for key in keys[n]:
             equal += ((n, key, scope) for scope in ancestors)
             under.append((n, key, entry.scope))
     return equal, under
+
+
+def _holding_active(scopes: set[str]) -> set[str]:
+    """Which of the scopes hold an active entry: one probe of the active-scope index each, one statement."""
+    if not scopes:
+        return set()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(sql.HOLDING_ACTIVE_SQL, [sql.pg_array(sorted(scopes))])
+        else:
+            cursor.execute(sql.HOLDING_ACTIVE_SQLITE, [json.dumps(sorted(scopes))])
+        return {scope for (scope,) in cursor.fetchall()}
 
 
 def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:

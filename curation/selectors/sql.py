@@ -317,6 +317,16 @@ SIMILAR_BY_BANDS_SQL = """
     WHERE place <= %(limit)s
 """
 
+# Which of the scopes (an array) hold an active entry: an EXISTS probe of the active-scope index each.
+HOLDING_ACTIVE_SQL = """
+    SELECT s FROM unnest(CAST(%s AS text[])) AS s
+    WHERE EXISTS (SELECT 1 FROM curation_entry e WHERE e.status = 'active' AND e.scope = s)
+"""
+HOLDING_ACTIVE_SQLITE = """
+    SELECT value FROM json_each(%s)
+    WHERE EXISTS (SELECT 1 FROM curation_entry e WHERE e.status = 'active' AND e.scope = value)
+"""
+
 # SIMILAR_BY_BANDS_SQL's first half on SQLite, the probes as JSON (no limit on their number): the (n, entry
 # id) pairs sharing a key in the overlapping scopes. `equal`: [n, key, ancestor] per key and strict ancestor;
 # `under`: [n, key, scope] per key, the scope and the range below it as above (SQLite compares text

@@ -142,3 +142,20 @@ def test_the_lookup_finds_what_the_exact_ranking_finds(reviewer, make_candidate)
         hit += len(set(exact) & {pk for pk, _ in found[probe.pk]})
     assert wanted >= 12  # the fixture has near duplicates to find
     assert hit / wanted >= 0.95, (hit, wanted)
+
+
+def test_the_lookup_reads_the_ancestors_the_scope_and_below_but_no_sibling_that_shares_its_name(
+    reviewer, make_candidate
+):
+    """The scope and the range below it are one probe per key, from the scope to the scope followed by "0": a
+    sibling whose name starts with the scope's ("billing-api" beside "billing") sorts inside that range and
+    is left out; an ancestor holding an active entry is probed, one holding none is not needed."""
+    above = active(reviewer, scope="acme", **LESSON)
+    below = active(reviewer, scope="acme/billing/jobs", **{**LESSON, "content": LESSON["content"] + " Twice."})
+    sibling = active(reviewer, scope="acme/billing-api", **{**LESSON, "content": LESSON["content"] + " Again."})
+    probe = make_candidate(scope="acme/billing", **PARAPHRASE)
+    found = [pk for pk, _ in similar_active_entries(probe)]
+    assert set(found) == {above.pk, below.pk} and sibling.pk not in found
+    # a scope with nothing active above it: the same answer for its own and its descendants' entries
+    lone = make_candidate(scope="other/team", **PARAPHRASE)
+    assert similar_active_entries(lone) == []
