@@ -80,10 +80,13 @@ load: $(STAMP)
 bench-tombstones: $(STAMP)
 	$(BIN)/python benchmarks/tombstone_bench.py --db sqlite
 
+# the varied corpus (lessons of many domains), then the first bench's one template beside it
 bench-ingest: $(STAMP)
 	$(BIN)/python benchmarks/ingest_bench.py --db sqlite; sqlite=$$?; \
 	$(BIN)/python benchmarks/ingest_bench.py --db postgres; postgres=$$?; \
-	exit $$(( sqlite || postgres ))
+	$(BIN)/python benchmarks/ingest_bench.py --db sqlite --corpus template; sqlite_template=$$?; \
+	$(BIN)/python benchmarks/ingest_bench.py --db postgres --corpus template; postgres_template=$$?; \
+	exit $$(( sqlite || postgres || sqlite_template || postgres_template ))
 
 # recall and false positives of the injection detector over its corpus, and its cost per lesson (no database)
 bench-injection: $(STAMP)

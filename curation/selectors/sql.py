@@ -20,17 +20,13 @@ def plain_rows(query) -> list[tuple]:
 
 
 def pg_array(values) -> str:
-    """A list of integers or strings as a PostgreSQL array literal ('{1,2}', '{"a","b"}'), sent as one text
+    """A list of integers or of strings as a PostgreSQL array literal ('{1,2}', '{"a","b"}'), sent as one text
     parameter and cast in the statement (CAST(%s AS bigint[])): a batch's arrays hold tens of thousands of
     items, which psycopg's adaptation of a Python list dumps item by item, slower than the statement runs."""
-    return (
-        "{"
-        + ",".join(
-            str(int(v)) if isinstance(v, int) else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-            for v in values
-        )
-        + "}"
-    )
+    values = list(values)
+    if values and isinstance(values[0], str):
+        return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
+    return "{" + ",".join(map(str, map(int, values))) + "}"
 
 
 # An API call's token, by the hash of the secret it presents (the unique index on key_hash).

@@ -159,3 +159,15 @@ def test_the_lookup_reads_the_ancestors_the_scope_and_below_but_no_sibling_that_
     # a scope with nothing active above it: the same answer for its own and its descendants' entries
     lone = make_candidate(scope="other/team", **PARAPHRASE)
     assert similar_active_entries(lone) == []
+
+
+def test_a_text_with_quotes_backslashes_and_braces_is_looked_up_as_written(reviewer, make_candidate):
+    """The batch's texts and scopes travel to PostgreSQL as array literals: quotes, backslashes, commas and
+    braces in a lesson reach the measure as the agent wrote them."""
+    odd = {
+        "trigger": 'Quoting "C:\\deploy\\keys" in the {billing, webhook} signing config',
+        "content": 'Escape every backslash in "C:\\deploy\\keys" before the webhook signing key rotates, {twice}.',
+    }
+    known = active(reviewer, scope="acme/billing-api", **odd)
+    probe = make_candidate(scope="acme/billing-api", **{**odd, "content": odd["content"] + " Again."})
+    assert [(pk, score >= 0.8) for pk, score in similar_active_entries(probe)] == [(known.pk, True)]
