@@ -213,7 +213,8 @@ def test_a_batch_submission_stores_each_new_entrys_whole_first_version(settings)
         "policy:take-all",
     )
     mailed = Entry.objects.get(trigger__startswith="Rotating")
-    assert stored[mailed.pk]["entry_label"].endswith("...") and "redacted e-mail address in content" in (
-        stored[mailed.pk]["reason"]
+    assert (
+        stored[mailed.pk]["entry_label"].endswith("...")
+        and "redacted e-mail address in content" in (stored[mailed.pk]["reason"])
     )
     assert "ops@example.com" not in str(stored[mailed.pk])
