@@ -277,3 +277,58 @@ def test_the_migration_keeps_every_retrieval_and_feedback_both_ways(on_postgres,
     assert not record_feedback(token=token, retrieval_id=str(old.pk), outcome="failure", at=now).recorded
     with pytest.raises(DatabaseError), transaction.atomic():
         Feedback.objects.create(retrieval=old, outcome="failure", created_at=now)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_app_role_makes_a_month_of_reads_and_moves_them_out_of_default(on_postgres, token, entries):
+    """The sweep runs as the application role, which owns nothing: the function moves a month's reads, with the
+    retrieved entries and feedback that refer to them, and gives the new months the tables' grants."""
+    from curation.infra import db_roles
+
+    role = "memoryadmin_test_retpart"
+    at = datetime.datetime(2034, 5, 10, tzinfo=UTC)
+    retrieval = _read(token, entries, at)
+    record_feedback(token=token, retrieval_id=str(retrieval.pk), outcome="success", at=at)
+    tables = ("curation_retrievedentry", "curation_retrieval", "curation_feedback")
+    with connection.cursor() as cursor:
+        cursor.execute(f"""DO $$ BEGIN
+            IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
+                CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE;
+            END IF; END $$""")
+    try:
+        db_roles.grant_to_app_role(connection, role)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET ROLE {role}")
+            try:
+                for table in tables:
+                    cursor.execute("SELECT curation_create_partition(%s, %s)", [table, datetime.date(2034, 5, 1)])
+                    assert cursor.fetchone()[0] is True
+            finally:
+                cursor.execute("RESET ROLE")
+            for table in tables:
+                cursor.execute(
+                    "SELECT array_agg(privilege_type::text ORDER BY privilege_type) FROM "
+                    "information_schema.role_table_grants WHERE grantee = %s AND table_name = %s",
+                    [role, f"{table}_y2034m05"],
+                )
+                assert cursor.fetchone()[0] == ["DELETE", "INSERT", "SELECT", "UPDATE"], table
+        assert _where("curation_retrieval", retrieval.pk) == "curation_retrieval_y2034m05"
+        assert _item_partitions(retrieval.pk) == {"curation_retrievedentry_y2034m05"}
+        assert _feedback_partition(retrieval.pk) == "curation_feedback_y2034m05"
+        assert RetrievedEntry.objects.filter(retrieval=retrieval).count() == len(entries)
+    finally:
+        with connection.cursor() as cursor:
+            # The rows go first: a retrieval's partition cannot leave while rows refer to it.
+            cursor.execute("DELETE FROM curation_feedback WHERE retrieval_id = %s", [retrieval.pk])
+            cursor.execute("DELETE FROM curation_retrievedentry WHERE retrieval_id = %s", [retrieval.pk])
+            cursor.execute("DELETE FROM curation_retrieval WHERE id = %s", [retrieval.pk])
+            for table in tables:
+                if to_drop := [p for p in partitions.partitions(table) if p.endswith("_y2034m05")]:
+                    cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {to_drop[0]}")
+                    cursor.execute(f"DROP TABLE {to_drop[0]}")
+            cursor.execute(f"DROP OWNED BY {role}")
+            try:
+                with transaction.atomic():
+                    cursor.execute(f"DROP ROLE IF EXISTS {role}")
+            except DatabaseError:
+                pass
