@@ -12,7 +12,9 @@ Events with one INSERT ... SELECT generate_series a million rows at a time, spre
 and over the entries, with a few under a replayed clock far in the past), VACUUM ANALYZEd, measured; then
 `migrate` partitions it (its time is printed), VACUUM ANALYZE, measured again. The retrievals (--retrievals,
 none by default) are filled the same way over the same months, each with two retrieved entries and half
-with feedback, one in ten under a random id as made before ids were time-ordered. The pages go through
+with feedback, one in ten under a random id as made before ids were time-ordered; a read's record and the
+feedback's reads are measured at each step: one heap, the history partitioned (0048, migrated to 0053), and
+the retrievals and feedback partitioned (0054). The pages go through
 django.test.Client as a logged-in reviewer (server time: middleware, queries, templates). The database is
 dropped at the end unless --keep."""
 
@@ -132,7 +134,7 @@ def fill_retrievals(total: int, token_id: int) -> None:
                 ), retrieval AS (
                     INSERT INTO curation_retrieval (id, token_id, scope, query, task_ref, entry_ids, memory_version,
                                                     arm, created_at)
-                    SELECT CASE WHEN g %% 10 = 3 THEN gen_random_uuid()
+                    SELECT CASE WHEN g %% 10 = 4 THEN gen_random_uuid()
                                 ELSE (lpad(to_hex((extract(epoch FROM at) * 1000)::bigint), 12, '0') || '7'
                                       || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid
                            END,
@@ -387,11 +389,19 @@ def main() -> None:
     load_before = load()
     before = measure(client, entry_id, args.reps)
     sql_before = sql_times(entry_id, event_id)
-    if args.retrievals:
-        reads_before, feedback_before = read_record_times(token_id, args.reps * 5), feedback_sql_times()
+    # The reads at each step: one heap (0046), the history partitioned (0053), the reads too (0054 on).
+    stages = {}
+
+    def measure_reads(stage):
+        if args.retrievals:
+            vacuum()
+            stages[stage] = (load(), read_record_times(token_id, args.reps * 10), feedback_sql_times())
+
+    measure_reads("one heap")
     started = time.perf_counter()
     call_command("migrate", *EVENTS_ONLY, verbosity=0)
     converted = time.perf_counter() - started
+    measure_reads("history partitioned")
     started = time.perf_counter()
     call_command("migrate", verbosity=0)
     converted_reads = time.perf_counter() - started
@@ -401,8 +411,7 @@ def main() -> None:
     load_after = load()
     after = measure(client, entry_id, args.reps)
     sql_after = sql_times(entry_id, event_id)
-    if args.retrievals:
-        reads_after, feedback_after = read_record_times(token_id, args.reps * 5), feedback_sql_times()
+    measure_reads("reads partitioned")
 
     print(
         f"\nEntry #{entry_id}: {history} Events. Partitioning (migrate to 0053, all its tables): {converted:.0f} s, "
@@ -420,26 +429,21 @@ def main() -> None:
     for name in sql_before:
         (p0, e0), (p1, e1) = sql_before[name], sql_after[name]
         print(f"  {name:<34} {p0:>13.3f} → {p1:<13.3f}   {e0:>13.3f} → {e1:<13.3f}")
-    if args.retrievals:
+    if stages:
         print(
-            f"\n  {'an agent read (wall ms, backend CPU ms)':<40} {'p50 before → after':>20}   {'p95 before → after':>20}"
-            f"   {'CPU/read before → after':>24}"
+            f"\n  {'an agent read, at each step (load average)':<62} {'p50 ms':>7} {'p95 ms':>7} {'CPU ms/read':>12} {'/ raw p50':>9}"
         )
-        for name in reads_before:
-            (p50_0, p95_0, cpu_0), (p50_1, p95_1, cpu_1) = reads_before[name], reads_after[name]
-            print(
-                f"  {name:<40} {p50_0:>8.2f} → {p50_1:<9.2f}   {p95_0:>8.2f} → {p95_1:<9.2f}   {cpu_0:>10.3f} → {cpu_1:<10.3f}"
+        for stage, (at_load, reads, _) in stages.items():
+            raw = reads["raw one-row insert"][0]
+            for name, (p50, p95, cpu) in reads.items():
+                label = f"{stage} ({at_load}): {name}"
+                print(f"  {label:<62} {p50:>7.2f} {p95:>7.2f} {cpu:>12.3f} {p50 / raw:>9.2f}")
+        print(f"\n  {'feedback reads (planning / execution ms)':<40}" + "".join(f"{s:>26}" for s in stages))
+        for name in next(iter(stages.values()))[2]:
+            cells = "".join(
+                f"{feedback[name][0]:>12.3f} / {feedback[name][1]:<11.3f}" for *_, feedback in stages.values()
             )
-        app = "a read's record"
-        raw_0, raw_1 = reads_before["raw one-row insert"][0], reads_after["raw one-row insert"][0]
-        print(
-            f"  a read's record / the raw insert (p50, same run): "
-            f"{reads_before[app][0] / raw_0:.2f} → {reads_after[app][0] / raw_1:.2f}"
-        )
-        print(f"\n  {'read':<40} {'planning ms (before → after)':>30}   {'execution ms (before → after)':>30}")
-        for name in feedback_before:
-            (p0, e0), (p1, e1) = feedback_before[name], feedback_after[name]
-            print(f"  {name:<40} {p0:>13.3f} → {p1:<13.3f}   {e0:>13.3f} → {e1:<13.3f}")
+            print(f"  {name:<40}{cells}")
     if not args.keep:
         connection.close()
         drop_database(url)
