@@ -1,8 +1,14 @@
-"""The partitioned history (PostgreSQL): the Events and the retrieved entries are partitioned by month on
-`created_at` (migration 0048), one partition a month plus a DEFAULT one that catches a row no month holds
-(the replayed clock may write far in the past or future). A month's partition is made by the database
-function `curation_create_partition`, which the tables' owner owns: it moves that month's rows out of
-DEFAULT and gives the partition its table's grants; the append-only trigger comes with the table."""
+"""The partitioned history (PostgreSQL), one partition a month plus a DEFAULT one that catches a row no month
+holds (the replayed clock may write far in the past or future):
+
+- the Events and the retrieved entries by `created_at` (migration 0048);
+- the retrievals by `id` and the feedback by `retrieval_id` (0054): a retrieval's id is time-ordered (its
+  first 48 bits are its read's Unix milliseconds), so a month is the range of ids from the month's first
+  millisecond to the next month's. Ids made before that are random and mostly sit in DEFAULT.
+
+A month's partition is made by the database function `curation_create_partition`, which the tables' owner
+owns: it moves that month's rows out of DEFAULT (a retrieval's with the rows that refer to it) and gives
+the partition its table's grants; the append-only trigger comes with the table."""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import datetime
 
 from django.db import connection
 
-PARTITIONED_TABLES = ("curation_event", "curation_retrievedentry")
+PARTITIONED_TABLES = ("curation_event", "curation_retrievedentry", "curation_retrieval", "curation_feedback")
 
 
 def month_start(day: datetime.date) -> datetime.date:
@@ -54,7 +60,7 @@ def create_partition(table: str, month: datetime.date) -> bool:
         return cursor.fetchone()[0]
 
 
-def partition_of_row(table: str, pk: int) -> str | None:
+def partition_of_row(table: str, pk) -> str | None:
     """Which partition holds the row `pk` of `table` (tests and the Maintenance view of a month)."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT tableoid::regclass::text FROM {table} WHERE id = %s", [pk])

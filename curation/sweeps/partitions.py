@@ -1,8 +1,9 @@
 """Partitions ahead: the partitioned history (PostgreSQL, infra/partitions.py) gets each table's partitions
 for this month and the next few before any row needs them, so a month's rows land in their own partition
 rather than in DEFAULT. Made by the database function the tables' owner owns (the application role may not
-create tables), each with the append-only trigger (inherited from the table) and the table's grants. Rows
-that a replayed clock wrote into DEFAULT for a month that gets its partition move there. Running it again
+create tables), each with the table's append-only trigger where it has one (inherited) and the table's
+grants. Rows that a replayed clock wrote into DEFAULT for a month that gets its partition move there (a
+retrieval's with the retrieved entries and the feedback that refer to it). Running it again
 changes nothing. SQLite has no partitions: nothing to do."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ MONTHS_AHEAD = 3
 
 def thresholds() -> str:
     return (
-        f"Makes the Events' and retrieved entries' partitions for this month and the next {MONTHS_AHEAD} "
+        f"Makes the Events', retrieved entries', retrievals' and feedback's partitions for this month and the "
+        f"next {MONTHS_AHEAD} "
         "(by the product's clock), moving any row already written for those months out of the DEFAULT "
         "partition; on SQLite there is nothing to do."
     )
