@@ -79,11 +79,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "curation.infra.middleware.UnstorableInputMiddleware",
+    # The session and CSRF middleware stay Django's own (`check --deploy` checks their settings only when it
+    # finds them by name); the signed-in user and messages are skipped for agent API calls (bearer token, JSON)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "curation.infra.middleware.AuthenticationMiddleware",
+    "curation.infra.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "curation.infra.middleware.RequestIdMiddleware",
