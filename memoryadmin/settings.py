@@ -79,11 +79,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "curation.infra.middleware.UnstorableInputMiddleware",
+    # The session and CSRF middleware stay Django's own (`check --deploy` checks their settings only when it
+    # finds them by name); the signed-in user and messages are skipped for agent API calls (bearer token, JSON)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "curation.infra.middleware.AuthenticationMiddleware",
+    "curation.infra.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "curation.infra.middleware.RequestIdMiddleware",
@@ -287,8 +289,9 @@ CELERY_BEAT_SCHEDULE: dict = {
 }
 CELERY_TIMEZONE = TIME_ZONE
 
-# The cache holds the agent API's rate-limit counters: Redis when there is one, so every worker
-# process shares them; in memory for the embedded default.
+# The cache holds the agent API's rate-limit counters and per-process copies' generation: Redis when there
+# is one, so every worker process shares them; in memory for the embedded default. What it holds may be
+# lost, so REDIS_URL may name a Redis run as an LRU cache.
 REDIS_URL = os.environ.get("REDIS_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
 CACHES = {
     "default": {
@@ -299,6 +302,12 @@ CACHES = {
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
+# What Redis must keep until the worker has written it (agents' reads waiting for the flush): the broker's
+# Redis, which must not evict anyway (a queued task would vanish), so the cache above may be an LRU cache of
+# its own. A Redis whose maxmemory-policy may evict is refused for it (curation/infra/redis.py).
+DURABLE_REDIS_URL = os.environ.get("MEMORYADMIN_DURABLE_REDIS_URL") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else REDIS_URL
+)
 
 # --- Curation rules ---------------------------------------------------------------------------------
 # Every curation setting is declared in curation/rules/config.py: its type, range, default and meaning, and the

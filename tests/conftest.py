@@ -3,7 +3,6 @@ import time
 from types import SimpleNamespace
 
 import pytest
-import redis
 from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.db import connection
@@ -12,6 +11,7 @@ from django.utils import timezone
 from django.db.migrations.executor import MigrationExecutor
 
 from curation import services
+from curation.infra import redis
 from curation.models import Entry, Event, MemoryVersion, PublishedVersion
 from tests.factories import candidate_data, make_user
 
@@ -81,15 +81,13 @@ def fresh_rate_limits(monkeypatch):
     between two requests of a slow run, and a test counting requests up to a limit would then see none."""
     held = time.time() // 60 * 60 + 30
     monkeypatch.setattr("curation.api.http.time", SimpleNamespace(time=lambda: held))
-    config = django_settings.CACHES["default"]
-    if config["BACKEND"].endswith(".RedisCache"):
-        client = redis.Redis.from_url(config["LOCATION"])
+    if redis.cache_url() is None:
+        cache.clear()
+    for url in {redis.cache_url(), redis.durable_url()} - {None}:  # the buffered reads are "api-" keys too
+        client = redis.client(url)
         keys = list(client.scan_iter(match="*:api-*"))
         if keys:
             client.delete(*keys)
-        client.close()
-    else:
-        cache.clear()
 
 
 @pytest.fixture(autouse=True)

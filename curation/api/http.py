@@ -8,9 +8,6 @@ import logging
 import time
 from functools import wraps
 
-import redis
-
-from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import DisallowedHost, PermissionDenied, ValidationError
 from django.core.handlers.wsgi import WSGIRequest
@@ -21,6 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 from curation.rules import access, clock
 from curation.rules.config import API_BAD_TOKEN_LIMIT, API_MAX_BODY_BYTES, API_RATE_LIMIT
 from curation.infra.client_address import client_address
+from curation.infra import redis
 from curation.infra.db_router import REPLICA
 from curation.models import AgentToken, MemoryVersion
 from curation.selectors import read_cache, releases
@@ -129,17 +127,12 @@ def _limit_per_minute(key: str, limit: int, message: str) -> None:
         raise ApiError(429, message.format(limit=limit, retry=retry_after), headers={"Retry-After": str(retry_after)})
 
 
-_redis_clients: dict[str, redis.Redis] = {}
-
-
 def _count_request(key: str) -> int:
     """This window's count after this request. On Redis one round trip (INCR, and EXPIRE once), where the
     cache API would take two; the cache's key prefix is kept, so its keys stay apart from others'."""
-    config = settings.CACHES["default"]
-    if config["BACKEND"].endswith(".RedisCache"):
-        location = config["LOCATION"]
-        client = _redis_clients.get(location) or _redis_clients.setdefault(location, redis.Redis.from_url(location))
-        full_key = cache.make_key(key)
+    client = redis.cache_client()
+    if client is not None:
+        full_key = redis.cache_key(key)
         pipe = client.pipeline(transaction=False)
         pipe.incr(full_key)
         pipe.expire(full_key, 90, nx=True)

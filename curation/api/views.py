@@ -155,7 +155,7 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
 
     # On the replica when it is up and current, else on the primary; from the cache when asked before.
     (version, ranked), request.memory_read_from = read_for_retrieval(ranked_answer)
-    included, context = build_context(releases.as_served([r.entry for r in ranked]), budget)
+    included, context = build_context(releases.as_served(ranked), budget)
     scores = {r.entry.pk: r.score for r in ranked}
     distances = {r.entry.pk: r.distance for r in ranked}
     retrieval = record_retrieval(

@@ -1,6 +1,8 @@
 import contextvars
 import uuid
 
+from django.contrib.auth import middleware as auth
+from django.contrib.messages import middleware as messages
 from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 
@@ -53,3 +55,33 @@ class UnstorableInputMiddleware:
         return HttpResponse(
             f"Some fields are not valid.\n{lines}\n", status=422, content_type="text/plain; charset=utf-8"
         )
+
+
+# HTML pages under /api/, read in a browser: the console's middleware runs for them.
+API_PAGES = frozenset({"/api/v1/docs"})
+
+
+def is_agent_api_call(request) -> bool:
+    """A call of the agent API: JSON under /api/ with a bearer token, which reads no cookie, session,
+    signed-in user or message."""
+    path = request.path_info
+    return path.startswith("/api/") and path not in API_PAGES
+
+
+class ConsoleOnly:
+    """Mixed into a middleware the console needs and an agent API call does not: it is skipped for those
+    calls (each is CPU on every agent read) and runs as before for every other request. For a middleware
+    with only __call__'s hooks (process_request, process_response): one with process_view would need it too."""
+
+    def __call__(self, request):
+        if is_agent_api_call(request):
+            return self.get_response(request)
+        return super().__call__(request)
+
+
+class AuthenticationMiddleware(ConsoleOnly, auth.AuthenticationMiddleware):
+    pass
+
+
+class MessageMiddleware(ConsoleOnly, messages.MessageMiddleware):
+    pass

@@ -595,6 +595,12 @@ def validate(*, event_actions: Collection[str] | None = None) -> None:
         raise SettingError("Curation settings that cannot be used:\n  " + "\n  ".join(found))
 
 
+def curation_in_force() -> dict | None:
+    """settings.CURATION as it is now: what is derived from its values may be kept while this is the same
+    object (override_settings and overriding() replace it; none of them reads it in place)."""
+    return getattr(settings, "CURATION", None)
+
+
 def overriding(**values: Any) -> AbstractContextManager:
     """CURATION with `values` set, for a block (the replay's rules, the demo's outcome rule); an unknown key is
     refused rather than silently ignored."""

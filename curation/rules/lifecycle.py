@@ -31,7 +31,23 @@ class Rules:
     retrieve_limit: int
 
 
+_kept: tuple = (None, None)  # (CURATION as read, its Rules)
+
+
 def rules() -> Rules:
+    """The confidence rules in force. Asked for each entry's confidence (an agent's read asks ten times), so
+    kept while CURATION is the same dict (config.curation_in_force); none of these settings is read from the
+    environment."""
+    global _kept
+    group = config.curation_in_force()
+    if _kept[0] is group and group is not None:
+        return _kept[1]
+    found = _read_rules()
+    _kept = (group, found)
+    return found
+
+
+def _read_rules() -> Rules:
     return Rules(
         self_signal_cap=config.SELF_SIGNAL_CAP.value,
         human_correction_confidence=config.HUMAN_CORRECTION_CONFIDENCE.value,

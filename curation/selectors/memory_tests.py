@@ -57,9 +57,7 @@ def run_test(test: MemoryTest, number: int, *, shown_as: int | None = None) -> T
     ranked = retrieve_released(
         number, scopes=scopes, q=test.query, k=test.k, min_confidence=config.RETRIEVE_AT_LEAST.value
     )
-    included, context = build_context(
-        as_served([r.entry for r in ranked]), memory_tests.budget_chars(test.budget_tokens)
-    )
+    included, context = build_context(as_served(ranked), memory_tests.budget_chars(test.budget_tokens))
     served = [memory_tests.Served(e.pk, e.scope, bool(getattr(e, "quarantined", False))) for e in included]
     skills = set()
     if any("skill" in expected for expected in test.expectations):

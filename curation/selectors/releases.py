@@ -12,8 +12,9 @@ import datetime
 import functools
 from dataclasses import dataclass
 
-from django.db import connection, connections, router
+from django.db import DEFAULT_DB_ALIAS, connection, connections, router
 from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models.base import ModelState
 from django.db.models.expressions import RawSQL
 
 from curation.rules import access, clock, config, injection
@@ -107,19 +108,14 @@ def released_entry(entry_id: int, values: dict) -> Entry:
     rows says). Built from every field's value in order, as a row from the database is: built from keywords,
     each of the 25 fields a version does not hold looks up its default, a third of an agent read's CPU."""
     now = clock.now()
-    fields = {
-        **_entry_defaults(),
-        **values,
-        "id": entry_id,
-        "status": Status.ACTIVE,
-        "flags": [],
-        "created_at": now,
-        "updated_at": now,
-    }
-    return Entry(*(fields[name] for name in _ENTRY_ATTNAMES))
-
-
-_ENTRY_ATTNAMES = tuple(field.attname for field in Entry._meta.concrete_fields)
+    # What Model.__init__ leaves on an instance built from every field in order (each attname's value and a
+    # new ModelState), without its per-field setattr and signals: twenty of these on every agent read.
+    entry = Entry.__new__(Entry)
+    entry.__dict__.update(_entry_defaults())
+    entry.__dict__.update(values)
+    entry.__dict__.update(id=entry_id, status=Status.ACTIVE, flags=[], created_at=now, updated_at=now)
+    entry._state = ModelState()
+    return entry
 
 
 @functools.cache
@@ -198,11 +194,16 @@ def _ranked_released_postgres(
 ) -> list[Ranked]:
     """The ranking SQL over version `number`'s rows, each row made the Entry an answer is built from in one
     step (through the fields' own converters), not a ReleasedEntry first: on every agent read."""
-    sql = ranked_by_words_sql(
-        ", ".join(f"e.{name}" for name in _RANKED_COLUMNS), released_matches_sql(), ReleasedEntry._meta.db_table
-    )
-    params = {**ranking_params(scopes, q, min_confidence, pool), "version": number, "min_trust": int(min_trust)}
     db = router.db_for_read(ReleasedEntry)
+    # On the primary the statement also reads which of its rows are in quarantine now (as_served's question,
+    # in the same statement instead of a second round trip); a replica may lag behind a quarantine, so there
+    # as_served asks the primary.
+    on_primary = db == DEFAULT_DB_ALIAS
+    columns = ", ".join(f"e.{name}" for name in _RANKED_COLUMNS) + (
+        f", {WITHHELD_SQL} AS withheld" if on_primary else ""
+    )
+    sql = ranked_by_words_sql(columns, released_matches_sql(), ReleasedEntry._meta.db_table)
+    params = {**ranking_params(scopes, q, min_confidence, pool), "version": number, "min_trust": int(min_trust)}
     with connections[db].cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()
@@ -212,11 +213,17 @@ def _ranked_released_postgres(
         values = dict(zip(_RANKED_COLUMNS, row))
         for name, field in fields.items():
             values[name] = field.from_db_value(values[name], None, connections[db])
-        ranked.append(Ranked(released_entry(values.pop("entry_id"), values), float(row[-1])))
+        entry = released_entry(values.pop("entry_id"), values)
+        ranked.append(Ranked(entry, float(row[-1]), withheld=bool(row[-2]) if on_primary else None))
     return ranked
 
 
 # --- entries withheld as possible injections -------------------------------------------------------------------
+
+
+# A released row's entry is in quarantine now: withheld_among's query as a column of the ranking statement
+# (a hashed lookup over the partial index of quarantined entries, read once per statement).
+WITHHELD_SQL = "e.entry_id IN (SELECT w.id FROM curation_entry w WHERE w.quarantined)"
 
 
 def withheld_among(entry_ids) -> set[int]:
@@ -240,10 +247,13 @@ def placeholder(entry: Entry) -> Entry:
     return shown
 
 
-def as_served(entries: list[Entry]) -> list[Entry]:
-    """`entries` as an agent is served them: those in quarantine as their placeholder."""
-    held = withheld_among(e.pk for e in entries)
-    return [placeholder(e) if e.pk in held else e for e in entries]
+def as_served(ranked: list[Ranked]) -> list[Entry]:
+    """The entries of `ranked` as an agent is served them: those in quarantine as their placeholder. What the
+    ranking statement itself read on the primary is taken as read; the rest (a cached ranking, a replica's)
+    is asked of the primary now."""
+    held = {r.entry.pk for r in ranked if r.withheld}
+    held |= withheld_among(r.entry.pk for r in ranked if r.withheld is None)
+    return [placeholder(r.entry) if r.entry.pk in held else r.entry for r in ranked]
 
 
 def released_skill_ids(number: int) -> list[int]:

@@ -28,6 +28,9 @@ class Ranked:
     entry: Entry
     score: float
     distance: float | None = None  # to the query's embedding, when the query had one
+    # In quarantine, as read by the very statement that ranked it on the primary (releases.as_served trusts
+    # nothing older): None when that statement did not read it (a cached ranking, a replica's, another path).
+    withheld: bool | None = None
 
 
 def retrievable_scopes(scope: str, token_scopes) -> list[str]:

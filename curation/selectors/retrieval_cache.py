@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import replace
 
 from django.core.cache import cache
 
@@ -82,8 +83,8 @@ def cached_retrieve_released(
     if found is not None:
         return found
     ranked = retrieve_released(number, scopes=scopes, q=q, k=k, min_confidence=min_confidence, **options)
-    try:
-        cache.set(key, ranked, seconds)
+    try:  # without what the statement read of quarantine: a later read asks again (releases.as_served)
+        cache.set(key, [replace(r, withheld=None) for r in ranked], seconds)
     except Exception:  # noqa: BLE001
         logger.warning("retrieval cache unavailable", exc_info=True)
     return ranked

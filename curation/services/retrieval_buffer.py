@@ -8,9 +8,12 @@ the flush loses nothing, and a flush killed before it took its records off write
 again (a retrieval already stored is skipped, with its items and counters). The counters of an entry read
 many times in one batch are one UPDATE, not one per read.
 
-Buffered only on PostgreSQL with Redis as the cache (the deployment that runs a worker and beat), and only
-while CURATION['BUFFER_RETRIEVALS'] is on; the embedded default (SQLite, in-memory cache) writes each
-record at once, as does a read whose Redis does not answer. `services.usage.record_retrieval` decides which.
+The list lives in the durable Redis (infra.redis: the broker's), never in a cache that may evict it: a
+Redis whose policy may drop it takes no record, and each read writes its own. Buffered only on PostgreSQL
+with a durable Redis (the deployment that runs a worker and beat), and only while
+CURATION['BUFFER_RETRIEVALS'] is on; the embedded default (SQLite, filesystem broker) writes each record at
+once, as does a read whose Redis does not answer or may evict. `services.usage.record_retrieval` decides
+which.
 
 What reads these rows flushes first where a few seconds' lag would matter: feedback on a retrieval not yet
 written, the forget's purge (the queries it rewrites), and every sweep run (the counters and usage history
@@ -21,30 +24,30 @@ from __future__ import annotations
 import json
 import logging
 
-from django.core.cache import cache
 from django.db import DataError, IntegrityError, connection, transaction
 
+from curation.infra import redis
 from curation.rules import config
 from curation.models import Retrieval
-from curation.selectors.read_cache import shared
 
 from .entry_writes import insert_counted_retrievals
 
 logger = logging.getLogger(__name__)
 
-# "api-" keys are the API's own: the tests forget them between tests.
+# "api-" keys are the API's own: the tests forget them between tests. Kept under the cache's prefix, so
+# deployments (and test runs) sharing a Redis keep apart.
 BUFFER_KEY = "api-retrievals-buffered"
 FLUSH_BATCH = 1000  # records per statement
 
 
 def buffering() -> bool:
     """Are agents' reads recorded in Redis for the worker to write (else each is written at once)?"""
-    return config.BUFFER_RETRIEVALS.value and connection.vendor == "postgresql" and shared()
+    return config.BUFFER_RETRIEVALS.value and connection.vendor == "postgresql" and bool(redis.durable_url())
 
 
 def _client():
-    """The Redis connection of the shared cache and the list's full key (with the cache's prefix)."""
-    return cache._cache.get_client(write=True), cache.make_and_validate_key(BUFFER_KEY)
+    """The durable Redis and the list's full key: to read and empty the list, whatever its policy."""
+    return redis.client(redis.durable_url()), redis.cache_key(BUFFER_KEY)
 
 
 def as_record(retrieval: Retrieval) -> dict:
@@ -64,8 +67,10 @@ def as_record(retrieval: Retrieval) -> dict:
 def buffer(retrieval: Retrieval) -> bool:
     """Append the retrieval's record to the list; False when Redis did not take it (the caller writes it)."""
     try:
-        client, key = _client()
-        client.rpush(key, json.dumps(as_record(retrieval), separators=(",", ":")))
+        client = redis.durable_client()
+        if client is None:  # its policy may evict the list: logged by infra.redis
+            return False
+        client.rpush(redis.cache_key(BUFFER_KEY), json.dumps(as_record(retrieval), separators=(",", ":")))
     except Exception:  # noqa: BLE001 - a Redis that does not answer means: write the record now
         logger.warning("The retrieval could not be buffered in Redis; writing it at once.", exc_info=True)
         return False

@@ -5,6 +5,8 @@ import json
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from curation import services
@@ -138,3 +140,32 @@ def test_a_reviewer_cannot_decide_it_and_a_leads_approval_serves_it_again(withhe
 def test_a_lead_may_retire_it_instead(withheld, lead):
     services.reject_candidate(withheld.pk, actor=lead, expected_version=withheld.version, reason="an injection")
     assert Entry.objects.get(pk=withheld.pk).status == Status.RETIRED
+
+
+def _quarantine_reads(queries) -> list[str]:
+    """The statements that asked which entries are in quarantine on their own (not as part of a ranking)."""
+    return [q["sql"] for q in queries if "quarantined" in q["sql"] and "curation_releasedentry" not in q["sql"]]
+
+
+@pytest.mark.parametrize("cache_seconds", [0, 300])
+def test_a_quarantine_counts_on_the_next_read_whether_the_ranking_is_read_or_cached(
+    reviewer, agent, newer_detector, settings, cache_seconds
+):
+    """A read on the primary asks about quarantine in its ranking statement (no second statement); a ranking
+    from the cache, made before the quarantine, is checked again: the placeholder either way."""
+    settings.CURATION = {**settings.CURATION, "RETRIEVAL_CACHE_SECONDS": cache_seconds}
+    entry = active(reviewer, **LESSON)
+    publish_pending()
+    agent.publish_first = False
+    assert HIDDEN in agent.retrieve(scope="acme/billing-api", q=QUERY).json()["context"]  # ranked (and cached)
+    newer_detector()
+    run_sweep("injection_scan", as_of=timezone.now(), triggered_by="test")
+    with CaptureQueriesContext(connection) as captured:
+        answer = agent.retrieve(scope="acme/billing-api", q=QUERY).json()
+    assert HIDDEN not in json.dumps(answer)
+    assert answer["entries"][0]["content"] == f"withheld for review, #{entry.pk}"
+    ranked_here = any("curation_releasedentry" in q["sql"] for q in captured.captured_queries)
+    if connection.vendor == "postgresql" and ranked_here:
+        assert _quarantine_reads(captured.captured_queries) == []  # read by the ranking statement itself
+    else:  # SQLite's ranking, or the cache's: asked on its own, after the ranking
+        assert len(_quarantine_reads(captured.captured_queries)) == 1

@@ -16,6 +16,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
+from curation.infra import redis
 from curation.rules import config
 from curation.models import Entry, Feedback, Retrieval, RetrievedEntry
 from curation.services import retrieval_buffer
@@ -130,6 +131,7 @@ KILLED = """
 import os, sys, time, django
 django.setup()
 from curation.models import AgentToken, Entry
+from curation.infra import redis
 from curation.rules import config
 from curation.services.usage import record_retrieval
 with config.overriding(BUFFER_RETRIEVALS=True):
@@ -203,3 +205,50 @@ def test_a_record_the_database_refuses_holds_up_no_other(agent, approved, buffer
         uuid.UUID(last["retrieval_id"]),
     }
     assert Entry.objects.get(pk=entry.pk).retrieval_count == 2
+
+
+def test_reads_wait_in_the_durable_redis_whatever_the_cache_is(agent, approved, buffered, settings):
+    """The list is the broker's Redis's (settings.DURABLE_REDIS_URL), not the cache's: a cache run apart
+    (here the in-memory one) changes nothing about where reads wait."""
+    if not buffered:
+        pytest.skip("nothing is buffered without PostgreSQL and Redis")
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    approved(scope=SCOPE, trigger="When the replica lags", content="Read the primary.")
+    body = agent.retrieve(scope=SCOPE, q="replica").json()
+    assert not _stored(body["retrieval_id"])
+    waiting = redis.client(settings.DURABLE_REDIS_URL).lrange(redis.cache_key(retrieval_buffer.BUFFER_KEY), 0, -1)
+    assert [json.loads(r)["id"] for r in waiting] == [body["retrieval_id"]]
+    assert retrieval_buffer.flush() == 1 and _stored(body["retrieval_id"])
+
+
+def test_a_durable_redis_that_may_evict_takes_no_read(agent, approved, buffered, monkeypatch, caplog):
+    """Under an allkeys-* policy Redis may drop the list before the flush: each read is written at once, and
+    the log says why and what to set."""
+    if not buffered:
+        pytest.skip("nothing is buffered without PostgreSQL and Redis")
+    approved(scope=SCOPE, trigger="When memory runs out", content="Raise maxmemory.")
+    durable = redis.client(redis.durable_url())
+    monkeypatch.setattr(durable, "config_get", lambda name: {"maxmemory-policy": "allkeys-lru"})
+    redis.forget_policies()
+    try:
+        body = agent.retrieve(scope=SCOPE, q="memory").json()
+    finally:
+        redis.forget_policies()
+    assert _stored(body["retrieval_id"])  # in PostgreSQL already, nothing left for Redis to lose
+    assert retrieval_buffer.pending() == 0
+    assert "maxmemory-policy allkeys-lru" in caplog.text and "noeviction" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("policy", "evicts"),
+    [
+        ("noeviction", False),
+        ("volatile-lru", False),
+        ("volatile-ttl", False),
+        ("allkeys-lru", True),
+        ("allkeys-lfu", True),
+        ("allkeys-random", True),
+    ],
+)
+def test_which_policies_may_drop_a_key_kept_without_expiry(policy, evicts):
+    assert redis.evicts(policy) is evicts

@@ -141,5 +141,6 @@ def test_a_released_row_reads_as_the_entry_keyword_construction_would_build(less
     for field in Entry._meta.concrete_fields:
         if field.attname not in now_fields:
             assert getattr(fast, field.attname) == getattr(slow, field.attname), field.attname
+    assert (fast._state.adding, fast._state.db) == (slow._state.adding, slow._state.db)  # a new, unsaved instance
     assert fast.pk == lessons[0].pk and fast.content == lessons[0].content
     assert fast.confidence == pytest.approx(lessons[0].confidence, abs=1e-6)

@@ -215,3 +215,15 @@ def test_only_the_config_module_reads_the_curation_settings():
         if "migrations" not in p.parts and p != ROOT / "curation" / "rules" / "config.py"
     ]
     assert [read for path in paths for read in _reads_of_curation_settings(path)] == []
+
+
+def test_the_confidence_rules_follow_a_changed_setting_at_once(settings):
+    """lifecycle.rules() is kept while CURATION is the same dict (an agent's read asks for it ten times):
+    a new CURATION, as override_settings and config.overriding make, is read on the next call."""
+    first = lifecycle.rules()
+    assert lifecycle.rules() is first
+    with config.overriding(DECAY_FACTOR=0.5, DEFAULT_CONFIDENCE={"self": 0.4, "independent": 0.6, "external": 0.7}):
+        assert lifecycle.rules().decay_factor == 0.5
+        assert lifecycle.rules().default_confidence["self"] == 0.4
+    settings.CURATION = {**settings.CURATION, "CEILING": 0.9}
+    assert lifecycle.rules().ceiling == 0.9 and lifecycle.rules().decay_factor == first.decay_factor

@@ -1,0 +1,111 @@
+"""The one way the code reaches Redis: a client per URL, shared by the process's threads (redis-py's own
+pool), for the two Redis roles the settings name.
+
+- The cache (`settings.CACHES["default"]`, when it is Redis): what may be lost, e.g. the rate limiter's
+  counters. Django's cache API reaches it too; `cache_client()` is for the few paths that need a command the
+  API lacks (one round trip for INCR and EXPIRE).
+- The durable Redis (`settings.DURABLE_REDIS_URL`: the broker's when the broker is Redis): what must not be
+  lost, e.g. agents' reads waiting for the worker's flush. The broker's Redis already must not evict (a
+  queued task would vanish), so a cache with an LRU policy can be run beside it without touching the reads.
+  `durable_client()` refuses a Redis that may evict keys without an expiry (an `allkeys-*` policy): it answers
+  None, and says why in the log, so that its caller writes to PostgreSQL at once instead.
+
+Both are read from the settings at each call, so a test that points the settings at another database is
+followed at once."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import redis
+from django.conf import settings
+from django.core.cache import cache
+
+logger = logging.getLogger(__name__)
+
+POLICY_RECHECK_SECONDS = 300  # a policy changed at runtime (CONFIG SET) is seen within this long
+
+_lock = threading.Lock()
+_clients: dict[str, redis.Redis] = {}
+_policies: dict[str, tuple[bool, float]] = {}  # url: (keeps every key, when asked)
+
+
+def client(url: str) -> redis.Redis:
+    """This process's client for `url`."""
+    found = _clients.get(url)
+    if found is None:
+        with _lock:
+            found = _clients.setdefault(url, redis.Redis.from_url(url))
+    return found
+
+
+def cache_url() -> str | None:
+    """The cache's Redis, or None when the cache is not Redis (the embedded default keeps it in memory)."""
+    configured = settings.CACHES["default"]
+    return configured["LOCATION"] if configured["BACKEND"].endswith(".RedisCache") else None
+
+
+def cache_client() -> redis.Redis | None:
+    url = cache_url()
+    return client(url) if url else None
+
+
+def cache_key(name: str) -> str:
+    """`name` with the cache's prefix and version, as the cache API stores it: keys of other deployments
+    (and of other test runs) sharing the Redis stay apart."""
+    return cache.make_key(name)
+
+
+def durable_url() -> str | None:
+    return getattr(settings, "DURABLE_REDIS_URL", "") or None
+
+
+def evicts(policy: str) -> bool:
+    """May Redis drop a key that has no expiry under this `maxmemory-policy`? The volatile-* policies
+    evict only keys with one (and refuse writes when none is left), so they drop nothing kept for good."""
+    return policy.startswith("allkeys-")
+
+
+def durable_client() -> redis.Redis | None:
+    """The durable Redis's client, or None: none is configured, or its policy may evict what is kept there."""
+    url = durable_url()
+    if not url:
+        return None
+    found = client(url)
+    kept = _policies.get(url)
+    if kept is None or time.monotonic() - kept[1] > POLICY_RECHECK_SECONDS:
+        kept = (_keeps_every_key(found, url), time.monotonic())
+        _policies[url] = kept
+    return found if kept[0] else None
+
+
+def _keeps_every_key(found: redis.Redis, url: str) -> bool:
+    try:
+        policy = found.config_get("maxmemory-policy").get("maxmemory-policy", "")
+    except redis.ResponseError:  # a managed Redis may not let clients read its configuration
+        logger.info("The durable Redis does not say its maxmemory-policy; it is trusted to keep its keys.")
+        return True
+    if evicts(policy):
+        logger.error(
+            "The durable Redis (%s) has maxmemory-policy %s: it may drop agents' reads waiting for the "
+            "worker's flush, so they are written to PostgreSQL at once. Set maxmemory-policy noeviction on it "
+            "(or point DURABLE_REDIS_URL at a Redis that has it); a cache that evicts belongs on REDIS_URL.",
+            _without_password(url),
+            policy,
+        )
+        return False
+    return True
+
+
+def _without_password(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{rest}"
+
+
+def forget_policies() -> None:
+    """Ask each durable Redis for its policy again on next use (tests that change it)."""
+    _policies.clear()
