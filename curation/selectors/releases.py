@@ -271,6 +271,8 @@ def among(field: str, ids) -> Q:
 def rows_at(number: int, entry_ids) -> dict[int, dict]:
     """{entry id: its released values in version `number`}: read as tuples, not rows made model instances
     (a publish reads one per change)."""
+    if not entry_ids:
+        return {}
     rows = ReleasedEntry.objects.filter(in_version(number), among("entry_id", entry_ids))
     return _released_by_id(rows.values_list("entry_id", *RELEASED_FIELDS))
 
@@ -288,6 +290,8 @@ def skill_rows_at(number: int, skill_ids) -> dict[int, dict]:
 
 def row_ids_at(number: int, entry_ids) -> dict[int, int]:
     """{entry id: the id of its row in version `number`}."""
+    if not entry_ids:
+        return {}
     return dict(
         ReleasedEntry.objects.filter(in_version(number), among("entry_id", entry_ids)).values_list("entry_id", "pk")
     )
