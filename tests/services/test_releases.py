@@ -235,3 +235,25 @@ def test_a_publish_of_more_changes_than_a_statement_takes_placeholders(lead, rev
     assert (version.added, version.changed, version.removed) == (count, 0, 0)
     assert len(_ids(version.number)) == count + 1
     assert reads.pending_changes() == []
+
+
+def test_a_change_agents_would_not_read_is_not_pending(lead, reviewer):
+    """The draft is compared with the published version in the database, field by field as released_values
+    compares them: a usage counter or a confidence moved below its 4th decimal is no change; a released
+    field's change is one."""
+    from django.db.models import F
+
+    from curation.models import Entry
+
+    entry = active(reviewer, scope="acme/billing-api", boundary="b", confidence=0.7)
+    publish_version(actor=lead, summary="v2")
+    rows = Entry.objects.filter(pk=entry.pk)
+    rows.update(hit_count=F("hit_count") + 3, base_confidence=F("base_confidence") + 0.00001)
+    with pytest.raises(ValidationError):
+        publish_version(actor=lead, summary="nothing agents read", also_entry_ids=[entry.pk])
+
+    other = "self" if entry.signal != "self" else "external"
+    rows.update(signal=other)
+    version = publish_version(actor=lead, summary="a released field", also_entry_ids=[entry.pk])
+    assert version.changed == 1
+    assert ReleasedEntry.objects.get(entry=entry, valid_from=version.number).signal == other
