@@ -40,19 +40,6 @@ from queue_bench import ensure_database  # noqa: E402
 # Importing api_bench points DATABASE_URL at its own database; this benchmark fills and reads its own.
 os.environ["DATABASE_URL"] = DB_URL
 
-RELEASED = (
-    "kind",
-    "scope",
-    "trigger",
-    "content",
-    "conditions",
-    "boundary",
-    "signal",
-    "base_confidence",
-    "last_verified_at",
-    "fingerprint",
-)
-
 
 def release_everything() -> None:
     """The entries generated in SQL were never released: release them all as the published version (as
@@ -60,6 +47,7 @@ def release_everything() -> None:
     from django.db import connection
 
     from curation.models import MemoryVersion, PublishedVersion, ReleasedEntry
+    from curation.rules.versions import RELEASED_FIELDS
     from curation.selectors import releases
 
     if ReleasedEntry.objects.exists():
@@ -67,7 +55,8 @@ def release_everything() -> None:
     started = time.perf_counter()
     head = releases.head_number()
     number = head + 1
-    columns = ", ".join(RELEASED)
+    # Every field a release stores (the product's one list), so the released row equals the entry's.
+    columns = ", ".join(RELEASED_FIELDS)
     with connection.cursor() as cursor:
         cursor.execute(
             f"""

@@ -3,7 +3,7 @@ release stores), what counts as a change, and the pre-publish checks' words."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from curation.rules.access import scopes_overlap
 
@@ -63,7 +63,18 @@ class Change:
     after: dict | None
     is_skill: bool = False
     cause: object = None  # the latest Event that made the draft differ (pending changes only)
-    fields: list[FieldChange] = field(default_factory=list)
+
+    @property
+    def fields(self) -> list[FieldChange]:
+        """The fields that differ, of a changed one (those its values hold): worked out when shown, not for
+        each of a publish's changes."""
+        if self.before is None or self.after is None:
+            return []
+        return [
+            FieldChange(name, self.before.get(name), self.after.get(name))
+            for name in self.after
+            if self.before.get(name) != self.after.get(name)
+        ]
 
     @property
     def kind(self) -> str:
@@ -83,14 +94,7 @@ def change_between(subject_id: int, before: dict | None, after: dict | None, *, 
     """The change from `before` to `after` (None: absent), or None when agents would see no difference."""
     if before == after:
         return None
-    change = Change(subject_id, before, after, is_skill=is_skill)
-    if before is not None and after is not None:
-        change.fields = [
-            FieldChange(name, before.get(name), after.get(name))
-            for name in after
-            if before.get(name) != after.get(name)
-        ]
-    return change
+    return Change(subject_id, before, after, is_skill=is_skill)
 
 
 def change_counts(changes) -> dict:

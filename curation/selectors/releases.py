@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.db import DEFAULT_DB_ALIAS, connection, connections, router
 from django.db.models import Exists, Max, OuterRef, Q
 from django.db.models.base import ModelState
-from django.db.models.expressions import RawSQL
+from django.db.models.expressions import Col, RawSQL
 
 from curation.rules import access, clock, config, injection
 from curation.models import (
@@ -56,7 +56,14 @@ from .retrieval import (
 from .confidence import with_current_confidence
 from .forgets import tombstones_for
 from .skills import exported_skills_of, skill_md
-from .sql import PUBLISHED_NUMBER_SQL, ranked_by_words_sql, released_matches_sql
+from .sql import (
+    PUBLISHED_NUMBER_SQL,
+    draft_diff_sql,
+    id_set_param,
+    id_set_sql,
+    ranked_by_words_sql,
+    released_matches_sql,
+)
 
 PENDING_SHOWN = 500  # changes the releases page lists (a publish takes them all)
 HISTORY_SHOWN = 50
@@ -264,18 +271,18 @@ def released_skill_ids(number: int) -> list[int]:
 
 
 def among(field: str, ids) -> Q:
-    """`field` is one of `ids`. On PostgreSQL the ids go as one array parameter: a publish's reads name one
-    id per change, and an IN list of 100,000 placeholders costs more to build and parse than the rows it
-    reads. Elsewhere the IN list."""
-    ids = list(ids)
-    if connection.vendor == "postgresql":
-        return Q(**{f"{field}__in": RawSQL("SELECT unnest(CAST(%s AS bigint[]))", (ids,))})
-    return Q(**{f"{field}__in": ids})
+    """`field` is one of `ids`, given as one parameter (id_set_sql): a publish's reads name one id per change,
+    and an IN list of 100,000 placeholders costs more to build and parse than the rows it reads (SQLite
+    refuses it)."""
+    vendor = connection.vendor
+    return Q(**{f"{field}__in": RawSQL(id_set_sql(vendor, "%s"), (id_set_param(vendor, ids),))})
 
 
 def rows_at(number: int, entry_ids) -> dict[int, dict]:
     """{entry id: its released values in version `number`}: read as tuples, not rows made model instances
     (a publish reads one per change)."""
+    if not entry_ids:
+        return {}
     rows = ReleasedEntry.objects.filter(in_version(number), among("entry_id", entry_ids))
     return _released_by_id(rows.values_list("entry_id", *RELEASED_FIELDS))
 
@@ -293,20 +300,15 @@ def skill_rows_at(number: int, skill_ids) -> dict[int, dict]:
 
 def row_ids_at(number: int, entry_ids) -> dict[int, int]:
     """{entry id: the id of its row in version `number`}."""
+    if not entry_ids:
+        return {}
     return dict(
-        ReleasedEntry.objects.filter(in_version(number), entry_id__in=list(entry_ids)).values_list("entry_id", "pk")
+        ReleasedEntry.objects.filter(in_version(number), among("entry_id", entry_ids)).values_list("entry_id", "pk")
     )
 
 
 def skill_versions(skill_ids) -> list[tuple[int, int]]:
     return list(SkillProposal.objects.filter(pk__in=list(skill_ids)).values_list("pk", "version"))
-
-
-def live_released_values(entry_ids) -> dict[int, dict]:
-    """What the draft would release of these entries: the active ones that no approved skill withholds."""
-    withheld = SkillSource.objects.filter(entry=OuterRef("pk"), live=True, proposal__status="approved")
-    rows = Entry.objects.filter(among("pk", entry_ids), status=Status.ACTIVE).exclude(Exists(withheld))
-    return _released_by_id(rows.values_list("id", *RELEASED_FIELDS))
 
 
 def live_skill_values(skill_ids) -> dict[int, dict]:
@@ -348,14 +350,22 @@ def draft_candidates(published: MemoryVersion | None, prefix: str = "", *, also_
     if skill_ids:
         entry_ids |= set(SkillSource.objects.filter(proposal_id__in=skill_ids).values_list("entry_id", flat=True))
     if prefix:
-        entry_ids = set(Entry.objects.filter(access.under_scope(prefix), pk__in=entry_ids).values_list("pk", flat=True))
+        entry_ids = set(
+            Entry.objects.filter(access.under_scope(prefix), among("pk", entry_ids)).values_list("pk", flat=True)
+        )
     return Candidates(entry_ids, skill_ids)
 
 
-def changes_of(base: int, candidates: Candidates) -> list[Change]:
-    """How the draft differs from version `base` for these candidates: entries, then skills."""
-    before, after = rows_at(base, candidates.entry_ids), live_released_values(candidates.entry_ids)
-    changes = [c for i in sorted(candidates.entry_ids) if (c := change_between(i, before.get(i), after.get(i)))]
+# What a publish reads of each change: its scope (the memory tests it touches) and what the pre-publish checks
+# read of a released one (its text, against the forgotten lessons; its boundary). Its other fields are
+# compared in the database, never read.
+PUBLISH_FIELDS = ("scope", "trigger", "content", "boundary")
+
+
+def changes_of(base: int, candidates: Candidates, *, fields=RELEASED_FIELDS) -> list[Change]:
+    """How the draft differs from version `base` for these candidates: entries, then skills. An entry's
+    before and after hold `fields` of its values (all by default; a publish reads PUBLISH_FIELDS)."""
+    changes = _entry_changes(base, candidates.entry_ids, fields)
     skills_before = skill_rows_at(base, candidates.skill_ids)
     skills_after = live_skill_values(candidates.skill_ids)
     changes += [
@@ -364,6 +374,57 @@ def changes_of(base: int, candidates: Candidates) -> list[Change]:
         if (c := change_between(i, skills_before.get(i), skills_after.get(i), is_skill=True))
     ]
     return changes
+
+
+def _compared_as(name: str, vendor: str) -> str:
+    """How the draft diff compares a released field ("{}" the column), as released_values compares it: the
+    base confidence to 4 places, no conditions as none, JSON as its value (SQLite holds it as text)."""
+    pg = vendor == "postgresql"
+    if name == "base_confidence":
+        return "round(CAST({} AS numeric), 4)" if pg else "round({}, 4)"
+    if name == "conditions":
+        return "coalesce({}, CAST('[]' AS jsonb))" if pg else "json(coalesce({}, '[]'))"
+    if name in _JSON_COLUMNS and not pg:
+        return "json({})"
+    return "{}"
+
+
+def _entry_changes(base: int, entry_ids, fields) -> list[Change]:
+    """The candidates' changes from version `base`, found by one statement that compares every released field
+    in the database (draft_diff_sql): no unchanged row is read, and a changed one only for its `fields`."""
+    if not entry_ids:
+        return []
+    vendor = connection.vendor
+    compared = {name: _compared_as(name, vendor) for name in RELEASED_FIELDS}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            draft_diff_sql(vendor, compared, fields),
+            {"ids": id_set_param(vendor, sorted(entry_ids)), "base": base},
+        )
+        found = cursor.fetchall()
+    # Each value as the ORM would give it (a JSON column decoded, a time parsed on SQLite), then comparable.
+    converted = [(i, name, _converters(name)) for i, name in enumerate(fields)]
+    converted = [(i, name, fns) for i, name, fns in converted if fns]
+    width = len(fields)
+
+    def values(row: tuple, start: int) -> dict:
+        shown = list(row[start : start + width])
+        for i, name, (fns, expression) in converted:
+            for fn in fns:
+                shown[i] = fn(shown[i], expression, connection)
+        return comparable_values(dict(zip(fields, shown)))
+
+    return [
+        Change(row[0], values(row, 3) if row[1] else None, values(row, 3 + width) if row[2] else None) for row in found
+    ]
+
+
+def _converters(name: str):
+    """The converters the ORM runs on a released field's value read from the database, with the expression
+    they take (None when there are none)."""
+    expression = Col(ReleasedEntry._meta.db_table, ReleasedEntry._meta.get_field(name))
+    fns = connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)
+    return (fns, expression) if fns else None
 
 
 def pending_changes(prefix: str = "", *, user=None) -> list[Change]:
@@ -385,7 +446,7 @@ def _attach_causes(changes: list[Change], since_event: int) -> None:
     if not changes:
         return
     latest = {}
-    events = Event.objects.filter(Q(entry_id__in=entry_ids) | Q(skill_id__in=skill_ids), pk__gte=since_event)
+    events = Event.objects.filter(among("entry_id", entry_ids) | Q(skill_id__in=skill_ids), pk__gte=since_event)
     for event in events.order_by("pk"):
         if event.skill_id in skill_ids:
             latest[("skill", event.skill_id)] = event
@@ -405,7 +466,7 @@ def low_impact(changes: list[Change], actions) -> list[Change]:
     since = published.pending_from_event if published else 0
     ids = [c.subject_id for c in candidates]
     other = set(
-        Event.objects.filter(entry_id__in=ids, pk__gte=since)
+        Event.objects.filter(among("entry_id", ids), pk__gte=since)
         .exclude(action__in=list(actions))
         .values_list("entry_id", flat=True)
     )

@@ -2,6 +2,8 @@
 say. Each function returns a fragment or a statement with named parameters (%(name)s); the selectors
 run them."""
 
+import json
+
 from django.db import connections
 
 from curation.rules import access, lifecycle
@@ -165,6 +167,44 @@ def similar_entries_sql() -> str:
 NOT_WITHHELD_SQL = """NOT EXISTS (
     SELECT 1 FROM curation_skillsource ss JOIN curation_skillproposal sp ON sp.id = ss.proposal_id
     WHERE ss.entry_id = {entry_id} AND ss.live AND sp.status = 'approved')"""
+
+
+def id_set_sql(vendor: str, placeholder: str = "%(ids)s") -> str:
+    """A set of ids given as one parameter (id_set_param's): any number of them in one statement, never a
+    placeholder per id, which PostgreSQL parses one by one and SQLite refuses past 32,766."""
+    if vendor == "postgresql":
+        return f"SELECT unnest(CAST({placeholder} AS bigint[])) AS id"
+    return f"SELECT value AS id FROM json_each({placeholder})"
+
+
+def id_set_param(vendor: str, ids) -> object:
+    """The parameter of id_set_sql: an array on PostgreSQL, a JSON list elsewhere."""
+    ids = [int(i) for i in ids]
+    return ids if vendor == "postgresql" else json.dumps(ids)
+
+
+def draft_diff_sql(vendor: str, compared: dict[str, str], shown) -> str:
+    """The candidates %(ids)s (id_set_sql) whose released row in version %(base)s differs from what the
+    draft would release (an active entry no approved skill withholds): added, removed, or a field of
+    `compared` distinct (each name with the expression it is compared by, "{}" the column), one row each
+    by id with whether each side exists and the `shown` fields of both. The diff is made in the database:
+    only the changed rows are read."""
+    distinct = "IS DISTINCT FROM" if vendor == "postgresql" else "IS NOT"
+    differs = " OR ".join(
+        f"{how.format('b.' + name)} {distinct} {how.format('a.' + name)}" for name, how in compared.items()
+    )
+    columns = ", ".join([f"b.{name}" for name in shown] + [f"a.{name}" for name in shown])
+    return f"""
+        SELECT c.id, b.entry_id IS NOT NULL, a.id IS NOT NULL{", " + columns if columns else ""}
+        FROM ({id_set_sql(vendor)}) c
+        LEFT JOIN curation_releasedentry b
+          ON b.entry_id = c.id AND b.valid_from <= %(base)s AND (b.valid_to IS NULL OR b.valid_to > %(base)s)
+        LEFT JOIN curation_entry a
+          ON a.id = c.id AND a.status = 'active' AND {NOT_WITHHELD_SQL.format(entry_id="a.id")}
+        WHERE (b.entry_id IS NOT NULL OR a.id IS NOT NULL)
+          AND (b.entry_id IS NULL OR a.id IS NULL OR {differs})
+        ORDER BY c.id
+    """
 
 
 def _live_confidence() -> str:

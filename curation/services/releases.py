@@ -31,6 +31,7 @@ from curation.selectors import read_cache
 from curation.selectors import memory_tests as test_reads
 from curation.selectors import releases as reads
 from curation.selectors.memory_tests import TestResult
+from curation.selectors.sql import id_set_param, id_set_sql
 from curation.rules.versions import (
     RELEASED_FIELDS,
     SKILL_RELEASED_FIELDS,
@@ -176,7 +177,7 @@ def _draft(prefix: str, entry_ids, also_entry_ids, now) -> _Draft:
     if entry_ids is not None:
         candidates.entry_ids &= set(entry_ids)
         candidates.skill_ids = set()
-    changes = reads.changes_of(base, candidates)
+    changes = reads.changes_of(base, candidates, fields=reads.PUBLISH_FIELDS)
     if not changes:
         raise ValidationError(
             {
@@ -259,11 +260,12 @@ def _write_rows(base: int, head: int, number: int, candidates, changes) -> None:
 
 
 def _ids_where(column: str, ids: list[int]) -> tuple[str, list]:
-    """The condition on `column` for these ids, for one statement whatever their number: on PostgreSQL
-    one array parameter (nothing to parse per id), elsewhere an IN list (as the draft's reads use)."""
-    if connection.vendor == "postgresql":
+    """The condition on `column` for these ids, for one statement whatever their number: one parameter
+    (on PostgreSQL an array; elsewhere a JSON list, as SQLite takes no more than 32,766 placeholders)."""
+    vendor = connection.vendor
+    if vendor == "postgresql":
         return f"{column} = ANY(%s)", [list(ids)]
-    return f"{column} IN ({', '.join(['%s'] * len(ids))})", list(ids)
+    return f"{column} IN ({id_set_sql(vendor, '%s')})", [id_set_param(vendor, ids)]
 
 
 def _close_open_rows(number: int, entry_ids: list[int]) -> None:

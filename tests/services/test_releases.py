@@ -179,3 +179,81 @@ def test_a_publish_runs_as_many_queries_for_many_changes_as_for_few(lead, review
     few = publish(known[:2], "a")
     many = publish(known[2:], "b")
     assert many == few
+
+
+@pytest.fixture
+def few_placeholders(db):
+    """On SQLite, the limit of placeholders per statement lowered to 999 (what SQLite took before 3.32, and
+    still a small share of what a publish names): a statement with a placeholder per change fails past it."""
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        yield
+        return
+    import sqlite3
+
+    connection.ensure_connection()
+    raw = connection.connection
+    was = raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    try:
+        yield
+    finally:
+        raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, was)
+
+
+def test_a_publish_of_more_changes_than_a_statement_takes_placeholders(lead, reviewer, few_placeholders):
+    """A publish names every change it releases, and on SQLite a statement takes a bounded number of
+    placeholders (32,766 today, 999 before): a publish of more changes than that releases them all (its ids
+    go as one parameter), on either database."""
+    from curation.models import Entry
+
+    template = active(reviewer, scope="acme/billing-api", boundary="b")
+    publish_version(actor=lead, summary="the first lesson")
+    count = 1_200
+    values = {name: getattr(template, name) for name in ("kind", "signal", "base_confidence", "trust")}
+    entries = Entry.objects.bulk_create(
+        Entry(
+            scope="acme/billing-api",
+            trigger=f"When invoice {i} is late",
+            content=f"Resend invoice {i}",
+            boundary="b",
+            status="active",
+            fingerprint=f"bulk-{i}",
+            **values,
+        )
+        for i in range(count)
+    )
+    # what an approval writes of each, in one insert: the Events that make them pending
+    Event.objects.bulk_create(
+        Event(entry=e, entry_label=f"#{e.pk}", actor_label="test", action=EventAction.APPROVE, entry_version=1)
+        for e in entries
+    )
+    assert len(reads.pending_changes()) == count  # the releases page reads them too
+
+    version = publish_version(actor=lead, summary="many lessons")
+
+    assert (version.added, version.changed, version.removed) == (count, 0, 0)
+    assert len(_ids(version.number)) == count + 1
+    assert reads.pending_changes() == []
+
+
+def test_a_change_agents_would_not_read_is_not_pending(lead, reviewer):
+    """The draft is compared with the published version in the database, field by field as released_values
+    compares them: a usage counter or a confidence moved below its 4th decimal is no change; a released
+    field's change is one."""
+    from django.db.models import F
+
+    from curation.models import Entry
+
+    entry = active(reviewer, scope="acme/billing-api", boundary="b", confidence=0.7)
+    publish_version(actor=lead, summary="v2")
+    rows = Entry.objects.filter(pk=entry.pk)
+    rows.update(hit_count=F("hit_count") + 3, base_confidence=F("base_confidence") + 0.00001)
+    with pytest.raises(ValidationError):
+        publish_version(actor=lead, summary="nothing agents read", also_entry_ids=[entry.pk])
+
+    other = "self" if entry.signal != "self" else "external"
+    rows.update(signal=other)
+    version = publish_version(actor=lead, summary="a released field", also_entry_ids=[entry.pk])
+    assert version.changed == 1
+    assert ReleasedEntry.objects.get(entry=entry, valid_from=version.number).signal == other
