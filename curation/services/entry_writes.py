@@ -91,6 +91,7 @@ from curation.rules.event_deltas import STATE_KEYS
 from curation.selectors import confidence  # the SQL twin of lifecycle.decay_key
 from curation.selectors.scope_policies import in_force
 from curation.selectors.forgets import tombstones_for
+from curation.selectors.sql import IdIn
 
 from . import event_sql
 from .errors import ConcurrentChange, Forgotten, InvalidTransition, StaleDecision
@@ -499,16 +500,16 @@ def write_entries(
     ids = [e.pk for e in rows]
     with transaction.atomic():
         if any(e.get_deferred_fields() & set(_CHECKED_FIELDS) for e in rows):
-            current = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*_CHECKED_FIELDS)}
+            current = {e.pk: e for e in Entry.objects.filter(IdIn(ids)).only(*_CHECKED_FIELDS)}
         else:
-            current = {e.pk: copy.copy(e) for e in rows}
+            current = {e.pk: e for e in rows}  # read only: what changes a row's values copies it first
         if expected_status is not None and (moved := sum(e.status != expected_status for e in current.values())):
             raise ConcurrentChange(f"{actor_label}: {moved} of {len(ids)} rows changed under the sweep")
         values, row_values = _planned_rows(current, action, values or {}, row_values or {}, at, actor_label)
         values, row_values = _with_decay_columns(current, expected_status, values, row_values, at)
         _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
-        target = Q(pk__in=ids) if expected_status is None else Q(pk__in=ids, status=expected_status)
+        target = Q(IdIn(ids)) if expected_status is None else Q(IdIn(ids), status=expected_status)
         # The Events first, from each row as it is and the UPDATE's own expressions (event_sql.py); then the
         # UPDATE. Both find only rows still in the expected status, the Events only at the version read.
         python_keys = _python_keys(values, row_values, expected_status, at)
