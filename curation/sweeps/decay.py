@@ -66,5 +66,7 @@ def run(sweep: Sweep) -> None:
             .values_list("id", "now", "found")
         )
         for pk, now, found in crossed[: max(1, sweep.samples_left)]:
-            sweep.sample(f"#{pk} confidence {now:.3f}: under the retrieval floor {floor:g}, agents no longer receive it")
+            sweep.sample(
+                f"#{pk} confidence {now:.3f}: under the retrieval floor {floor:g}, agents no longer receive it"
+            )
     sweep.batch_done(found, last=True)
