@@ -72,6 +72,7 @@ import psycopg
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, Q, QuerySet
+from django.db.models.sql import UpdateQuery
 
 from curation.rules import access, clock, event_deltas, injection, lifecycle, minhash, scope_policies, transitions
 from curation.models import (
@@ -510,10 +511,10 @@ def write_entries(
         _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
         target = Q(IdIn(ids)) if expected_status is None else Q(IdIn(ids), status=expected_status)
-        # The Events first, from each row as it is and the UPDATE's own expressions (event_sql.py); then the
-        # UPDATE. Both find only rows still in the expected status, the Events only at the version read.
+        # The Events, from each row as it is and the UPDATE's own expressions (event_sql.py), and the UPDATE.
+        # Both find only rows still in the expected status, the Events only at the version read.
         python_keys = _python_keys(values, row_values, expected_status, at)
-        events = event_sql.insert_events(
+        events_sql, events_params = event_sql.events_statement(
             rows,
             target,
             updates,
@@ -525,11 +526,14 @@ def write_entries(
             at=at,
             request_id=request_id,
         )
+        update = {
+            **updates,
+            "version": F("version") + 1,
+            "updated_at": clock.wall() if updated_at is None else updated_at,
+        }
+        events, written = _insert_and_update(events_sql, events_params, Entry.objects.filter(target), update)
         if events != len(ids):
             raise ConcurrentChange(f"{actor_label}: {len(ids) - events} of {len(ids)} rows changed under the sweep")
-        written = Entry.objects.filter(target).update(
-            **updates, version=F("version") + 1, updated_at=clock.wall() if updated_at is None else updated_at
-        )
         if written != len(ids):
             raise ConcurrentChange(f"{actor_label}: {len(ids) - written} of {len(ids)} rows changed under the sweep")
         if _BANDED_COLUMNS.intersection(updates):  # the text's near-duplicate keys follow what was written
@@ -539,6 +543,30 @@ def write_entries(
                 forgotten=action == EventAction.FORGOTTEN,
             )
     return written
+
+
+def _insert_and_update(events_sql: str, events_params: tuple, rows: QuerySet, update: dict) -> tuple[int, int]:
+    """The Events' INSERT and the rows' UPDATE; answers (Events inserted, rows written). On PostgreSQL one
+    statement (data-modifying WITH: both parts read the rows as they were before it; a short count, the
+    caller's transaction rolls both back), which reads the batch's rows once more instead of twice; on SQLite
+    the INSERT, then the UPDATE."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(events_sql, events_params)
+            events = cursor.rowcount
+        return events, rows.update(**update)
+    query = rows.query.chain(UpdateQuery)
+    query.add_update_values(update)
+    compiler = query.get_compiler(rows.db)
+    compiler.pre_sql_setup()
+    update_sql, update_params = compiler.as_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH events AS ({events_sql} RETURNING 1), written AS ({update_sql} RETURNING 1) "
+            "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM written)",
+            (*events_params, *update_params),
+        )
+        return cursor.fetchone()
 
 
 # What write_entries reads of the rows before writing: the table's checks (status, scope, the first approval,
