@@ -12,9 +12,10 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   first version).
 - `write_entries(rows, ...)`: the bulk twin for sweeps and for an agent's outcome, which changes every
   entry the task used. One UPDATE per batch for every row (values the same for all, possibly SQL
-  expressions; values per row), and before it one INSERT ... SELECT of one Event per row, built by the
+  expressions; values per row), and with it one INSERT ... SELECT of one Event per row, built by the
   database from the row and the UPDATE's own expressions (event_sql.py): the same delta of the snapshots,
-  all created at the caller's time. Raises ConcurrentChange, having written nothing, when a row is no
+  all created at the caller's time. On PostgreSQL the two are one statement (both read the rows as they
+  were before it); on SQLite the INSERT runs just before the UPDATE. Raises ConcurrentChange, having written nothing, when a row is no
   longer in the expected status or its version moved.
 
 The transition table (curation/rules/transitions.py) is looked up on every one of these: a write the table does not
