@@ -15,8 +15,8 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   expressions; values per row), and with it one INSERT ... SELECT of one Event per row, built by the
   database from the row and the UPDATE's own expressions (event_sql.py): the same delta of the snapshots,
   all created at the caller's time. On PostgreSQL the two are one statement (both read the rows as they
-  were before it); on SQLite the INSERT runs just before the UPDATE. Raises ConcurrentChange, having written nothing, when a row is no
-  longer in the expected status or its version moved.
+  were before it); on SQLite the INSERT runs just before the UPDATE. Raises ConcurrentChange, having
+  written nothing, when a row is no longer in the expected status or its version moved.
 
 The transition table (curation/rules/transitions.py) is looked up on every one of these: a write the table does not
 allow from the entry's status, or by this actor (a person needs the row's permission and reach over the
@@ -548,9 +548,9 @@ def write_entries(
 
 def _insert_and_update(events_sql: str, events_params: tuple, rows: QuerySet, update: dict) -> tuple[int, int]:
     """The Events' INSERT and the rows' UPDATE; answers (Events inserted, rows written). On PostgreSQL one
-    statement (data-modifying WITH: both parts read the rows as they were before it; a short count, the
-    caller's transaction rolls both back), which reads the batch's rows once more instead of twice; on SQLite
-    the INSERT, then the UPDATE."""
+    statement (a data-modifying WITH: both parts read the rows as they were before it; on a short count
+    write_entries raises and its savepoint takes both back): one round trip and one plan, not two. On
+    SQLite, which has no such WITH, the INSERT, then the UPDATE."""
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(events_sql, events_params)
