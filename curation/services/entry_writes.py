@@ -12,10 +12,11 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   first version).
 - `write_entries(rows, ...)`: the bulk twin for sweeps and for an agent's outcome, which changes every
   entry the task used. One UPDATE per batch for every row (values the same for all, possibly SQL
-  expressions; values per row), and before it one INSERT ... SELECT of one Event per row, built by the
+  expressions; values per row), and with it one INSERT ... SELECT of one Event per row, built by the
   database from the row and the UPDATE's own expressions (event_sql.py): the same delta of the snapshots,
-  all created at the caller's time. Raises ConcurrentChange, having written nothing, when a row is no
-  longer in the expected status or its version moved.
+  all created at the caller's time. On PostgreSQL the two are one statement (both read the rows as they
+  were before it); on SQLite the INSERT runs just before the UPDATE. Raises ConcurrentChange, having
+  written nothing, when a row is no longer in the expected status or its version moved.
 
 The transition table (curation/rules/transitions.py) is looked up on every one of these: a write the table does not
 allow from the entry's status, or by this actor (a person needs the row's permission and reach over the
@@ -72,6 +73,7 @@ import psycopg
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, Q, QuerySet
+from django.db.models.sql import UpdateQuery
 
 from curation.rules import access, clock, event_deltas, injection, lifecycle, minhash, scope_policies, transitions
 from curation.models import (
@@ -91,6 +93,7 @@ from curation.rules.event_deltas import STATE_KEYS
 from curation.selectors import confidence, sql  # confidence: the SQL twin of lifecycle.decay_key
 from curation.selectors.scope_policies import in_force
 from curation.selectors.forgets import tombstones_for
+from curation.selectors.sql import IdIn
 
 from . import event_sql
 from .errors import ConcurrentChange, Forgotten, InvalidTransition, StaleDecision
@@ -490,20 +493,20 @@ def write_entries(
     ids = [e.pk for e in rows]
     with transaction.atomic():
         if any(e.get_deferred_fields() & set(_CHECKED_FIELDS) for e in rows):
-            current = {e.pk: e for e in Entry.objects.filter(pk__in=ids).only(*_CHECKED_FIELDS)}
+            current = {e.pk: e for e in Entry.objects.filter(IdIn(ids)).only(*_CHECKED_FIELDS)}
         else:
-            current = {e.pk: copy.copy(e) for e in rows}
+            current = {e.pk: e for e in rows}  # read only: what changes a row's values copies it first
         if expected_status is not None and (moved := sum(e.status != expected_status for e in current.values())):
             raise ConcurrentChange(f"{actor_label}: {moved} of {len(ids)} rows changed under the sweep")
         values, row_values = _planned_rows(current, action, values or {}, row_values or {}, at, actor_label)
         values, row_values = _with_decay_columns(current, expected_status, values, row_values, at)
         _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
-        target = Q(pk__in=ids) if expected_status is None else Q(pk__in=ids, status=expected_status)
-        # The Events first, from each row as it is and the UPDATE's own expressions (event_sql.py); then the
-        # UPDATE. Both find only rows still in the expected status, the Events only at the version read.
+        target = Q(IdIn(ids)) if expected_status is None else Q(IdIn(ids), status=expected_status)
+        # The Events, from each row as it is and the UPDATE's own expressions (event_sql.py), and the UPDATE.
+        # Both find only rows still in the expected status, the Events only at the version read.
         python_keys = _python_keys(values, row_values, expected_status, at)
-        events = event_sql.insert_events(
+        events_sql, events_params = event_sql.events_statement(
             rows,
             target,
             updates,
@@ -515,11 +518,14 @@ def write_entries(
             at=at,
             request_id=request_id,
         )
+        update = {
+            **updates,
+            "version": F("version") + 1,
+            "updated_at": clock.wall() if updated_at is None else updated_at,
+        }
+        events, written = _insert_and_update(events_sql, events_params, Entry.objects.filter(target), update)
         if events != len(ids):
             raise ConcurrentChange(f"{actor_label}: {len(ids) - events} of {len(ids)} rows changed under the sweep")
-        written = Entry.objects.filter(target).update(
-            **updates, version=F("version") + 1, updated_at=clock.wall() if updated_at is None else updated_at
-        )
         if written != len(ids):
             raise ConcurrentChange(f"{actor_label}: {len(ids) - written} of {len(ids)} rows changed under the sweep")
         if _BANDED_COLUMNS.intersection(updates):  # the text's near-duplicate keys follow what was written
@@ -529,6 +535,30 @@ def write_entries(
                 forgotten=action == EventAction.FORGOTTEN,
             )
     return written
+
+
+def _insert_and_update(events_sql: str, events_params: tuple, rows: QuerySet, update: dict) -> tuple[int, int]:
+    """The Events' INSERT and the rows' UPDATE; answers (Events inserted, rows written). On PostgreSQL one
+    statement (a data-modifying WITH: both parts read the rows as they were before it; on a short count
+    write_entries raises and its savepoint takes both back): one round trip and one plan, not two. On
+    SQLite, which has no such WITH, the INSERT, then the UPDATE."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(events_sql, events_params)
+            events = cursor.rowcount
+        return events, rows.update(**update)
+    query = rows.query.chain(UpdateQuery)
+    query.add_update_values(update)
+    compiler = query.get_compiler(rows.db)
+    compiler.pre_sql_setup()
+    update_sql, update_params = compiler.as_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH events AS ({events_sql} RETURNING 1), written AS ({update_sql} RETURNING 1) "
+            "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM written)",
+            (*events_params, *update_params),
+        )
+        return cursor.fetchone()
 
 
 # What write_entries reads of the rows before writing: the table's checks (status, scope, the first approval,

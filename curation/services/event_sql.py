@@ -2,7 +2,8 @@
 
 The statement reads each entry as it is before the write, and the values the write's UPDATE will set as the
 same expressions the UPDATE uses (constants, a CASE per row, F() expressions), evaluated over the same row;
-write_entries runs it just before that UPDATE, on the rows the caller has locked. Of the state keys whose
+write_entries runs it with that UPDATE, on the rows the caller has locked: on PostgreSQL in one statement
+(both parts read the rows as they were before it), on SQLite just before the UPDATE. Of the state keys whose
 column the write sets (the transition's fields), the Event's `before` and `after` hold those whose value
 differs, rendered as Entry.snapshot() renders them (models.snapshot_value): what event_deltas.delta of the
 two snapshots would store, without reading a row into Python. A float key (the base, the derived
@@ -39,7 +40,15 @@ def is_python_key(key: str) -> bool:
     return key not in STATE_COLUMNS or isinstance(Entry._meta.get_field(key), models.FloatField)
 
 
-def insert_events(
+def insert_events(*args, **kwargs) -> int:
+    """Insert the Events of events_statement() on their own; answers how many were inserted."""
+    statement, params = events_statement(*args, **kwargs)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount
+
+
+def events_statement(
     rows,
     target: Q,
     updates: dict,
@@ -51,10 +60,11 @@ def insert_events(
     action,
     at,
     request_id: str | None,
-) -> int:
-    """Insert one Event per row of `rows` (the caller's, with the version it read) that `target` still finds
-    at that version, about the write of `updates` (column -> value or expression, the UPDATE's SET) that
-    follows; answers the Events inserted. `python_parts[pk]` holds the changed `python_keys` (old, new)."""
+) -> tuple[str, tuple]:
+    """The INSERT of one Event per row of `rows` (the caller's, with the version it read) that `target` still
+    finds at that version, about the write of `updates` (column -> value or expression, the UPDATE's SET)
+    that follows or runs in the same statement; with its parameters. `python_parts[pk]` holds the changed
+    `python_keys` (old, new)."""
     keys = [k for k in STATE_KEYS if k in python_keys or (k in written_state_keys(updates) and not is_python_key(k))]
     by_attname = {Entry._meta.get_field(c).attname: (Entry._meta.get_field(c), v) for c, v in updates.items()}
     new = {}
@@ -99,10 +109,8 @@ def insert_events(
         JOIN {render.batch()} ON {render.item(0)} = s.id AND {render.item(1)} = s.version
         ORDER BY {render.position()}"""
     request_id = current_request_id.get() if request_id is None else request_id
-    with connection.cursor() as cursor:
-        # The placeholders in the order they appear: the select list's, the subquery's, the batch.
-        cursor.execute(statement, (actor_label, str(action), request_id, created_at, *sub_params, batch))
-        return cursor.rowcount
+    # The placeholders in the order they appear: the select list's, the subquery's, the batch.
+    return statement, (actor_label, str(action), request_id, created_at, *sub_params, batch)
 
 
 def insert_first_events(rows: list[tuple[Entry, object, str, str]], *, at, request_id: str | None = None) -> int:

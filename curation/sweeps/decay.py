@@ -6,10 +6,11 @@ day before its as-of time. It changes no state, so it bumps no version and write
 import datetime
 
 from django.db import transaction
+from django.db.models import Count, Window
 
 from curation.rules import lifecycle
-from curation.models import CONFIDENCE_FIELDS, Entry, Status
-from curation.selectors.confidence import keyed_under_other_settings
+from curation.models import Entry, Status
+from curation.selectors.confidence import confidence, keyed_under_other_settings
 from curation.services.entry_writes import rewrite_decay_keys
 
 from .engine import Sweep
@@ -47,22 +48,25 @@ def run(sweep: Sweep) -> None:
             with transaction.atomic():
                 changed = rewrite_decay_keys(Entry.objects.filter(pk__in=ids))
             sweep.batch_done(len(ids), changed)
-    # What fell under the retrieval floor in the day before the as-of time: an index range of keys.
+    # What fell under the retrieval floor in the day before the as-of time: an index range of keys, judged by
+    # the exact rule in the same statement, which counts them all and answers the first few to describe.
     floor = sweep.rules.retrieve_at_least
+    found = 0
     if floor > 0:
-        crossed = active.filter(
-            decay_key__gte=lifecycle.key_below(floor, sweep.as_of - DAY, sweep.rules),
-            decay_key__lt=lifecycle.key_below(floor, sweep.as_of, sweep.rules),
-            decay_rate=rate,
+        crossed = (
+            active.filter(
+                decay_key__gte=lifecycle.key_below(floor, sweep.as_of - DAY, sweep.rules),
+                decay_key__lt=lifecycle.key_below(floor, sweep.as_of, sweep.rules),
+                decay_rate=rate,
+            )
+            .annotate(now=confidence(sweep.as_of, sweep.rules), before=confidence(sweep.as_of - DAY, sweep.rules))
+            .filter(now__lt=floor, before__gte=floor)
+            .annotate(found=Window(Count("*")))
+            .order_by("id")
+            .values_list("id", "now", "found")
         )
-        found = 0
-        # Only what the confidence is read from: the rows are counted and a few described, never written.
-        for entry in crossed.only("id", *CONFIDENCE_FIELDS).order_by("id").iterator(chunk_size=sweep.batch_size):
-            now = entry.confidence_at(sweep.as_of)
-            if now < floor <= entry.confidence_at(sweep.as_of - DAY):
-                found += 1
-                sweep.sample(
-                    f"#{entry.pk} confidence {now:.3f}: under the retrieval "
-                    f"floor {floor:g}, agents no longer receive it"
-                )
-        sweep.batch_done(found)
+        for pk, now, found in crossed[: max(1, sweep.samples_left)]:
+            sweep.sample(
+                f"#{pk} confidence {now:.3f}: under the retrieval floor {floor:g}, agents no longer receive it"
+            )
+    sweep.batch_done(found, last=True)

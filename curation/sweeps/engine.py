@@ -22,6 +22,7 @@ from django.db.models import Count, Max, Q, QuerySet
 
 from curation.rules import clock, config, lifecycle
 from curation.models import CONFIDENCE_FIELDS, Entry, EventAction, TaskRun
+from curation.selectors.sql import IdIn
 from curation.services.entry_writes import write_entries
 
 SAMPLE_LIMIT = 20  # rows a dry run describes; it counts them all
@@ -108,7 +109,7 @@ def chosen_batches(status: str, chosen: QuerySet, size: int):
     ids = list(chosen.filter(status=status).order_by("id").values_list("id", flat=True))
     for start in range(0, len(ids), size):
         part = ids[start : start + size]
-        yield Q(status=status, id__gte=part[0], id__lte=part[-1], pk__in=part), len(part)
+        yield Q(IdIn(part), status=status, id__gte=part[0], id__lte=part[-1]), len(part)
 
 
 # The columns a sweep reads of the rows it changes: what its reasons and rules need, and what the write

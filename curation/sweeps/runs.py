@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Callable
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from curation.rules import clock, config
 from curation.infra.middleware import current_request_id
@@ -105,6 +105,24 @@ def _no_lock():
     yield True
 
 
+@contextmanager
+def unflushed():
+    """A run record's own write (its start, its end) commits without waiting for the write-ahead log to
+    reach the disk (PostgreSQL; elsewhere as it is): every other session sees it at once, and the log is
+    written in order, so the next durable commit (the run's first batch) makes it durable too. Only a crash
+    of the database server itself, within a fraction of a second, can lose one: a lost start is a run that
+    had written nothing yet, a lost end leaves the run "running" on its record, which the next run closes
+    as lost, its batches' work durable and not done again. Each wait for the disk was a fixed cost of every
+    run (1 to 8 ms a commit here), twice a run."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        yield
+
+
 def run_sweep(
     task: str,
     *,
@@ -125,15 +143,16 @@ def run_sweep(
     # The counters and usage history a sweep judges by include every read made so far.
     retrieval_buffer.flush()
     started = clock.wall()
-    run = TaskRun.objects.create(
-        task=task,
-        as_of=as_of,
-        dry_run=dry_run,
-        triggered_by=triggered_by[:150],
-        started_at=started,
-        heartbeat_at=started,
-        holder=this_holder(),
-    )
+    with unflushed():
+        run = TaskRun.objects.create(
+            task=task,
+            as_of=as_of,
+            dry_run=dry_run,
+            triggered_by=triggered_by[:150],
+            started_at=started,
+            heartbeat_at=started,
+            holder=this_holder(),
+        )
     sweep = Sweep(
         task=task, as_of=as_of, dry_run=dry_run, run=run, batch_size=batch_size or 0, after_batch=after_batch, full=full
     )
@@ -142,7 +161,8 @@ def run_sweep(
         run.state, run.error, run.finished_at = state, error, clock.wall()
         run.rows_examined, run.rows_changed = sweep.examined, sweep.changed
         try:
-            run.save(update_fields=["state", "error", "finished_at", "rows_examined", "rows_changed"])
+            with unflushed():
+                run.save(update_fields=["state", "error", "finished_at", "rows_examined", "rows_changed"])
         except Exception:  # the database itself went away: the run stays "running" and its lock expires
             if state != TaskRun.State.FAILED:
                 raise

@@ -9,6 +9,7 @@ import threading
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from curation import services, sweeps
@@ -158,6 +159,44 @@ def test_decay_reports_what_fell_under_the_retrieval_floor_that_day():
             "0.500", f"{crossing.confidence_at(AS_OF):.3f}"
         )
     ]
+
+
+def test_decay_counts_all_it_reports_describes_the_first_and_writes_its_record_only_at_the_end():
+    """The report is one statement (the rule in SQL with a count of all it finds), so every entry under the
+    floor is counted while only the first SAMPLE_LIMIT are described, and the count reaches the run's record
+    with its end: the run's record is written twice (its start, its end), not once more for progress."""
+    rules = lifecycle.rules()
+    days_to_floor = rules.decay_period_days * math.log(rules.retrieve_at_least / 0.8) / math.log(rules.decay_factor)
+    crossing = [
+        make_entry(base_confidence=0.8, last_verified_at=AS_OF - datetime.timedelta(days=days_to_floor + 0.1 + i / 100))
+        for i in range(sweeps.SAMPLE_LIMIT + 5)
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        run, sweep = run_sweep("decay", as_of=AS_OF)
+    assert (run.rows_examined, run.rows_changed) == (sweeps.SAMPLE_LIMIT + 5, 0)
+    assert TaskRun.objects.get(pk=run.pk).rows_examined == sweeps.SAMPLE_LIMIT + 5
+    assert [line.split(" ")[0] for line in sweep.samples] == [f"#{e.pk}" for e in crossing[: sweeps.SAMPLE_LIMIT]]
+    record_writes = [
+        q["sql"] for q in queries if 'INTO "curation_taskrun"' in q["sql"] or 'UPDATE "curation_taskrun"' in q["sql"]
+    ]
+    assert len(record_writes) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_runs_own_records_do_not_wait_for_the_disk_and_its_batches_do(on_postgres):
+    """PostgreSQL: a run's start and end records commit with synchronous_commit off (the next durable commit
+    makes them durable too); the batch that archives, and its Events, commits as every decision does."""
+    make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    with CaptureQueriesContext(connection) as queries:
+        run, _ = run_sweep("archive", as_of=AS_OF)
+    assert (run.state, run.rows_changed) == (TaskRun.State.SUCCEEDED, 1)
+    statements = [q["sql"] for q in queries]
+    unflushed = "SET LOCAL synchronous_commit TO OFF"
+    record = [i for i, sql in enumerate(statements) if '"curation_taskrun"' in sql and not sql.startswith("SELECT")]
+    assert len(record) == 2 and all(statements[i - 1] == unflushed for i in record)
+    batch = next(i for i, sql in enumerate(statements) if "INSERT INTO curation_event" in sql)
+    assert statements.count(unflushed) == 2 and unflushed not in statements[record[0] + 1 : batch + 1]
+    assert TaskRun.objects.get(pk=run.pk).state == TaskRun.State.SUCCEEDED
 
 
 def test_keys_written_under_other_decay_settings_are_still_judged_and_then_rewritten(settings):
