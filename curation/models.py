@@ -337,6 +337,13 @@ class Event(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["entry", "created_at", "id"], name="event_entry_time_idx"),
+            # A publish's failed-outcome check probes one entry per change for a recent failure: a probe of
+            # these few rows alone, never a heap fetch of each changed entry's other Events.
+            models.Index(
+                fields=["entry", "created_at"],
+                name="event_entry_failed_idx",
+                condition=Q(action="outcome_failure"),
+            ),
             *(
                 models.Index(
                     fields=[subject, "created_at", "id"],
