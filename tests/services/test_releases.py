@@ -257,3 +257,45 @@ def test_a_change_agents_would_not_read_is_not_pending(lead, reviewer):
     version = publish_version(actor=lead, summary="a released field", also_entry_ids=[entry.pk])
     assert version.changed == 1
     assert ReleasedEntry.objects.get(entry=entry, valid_from=version.number).signal == other
+
+
+def test_a_refused_publish_leaves_every_open_row_open(lead, reviewer):
+    """The statement that finds a changed entry closes its open row before the checks have spoken (on
+    PostgreSQL): a refusal takes the closing back with the rest, and agents still read the open row."""
+    entry = active(reviewer, scope="acme/billing-api", trigger="When an invoice is late", boundary="b")
+    publish_version(actor=lead, summary="the first lesson")
+    record_uses(entry, ["failure"], end=timezone.now(), confirm_failures=False)  # changed, with a warning
+    entry.refresh_from_db()
+    entry.boundary = ""
+    entry.save(update_fields=["boundary"])
+
+    with pytest.raises(UnacknowledgedWarnings):
+        publish_version(actor=lead, summary="no boundary")
+
+    open_rows = ReleasedEntry.objects.filter(entry=entry, valid_to__isnull=True)
+    assert [(r.valid_from, r.boundary) for r in open_rows] == [(2, "b")]
+    assert reads.published_version().number == 2 and MemoryVersion.objects.count() == 2
+    assert [c.subject_id for c in reads.pending_changes()] == [entry.pk]  # still in the draft
+
+
+@pytest.mark.django_db
+def test_the_failed_outcomes_have_their_own_index_on_every_partition_of_the_history():
+    """The failed-outcome check probes a partial index of the failed outcomes alone, made on the history's
+    partitioned table and so on each of its months (PostgreSQL)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the history is partitioned on PostgreSQL only")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i
+               JOIN pg_class x ON x.oid = i.indexrelid JOIN pg_class c ON c.oid = i.indrelid
+               JOIN pg_inherits h ON h.inhrelid = x.oid
+               JOIN pg_class p ON p.oid = h.inhparent AND p.relname = 'event_entry_failed_idx'"""
+        )
+        found = cursor.fetchall()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'curation_event'::regclass")
+        months = cursor.fetchone()[0]
+    assert months and len(found) == months
+    assert all("outcome_failure" in definition and "(entry_id, created_at)" in definition for _, definition in found)
