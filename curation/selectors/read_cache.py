@@ -17,8 +17,9 @@ A copy is dropped after KEEP_SECONDS whatever the generation says, so a generati
 leave a revoked token working for longer than that.
 
 The generation is read with the request's first commands to Redis (`read_generation_with`: the API's rate
-limit count), one round trip for both; it is kept in Redis as plain bytes under the cache's key prefix, read
-and written through the cache's Redis client (infra.redis)."""
+limit count), one round trip for both, through the cache's Redis client (infra.redis): its bytes as the
+cache stored them, compared and never decoded. It is written through the cache API as ever, so processes of
+an older release, which read it through the cache API, keep reading it during a rolling deploy."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import uuid
 from contextlib import contextmanager
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, router, transaction
 
 from curation.infra import redis
@@ -103,8 +105,8 @@ def _read_generation() -> bytes | None:
         client, key = redis.cache_client(), redis.cache_key(GENERATION_KEY)
         generation = client.get(key)
         if generation is None:
-            fresh = uuid.uuid4().hex.encode()
-            generation = fresh if client.set(key, fresh, nx=True) else client.get(key)
+            cache.add(GENERATION_KEY, uuid.uuid4().hex, timeout=None)  # whoever adds first makes it
+            generation = client.get(key)
         return generation
     except Exception:  # noqa: BLE001 - a cache that does not answer means: read the database
         logger.warning("The read cache's generation could not be read; reading tokens from the database.")
@@ -179,7 +181,7 @@ def _new_generation() -> None:
     if not shared():
         return
     try:
-        redis.cache_client().set(redis.cache_key(GENERATION_KEY), uuid.uuid4().hex.encode())
+        cache.set(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
     except Exception:  # noqa: BLE001 - the other processes' copies then end within KEEP_SECONDS
         logger.error(
             "The read cache's generation could not be moved on; other processes keep their copies for at most %s s.",

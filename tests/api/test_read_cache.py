@@ -215,3 +215,18 @@ def test_a_kept_token_revoked_since_is_refused_and_counted_as_a_bad_one(shared_c
     revoke_agent_token(agent.token.pk, actor=lead)
     assert agent.get("token").status_code == 401
     assert agent.get("token").status_code == 429  # the bad-token limit of its address
+
+
+@pytest.mark.django_db
+def test_the_generation_stays_readable_through_the_cache_api(shared_cache, lead):
+    """Processes of an older release read the generation through Django's cache API: during a rolling
+    deploy they still read it (and so a revoke made by either release)."""
+    from django.core.cache import cache
+
+    agent = _make_agent()
+    assert agent.get("token").status_code == 200
+    made = cache.get(read_cache.GENERATION_KEY)
+    revoke_agent_token(agent.token.pk, actor=lead)
+    moved = cache.get(read_cache.GENERATION_KEY)
+    assert isinstance(made, str) and isinstance(moved, str) and made != moved
+    assert agent.get("token").status_code == 401
