@@ -11,6 +11,8 @@ queries in a POST body (/api/v1/memory/search) anyway."""
 
 bind = "0.0.0.0:8000"
 wsgi_app = "memoryadmin.asgi:application"
+# uvicorn picks httptools and uvloop (dependencies in pyproject.toml) over h11 and asyncio's own loop when
+# they are installed: less CPU per request in the server around Django (make bench-api).
 worker_class = "uvicorn_worker.UvicornWorker"
 # Trust no forwarded header at the server: uvicorn would otherwise take the client's address from
 # X-Forwarded-For on any connection from 127.0.0.1 (its default), and a client on this host could then

@@ -89,7 +89,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "curation.infra.middleware.RequestIdMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "curation.infra.middleware.CSPMiddleware",  # django-csp's, its policy built once
     "axes.middleware.AxesMiddleware",  # last: it turns a lockout into the lockout page
 ]
 

@@ -52,6 +52,27 @@ def error_response(status: int, message: str, errors: dict | None = None, header
 
 
 def _authenticate(request) -> AgentToken:
+    """The bearer token's check, and the rate limit's count of this request for it. When this process keeps
+    a copy of the token, its id is taken from the copy and the count goes to Redis in the same round trip as
+    the read cache's generation (read_cache.read_generation_with): the token is then checked as ever (a
+    revoke counts at once, an unknown key is counted as a bad one), and counted apart only when the token
+    proves to be another than the copy's."""
+    key = _bearer_key(request)
+    limit, now = API_RATE_LIMIT.value, time.time()
+    guess = read_cache.kept_token_id(key) if limit else None
+    counted = None
+    if guess is not None:
+        name = redis.cache_key(_window_key(_rate_key(guess), now))
+        counted = read_cache.read_generation_with(lambda pipe: pipe.incr(name).expire(name, 90, nx=True))
+    token = _token(request, key)
+    if counted is not None and token.pk == guess:
+        _refuse_past(limit, counted[0], RATE_MESSAGE, now)
+    else:
+        _check_rate(token)
+    return token
+
+
+def _bearer_key(request) -> str:
     header = request.headers.get("Authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
@@ -60,8 +81,12 @@ def _authenticate(request) -> AgentToken:
             "Send the agent token as 'Authorization: Bearer <token>'.",
             headers={"WWW-Authenticate": 'Bearer realm="memoryadmin"'},
         )
+    return key.strip()
+
+
+def _token(request, key: str) -> AgentToken:
     now = clock.wall()
-    token = read_cache.token(key.strip(), now)
+    token = read_cache.token(key, now)
     if token is None:
         _check_bad_token_rate(request)
         raise ApiError(
@@ -88,9 +113,8 @@ def admit_to_mcp(environ) -> AgentToken | HttpResponse:
     try:
         request = WSGIRequest(environ)
         request.get_host()  # ALLOWED_HOSTS, as on every Django request
-        token = _authenticate(request)
-        _check_rate(token)
-        return token
+        with read_cache.one_generation():
+            return _authenticate(request)
     except DisallowedHost:
         return error_response(400, "This host is not served here.")
     except ApiError as exc:
@@ -99,13 +123,16 @@ def admit_to_mcp(environ) -> AgentToken | HttpResponse:
         close_old_connections()
 
 
+RATE_MESSAGE = "Rate limit of {limit} requests a minute reached; retry in {retry} s."
+
+
+def _rate_key(token_id: int) -> str:
+    return f"api-rate:{token_id}"
+
+
 def _check_rate(token: AgentToken) -> None:
     """A fixed one-minute window per token, counted in the cache (Redis in production)."""
-    _limit_per_minute(
-        f"api-rate:{token.pk}",
-        API_RATE_LIMIT.value,
-        "Rate limit of {limit} requests a minute reached; retry in {retry} s.",
-    )
+    _limit_per_minute(_rate_key(token.pk), API_RATE_LIMIT.value, RATE_MESSAGE)
 
 
 def _check_bad_token_rate(request) -> None:
@@ -117,13 +144,22 @@ def _check_bad_token_rate(request) -> None:
     )
 
 
+def _window_key(key: str, now: float) -> str:
+    """`key`'s counter for the one-minute window `now` falls in."""
+    return f"{key}:{int(now // 60)}"
+
+
 def _limit_per_minute(key: str, limit: int, message: str) -> None:
     if not limit:
         return
     now = time.time()
-    window = int(now // 60)
-    if _count_request(f"{key}:{window}") > limit:
-        retry_after = max(1, int((window + 1) * 60 - now) + 1)
+    _refuse_past(limit, _count_request(_window_key(key, now)), message, now)
+
+
+def _refuse_past(limit: int, count: int, message: str, now: float) -> None:
+    """429 when `count` (this window's, this request's included) is past `limit`."""
+    if count > limit:
+        retry_after = max(1, int((int(now // 60) + 1) * 60 - now) + 1)
         raise ApiError(429, message.format(limit=limit, retry=retry_after), headers={"Retry-After": str(retry_after)})
 
 
@@ -197,7 +233,6 @@ def api_view(*methods: str, body: bool = False, idempotent: bool = False):
                 token = request.META.get(ADMITTED_TOKEN)
                 if token is None:  # else /mcp's gate checked it and counted this request
                     token = _authenticate(request)
-                    _check_rate(token)
                 request.agent_token = token
                 if body:
                     kwargs["body"] = _json_body(request)

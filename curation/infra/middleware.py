@@ -1,6 +1,10 @@
 import contextvars
 import uuid
 
+from csp import middleware as csp
+from csp.constants import HEADER, HEADER_REPORT_ONLY
+from csp.utils import build_policy
+from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.http import HttpResponse, JsonResponse
@@ -85,3 +89,58 @@ class AuthenticationMiddleware(ConsoleOnly, auth.AuthenticationMiddleware):
 
 class MessageMiddleware(ConsoleOnly, messages.MessageMiddleware):
     pass
+
+
+# What a response or a request may carry that changes its policy: a view's own (django-csp's decorators), a
+# nonce a page read. Without them, a policy depends on the settings alone.
+PER_RESPONSE_POLICY = (
+    "_csp_config",
+    "_csp_update",
+    "_csp_replace",
+    "_csp_config_ro",
+    "_csp_update_ro",
+    "_csp_replace_ro",
+)
+POLICIES = (
+    (HEADER, "CONTENT_SECURITY_POLICY", "_csp_exempt"),
+    (HEADER_REPORT_ONLY, "CONTENT_SECURITY_POLICY_REPORT_ONLY", "_csp_exempt_ro"),
+)
+
+
+class CSPMiddleware(csp.CSPMiddleware):
+    """django-csp's, with each policy built once per settings value for the responses that change nothing of
+    it (no view's own policy, no nonce read): django-csp builds the same two header values again for every
+    response, CPU on every agent read. A response that does change its policy gets django-csp's own."""
+
+    _built: dict[str, tuple[object, str]] = {}  # setting name: (its value, the policy built from it)
+
+    def process_response(self, request, response):
+        if getattr(request, "_csp_nonce", None) is not None or any(
+            hasattr(response, name) for name in PER_RESPONSE_POLICY
+        ):
+            return super().process_response(request, response)
+        if response.status_code in (500, 404) and settings.DEBUG:
+            return response  # Django's debug pages, as django-csp leaves them
+        for header, setting, exempt in POLICIES:
+            policy = self._policy(setting)
+            prefixes = (getattr(settings, setting, None) or {}).get("EXCLUDE_URL_PREFIXES") or ()
+            if (
+                policy
+                and header not in response
+                and getattr(response, exempt, False) is False
+                and not request.path_info.startswith(tuple(prefixes))
+            ):
+                response[header] = policy
+        # As django-csp does: a nonce asked for after the header was written is an error, not a silent gap.
+        request.csp_nonce = csp.CheckableLazyObject(self._csp_nonce_post_response)
+        return response
+
+    def _policy(self, setting: str) -> str:
+        """The policy of `setting` as django-csp builds it, rebuilt when the setting's value is another
+        (override_settings)."""
+        value = getattr(settings, setting, None)
+        kept = self._built.get(setting)
+        if kept is None or kept[0] is not value:
+            kept = (value, build_policy(report_only=setting.endswith("_REPORT_ONLY")))
+            self._built[setting] = kept
+        return kept[1]

@@ -14,7 +14,12 @@ Kept only where the cache is shared by every process (Redis); with the in-memory
 default, or when Redis does not answer, every read asks the database as before. The published number is
 kept only when it is read from the primary: a replica may lag behind a publish and must be asked each time.
 A copy is dropped after KEEP_SECONDS whatever the generation says, so a generation lost with Redis cannot
-leave a revoked token working for longer than that."""
+leave a revoked token working for longer than that.
+
+The generation is read with the request's first commands to Redis (`read_generation_with`: the API's rate
+limit count), one round trip for both, through the cache's Redis client (infra.redis): its bytes as the
+cache stored them, compared and never decoded. It is written through the cache API as ever, so processes of
+an older release, which read it through the cache API, keep reading it during a rolling deploy."""
 
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, router, transaction
 
+from curation.infra import redis
 from curation.models import AgentToken, PublishedVersion
 
 from . import releases
@@ -61,7 +67,7 @@ def one_generation():
         _request.memo = None
 
 
-def _current_generation() -> str | None:
+def _current_generation() -> bytes | None:
     memo = getattr(_request, "memo", None)
     if memo:
         return memo[0]
@@ -71,15 +77,36 @@ def _current_generation() -> str | None:
     return generation
 
 
-def _read_generation() -> str | None:
+def read_generation_with(commands) -> list | None:
+    """Read this request's shared generation (one_generation's) in the same round trip to the cache's Redis
+    as the commands `commands(pipeline)` adds, and answer their results; None when nothing was sent (no
+    shared cache, outside one_generation, the generation read already, or Redis did not answer): the caller
+    then runs its commands itself. A generation not yet made is made by the next read, as ever."""
+    memo = getattr(_request, "memo", None)
+    if memo is None or memo or not shared():
+        return None
+    try:
+        pipe = redis.cache_client().pipeline(transaction=False)
+        pipe.get(redis.cache_key(GENERATION_KEY))
+        commands(pipe)
+        generation, *results = pipe.execute()
+    except Exception:  # noqa: BLE001 - _read_generation asks again, and says so if Redis is down
+        return None
+    if generation is not None:
+        memo.append(generation)
+    return results
+
+
+def _read_generation() -> bytes | None:
     """The shared generation (made when there is none), or None: nothing may be kept now."""
     if not shared():
         return None
     try:
-        generation = cache.get(GENERATION_KEY)
+        client, key = redis.cache_client(), redis.cache_key(GENERATION_KEY)
+        generation = client.get(key)
         if generation is None:
-            fresh = uuid.uuid4().hex
-            generation = fresh if cache.add(GENERATION_KEY, fresh, timeout=None) else cache.get(GENERATION_KEY)
+            cache.add(GENERATION_KEY, uuid.uuid4().hex, timeout=None)  # whoever adds first makes it
+            generation = client.get(key)
         return generation
     except Exception:  # noqa: BLE001 - a cache that does not answer means: read the database
         logger.warning("The read cache's generation could not be read; reading tokens from the database.")
@@ -92,6 +119,15 @@ def _copies(generation: str | None) -> dict:
         if generation is None or _state["generation"] != generation:
             _state.update(generation=generation, tokens={}, published=None)
         return _state
+
+
+def kept_token_id(key: str) -> int | None:
+    """The id of the token this process keeps for `key`, whatever generation it was kept under (a guess, for
+    the commands sent with the generation's read: token() decides whether the token is still good)."""
+    kept = _state["tokens"].get(hash_key(key))
+    if kept is None or time.monotonic() - kept[1] >= KEEP_SECONDS:
+        return None
+    return kept[0].pk
 
 
 def token(key: str, now) -> AgentToken | None:

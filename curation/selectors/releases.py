@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import datetime
 import functools
+import operator
 from dataclasses import dataclass
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, router
@@ -48,6 +49,7 @@ from curation.rules.versions import (
 from .retrieval import (
     RETRIEVAL_POOL_FACTOR,
     Ranked,
+    first_distinct,
     rank_by_vector,
     rank_by_words,
     ranking_params,
@@ -175,18 +177,18 @@ def retrieve_released(
             found = found.filter(trust__gte=min_trust)
         return found.filter(kind__in=list(kinds)) if kinds is not None else found
 
-    def by_words(size):
+    def by_words(size, distinct=None):  # with `distinct`, the first that many that repeat none before them
         if q and connection.vendor == "postgresql" and kinds is None:
-            return _ranked_released_postgres(number, scopes, q, min_confidence, size, min_trust)
-        return rank_by_words(rows(), q, size, as_entry)
+            return _ranked_released_postgres(number, scopes, q, min_confidence, size, min_trust, distinct=distinct)
+        ranked = rank_by_words(rows(), q, size, as_entry)
+        return ranked if distinct is None else without_near_duplicates(ranked, distinct)
 
     if embedding is not None:
         ranked = rank_by_vector(
             rows(), embedding, metric, q=q, pool=pool, by_words=by_words, id_field="entry_id", as_entry=as_entry
         )
-    else:
-        ranked = by_words(pool)
-    return without_near_duplicates(ranked, k)
+        return without_near_duplicates(ranked, k)
+    return by_words(pool, distinct=k)
 
 
 # What the ranking SQL fetches of a released row: the entry it is and what an answer shows of it.
@@ -197,10 +199,19 @@ _JSON_COLUMNS = frozenset(
 
 
 def _ranked_released_postgres(
-    number: int, scopes, q: str, min_confidence: float, pool: int, min_trust: int = Trust.UNTRUSTED
+    number: int,
+    scopes,
+    q: str,
+    min_confidence: float,
+    pool: int,
+    min_trust: int = Trust.UNTRUSTED,
+    *,
+    distinct: int | None = None,
 ) -> list[Ranked]:
     """The ranking SQL over version `number`'s rows, each row made the Entry an answer is built from in one
-    step (through the fields' own converters), not a ReleasedEntry first: on every agent read."""
+    step (through the fields' own converters), not a ReleasedEntry first: on every agent read. With
+    `distinct`, only the first that many rows that repeat no row before them (without_near_duplicates' rule,
+    judged on the rows as read), so that only the entries answered are built."""
     db = router.db_for_read(ReleasedEntry)
     # On the primary the statement also reads which of its rows are in quarantine now (as_served's question,
     # in the same statement instead of a second round trip); a replica may lag behind a quarantine, so there
@@ -214,6 +225,8 @@ def _ranked_released_postgres(
     with connections[db].cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()
+    if distinct is not None:
+        found = first_distinct(found, distinct, _RANKED_LESSON)
     fields = {name: ReleasedEntry._meta.get_field(name) for name in _JSON_COLUMNS}
     ranked = []
     for row in found:
@@ -223,6 +236,10 @@ def _ranked_released_postgres(
         entry = released_entry(values.pop("entry_id"), values)
         ranked.append(Ranked(entry, float(row[-1]), withheld=bool(row[-2]) if on_primary else None))
     return ranked
+
+
+# A ranked row's (fingerprint, trigger, content), as first_distinct reads it.
+_RANKED_LESSON = operator.itemgetter(*(_RANKED_COLUMNS.index(name) for name in ("fingerprint", "trigger", "content")))
 
 
 # --- entries withheld as possible injections -------------------------------------------------------------------

@@ -212,15 +212,23 @@ def _embeddings(rows, id_field: str) -> list[tuple[int, list[float]]]:
 
 def without_near_duplicates(ranked: list[Ranked], k: int) -> list[Ranked]:
     """The first k of `ranked`, skipping one that repeats (or nearly repeats) an entry already chosen."""
-    chosen: list[tuple[Ranked, frozenset]] = []
-    for candidate in ranked:
-        text = words(f"{candidate.entry.trigger} {candidate.entry.content}")
+    return first_distinct(ranked, k, lambda r: (r.entry.fingerprint, r.entry.trigger, r.entry.content))
+
+
+def first_distinct(items: list, k: int, lesson_of) -> list:
+    """The first k of `items`, skipping one that repeats an item already chosen: the same fingerprint, or word
+    sets at least NEAR_DUPLICATE alike. `lesson_of(item)` answers its (fingerprint, trigger, content): a
+    ranking's raw rows are chosen among before any is made an Entry."""
+    chosen: list[tuple[object, str, frozenset]] = []
+    for item in items:
+        fingerprint, trigger, content = lesson_of(item)
+        text = words(f"{trigger} {content}")
         if any(
-            c.entry.fingerprint == candidate.entry.fingerprint or jaccard(text, seen) >= NEAR_DUPLICATE
-            for c, seen in chosen
+            fingerprint == seen_fingerprint or jaccard(text, seen) >= NEAR_DUPLICATE
+            for _, seen_fingerprint, seen in chosen
         ):
             continue
-        chosen.append((candidate, text))
+        chosen.append((item, fingerprint, text))
         if len(chosen) == k:
             break
-    return [c for c, _ in chosen]
+    return [item for item, _, _ in chosen]

@@ -46,3 +46,26 @@ def test_the_console_keeps_its_csrf_check_and_its_session(lead):
 )
 def test_which_requests_are_agent_api_calls(rf, path, agent_call):
     assert is_agent_api_call(rf.get(path)) is agent_call
+
+
+def test_every_answer_carries_the_content_security_policy_built_once(agent, lead, monkeypatch, settings):
+    """The policy header is django-csp's, on an agent's answer and a console page alike; it is built once
+    for the settings, not for every response, and built anew when the settings name another."""
+    from csp import utils
+
+    from curation.infra import middleware
+
+    policy = utils.build_policy()
+    assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    builds = []
+    monkeypatch.setattr(middleware, "build_policy", lambda **kw: builds.append(kw) or utils.build_policy(**kw))
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": dict(settings.CONTENT_SECURITY_POLICY["DIRECTIVES"])}
+    browser = Client()
+    browser.force_login(lead)
+    answers = [agent.get("token"), agent.get("token"), browser.get("/"), browser.get("/")]
+    assert [a.status_code for a in answers] == [200] * 4
+    assert {a["Content-Security-Policy"] for a in answers} == {policy}
+    assert [b for b in builds if not b["report_only"]] == [{"report_only": False}]  # once for all four answers
+
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {"default-src": ["'none'"]}}
+    assert agent.get("token")["Content-Security-Policy"] == "default-src 'none'"

@@ -169,3 +169,64 @@ def test_a_revoke_and_a_publish_reach_another_process_on_its_next_request(shared
         assert other.ask("published") == {"number": second.number}
     finally:
         other.close()
+
+
+@pytest.fixture
+def redis_trips(monkeypatch):
+    """Round trips to Redis: each command sent alone, and each pipeline (its commands sent together)."""
+    trips = []
+    command, pipeline = redis.Redis.execute_command, redis.client.Pipeline.execute
+
+    def one(self, *args, **options):
+        trips.append(args[0])
+        return command(self, *args, **options)
+
+    def many(self, *args, **options):
+        trips.append(tuple(c[0][0] for c in self.command_stack))
+        return pipeline(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", one)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", many)
+    return trips
+
+
+@pytest.mark.django_db
+def test_a_kept_token_is_counted_in_the_same_round_trip_as_the_generation(shared_cache, settings, redis_trips):
+    """An API call whose token this process keeps asks Redis once before its handler: the read cache's
+    generation and the rate limit's count together. The count is the token's: past the limit, a 429."""
+    settings.CURATION = {**settings.CURATION, "API_RATE_LIMIT": 3}
+    agent = _make_agent()
+    assert agent.get("token").status_code == 200  # the token read from the database, then kept
+    redis_trips.clear()
+
+    assert agent.get("token").status_code == 200
+    assert redis_trips == [("GET", "INCRBY", "EXPIRE")]
+    assert agent.get("token").status_code == 200
+    refused = agent.get("token")
+    assert refused.status_code == 429
+    assert refused.json()["error"].startswith("Rate limit of 3 requests a minute reached")
+
+
+@pytest.mark.django_db
+def test_a_kept_token_revoked_since_is_refused_and_counted_as_a_bad_one(shared_cache, lead, settings):
+    settings.CURATION = {**settings.CURATION, "API_BAD_TOKEN_LIMIT": 1}
+    agent = _make_agent()
+    assert agent.get("token").status_code == 200
+    revoke_agent_token(agent.token.pk, actor=lead)
+    assert agent.get("token").status_code == 401
+    assert agent.get("token").status_code == 429  # the bad-token limit of its address
+
+
+@pytest.mark.django_db
+def test_the_generation_stays_readable_through_the_cache_api(shared_cache, lead):
+    """Processes of an older release read the generation through Django's cache API: during a rolling
+    deploy they still read it (and so a revoke made by either release)."""
+    from django.core.cache import cache
+
+    agent = _make_agent()
+    assert agent.get("token").status_code == 200
+    made = cache.get(read_cache.GENERATION_KEY)
+    revoke_agent_token(agent.token.pk, actor=lead)
+    moved = cache.get(read_cache.GENERATION_KEY)
+    assert isinstance(made, str) and isinstance(moved, str) and made != moved
+    assert agent.get("token").status_code == 401
