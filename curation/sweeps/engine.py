@@ -111,7 +111,7 @@ ROW_FIELDS = (*ROW_COLUMNS, "archived_at", "review_by", "utility_sum", "utility_
 def rows_of(qs: QuerySet, limit: int | None = None) -> list[dict]:
     """The first `limit` rows of `qs` in id order (all by default), each a dict of ROW_FIELDS and the query's
     annotations: a batch of thousands builds no model."""
-    rows = qs.order_by("id").values(*ROW_FIELDS, *qs.query.annotations)
+    rows = qs.order_by("id").values(*ROW_FIELDS, *qs.query.annotation_select)
     return list(rows if limit is None else rows[:limit])
 
 
