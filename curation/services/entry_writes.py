@@ -501,13 +501,17 @@ def write_entries(
         if expected_status is not None and (moved := sum(r["status"] != expected_status for r in current.values())):
             raise ConcurrentChange(f"{actor_label}: {moved} of {len(ids)} rows changed under the sweep")
         values, row_values = _planned_rows(current, action, values or {}, row_values or {}, at, actor_label)
+        if any(c in changes for c in _DECAY_INPUTS for changes in (values, *row_values.values())):
+            current = _with_confidence_inputs(current)
         values, row_values = _with_decay_columns(current, expected_status, values, row_values, at)
+        python_keys = _python_keys(values, row_values, expected_status, at)
+        if python_keys:
+            current = _with_confidence_inputs(current)
         _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
         target = Q(IdIn(ids)) if expected_status is None else Q(IdIn(ids), status=expected_status)
         # The Events, from each row as it is and the UPDATE's own expressions (event_sql.py), and the UPDATE.
         # Both find only rows still in the expected status, the Events only at the version read.
-        python_keys = _python_keys(values, row_values, expected_status, at)
         events_sql, events_params = event_sql.events_statement(
             rows,
             target,
@@ -567,12 +571,22 @@ def _insert_and_update(events_sql: str, events_params: tuple, rows: QuerySet, up
 # the first approval, the queue reason), the decay columns and the version the caller read. A caller that
 # locks its rows reads these with them (and what its reasons need), so nothing is read twice. The lesson,
 # only when a forgotten lesson could be written back (_refuse_forgotten_rows reads it then).
-ROW_COLUMNS = ("id", "version", "scope", "queue_reason", "first_approval_by_id", *CONFIDENCE_FIELDS)
+# What the confidence is derived from (dates, parsed one by one) is read only by a write that changes it (a
+# revival, an outcome): with the rows when they carry it, else in one query (_with_confidence_inputs).
+ROW_COLUMNS = ("id", "version", "status", "scope", "queue_reason", "first_approval_by_id")
 
 
 def entry_row(entry: Entry) -> dict:
     """A loaded entry as write_entries reads a row (an outcome's entries, loaded whole under their lock)."""
-    return {column: getattr(entry, column) for column in ROW_COLUMNS}
+    return {column: getattr(entry, column) for column in (*ROW_COLUMNS, *CONFIDENCE_FIELDS)}
+
+
+def _with_confidence_inputs(current: dict[int, dict]) -> dict[int, dict]:
+    """The rows with what their confidence is derived from, read in one query when they lack it."""
+    if all(column in next(iter(current.values())) for column in CONFIDENCE_FIELDS):
+        return current
+    stored = Entry.objects.filter(IdIn(list(current))).values("id", *CONFIDENCE_FIELDS)
+    return {row["id"]: {**current[row["id"]], **row} for row in stored}
 
 
 def _row_confidence(row: dict, at) -> float:
