@@ -74,7 +74,7 @@ def live(n: int) -> None:
         ]
         with transaction.atomic():
             insert_entries(new, action=EventAction.SUBMIT, at=AT, actor_label="agent-ci")
-        rows = list(Entry.objects.filter(pk__in=[e.pk for e, _ in new]).only("id", "version", "status"))
+        rows = list(Entry.objects.filter(pk__in=[e.pk for e, _ in new]).values("id", "version", "status"))
         steps = [
             (Status.PENDING, EventAction.APPROVE, {"status": Status.ACTIVE}, "approved by the scope's policy"),
             (Status.ACTIVE, EventAction.OUTCOME_SUCCESS, None, "task succeeded with it"),
@@ -86,7 +86,7 @@ def live(n: int) -> None:
             row_values = None
             if values is None:  # an outcome: one more hit, its utility, a little more confidence
                 values = {"hit_count": F("hit_count") + 1, "utility_sum": F("utility_sum") + 1.0}
-                row_values = {e.pk: {"base_confidence": 0.5 + 0.05 * day, "last_verified_at": at} for e in rows}
+                row_values = {r["id"]: {"base_confidence": 0.5 + 0.05 * day, "last_verified_at": at} for r in rows}
             with transaction.atomic():
                 write_entries(
                     rows,
@@ -98,7 +98,7 @@ def live(n: int) -> None:
                     values=values,
                     row_values=row_values,
                 )
-            rows = list(Entry.objects.filter(pk__in=[e.pk for e in rows]).only("id", "version", "status"))
+            rows = list(Entry.objects.filter(pk__in=[r["id"] for r in rows]).values("id", "version", "status"))
 
 
 def whole_snapshots() -> int:

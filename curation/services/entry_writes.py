@@ -11,7 +11,9 @@ through one of these, inside the caller's transaction, on rows the caller has lo
 - `insert_entry` / `insert_entries`: a new entry (a candidate, a merged entry) and its Event (its whole
   first version).
 - `write_entries(rows, ...)`: the bulk twin for sweeps and for an agent's outcome, which changes every
-  entry the task used. One UPDATE per batch for every row (values the same for all, possibly SQL
+  entry the task used. Its rows are plain dicts of the columns read under the lock (`.values()`, or
+  `entry_row` of a loaded entry): a sweep's batch is thousands of rows, and no model need be built for
+  each to archive it. One UPDATE per batch for every row (values the same for all, possibly SQL
   expressions; values per row), and with it one INSERT ... SELECT of one Event per row, built by the
   database from the row and the UPDATE's own expressions (event_sql.py): the same delta of the snapshots,
   all created at the caller's time. On PostgreSQL the two are one statement (both read the rows as they
@@ -65,7 +67,6 @@ so that "no update() of an entry anywhere else" stays true and checkable:
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Callable
 
@@ -464,11 +465,11 @@ def _plan_insert(entry: Entry, action, at, actor, rules=None, notes: list[str] |
 
 
 def write_entries(
-    rows: list[Entry],
+    rows: list[dict],
     *,
     expected_status: str | None,
     action: EventAction,
-    reason_of: Callable[[Entry], str],
+    reason_of: Callable[[dict], str],
     actor_label: str,
     at,
     request_id: str | None = None,
@@ -476,9 +477,10 @@ def write_entries(
     row_values: dict[int, dict] | None = None,
     updated_at=None,
 ) -> int:
-    """The bulk twin of write_entry, for a batch of rows the caller has locked, loaded with at least their
-    id and the version it read (what the checks need is read here in one query, unless the rows carry it:
-    _CHECKED_FIELDS; the Events' values are read by the database, event_sql.py).
+    """The bulk twin of write_entry, for a batch of rows the caller has locked: each a dict of columns by
+    their attribute name (`.values()`, `entry_row`), with at least the id and the version it read (what the
+    checks need is read here in one query, unless the rows carry it: ROW_COLUMNS; the Events' values are
+    read by the database, event_sql.py).
 
     `expected_status`: the status every row must still be in (None: any; an outcome counts on an entry
     archived since the task retrieved it). `updated_at`: the stamp of the rows, by default the wall clock
@@ -490,22 +492,26 @@ def write_entries(
     them here). `reason_of(row)` reads the caller's row, with whatever it annotated. Answers the rows written."""
     if not rows:
         return 0
-    ids = [e.pk for e in rows]
+    ids = [r["id"] for r in rows]
     with transaction.atomic():
-        if any(e.get_deferred_fields() & set(_CHECKED_FIELDS) for e in rows):
-            current = {e.pk: e for e in Entry.objects.filter(IdIn(ids)).only(*_CHECKED_FIELDS)}
+        if any(column not in rows[0] for column in ROW_COLUMNS):
+            current = {r["id"]: r for r in Entry.objects.filter(IdIn(ids)).values(*ROW_COLUMNS)}
         else:
-            current = {e.pk: e for e in rows}  # read only: what changes a row's values copies it first
-        if expected_status is not None and (moved := sum(e.status != expected_status for e in current.values())):
+            current = {r["id"]: r for r in rows}  # read only: what changes a row's values copies it first
+        if expected_status is not None and (moved := sum(r["status"] != expected_status for r in current.values())):
             raise ConcurrentChange(f"{actor_label}: {moved} of {len(ids)} rows changed under the sweep")
         values, row_values = _planned_rows(current, action, values or {}, row_values or {}, at, actor_label)
+        if any(c in changes for c in _DECAY_INPUTS for changes in (values, *row_values.values())):
+            current = _with_confidence_inputs(current)
         values, row_values = _with_decay_columns(current, expected_status, values, row_values, at)
+        python_keys = _python_keys(values, row_values, expected_status, at)
+        if python_keys:
+            current = _with_confidence_inputs(current)
         _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
         target = Q(IdIn(ids)) if expected_status is None else Q(IdIn(ids), status=expected_status)
         # The Events, from each row as it is and the UPDATE's own expressions (event_sql.py), and the UPDATE.
         # Both find only rows still in the expected status, the Events only at the version read.
-        python_keys = _python_keys(values, row_values, expected_status, at)
         events_sql, events_params = event_sql.events_statement(
             rows,
             target,
@@ -561,10 +567,36 @@ def _insert_and_update(events_sql: str, events_params: tuple, rows: QuerySet, up
         return cursor.fetchone()
 
 
-# What write_entries reads of the rows before writing: the table's checks (status, scope, the first approval,
-# the queue reason), the decay columns and the version the caller read. The lesson, only when a forgotten
-# lesson could be written back (_refuse_forgotten_rows reads it then).
-_CHECKED_FIELDS = ("id", "version", "scope", "queue_reason", "first_approval_by", *CONFIDENCE_FIELDS)
+# What write_entries reads of the rows before writing, by attribute name: the table's checks (status, scope,
+# the first approval, the queue reason), the decay columns and the version the caller read. A caller that
+# locks its rows reads these with them (and what its reasons need), so nothing is read twice. The lesson,
+# only when a forgotten lesson could be written back (_refuse_forgotten_rows reads it then).
+# What the confidence is derived from (dates, parsed one by one) is read only by a write that changes it (a
+# revival, an outcome): with the rows when they carry it, else in one query (_with_confidence_inputs).
+ROW_COLUMNS = ("id", "version", "status", "scope", "queue_reason", "first_approval_by_id")
+
+
+def entry_row(entry: Entry) -> dict:
+    """A loaded entry as write_entries reads a row (an outcome's entries, loaded whole under their lock)."""
+    return {column: getattr(entry, column) for column in (*ROW_COLUMNS, *CONFIDENCE_FIELDS)}
+
+
+def _with_confidence_inputs(current: dict[int, dict]) -> dict[int, dict]:
+    """The rows with what their confidence is derived from, read in one query when they lack it."""
+    if all(column in next(iter(current.values())) for column in CONFIDENCE_FIELDS):
+        return current
+    stored = Entry.objects.filter(IdIn(list(current))).values("id", *CONFIDENCE_FIELDS)
+    return {row["id"]: {**current[row["id"]], **row} for row in stored}
+
+
+def _row_confidence(row: dict, at) -> float:
+    """Entry.confidence_at of a row: decaying while active, as it was when it left the active set after that."""
+    until = at if row["status"] == Status.ACTIVE else row["decay_stopped_at"]
+    return lifecycle.confidence_at(
+        row["base_confidence"], row["last_verified_at"] or row["created_at"], until, lifecycle.rules()
+    )
+
+
 # What the derived confidence is read from (with the creation, which no write changes).
 _CONFIDENCE_INPUTS = frozenset({"status", "base_confidence", "last_verified_at", "decay_stopped_at"})
 
@@ -589,48 +621,48 @@ def _python_keys(values: dict, row_values: dict, expected_status, at) -> list[st
     return [k for k in STATE_KEYS if k in keys]
 
 
-def _python_parts(current: dict[int, Entry], keys: list[str], values: dict, row_values: dict, at) -> dict:
+def _python_parts(current: dict[int, dict], keys: list[str], values: dict, row_values: dict, at) -> dict:
     """{pk: (old, new)} of the `keys` whose value the write changes, as Entry.snapshot() renders them."""
     if not keys:
         return {}
     parts = {}
-    for pk, entry in current.items():
-        after = copy.copy(entry)
+    for pk, row in current.items():
+        after = dict(row)
         for column in _CONFIDENCE_INPUTS:
-            value = row_values.get(pk, {}).get(column, values.get(column, getattr(entry, column)))
+            value = row_values.get(pk, {}).get(column, values.get(column, row[column]))
             if hasattr(value, "resolve_expression"):
                 raise TypeError("write_entries: what the confidence is derived from is written as plain values")
-            setattr(after, column, value)
-        old, new = _float_state(entry, keys, at), _float_state(after, keys, at)
+            after[column] = value
+        old, new = _float_state(row, keys, at), _float_state(after, keys, at)
         changed = [k for k in keys if old[k] != new[k]]
         parts[pk] = ({k: old[k] for k in changed}, {k: new[k] for k in changed})
     return parts
 
 
-def _float_state(entry: Entry, keys: list[str], at) -> dict:
+def _float_state(row: dict, keys: list[str], at) -> dict:
     return {
-        k: round(entry.confidence_at(at), 4)
+        k: round(_row_confidence(row, at), 4)
         if k == DERIVED_CONFIDENCE
-        else snapshot_value(Entry._meta.get_field(k), getattr(entry, k))
+        else snapshot_value(Entry._meta.get_field(k), row[Entry._meta.get_field(k).attname])
         for k in keys
     }
 
 
-def _reasons(rows: list[Entry], reason_of: Callable[[Entry], str]) -> dict[int, str]:
+def _reasons(rows: list[dict], reason_of: Callable[[dict], str]) -> dict[int, str]:
     """Each row's reason as the Event's column stores it: redacted once per distinct text (a sweep's reasons
     repeat), as a save would."""
     column = Event._meta.get_field("reason")
     stored: dict[str, str] = {}
     reasons = {}
-    for e in rows:
-        reason = reason_of(e)
+    for row in rows:
+        reason = reason_of(row)
         if reason not in stored:
             stored[reason] = column.stored(reason)
-        reasons[e.pk] = stored[reason]
+        reasons[row["id"]] = stored[reason]
     return reasons
 
 
-def _planned_rows(current: dict[int, Entry], action, values: dict, row_values: dict, at, actor_label: str):
+def _planned_rows(current: dict[int, dict], action, values: dict, row_values: dict, at, actor_label: str):
     """write_entries' look-up of the table: the same values for every row (with the table's), each row's start
     checked; a row that a pending status would make active gets the activation and the two-reviewer check."""
     refuse_actor(action, None, ())
@@ -640,36 +672,36 @@ def _planned_rows(current: dict[int, Entry], action, values: dict, row_values: d
     # A row with no values of its own that the write does not activate is planned as every other row in its
     # status is: the look-up runs once per status, not once per row.
     same: dict[str, dict] = {}
-    for pk, entry in current.items():
-        if pk not in row_values and entry.status in same:
-            extra = same[entry.status]
+    for pk, row in current.items():
+        if pk not in row_values and row["status"] in same:
+            extra = same[row["status"]]
         else:
             mine = {**values, **row_values.get(pk, {})}
-            if not isinstance(mine.get("status", entry.status), str):
+            if not isinstance(mine.get("status", row["status"]), str):
                 raise TypeError("write_entries: the status is a plain value, to check the transition")
-            if rules is None and entry.status == Status.PENDING and mine.get("status") == Status.ACTIVE:
+            if rules is None and row["status"] == Status.PENDING and mine.get("status") == Status.ACTIVE:
                 rules = in_force(scope_policies.REVIEW)
             planned = planned_values(
                 action,
                 pk=pk,
-                start=entry.status,
+                start=row["status"],
                 changes=mine,
                 at=at,
-                approvals_required=lambda: scope_policies.approvals_required(entry.scope, rules),
-                first_approval_by=entry.first_approval_by_id,
-                queue_reason=entry.queue_reason,
+                approvals_required=lambda: scope_policies.approvals_required(row["scope"], rules),
+                first_approval_by=row["first_approval_by_id"],
+                queue_reason=row["queue_reason"],
             )
             extra = {c: v for c, v in planned.items() if c not in values or not (values[c] is v or values[c] == v)}
             if pk not in row_values and not transitions.activates_pending(
-                entry.status, planned.get("status", entry.status)
+                row["status"], planned.get("status", row["status"])
             ):
-                same[entry.status] = extra
+                same[row["status"]] = extra
         if extra:
             row_values[pk] = {**row_values.get(pk, {}), **extra}
     return values, row_values
 
 
-def _refuse_forgotten_rows(current: dict[int, Entry], values: dict, row_values: dict, action) -> None:
+def _refuse_forgotten_rows(current: dict[int, dict], values: dict, row_values: dict, action) -> None:
     """write_entries' check of the rows it leaves live with their lesson set or made live (a revival). A batch
     that writes none of that (an archive, an outcome) costs no loop over its rows."""
     per_row = {column for changes in row_values.values() for column in changes}
@@ -678,10 +710,10 @@ def _refuse_forgotten_rows(current: dict[int, Entry], values: dict, row_values: 
     if values.get("status", Status.ACTIVE) not in LIVE and "status" not in per_row:
         return
     lesson = ("status", "scope", "trigger", "content")
-    if any(e.get_deferred_fields() & set(lesson) for e in current.values()):  # one query, not one a row
+    if any(column not in next(iter(current.values())) for column in lesson):  # one query, not one a row
         stored = {row["id"]: row for row in Entry.objects.filter(pk__in=list(current)).values("id", *lesson)}
     else:
-        stored = {pk: {f: getattr(e, f) for f in lesson} for pk, e in current.items()}
+        stored = current
     lessons = []
     for pk in current:
         mine = {**values, **row_values.get(pk, {})}
@@ -703,7 +735,7 @@ def _decay_stop(was_active: bool, status: str, stopped_at, at):
 _DECAY_INPUTS = ("base_confidence", "last_verified_at")
 
 
-def _with_decay_columns(current: dict[int, Entry], expected_status: str, values: dict, row_values: dict, at):
+def _with_decay_columns(current: dict[int, dict], expected_status: str, values: dict, row_values: dict, at):
     """write_entries' values with what the confidence is derived from kept in step (see write_entry)."""
     if "status" in values and (values["status"] == Status.ACTIVE or expected_status == Status.ACTIVE):
         values["decay_stopped_at"] = _decay_stop(expected_status == Status.ACTIVE, values["status"], None, at)
@@ -714,12 +746,13 @@ def _with_decay_columns(current: dict[int, Entry], expected_status: str, values:
     if any(hasattr(values.get(c), "resolve_expression") for c in _DECAY_INPUTS):
         raise TypeError("write_entries: the base and the verification are plain values, to compute the decay key")
     row_values = {pk: dict(row_values.get(pk, {})) for pk in current}
-    for pk, entry in current.items():
-        entry = copy.copy(entry)  # the row as it is stays what the Event's values before are read from
-        for column in _DECAY_INPUTS:
-            setattr(entry, column, row_values[pk].get(column, values.get(column, getattr(entry, column))))
-        entry.refresh_decay_key()
-        row_values[pk].update(decay_key=entry.decay_key, decay_rate=entry.decay_rate)
+    rules = lifecycle.rules()
+    for pk, row in current.items():
+        base, verified = (row_values[pk].get(c, values.get(c, row[c])) for c in _DECAY_INPUTS)
+        row_values[pk].update(
+            decay_key=lifecycle.decay_key(base, verified or row["created_at"], rules),
+            decay_rate=lifecycle.decay_rate(rules),
+        )
     return values, row_values
 
 

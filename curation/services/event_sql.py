@@ -61,7 +61,7 @@ def events_statement(
     at,
     request_id: str | None,
 ) -> tuple[str, tuple]:
-    """The INSERT of one Event per row of `rows` (the caller's, with the version it read) that `target` still
+    """The INSERT of one Event per row of `rows` (the caller's dicts, with the id and the version it read) that `target` still
     finds at that version, about the write of `updates` (column -> value or expression, the UPDATE's SET)
     that follows or runs in the same statement; with its parameters. `python_parts[pk]` holds the changed
     `python_keys` (old, new)."""
@@ -97,7 +97,8 @@ def events_statement(
     scope = "s.new_scope" if "new_scope" in new else "s.scope"
     trigger = "s.new_trigger" if "new_trigger" in new else "s.trigger"
     batch = json.dumps(
-        [[e.pk, e.version, reasons[e.pk], *python_parts.get(e.pk, ({}, {}))] for e in rows], separators=(",", ":")
+        [[r["id"], r["version"], reasons[r["id"]], *python_parts.get(r["id"], ({}, {}))] for r in rows],
+        separators=(",", ":"),
     )
     created_at = Event._meta.get_field("created_at").get_db_prep_save(at, connection)
     statement = f"""

@@ -36,7 +36,7 @@ from curation.models import (
 from curation.selectors.evaluation import lift_counts
 
 from . import retrieval_buffer
-from .entry_writes import count_retrieval, insert_counted_retrieval, write_entries
+from .entry_writes import count_retrieval, entry_row, insert_counted_retrieval, write_entries
 from .evaluation import tally_outcome
 from .trust import pieces as trust_pieces
 
@@ -317,10 +317,10 @@ def _apply_outcome(
                 changes, reason = planned[row.entry_id]
                 planned[row.entry_id] = ({**changes, "trust": int(level)}, f"{reason}; trust {why}")
     write_entries(
-        entries,
+        [entry_row(entry) for entry in entries],
         expected_status=None,
         action=EventAction.OUTCOME_SUCCESS if success else EventAction.OUTCOME_FAILURE,
-        reason_of=lambda e: planned[e.pk][1],
+        reason_of=lambda row: planned[row["id"]][1],
         actor_label=retrieval.token.label,
         at=now,
         updated_at=now,

@@ -29,21 +29,21 @@ def run(sweep: Sweep) -> None:
 
     # The decay index finds what may have crossed the threshold (and keys written under other decay
     # settings, which it cannot judge); the exact rule then decides each of them.
-    may_cross = Entry.objects.filter(
-        Q(decay_key__lt=lifecycle.key_below(below, sweep.as_of, sweep.rules)) | keyed_under_other_settings(sweep.rules)
+    may_cross = Q(decay_key__lt=lifecycle.key_below(below, sweep.as_of, sweep.rules)) | keyed_under_other_settings(
+        sweep.rules
     )
     state_sweep(
         sweep,
         status=Status.ACTIVE,
         matching=matching,
         chosen=may_cross,
-        describe=lambda e: f"#{e.pk} archive: decayed to {e.new_confidence:.3f} (below {below})",
+        describe=lambda row: f"#{row['id']} archive: decayed to {row['new_confidence']:.3f} (below {below})",
         apply=lambda rows: write_batch(
             sweep,
             rows,
             expected_status=Status.ACTIVE,
             action=EventAction.ARCHIVE,
-            reason_of=lambda e: f"decayed: confidence {e.new_confidence:.3f} is below {below}",
+            reason_of=lambda row: f"decayed: confidence {row['new_confidence']:.3f} is below {below}",
             values={"archive_reason": "decayed"},
         ),
     )

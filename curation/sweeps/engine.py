@@ -21,9 +21,8 @@ from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
 
 from curation.rules import clock, config, lifecycle
-from curation.models import CONFIDENCE_FIELDS, Entry, EventAction, TaskRun
-from curation.selectors.sql import IdIn
-from curation.services.entry_writes import write_entries
+from curation.models import Entry, EventAction, TaskRun
+from curation.services.entry_writes import ROW_COLUMNS, write_entries
 
 SAMPLE_LIMIT = 20  # rows a dry run describes; it counts them all
 
@@ -103,46 +102,33 @@ def keyset_batches(status: str, size: int):
         last = batch["end"]
 
 
-def chosen_batches(status: str, chosen: QuerySet, size: int):
-    """keyset_batches over only the entries in `status` that `chosen` (an index range: what may cross a
-    threshold) finds, in one query of their ids: a sweep that changes few rows reads only those."""
-    ids = list(chosen.filter(status=status).order_by("id").values_list("id", flat=True))
-    for start in range(0, len(ids), size):
-        part = ids[start : start + size]
-        yield Q(IdIn(part), status=status, id__gte=part[0], id__lte=part[-1]), len(part)
+# The columns a sweep reads of the rows it changes, as plain rows (write_entries' shape): what the write
+# checks (entry_writes.ROW_COLUMNS), so it need not read the rows again, and what the sweeps' reasons and
+# rules read; with the annotations of the sweep's query. The Events are built in SQL.
+ROW_FIELDS = (*ROW_COLUMNS, "archived_at", "review_by", "utility_sum", "utility_n")
 
 
-# The columns a sweep reads of the rows it changes: what its reasons and rules need, and what the write
-# path checks (entry_writes._CHECKED_FIELDS), so it need not read the rows again; the Events are built in SQL.
-ROW_FIELDS = (
-    "id",
-    "scope",
-    "trigger",
-    *CONFIDENCE_FIELDS,
-    "queued_at",
-    "queue_reason",
-    "archive_reason",
-    "archived_at",
-    "version",
-    "first_approval_by",
-    "review_by",
-    "utility_sum",
-    "utility_n",
-)
+def rows_of(qs: QuerySet, limit: int | None = None) -> list[dict]:
+    """The first `limit` rows of `qs` in id order (all by default), each a dict of ROW_FIELDS and the query's
+    annotations: a batch of thousands builds no model."""
+    rows = qs.order_by("id").values(*ROW_FIELDS, *qs.query.annotation_select)
+    return list(rows if limit is None else rows[:limit])
 
 
-def locked(qs: QuerySet) -> list[Entry]:
-    """The batch's matching rows, locked until the batch commits (PostgreSQL; SQLite has one writer)."""
-    return list(qs.select_for_update().only(*ROW_FIELDS).order_by("id"))
+def locked(qs: QuerySet, limit: int | None = None) -> list[dict]:
+    """rows_of `qs`, locked until the batch commits (PostgreSQL; SQLite has one writer), in the statement that
+    reads them. FOR NO KEY UPDATE: the lock the batch's UPDATE takes, which an Event or a piece of evidence
+    inserted for the entry meanwhile (a key share) does not wait for."""
+    return rows_of(qs.select_for_update(no_key=True), limit)
 
 
 def write_batch(
     sweep: Sweep,
-    rows: list[Entry],
+    rows: list[dict],
     *,
     expected_status: str,
     action: EventAction,
-    reason_of: Callable[[Entry], str],
+    reason_of: Callable[[dict], str],
     **changes,
 ) -> int:
     """The sweep's batch through the one bulk write: its Events carry the sweep's label and its as-of time
@@ -164,26 +150,52 @@ def state_sweep(
     *,
     status: str,
     matching: Callable[[Q], QuerySet],
-    describe: Callable[[Entry], str],
-    apply: Callable[[list[Entry]], int],
-    chosen: QuerySet | None = None,
+    describe: Callable[[dict], str],
+    apply: Callable[[list[dict]], int],
+    chosen: Q | None = None,
 ) -> None:
-    """The shape of every state-changing sweep: per batch of entries in `status` (only those `chosen`
-    finds, when given: chosen_batches), the matching rows are described (dry run) or locked and changed,
-    with their Events, in one transaction by `apply`."""
-    batches = (
-        keyset_batches(status, sweep.batch_size) if chosen is None else chosen_batches(status, chosen, sweep.batch_size)
-    )
-    for batch, count in batches:
+    """The shape of every state-changing sweep: per batch of entries in `status`, the matching rows are
+    described (dry run) or locked and changed, with their Events, in one transaction by `apply`. A sweep that
+    changes few rows names them by an index range (`chosen`: what may cross a threshold); see chosen_sweep."""
+    if chosen is not None:
+        return chosen_sweep(sweep, status=status, matching=matching, describe=describe, apply=apply, chosen=chosen)
+    for batch, count in keyset_batches(status, sweep.batch_size):
         qs = matching(batch)
         if sweep.dry_run:
-            for entry in qs.order_by("id")[: sweep.samples_left]:
-                sweep.sample(describe(entry))
+            for row in rows_of(qs, sweep.samples_left):
+                sweep.sample(describe(row))
             changed = qs.count()
         else:
             with transaction.atomic():
                 changed = apply(locked(qs))
         sweep.batch_done(count, changed, last=count < sweep.batch_size)
+
+
+def chosen_sweep(sweep: Sweep, *, status: str, matching, describe, apply, chosen: Q) -> None:
+    """state_sweep over only the entries in `status` that `chosen` finds (an index range) and `matching`
+    keeps: each batch is the next `batch_size` of them above the last id written, found, judged and locked
+    in the one statement that reads them, so the rows are read once. A row another writer holds is waited
+    for and judged again as it is then; one changed between the read and the write writes nothing (the
+    write's ConcurrentChange, in the batch's transaction). What it examines is what the rule kept."""
+    if sweep.dry_run:
+        qs = matching(Q(status=status) & chosen)
+        for row in rows_of(qs, sweep.samples_left):
+            sweep.sample(describe(row))
+        found = qs.count()
+        sweep.batch_done(found, found, last=True)
+        return
+    last = 0
+    while True:
+        with transaction.atomic():
+            rows = locked(matching(Q(status=status, id__gt=last) & chosen), sweep.batch_size)
+            if not rows:  # the previous batch was the last, and full: nothing more to count
+                return
+            changed = apply(rows)
+        done = len(rows) < sweep.batch_size
+        sweep.batch_done(len(rows), changed, last=done)
+        if done:
+            return
+        last = rows[-1]["id"]
 
 
 class _DryRun(Exception):

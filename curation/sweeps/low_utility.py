@@ -33,9 +33,9 @@ def run(sweep: Sweep) -> None:
             utility_sum__lt=Value(policies.low_utility_below - lifecycle.EPSILON) * F("utility_n"),
         )
 
-    def reason(e):
+    def reason(row):
         return (
-            f"low utility: average {e.utility_sum / e.utility_n:.2f} over {e.utility_n} outcomes "
+            f"low utility: average {row['utility_sum'] / row['utility_n']:.2f} over {row['utility_n']} outcomes "
             f"is below {policies.low_utility_below}"
         )
 
@@ -43,7 +43,7 @@ def run(sweep: Sweep) -> None:
         sweep,
         status=Status.ACTIVE,
         matching=matching,
-        describe=lambda e: f"#{e.pk} archive and recheck: {reason(e)}",
+        describe=lambda row: f"#{row['id']} archive and recheck: {reason(row)}",
         apply=lambda rows: write_batch(
             sweep,
             rows,

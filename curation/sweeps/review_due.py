@@ -25,14 +25,14 @@ def run(sweep: Sweep) -> None:
             Q(last_verified_at__isnull=True) | Q(last_verified_at__date__lt=F("review_by"))
         )
 
-    def reason(e):
-        return f"review date {e.review_by:%Y-%m-%d} has passed"
+    def reason(row):
+        return f"review date {row['review_by']:%Y-%m-%d} has passed"
 
     state_sweep(
         sweep,
         status=Status.ACTIVE,
         matching=matching,
-        describe=lambda e: f"#{e.pk} recheck: {reason(e)}",
+        describe=lambda row: f"#{row['id']} recheck: {reason(row)}",
         apply=lambda rows: write_batch(
             sweep,
             rows,

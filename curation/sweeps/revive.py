@@ -12,24 +12,26 @@ from curation.rules import lifecycle
 from curation.models import Entry, EventAction, Evidence, Signal, Status
 from curation.selectors.forgets import all_tombstones, forgotten_among
 
-from .engine import ROW_FIELDS, Sweep, keyset_batches, locked, write_batch
+from .engine import Sweep, keyset_batches, locked, rows_of, write_batch
 
 NAME = "revive"
 DESCRIPTION = "Bring back archived entries that received supporting external or independent evidence since."
 
 
-def _decide(sweep: Sweep, entries) -> dict[int, lifecycle.Revival]:
+def _decide(sweep: Sweep, entries: list[dict]) -> dict[int, lifecycle.Revival]:
     evidence = defaultdict(list)
-    rows = Evidence.objects.filter(entry_id__in=[e.pk for e in entries]).values_list(
+    rows = Evidence.objects.filter(entry_id__in=[e["id"] for e in entries]).values_list(
         "entry_id", "signal", "polarity", "observed_at", "created_at"
     )
     for entry_id, *item in rows:
         evidence[entry_id].append(tuple(item))
     decisions = {}
     for e in entries:
-        decision = lifecycle.revival(evidence[e.pk], archived_at=e.archived_at, now=sweep.as_of, rules=sweep.rules)
+        decision = lifecycle.revival(
+            evidence[e["id"]], archived_at=e["archived_at"], now=sweep.as_of, rules=sweep.rules
+        )
         if decision:
-            decisions[e.pk] = decision
+            decisions[e["id"]] = decision
     return _without_forgotten(decisions)
 
 
@@ -47,14 +49,14 @@ def _reason(decision: lifecycle.Revival) -> str:
     return f"revived by {decision.signal} evidence observed {decision.verified_at:%Y-%m-%d %H:%M}"
 
 
-def _revive(sweep: Sweep, rows: list[Entry]) -> int:
+def _revive(sweep: Sweep, rows: list[dict]) -> int:
     decisions = _decide(sweep, rows)
     return write_batch(
         sweep,
-        [e for e in rows if e.pk in decisions],
+        [row for row in rows if row["id"] in decisions],
         expected_status=Status.ARCHIVED,
         action=EventAction.REVIVE,
-        reason_of=lambda e: _reason(decisions[e.pk]),
+        reason_of=lambda row: _reason(decisions[row["id"]]),
         row_values={
             pk: {"base_confidence": d.base_confidence, "last_verified_at": d.verified_at} for pk, d in decisions.items()
         },
@@ -83,11 +85,13 @@ def run(sweep: Sweep) -> None:
 
     for batch, count in keyset_batches(Status.ARCHIVED, sweep.batch_size):
         if sweep.dry_run:
-            for e in matching(batch).order_by("id")[: sweep.samples_left]:
-                d = _decide(sweep, [e]).get(e.pk)
+            for row in rows_of(matching(batch), sweep.samples_left):
+                d = _decide(sweep, [row]).get(row["id"])
                 if d:
-                    sweep.sample(f"#{e.pk} {_reason(d)}: base {d.base_confidence:.2f}, confidence {d.confidence:.3f}")
-            changed = len(_decide(sweep, list(matching(batch).only(*ROW_FIELDS))))
+                    sweep.sample(
+                        f"#{row['id']} {_reason(d)}: base {d.base_confidence:.2f}, confidence {d.confidence:.3f}"
+                    )
+            changed = len(_decide(sweep, rows_of(matching(batch))))
         else:
             with transaction.atomic():
                 changed = _revive(sweep, locked(matching(batch)))

@@ -40,9 +40,9 @@ def run(sweep: Sweep) -> None:
             .filter(recent__lte=policies.unused_max_retrievals)
         )
 
-    def reason(e):
+    def reason(row):
         return (
-            f"unused: retrieved {e.recent}× in the {policies.unused_window_days:g} days before "
+            f"unused: retrieved {row['recent']}× in the {policies.unused_window_days:g} days before "
             f"{sweep.as_of:%Y-%m-%d} (at most {policies.unused_max_retrievals} allowed)"
         )
 
@@ -50,7 +50,7 @@ def run(sweep: Sweep) -> None:
         sweep,
         status=Status.ACTIVE,
         matching=matching,
-        describe=lambda e: f"#{e.pk} archive: {reason(e)}",
+        describe=lambda row: f"#{row['id']} archive: {reason(row)}",
         apply=lambda rows: write_batch(
             sweep,
             rows,

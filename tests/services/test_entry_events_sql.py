@@ -10,7 +10,7 @@ from django.db import transaction
 from curation.models import Entry, Event, Status
 from curation.rules import event_deltas
 from curation.rules.redaction import redact
-from curation.services.entry_writes import write_entries
+from curation.services.entry_writes import entry_row, write_entries
 from curation.services.errors import ConcurrentChange
 from curation.sweeps import run_sweep
 from tests.factories import AS_OF, days_before, make_archived, make_entry
@@ -38,7 +38,7 @@ def _write_and_expect(entries, *, action, reason_of, actor_label, request_id="ta
     ids = [e.pk for e in entries]
     before = {e.pk: e.snapshot(AS_OF) for e in Entry.objects.filter(pk__in=ids)}
     with transaction.atomic():
-        rows = list(Entry.objects.select_for_update().filter(pk__in=ids).order_by("id"))
+        rows = [entry_row(e) for e in Entry.objects.select_for_update().filter(pk__in=ids).order_by("id")]
         written = write_entries(
             rows, action=action, reason_of=reason_of, actor_label=actor_label, at=AS_OF, request_id=request_id, **write
         )
@@ -53,7 +53,7 @@ def _write_and_expect(entries, *, action, reason_of, actor_label, request_id="ta
                 "actor_id": None,
                 "actor_label": actor_label,
                 "action": action,
-                "reason": redact(reason_of(entry), "reason")[0],
+                "reason": redact(reason_of(entry_row(entry)), "reason")[0],
                 "before": old,
                 "after": new,
                 "request_id": request_id,
@@ -67,11 +67,12 @@ def _write_and_expect(entries, *, action, reason_of, actor_label, request_id="ta
 
 def test_an_archive_stores_the_events_the_snapshots_delta_says():
     entries = [make_entry(base_confidence=0.3, last_verified_at=days_before(90 + i)) for i in range(3)]
+    confidence = {e.pk: e.confidence_at(AS_OF) for e in entries}
     stored, expected = _write_and_expect(
         entries,
         expected_status=Status.ACTIVE,
         action="archive",
-        reason_of=lambda e: f"decayed: confidence {e.confidence_at(AS_OF):.3f} is below 0.3",
+        reason_of=lambda row: f"decayed: confidence {confidence[row['id']]:.3f} is below 0.3",
         actor_label="lifecycle:archive",
         values={"archive_reason": "decayed"},
     )
@@ -109,7 +110,7 @@ def test_every_kind_of_column_renders_as_the_snapshot_renders_it():
         [one, two],
         expected_status=None,
         action="outcome_success",
-        reason_of=lambda e: f"used #{e.pk}; reach me at ops.lead@example.com",
+        reason_of=lambda row: f"used #{row['id']}; reach me at ops.lead@example.com",
         actor_label="agent:ci",
         values={"quarantined": True, "trust": 3, "supersedes": None},
         row_values={
@@ -162,12 +163,17 @@ def test_a_row_changed_under_the_batch_writes_nothing(moved):
     entries = [make_entry(base_confidence=0.3, last_verified_at=days_before(90)) for _ in range(2)]
     events = Event.objects.count()
     with transaction.atomic():
-        rows = list(Entry.objects.select_for_update().filter(pk__in=[e.pk for e in entries]).order_by("id"))
+        rows = list(
+            Entry.objects.select_for_update()
+            .filter(pk__in=[e.pk for e in entries])
+            .order_by("id")
+            .values("id", "version")
+        )
         if moved == "status":
             # Another writer archived it after the caller read the row (as SQLite's one writer may).
-            Entry.objects.filter(pk=rows[1].pk).update(status=Status.ARCHIVED)
+            Entry.objects.filter(pk=rows[1]["id"]).update(status=Status.ARCHIVED)
         else:
-            Entry.objects.filter(pk=rows[1].pk).update(version=rows[1].version + 1)
+            Entry.objects.filter(pk=rows[1]["id"]).update(version=rows[1]["version"] + 1)
         with pytest.raises(ConcurrentChange):
             write_entries(
                 rows,
@@ -179,7 +185,7 @@ def test_a_row_changed_under_the_batch_writes_nothing(moved):
                 values={"archive_reason": "decayed"},
             )
         assert Event.objects.count() == events
-        assert Entry.objects.get(pk=rows[0].pk).status == Status.ACTIVE
+        assert Entry.objects.get(pk=rows[0]["id"]).status == Status.ACTIVE
 
 
 def test_a_batch_submission_stores_each_new_entrys_whole_first_version(settings):

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from curation.rules import lifecycle
 from curation.models import SNAPSHOT_FIELDS, Entry, Event, Status
-from curation.services.entry_writes import write_entries, write_entry
+from curation.services.entry_writes import entry_row, write_entries, write_entry
 from curation.services.errors import ConcurrentChange, StaleDecision
 from tests.factories import AS_OF, days_before, make_archived, make_entry
 
@@ -106,8 +106,8 @@ def _locked(*entries):
     return list(
         Entry.objects.select_for_update()
         .filter(pk__in=[e.pk for e in entries])
-        .only("id", "status", "version")
         .order_by("id")
+        .values("id", "status", "version")
     )
 
 
@@ -123,7 +123,7 @@ def test_the_same_values_for_every_row_with_an_expression(django_assert_max_num_
                 rows,
                 expected_status=Status.ACTIVE,
                 action="archive",
-                reason_of=lambda e: f"#{e.pk} decayed",
+                reason_of=lambda row: f"#{row['id']} decayed",
                 actor_label="lifecycle:archive",
                 at=AS_OF,
                 request_id="taskrun-7",
@@ -227,7 +227,10 @@ def test_rows_of_any_status_loaded_whole_with_the_decisions_time_and_nulls_per_r
     assert active.queued_at is not None and active.queue_reason == "recheck_failure"
     archived = make_archived(archived_at=days_before(30))
     with transaction.atomic():
-        rows = list(Entry.objects.select_for_update().filter(pk__in=[active.pk, archived.pk]).order_by("pk"))
+        rows = [
+            entry_row(e)
+            for e in Entry.objects.select_for_update().filter(pk__in=[active.pk, archived.pk]).order_by("pk")
+        ]
         # Savepoint, the Events (built by the database) and the update, release: on PostgreSQL the Events and
         # the update are one statement.
         with django_assert_num_queries(3 if connection.vendor == "postgresql" else 4):
@@ -235,7 +238,7 @@ def test_rows_of_any_status_loaded_whole_with_the_decisions_time_and_nulls_per_r
                 rows,
                 expected_status=None,
                 action="outcome_success",
-                reason_of=lambda e: f"used #{e.pk}",
+                reason_of=lambda row: f"used #{row['id']}",
                 actor_label="agent:ci",
                 at=AS_OF,
                 updated_at=AS_OF,

@@ -13,7 +13,7 @@ from curation.rules.scope_policies import REVIEW
 from curation.selectors import forgets as reads
 from curation.selectors.releases import pending_changes, pre_publish_checks, published_number, released_entries
 from curation.services import conflicts, consolidation
-from curation.services.entry_writes import insert_entries, insert_entry, write_entries, write_entry
+from curation.services.entry_writes import entry_row, insert_entries, insert_entry, write_entries, write_entry
 from curation.services.errors import Forgotten
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.releases import publish_version
@@ -371,10 +371,10 @@ WRITES = {
         ),
         False,
     ),
-    "write_entries: a revival of an archived match": (lambda m: _revive([_fresh(m["archived"])]), True),
+    "write_entries: a revival of an archived match": (lambda m: _revive([entry_row(_fresh(m["archived"]))]), True),
     "write_entries: an archive of a match": (
         lambda m: write_entries(
-            [_fresh(m["pending"])],
+            [entry_row(_fresh(m["pending"]))],
             expected_status=Status.PENDING,
             action=EventAction.REJECT,
             reason_of=str,

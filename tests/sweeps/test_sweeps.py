@@ -227,6 +227,22 @@ def test_archive_reads_only_the_entries_that_may_have_crossed():
     assert Entry.objects.get(pk=faded.pk).status == Status.ARCHIVED
 
 
+def test_archive_reads_its_batch_once_finding_judging_and_locking_it_in_one_statement():
+    """The entries the archive changes are read once, in the statement that finds them by the decay index,
+    judges them by the rule and locks them (on PostgreSQL); then one statement writes them with their Events."""
+    faded = [make_entry(base_confidence=0.3, last_verified_at=days_before(90 + i)) for i in range(3)]
+    make_entry(base_confidence=0.9, last_verified_at=days_before(5))
+    with CaptureQueriesContext(connection) as queries:
+        run, _ = run_sweep("archive", as_of=AS_OF)
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and 'FROM "curation_entry"' in q["sql"]]
+    assert len(reads) == 1
+    if connection.vendor == "postgresql":
+        assert reads[0].endswith("FOR NO KEY UPDATE")
+    assert (run.rows_examined, run.rows_changed) == (3, 3)
+    assert {e.status for e in Entry.objects.filter(pk__in=[e.pk for e in faded])} == {Status.ARCHIVED}
+    assert Event.objects.filter(entry__in=faded, action="archive").count() == 3
+
+
 def test_revive_through_the_evidence_service(reviewer, make_candidate):
     """The whole path a reviewer takes: an archived entry gets independent evidence on its page; the next
     revive run brings it back, verified at the evidence's time. Self-signal evidence does nothing."""
