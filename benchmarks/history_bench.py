@@ -227,11 +227,30 @@ def read_record_times(token_id: int, reps: int) -> dict:
     return results
 
 
+def planned_times(reads: dict, reps: int) -> dict:
+    """{name: (sql, params)} -> {name: (planning ms, execution ms)}, each the median of `reps` EXPLAIN ANALYZE
+    runs: the database's own time, without the client's."""
+    import re
+
+    from django.db import connection
+
+    results = {}
+    with connection.cursor() as cursor:
+        for name, (sql, params) in reads.items():
+            samples = []
+            for _ in range(reps):
+                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF) " + sql, params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                planning, execution = (float(x) for x in re.findall(r"(?:Planning|Execution) Time: ([0-9.]+)", plan))
+                samples.append((planning, execution))
+            results[name] = (statistics.median(p for p, _ in samples), statistics.median(e for _, e in samples))
+    return results
+
+
 def feedback_sql_times(reps: int = 30) -> dict:
     """The database's own time (EXPLAIN ANALYZE, median of `reps`) of what feedback reads: the retrieval by its
     id and its feedback by the retrieval (record_feedback), for a read of the middle month and for one under
     a random id."""
-    import re
 
     from django.db import connection
 
@@ -249,17 +268,7 @@ def feedback_sql_times(reps: int = 30) -> dict:
     for label, retrieval_id in (("a month's", middle), ("a random id's", random_id)):
         reads[f"SQL: {label} retrieval by id"] = ("SELECT * FROM curation_retrieval WHERE id = %s", [retrieval_id])
         reads[f"SQL: {label} feedback"] = ("SELECT * FROM curation_feedback WHERE retrieval_id = %s", [retrieval_id])
-    results = {}
-    with connection.cursor() as cursor:
-        for name, (sql, params) in reads.items():
-            samples = []
-            for _ in range(reps):
-                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF) " + sql, params)
-                plan = "\n".join(row[0] for row in cursor.fetchall())
-                planning, execution = (float(x) for x in re.findall(r"(?:Planning|Execution) Time: ([0-9.]+)", plan))
-                samples.append((planning, execution))
-            results[name] = (statistics.median(p for p, _ in samples), statistics.median(e for _, e in samples))
-    return results
+    return planned_times(reads, reps)
 
 
 def measure(client, entry_id: int, reps: int) -> dict:
@@ -297,9 +306,6 @@ def measure(client, entry_id: int, reps: int) -> dict:
 def sql_times(entry_id: int, event_id: int, reps: int = 30) -> dict:
     """The database's own time (planning + execution, EXPLAIN ANALYZE, median of `reps`) of the two reads a
     partitioned table makes dearer: an entry's history (every partition's index, merged) and one Event by id."""
-    import re
-
-    from django.db import connection
 
     reads = {
         "SQL: an entry's Events, in order": (
@@ -308,20 +314,7 @@ def sql_times(entry_id: int, event_id: int, reps: int = 30) -> dict:
         ),
         "SQL: one Event by id": ("SELECT * FROM curation_event WHERE id = %s", [event_id]),
     }
-    results = {}
-    with connection.cursor() as cursor:
-        for name, (sql, params) in reads.items():
-            samples = []
-            for _ in range(reps):
-                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF) " + sql, params)
-                plan = "\n".join(row[0] for row in cursor.fetchall())
-                planning, execution = (float(x) for x in re.findall(r"(?:Planning|Execution) Time: ([0-9.]+)", plan))
-                samples.append((planning, execution))
-            results[name] = (
-                statistics.median(p for p, _ in samples),
-                statistics.median(e for _, e in samples),
-            )
-    return results
+    return planned_times(reads, reps)
 
 
 def drop_database(url: str) -> None:
