@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.db import DEFAULT_DB_ALIAS, connection, connections, router
 from django.db.models import Exists, Max, OuterRef, Q
 from django.db.models.base import ModelState
-from django.db.models.expressions import Col, RawSQL
+from django.db.models.expressions import Col
 
 from curation.rules import access, clock, config, injection
 from curation.models import (
@@ -60,9 +60,9 @@ from .forgets import tombstones_for
 from .skills import exported_skills_of, skill_md
 from .sql import (
     PUBLISHED_NUMBER_SQL,
+    IdIn,
     draft_diff_sql,
     id_set_param,
-    id_set_sql,
     ranked_by_words_sql,
     released_matches_sql,
 )
@@ -288,11 +288,10 @@ def released_skill_ids(number: int) -> list[int]:
 
 
 def among(field: str, ids) -> Q:
-    """`field` is one of `ids`, given as one parameter (id_set_sql): a publish's reads name one id per change,
+    """`field` is one of `ids`, given as one parameter (sql.IdIn): a publish's reads name one id per change,
     and an IN list of 100,000 placeholders costs more to build and parse than the rows it reads (SQLite
     refuses it)."""
-    vendor = connection.vendor
-    return Q(**{f"{field}__in": RawSQL(id_set_sql(vendor, "%s"), (id_set_param(vendor, ids),))})
+    return Q(IdIn(ids, column=field))
 
 
 def rows_at(number: int, entry_ids) -> dict[int, dict]:

@@ -178,10 +178,19 @@ def id_set_sql(vendor: str, placeholder: str = "%(ids)s") -> str:
     return f"SELECT value AS id FROM json_each({placeholder})"
 
 
-def id_set_param(vendor: str, ids) -> object:
-    """The parameter of id_set_sql: an array on PostgreSQL, a JSON list elsewhere."""
-    ids = [int(i) for i in ids]
-    return ids if vendor == "postgresql" else json.dumps(ids)
+def id_set_param(vendor: str, ids) -> str:
+    """The parameter of id_set_sql and id_in_sql: one array literal on PostgreSQL (pg_array: psycopg would
+    dump a list item by item), a JSON list elsewhere."""
+    if vendor == "postgresql":
+        return pg_array(ids)
+    return json.dumps([int(i) for i in ids])
+
+
+def id_in_sql(vendor: str, column: str, placeholder: str = "%s") -> str:
+    """The condition that `column` is one of the ids given as one parameter (id_set_param's)."""
+    if vendor == "postgresql":
+        return f"{column} = ANY(CAST({placeholder} AS bigint[]))"
+    return f"{column} IN ({id_set_sql(vendor, placeholder)})"
 
 
 def draft_diff_sql(vendor: str, compared: dict[str, str], shown) -> str:
@@ -411,8 +420,9 @@ ACTIVE_TEXTS_SQLITE = """
 
 
 class IdIn(Func):
-    """`id IN (...)` for a batch's ids, as one array parameter on PostgreSQL (`id = ANY(%s)`): a list of
-    thousands is not thousands of placeholders to compile, bind and parse, once per statement of a batch."""
+    """`id IN (...)` for a batch's ids in the ORM, as one parameter (id_in_sql): a list of thousands is not
+    thousands of placeholders to compile, bind and parse, once per statement of a batch (SQLite refuses more
+    than 32,766)."""
 
     conditional = True
     output_field = BooleanField()
@@ -425,6 +435,4 @@ class IdIn(Func):
         column, params = compiler.compile(self.source_expressions[0])
         if not self.ids:
             return "1 = 0", []
-        if connection.vendor == "postgresql":
-            return f"{column} = ANY(CAST(%s AS bigint[]))", [*params, self.ids]
-        return f"{column} IN ({', '.join(['%s'] * len(self.ids))})", [*params, *self.ids]
+        return id_in_sql(connection.vendor, column), [*params, id_set_param(connection.vendor, self.ids)]

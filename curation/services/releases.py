@@ -31,7 +31,7 @@ from curation.selectors import read_cache
 from curation.selectors import memory_tests as test_reads
 from curation.selectors import releases as reads
 from curation.selectors.memory_tests import TestResult
-from curation.selectors.sql import id_set_param, id_set_sql
+from curation.selectors.sql import id_in_sql, id_set_param
 from curation.rules.versions import (
     RELEASED_FIELDS,
     SKILL_RELEASED_FIELDS,
@@ -263,9 +263,7 @@ def _ids_where(column: str, ids: list[int]) -> tuple[str, list]:
     """The condition on `column` for these ids, for one statement whatever their number: one parameter
     (on PostgreSQL an array; elsewhere a JSON list, as SQLite takes no more than 32,766 placeholders)."""
     vendor = connection.vendor
-    if vendor == "postgresql":
-        return f"{column} = ANY(%s)", [list(ids)]
-    return f"{column} IN ({id_set_sql(vendor, '%s')})", [id_set_param(vendor, ids)]
+    return id_in_sql(vendor, column), [id_set_param(vendor, ids)]
 
 
 def _close_open_rows(number: int, entry_ids: list[int]) -> None:
