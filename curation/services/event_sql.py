@@ -40,14 +40,6 @@ def is_python_key(key: str) -> bool:
     return key not in STATE_COLUMNS or isinstance(Entry._meta.get_field(key), models.FloatField)
 
 
-def insert_events(*args, **kwargs) -> int:
-    """Insert the Events of events_statement() on their own; answers how many were inserted."""
-    statement, params = events_statement(*args, **kwargs)
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return cursor.rowcount
-
-
 def events_statement(
     rows,
     target: Q,
