@@ -7,7 +7,14 @@ It runs when a purge has happened since its last run (the `forget_purge` Events 
 when an approval commits, and on the beat schedule to catch one whose message was lost. VACUUM cannot run
 inside a transaction: it runs on the sweep's own connection, in autocommit. It needs to own the tables
 (PostgreSQL 17: the MAINTAIN privilege, which db_roles grants the application role): a table it may not
-vacuum is named on the run and skipped. SQLite has no dead tuples to reclaim this way: nothing to do."""
+vacuum is named on the run and skipped. SQLite has no dead tuples to reclaim this way: nothing to do.
+
+VACUUM removes a dead row version only once no snapshot can still see it: a transaction open since before
+the purge (a long report, an idle session in a transaction, a prepared transaction, a replication slot or a
+standby's feedback) keeps the forgotten text on disk however often VACUUM runs. The sweep then names what
+holds it and keeps its cursor, so the next run (queued by the beat) vacuums again; it never says a table is
+clean while the text can still be there. It sees the sessions its role may see (its own role's; every role's
+with pg_read_all_stats)."""
 
 from __future__ import annotations
 
@@ -65,6 +72,40 @@ def may_vacuum(table: str) -> bool:
     return bool(row and row[0])
 
 
+# What holds VACUUM's horizon at or before the purge, so the row versions the purge replaced cannot be
+# removed yet: the purge's own Event was written in its transaction, so that row's xmin is the purge's
+# transaction id; a session whose snapshot or own transaction is not newer holds them (sessions of other
+# databases hold back only the shared catalogues, a walsender's standby feedback holds every database).
+HOLDERS_SQL = """
+    SELECT 'session ' || a.pid || coalesce(' (' || nullif(a.application_name, '') || ')', '')
+           || ', ' || coalesce(a.state, a.backend_type) || ', in a transaction since '
+           || to_char(a.xact_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'
+    FROM pg_stat_activity a
+    WHERE a.pid <> pg_backend_pid() AND greatest(age(a.backend_xmin), age(a.backend_xid)) >= age(%(xid)s::xid)
+      AND (a.datname = current_database() OR a.backend_type = 'walsender')
+    UNION ALL
+    SELECT 'prepared transaction ' || quote_literal(p.gid) || ' since '
+           || to_char(p.prepared AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'
+    FROM pg_prepared_xacts p
+    WHERE p.database = current_database() AND age(p.transaction) >= age(%(xid)s::xid)
+    UNION ALL
+    SELECT 'replication slot ' || quote_literal(s.slot_name)
+    FROM pg_replication_slots s
+    WHERE s.xmin IS NOT NULL AND age(s.xmin) >= age(%(xid)s::xid)
+    ORDER BY 1
+"""
+
+
+def held_by(purge_event_id: int) -> list[str]:
+    """What keeps VACUUM from removing the row versions the purge of `purge_event_id` replaced, described
+    for the run (empty when nothing does)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT xmin::text FROM curation_event WHERE id = %s", [purge_event_id])
+        (xid,) = cursor.fetchone()
+        cursor.execute(HOLDERS_SQL, {"xid": xid})
+        return [line for (line,) in cursor.fetchall()]
+
+
 def run(sweep: Sweep) -> None:
     after = _cursor()
     newest = Event.objects.filter(
@@ -96,6 +137,13 @@ def run(sweep: Sweep) -> None:
             cursor.execute(f'VACUUM (ANALYZE) "{table}"')
         sweep.sample(f"{table}: vacuumed")
         vacuumed += 1
-    if not sweep.dry_run and vacuumed == len(tables):  # a table skipped: the next run (as its owner) tries again
+    holders = held_by(newest) if vacuumed else []
+    for holder in holders:
+        sweep.sample(f"not yet removable: {holder} holds back VACUUM from before the purge; the next run vacuums again")
+    if holders:
+        logger.warning("vacuum_purged: the purged rows stay on disk until these end: %s", "; ".join(holders))
+    # A table skipped (the next run, as its owner, tries again) or a snapshot from before the purge: keep
+    # the cursor, so the purge is vacuumed again.
+    if not sweep.dry_run and vacuumed == len(tables) and not holders:
         sweep.heartbeat(cursor={"after_event": newest})
     sweep.batch_done(examined=len(tables), changed=vacuumed, last=True)

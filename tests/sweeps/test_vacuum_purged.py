@@ -1,6 +1,9 @@
 """Vacuum after a purge: once a forget's purge has committed, the sweep VACUUMs the tables it rewrote, so
 no dead row version keeps the forgotten text (PostgreSQL); a run with no new purge does nothing."""
 
+import re
+
+import psycopg
 import pytest
 from django.db import connection
 
@@ -135,3 +138,43 @@ def test_a_role_that_may_not_vacuum_names_each_table_it_skipped(app_role, review
         ]
         as_owner, _ = run_sweep("vacuum_purged", triggered_by="test")  # the purge is still to vacuum
         assert as_owner.rows_changed == len(purged_tables())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_snapshot_from_before_the_purge_is_named_and_the_purge_vacuumed_again_once_it_ends(
+    on_postgres, lead, reviewer
+):
+    s = connection.settings_dict
+    report = psycopg.connect(
+        dbname=s["NAME"],
+        user=s["USER"],
+        host=s["HOST"] or None,
+        port=s["PORT"] or None,
+        password=s["PASSWORD"] or None,
+        application_name="quarterly report",
+    )
+    report.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot for the whole report
+    report.execute("SELECT count(*) FROM curation_entry")  # a long report's snapshot, taken before the purge
+    try:
+        _forget(lead, reviewer)
+        run, sweep = run_sweep("vacuum_purged", triggered_by="test")
+
+        held = [line for line in sweep.samples if line.startswith("not yet removable")]
+        assert len(held) == 1 and re.fullmatch(
+            rf"not yet removable: session {report.info.backend_pid} \(quarterly report\), idle in transaction, "
+            r"in a transaction since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC holds back VACUUM from before the purge; "
+            r"the next run vacuums again",
+            held[0],
+        ), held
+        assert _stats(purged_tables())["curation_entry"][0] > 0  # the forgotten text is still on disk
+        assert TaskRun.objects.get(pk=run.pk).cursor is None  # so the purge is not marked done
+    finally:
+        report.close()
+
+    again, sweep = run_sweep("vacuum_purged", triggered_by="test")
+
+    assert not [line for line in sweep.samples if line.startswith("not yet removable")]
+    assert again.rows_changed == len(purged_tables())
+    assert _stats(purged_tables())["curation_entry"][0] == 0
+    assert TaskRun.objects.get(pk=again.pk).cursor["after_event"] > 0
+    assert run_sweep("vacuum_purged", triggered_by="test")[0].rows_examined == 0  # done: nothing left to vacuum
