@@ -124,10 +124,10 @@ def run(sweep: Sweep) -> None:
         sweep.sample("not vacuumed: VACUUM cannot run inside a transaction; the next run outside one does it")
         sweep.batch_done(examined=len(tables), changed=0, last=True)
         return
-    vacuumed = 0
+    vacuumed, notes = 0, []
     for table in tables:
         if not may_vacuum(table):
-            sweep.sample(f"{table}: skipped, this role may not vacuum it (run the sweep as the tables' owner)")
+            notes.append(f"{table}: skipped, this role may not vacuum it (run the sweep as the tables' owner)")
             logger.warning("vacuum_purged: the role may not vacuum %s", table)
             continue
         if sweep.dry_run:
@@ -138,12 +138,17 @@ def run(sweep: Sweep) -> None:
         sweep.sample(f"{table}: vacuumed")
         vacuumed += 1
     holders = held_by(newest) if vacuumed else []
-    for holder in holders:
-        sweep.sample(f"not yet removable: {holder} holds back VACUUM from before the purge; the next run vacuums again")
+    notes += [
+        f"not yet removable: {h} holds back VACUUM from before the purge; the next run vacuums again" for h in holders
+    ]
     if holders:
         logger.warning("vacuum_purged: the purged rows stay on disk until these end: %s", "; ".join(holders))
-    # A table skipped (the next run, as its owner, tries again) or a snapshot from before the purge: keep
-    # the cursor, so the purge is vacuumed again.
-    if not sweep.dry_run and vacuumed == len(tables) and not holders:
-        sweep.heartbeat(cursor={"after_event": newest})
+    for note in notes:
+        sweep.sample(note)
+    if not sweep.dry_run:
+        # Done only when every table was vacuumed with nothing holding the purged rows; otherwise the cursor
+        # stays where it was, so the next run vacuums this purge again, and the run says why on the
+        # Maintenance page.
+        done = vacuumed == len(tables) and not holders
+        sweep.heartbeat(cursor={"after_event": newest} if done else {"after_event": after, "notes": notes})
     sweep.batch_done(examined=len(tables), changed=vacuumed, last=True)

@@ -12,7 +12,7 @@ from curation.services.forgets import approve_forget_request, file_forget_reques
 from curation.sweeps import run_sweep
 from curation.sweeps.vacuum_purged import purged_tables
 from tests.deploy.test_app_db_role import APP_ROLE, app_role  # noqa: F401 (a fixture)
-from tests.factories import active, make_user, publish_pending
+from tests.factories import active, client_for, make_user, publish_pending
 
 TOKEN = "FORGETMEAXOLOTL-4242"
 
@@ -136,6 +136,7 @@ def test_a_role_that_may_not_vacuum_names_each_table_it_skipped(app_role, review
         assert sweep.samples == [
             f"{t}: skipped, this role may not vacuum it (run the sweep as the tables' owner)" for t in purged_tables()
         ]
+        assert TaskRun.objects.get(pk=run.pk).cursor["notes"] == sweep.samples  # shown on the Maintenance page
         as_owner, _ = run_sweep("vacuum_purged", triggered_by="test")  # the purge is still to vacuum
         assert as_owner.rows_changed == len(purged_tables())
 
@@ -167,7 +168,10 @@ def test_a_snapshot_from_before_the_purge_is_named_and_the_purge_vacuumed_again_
             held[0],
         ), held
         assert _stats(purged_tables())["curation_entry"][0] > 0  # the forgotten text is still on disk
-        assert TaskRun.objects.get(pk=run.pk).cursor is None  # so the purge is not marked done
+        # The purge is not marked done, and the Maintenance page says what holds it.
+        assert TaskRun.objects.get(pk=run.pk).cursor == {"after_event": 0, "notes": held}
+        page = client_for(lead).get("/maintenance/").content.decode()
+        assert f"not yet removable: session {report.info.backend_pid} (quarterly report), idle in transaction" in page
     finally:
         report.close()
 
