@@ -17,6 +17,8 @@ from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.settings import default_settings, get_plugins
 from detect_secrets.util.code_snippet import get_code_snippet
 
+from curation.rules import prefilter
+
 _VALUE_END = r"[^\s'\".,;:!?)\]}>]"  # a value's last character: never the sentence's punctuation after it
 # Credentials, found before any personal-data pattern runs: a phone or card pattern must never cut a token
 # (a Slack token's digit groups look like a phone number) and leave its other parts behind.
@@ -149,11 +151,25 @@ def _plugins() -> list[tuple[object, tuple]]:
     return gates
 
 
+@lru_cache(maxsize=1)
+def _gate_screen() -> tuple[prefilter.Screen, tuple[int, ...], tuple[int, ...]]:
+    """Every plugin's gate regexes read together (prefilter.Screen), which plugin each belongs to, and the
+    plugins without a gate."""
+    plugins = _plugins()
+    owners = tuple(index for index, (_, gate) in enumerate(plugins) for _ in gate)
+    ungated = tuple(index for index, (_, gate) in enumerate(plugins) if not gate)
+    return prefilter.Screen([regex for _, gate in plugins for regex in gate]), owners, ungated
+
+
 def _detect_secrets_values(text: str) -> list[tuple[str, str]]:
     found = []
+    plugins = _plugins()
+    screen, owners, ungated = _gate_screen()
     for line in text.splitlines() or [text]:
         context = None
-        for plugin, gate in _plugins():
+        # The plugins a gate regex of which could match the line (what none can match, none finds), in order
+        for index in sorted({owners[i] for i in screen.possible(line)}.union(ungated)):
+            plugin, gate = plugins[index]
             if gate and not any(regex.search(line) for regex in gate):
                 continue
             context = context or get_code_snippet(lines=[line], line_number=1)
@@ -240,7 +256,13 @@ def _is_match(kind: str, match: re.Match) -> bool:
 
 
 def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
+    folded = None  # prefilter.fold(text), made when a pattern that ignores case first asks for it
     for kind, pattern in patterns:
+        screen = prefilter.of(pattern)
+        if screen.folded and folded is None:
+            folded = prefilter.fold(text)
+        if not screen.admits(text, folded):  # the pattern cannot match: its sub would change nothing
+            continue
 
         def replace(match, kind=kind, pattern=pattern):
             if not _is_match(kind, match):
@@ -253,7 +275,9 @@ def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
             offset = match.start()
             return whole[: start - offset] + f"[REDACTED: {kind}]" + whole[end - offset :]
 
-        text = pattern.sub(replace, text)
+        replaced = pattern.sub(replace, text)
+        if replaced != text:
+            text, folded = replaced, None
     return text
 
 
