@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from curation.rules.similarity import words
 
@@ -91,6 +91,7 @@ class Directive:
         return f"{self.marker} {self.phrase}".strip()
 
 
+@lru_cache(maxsize=8192)  # a lesson's words repeat across lessons: each stemmed once
 def stem(word: str) -> str:
     """Just enough stemming to match rebase/rebases/rebasing/rebased and stop/stopping."""
     w = word.lower().replace("'", "")
@@ -115,6 +116,7 @@ def _by_first_word(markers) -> dict[str, tuple]:
 
 _NEGATIVE_BY_FIRST = _by_first_word(NEGATIVE_MARKERS)
 _POSITIVE_BY_FIRST = _by_first_word(POSITIVE_MARKERS)
+_MARKER_FIRST_WORDS = frozenset(_NEGATIVE_BY_FIRST) | frozenset(_POSITIVE_BY_FIRST)
 
 
 def _match_marker(tokens: list[str], i: int, table: dict[str, tuple]) -> tuple[str, int] | None:
@@ -150,7 +152,7 @@ def _directive(positive: bool, marker: str, phrase: list[str]) -> Directive | No
     core = [t for t in core if t not in ARTICLES]
     if not core:
         return None
-    kept = [t for t in core[1:] if t in words(t) or t.isdigit()]
+    kept = [t for t in core[1:] if _content_word(t) or t.isdigit()]
     return Directive(
         positive,
         marker,
@@ -160,6 +162,12 @@ def _directive(positive: bool, marker: str, phrase: list[str]) -> Directive | No
         head=core[0],
         object_words=frozenset(kept),
     )
+
+
+@lru_cache(maxsize=8192)
+def _content_word(token: str) -> bool:
+    """Is the token a word similarity counts (not a stop word)?"""
+    return token in words(token)
 
 
 def _imperative(tokens: list[str]) -> bool:
@@ -185,6 +193,9 @@ def directives(text: str) -> list[Directive]:
         i = 0
         explicit = False
         while i < len(tokens):
+            if tokens[i] not in _MARKER_FIRST_WORDS:  # no marker starts with it
+                i += 1
+                continue
             hit = _match_marker(tokens, i, _NEGATIVE_BY_FIRST)
             positive = False
             if hit is None:
