@@ -169,31 +169,52 @@ class _Reader:
         return None, _all(conditions)
 
 
-def _holds(condition, text: str) -> bool:
+def _expression(condition) -> str:
+    """The condition as one Python expression over `t`, the text: `in` tests joined by `and` and `or`, which
+    stop at the first answer (a nested tree walked call by call costs several times more). Each string is
+    written by repr(), so it is compared as the literal it is."""
     kind, parts = condition
     if kind == "any":
-        for part in parts:
-            if part in text:
-                return True
-        return False
+        return "(" + " or ".join(f"{part!r} in t" for part in parts) + ")"
+    # The shortest parts first: an "all" most often fails at its smallest set of strings.
+    ordered = sorted((_expression(part) for part in parts), key=len)
+    return "(" + f" {'and' if kind == 'all' else 'or'} ".join(ordered) + ")"
+
+
+_NEVER = ("any", ())  # no string can be found: nothing is admitted
+
+
+def _in_ascii(condition):
+    """The condition over an ASCII text, which holds none of the strings that are not ASCII (a pattern's
+    words of other scripts): those are dropped, and what needed only them admits nothing."""
+    if condition is ANYTHING:
+        return ANYTHING
+    kind, parts = condition
+    if kind == "any":
+        kept = tuple(part for part in parts if part.isascii())
+        return ("any", kept) if kept else _NEVER
+    parts = [_in_ascii(part) for part in parts]
     if kind == "all":
-        for part in parts:
-            if not _holds(part, text):
-                return False
-        return True
-    for part in parts:
-        if _holds(part, text):
-            return True
-    return False
+        return _NEVER if _NEVER in parts else _all(parts)
+    kept = [part for part in parts if part != _NEVER]
+    return _one(kept) if kept else _NEVER
+
+
+def _compiled(condition):
+    if condition is ANYTHING:
+        return None
+    if condition == _NEVER:
+        return lambda t: False
+    return eval(compile(f"lambda t: {_expression(condition)}", "<prefilter>", "eval"), {})  # noqa: S307
 
 
 class Prefilter:
     """A pattern's condition: `admits(text, folded)` is False only when the pattern cannot match `text`."""
 
-    __slots__ = ("condition", "folded")
+    __slots__ = ("condition", "folded", "_test", "_ascii_test")
 
     def __init__(self, pattern: re.Pattern):
-        self.condition, self.folded = ANYTHING, False
+        self.condition, self.folded, self._test, self._ascii_test = ANYTHING, False, None, None
         if _parser is None or not isinstance(pattern.pattern, str):
             return
         try:
@@ -202,14 +223,17 @@ class Prefilter:
             return
         self.folded = bool(pattern.flags & re.IGNORECASE) or _uses_ignorecase(tree)
         self.condition = _Reader(self.folded).sequence(tree)[1]
+        self._test = _compiled(self.condition)
+        self._ascii_test = _compiled(_in_ascii(self.condition))
 
     def admits(self, text: str, folded: str | None = None) -> bool:
         """Could the pattern match `text`? `folded`: fold(text), when the caller has it already."""
-        if self.condition is ANYTHING:
+        if self._test is None:
             return True
+        test = self._ascii_test if text.isascii() else self._test  # the fold of ASCII is ASCII
         if self.folded:
-            text = fold(text) if folded is None else folded
-        return _holds(self.condition, text)
+            return test(fold(text) if folded is None else folded)
+        return test(text)
 
 
 # Prefilters by the pattern object (a Pattern's own hash reads its whole compiled code): each entry keeps its

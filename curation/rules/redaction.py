@@ -257,11 +257,15 @@ def _is_match(kind: str, match: re.Match) -> bool:
 
 def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
     folded = None  # prefilter.fold(text), made when a pattern that ignores case first asks for it
+    of = prefilter.of
     for kind, pattern in patterns:
-        screen = prefilter.of(pattern)
-        if screen.folded and folded is None:
-            folded = prefilter.fold(text)
-        if not screen.admits(text, folded):  # the pattern cannot match: its sub would change nothing
+        screen = of(pattern)
+        if screen.folded:
+            if folded is None:
+                folded = prefilter.fold(text)
+            if not screen.admits(text, folded):  # the pattern cannot match: its sub would change nothing
+                continue
+        elif not screen.admits(text):
             continue
 
         def replace(match, kind=kind, pattern=pattern):

@@ -144,6 +144,12 @@ def test_a_condition_is_what_every_match_contains():
     assert not folded.admits("pass word")
 
 
+def test_a_text_of_one_script_is_tested_for_the_strings_it_can_hold():
+    screen = prefilter.Prefilter(re.compile("(?:忽略|ignore) (?:指令|rules)|прави"))
+    assert screen.admits("忽略 指令") and screen.admits("ignore rules") and screen.admits("правила")
+    assert not screen.admits("ignore the cache") and not screen.admits("忽略 the cache")
+
+
 @pytest.mark.parametrize("pattern", [r"\d{3}\s\d{4}", r".+", r"[^a]x?", r"(\w)\1", r"(?:x|\w+)", r"(?=abc)", r"[a-f]+"])
 def test_a_pattern_whose_matches_share_no_literal_is_always_searched(pattern):
     assert prefilter.Prefilter(re.compile(pattern)).condition is prefilter.ANYTHING
