@@ -249,12 +249,17 @@ def opposed(a: Directive, b: Directive) -> bool:
 
 @dataclass(frozen=True)
 class Lesson:
-    """A lesson read once, so a sweep compares many pairs without parsing the same text again. The
-    content's directives are parsed when first asked for: most pairs differ in their triggers already,
-    which is the cheaper test, and then the content is never parsed."""
+    """A lesson read once, so a sweep compares many pairs without parsing the same text again. Each part is
+    read when first asked for: the trigger's words when a pair's scopes and conditions overlap, the content's
+    directives when the triggers overlap too (most pairs differ before that, and then the text is never
+    parsed)."""
 
-    trigger_words: frozenset
+    trigger: str
     content: str
+
+    @cached_property
+    def trigger_words(self) -> frozenset:
+        return words(self.trigger)
 
     @cached_property
     def directives(self) -> tuple:
@@ -294,7 +299,7 @@ def _searchable(word: str, stemmed: str) -> bool:
 
 
 def parse_lesson(trigger: str, content: str) -> Lesson:
-    return Lesson(words(trigger), content)
+    return Lesson(trigger, content)
 
 
 def contradiction(a: Lesson, b: Lesson) -> str | None:

@@ -255,18 +255,26 @@ def _is_match(kind: str, match: re.Match) -> bool:
     return True
 
 
+_SCREENS: dict[int, tuple[list, prefilter.Screen]] = {}
+
+
+def _screen(patterns) -> prefilter.Screen:
+    """The Screen of a list of (kind, pattern), read once for the list as it is."""
+    held = _SCREENS.get(id(patterns))
+    if held is None or len(held[0]) != len(patterns) or any(a is not b for a, b in zip(held[0], patterns)):
+        held = _SCREENS[id(patterns)] = (list(patterns), prefilter.Screen([pattern for _, pattern in patterns]))
+    return held[1]
+
+
 def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
-    folded = None  # prefilter.fold(text), made when a pattern that ignores case first asks for it
-    of = prefilter.of
-    for kind, pattern in patterns:
-        screen = of(pattern)
-        if screen.folded:
-            if folded is None:
-                folded = prefilter.fold(text)
-            if not screen.admits(text, folded):  # the pattern cannot match: its sub would change nothing
-                continue
-        elif not screen.admits(text):
-            continue
+    screen = _screen(patterns)
+    # Only the patterns that may match are applied (a sub of one that cannot would change nothing); once a
+    # replacement changed the text, the rest are screened again on the new text.
+    possible, position = screen.possible(text), 0
+    while position < len(possible):
+        index = possible[position]
+        position += 1
+        kind, pattern = patterns[index]
 
         def replace(match, kind=kind, pattern=pattern):
             if not _is_match(kind, match):
@@ -281,7 +289,8 @@ def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
 
         replaced = pattern.sub(replace, text)
         if replaced != text:
-            text, folded = replaced, None
+            text = replaced
+            possible, position = [later for later in screen.possible(text) if later > index], 0
     return text
 
 
