@@ -151,24 +151,47 @@ def _plugins() -> list[tuple[object, tuple]]:
     return gates
 
 
+_SUBMITTED = "submitted-text"  # the file name plugins are told a text came from (its type picks the keyword regexes)
+
+
+def _reporting_regexes(plugin, gate: tuple) -> tuple:
+    """The regexes every finding of the plugin is a match of: a regex plugin's denylist (its gate), the keyword
+    plugin's for a submitted text's file type; a plugin none of whose regexes can match a line finds nothing
+    in it. Its gate when they are not known."""
+    if type(plugin).__name__ == "KeywordDetector":
+        try:
+            from detect_secrets.plugins import keyword
+            from detect_secrets.util.filetype import determine_file_type
+
+            table = keyword.REGEX_BY_FILETYPE.get(
+                determine_file_type(_SUBMITTED), keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
+            )
+            return tuple(table)
+        except (ImportError, AttributeError):  # another version of detect-secrets: its gate screens it
+            return gate
+    return gate
+
+
 @lru_cache(maxsize=1)
 def _gate_screen() -> tuple[prefilter.Screen, tuple[int, ...], tuple[int, ...]]:
-    """Every plugin's gate regexes read together (prefilter.Screen), which plugin each belongs to, and the
-    plugins without a gate."""
+    """What may find something in a line, read together (prefilter.Screen): each plugin's reporting regexes,
+    which plugin each belongs to, and the plugins nothing is known of (always scanned)."""
     plugins = _plugins()
-    owners = tuple(index for index, (_, gate) in enumerate(plugins) for _ in gate)
-    ungated = tuple(index for index, (_, gate) in enumerate(plugins) if not gate)
-    return prefilter.Screen([regex for _, gate in plugins for regex in gate]), owners, ungated
+    reporting = [_reporting_regexes(plugin, gate) for plugin, gate in plugins]
+    owners = tuple(index for index, regexes in enumerate(reporting) for _ in regexes)
+    unknown = tuple(index for index, regexes in enumerate(reporting) if not regexes)
+    return prefilter.Screen([regex for regexes in reporting for regex in regexes]), owners, unknown
 
 
 def _detect_secrets_values(text: str) -> list[tuple[str, str]]:
     found = []
     plugins = _plugins()
-    screen, owners, ungated = _gate_screen()
+    screen, owners, unknown = _gate_screen()
     for line in text.splitlines() or [text]:
         context = None
-        # The plugins a gate regex of which could match the line (what none can match, none finds), in order
-        for index in sorted({owners[i] for i in screen.possible(line)}.union(ungated)):
+        # The plugins a reporting regex of which could match the line (what none can match, none finds), in
+        # order; each one's gate is then searched as before.
+        for index in sorted({owners[i] for i in screen.possible(line)}.union(unknown)):
             plugin, gate = plugins[index]
             if gate and not any(regex.search(line) for regex in gate):
                 continue
@@ -176,7 +199,7 @@ def _detect_secrets_values(text: str) -> list[tuple[str, str]]:
             for secret in (
                 _scan_line(
                     plugin=plugin,
-                    filename="submitted-text",
+                    filename=_SUBMITTED,
                     line=line,
                     line_number=0,
                     context=context,

@@ -56,6 +56,12 @@ ADVERSARIAL = [
     "API_\u212aEY=abcdef0123456789abcdef",
     "to\u212aen: Zk3mQ9pL2xV7rT4nB8wY1",
     "ſecret = hunter2hunter2x",
+    # what only detect-secrets' keyword plugin finds (its regexes for a submitted text's file type)
+    "db_pass: 'Zk3mQ9pL2xV7'",
+    "contraseña = 'abcdef123456'",
+    'secret_key="abcdefgh12345678"',
+    "if (\"abc\" === account_key) return;",
+    "export DATABASE_PASS='x8Yz!k2Q'",
     "the db paſſphrase was Tr0ub4dor-and-3",
     "Authorization: BEARER eyJhbGciOiJIUzI1NiJ9sadkjhasd8723hjkasd",
     "authorization=basic dXNlcjpwYXNzd29yZDEyMw==",
