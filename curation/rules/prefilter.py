@@ -15,7 +15,7 @@ look-arounds) consume nothing and add no requirement.
 Case: a pattern that ignores case anywhere has its literals lower-cased and compared with the text folded
 (`fold`): ASCII letters lower-cased, and the four other characters re's IGNORECASE matches with an ASCII letter
 (İ ı ſ K) made that letter. A literal that is not ASCII in such a pattern requires nothing (its case partners
-are not folded). tests/unit/test_prefilter.py checks the fold against re over every code point.
+are not folded). tests/unit/test_prefiltered_checks.py checks the fold against re over every code point.
 """
 
 from __future__ import annotations
