@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo lint test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-harm-oracle bench-ingest bench-forget bench-tombstones bench-injection load clean
+.PHONY: install demo lint test test-sqlite test-postgres bench bench-api bench-mcp bench-lifecycle bench-release bench-forget-receipt bench-learning bench-replay bench-replay-rules bench-harm-oracle bench-ingest bench-checks bench-forget bench-tombstones bench-injection load clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memoryadmin needs Python 3.11 or newer")'
@@ -87,6 +87,10 @@ bench-ingest: $(STAMP)
 	$(BIN)/python benchmarks/ingest_bench.py --db sqlite --corpus template; sqlite_template=$$?; \
 	$(BIN)/python benchmarks/ingest_bench.py --db postgres --corpus template; postgres_template=$$?; \
 	exit $$(( sqlite || postgres || sqlite_template || postgres_template ))
+
+# the CPU of each check a candidate passes, beside the straightforward checks (no database)
+bench-checks: $(STAMP)
+	$(BIN)/python benchmarks/checks_bench.py
 
 # recall and false positives of the injection detector over its corpus, and its cost per lesson (no database)
 bench-injection: $(STAMP)

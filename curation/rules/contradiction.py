@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from curation.rules.similarity import words
 
@@ -91,6 +91,7 @@ class Directive:
         return f"{self.marker} {self.phrase}".strip()
 
 
+@lru_cache(maxsize=8192)  # a lesson's words repeat across lessons: each stemmed once
 def stem(word: str) -> str:
     """Just enough stemming to match rebase/rebases/rebasing/rebased and stop/stopping."""
     w = word.lower().replace("'", "")
@@ -115,6 +116,7 @@ def _by_first_word(markers) -> dict[str, tuple]:
 
 _NEGATIVE_BY_FIRST = _by_first_word(NEGATIVE_MARKERS)
 _POSITIVE_BY_FIRST = _by_first_word(POSITIVE_MARKERS)
+_MARKER_FIRST_WORDS = frozenset(_NEGATIVE_BY_FIRST) | frozenset(_POSITIVE_BY_FIRST)
 
 
 def _match_marker(tokens: list[str], i: int, table: dict[str, tuple]) -> tuple[str, int] | None:
@@ -150,7 +152,7 @@ def _directive(positive: bool, marker: str, phrase: list[str]) -> Directive | No
     core = [t for t in core if t not in ARTICLES]
     if not core:
         return None
-    kept = [t for t in core[1:] if t in words(t) or t.isdigit()]
+    kept = [t for t in core[1:] if _content_word(t) or t.isdigit()]
     return Directive(
         positive,
         marker,
@@ -160,6 +162,12 @@ def _directive(positive: bool, marker: str, phrase: list[str]) -> Directive | No
         head=core[0],
         object_words=frozenset(kept),
     )
+
+
+@lru_cache(maxsize=8192)
+def _content_word(token: str) -> bool:
+    """Is the token a word similarity counts (not a stop word)?"""
+    return token in words(token)
 
 
 def _imperative(tokens: list[str]) -> bool:
@@ -185,6 +193,9 @@ def directives(text: str) -> list[Directive]:
         i = 0
         explicit = False
         while i < len(tokens):
+            if tokens[i] not in _MARKER_FIRST_WORDS:  # no marker starts with it
+                i += 1
+                continue
             hit = _match_marker(tokens, i, _NEGATIVE_BY_FIRST)
             positive = False
             if hit is None:
@@ -238,12 +249,17 @@ def opposed(a: Directive, b: Directive) -> bool:
 
 @dataclass(frozen=True)
 class Lesson:
-    """A lesson read once, so a sweep compares many pairs without parsing the same text again. The
-    content's directives are parsed when first asked for: most pairs differ in their triggers already,
-    which is the cheaper test, and then the content is never parsed."""
+    """A lesson read once, so a sweep compares many pairs without parsing the same text again. Each part is
+    read when first asked for: the trigger's words when a pair's scopes and conditions overlap, the content's
+    directives when the triggers overlap too (most pairs differ before that, and then the text is never
+    parsed)."""
 
-    trigger_words: frozenset
+    trigger: str
     content: str
+
+    @cached_property
+    def trigger_words(self) -> frozenset:
+        return words(self.trigger)
 
     @cached_property
     def directives(self) -> tuple:
@@ -283,7 +299,7 @@ def _searchable(word: str, stemmed: str) -> bool:
 
 
 def parse_lesson(trigger: str, content: str) -> Lesson:
-    return Lesson(words(trigger), content)
+    return Lesson(trigger, content)
 
 
 def contradiction(a: Lesson, b: Lesson) -> str | None:

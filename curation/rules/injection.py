@@ -20,7 +20,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from curation.rules import config
+from curation.rules import config, prefilter
 
 DETECTOR_VERSION = 1
 FLAG_KIND = "injection"
@@ -62,6 +62,8 @@ _EMOJI_AROUND_ZWJ = re.compile(
 
 def _hidden(text: str) -> list[str]:
     found = []
+    if text.isascii():  # each of these is a set of characters outside ASCII
+        return found
     if _TAGS.search(text):
         found.append("hidden Unicode tag characters")
     if _BIDI.search(text):
@@ -71,12 +73,41 @@ def _hidden(text: str) -> list[str]:
     return found
 
 
+class _FormatCharacters(dict):
+    """str.translate's table that removes the format characters (Unicode category Cf), each code point's
+    category read once."""
+
+    def __missing__(self, code: int):
+        kept = None if unicodedata.category(chr(code)) == "Cf" else code
+        self[code] = kept
+        return kept
+
+
+_WITHOUT_FORMAT_CHARACTERS = _FormatCharacters()
+_SPACES = re.compile(r"[^\S\n]+")
+_UNEVEN_SPACES = re.compile(r"[^\S\n ]|[^\S\n]{2}")  # what _SPACES would change: not one plain space
+
+
 def normalised(text: str) -> str:
     """The text as it reads: compatibility forms folded (full-width letters), invisible characters and tag
     characters removed (so they cannot split a phrase), case folded, spaces collapsed."""
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    return re.sub(r"[^\S\n]+", " ", text.casefold()).strip()  # lines kept: a line ends a request
+    return _readable(_compatible(text))
+
+
+def _compatible(text: str) -> str:
+    """NFKC, which leaves ASCII as it is."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
+def _readable(compatible: str) -> str:
+    """normalised() of a text already in NFKC: format characters (none in ASCII) removed, case folded, spaces
+    collapsed."""
+    if not compatible.isascii():
+        compatible = compatible.translate(_WITHOUT_FORMAT_CHARACTERS)
+    folded = compatible.casefold()
+    if _UNEVEN_SPACES.search(folded):
+        folded = _SPACES.sub(" ", folded)
+    return folded.strip()  # lines kept: a line ends a request
 
 
 # --- override phrases ----------------------------------------------------------------------------------------
@@ -231,12 +262,12 @@ def known_host(host: str, known=None) -> bool:
 def _links(text: str, known) -> list[str]:
     found = []
     beacons = set()
-    for match in _IMAGE.finditer(text):
+    for match in _IMAGE.finditer(text) if prefilter.may_match(_IMAGE, text) else ():
         host = _host(next(g for g in match.groups() if g))
         beacons.add(host)
         if not known_host(host, known):
             found.append(f"image beacon to unknown host {host[:60]}")
-    for match in _URL.finditer(text):
+    for match in _URL.finditer(text) if prefilter.may_match(_URL, text) else ():
         host = _host(match.group(1) or match.group(2))
         if host not in beacons and "." in host.strip("[]") and not known_host(host, known):
             found.append(f"link to unknown host {host[:60]}")
@@ -264,13 +295,14 @@ def scan(text: str, field: str, *, known_hosts=None) -> list[Finding]:
     if not text:
         return []
     whats = _hidden(text)
-    plain = normalised(text)
-    if _OVERRIDE_RE.search(plain):
+    compatible = _compatible(text)
+    plain = _readable(compatible)
+    if prefilter.may_match(_OVERRIDE_RE, plain) and _OVERRIDE_RE.search(plain):
         whats.append("override phrase")
     if _asks_for_secrets(plain):
         whats.append("request to reveal or send secrets")
     whats += _links(plain, known_hosts)
-    if _MARKUP.search(unicodedata.normalize("NFKC", text)):
+    if prefilter.may_match(_MARKUP, compatible) and _MARKUP.search(compatible):
         whats.append("tool-call or role markup")
     return [Finding(what, field) for what in dict.fromkeys(whats)]
 
@@ -281,15 +313,16 @@ _REDACTED = re.compile(r"\[redacted: ([^\]\n]{1,40})\]")
 
 
 def _asks_for_secrets(plain: str) -> bool:
-    plain = _REDACTED.sub(lambda m: "⟦address⟧" if "e-mail" in m.group(1) else "⟦value⟧", plain)
-    for match in _EXFIL_RE.finditer(plain):
+    if prefilter.may_match(_REDACTED, plain):
+        plain = _REDACTED.sub(lambda m: "⟦address⟧" if "e-mail" in m.group(1) else "⟦value⟧", plain)
+    for match in _EXFIL_RE.finditer(plain) if prefilter.may_match(_EXFIL_RE, plain) else ():
         before = plain[max(0, match.start() - 40) : match.start()]
         if _NEGATION.search(before):
             continue
         around = plain[max(0, match.start() - 80) : match.end() + 120]
         if _EXFIL_DESTINATION.search(around):
             return True
-    for match in _EXFIL_FOREIGN.finditer(plain):
+    for match in _EXFIL_FOREIGN.finditer(plain) if prefilter.may_match(_EXFIL_FOREIGN, plain) else ():
         if not _NEGATION_FOREIGN.search(plain[max(0, match.start() - 30) : match.start()]):
             return True
     return False

@@ -17,6 +17,8 @@ from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.settings import default_settings, get_plugins
 from detect_secrets.util.code_snippet import get_code_snippet
 
+from curation.rules import prefilter
+
 _VALUE_END = r"[^\s'\".,;:!?)\]}>]"  # a value's last character: never the sentence's punctuation after it
 # Credentials, found before any personal-data pattern runs: a phone or card pattern must never cut a token
 # (a Slack token's digit groups look like a phone number) and leave its other parts behind.
@@ -149,18 +151,55 @@ def _plugins() -> list[tuple[object, tuple]]:
     return gates
 
 
+_SUBMITTED = "submitted-text"  # the file name plugins are told a text came from (its type picks the keyword regexes)
+
+
+def _reporting_regexes(plugin, gate: tuple) -> tuple:
+    """The regexes every finding of the plugin is a match of: a regex plugin's denylist (its gate), the keyword
+    plugin's for a submitted text's file type; a plugin none of whose regexes can match a line finds nothing
+    in it. Its gate when they are not known."""
+    if type(plugin).__name__ == "KeywordDetector":
+        try:
+            from detect_secrets.plugins import keyword
+            from detect_secrets.util.filetype import determine_file_type
+
+            table = keyword.REGEX_BY_FILETYPE.get(
+                determine_file_type(_SUBMITTED), keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
+            )
+            return tuple(table)
+        except (ImportError, AttributeError):  # another version of detect-secrets: its gate screens it
+            return gate
+    return gate
+
+
+@lru_cache(maxsize=1)
+def _gate_screen() -> tuple[prefilter.Screen, tuple[int, ...], tuple[int, ...]]:
+    """What may find something in a line, read together (prefilter.Screen): each plugin's reporting regexes,
+    which plugin each belongs to, and the plugins nothing is known of (always scanned)."""
+    plugins = _plugins()
+    reporting = [_reporting_regexes(plugin, gate) for plugin, gate in plugins]
+    owners = tuple(index for index, regexes in enumerate(reporting) for _ in regexes)
+    unknown = tuple(index for index, regexes in enumerate(reporting) if not regexes)
+    return prefilter.Screen([regex for regexes in reporting for regex in regexes]), owners, unknown
+
+
 def _detect_secrets_values(text: str) -> list[tuple[str, str]]:
     found = []
+    plugins = _plugins()
+    screen, owners, unknown = _gate_screen()
     for line in text.splitlines() or [text]:
         context = None
-        for plugin, gate in _plugins():
+        # The plugins a reporting regex of which could match the line (what none can match, none finds), in
+        # order; each one's gate is then searched as before.
+        for index in sorted({owners[i] for i in screen.possible(line)}.union(unknown)):
+            plugin, gate = plugins[index]
             if gate and not any(regex.search(line) for regex in gate):
                 continue
             context = context or get_code_snippet(lines=[line], line_number=1)
             for secret in (
                 _scan_line(
                     plugin=plugin,
-                    filename="submitted-text",
+                    filename=_SUBMITTED,
                     line=line,
                     line_number=0,
                     context=context,
@@ -239,8 +278,26 @@ def _is_match(kind: str, match: re.Match) -> bool:
     return True
 
 
+_SCREENS: dict[int, tuple[list, prefilter.Screen]] = {}
+
+
+def _screen(patterns) -> prefilter.Screen:
+    """The Screen of a list of (kind, pattern), read once for the list as it is."""
+    held = _SCREENS.get(id(patterns))
+    if held is None or len(held[0]) != len(patterns) or any(a is not b for a, b in zip(held[0], patterns)):
+        held = _SCREENS[id(patterns)] = (list(patterns), prefilter.Screen([pattern for _, pattern in patterns]))
+    return held[1]
+
+
 def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
-    for kind, pattern in patterns:
+    screen = _screen(patterns)
+    # Only the patterns that may match are applied (a sub of one that cannot would change nothing); once a
+    # replacement changed the text, the rest are screened again on the new text.
+    possible, position = screen.possible(text), 0
+    while position < len(possible):
+        index = possible[position]
+        position += 1
+        kind, pattern = patterns[index]
 
         def replace(match, kind=kind, pattern=pattern):
             if not _is_match(kind, match):
@@ -253,7 +310,10 @@ def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
             offset = match.start()
             return whole[: start - offset] + f"[REDACTED: {kind}]" + whole[end - offset :]
 
-        text = pattern.sub(replace, text)
+        replaced = pattern.sub(replace, text)
+        if replaced != text:
+            text = replaced
+            possible, position = [later for later in screen.possible(text) if later > index], 0
     return text
 
 

@@ -13,7 +13,7 @@ def normalise(text: str) -> str:
 
 
 def words(text: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+    return frozenset(_WORD.findall(text.lower())).difference(_STOP)
 
 
 def similarity(a: str, b: str) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
+from functools import cached_property
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
@@ -68,7 +69,7 @@ class PreparedCandidate:
     trust_origin: int = trust.Trust.AGENT
     sender: str = trust.Sender.AGENT
 
-    @property
+    @cached_property  # a batch asks for it per lookup and per row; the fields are not changed once prepared
     def fingerprint(self) -> str:
         return fingerprint(self.fields["trigger"], self.fields["content"])
 

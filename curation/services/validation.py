@@ -11,6 +11,13 @@ from curation.rules.access import clean_scope
 from curation.models import CONTENT_MAX, TRIGGER_MAX, Evidence, Kind, Signal
 
 TEXT_MAX = 2000
+# The choices' values, read once (a TextChoices' `.values` builds its list again at each read). Tuples: a
+# membership test compares as the list's did, so an unhashable value sent as a choice is refused, not raised.
+_KINDS = tuple(Kind.values)
+_SIGNALS = tuple(Signal.values)
+_EVIDENCE_KINDS = tuple(Evidence.EvidenceKind.values)
+_POLARITIES = tuple(Evidence.Polarity.values)
+_SOURCES = tuple(trust.Source.values)
 
 
 def _text(errors, data, field, *, required, max_length):
@@ -65,12 +72,12 @@ def clean_entry_fields(data: dict, *, fields) -> dict:
             except ValidationError as exc:
                 errors["conditions"] = exc.messages[0]
         elif field == "kind":
-            if data.get("kind") not in Kind.values:
-                errors["kind"] = f"One of: {', '.join(Kind.values)}."
+            if data.get("kind") not in _KINDS:
+                errors["kind"] = f"One of: {', '.join(_KINDS)}."
             cleaned["kind"] = data.get("kind")
         elif field == "signal":
-            if data.get("signal") not in Signal.values:
-                errors["signal"] = f"One of: {', '.join(Signal.values)}."
+            if data.get("signal") not in _SIGNALS:
+                errors["signal"] = f"One of: {', '.join(_SIGNALS)}."
             cleaned["signal"] = data.get("signal")
         elif field == "review_by":
             value = data.get("review_by")
@@ -105,13 +112,13 @@ def clean_evidence(item: dict, *, sender: str = trust.Sender.AGENT) -> dict:
     if not isinstance(item, dict):
         raise ValidationError({"evidence": ["Each piece of evidence is an object."]})
     kind = item.get("kind")
-    if kind not in Evidence.EvidenceKind.values:
-        errors["kind"] = f"One of: {', '.join(Evidence.EvidenceKind.values)}."
+    if kind not in _EVIDENCE_KINDS:
+        errors["kind"] = f"One of: {', '.join(_EVIDENCE_KINDS)}."
     signal = item.get("signal")
-    if signal not in Signal.values:
-        errors["signal"] = f"One of: {', '.join(Signal.values)}."
+    if signal not in _SIGNALS:
+        errors["signal"] = f"One of: {', '.join(_SIGNALS)}."
     polarity = item.get("polarity", Evidence.Polarity.SUPPORTS)
-    if polarity not in Evidence.Polarity.values:
+    if polarity not in _POLARITIES:
         errors["polarity"] = "supports or contradicts."
     excerpt = _text(errors, item, "excerpt", required=True, max_length=4000)
     task_ref = _text(errors, item, "task_ref", required=False, max_length=255)
@@ -134,8 +141,8 @@ def clean_evidence(item: dict, *, sender: str = trust.Sender.AGENT) -> dict:
     if observed_at is not None and not isinstance(observed_at, datetime.datetime):
         errors["observed_at"] = "A date-time in ISO 8601."
     source = item.get("source") or trust.Source.OWN
-    if source not in trust.Source.values:
-        errors["source"] = f"One of: {', '.join(trust.Source.values)}."
+    if source not in _SOURCES:
+        errors["source"] = f"One of: {', '.join(_SOURCES)}."
     elif "kind" not in errors and (
         refusal := trust.claim_refusal(source, kind=kind, evaluator=evaluator or "", sender=sender)
     ):

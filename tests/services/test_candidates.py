@@ -60,6 +60,8 @@ def test_human_correction_starts_at_095(make_candidate):
         ("content", "", "This field is required."),
         ("trigger", "x" * 501, "At most 500 characters"),
         ("kind", "rumour", "One of:"),
+        ("kind", ["fact"], "One of:"),  # a list or an object is a value like any other: refused, not raised
+        ("signal", {"self": 1}, "One of:"),
         ("confidence", 1.5, "A number from 0 to 1."),
     ],
 )
@@ -68,6 +70,16 @@ def test_create_candidate_refuses_bad_fields_and_writes_nothing(db, field, value
         services.create_candidate(data=candidate_data(**{field: value}), actor_label="agent:ci")
     assert message in exc.value.message_dict[field][0]
     assert not Entry.objects.exists() and not Event.objects.exists()
+
+
+def test_evidence_whose_choices_are_lists_or_objects_is_refused_field_by_field(db):
+    piece = {"kind": ["tool_output"], "signal": {"a": 1}, "polarity": ["supports"], "source": ["own"], "excerpt": "x"}
+    with pytest.raises(ValidationError) as exc:
+        services.create_candidate(data=candidate_data(), evidence=[piece], actor_label="agent:ci")
+    errors = exc.value.message_dict
+    assert [errors[f"evidence[0].{name}"][0][:7] for name in ("kind", "signal", "source")] == ["One of:"] * 3
+    assert errors["evidence[0].polarity"] == ["supports or contradicts."]
+    assert not Entry.objects.exists()
 
 
 def test_similar_active_entries_are_linked(make_candidate, lead):
