@@ -1,18 +1,22 @@
 """Published memory versions at scale.
 
-    .venv/bin/python benchmarks/release_bench.py [--entries 200000] [--scopes 200] [--changes 1000,10000]
-                                                  [--queries 500]        (make bench-release)
+    .venv/bin/python benchmarks/release_bench.py [--entries 1000000] [--scopes 200] [--changes 1000,100000]
+                                                  [--rounds 1] [--queries 500]        (make bench-release)
 
 1. Publish: on a memory of --entries active entries already released as one version, change N entries
-   (a new base confidence and content, with the Event a decision writes) and time publish_version for each N:
-   the work must grow with N, not with the memory.
+   (a new base confidence and content, with the Event a decision writes) and publish them with
+   publish_version; change N others and publish them with the raw statements a minimal publish runs. Both
+   commit; --rounds paired rounds per N, each swapping which side goes first. Prints each side's time, the
+   CPU of this process and of its database backend, publish / raw, and the load average, then the medians.
+   The work must grow with N, not with the memory.
 2. Retrieval: the same --queries (scope, three words) answered from the published version
    (selectors.releases.retrieve_released, what the API reads now) and from the live rows
    (selectors.retrieve_memory, what the API read before versions), in the same run, in process:
-   p50 and p99 of each.
+   p50 and p99 of each (--queries 0 skips it).
 
 Uses its own PostgreSQL database (BENCH_DATABASE_URL, default memoryadmin_release_bench), filled on the first
-run and reused afterwards (entries with api_bench's generator).
+run and reused afterwards (entries with api_bench's generator). The database CPU is read from
+/proc/<backend pid>/schedstat: the server must run on this machine.
 """
 
 import argparse
