@@ -1,18 +1,22 @@
 """Published memory versions at scale.
 
-    .venv/bin/python benchmarks/release_bench.py [--entries 200000] [--scopes 200] [--changes 1000,10000]
-                                                  [--queries 500]        (make bench-release)
+    .venv/bin/python benchmarks/release_bench.py [--entries 1000000] [--scopes 200] [--changes 1000,100000]
+                                                  [--rounds 1] [--queries 500]        (make bench-release)
 
 1. Publish: on a memory of --entries active entries already released as one version, change N entries
-   (a new base confidence and content, with the Event a decision writes) and time publish_version for each N:
-   the work must grow with N, not with the memory.
+   (a new base confidence and content, with the Event a decision writes) and publish them with
+   publish_version; change N others and publish them with the raw statements a minimal publish runs. Both
+   commit; --rounds paired rounds per N, each swapping which side goes first. Prints each side's time, the
+   CPU of this process and of its database backend, publish / raw, and the load average, then the medians.
+   The work must grow with N, not with the memory.
 2. Retrieval: the same --queries (scope, three words) answered from the published version
    (selectors.releases.retrieve_released, what the API reads now) and from the live rows
    (selectors.retrieve_memory, what the API read before versions), in the same run, in process:
-   p50 and p99 of each.
+   p50 and p99 of each (--queries 0 skips it).
 
 Uses its own PostgreSQL database (BENCH_DATABASE_URL, default memoryadmin_release_bench), filled on the first
-run and reused afterwards (entries with api_bench's generator).
+run and reused afterwards (entries with api_bench's generator). The database CPU is read from
+/proc/<backend pid>/schedstat: the server must run on this machine.
 """
 
 import argparse
@@ -109,14 +113,18 @@ def make_changes(n: int, rng) -> list[int]:
         """,
             [ids],
         )
+        # What autovacuum (off on the bench's server) keeps true: the history grows by N a round, and planned
+        # on stale counts the raw side's read of the pending Events became a scan of every Event.
+        cursor.execute("ANALYZE curation_event")
     return ids
 
 
 def raw_publish(number: int, since: int) -> tuple[float, int]:
-    """The statements a minimal publish of the pending entries must run, hand-written, timed and rolled
-    back: the entries the Events from id `since` on name (the pending ones), their open rows closed at `number` and
-    their new rows copied from the live rows, the version row, the pointer moved and the version's Event.
-    (seconds, rows copied)."""
+    """The statements a minimal publish of the pending entries must run, hand-written, timed and committed
+    (the durable work a publish does): the entries the Events from id `since` on name (the pending ones),
+    their open rows closed at `number` and their new rows copied from the live rows, the version row, the
+    pointer moved and the version's Event. What it writes is a version as a publish makes it, so the next
+    publish starts from it. (seconds, rows copied)."""
     from django.db import connection, transaction
 
     from curation.rules.versions import RELEASED_FIELDS
@@ -155,15 +163,35 @@ def raw_publish(number: int, since: int) -> tuple[float, int]:
                VALUES ('memory version ' || %s, 'bench', 'version_published', 'raw', '', now(), %s, '{}', '{}')""",
             [number, version_id],
         )
-        seconds = time.perf_counter() - started
-        transaction.set_rollback(True)
-    return seconds, copied
+    return time.perf_counter() - started, copied
 
 
-def bench_publish(sizes: list[int]) -> list[tuple]:
-    """For each N: N entries changed, the raw statements timed (rolled back), publish_version timed with
-    the queries it ran, and the raw statements of the same rows timed again on the next version (rolled
-    back): the ratio is publish over the faster of the two raw runs."""
+def backend_cpu_ns() -> int:
+    """The CPU time this connection's PostgreSQL backend has used so far (ns, the kernel's exact count; the
+    server runs on this machine)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def measured(run) -> tuple:
+    """(run's answer, seconds of this process's CPU, seconds of its database backend's CPU)."""
+    cpu, db = time.process_time(), backend_cpu_ns()
+    answer = run()
+    return answer, time.process_time() - cpu, (backend_cpu_ns() - db) / 1e9
+
+
+def bench_publish(sizes: list[int], rounds: int) -> list[tuple]:
+    """For each N, `rounds` paired rounds: N entries changed and published by publish_version (timed with the
+    queries it ran), and N others changed and published by the raw statements; both commit, and every round
+    swaps which goes first. Each side changes its own random N of the same memory, so each closes open rows
+    as scattered as the other's, and each starts from the version the other made."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -175,32 +203,53 @@ def bench_publish(sizes: list[int]) -> list[tuple]:
     cache.get("bench")  # the process's first cache access (its client's import), paid once, not per publish
     rng = random.Random(11)
     results = []
-    for n in sizes:
-        make_changes(n, rng)
-        since = releases.published_version().pending_from_event
-        raw_before, copied = raw_publish(releases.head_number() + 1, since)
+
+    def app(n):
         with CaptureQueriesContext(connection) as queries:
             started = time.perf_counter()
             version = publish_version(actor=None, actor_label="bench", summary=f"bench: {n} changes", acknowledge=True)
             seconds = time.perf_counter() - started
-        # The same rows copied once more onto the next version, for a figure as warm as the publish's.
-        raw_after, _ = raw_publish(releases.head_number() + 1, since)
-        raw = min(raw_before, raw_after)
-        results.append((n, seconds, raw, len(queries), version.changed))
-        print(
-            f"publish {n:,} changes: {seconds:.2f} s, {len(queries)} queries (version {version.number}, "
-            f"{version.changed:,} changed); raw statements {raw_before:.2f} s / {raw_after:.2f} s "
-            f"({copied:,} rows); publish / raw {seconds / raw:.2f}x",
-            flush=True,
-        )
+        return seconds, len(queries), version.changed
+
+    def raw(n):
+        since, number = releases.published_version().pending_from_event, releases.head_number() + 1
+        return measured(lambda: raw_publish(number, since))
+
+    for n in sizes:
+        for round_ in range(rounds):
+            sides = {}
+            for side in ("app", "raw") if round_ % 2 == 0 else ("raw", "app"):
+                make_changes(n, rng)
+                sides[side] = measured(lambda: app(n)) if side == "app" else raw(n)
+            (seconds, queries, changed), app_cpu, app_db = sides["app"]
+            (raw_seconds, copied), raw_cpu, raw_db = sides["raw"]
+            results.append((n, seconds, raw_seconds, queries, app_cpu + app_db, raw_cpu + raw_db))
+            print(
+                f"publish {n:,} changes, round {round_ + 1} ({'publish' if round_ % 2 == 0 else 'raw'} first): "
+                f"publish {seconds:.3f} s, {queries} queries, {changed:,} changed, CPU {app_cpu * 1e3:.0f} ms here + "
+                f"{app_db * 1e3:.0f} ms database; raw {raw_seconds:.3f} s ({copied:,} rows), CPU "
+                f"{raw_cpu * 1e3:.0f} + {raw_db * 1e3:.0f} ms; publish / raw {seconds / raw_seconds:.2f}x "
+                f"(CPU {(app_cpu + app_db) / (raw_cpu + raw_db):.2f}x); load {load()}",
+                flush=True,
+            )
     return results
 
 
 def print_table(entries: int, results: list[tuple]) -> None:
-    print(f"\nPublish at {entries:,} entries (target: publish / raw <= 1.5x)")
-    print(f"{'changes':>10} {'publish s':>10} {'raw s':>8} {'ratio':>7} {'queries':>8}")
-    for n, seconds, raw, queries, _changed in results:
-        print(f"{n:>10,} {seconds:>10.2f} {raw:>8.2f} {seconds / raw:>6.2f}x {queries:>8}")
+    print(f"\nPublish at {entries:,} entries (target: publish / raw <= 1.5x; both commit; median of the rounds)")
+    print(
+        f"{'changes':>10} {'rounds':>7} {'publish s':>10} {'raw s':>8} {'ratio':>7} {'CPU ratio':>10} "
+        f"{'CPU/change ms':>14} {'raw CPU/change':>15} {'queries':>8}"
+    )
+    for n in dict.fromkeys(r[0] for r in results):
+        mine = [r for r in results if r[0] == n]
+        med = statistics.median
+        print(
+            f"{n:>10,} {len(mine):>7} {med(r[1] for r in mine):>10.3f} {med(r[2] for r in mine):>8.3f} "
+            f"{med(r[1] / r[2] for r in mine):>6.2f}x {med(r[4] / r[5] for r in mine):>9.2f}x "
+            f"{med(r[4] for r in mine) / n * 1e3:>14.4f} {med(r[5] for r in mine) / n * 1e3:>15.4f} "
+            f"{max(r[3] for r in mine):>8}"
+        )
     print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
 
 
@@ -242,6 +291,7 @@ def main() -> int:
     parser.add_argument("--scopes", type=int, default=200)
     parser.add_argument("--changes", default="1000,100000")
     parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=1, help="paired rounds per size (publish and raw)")
     args = parser.parse_args()
 
     ensure_database(DB_URL)
@@ -254,8 +304,9 @@ def main() -> int:
     fill(args.entries, args.scopes)
     release_everything()
     print(f"memory: {args.entries:,} active entries across {args.scopes} scopes", flush=True)
-    print_table(args.entries, bench_publish([int(n) for n in args.changes.split(",") if n]))
-    bench_retrieval(args.scopes, args.queries)
+    print_table(args.entries, bench_publish([int(n) for n in args.changes.split(",") if n], args.rounds))
+    if args.queries:
+        bench_retrieval(args.scopes, args.queries)
     return 0
 
 

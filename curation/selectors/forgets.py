@@ -33,6 +33,7 @@ from .entries import visible_entries
 from .forget_quotes import quotes_of_many
 from .paging import Page, capped_count, read_page
 from .similar import similar_active_entries_many
+from .sql import ScopeOverlapsAny
 
 PAGE_SIZE = 20
 WAITING = (ForgetRequest.State.OPEN, ForgetRequest.State.REOPENED)  # what a lead has to decide
@@ -329,8 +330,7 @@ def tombstones_for(lessons: list[tuple[str, str, str]]) -> list[Tombstone | None
     """tombstone_for of many (scope, trigger, content) at once, in one query: a batch's."""
     if not lessons:
         return []
-    overlapping = access.overlapping_any_scope_q(scope for scope, _, _ in lessons)
-    stones = list(Tombstone.objects.filter(overlapping).order_by("id"))
+    stones = list(Tombstone.objects.filter(ScopeOverlapsAny(scope for scope, _, _ in lessons)).order_by("id"))
     if not stones:  # the usual answer: no lesson's text is worth reading
         return [None] * len(lessons)
     comparable = _comparable(stones, tombstone_keys())

@@ -419,6 +419,36 @@ ACTIVE_TEXTS_SQLITE = """
 """
 
 
+class ScopeOverlapsAny(Func):
+    """access.overlapping_any_scope_q of `scopes` as two parameters (id_set_param's forms): the scope is one of
+    their ancestors (or one of them), or lies below one of them (LIKE '<scope>/%', as startswith). A release
+    or a batch names hundreds of scopes, and a condition per scope cost more to build, compile and plan than
+    the few rows (tombstones) it reads."""
+
+    conditional = True
+    output_field = BooleanField()
+
+    def __init__(self, scopes, column: str = "scope"):
+        super().__init__(F(column))
+        scopes = sorted(set(scopes))
+        self.ancestors = sorted({ancestor for scope in scopes for ancestor in access.scope_ancestors(scope)})
+        self.scopes = scopes
+
+    def as_sql(self, compiler, connection, **extra):
+        column, params = compiler.compile(self.source_expressions[0])
+        if not self.scopes:
+            return "1 = 0", []
+        below = [connection.ops.prep_for_like_query(scope) + "/%" for scope in self.scopes]
+        if connection.vendor == "postgresql":
+            sql = f"({column} = ANY(CAST(%s AS text[])) OR {column} LIKE ANY(CAST(%s AS text[])))"
+            return sql, [*params, pg_array(self.ancestors), *params, pg_array(below)]
+        sql = (
+            f"({column} IN (SELECT value FROM json_each(%s)) "
+            f"OR EXISTS (SELECT 1 FROM json_each(%s) AS below WHERE {column} LIKE below.value ESCAPE '\\'))"
+        )
+        return sql, [*params, json.dumps(self.ancestors), *params, json.dumps(below)]
+
+
 class IdIn(Func):
     """`id IN (...)` for a batch's ids in the ORM, as one parameter (id_in_sql): a list of thousands is not
     thousands of placeholders to compile, bind and parse, once per statement of a batch (SQLite refuses more

@@ -171,9 +171,11 @@ def _draft(prefix: str, entry_ids, also_entry_ids, now) -> _Draft:
     inside the publish's transaction."""
     pointer = _locked_pointer()
     published = pointer.version if pointer.version_id else None
-    base, head = (published.number if published else 0), reads.head_number()
-    seen_through = reads.last_event_id()
-    candidates = reads.draft_candidates(published, prefix, also_entry_ids=also_entry_ids)
+    if published is not None:  # read with the version, after the lock
+        base, head, seen_through = published.number, published.head, published.events_through or 0
+    else:  # nothing published (an emptied database): no version to read them with
+        base, head, seen_through = 0, reads.head_number(), reads.last_event_id()
+    candidates = reads.draft_candidates(published, prefix, also_entry_ids=also_entry_ids, head=head)
     if entry_ids is not None:
         candidates.entry_ids &= set(entry_ids)
         candidates.skill_ids = set()
@@ -313,11 +315,12 @@ def _locked_pointer() -> PublishedVersion:
     """The pointer row, locked until the transaction ends (an unsaved one where none exists yet). Locked
     alone, its version read after: PostgreSQL re-reads a row it waited for, but a locking read joined to
     the version drops the row when the winner switched it to a version it just made, and the loser would
-    then insert a second pointer."""
+    then insert a second pointer. The version comes with the newest number and the last Event's id
+    (reads.version_with_head), read after the lock too, so a publish that waited sees its winner's."""
     pointer = PublishedVersion.objects.select_for_update().filter(pk=1).first()
     if pointer is None:
         return PublishedVersion(pk=1)
-    pointer.version = MemoryVersion.objects.get(pk=pointer.version_id)
+    pointer.version = reads.version_with_head(pointer.version_id)
     return pointer
 
 

@@ -172,3 +172,28 @@ def test_with_no_tombstone_in_the_scopes_nothing_is_read(forgotten, monkeypatch,
     monkeypatch.setattr(reads.Lesson, "of", refuse)
     with django_assert_num_queries(1):
         assert reads.tombstones_for([("globex/web", TRIGGER, CONTENT)] * 50) == [None] * 50
+
+
+def test_a_tombstone_holds_in_its_scope_below_and_above_it_but_not_beside_it(forgotten):
+    """A lesson is held where its scope and the tombstone's overlap (one is the other or lies under it); a
+    sibling whose name starts the same is not, nor a scope whose "_" a LIKE would take for any character."""
+    first = SCOPE.split("/")[0]
+    assert _held([(TRIGGER, CONTENT)] * 5, scope=SCOPE) == [True] * 5
+    assert _held([(TRIGGER, CONTENT)], scope=f"{SCOPE}/deeper/still") == [True]
+    assert _held([(TRIGGER, CONTENT)], scope=first) == [True]
+    assert _held([(TRIGGER, CONTENT)], scope=f"{SCOPE}-beside") == [False]
+    assert _held([(TRIGGER, CONTENT)], scope=first[:-1] + "_") == [False]
+
+
+def test_the_tombstones_of_many_scopes_are_read_by_one_condition_whatever_their_number(forgotten):
+    """A release or a batch names hundreds of scopes: the read of their tombstones is one statement whose
+    text does not grow with them (a prefix condition per scope cost more to build and plan than the rows)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    scopes = [f"{SCOPE}/team{i}" for i in range(60)] + [f"other{i}/web" for i in range(60)]
+    with CaptureQueriesContext(connection) as queries:
+        held = reads.tombstones_for([(scope, TRIGGER, CONTENT) for scope in scopes])
+    assert [stone is not None for stone in held] == [True] * 60 + [False] * 60
+    assert len(queries) == 1
+    assert queries[0]["sql"].upper().count("LIKE") == 1

@@ -299,3 +299,26 @@ def test_the_failed_outcomes_have_their_own_index_on_every_partition_of_the_hist
         months = cursor.fetchone()[0]
     assert months and len(found) == months
     assert all("outcome_failure" in definition and "(entry_id, created_at)" in definition for _, definition in found)
+
+
+def test_a_publish_reads_where_it_starts_from_in_one_statement_after_the_lock(lead, reviewer):
+    """The published version, the newest version's number and the last Event's id come in one read after the
+    pointer is locked (three round trips read them apart, and the newest number was read twice): the version
+    is numbered after the newest, and what is pending next starts after the last Event it saw."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    active(reviewer, scope="acme/billing-api", boundary="b")
+    seen = Event.objects.order_by("-pk").first().pk
+    with CaptureQueriesContext(connection) as queries:
+        version = publish_version(actor=lead, summary="one lesson")
+    statements = [" ".join(q["sql"].split()) for q in queries]
+    lock = next(
+        i for i, sql in enumerate(statements) if sql.startswith("SELECT") and "curation_publishedversion" in sql
+    )
+    version_reads = [
+        i for i, sql in enumerate(statements) if sql.startswith("SELECT") and "curation_memoryversion" in sql
+    ]
+    event_reads = [i for i, sql in enumerate(statements) if sql.startswith("SELECT MAX") and "curation_event" in sql]
+    assert (version_reads, event_reads) == ([lock + 1], [])
+    assert (version.number, version.pending_from_event) == (2, seen + 1)
