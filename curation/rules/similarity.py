@@ -28,6 +28,28 @@ def jaccard(wa: frozenset, wb: frozenset) -> float:
     return shared / (len(wa) + len(wb) - shared)  # the size of the union, without building it
 
 
+_TRIGRAM_WORD = re.compile(r"[a-z0-9]+")
+
+
+def trigrams(text: str) -> frozenset[str] | None:
+    """The trigrams PostgreSQL's pg_trgm forms of an ASCII text (each word of letters and digits, lowercased,
+    two spaces before it and one after), so that trigram_similarity of two of them is its similarity(); None
+    for a text with another character, whose words and case the database's locale decides."""
+    if not text.isascii():
+        return None
+    return frozenset(
+        padded[k : k + 3]
+        for word in _TRIGRAM_WORD.findall(text.lower())
+        for padded in (f"  {word} ",)
+        for k in range(len(word) + 1)
+    )
+
+
+def trigram_similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """pg_trgm's similarity() of two trigram sets: the shared trigrams over all of them."""
+    return jaccard(a, b)
+
+
 def fingerprint(trigger: str, content: str) -> str:
     """Equal for lessons that differ only in case, punctuation and spacing: the exact-duplicate key."""
     return hashlib.sha256(f"{normalise(trigger)}\n{normalise(content)}".encode()).hexdigest()
