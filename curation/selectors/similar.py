@@ -13,7 +13,7 @@ from django.db import connection
 
 from curation.rules import access, config, minhash
 from curation.models import Entry
-from curation.rules.similarity import jaccard, trigram_similarity, trigrams, words
+from curation.rules.similarity import jaccard, trigram_similarity_bound, trigram_sketch, words
 
 from . import sql
 
@@ -27,9 +27,9 @@ def _pooled_words(text: str) -> frozenset[str]:
     return words(text)
 
 
-@lru_cache(maxsize=WORDS_REMEMBERED)  # the same for trigrams, on PostgreSQL
-def _pooled_trigrams(text: str) -> frozenset[str] | None:
-    return trigrams(text)
+@lru_cache(maxsize=WORDS_REMEMBERED)  # the same for their trigrams, on PostgreSQL: ~600 bytes each
+def _pooled_sketch(text: str) -> tuple[int, int, int] | None:
+    return trigram_sketch(text)
 
 
 def _text(entry: Entry) -> str:
@@ -87,9 +87,10 @@ def _holding_active(scopes: set[str]) -> set[str]:
 
 def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:
     """The entries sharing a key, read with their text (SHARING_BANDS_SQL); of those, the ones whose trigrams
-    may reach the threshold scored by the database (SIMILAR_SCORES_SQL). An ASCII pair's trigrams are the ones
-    similarity() counts (similarity.trigrams), so a pair below the threshold here is below it there: most
-    pairs sharing a key are, and similarity(), which splits both texts again each time, runs on the rest."""
+    may reach the threshold scored by the database (SIMILAR_SCORES_SQL). An ASCII text's trigrams are the ones
+    similarity() counts (similarity.trigrams), and a bound of a pair's similarity from their sketches never
+    falls below it, so a pair below the threshold here is below it there: most pairs sharing a key are, and
+    similarity(), which splits both texts again each time, runs on the rest."""
     equal, under = _probes(entries, keys)
     found: dict[int, list[tuple[int, float]]] = {}
     if not under:
@@ -112,16 +113,16 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
         )
         shared = cursor.fetchall()
         threshold = config.SIMILAR_THRESHOLD.value
-        mine = [_pooled_trigrams(text) for text in texts]
-        pairs = [row for row in shared if _may_reach(mine[row[0]], _pooled_trigrams(row[2]), threshold)]
+        mine = [_pooled_sketch(text) for text in texts]
+        theirs = {pk: _pooled_sketch(text) for _, pk, text in shared if text is not None}
+        pairs = [(n, pk) for n, pk, _ in shared if _may_reach(mine[n], theirs[pk], threshold)]
         if not pairs:
             return found
         cursor.execute(
             sql.SIMILAR_SCORES_SQL,
             {
-                "pair_ns": sql.pg_array(n for n, _, _ in pairs),
-                "pair_ids": sql.pg_array(pk for _, pk, _ in pairs),
-                "pair_texts": sql.pg_array(text for _, _, text in pairs),
+                "pair_ns": sql.pg_array(n for n, _ in pairs),
+                "pair_ids": sql.pg_array(pk for _, pk in pairs),
                 "texts": sql.pg_array(texts),
                 "threshold": threshold,
             },
@@ -138,12 +139,12 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
 _FLOAT4_MARGIN = 1e-6
 
 
-def _may_reach(mine: frozenset[str] | None, theirs: frozenset[str] | None, threshold: float) -> bool:
-    """Can similarity() of the two texts reach the threshold? Surely not when both are ASCII and their
-    trigrams are less alike; a text with another character is left to the database."""
+def _may_reach(mine: tuple | None, theirs: tuple | None, threshold: float) -> bool:
+    """Can similarity() of the two texts reach the threshold? Surely not when both are ASCII and the bound of
+    their trigrams' similarity is below it; a text with another character is left to the database."""
     if mine is None or theirs is None:
         return True
-    return trigram_similarity(mine, theirs) >= threshold - _FLOAT4_MARGIN
+    return trigram_similarity_bound(mine, theirs) >= threshold - _FLOAT4_MARGIN
 
 
 def _similar_portable(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:

@@ -331,8 +331,9 @@ def supersedes_chain_sql() -> str:
 # scope to the scope followed by "0", the character after "/", keeping the scope itself and what starts with
 # "<scope>/", not a sibling such as "<scope>-x" that sorts inside it); both columns equal or ranged, so each
 # probe reads only the key's rows in those scopes. Answers the shared active entries (the text itself left
-# out, at most %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) with their text, which the caller
-# screens before SIMILAR_SCORES_SQL ranks what may pass. The arrays come as literals (pg_array).
+# out, at most %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) with their text, once per entry (on its
+# first row; many texts of a batch share a partner), which the caller screens before SIMILAR_SCORES_SQL ranks
+# what may pass. The arrays come as literals (pg_array).
 SHARING_BANDS_SQL = """
     WITH shared AS (
         SELECT k.n, b.entry_id
@@ -348,24 +349,27 @@ SHARING_BANDS_SQL = """
              AND (b.scope = k.scope OR b.scope ~>=~ (k.scope || '/'))
     ), c AS (
         SELECT * FROM unnest(CAST(%(ns)s AS int[]), CAST(%(ids)s AS bigint[])) AS c(n, id)
-    )
-    SELECT n, id, text FROM (
-        SELECT c.n, e.id, e.trigger || ' ' || e.content AS text,
-               row_number() OVER (PARTITION BY c.n ORDER BY e.id DESC) AS newest
+    ), partners AS (
+        SELECT c.n, e.id, e.trigger, e.content, row_number() OVER (PARTITION BY c.n ORDER BY e.id DESC) AS newest
         FROM shared s JOIN c ON c.n = s.n JOIN curation_entry e ON e.id = s.entry_id
         WHERE e.status = 'active' AND e.id IS DISTINCT FROM c.id
-    ) AS partners
+    )
+    SELECT n, id, CASE WHEN row_number() OVER (PARTITION BY id) = 1 THEN trigger || ' ' || content END
+    FROM partners
     WHERE newest <= %(read)s
 """
 
-# The trigram similarity of the pairs SHARING_BANDS_SQL found and the caller kept (text n, the entry's id and
-# its text as read there; the arrays as literals), of those at %(threshold)s or above: the caller ranks them.
+# The trigram similarity of the (text n, entry id) pairs SHARING_BANDS_SQL found and the caller kept (the
+# arrays as literals), each entry's text read again by its id, of those at %(threshold)s or above: the caller
+# ranks them.
 SIMILAR_SCORES_SQL = """
     SELECT p.n, p.id, scored.score
-    FROM unnest(CAST(%(pair_ns)s AS int[]), CAST(%(pair_ids)s AS bigint[]), CAST(%(pair_texts)s AS text[]))
-         AS p(n, id, text)
+    FROM unnest(CAST(%(pair_ns)s AS int[]), CAST(%(pair_ids)s AS bigint[])) AS p(n, id)
     JOIN unnest(CAST(%(texts)s AS text[])) WITH ORDINALITY AS c(text, n) ON c.n = p.n + 1
-    CROSS JOIN LATERAL (SELECT similarity(p.text, c.text) AS score) AS scored
+    CROSS JOIN LATERAL (
+        SELECT similarity(e.trigger || ' ' || e.content, c.text) AS score
+        FROM curation_entry e WHERE e.id = p.id AND e.status = 'active'
+    ) AS scored
     WHERE scored.score >= %(threshold)s
 """
 

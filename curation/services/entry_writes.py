@@ -98,6 +98,7 @@ from curation.selectors.sql import IdIn
 
 from . import event_sql
 from .errors import ConcurrentChange, Forgotten, InvalidTransition, StaleDecision
+from .rows import insert_rows
 from .events import actor_label_for, record_event
 
 # What write_entry writes back: everything a decision may change. Not the usage counters
@@ -366,8 +367,8 @@ def insert_entries(
     new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str, decide: Decide | None = None
 ) -> int:
     """insert_entry for many (entry, its Event's reason), each decided by `decide` when given: one insert for
-    the entries, one for their band keys, one INSERT ... SELECT for their Events (event_sql). Answers the
-    Events written."""
+    the entries (rows.insert_rows: one JSON document on PostgreSQL), one for their band keys, one INSERT ...
+    SELECT for their Events (event_sql). Answers the Events written."""
     rules = None
     noted = []
     for entry, reason in new:
@@ -387,8 +388,8 @@ def insert_entries(
         ]
     )
     for entry, *_ in noted:
-        entry.refresh_decay_key()  # bulk_create does not call save()
-    Entry.objects.bulk_create([entry for entry, *_ in noted])
+        entry.refresh_decay_key()  # an insert of many does not call save()
+    insert_rows([entry for entry, *_ in noted])
     _write_bands([entry for entry, *_ in noted])
     # The Events set-based, from the rows just inserted: each one's whole first version, as insert_entry's.
     return event_sql.insert_first_events(noted, at=at)

@@ -13,7 +13,7 @@ from django.db.models.functions import Concat
 from curation import services
 from curation.models import Entry, EntryBand, Status
 from curation.rules import access, config, minhash
-from curation.rules.similarity import similarity, trigram_similarity, trigrams
+from curation.rules.similarity import jaccard, similarity, trigrams
 from curation.selectors import similar_active_entries, similar_active_entries_many
 from curation.services.forgets import approve_forget_request, file_forget_request
 from tests.factories import active
@@ -191,9 +191,7 @@ def test_the_trigrams_of_an_ascii_text_are_the_ones_postgresql_counts():
             cursor.execute("SELECT show_trgm(%s)", [text])
             assert sorted(trigrams(text)) == sorted(cursor.fetchone()[0]), text
             cursor.execute("SELECT similarity(%s, %s)", [text, _text(PARAPHRASE)])
-            assert trigram_similarity(trigrams(text), trigrams(_text(PARAPHRASE))) == pytest.approx(
-                cursor.fetchone()[0], abs=1e-6
-            )
+            assert jaccard(trigrams(text), trigrams(_text(PARAPHRASE))) == pytest.approx(cursor.fetchone()[0], abs=1e-6)
     assert trigrams("Сброс кэша webhook") is None
 
 
@@ -231,7 +229,7 @@ def test_a_text_beyond_ascii_is_scored_by_the_database_whatever_its_ascii_words_
     probe = make_candidate(scope="acme/payroll", trigger=f"{shared} omega", content="delta zeta gamma.")
     assert set(minhash.band_keys(_text(vars(known)))) & set(minhash.band_keys(_text(vars(probe))))
     ascii_only = (trigrams(_text(vars(e)).encode("ascii", "ignore").decode()) for e in (known, probe))
-    assert trigram_similarity(*ascii_only) < 0.35
+    assert jaccard(*ascii_only) < 0.35
     assert [pk for pk, _ in similar_active_entries(probe)] == [known.pk]
 
 
