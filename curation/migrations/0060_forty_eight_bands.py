@@ -1,11 +1,12 @@
-"""Near-duplicate band keys: 48 bands where there were 32 (rules/minhash), so that lessons whose trigrams reach
-the threshold while their words are 0.2-0.3 alike share a key. The first 32 bands' keys stay as they are (the
+"""Near-duplicate band keys on PostgreSQL: 48 bands where there were 32 (rules/minhash.bands_for), so that
+lessons whose trigrams reach the threshold while their words are 0.2-0.3 alike share a key (elsewhere the
+measure is the words', and 32 stay). The first 32 bands' keys stay as they are (the
 hashes are read in order from one digest); every entry that has keys gets the new bands' keys, one that has
 none (a held submission, a forgotten entry) still has none. Back: the new bands' keys removed."""
 
 from django.db import migrations
 
-from curation.rules.minhash import band_keys
+from curation.rules.minhash import band_keys, bands_for
 
 FILL_BATCH = 2000
 OLD_BANDS = 32
@@ -13,6 +14,9 @@ BAND_SHIFT = 56  # a key's band number sits above its two 28-bit values (rules/m
 
 
 def add_bands(apps, schema_editor):
+    bands = bands_for(schema_editor.connection.vendor)
+    if bands <= OLD_BANDS:
+        return
     Entry = apps.get_model("curation", "Entry")
     EntryBand = apps.get_model("curation", "EntryBand")
     rows = Entry.objects.order_by("id").values_list("id", "scope", "trigger", "content")
@@ -28,7 +32,7 @@ def add_bands(apps, schema_editor):
             EntryBand(entry_id=pk, scope=scope, band=band)
             for pk, scope, trigger, content in batch
             if pk in banded
-            for band in band_keys(f"{trigger} {content}")[OLD_BANDS:]
+            for band in band_keys(f"{trigger} {content}", bands)[OLD_BANDS:]
         )
 
 

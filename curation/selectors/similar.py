@@ -43,7 +43,8 @@ def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tu
     entries = list(entries)
     if not entries:
         return {}
-    keys = [minhash.band_keys(_text(entry)) for entry in entries]
+    bands = minhash.bands_for(connection.vendor)
+    keys = [minhash.band_keys(_text(entry), bands) for entry in entries]
     if connection.vendor == "postgresql":
         found = _similar_postgres(entries, keys, limit)
     else:

@@ -404,11 +404,12 @@ def _write_bands(entries: list[Entry], *, replace: bool = False, forgotten: bool
     removed first). None for a held submission or a forgotten entry: their text is a marker."""
     if replace:
         EntryBand.objects.filter(entry_id__in=[e.pk for e in entries]).delete()
+    bands = minhash.bands_for(connection.vendor)
     keyed = [
         (entry, keys)
         for entry in entries
         if entry.held_by_id is None and not forgotten
-        for keys in (minhash.band_keys(f"{entry.trigger} {entry.content}"),)
+        for keys in (minhash.band_keys(f"{entry.trigger} {entry.content}", bands),)
         if keys
     ]
     if not keyed:
@@ -416,7 +417,7 @@ def _write_bands(entries: list[Entry], *, replace: bool = False, forgotten: bool
     table = EntryBand._meta.db_table
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # An entry's id and scope once and all the keys in one array (each a literal: sql.pg_array), BANDS
+            # An entry's id and scope once and all the keys in one array (each a literal: sql.pg_array), `bands`
             # keys an entry: a batch's 24,000 rows built by the database, not item by item here.
             cursor.execute(
                 f"INSERT INTO {table} (entry_id, scope, band) "
@@ -427,8 +428,8 @@ def _write_bands(entries: list[Entry], *, replace: bool = False, forgotten: bool
                     "{" + ",".join(str(entry.pk) for entry, _ in keyed) + "}",
                     sql.pg_array(entry.scope for entry, _ in keyed),
                     "{" + ",".join(str(key) for _, keys in keyed for key in keys) + "}",
-                    minhash.BANDS,
-                    minhash.BANDS,
+                    bands,
+                    bands,
                 ],
             )
         else:

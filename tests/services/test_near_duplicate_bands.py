@@ -38,6 +38,11 @@ def _text(fields) -> str:
     return f"{fields['trigger']} {fields['content']}"
 
 
+def _keys(text: str) -> tuple[int, ...]:
+    """The keys this database stores of a text: its measure's number of bands."""
+    return minhash.band_keys(text, minhash.bands_for(connection.vendor))
+
+
 def _stored_bands(entry) -> set[tuple[str, int]]:
     return set(EntryBand.objects.filter(entry=entry).values_list("scope", "band"))
 
@@ -49,11 +54,13 @@ def test_a_paraphrase_shares_a_band_key_and_an_unrelated_text_none():
     assert not lesson & unrelated
     assert minhash.band_keys(_text(LESSON)) == minhash.band_keys(_text(LESSON).upper())  # the measure's words
     assert minhash.band_keys("the of and") == ()  # no word, no key
+    # fewer bands are the first ones: a migration that adds bands leaves the stored keys as they are
+    assert minhash.band_keys(_text(LESSON), minhash.WORD_MEASURE_BANDS) == minhash.band_keys(_text(LESSON))[:32]
 
 
 def test_the_write_path_stores_an_entrys_keys_and_the_lookup_finds_the_paraphrase_only(reviewer, make_candidate):
     known = active(reviewer, scope="acme/billing-api", **LESSON)
-    assert _stored_bands(known) == {("acme/billing-api", key) for key in minhash.band_keys(_text(LESSON))}
+    assert _stored_bands(known) == {("acme/billing-api", key) for key in _keys(_text(LESSON))}
     paraphrase = make_candidate(scope="acme/billing-api", **PARAPHRASE)
     unrelated = make_candidate(scope="acme/billing-api", **UNRELATED)
     assert [pk for pk, _ in similar_active_entries(paraphrase)] == [known.pk]
@@ -64,12 +71,12 @@ def test_the_write_path_stores_an_entrys_keys_and_the_lookup_finds_the_paraphras
 
 def test_an_edit_rewrites_the_keys_and_a_forget_removes_them(reviewer, lead, make_candidate):
     entry = make_candidate(scope="acme/payroll", **LESSON)
-    assert _stored_bands(entry) == {("acme/payroll", key) for key in minhash.band_keys(_text(LESSON))}
+    assert _stored_bands(entry) == {("acme/payroll", key) for key in _keys(_text(LESSON))}
     entry = services.edit_and_approve(
         entry.pk, actor=lead, expected_version=entry.version, changes={"content": PARAPHRASE["content"]}
     )
     assert _stored_bands(entry) == {
-        ("acme/payroll", key) for key in minhash.band_keys(f"{LESSON['trigger']} {PARAPHRASE['content']}")
+        ("acme/payroll", key) for key in _keys(f"{LESSON['trigger']} {PARAPHRASE['content']}")
     }
     request = file_forget_request(entry_id=entry.pk, reason="The user asked us to forget this", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
@@ -206,7 +213,7 @@ DECOY = {
 def test_the_database_scores_only_the_pairs_whose_trigrams_may_reach_the_threshold(reviewer, make_candidate):
     known = active(reviewer, scope="acme/payroll", **LESSON)
     decoy = active(reviewer, scope="acme/payroll", **DECOY)
-    assert EntryBand.objects.filter(entry=decoy, band__in=minhash.band_keys(_text(PARAPHRASE))).exists()
+    assert EntryBand.objects.filter(entry=decoy, band__in=_keys(_text(PARAPHRASE))).exists()
     probe = make_candidate(scope="acme/payroll", **PARAPHRASE)
     scored = []
 
@@ -227,7 +234,7 @@ def test_a_text_beyond_ascii_is_scored_by_the_database_whatever_its_ascii_words_
     shared = "Перед ротацией ключа подписи всегда очищайте очередь вебхука и проверяйте журнал доставки"
     known = active(reviewer, scope="acme/payroll", trigger=f"{shared} omega", content="delta alpha lambda.")
     probe = make_candidate(scope="acme/payroll", trigger=f"{shared} omega", content="delta zeta gamma.")
-    assert set(minhash.band_keys(_text(vars(known)))) & set(minhash.band_keys(_text(vars(probe))))
+    assert set(_keys(_text(vars(known)))) & set(_keys(_text(vars(probe))))
     ascii_only = (trigrams(_text(vars(e)).encode("ascii", "ignore").decode()) for e in (known, probe))
     assert jaccard(*ascii_only) < 0.35
     assert [pk for pk, _ in similar_active_entries(probe)] == [known.pk]
@@ -253,6 +260,7 @@ def test_lessons_alike_in_trigrams_but_not_in_words_share_a_key_of_the_later_ban
     assert [pk for pk, _ in similar_active_entries(probe)] == _exact(probe) == [known.pk]
 
 
+@postgres_only
 def test_the_migration_adds_the_new_bands_keys_to_entries_with_keys_and_takes_them_back(reviewer, lead):
     from importlib import import_module
 
@@ -263,7 +271,7 @@ def test_the_migration_adds_the_new_bands_keys_to_entries_with_keys_and_takes_th
     keys = minhash.band_keys(_text(LESSON))
     EntryBand.objects.filter(band__in=keys[32:]).delete()  # as 32 bands left it
     assert _stored_bands(kept) == {("acme/payroll", key) for key in keys[:32]}
-    migration.add_bands(apps, None)
+    migration.add_bands(apps, connection.schema_editor())
     assert _stored_bands(kept) == {("acme/payroll", key) for key in keys}
     assert not EntryBand.objects.filter(entry=gone).exists()
     migration.remove_bands(apps, None)
