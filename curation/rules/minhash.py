@@ -5,8 +5,15 @@ the same keys in every process and release, since the keys are stored (curation_
 
 The shingles are the measure's own words (similarity.words: lowercased, stop words dropped). HASHES
 minimum hashes in BANDS bands of ROWS: two texts of word Jaccard s share at least one band with
-probability 1 - (1 - s**ROWS)**BANDS: 0.985 at the near-duplicate threshold's 0.35, 0.9999 at 0.6, and
-0.27 at 0.1 (texts that share a word or two of a template)."""
+probability 1 - (1 - s**ROWS)**BANDS: 0.998 at the near-duplicate threshold's 0.35, 0.955 at 0.25 (lessons
+whose trigrams reach the threshold while their words are 0.2-0.3 alike), and 0.38 at 0.1 (texts that share a
+word or two of a template).
+
+The number of bands follows the database's measure (bands_for): PostgreSQL ranks by trigrams, which call
+lessons alike whose words are only 0.2-0.3 alike (0.955 at 0.25 takes 48 bands); the word measure elsewhere
+needs 32 (0.985 at its threshold). Bands are only ever added: the hashes are one SHAKE-128 digest read in
+order, so a text's first bands keep their keys whatever the number, and a migration adds the new bands' keys
+to the entries that have keys (0060 took PostgreSQL's 32 bands to 48)."""
 
 from __future__ import annotations
 
@@ -14,13 +21,23 @@ import hashlib
 import sys
 from array import array
 from functools import lru_cache
+from itertools import islice
 
 from curation.rules.similarity import words
 
-BANDS = 32
+BANDS = 48  # the most a measure uses (bands_for)
+WORD_MEASURE_BANDS = 32
 ROWS = 2
 HASHES = BANDS * ROWS  # band_keys packs ROWS = 2 values per band
-_VALUE_BITS = 28  # of each minimum hash kept in a key: a band's two values and its number fit in 61 bits
+
+
+def bands_for(vendor: str) -> int:
+    """The bands of the keys a database stores and looks up: its near-duplicate measure's (trigrams on
+    PostgreSQL, words elsewhere)."""
+    return BANDS if vendor == "postgresql" else WORD_MEASURE_BANDS
+
+
+_VALUE_BITS = 28  # of each minimum hash kept in a key: a band's two values and its number fit in 62 bits
 _VALUE_MASK = (1 << _VALUE_BITS) - 1
 
 
@@ -34,22 +51,22 @@ def _word_hashes(word: str) -> array:
     return hashes
 
 
-def signature(text: str) -> list[int]:
-    """The HASHES minimum hashes of the text's words; empty for a text with no word."""
+def signature(text: str, hashes: int = HASHES) -> list[int]:
+    """The first `hashes` minimum hashes of the text's words; empty for a text with no word."""
     shingles = words(text)
     if not shingles:
         return []
-    return list(map(min, zip(*map(_word_hashes, shingles))))
+    return list(map(min, islice(zip(*map(_word_hashes, shingles)), hashes)))
 
 
 @lru_cache(maxsize=4096)  # a new entry's keys are written by the write path, then looked up with
-def band_keys(text: str) -> tuple[int, ...]:
-    """One key per band (BANDS of them, none for a text with no word): the band's number and its ROWS
+def band_keys(text: str, bands: int = BANDS) -> tuple[int, ...]:
+    """One key per band of the first `bands` (none for a text with no word): the band's number and its ROWS
     minimum hashes, packed into one non-negative 64-bit integer, distinct per band number."""
-    m = signature(text)
+    m = signature(text, ROWS * bands)
     if not m:
         return ()
     mask, bits = _VALUE_MASK, _VALUE_BITS
     return tuple(  # ROWS is 2: the band's number, then its two values
-        (((band << bits) | (m[2 * band] & mask)) << bits) | (m[2 * band + 1] & mask) for band in range(BANDS)
+        (((band << bits) | (m[2 * band] & mask)) << bits) | (m[2 * band + 1] & mask) for band in range(bands)
     )

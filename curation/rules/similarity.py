@@ -28,6 +28,49 @@ def jaccard(wa: frozenset, wb: frozenset) -> float:
     return shared / (len(wa) + len(wb) - shared)  # the size of the union, without building it
 
 
+_TRIGRAM_WORD = re.compile(r"[a-z0-9]+")
+
+
+def trigrams(text: str) -> frozenset[str] | None:
+    """The trigrams PostgreSQL's pg_trgm forms of an ASCII text (each word of letters and digits, lowercased,
+    two spaces before it and one after), so that the jaccard() of two of them is its similarity(); None
+    for a text with another character, whose words and case the database's locale decides."""
+    if not text.isascii():
+        return None
+    return frozenset(
+        padded[k : k + 3]
+        for word in _TRIGRAM_WORD.findall(text.lower())
+        for padded in (f"  {word} ",)
+        for k in range(len(word) + 1)
+    )
+
+
+# The bits of a trigram sketch: a text's ~100 trigrams set ~2 stray bits in common with another's.
+SKETCH_BITS = 4096
+
+
+def trigram_sketch(text: str) -> tuple[int, int, int] | None:
+    """A text's trigrams (trigrams()) in ~600 bytes: their number, and each one's bit (of SKETCH_BITS, by its
+    hash in this process) with the number of bits set. None where trigrams() is None."""
+    grams = trigrams(text)
+    if grams is None:
+        return None
+    bits = 0
+    for gram in grams:
+        bits |= 1 << (hash(gram) & (SKETCH_BITS - 1))
+    return len(grams), bits.bit_count(), bits
+
+
+def trigram_similarity_bound(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """At least the similarity() of the two sketched texts. Their shared trigrams set bits both have, but for
+    those that share a bit with another trigram of the same text (at most the text's trigrams less its bits
+    set): so they number at most the common bits plus the fewer lost bits, and no more than either has."""
+    (count_a, set_a, bits_a), (count_b, set_b, bits_b) = a, b
+    shared = min((bits_a & bits_b).bit_count() + min(count_a - set_a, count_b - set_b), count_a, count_b)
+    union = count_a + count_b - shared
+    return shared / union if union else 0.0
+
+
 def fingerprint(trigger: str, content: str) -> str:
     """Equal for lessons that differ only in case, punctuation and spacing: the exact-duplicate key."""
     return hashlib.sha256(f"{normalise(trigger)}\n{normalise(content)}".encode()).hexdigest()

@@ -1,7 +1,8 @@
 """Near duplicates: the active entries of overlapping scopes that say nearly the same thing as an entry.
 Found through the MinHash band keys of their text (models.EntryBand, rules/minhash): a lookup reads only
-the entries sharing a key with it, and the exact measure ranks those: trigram similarity on PostgreSQL (one
-statement for a whole batch), word Jaccard elsewhere."""
+the entries sharing a key with it, and the exact measure ranks those: trigram similarity on PostgreSQL (two
+statements for a whole batch: the entries sharing a key with their text, then similarity() of those whose
+trigrams may reach the threshold), word Jaccard elsewhere."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.db import connection
 
 from curation.rules import access, config, minhash
 from curation.models import Entry
-from curation.rules.similarity import jaccard, words
+from curation.rules.similarity import jaccard, trigram_similarity_bound, trigram_sketch, words
 
 from . import sql
 
@@ -26,6 +27,11 @@ def _pooled_words(text: str) -> frozenset[str]:
     return words(text)
 
 
+@lru_cache(maxsize=WORDS_REMEMBERED)  # the same for their trigrams, on PostgreSQL: ~600 bytes each
+def _pooled_sketch(text: str) -> tuple[int, int, int] | None:
+    return trigram_sketch(text)
+
+
 def _text(entry: Entry) -> str:
     return f"{entry.trigger} {entry.content}"
 
@@ -37,7 +43,8 @@ def similar_active_entries_many(entries, *, limit: int = 5) -> dict[int, list[tu
     entries = list(entries)
     if not entries:
         return {}
-    keys = [minhash.band_keys(_text(entry)) for entry in entries]
+    bands = minhash.bands_for(connection.vendor)
+    keys = [minhash.band_keys(_text(entry), bands) for entry in entries]
     if connection.vendor == "postgresql":
         found = _similar_postgres(entries, keys, limit)
     else:
@@ -55,7 +62,7 @@ def _probes(entries: list[Entry], keys: list[tuple[int, ...]]) -> tuple[list, li
     """The index probes of the texts' keys: (n, key, ancestor) per key and strict ancestor of the text's scope
     that holds an active entry (an ancestor without one, an organisation's node above its services, say,
     has no partner to find: its probes are not made), and (n, key, scope) per key for the scope with the
-    range below it (sql.SIMILAR_BY_BANDS_SQL)."""
+    range below it (sql.SHARING_BANDS_SQL)."""
     strict = {entry.pk: access.scope_ancestors(entry.scope)[:-1] for entry in entries}
     held = _holding_active({scope for ancestors in strict.values() for scope in ancestors})
     equal, under = [], []
@@ -80,13 +87,19 @@ def _holding_active(scopes: set[str]) -> set[str]:
 
 
 def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:
+    """The entries sharing a key, read with their text (SHARING_BANDS_SQL); of those, the ones whose trigrams
+    may reach the threshold scored by the database (SIMILAR_SCORES_SQL). An ASCII text's trigrams are the ones
+    similarity() counts (similarity.trigrams), and a bound of a pair's similarity from their sketches never
+    falls below it, so a pair below the threshold here is below it there: most pairs sharing a key are, and
+    similarity(), which splits both texts again each time, runs on the rest."""
     equal, under = _probes(entries, keys)
     found: dict[int, list[tuple[int, float]]] = {}
     if not under:
         return found
+    texts = [_text(entry) for entry in entries]
     with connection.cursor() as cursor:
         cursor.execute(
-            sql.SIMILAR_BY_BANDS_SQL,
+            sql.SHARING_BANDS_SQL,
             {
                 "read": sql.OVERLAPPING_MATCHES_READ,
                 "equal_ns": sql.pg_array(n for n, _, _ in equal),
@@ -97,15 +110,42 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
                 "under": sql.pg_array(scope for _, _, scope in under),
                 "ns": sql.pg_array(range(len(entries))),
                 "ids": "{" + ",".join("NULL" if e.pk is None else str(e.pk) for e in entries) + "}",
-                "texts": sql.pg_array(_text(entry) for entry in entries),
-                "threshold": config.SIMILAR_THRESHOLD.value,
-                "limit": limit,
+            },
+        )
+        shared = cursor.fetchall()
+        threshold = config.SIMILAR_THRESHOLD.value
+        mine = [_pooled_sketch(text) for text in texts]
+        theirs = {pk: _pooled_sketch(text) for _, pk, text in shared if text is not None}
+        pairs = [(n, pk) for n, pk, _ in shared if _may_reach(mine[n], theirs[pk], threshold)]
+        if not pairs:
+            return found
+        cursor.execute(
+            sql.SIMILAR_SCORES_SQL,
+            {
+                "pair_ns": sql.pg_array(n for n, _ in pairs),
+                "pair_ids": sql.pg_array(pk for _, pk in pairs),
+                "texts": sql.pg_array(texts),
+                "threshold": threshold,
             },
         )
         rows = cursor.fetchall()
     for n, other_id, score in sorted(rows, key=lambda row: (row[0], -row[2], -row[1])):
-        found.setdefault(n, []).append((other_id, round(float(score), 3)))
+        ranked = found.setdefault(n, [])
+        if len(ranked) < limit:
+            ranked.append((other_id, round(float(score), 3)))
     return found
+
+
+# Below it by this much or more, a pair's trigram share cannot reach the threshold in the database's float4.
+_FLOAT4_MARGIN = 1e-6
+
+
+def _may_reach(mine: tuple | None, theirs: tuple | None, threshold: float) -> bool:
+    """Can similarity() of the two texts reach the threshold? Surely not when both are ASCII and the bound of
+    their trigrams' similarity is below it; a text with another character is left to the database."""
+    if mine is None or theirs is None:
+        return True
+    return trigram_similarity_bound(mine, theirs) >= threshold - _FLOAT4_MARGIN
 
 
 def _similar_portable(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:

@@ -330,10 +330,11 @@ def supersedes_chain_sql() -> str:
 # the scope and the range below it together (the `under` rows: n, the key, the scope; the range from the
 # scope to the scope followed by "0", the character after "/", keeping the scope itself and what starts with
 # "<scope>/", not a sibling such as "<scope>-x" that sorts inside it); both columns equal or ranged, so each
-# probe reads only the key's rows in those scopes. Then the shared active entries (the text itself left
-# out, at most %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) scored by trigram similarity, the
-# %(limit)s best at %(threshold)s or above. The arrays come as literals (pg_array).
-SIMILAR_BY_BANDS_SQL = """
+# probe reads only the key's rows in those scopes. Answers the shared active entries (the text itself left
+# out, at most %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) with their text, once per entry (on its
+# first row; many texts of a batch share a partner), which the caller screens before SIMILAR_SCORES_SQL ranks
+# what may pass. The arrays come as literals (pg_array).
+SHARING_BANDS_SQL = """
     WITH shared AS (
         SELECT k.n, b.entry_id
         FROM unnest(CAST(%(equal_ns)s AS int[]), CAST(%(equal_keys)s AS bigint[]), CAST(%(equal_scopes)s AS text[]))
@@ -347,20 +348,29 @@ SIMILAR_BY_BANDS_SQL = """
           ON b.band = k.band AND b.scope ~>=~ k.scope AND b.scope ~<~ (k.scope || '0')
              AND (b.scope = k.scope OR b.scope ~>=~ (k.scope || '/'))
     ), c AS (
-        SELECT * FROM unnest(CAST(%(ns)s AS int[]), CAST(%(ids)s AS bigint[]), CAST(%(texts)s AS text[])) AS c(n, id, text)
+        SELECT * FROM unnest(CAST(%(ns)s AS int[]), CAST(%(ids)s AS bigint[])) AS c(n, id)
     ), partners AS (
-        SELECT c.n, c.text, e.id, e.trigger, e.content,
-               row_number() OVER (PARTITION BY c.n ORDER BY e.id DESC) AS newest
+        SELECT c.n, e.id, e.trigger, e.content, row_number() OVER (PARTITION BY c.n ORDER BY e.id DESC) AS newest
         FROM shared s JOIN c ON c.n = s.n JOIN curation_entry e ON e.id = s.entry_id
         WHERE e.status = 'active' AND e.id IS DISTINCT FROM c.id
     )
-    SELECT n, id, score FROM (
-        SELECT p.n, p.id, scored.score,
-               row_number() OVER (PARTITION BY p.n ORDER BY scored.score DESC, p.id DESC) AS place
-        FROM partners p CROSS JOIN LATERAL (SELECT similarity(p.trigger || ' ' || p.content, p.text) AS score) AS scored
-        WHERE p.newest <= %(read)s AND scored.score >= %(threshold)s
-    ) AS ranked
-    WHERE place <= %(limit)s
+    SELECT n, id, CASE WHEN row_number() OVER (PARTITION BY id) = 1 THEN trigger || ' ' || content END
+    FROM partners
+    WHERE newest <= %(read)s
+"""
+
+# The trigram similarity of the (text n, entry id) pairs SHARING_BANDS_SQL found and the caller kept (the
+# arrays as literals), each entry's text read again by its id, of those at %(threshold)s or above: the caller
+# ranks them.
+SIMILAR_SCORES_SQL = """
+    SELECT p.n, p.id, scored.score
+    FROM unnest(CAST(%(pair_ns)s AS int[]), CAST(%(pair_ids)s AS bigint[])) AS p(n, id)
+    JOIN unnest(CAST(%(texts)s AS text[])) WITH ORDINALITY AS c(text, n) ON c.n = p.n + 1
+    CROSS JOIN LATERAL (
+        SELECT similarity(e.trigger || ' ' || e.content, c.text) AS score
+        FROM curation_entry e WHERE e.id = p.id AND e.status = 'active'
+    ) AS scored
+    WHERE scored.score >= %(threshold)s
 """
 
 # Which of the scopes (an array) hold an active entry: an EXISTS probe of the active-scope index each.
@@ -373,7 +383,7 @@ HOLDING_ACTIVE_SQLITE = """
     WHERE EXISTS (SELECT 1 FROM curation_entry e WHERE e.status = 'active' AND e.scope = value)
 """
 
-# SIMILAR_BY_BANDS_SQL's first half on SQLite, the probes as JSON (no limit on their number): the (n, entry
+# SHARING_BANDS_SQL's first half on SQLite, the probes as JSON (no limit on their number): the (n, entry
 # id) pairs sharing a key in the overlapping scopes. `equal`: [n, key, ancestor] per key and strict ancestor;
 # `under`: [n, key, scope] per key, the scope and the range below it as above (SQLite compares text
 # bytewise).

@@ -45,6 +45,7 @@ from .entry_writes import insert_entries
 from .errors import Forgotten
 from .events import build_event, record_events
 from .held import answered_status, held_evidence, hold, weigh_tombstone_check, with_text
+from .rows import insert_rows
 from .trust import raise_trust
 from .validation import unknown_fields
 
@@ -368,7 +369,7 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
         ),
     )
     evidence = [row for _, p, entry in new_entries + duplicates for row in _evidence_of(entry, p, label, now)]
-    Evidence.objects.bulk_create(evidence)
+    insert_rows(evidence)
     record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
     repeated = {id(entry): entry for _, _, entry in duplicates if entry.pk is not None}
     for entry in repeated.values():  # another source saying a lesson again may confirm it
@@ -403,7 +404,7 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]),
             flags=p.flags,
         )
-    SimilarEntry.objects.bulk_create(links)
+    insert_rows(links)
     held, answered = [], {}
     for index, p, entry in new_entries:
         if entry.held_by_id is not None:

@@ -13,7 +13,7 @@ from django.db.models.functions import Concat
 from curation import services
 from curation.models import Entry, EntryBand, Status
 from curation.rules import access, config, minhash
-from curation.rules.similarity import similarity
+from curation.rules.similarity import jaccard, similarity, trigrams
 from curation.selectors import similar_active_entries, similar_active_entries_many
 from curation.services.forgets import approve_forget_request, file_forget_request
 from tests.factories import active
@@ -38,6 +38,11 @@ def _text(fields) -> str:
     return f"{fields['trigger']} {fields['content']}"
 
 
+def _keys(text: str) -> tuple[int, ...]:
+    """The keys this database stores of a text: its measure's number of bands."""
+    return minhash.band_keys(text, minhash.bands_for(connection.vendor))
+
+
 def _stored_bands(entry) -> set[tuple[str, int]]:
     return set(EntryBand.objects.filter(entry=entry).values_list("scope", "band"))
 
@@ -49,11 +54,13 @@ def test_a_paraphrase_shares_a_band_key_and_an_unrelated_text_none():
     assert not lesson & unrelated
     assert minhash.band_keys(_text(LESSON)) == minhash.band_keys(_text(LESSON).upper())  # the measure's words
     assert minhash.band_keys("the of and") == ()  # no word, no key
+    # fewer bands are the first ones: a migration that adds bands leaves the stored keys as they are
+    assert minhash.band_keys(_text(LESSON), minhash.WORD_MEASURE_BANDS) == minhash.band_keys(_text(LESSON))[:32]
 
 
 def test_the_write_path_stores_an_entrys_keys_and_the_lookup_finds_the_paraphrase_only(reviewer, make_candidate):
     known = active(reviewer, scope="acme/billing-api", **LESSON)
-    assert _stored_bands(known) == {("acme/billing-api", key) for key in minhash.band_keys(_text(LESSON))}
+    assert _stored_bands(known) == {("acme/billing-api", key) for key in _keys(_text(LESSON))}
     paraphrase = make_candidate(scope="acme/billing-api", **PARAPHRASE)
     unrelated = make_candidate(scope="acme/billing-api", **UNRELATED)
     assert [pk for pk, _ in similar_active_entries(paraphrase)] == [known.pk]
@@ -64,12 +71,12 @@ def test_the_write_path_stores_an_entrys_keys_and_the_lookup_finds_the_paraphras
 
 def test_an_edit_rewrites_the_keys_and_a_forget_removes_them(reviewer, lead, make_candidate):
     entry = make_candidate(scope="acme/payroll", **LESSON)
-    assert _stored_bands(entry) == {("acme/payroll", key) for key in minhash.band_keys(_text(LESSON))}
+    assert _stored_bands(entry) == {("acme/payroll", key) for key in _keys(_text(LESSON))}
     entry = services.edit_and_approve(
         entry.pk, actor=lead, expected_version=entry.version, changes={"content": PARAPHRASE["content"]}
     )
     assert _stored_bands(entry) == {
-        ("acme/payroll", key) for key in minhash.band_keys(f"{LESSON['trigger']} {PARAPHRASE['content']}")
+        ("acme/payroll", key) for key in _keys(f"{LESSON['trigger']} {PARAPHRASE['content']}")
     }
     request = file_forget_request(entry_id=entry.pk, reason="The user asked us to forget this", actor=reviewer)
     approve_forget_request(request.pk, actor=lead)
@@ -171,3 +178,101 @@ def test_a_text_with_quotes_backslashes_and_braces_is_looked_up_as_written(revie
     known = active(reviewer, scope="acme/billing-api", **odd)
     probe = make_candidate(scope="acme/billing-api", **{**odd, "content": odd["content"] + " Again."})
     assert [(pk, score >= 0.8) for pk, score in similar_active_entries(probe)] == [(known.pk, True)]
+
+
+postgres_only = pytest.mark.skipif("connection.vendor != 'postgresql'", reason="the trigram measure is PostgreSQL's")
+
+
+@postgres_only
+def test_the_trigrams_of_an_ascii_text_are_the_ones_postgresql_counts():
+    """similarity.trigrams rules pairs out before the database scores them: for an ASCII text they must be
+    exactly pg_trgm's (words of letters and digits, lowercased, padded); any other text is left to it."""
+    texts = [
+        _text(LESSON),
+        'Quoting "C:\\deploy\\keys" in the {billing, webhook} config_v2 -- x1 A b',
+        "snake_case and kebab-case, CamelCase; 3.14 v2.0 O'Brien's a",
+        "  spaces   everywhere\tand\nlines  ",
+    ]
+    with connection.cursor() as cursor:
+        for text in texts:
+            cursor.execute("SELECT show_trgm(%s)", [text])
+            assert sorted(trigrams(text)) == sorted(cursor.fetchone()[0]), text
+            cursor.execute("SELECT similarity(%s, %s)", [text, _text(PARAPHRASE)])
+            assert jaccard(trigrams(text), trigrams(_text(PARAPHRASE))) == pytest.approx(cursor.fetchone()[0], abs=1e-6)
+    assert trigrams("Сброс кэша webhook") is None
+
+
+# Shares a band key with PARAPHRASE (checked below) but only 0.19 alike in trigrams.
+DECOY = {
+    "trigger": "Upgrading the pin first on the proxy helm",
+    "content": "Pin the drain upgrade in rollout before a image.",
+}
+
+
+@postgres_only
+def test_the_database_scores_only_the_pairs_whose_trigrams_may_reach_the_threshold(reviewer, make_candidate):
+    known = active(reviewer, scope="acme/payroll", **LESSON)
+    decoy = active(reviewer, scope="acme/payroll", **DECOY)
+    assert EntryBand.objects.filter(entry=decoy, band__in=_keys(_text(PARAPHRASE))).exists()
+    probe = make_candidate(scope="acme/payroll", **PARAPHRASE)
+    scored = []
+
+    def scores(execute, sql, params, many, context):
+        if "similarity(" in sql:
+            scored.append(params)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(scores):
+        found = similar_active_entries(probe)
+    assert [pk for pk, _ in found] == [known.pk]
+    assert [params["pair_ids"] for params in scored] == [f"{{{known.pk}}}"]  # the decoy is not scored
+
+
+@postgres_only
+def test_a_text_beyond_ascii_is_scored_by_the_database_whatever_its_ascii_words_say(reviewer, make_candidate):
+    """Its Cyrillic words are words to pg_trgm and none to the ASCII trigrams: the pair goes to similarity()."""
+    shared = "Перед ротацией ключа подписи всегда очищайте очередь вебхука и проверяйте журнал доставки"
+    known = active(reviewer, scope="acme/payroll", trigger=f"{shared} omega", content="delta alpha lambda.")
+    probe = make_candidate(scope="acme/payroll", trigger=f"{shared} omega", content="delta zeta gamma.")
+    assert set(_keys(_text(vars(known)))) & set(_keys(_text(vars(probe))))
+    ascii_only = (trigrams(_text(vars(e)).encode("ascii", "ignore").decode()) for e in (known, probe))
+    assert jaccard(*ascii_only) < 0.35
+    assert [pk for pk, _ in similar_active_entries(probe)] == [known.pk]
+
+
+# Alike in trigrams (0.46) while their words are 0.29 alike: no key of the first 32 bands in common.
+INDEX_LESSON = {
+    "trigger": "Whilst altering a partition on mysql (3429)",
+    "content": "Reliably create the index concurrently before you alter the partition.",
+}
+INDEX_PARAPHRASE = {
+    "trigger": "Before you reindex the partition in alembic (partition-6708)",
+    "content": "Create the index concurrently and reindex the partition only once alembic reports healthy.",
+}
+
+
+@postgres_only
+def test_lessons_alike_in_trigrams_but_not_in_words_share_a_key_of_the_later_bands(reviewer, make_candidate):
+    lesson, paraphrase = (minhash.band_keys(_text(f)) for f in (INDEX_LESSON, INDEX_PARAPHRASE))
+    assert not set(lesson[:32]) & set(paraphrase[:32]) and set(lesson) & set(paraphrase)
+    known = active(reviewer, scope="acme/db", **INDEX_LESSON)
+    probe = make_candidate(scope="acme/db", **INDEX_PARAPHRASE)
+    assert [pk for pk, _ in similar_active_entries(probe)] == _exact(probe) == [known.pk]
+
+
+@postgres_only
+def test_the_migration_adds_the_new_bands_keys_to_entries_with_keys_and_takes_them_back(reviewer, lead):
+    from importlib import import_module
+
+    migration = import_module("curation.migrations.0060_forty_eight_bands")
+    kept = active(reviewer, scope="acme/payroll", **LESSON)
+    gone = active(reviewer, scope="acme/payroll", **UNRELATED)
+    approve_forget_request(file_forget_request(entry_id=gone.pk, reason="forget it", actor=reviewer).pk, actor=lead)
+    keys = minhash.band_keys(_text(LESSON))
+    EntryBand.objects.filter(band__in=keys[32:]).delete()  # as 32 bands left it
+    assert _stored_bands(kept) == {("acme/payroll", key) for key in keys[:32]}
+    migration.add_bands(apps, connection.schema_editor())
+    assert _stored_bands(kept) == {("acme/payroll", key) for key in keys}
+    assert not EntryBand.objects.filter(entry=gone).exists()
+    migration.remove_bands(apps, None)
+    assert _stored_bands(kept) == {("acme/payroll", key) for key in keys[:32]}

@@ -1,0 +1,94 @@
+"""rows.insert_rows writes what bulk_create writes: every column of every row, a redacting column's cleaning,
+times to the microsecond, dates, JSON values (an empty list, a null, nested objects), the defaults the
+instance holds; and it gives each instance its id, in order."""
+
+import datetime
+
+import pytest
+from django.db import connection
+
+from curation.models import Entry, Evidence, SimilarEntry
+from curation.services.rows import insert_rows
+from tests.factories import active
+
+pytestmark = pytest.mark.django_db
+
+AT = datetime.datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=datetime.UTC)
+
+
+def _entry(**fields) -> Entry:
+    values = {
+        "kind": "action",
+        "scope": "acme/billing",
+        "trigger": "Rotating the signing key",
+        "content": "Mail ops@example.com and use key AKIAIOSFODNN7EXAMPLE before rotating.",
+        "conditions": [{"when": "token sk_live_abcdefghijklmnopqrstuvwx is old"}, "on fridays"],
+        "boundary": "never in prod",
+        "review_by": datetime.date(2031, 2, 3),
+        "signal": "strong",
+        "base_confidence": 0.123456789,
+        "last_verified_at": AT,
+        "status": "active",  # a twin of a pending one would be refused: one pending lesson per fingerprint
+        "queued_at": None,
+        "queue_reason": "",
+        "flags": [{"kind": "injection", "detail": "asks to ignore"}],
+        "quarantined": True,
+        "fingerprint": "f" * 64,
+        "embedding": [0.25, -1.5e-7, 3.0],
+        "source_task": "task with ops@example.com",
+        "created_by_label": "agent:ci",
+        "created_at": AT,
+        "updated_at": AT,
+    }
+    return Entry(**{**values, **fields})
+
+
+def _columns(model, pks):
+    fields = [f.attname for f in model._meta.concrete_fields if f.attname != "id" and not f.generated]
+    return [model.objects.filter(pk=pk).values(*fields).get() for pk in pks]
+
+
+def test_the_rows_are_the_ones_bulk_create_writes_and_the_instances_get_their_ids(reviewer):
+    ours = [_entry(), _entry(trigger="Second", embedding=None, conditions=[], review_by=None, last_verified_at=None)]
+    theirs = [_entry(), _entry(trigger="Second", embedding=None, conditions=[], review_by=None, last_verified_at=None)]
+    insert_rows(ours)
+    Entry.objects.bulk_create(theirs)
+    assert [e.pk for e in ours] == sorted(e.pk for e in ours) and None not in [e.pk for e in ours]
+    assert _columns(Entry, [e.pk for e in ours]) == _columns(Entry, [e.pk for e in theirs])
+    stored = Entry.objects.get(pk=ours[0].pk)
+    assert "ops@example.com" not in stored.content + str(stored.conditions) + stored.source_task
+    assert "AKIAIOSFODNN7EXAMPLE" not in stored.content and "sk_live_" not in str(stored.conditions)
+    assert (stored.last_verified_at, stored.embedding, ours[1].embedding) == (AT, [0.25, -1.5e-7, 3.0], None)
+    assert not ours[0]._state.adding
+
+    known = active(reviewer, scope="acme/billing", trigger="A known lesson", content="Known.")
+    pieces = [
+        Evidence(
+            entry=ours[0], kind="test", signal="strong", excerpt="saw ops@example.com", observed_at=AT, created_at=AT
+        ),
+        Evidence(entry=ours[0], kind="log", signal="weak", excerpt="ok", observed_at=AT, created_at=AT, score=0.5),
+    ]
+    twins = [
+        Evidence(
+            entry=theirs[0], kind="test", signal="strong", excerpt="saw ops@example.com", observed_at=AT, created_at=AT
+        ),
+        Evidence(entry=theirs[0], kind="log", signal="weak", excerpt="ok", observed_at=AT, created_at=AT, score=0.5),
+    ]
+    insert_rows(pieces)
+    Evidence.objects.bulk_create(twins)
+    drop = {"entry_id"}
+    ours_ev = [{k: v for k, v in row.items() if k not in drop} for row in _columns(Evidence, [p.pk for p in pieces])]
+    theirs_ev = [{k: v for k, v in row.items() if k not in drop} for row in _columns(Evidence, [p.pk for p in twins])]
+    assert ours_ev == theirs_ev and all(p.entry_id == ours[0].pk for p in pieces)
+    insert_rows([SimilarEntry(candidate=ours[0], similar_id=known.pk, score=0.875)])
+    assert list(SimilarEntry.objects.filter(candidate=ours[0]).values_list("similar_id", "score")) == [
+        (known.pk, 0.875)
+    ]
+
+
+def test_on_postgresql_the_rows_go_as_one_statement_of_one_parameter(django_assert_num_queries):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite inserts through bulk_create")
+    with django_assert_num_queries(1) as captured:
+        insert_rows([_entry(trigger=f"Lesson {n}") for n in range(50)])
+    assert "json_populate_recordset" in captured.captured_queries[0]["sql"]
