@@ -228,7 +228,8 @@ def _ranked_released_postgres(
     columns = ", ".join(f"e.{name}" for name in names) + (f", {WITHHELD_SQL} AS withheld" if on_primary else "")
     sql = ranked_by_words_sql(columns, released_matches_sql(), ReleasedEntry._meta.db_table)
     params = {**ranking_params(scopes, q, min_confidence, pool), "version": number, "min_trust": int(min_trust)}
-    with connections[db].cursor() as cursor:
+    read_on = connections[db]  # asked once: each connections[] look-up goes through a thread-local
+    with read_on.cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()
     if distinct is not None:
@@ -238,7 +239,7 @@ def _ranked_released_postgres(
     for row in found:
         values = dict(zip(names, row))
         for name, field in fields.items():
-            values[name] = field.from_db_value(values[name], None, connections[db])
+            values[name] = field.from_db_value(values[name], None, read_on)
         entry = released_entry(values.pop("entry_id"), values)
         ranked.append(Ranked(entry, float(row[-1]), withheld=bool(row[-2]) if on_primary else None))
     return ranked
