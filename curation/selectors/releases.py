@@ -17,6 +17,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, router
 from django.db.models import Exists, Max, OuterRef, Q
 from django.db.models.base import ModelState
 from django.db.models.expressions import Col
+from psycopg.types.datetime import TimestamptzLoader
 
 from curation.rules import access, clock, config, injection
 from curation.models import (
@@ -230,6 +231,9 @@ def _ranked_released_postgres(
     params = {**ranking_params(scopes, q, min_confidence, pool), "version": number, "min_trust": int(min_trust)}
     read_on = connections[db]  # asked once: each connections[] look-up goes through a thread-local
     with read_on.cursor() as cursor:
+        # The times as psycopg reads them (in C), not through Django's loader, which parses each in Python to
+        # set its time zone: the pool's rows are read for the few answered, which get Django's zone below.
+        cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
         cursor.execute(sql, params)
         found = cursor.fetchall()
     if distinct is not None:
@@ -240,6 +244,8 @@ def _ranked_released_postgres(
         values = dict(zip(names, row))
         for name, field in fields.items():
             values[name] = field.from_db_value(values[name], None, read_on)
+        if (verified := values["last_verified_at"]) is not None:  # as Django's loader gives it: the session's
+            values["last_verified_at"] = verified.replace(tzinfo=read_on.timezone)  # time in the connection's zone
         entry = released_entry(values.pop("entry_id"), values)
         ranked.append(Ranked(entry, float(row[-1]), withheld=bool(row[-2]) if on_primary else None))
     return ranked
