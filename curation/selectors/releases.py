@@ -17,6 +17,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, router
 from django.db.models import Exists, Max, OuterRef, Q, Subquery
 from django.db.models.base import ModelState
 from django.db.models.expressions import Col
+from psycopg.types.datetime import TimestamptzLoader
 
 from curation.rules import access, clock, config, injection
 from curation.models import (
@@ -187,7 +188,9 @@ def retrieve_released(
 
     def by_words(size, distinct=None):  # with `distinct`, the first that many that repeat none before them
         if q and connection.vendor == "postgresql" and kinds is None:
-            return _ranked_released_postgres(number, scopes, q, min_confidence, size, min_trust, distinct=distinct)
+            return _ranked_released_postgres(
+                number, scopes, q, min_confidence, size, min_trust, distinct=distinct, embeddings=embedding is not None
+            )
         ranked = rank_by_words(rows(), q, size, as_entry)
         return ranked if distinct is None else without_near_duplicates(ranked, distinct)
 
@@ -199,8 +202,11 @@ def retrieve_released(
     return by_words(pool, distinct=k)
 
 
-# What the ranking SQL fetches of a released row: the entry it is and what an answer shows of it.
-_RANKED_COLUMNS = ("entry_id", *RELEASED_FIELDS)
+# What the ranking SQL fetches of a released row: the entry it is and what an answer shows of it. The
+# embedding only for a fusion with a query embedding (rank_by_vector measures the distance of a word hit from
+# it): an answer never shows it, and an agent's vector is its largest field.
+_RANKED_COLUMNS = ("entry_id", *(name for name in RELEASED_FIELDS if name != "embedding"))
+_RANKED_WITH_EMBEDDING = (*_RANKED_COLUMNS, "embedding")  # last: the other columns keep their places
 _JSON_COLUMNS = frozenset(
     name for name in RELEASED_FIELDS if ReleasedEntry._meta.get_field(name).get_internal_type() == "JSONField"
 )
@@ -215,32 +221,39 @@ def _ranked_released_postgres(
     min_trust: int = Trust.UNTRUSTED,
     *,
     distinct: int | None = None,
+    embeddings: bool = False,
 ) -> list[Ranked]:
     """The ranking SQL over version `number`'s rows, each row made the Entry an answer is built from in one
     step (through the fields' own converters), not a ReleasedEntry first: on every agent read. With
     `distinct`, only the first that many rows that repeat no row before them (without_near_duplicates' rule,
-    judged on the rows as read), so that only the entries answered are built."""
+    judged on the rows as read), so that only the entries answered are built. The entries carry their
+    embedding only with `embeddings` (else None)."""
     db = router.db_for_read(ReleasedEntry)
     # On the primary the statement also reads which of its rows are in quarantine now (as_served's question,
     # in the same statement instead of a second round trip); a replica may lag behind a quarantine, so there
     # as_served asks the primary.
     on_primary = db == DEFAULT_DB_ALIAS
-    columns = ", ".join(f"e.{name}" for name in _RANKED_COLUMNS) + (
-        f", {WITHHELD_SQL} AS withheld" if on_primary else ""
-    )
+    names = _RANKED_WITH_EMBEDDING if embeddings else _RANKED_COLUMNS
+    columns = ", ".join(f"e.{name}" for name in names) + (f", {WITHHELD_SQL} AS withheld" if on_primary else "")
     sql = ranked_by_words_sql(columns, released_matches_sql(), ReleasedEntry._meta.db_table)
     params = {**ranking_params(scopes, q, min_confidence, pool), "version": number, "min_trust": int(min_trust)}
-    with connections[db].cursor() as cursor:
+    read_on = connections[db]  # asked once: each connections[] look-up goes through a thread-local
+    with read_on.cursor() as cursor:
+        # The times as psycopg reads them (in C), not through Django's loader, which parses each in Python to
+        # set its time zone: the pool's rows are read for the few answered, which get Django's zone below.
+        cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
         cursor.execute(sql, params)
         found = cursor.fetchall()
     if distinct is not None:
         found = first_distinct(found, distinct, _RANKED_LESSON)
-    fields = {name: ReleasedEntry._meta.get_field(name) for name in _JSON_COLUMNS}
+    fields = {name: ReleasedEntry._meta.get_field(name) for name in _JSON_COLUMNS.intersection(names)}
     ranked = []
     for row in found:
-        values = dict(zip(_RANKED_COLUMNS, row))
+        values = dict(zip(names, row))
         for name, field in fields.items():
-            values[name] = field.from_db_value(values[name], None, connections[db])
+            values[name] = field.from_db_value(values[name], None, read_on)
+        if (verified := values["last_verified_at"]) is not None:  # as Django's loader gives it: the session's
+            values["last_verified_at"] = verified.replace(tzinfo=read_on.timezone)  # time in the connection's zone
         entry = released_entry(values.pop("entry_id"), values)
         ranked.append(Ranked(entry, float(row[-1]), withheld=bool(row[-2]) if on_primary else None))
     return ranked

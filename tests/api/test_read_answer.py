@@ -2,6 +2,8 @@
 entries built only for what it answers (the ranking's other candidates are judged on their rows)."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from curation.selectors import releases
 
@@ -82,3 +84,37 @@ def test_only_the_entries_answered_are_built(agent, approved, monkeypatch, on_po
 
     assert len(entries) == 3
     assert built == [e["id"] for e in entries]
+
+
+def _ranking_statements(queries) -> list[str]:
+    return [q["sql"] for q in queries if "curation_releasedentry" in q["sql"] and "word_similarity" in q["sql"]]
+
+
+def test_a_read_by_words_fetches_no_embedding(agent, approved, on_postgres):
+    """An answer never shows an entry's embedding (an agent's vector, its largest field): the ranking leaves
+    it in the table."""
+    approved(scope="acme/billing-api", trigger="When the ledger stalls", content="Drain it.", embedding=[0.5] * 64)
+    with CaptureQueriesContext(connection) as queries:
+        body = agent.get("memory", scope="acme/billing-api", q="ledger", k=1).json()
+    [shown] = body["entries"]
+    assert shown["trigger"] == "When the ledger stalls" and sorted(shown) == ENTRY_KEYS
+    [ranking] = _ranking_statements(queries.captured_queries)
+    assert "e.embedding" not in ranking and "e.content" in ranking
+
+
+def test_words_with_an_embedding_measure_a_word_hit_far_from_the_query(agent, settings):
+    """The fusion of words and an embedding gives each hit its distance, also a hit the words found among
+    the farthest vectors (its vector then comes with the word ranking's rows)."""
+    settings.CURATION_ADMISSION = {"acme/billing-api": {"name": "take-all", "mode": "all"}}
+    made = {}
+    for i in range(20):
+        vector = [float(i), 0.0, 1.0]
+        answer = agent.submit(
+            scope="acme/billing-api", trigger=f"Lesson {i} on topic{i}", content=f"Advice{i}.", embedding=vector
+        )
+        made[answer.json()["id"]] = vector
+    target = next(pk for pk, vector in made.items() if vector[0] == 19.0)  # the farthest from the query
+    query = [0.0, 0.0, 1.0]
+    body = agent.post("memory/search", {"scope": "acme/billing-api", "q": "topic19", "embedding": query, "k": 2}).json()
+    hit = next(e for e in body["entries"] if e["id"] == target)
+    assert hit["distance"] == pytest.approx(19.0)

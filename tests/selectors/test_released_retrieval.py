@@ -144,3 +144,24 @@ def test_a_released_row_reads_as_the_entry_keyword_construction_would_build(less
     assert (fast._state.adding, fast._state.db) == (slow._state.adding, slow._state.db)  # a new, unsaved instance
     assert fast.pk == lessons[0].pk and fast.content == lessons[0].content
     assert fast.confidence == pytest.approx(lessons[0].confidence, abs=1e-6)
+
+
+def test_the_ranking_reads_its_times_in_c_and_answers_djangos_own(on_postgres, lead, lessons, monkeypatch):
+    """The pool's rows are read for the few answered: their times through psycopg's own loader, not Django's
+    Python one; each answered entry still holds the time as Django reads it, in the connection's zone."""
+    from django.db.backends.postgresql import psycopg_any
+
+    verified = timezone.now() - timezone.timedelta(days=3)
+    Entry.objects.filter(pk__in=[e.pk for e in lessons]).update(last_verified_at=verified)
+    version = publish_version(actor=lead, summary="everything")
+    read_by_django = []
+    load = psycopg_any.BaseTzLoader.load
+    monkeypatch.setattr(
+        psycopg_any.BaseTzLoader, "load", lambda self, data: read_by_django.append(data) or load(self, data)
+    )
+
+    ranked = reads.retrieve_released(version.number, scopes=SCOPES, q="drain queue", k=5, min_confidence=0)
+
+    assert read_by_django == []
+    assert ranked and {r.entry.last_verified_at for r in ranked} == {verified}
+    assert {r.entry.last_verified_at.tzinfo for r in ranked} == {connection.timezone}
