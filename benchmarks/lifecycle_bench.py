@@ -16,7 +16,10 @@ decay index (`decay_key`). Measured side by side in one run, on the same table, 
                         records, batches and an Event per archived entry (what it changed, old and new).
 Targets: the sweep ≥ 50× faster than the full-table UPDATE, and ≤ 1.25× the minimal raw SQL. Printed beside
 them: the archive sweep alone against the minimal raw SQL, and both sweeps against the same work by hand
-(the minimal raw SQL and the minimal report), with the Python CPU per archived entry and the load.
+(the minimal raw SQL and the minimal report), with the Python CPU per archived entry and the load. On a
+machine whose cores others share, the times wait for them; so each side's CPU is printed too, and their
+ratio: the database's (its backend's CPU, read from /proc when the server runs on this machine) and, for the
+sweep, the worker's own.
 
 The table is refilled on every run (generate_series INSERT; --reuse keeps a previous run's) in a database of its own (BENCH_DATABASE_URL,
 else DATABASE_URL, default memoryadmin_lifecycle_bench). It is the state a daily schedule keeps: every active entry was
@@ -199,16 +202,19 @@ def timed_rollback(name: str, sql: str) -> tuple[float, int]:
     return elapsed, archived
 
 
-def timed_committed(name: str, sql: str) -> tuple[float, int]:
+def timed_committed(name: str, sql: str) -> tuple[float, int, float | None]:
     """A hand-written statement, timed to its COMMIT as the sweep's work is; then its archiving is put back
     by hand (untimed), so the sweep finds the same rows. Its Events stay: the table only grows a little."""
     from django.db import connection, transaction
 
+    statement, params = sql.format(decayed=_decayed_sql()), _params()
+    cpu = backend_cpu()
     start = time.perf_counter()
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(sql.format(decayed=_decayed_sql()), _params())
+            cursor.execute(statement, params)
     elapsed = time.perf_counter() - start
+    cpu = _cpu_since(cpu)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM curation_entry WHERE status = 'archived'")
         archived = cursor.fetchone()[0]
@@ -217,12 +223,34 @@ def timed_committed(name: str, sql: str) -> tuple[float, int]:
             "decay_stopped_at = NULL, version = version - 1 WHERE status = 'archived'"
         )
         cursor.execute("VACUUM curation_entry")
-    print(f"  {name:<18} {elapsed:8.3f} s  ({archived:,} archived; committed, then put back)")
-    return elapsed, archived
+    print(f"  {name:<18} {elapsed:8.3f} s  ({archived:,} archived; committed, then put back{_cpu_words(cpu)})")
+    return elapsed, archived, cpu
 
 
 class _Rollback(Exception):
     pass
+
+
+def backend_cpu() -> float | None:
+    """The CPU seconds this connection's PostgreSQL backend has used so far (the kernel's count in
+    /proc/<pid>/schedstat, exact to the nanosecond), or None when the server is not on this machine."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid  # known to the client: no round trip
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cpu_since(started: float | None) -> float | None:
+    ended = backend_cpu()
+    return None if started is None or ended is None else ended - started
+
+
+def _cpu_words(seconds: float | None) -> str:
+    return "" if seconds is None else f"; PostgreSQL CPU {seconds:.3f} s"
 
 
 # The decay run's other work, by hand: what fell under the retrieval floor in the day before, by the index
@@ -235,7 +263,7 @@ WHERE status = 'active' AND decay_key >= %(floor_key_from)s AND decay_key < %(fl
 """
 
 
-def timed_report() -> tuple[float, int]:
+def timed_report() -> tuple[float, int, float | None]:
     from django.db import connection
 
     from curation.rules import lifecycle
@@ -251,18 +279,23 @@ def timed_report() -> tuple[float, int]:
     }
     decayed = _decayed_sql()
     sql = MINIMAL_REPORT_SQL.format(decayed_now=decayed, decayed_before=decayed.replace("%(as_of)s", "%(day_before)s"))
+    cpu = backend_cpu()
     start = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchone()[0]
     elapsed = time.perf_counter() - start
-    print(f"  {'minimal report':<18} {elapsed:8.3f} s  ({found:,} fell under the retrieval floor today)")
-    return elapsed, found
+    cpu = _cpu_since(cpu)
+    print(
+        f"  {'minimal report':<18} {elapsed:8.3f} s  ({found:,} fell under the retrieval floor today{_cpu_words(cpu)})"
+    )
+    return elapsed, found, cpu
 
 
-def sweep() -> tuple[float, int, float]:
+def sweep() -> tuple[float, int, float, float | None]:
     from curation.sweeps import run_sweep
 
+    database = backend_cpu()
     cpu = time.process_time()
     start = time.perf_counter()
     _, decay = run_sweep("decay", as_of=AS_OF, triggered_by="bench")
@@ -270,6 +303,7 @@ def sweep() -> tuple[float, int, float]:
     _, archive = run_sweep("archive", as_of=AS_OF, triggered_by="bench")
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu
+    database = _cpu_since(database)
     print(
         f"  {'sweep decay':<18} {middle - start:8.3f} s  ({decay.changed:,} keys rewritten, "
         f"{decay.examined:,} fell under the retrieval floor today)"
@@ -280,9 +314,9 @@ def sweep() -> tuple[float, int, float]:
     )
     print(
         f"  {'sweep total':<18} {elapsed:8.3f} s  (Python CPU {cpu:.3f} s: "
-        f"{cpu / max(1, archive.changed) * 1000:.3f} ms per archived entry)"
+        f"{cpu / max(1, archive.changed) * 1000:.3f} ms per archived entry{_cpu_words(database)})"
     )
-    return elapsed, archive.changed, elapsed - (middle - start)
+    return elapsed, archive.changed, elapsed - (middle - start), None if database is None else database + cpu
 
 
 def main() -> int:
@@ -362,15 +396,16 @@ def main() -> int:
         if number:
             put_back()
             print(f"round {number + 1}:")
-        minimal, minimal_archived = timed_committed("minimal raw SQL", MINIMAL_SQL)
-        report, _ = timed_report()
-        swept, sweep_archived, archived_in = sweep()
+        minimal, minimal_archived, minimal_cpu = timed_committed("minimal raw SQL", MINIMAL_SQL)
+        report, _, report_cpu = timed_report()
+        swept, sweep_archived, archived_in, swept_cpu = sweep()
         assert full_archived in (None, minimal_archived) and minimal_archived == sweep_archived, (
             f"archived: full-table {full_archived}, minimal {minimal_archived}, sweep {sweep_archived}"
         )
-        rounds.append((swept / minimal, minimal, report, swept, archived_in))
+        cpus = None if swept_cpu is None else (swept_cpu, minimal_cpu, report_cpu)
+        rounds.append((swept / minimal, minimal, report, swept, archived_in, cpus))
     # The median round by its ratio (the only round, by default).
-    ratio, minimal, report, swept, archived_in = sorted(rounds)[len(rounds) // 2]
+    ratio, minimal, report, swept, archived_in, _ = sorted(rounds, key=lambda r: r[0])[len(rounds) // 2]
     if len(rounds) > 1:
         print(f"median of {len(rounds)} rounds by the ratio (all: {', '.join(f'{r[0]:.2f}×' for r in rounds)}):")
     ok_minimal = ratio <= 1.25
@@ -392,6 +427,18 @@ def main() -> int:
         f"sweep / (minimal raw SQL + minimal report) = {swept:.3f} / {minimal + report:.3f} = "
         f"{swept / (minimal + report):.2f}×"
     )
+    if all(r[5] is not None for r in rounds):
+        # CPU, each round's own ratio, the median round by it: the sweep's (the worker's and the database's)
+        # over the minimal raw SQL's (the database's; its client does nothing but wait).
+        by_cpu = sorted(rounds, key=lambda r: r[5][0] / r[5][1])
+        swept_cpu, minimal_cpu, report_cpu = by_cpu[len(by_cpu) // 2][5]
+        print(
+            f"CPU (median of {len(rounds)} rounds by its ratio; all: "
+            f"{', '.join(f'{r[5][0] / r[5][1]:.2f}×' for r in rounds)}): sweep (worker + PostgreSQL) / minimal raw "
+            f"SQL (PostgreSQL) = {swept_cpu:.3f} / {minimal_cpu:.3f} = {swept_cpu / minimal_cpu:.2f}×; "
+            f"sweep / (minimal raw SQL + minimal report) = {swept_cpu:.3f} / {minimal_cpu + report_cpu:.3f} = "
+            f"{swept_cpu / (minimal_cpu + report_cpu):.2f}×"
+        )
     print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     return 0 if ok_full and ok_minimal else 1
 

@@ -16,8 +16,9 @@ through one of these, inside the caller's transaction, on rows the caller has lo
   each to archive it. One UPDATE per batch for every row (values the same for all, possibly SQL
   expressions; values per row), and with it one INSERT ... SELECT of one Event per row, built by the
   database from the row and the UPDATE's own expressions (event_sql.py): the same delta of the snapshots,
-  all created at the caller's time. On PostgreSQL the two are one statement (both read the rows as they
-  were before it); on SQLite the INSERT runs just before the UPDATE. Raises ConcurrentChange, having
+  all created at the caller's time. On PostgreSQL the two are one statement (the UPDATE reads each row
+  once, and its RETURNING gives the Events the row's old and new values); on SQLite the INSERT runs just
+  before the UPDATE. Raises ConcurrentChange, having
   written nothing, when a row is no longer in the expected status or its version moved.
 
 The transition table (curation/rules/transitions.py) is looked up on every one of these: a write the table does not
@@ -68,6 +69,7 @@ so that "no update() of an entry anywhere else" stays true and checkable:
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Callable
 
 import psycopg
@@ -523,9 +525,11 @@ def write_entries(
         _refuse_forgotten_rows(current, values, row_values, action)
         updates = {**values, **_per_row(row_values)}
         target = Q(IdIn(ids)) if expected_status is None else Q(IdIn(ids), status=expected_status)
-        # The Events, from each row as it is and the UPDATE's own expressions (event_sql.py), and the UPDATE.
-        # Both find only rows still in the expected status, the Events only at the version read.
-        events_sql, events_params = event_sql.events_statement(
+        # The Events, from each row as it is and as the UPDATE writes it (event_sql.py), and the UPDATE. Both
+        # find only rows still in the expected status, the Events (and on PostgreSQL the UPDATE) only at the
+        # version read.
+        events_of = partial(
+            event_sql.events_statement,
             rows,
             target,
             updates,
@@ -542,7 +546,7 @@ def write_entries(
             "version": F("version") + 1,
             "updated_at": clock.wall() if updated_at is None else updated_at,
         }
-        events, written = _insert_and_update(events_sql, events_params, Entry.objects.filter(target), update)
+        events, written = _insert_and_update(events_of, Entry.objects.filter(target), update)
         if events != len(ids):
             raise ConcurrentChange(f"{actor_label}: {len(ids) - events} of {len(ids)} rows changed under the sweep")
         if written != len(ids):
@@ -556,28 +560,26 @@ def write_entries(
     return written
 
 
-def _insert_and_update(events_sql: str, events_params: tuple, rows: QuerySet, update: dict) -> tuple[int, int]:
+def _insert_and_update(events_of: Callable[..., tuple[str, tuple]], rows: QuerySet, update: dict) -> tuple[int, int]:
     """The Events' INSERT and the rows' UPDATE; answers (Events inserted, rows written). On PostgreSQL one
-    statement (a data-modifying WITH: both parts read the rows as they were before it; on a short count
-    write_entries raises and its savepoint takes both back): one round trip and one plan, not two. On
-    SQLite, which has no such WITH, the INSERT, then the UPDATE."""
+    statement (a data-modifying WITH): the UPDATE finds each row once, at the version read, and its RETURNING
+    gives the Events (event_sql.events_statement with the UPDATE); a row not written has no Event, and on a
+    short count write_entries raises and its savepoint takes both back. One round trip and one plan, not two.
+    On SQLite, which has no such WITH, the INSERT (`events_of()`), then the UPDATE."""
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(events_sql, events_params)
+            cursor.execute(*events_of())
             events = cursor.rowcount
         return events, rows.update(**update)
-    query = rows.query.chain(UpdateQuery)
+    # The UPDATE's SET alone: the statement gives its FROM, WHERE and RETURNING.
+    query = rows.model.objects.all().query.chain(UpdateQuery)
     query.add_update_values(update)
     compiler = query.get_compiler(rows.db)
     compiler.pre_sql_setup()
-    update_sql, update_params = compiler.as_sql()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH events AS ({events_sql} RETURNING 1), written AS ({update_sql} RETURNING 1) "
-            "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM written)",
-            (*events_params, *update_params),
-        )
-        return cursor.fetchone()
+        cursor.execute(*events_of(update=compiler.as_sql()))
+        written = cursor.fetchone()[0]
+    return written, written
 
 
 # What write_entries reads of the rows before writing, by attribute name: the table's checks (status, scope,

@@ -1,9 +1,10 @@
 """The Events of a bulk write (entry_writes.write_entries), built by the database in one INSERT ... SELECT.
 
-The statement reads each entry as it is before the write, and the values the write's UPDATE will set as the
-same expressions the UPDATE uses (constants, a CASE per row, F() expressions), evaluated over the same row;
-write_entries runs it with that UPDATE, on the rows the caller has locked: on PostgreSQL in one statement
-(both parts read the rows as they were before it), on SQLite just before the UPDATE. Of the state keys whose
+On SQLite the statement reads each entry as it is before the write, and the values the write's UPDATE will
+set as the same expressions the UPDATE uses (constants, a CASE per row, F() expressions), evaluated over the
+same row, just before write_entries runs that UPDATE, on the rows the caller has locked. On PostgreSQL it is
+one statement with the UPDATE: the UPDATE reads each row once (its old values) and its RETURNING gives the
+row as written (the new), from which the Events are inserted. Of the state keys whose
 column the write sets (the transition's fields), the Event's `before` and `after` hold those whose value
 differs, rendered as Entry.snapshot() renders them (models.snapshot_value): what event_deltas.delta of the
 two snapshots would store, without reading a row into Python. A float key (the base, the derived
@@ -21,6 +22,7 @@ import json
 
 from django.db import connection, models
 from django.db.models import Q, Value
+from django.db.models.expressions import RawSQL
 
 from curation.infra.middleware import current_request_id
 from curation.models import DERIVED_CONFIDENCE, STATE_COLUMNS, Entry, Event
@@ -40,6 +42,74 @@ def is_python_key(key: str) -> bool:
     return key not in STATE_COLUMNS or isinstance(Entry._meta.get_field(key), models.FloatField)
 
 
+def _written_with_events(
+    rows, target, update, keys, python_keys, python_parts, reasons, actor_label, action, at, request_id
+) -> tuple[str, tuple]:
+    """events_statement with the UPDATE, on PostgreSQL: the UPDATE writes the rows `target` still finds at the
+    version read, each found once (by the index, then by its ctid: the row itself, not a second look-up), and
+    its RETURNING gives each written row's Event, the old values from that read of the row, the new from the
+    row as written. So an Event is exactly a written row's, and the counts cannot differ."""
+    render = _Postgres()
+    table = Entry._meta.db_table
+    sql_keys = [k for k in keys if k not in python_keys]
+    columns = sorted({STATE_COLUMNS[k] for k in sql_keys})
+    read = (
+        Entry.objects.filter(target)
+        .annotate(tid=RawSQL(f'"{table}".ctid', ()))
+        .values("tid", "id", "version", *columns)
+    )
+    read_sql, read_params = read.query.sql_with_params()
+    before, after = [], []
+    for key in keys:
+        if key in python_keys:
+            old, newer, keep = render.python(key, 3), render.python(key, 4), render.present(key, 3)
+        else:
+            field = Entry._meta.get_field(STATE_COLUMNS[key])
+            old, new = f"s.{field.column}", f'"{table}".{field.column}'
+            # Two values of a column render alike exactly when they are equal: compared as stored, each
+            # rendered once.
+            old, newer, keep = render.value(field, old), render.value(field, new), f"{old} IS DISTINCT FROM {new}"
+        before.append((key, old, keep))
+        after.append((key, newer, keep))
+    update_sql, update_params = update
+    statement = f"""
+        WITH written AS (
+            {update_sql}
+            FROM ({read_sql}) AS s
+            JOIN {render.batch()} ON {render.item(0)} = s.id AND {render.item(1)} = s.version
+            WHERE "{table}".ctid = s.tid
+            RETURNING s.id, {render.label(f'"{table}".scope', f'"{table}".trigger')} AS label,
+                      {render.object(before)} AS before, {render.object(after)} AS after,
+                      {render.item(2, text=True)} AS reason, "{table}".version, {render.position()} AS position
+        ), events AS (
+            INSERT INTO {Event._meta.db_table} (entry_id, entry_label, actor_id, actor_label, action, reason, before,
+                                                after, request_id, entry_version, created_at)
+            SELECT id, label, NULL, %s, %s, reason, before, after, %s, version, %s FROM written ORDER BY position
+            RETURNING 1
+        )
+        SELECT count(*) FROM events"""
+    created_at = Event._meta.get_field("created_at").get_db_prep_save(at, connection)
+    request_id = current_request_id.get() if request_id is None else request_id
+    # The placeholders in the order they appear: the UPDATE's, the read's, the batch, the Events'.
+    return statement, (
+        *update_params,
+        *read_params,
+        _batch(rows, reasons, python_parts),
+        actor_label,
+        str(action),
+        request_id,
+        created_at,
+    )
+
+
+def _batch(rows, reasons: dict[int, str], python_parts: dict) -> str:
+    """The rows as one JSON parameter: [id, version read, reason, python old, python new] each, in order."""
+    return json.dumps(
+        [[r["id"], r["version"], reasons[r["id"]], *python_parts.get(r["id"], ({}, {}))] for r in rows],
+        separators=(",", ":"),
+    )
+
+
 def events_statement(
     rows,
     target: Q,
@@ -52,12 +122,18 @@ def events_statement(
     action,
     at,
     request_id: str | None,
+    update: tuple[str, tuple] | None = None,
 ) -> tuple[str, tuple]:
     """The INSERT of one Event per row of `rows` (the caller's dicts, with the id and the version it read) that `target` still
     finds at that version, about the write of `updates` (column -> value or expression, the UPDATE's SET)
     that follows or runs in the same statement; with its parameters. `python_parts[pk]` holds the changed
-    `python_keys` (old, new)."""
+    `python_keys` (old, new). With `update` (PostgreSQL: that UPDATE's `UPDATE ... SET ...`, no WHERE, and its
+    parameters), the one statement that writes the rows and their Events, answering the Events written."""
     keys = [k for k in STATE_KEYS if k in python_keys or (k in written_state_keys(updates) and not is_python_key(k))]
+    if update is not None:
+        return _written_with_events(
+            rows, target, update, keys, python_keys, python_parts, reasons, actor_label, action, at, request_id
+        )
     by_attname = {Entry._meta.get_field(c).attname: (Entry._meta.get_field(c), v) for c, v in updates.items()}
     new = {}
     for attname, (field, value) in by_attname.items():
@@ -88,10 +164,7 @@ def events_statement(
         after.append((key, newer, keep))
     scope = "s.new_scope" if "new_scope" in new else "s.scope"
     trigger = "s.new_trigger" if "new_trigger" in new else "s.trigger"
-    batch = json.dumps(
-        [[r["id"], r["version"], reasons[r["id"]], *python_parts.get(r["id"], ({}, {}))] for r in rows],
-        separators=(",", ":"),
-    )
+    batch = _batch(rows, reasons, python_parts)
     created_at = Event._meta.get_field("created_at").get_db_prep_save(at, connection)
     statement = f"""
         INSERT INTO {Event._meta.db_table} (entry_id, entry_label, actor_id, actor_label, action, reason, before,
@@ -160,16 +233,20 @@ class _Postgres:
 
     def json(self, field, sql: str) -> str:
         """The column's value as jsonb, as snapshot_value renders it (SQL NULL for a null)."""
+        return f"to_jsonb({self.value(field, sql)})"
+
+    def value(self, field, sql: str) -> str:
+        """The column's value as jsonb_build_object renders it as snapshot_value does: a time or a date as
+        text (a jsonb_build_object argument needs no to_jsonb, which costs as much again)."""
         if isinstance(field, models.DateTimeField):
-            # Python's isoformat: microseconds only when there are any, the UTC offset spelled +00:00.
+            # Python's isoformat: microseconds only when there are any, the UTC offset spelled +00:00 (one
+            # to_char of it all, the ".000000" of a whole second taken out).
             return (
-                f"to_jsonb(to_char({sql} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') "
-                f"|| CASE WHEN to_char({sql}, 'US') = '000000' THEN '' ELSE '.' || to_char({sql}, 'US') END "
-                "|| '+00:00')"
+                f"replace(to_char({sql} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"'), '.000000+', '+')"
             )
         if isinstance(field, models.DateField):
-            return f"to_jsonb(to_char({sql}, 'YYYY-MM-DD'))"
-        return f"to_jsonb({sql})"
+            return f"to_char({sql}, 'YYYY-MM-DD')"
+        return sql
 
     def python(self, key: str, part: int) -> str:
         return f"(b.r->{part}->'{key}')"
