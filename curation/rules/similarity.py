@@ -2,7 +2,11 @@
 PostgreSQL-specific trigram matching can replace it behind `selectors.similar_active_entries`."""
 
 import hashlib
+import itertools
 import re
+import struct
+from array import array
+from collections.abc import Collection
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an the to of in on and or for is are be it this that with when before after".split())
@@ -31,30 +35,74 @@ def jaccard(wa: frozenset, wb: frozenset) -> float:
 _TRIGRAM_WORD = re.compile(r"[a-z0-9]+")
 
 
+# A word's trigram cuts by its length: the padded word is cut in C (map), not by a loop in Python.
+_CUTS = [tuple(slice(k, k + 3) for k in range(n + 1)) for n in range(64)]
+
+
 def trigrams(text: str) -> frozenset[str] | None:
     """The trigrams PostgreSQL's pg_trgm forms of an ASCII text (each word of letters and digits, lowercased,
     two spaces before it and one after), so that the jaccard() of two of them is its similarity(); None
     for a text with another character, whose words and case the database's locale decides."""
     if not text.isascii():
         return None
-    return frozenset(
-        padded[k : k + 3]
-        for word in _TRIGRAM_WORD.findall(text.lower())
-        for padded in (f"  {word} ",)
-        for k in range(len(word) + 1)
-    )
+    grams: set[str] = set()
+    for word in _TRIGRAM_WORD.findall(text.lower()):
+        cuts = _CUTS[len(word)] if len(word) < len(_CUTS) else [slice(k, k + 3) for k in range(len(word) + 1)]
+        grams.update(map(f"  {word} ".__getitem__, cuts))
+    return frozenset(grams)
+
+
+class _TrigramNumbers(dict):
+    """A number for each trigram this process has met: at most 37³ (a letter, a digit or a space each).
+    setdefault and next() each run whole under the GIL, so two threads never give two trigrams one number."""
+
+    def __missing__(self, gram: str) -> int:
+        return self.setdefault(gram, next(_NEXT_NUMBER))
+
+
+_NEXT_NUMBER = itertools.count()
+_TRIGRAM_NUMBERS = _TrigramNumbers()
+
+
+def trigram_codes(grams: frozenset[str]) -> array:
+    """A text's trigrams() as this process's numbers for them: ~0.5 KB where the set of strings takes ~8 KB,
+    for a process that remembers the trigrams of many texts."""
+    return array("I", map(_TRIGRAM_NUMBERS.__getitem__, grams))
+
+
+_FLOAT4 = struct.Struct("f")
+
+
+def trigram_similarity(a: frozenset[int], b: Collection[int]) -> float:
+    """pg_trgm's similarity() of two texts from their trigram_codes() (the first as a set): the shared
+    trigrams over all of them, as the database's float4 holds it. A quotient of integers rounded to a double
+    and then to a float4 is the float4 quotient (a double has more than twice a float4's bits), so a score
+    here is the score there."""
+    if not a or not b:
+        return 0.0
+    shared = len(a.intersection(b))
+    return _FLOAT4.unpack(_FLOAT4.pack(shared / (len(a) + len(b) - shared)))[0]
+
+
+def as_read_from_float4(value: float) -> float:
+    """A float4 as a query returns it: PostgreSQL prints a float4 as its shortest decimal that reads back as
+    the same float4, and the driver reads that decimal as a double (0.3602941, not 0.36029410362...); a
+    score shown rounded must start from the same number whichever side computed it."""
+    packed = _FLOAT4.pack(value)
+    for digits in range(1, 10):  # the nearest decimal of the fewest digits that is still this float4
+        decimal = float(f"{value:.{digits}g}")
+        if _FLOAT4.pack(decimal) == packed:
+            return decimal
+    return value
 
 
 # The bits of a trigram sketch: a text's ~100 trigrams set ~2 stray bits in common with another's.
 SKETCH_BITS = 4096
 
 
-def trigram_sketch(text: str) -> tuple[int, int, int] | None:
-    """A text's trigrams (trigrams()) in ~600 bytes: their number, and each one's bit (of SKETCH_BITS, by its
-    hash in this process) with the number of bits set. None where trigrams() is None."""
-    grams = trigrams(text)
-    if grams is None:
-        return None
+def trigram_sketch(grams: frozenset[str]) -> tuple[int, int, int]:
+    """A text's trigrams() in ~600 bytes: their number, and each one's bit (of SKETCH_BITS, by its hash in
+    this process) with the number of bits set."""
     bits = 0
     for gram in grams:
         bits |= 1 << (hash(gram) & (SKETCH_BITS - 1))

@@ -7,13 +7,23 @@ trigrams may reach the threshold), word Jaccard elsewhere."""
 from __future__ import annotations
 
 import json
+from array import array
 from functools import lru_cache
 
 from django.db import connection
 
 from curation.rules import access, config, minhash
 from curation.models import Entry
-from curation.rules.similarity import jaccard, trigram_similarity_bound, trigram_sketch, words
+from curation.rules.similarity import (
+    as_read_from_float4,
+    jaccard,
+    trigram_codes,
+    trigram_similarity,
+    trigram_similarity_bound,
+    trigram_sketch,
+    trigrams,
+    words,
+)
 
 from . import sql
 
@@ -27,9 +37,12 @@ def _pooled_words(text: str) -> frozenset[str]:
     return words(text)
 
 
-@lru_cache(maxsize=WORDS_REMEMBERED)  # the same for their trigrams, on PostgreSQL: ~600 bytes each
-def _pooled_sketch(text: str) -> tuple[int, int, int] | None:
-    return trigram_sketch(text)
+@lru_cache(maxsize=WORDS_REMEMBERED)  # the same for their trigrams, on PostgreSQL: ~1 KB each
+def _pooled_trigrams(text: str) -> tuple[tuple[int, int, int], array] | None:
+    """A text's trigram sketch (to rule a pair out) and its trigrams as numbers (to score it), or None for a
+    text beyond ASCII."""
+    grams = trigrams(text)
+    return None if grams is None else (trigram_sketch(grams), trigram_codes(grams))
 
 
 def _text(entry: Entry) -> str:
@@ -86,12 +99,16 @@ def _holding_active(scopes: set[str]) -> set[str]:
         return {scope for (scope,) in cursor.fetchall()}
 
 
+# Below it by this much or more, a pair's trigram share cannot reach the threshold in the database's float4.
+_FLOAT4_MARGIN = 1e-6
+
+
 def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:
-    """The entries sharing a key, read with their text (SHARING_BANDS_SQL); of those, the ones whose trigrams
-    may reach the threshold scored by the database (SIMILAR_SCORES_SQL). An ASCII text's trigrams are the ones
-    similarity() counts (similarity.trigrams), and a bound of a pair's similarity from their sketches never
-    falls below it, so a pair below the threshold here is below it there: most pairs sharing a key are, and
-    similarity(), which splits both texts again each time, runs on the rest."""
+    """The entries sharing a key, read with their text (SHARING_BANDS_SQL), scored by pg_trgm's similarity().
+    An ASCII text's trigrams are the ones similarity() counts (similarity.trigrams), so a pair of ASCII texts
+    is scored here, exactly as the database would (trigram_similarity), after a bound from their sketches
+    rules out most pairs without splitting them; a pair with a text beyond ASCII, whose words the database's
+    locale decides, is scored by the database (SIMILAR_SCORES_SQL)."""
     equal, under = _probes(entries, keys)
     found: dict[int, list[tuple[int, float]]] = {}
     if not under:
@@ -114,38 +131,35 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
         )
         shared = cursor.fetchall()
         threshold = config.SIMILAR_THRESHOLD.value
-        mine = [_pooled_sketch(text) for text in texts]
-        theirs = {pk: _pooled_sketch(text) for _, pk, text in shared if text is not None}
-        pairs = [(n, pk) for n, pk, _ in shared if _may_reach(mine[n], theirs[pk], threshold)]
-        if not pairs:
-            return found
-        cursor.execute(
-            sql.SIMILAR_SCORES_SQL,
-            {
-                "pair_ns": sql.pg_array(n for n, _ in pairs),
-                "pair_ids": sql.pg_array(pk for _, pk in pairs),
-                "texts": sql.pg_array(texts),
-                "threshold": threshold,
-            },
-        )
-        rows = cursor.fetchall()
+        partner_text = {pk: text for _, pk, text in shared if text is not None}
+        mine = [_pooled_trigrams(text) for text in texts]
+        theirs = {pk: _pooled_trigrams(text) for pk, text in partner_text.items()}
+        rows, beyond_ascii, mine_numbers = [], [], {}
+        for n, pk, _ in shared:
+            if mine[n] is None or theirs[pk] is None:
+                beyond_ascii.append((n, pk))
+            elif trigram_similarity_bound(mine[n][0], theirs[pk][0]) >= threshold - _FLOAT4_MARGIN:
+                if n not in mine_numbers:
+                    mine_numbers[n] = frozenset(mine[n][1])
+                score = trigram_similarity(mine_numbers[n], theirs[pk][1])
+                if score >= threshold:
+                    rows.append((n, pk, as_read_from_float4(score)))
+        if beyond_ascii:
+            cursor.execute(
+                sql.SIMILAR_SCORES_SQL,
+                {
+                    "pair_ns": sql.pg_array(n for n, _ in beyond_ascii),
+                    "pair_ids": sql.pg_array(pk for _, pk in beyond_ascii),
+                    "texts": sql.pg_array(texts),
+                    "threshold": threshold,
+                },
+            )
+            rows += cursor.fetchall()
     for n, other_id, score in sorted(rows, key=lambda row: (row[0], -row[2], -row[1])):
         ranked = found.setdefault(n, [])
         if len(ranked) < limit:
             ranked.append((other_id, round(float(score), 3)))
     return found
-
-
-# Below it by this much or more, a pair's trigram share cannot reach the threshold in the database's float4.
-_FLOAT4_MARGIN = 1e-6
-
-
-def _may_reach(mine: tuple | None, theirs: tuple | None, threshold: float) -> bool:
-    """Can similarity() of the two texts reach the threshold? Surely not when both are ASCII and the bound of
-    their trigrams' similarity is below it; a text with another character is left to the database."""
-    if mine is None or theirs is None:
-        return True
-    return trigram_similarity_bound(mine, theirs) >= threshold - _FLOAT4_MARGIN
 
 
 def _similar_portable(entries: list[Entry], keys: list[tuple[int, ...]], limit: int) -> dict[int, list]:

@@ -13,8 +13,15 @@ from django.db.models.functions import Concat
 from curation import services
 from curation.models import Entry, EntryBand, Status
 from curation.rules import access, config, minhash
-from curation.rules.similarity import jaccard, similarity, trigrams
-from curation.selectors import similar_active_entries, similar_active_entries_many
+from curation.rules.similarity import (
+    as_read_from_float4,
+    jaccard,
+    similarity,
+    trigram_codes,
+    trigram_similarity,
+    trigrams,
+)
+from curation.selectors import similar, similar_active_entries, similar_active_entries_many
 from curation.services.forgets import approve_forget_request, file_forget_request
 from tests.factories import active
 
@@ -210,22 +217,44 @@ DECOY = {
 
 
 @postgres_only
-def test_the_database_scores_only_the_pairs_whose_trigrams_may_reach_the_threshold(reviewer, make_candidate):
+def test_an_ascii_pair_is_scored_here_exactly_as_the_database_scores_it():
+    """similarity() of two ASCII texts is computed in the process (trigram_similarity): the same float4 the
+    database returns, to the last bit, whatever the words, their case, punctuation or an empty text."""
+    rng = random.Random(7)
+    vocabulary = " ".join(_text(fields) for fields in (LESSON, PARAPHRASE, UNRELATED, DECOY)).split()
+    vocabulary += ["x", "AB", "config_v2", "3.14", "--", "O'Brien's", "kebab-case", "\t"]
+    texts = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 40))) for _ in range(300)] + ["", "!!!", "a"]
+    pairs = [(rng.choice(texts), rng.choice(texts)) for _ in range(1000)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT similarity(a, b) FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS p(a, b, i) ORDER BY i",
+            [[a for a, _ in pairs], [b for _, b in pairs]],
+        )
+        database = [score for (score,) in cursor.fetchall()]
+    here = [trigram_similarity(frozenset(trigram_codes(trigrams(a))), trigram_codes(trigrams(b))) for a, b in pairs]
+    assert [as_read_from_float4(score) for score in here] == database
+    assert len({score for score in database}) > 100  # many distinct quotients, not a few easy ones
+
+
+@postgres_only
+def test_the_ascii_pairs_sharing_a_key_are_scored_here_and_only_those_the_sketches_keep(
+    reviewer, make_candidate, monkeypatch
+):
     known = active(reviewer, scope="acme/payroll", **LESSON)
     decoy = active(reviewer, scope="acme/payroll", **DECOY)
     assert EntryBand.objects.filter(entry=decoy, band__in=_keys(_text(PARAPHRASE))).exists()
     probe = make_candidate(scope="acme/payroll", **PARAPHRASE)
-    scored = []
+    statements, scored_here = [], []
+    monkeypatch.setattr(similar, "trigram_similarity", lambda a, b: scored_here.append(b) or trigram_similarity(a, b))
 
-    def scores(execute, sql, params, many, context):
-        if "similarity(" in sql:
-            scored.append(params)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(scores):
+    with connection.execute_wrapper(lambda execute, sql, *rest: statements.append(sql) or execute(sql, *rest)):
         found = similar_active_entries(probe)
-    assert [pk for pk, _ in found] == [known.pk]
-    assert [params["pair_ids"] for params in scored] == [f"{{{known.pk}}}"]  # the decoy is not scored
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT similarity(%s, %s)", [_text(LESSON), _text(PARAPHRASE)])
+        assert found == [(known.pk, round(cursor.fetchone()[0], 3))]  # the database's own score
+    assert not [sql for sql in statements if "similarity(" in sql]  # nothing left to the database to score
+    assert len(scored_here) == 1  # the lesson alone: the decoy's sketch ruled it out
 
 
 @postgres_only
