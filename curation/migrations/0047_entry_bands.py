@@ -8,6 +8,7 @@ from django.db import migrations, models
 from curation.rules.minhash import band_keys
 
 FILL_BATCH = 2000
+BANDS_THEN = 32  # the bands this migration wrote: 0060 adds PostgreSQL's later ones to the entries it banded
 
 
 def fill_bands(apps, schema_editor):
@@ -23,7 +24,7 @@ def fill_bands(apps, schema_editor):
             EntryBand(entry_id=pk, scope=scope, band=band)
             for pk, scope, trigger, content in batch
             if pk not in forgotten
-            for band in band_keys(f"{trigger} {content}")
+            for band in band_keys(f"{trigger} {content}", BANDS_THEN)
         )
 
 

@@ -101,7 +101,11 @@ def test_the_migration_fills_the_keys_of_existing_entries_but_not_of_forgotten_o
     approve_forget_request(file_forget_request(entry_id=gone.pk, reason="forget it", actor=reviewer).pk, actor=lead)
     EntryBand.objects.all().delete()
     fill_bands(apps, None)
-    assert _stored_bands(kept) == {("acme/payroll", key) for key in minhash.band_keys(_text(LESSON))}
+    assert _stored_bands(kept) == {("acme/payroll", key) for key in minhash.band_keys(_text(LESSON), 32)}
+    # Then the bands added since (0060, on PostgreSQL): each key of this database's measure once, no more.
+    import_module("curation.migrations.0060_forty_eight_bands").add_bands(apps, connection.schema_editor())
+    assert _stored_bands(kept) == {("acme/payroll", key) for key in _keys(_text(LESSON))}
+    assert EntryBand.objects.filter(entry=kept).count() == len(_keys(_text(LESSON)))
     assert not EntryBand.objects.filter(entry=gone).exists()
 
 
