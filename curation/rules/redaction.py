@@ -22,7 +22,7 @@ from curation.rules import prefilter
 _VALUE_END = r"[^\s'\".,;:!?)\]}>]"  # a value's last character: never the sentence's punctuation after it
 # Credentials, found before any personal-data pattern runs: a phone or card pattern must never cut a token
 # (a Slack token's digit groups look like a phone number) and leave its other parts behind.
-_CREDENTIALS: list[tuple[str, re.Pattern]] = [
+_CREDENTIALS: tuple[tuple[str, re.Pattern], ...] = (
     ("private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)),
     ("bearer token", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9\-._~+/]{16,}=*)")),
     ("basic auth", re.compile(r"(?i)\bauthorization\s*[:=]\s*basic\s+(?P<value>[A-Za-z0-9+/]{4,}={0,2})")),
@@ -66,9 +66,9 @@ _CREDENTIALS: list[tuple[str, re.Pattern]] = [
     ("API key", re.compile(r"(?<![\w-])sk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{20,}")),
     ("npm token", re.compile(r"(?<![\w-])npm_[A-Za-z0-9]{36}(?!\w)")),
     ("credential in URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<value>[^\s@/]+)@")),
-]
+)
 # Personal data, most specific first: a card or an IBAN is never left half taken by the phone pattern.
-_PERSONAL: list[tuple[str, re.Pattern]] = [
+_PERSONAL: tuple[tuple[str, re.Pattern], ...] = (
     ("e-mail address", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
     # Spelled out against scrapers: "jane [at] example [dot] com", or "jane dot doe at example dot com" (a
     # plain "at" only after a dotted name: "looked at example dot com" is prose).
@@ -88,7 +88,7 @@ _PERSONAL: list[tuple[str, re.Pattern]] = [
     # a hyphen followed by a letter or digit makes it part of an identifier (a UUID's digit groups), as
     # for card numbers above.
     ("phone number", re.compile(r"(?<![\w.+-])\+?\d[\d ().-]{7,}\d(?!\w|[.,-]?\d|-\w)")),
-]
+)
 _MIN_PHONE_DIGITS = 9
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}")
 _TOKEN_EDGES = ".,;:!?()[]{}<>'\"`"
@@ -278,15 +278,10 @@ def _is_match(kind: str, match: re.Match) -> bool:
     return True
 
 
-_SCREENS: dict[int, tuple[list, prefilter.Screen]] = {}
-
-
-def _screen(patterns) -> prefilter.Screen:
-    """The Screen of a list of (kind, pattern), read once for the list as it is."""
-    held = _SCREENS.get(id(patterns))
-    if held is None or len(held[0]) != len(patterns) or any(a is not b for a, b in zip(held[0], patterns)):
-        held = _SCREENS[id(patterns)] = (list(patterns), prefilter.Screen([pattern for _, pattern in patterns]))
-    return held[1]
+@lru_cache(maxsize=8)
+def _screen(patterns: tuple) -> prefilter.Screen:
+    """The Screen of a tuple of (kind, pattern), read once."""
+    return prefilter.Screen([pattern for _, pattern in patterns])
 
 
 def _apply(patterns, text: str, field: str, findings: list[Finding]) -> str:
