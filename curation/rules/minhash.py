@@ -60,9 +60,10 @@ def signature(text: str, hashes: int = HASHES) -> list[int]:
 
 
 @lru_cache(maxsize=4096)  # a new entry's keys are written by the write path, then looked up with
-def band_keys(text: str, bands: int = BANDS) -> tuple[int, ...]:
+def band_keys(text: str, bands: int) -> tuple[int, ...]:
     """One key per band of the first `bands` (none for a text with no word): the band's number and its ROWS
-    minimum hashes, packed into one non-negative 64-bit integer, distinct per band number."""
+    minimum hashes, packed into one non-negative 64-bit integer, distinct per band number. No default number:
+    a caller names the bands of the keys it stores (bands_for, or a migration's own count)."""
     m = signature(text, ROWS * bands)
     if not m:
         return ()

@@ -8,7 +8,7 @@ from django.db import connection
 
 from curation import selectors
 from curation.models import Entry, EntryBand, Status
-from curation.rules.minhash import band_keys
+from curation.rules.minhash import band_keys, bands_for
 from curation.services import conflicts
 from tests.factories import active
 
@@ -47,7 +47,9 @@ def _fill_other_scopes(n: int) -> None:
         for i in range(n)
     )
     EntryBand.objects.bulk_create(  # their band keys, as the write path writes them
-        EntryBand(entry=e, scope=e.scope, band=band) for e in filled for band in band_keys(f"{e.trigger} {e.content}")
+        EntryBand(entry=e, scope=e.scope, band=band)
+        for e in filled
+        for band in band_keys(f"{e.trigger} {e.content}", bands_for(connection.vendor))
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE curation_entry")

@@ -55,14 +55,21 @@ def _stored_bands(entry) -> set[tuple[str, int]]:
 
 
 def test_a_paraphrase_shares_a_band_key_and_an_unrelated_text_none():
-    lesson, paraphrase, unrelated = (set(minhash.band_keys(_text(f))) for f in (LESSON, PARAPHRASE, UNRELATED))
+    lesson, paraphrase, unrelated = (
+        set(minhash.band_keys(_text(f), minhash.BANDS)) for f in (LESSON, PARAPHRASE, UNRELATED)
+    )
     assert len(lesson) == minhash.BANDS
     assert lesson & paraphrase
     assert not lesson & unrelated
-    assert minhash.band_keys(_text(LESSON)) == minhash.band_keys(_text(LESSON).upper())  # the measure's words
-    assert minhash.band_keys("the of and") == ()  # no word, no key
+    assert minhash.band_keys(_text(LESSON), minhash.BANDS) == minhash.band_keys(
+        _text(LESSON).upper(), minhash.BANDS
+    )  # the measure's words
+    assert minhash.band_keys("the of and", minhash.BANDS) == ()  # no word, no key
     # fewer bands are the first ones: a migration that adds bands leaves the stored keys as they are
-    assert minhash.band_keys(_text(LESSON), minhash.WORD_MEASURE_BANDS) == minhash.band_keys(_text(LESSON))[:32]
+    assert (
+        minhash.band_keys(_text(LESSON), minhash.WORD_MEASURE_BANDS)
+        == minhash.band_keys(_text(LESSON), minhash.BANDS)[:32]
+    )
 
 
 def test_the_write_path_stores_an_entrys_keys_and_the_lookup_finds_the_paraphrase_only(reviewer, make_candidate):
@@ -286,7 +293,7 @@ INDEX_PARAPHRASE = {
 
 @postgres_only
 def test_lessons_alike_in_trigrams_but_not_in_words_share_a_key_of_the_later_bands(reviewer, make_candidate):
-    lesson, paraphrase = (minhash.band_keys(_text(f)) for f in (INDEX_LESSON, INDEX_PARAPHRASE))
+    lesson, paraphrase = (minhash.band_keys(_text(f), minhash.BANDS) for f in (INDEX_LESSON, INDEX_PARAPHRASE))
     assert not set(lesson[:32]) & set(paraphrase[:32]) and set(lesson) & set(paraphrase)
     known = active(reviewer, scope="acme/db", **INDEX_LESSON)
     probe = make_candidate(scope="acme/db", **INDEX_PARAPHRASE)
@@ -301,7 +308,7 @@ def test_the_migration_adds_the_new_bands_keys_to_entries_with_keys_and_takes_th
     kept = active(reviewer, scope="acme/payroll", **LESSON)
     gone = active(reviewer, scope="acme/payroll", **UNRELATED)
     approve_forget_request(file_forget_request(entry_id=gone.pk, reason="forget it", actor=reviewer).pk, actor=lead)
-    keys = minhash.band_keys(_text(LESSON))
+    keys = minhash.band_keys(_text(LESSON), minhash.BANDS)
     EntryBand.objects.filter(band__in=keys[32:]).delete()  # as 32 bands left it
     assert _stored_bands(kept) == {("acme/payroll", key) for key in keys[:32]}
     migration.add_bands(apps, connection.schema_editor())
