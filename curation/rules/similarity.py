@@ -32,9 +32,6 @@ def jaccard(wa: frozenset, wb: frozenset) -> float:
     return shared / (len(wa) + len(wb) - shared)  # the size of the union, without building it
 
 
-_TRIGRAM_WORD = re.compile(r"[a-z0-9]+")
-
-
 # A word's trigram cuts by its length: the padded word is cut in C (map), not by a loop in Python.
 _CUTS = [tuple(slice(k, k + 3) for k in range(n + 1)) for n in range(64)]
 
@@ -46,7 +43,7 @@ def trigrams(text: str) -> frozenset[str] | None:
     if not text.isascii():
         return None
     grams: set[str] = set()
-    for word in _TRIGRAM_WORD.findall(text.lower()):
+    for word in _WORD.findall(text.lower()):  # pg_trgm's words of an ASCII text are the measure's
         cuts = _CUTS[len(word)] if len(word) < len(_CUTS) else [slice(k, k + 3) for k in range(len(word) + 1)]
         grams.update(map(f"  {word} ".__getitem__, cuts))
     return frozenset(grams)

@@ -1,8 +1,8 @@
 """Near duplicates: the active entries of overlapping scopes that say nearly the same thing as an entry.
 Found through the MinHash band keys of their text (models.EntryBand, rules/minhash): a lookup reads only
-the entries sharing a key with it, and the exact measure ranks those: trigram similarity on PostgreSQL (two
-statements for a whole batch: the entries sharing a key with their text, then similarity() of those whose
-trigrams may reach the threshold), word Jaccard elsewhere."""
+the entries sharing a key with it, and the exact measure ranks those: pg_trgm's trigram similarity on
+PostgreSQL (one statement for a whole batch answers the entries sharing a key with their text; an ASCII pair is
+scored here as the database scores it, a pair beyond ASCII by a second statement), word Jaccard elsewhere."""
 
 from __future__ import annotations
 

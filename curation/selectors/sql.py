@@ -332,8 +332,8 @@ def supersedes_chain_sql() -> str:
 # "<scope>/", not a sibling such as "<scope>-x" that sorts inside it); both columns equal or ranged, so each
 # probe reads only the key's rows in those scopes. Answers the shared active entries (the text itself left
 # out, at most %(read)s of them, the newest: OVERLAPPING_MATCHES_READ) with their text, once per entry (on its
-# first row; many texts of a batch share a partner), which the caller screens before SIMILAR_SCORES_SQL ranks
-# what may pass. The arrays come as literals (pg_array).
+# first row; many texts of a batch share a partner), which the caller scores (similar._similar_postgres). The
+# arrays come as literals (pg_array).
 SHARING_BANDS_SQL = """
     WITH shared AS (
         SELECT k.n, b.entry_id
@@ -359,9 +359,9 @@ SHARING_BANDS_SQL = """
     WHERE newest <= %(read)s
 """
 
-# The trigram similarity of the (text n, entry id) pairs SHARING_BANDS_SQL found and the caller kept (the
-# arrays as literals), each entry's text read again by its id, of those at %(threshold)s or above: the caller
-# ranks them.
+# The trigram similarity of the (text n, entry id) pairs SHARING_BANDS_SQL found that the caller cannot score
+# itself (a text beyond ASCII, whose words the database's locale decides; the arrays as literals), each entry's
+# text read again by its id, of those at %(threshold)s or above: the caller ranks them.
 SIMILAR_SCORES_SQL = """
     SELECT p.n, p.id, scored.score
     FROM unnest(CAST(%(pair_ns)s AS int[]), CAST(%(pair_ids)s AS bigint[])) AS p(n, id)
