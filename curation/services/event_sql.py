@@ -42,6 +42,19 @@ def is_python_key(key: str) -> bool:
     return key not in STATE_COLUMNS or isinstance(Entry._meta.get_field(key), models.FloatField)
 
 
+# The Event columns every statement here inserts, in this order.
+INSERT_EVENTS = (
+    f"INSERT INTO {Event._meta.db_table} (entry_id, entry_label, actor_id, actor_label, action, reason, before, "
+    "after, request_id, entry_version, created_at)"
+)
+
+
+def _stamp(at, request_id: str | None) -> tuple[str | None, object]:
+    """An Event's request id (the current request's unless given) and `at` as its created_at column stores it."""
+    request_id = current_request_id.get() if request_id is None else request_id
+    return request_id, Event._meta.get_field("created_at").get_db_prep_save(at, connection)
+
+
 def _written_with_events(
     rows, target, update, keys, python_keys, python_parts, reasons, actor_label, action, at, request_id
 ) -> tuple[str, tuple]:
@@ -82,14 +95,12 @@ def _written_with_events(
                       {render.object(before)} AS before, {render.object(after)} AS after,
                       {render.item(2, text=True)} AS reason, "{table}".version, {render.position()} AS position
         ), events AS (
-            INSERT INTO {Event._meta.db_table} (entry_id, entry_label, actor_id, actor_label, action, reason, before,
-                                                after, request_id, entry_version, created_at)
+            {INSERT_EVENTS}
             SELECT id, label, NULL, %s, %s, reason, before, after, %s, version, %s FROM written ORDER BY position
             RETURNING 1
         )
         SELECT count(*) FROM events"""
-    created_at = Event._meta.get_field("created_at").get_db_prep_save(at, connection)
-    request_id = current_request_id.get() if request_id is None else request_id
+    request_id, created_at = _stamp(at, request_id)
     # The placeholders in the order they appear: the UPDATE's, the read's, the batch, the Events'.
     return statement, (
         *update_params,
@@ -165,16 +176,14 @@ def events_statement(
     scope = "s.new_scope" if "new_scope" in new else "s.scope"
     trigger = "s.new_trigger" if "new_trigger" in new else "s.trigger"
     batch = _batch(rows, reasons, python_parts)
-    created_at = Event._meta.get_field("created_at").get_db_prep_save(at, connection)
     statement = f"""
-        INSERT INTO {Event._meta.db_table} (entry_id, entry_label, actor_id, actor_label, action, reason, before,
-                                            after, request_id, entry_version, created_at)
+        {INSERT_EVENTS}
         SELECT s.id, {render.label(scope, trigger)}, NULL, %s, %s, {render.item(2, text=True)},
                {render.object(before)}, {render.object(after)}, %s, s.version + 1, %s
         FROM ({sub_sql}) AS s
         JOIN {render.batch()} ON {render.item(0)} = s.id AND {render.item(1)} = s.version
         ORDER BY {render.position()}"""
-    request_id = current_request_id.get() if request_id is None else request_id
+    request_id, created_at = _stamp(at, request_id)
     # The placeholders in the order they appear: the select list's, the subquery's, the batch.
     return statement, (actor_label, str(action), request_id, created_at, *sub_params, batch)
 
@@ -208,15 +217,13 @@ def insert_first_events(rows: list[tuple[Entry, object, str, str]], *, at, reque
         }
         batch.append([entry.pk, str(action), label, stored[text], floats])
     statement = f"""
-        INSERT INTO {Event._meta.db_table} (entry_id, entry_label, actor_id, actor_label, action, reason, before,
-                                            after, request_id, entry_version, created_at)
+        {INSERT_EVENTS}
         SELECT s.id, {render.label("s.scope", "s.trigger")}, NULL, {render.item(2, text=True)},
                {render.item(1, text=True)}, {render.item(3, text=True)}, NULL, {render.whole(after)}, %s, s.version, %s
         FROM {Entry._meta.db_table} AS s
         JOIN {render.batch()} ON {render.item(0)} = s.id
         ORDER BY {render.position()}"""
-    created_at = Event._meta.get_field("created_at").get_db_prep_save(at, connection)
-    request_id = current_request_id.get() if request_id is None else request_id
+    request_id, created_at = _stamp(at, request_id)
     with connection.cursor() as cursor:
         cursor.execute(statement, (request_id, created_at, json.dumps(batch, separators=(",", ":"))))
         return cursor.rowcount
