@@ -43,10 +43,13 @@ live or approves it, when a tombstone matches the lesson. So a paraphrase pendin
 an edit, a merge, a split, a consolidation, a revival or an undo cannot write a forgotten lesson back. The
 forget's own write and writes to a status agents never read (a held submission is rejected) pass.
 
-Near-duplicate band keys (`EntryBand`, rules/minhash): every one of these that writes an entry's text or
-scope writes its keys with it (an insert adds them, a change replaces them), so the near-duplicate index
-is never behind the text. A held submission and a forgotten entry get none: their stored text is a marker,
-and the keys of the text a forget removes go with it.
+Near-duplicate band keys (`EntryBand`, rules/minhash): a lookup reads only active entries, so an entry has
+keys from the write that makes it active (an insert as active, an approval, a revival, an undo), and every
+one of these that writes its text or scope replaces them (none written unless it ends active), so the index
+is never behind an active entry's text and no key outlives the text it came from (a forget's marker text,
+retired, has none). A pending candidate, most of what ingest writes, gets none; an archived entry keeps
+its keys (the daily run archives thousands without touching them) until its text changes or it is active
+again, when they are written anew.
 
 `updated_at`: a decision stamps its `at` (a demo replayed as of a past moment reads as it happened then);
 a sweep stamps the wall clock, because the detecting sweeps read "what changed since my last run" by
@@ -309,8 +312,8 @@ def write_entry(
     )
     if not written:  # a writer that did not lock the row (possible on SQLite) got there first
         raise StaleDecision(entry, changes_since(entry, expected))
-    if _BANDED_COLUMNS.intersection(changes):
-        _write_bands([entry], replace=True, forgotten=action == EventAction.FORGOTTEN)
+    if _BANDED_COLUMNS.intersection(changes) or (entry.status == Status.ACTIVE and not was_active):
+        _write_bands([entry], replace=True)
     old, new = event_deltas.delta(before, {**entry.snapshot(at), **(after_extra or {})})
     return record_event(
         entry,
@@ -397,20 +400,20 @@ def insert_entries(
     return event_sql.insert_first_events(noted, at=at)
 
 
-# The columns the band keys are derived from (the text) or carry (the scope), and whether they are stored.
-_BANDED_COLUMNS = frozenset({"trigger", "content", "scope", "held_by", "held_by_id"})
+# The columns the band keys are derived from (the text) or carry (the scope).
+_BANDED_COLUMNS = frozenset({"trigger", "content", "scope"})
 
 
-def _write_bands(entries: list[Entry], *, replace: bool = False, forgotten: bool = False) -> None:
-    """The near-duplicate band keys of the entries' stored text, in one statement (`replace`: their old keys
-    removed first). None for a held submission or a forgotten entry: their text is a marker."""
+def _write_bands(entries: list[Entry], *, replace: bool = False) -> None:
+    """The near-duplicate band keys of the active entries' stored text, in one statement (`replace`: the
+    entries' old keys removed first, active or not). None for an entry that is not active: no lookup reads it."""
     if replace:
         EntryBand.objects.filter(entry_id__in=[e.pk for e in entries]).delete()
     bands = minhash.bands_for(connection.vendor)
     keyed = [
         (entry, keys)
         for entry in entries
-        if entry.held_by_id is None and not forgotten
+        if entry.status == Status.ACTIVE
         for keys in (minhash.band_keys(f"{entry.trigger} {entry.content}", bands),)
         if keys
     ]
@@ -551,11 +554,19 @@ def write_entries(
             raise ConcurrentChange(f"{actor_label}: {len(ids) - events} of {len(ids)} rows changed under the sweep")
         if written != len(ids):
             raise ConcurrentChange(f"{actor_label}: {len(ids) - written} of {len(ids)} rows changed under the sweep")
-        if _BANDED_COLUMNS.intersection(updates):  # the text's near-duplicate keys follow what was written
+        # The near-duplicate keys follow the text written, and are written for the rows the write makes active.
+        if _BANDED_COLUMNS.intersection(updates):
+            banded = ids
+        else:
+            banded = [
+                pk
+                for pk, row in current.items()
+                if row["status"] != Status.ACTIVE
+                and row_values.get(pk, {}).get("status", values.get("status")) == Status.ACTIVE
+            ]
+        if banded:
             _write_bands(
-                list(Entry.objects.filter(pk__in=ids).only("scope", "trigger", "content", "held_by")),
-                replace=True,
-                forgotten=action == EventAction.FORGOTTEN,
+                list(Entry.objects.filter(IdIn(banded)).only("status", "scope", "trigger", "content")), replace=True
             )
     return written
 

@@ -9,6 +9,7 @@ from django.apps import apps
 from django.db import connection
 from django.db.models import F, FloatField, Func, TextField, Value
 from django.db.models.functions import Concat
+from django.test.utils import CaptureQueriesContext
 
 from curation import services
 from curation.models import Entry, EntryBand, Status
@@ -23,7 +24,8 @@ from curation.rules.similarity import (
 )
 from curation.selectors import similar, similar_active_entries, similar_active_entries_many
 from curation.services.forgets import approve_forget_request, file_forget_request
-from tests.factories import active
+from curation.sweeps import run_sweep
+from tests.factories import AS_OF, active, candidate_data, days_before
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +41,10 @@ UNRELATED = {
     "trigger": "Upgrading the nginx proxy on the edge hosts",
     "content": "Pin the image version in helm before a rollout.",
 }
+
+
+def make_candidate_at(at):
+    return services.create_candidate(data=candidate_data(**LESSON), evidence=[], actor_label="agent:ci", at=at)
 
 
 def _text(fields) -> str:
@@ -83,9 +89,12 @@ def test_the_write_path_stores_an_entrys_keys_and_the_lookup_finds_the_paraphras
     assert list(paraphrase.similar_links.values_list("similar_id", flat=True)) == [known.pk]
 
 
-def test_an_edit_rewrites_the_keys_and_a_forget_removes_them(reviewer, lead, make_candidate):
+def test_a_candidate_gets_its_keys_when_approved_an_edit_rewrites_them_and_a_forget_removes_them(
+    reviewer, lead, make_candidate
+):
+    # pending, no lookup reads it: no keys (most of what ingest writes waits in the queue)
     entry = make_candidate(scope="acme/payroll", **LESSON)
-    assert _stored_bands(entry) == {("acme/payroll", key) for key in _keys(_text(LESSON))}
+    assert _stored_bands(entry) == set()
     entry = services.edit_and_approve(
         entry.pk, actor=lead, expected_version=entry.version, changes={"content": PARAPHRASE["content"]}
     )
@@ -97,6 +106,49 @@ def test_an_edit_rewrites_the_keys_and_a_forget_removes_them(reviewer, lead, mak
     assert not EntryBand.objects.filter(entry=entry).exists()
     probe = Entry(scope="acme/payroll", trigger=LESSON["trigger"], content=PARAPHRASE["content"])
     assert similar_active_entries_many([probe]) == {None: []}
+
+
+def test_an_archived_entry_keeps_its_keys_and_a_revival_writes_them_again(reviewer):
+    entry = make_candidate_at(days_before(700))
+    services.approve_candidate(entry.pk, actor=reviewer, expected_version=1, at=days_before(700))
+    keys = {(entry.scope, key) for key in _keys(_text(vars(entry)))}
+    assert _stored_bands(entry) == keys
+    with CaptureQueriesContext(connection) as archive:
+        run_sweep("archive", as_of=days_before(1))
+    assert Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED
+    assert _stored_bands(entry) == keys  # the daily run's archive leaves them
+    assert not [q["sql"] for q in archive.captured_queries if "curation_entryband" in q["sql"]]
+    EntryBand.objects.filter(
+        entry=entry
+    ).delete()  # as an entry archived with none (0063 keeps them; no path drops them)
+    services.add_evidence(
+        entry.pk,
+        data={"kind": "review", "signal": "independent", "excerpt": "second judge agrees"},
+        actor=reviewer,
+        at=days_before(0.25),
+    )
+    run_sweep("revive", as_of=AS_OF)
+    assert Entry.objects.get(pk=entry.pk).status == Status.ACTIVE
+    assert _stored_bands(entry) == keys  # written by the bulk write that made it active
+    probe = Entry(scope=entry.scope, trigger=entry.trigger, content=entry.content)
+    assert [pk for pk, _ in similar_active_entries_many([probe])[None]] == [entry.pk]
+
+
+def test_the_migration_to_active_keys_removes_the_keys_no_lookup_reads_and_puts_them_back(reviewer, make_candidate):
+    from importlib import import_module
+
+    migration = import_module("curation.migrations.0063_bands_of_active_entries")
+    kept = active(reviewer, scope="acme/payroll", **LESSON)
+    pending = make_candidate(scope="acme/payroll", **UNRELATED)
+    EntryBand.objects.bulk_create(  # as the write path before it left a candidate
+        EntryBand(entry=pending, scope=pending.scope, band=key) for key in _keys(_text(UNRELATED))
+    )
+    migration.remove_unread_bands(apps, connection.schema_editor())
+    assert _stored_bands(pending) == set()
+    assert _stored_bands(kept) == {("acme/payroll", key) for key in _keys(_text(LESSON))}
+    migration.write_them_back(apps, connection.schema_editor())
+    assert _stored_bands(pending) == {("acme/payroll", key) for key in _keys(_text(UNRELATED))}
+    assert EntryBand.objects.filter(entry=kept).count() == len(_keys(_text(LESSON)))
 
 
 def test_the_migration_fills_the_keys_of_existing_entries_but_not_of_forgotten_ones(reviewer, lead):
