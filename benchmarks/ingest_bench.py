@@ -108,8 +108,10 @@ def timing_phases(module, spent: dict) -> None:
 
 
 def fill(existing: int, scopes: int, lesson) -> None:
-    """Active entries written by the service (so the rows are what ingest makes), then activated in one
-    UPDATE: the bench measures the next batches, not this."""
+    """Active entries written by the service as an admission policy approving every scope has it write them (so
+    the rows, band keys included, are what ingest makes of an approved lesson): the bench measures the next
+    batches, not this."""
+    from django.conf import settings
     from django.db import connection
 
     from curation.models import AgentToken, Entry
@@ -118,6 +120,8 @@ def fill(existing: int, scopes: int, lesson) -> None:
     token = AgentToken.objects.get(name="bench")
     rng = random.Random(3)
     started = time.perf_counter()
+    orgs = {scope_name(j).split("/")[0] for j in range(scopes)}
+    settings.CURATION_ADMISSION = {org: {"name": "bench-fill", "mode": "all"} for org in orgs}
     for low in range(0, existing, 500):
         items = [
             lesson(rng, "seed", i, scope_name(rng.randrange(scopes))) for i in range(low, min(existing, low + 500))
@@ -125,8 +129,9 @@ def fill(existing: int, scopes: int, lesson) -> None:
         refused = [r for r in submit_batch(items=items, token=token) if not r["ok"]]
         if refused:  # a corpus the service refuses measures nothing
             raise SystemExit(f"the corpus's lessons are refused: {refused[0]}")
-    # bench set-up only: the rows become the active set partners are looked up in
-    Entry.objects.filter(status="pending").update(status="active", queued_at=None)
+    settings.CURATION_ADMISSION = {}
+    if waiting := Entry.objects.exclude(status="active").count():
+        raise SystemExit(f"{waiting} of the existing lessons were not approved at ingest: no partners to find")
     with connection.cursor() as cursor:  # the planner's statistics, as autovacuum (PostgreSQL) keeps them
         cursor.execute("ANALYZE")
     print(f"  {existing:,} existing active entries in {scopes} scopes ({time.perf_counter() - started:.0f} s)")
