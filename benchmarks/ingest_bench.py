@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/ingest_bench.py [--db sqlite|postgres] [--corpus varied|template]
                                                  [--existing 20000] [--total 10000] [--batch 500] [--profile 25]
+                                                 [--clients 2]
                                                  (make bench-ingest: both corpora on both databases)
 
 Calls `services.submissions.submit_batch` in process (what POST /api/v1/candidates/batch calls after the
@@ -12,7 +13,9 @@ holds `--existing` active entries first, in the same 200 scopes, so near-duplica
 find partners. Beside the rate it prints where a batch's time goes, check by check: wall time and this
 process's CPU (the rest of the wall time is the database's work), the load average, and the same number of
 bare rows inserted by one statement (the database's floor, in the same run). `--profile N` prints the N
-most expensive functions of one batch (cProfile) and its slowest statements.
+most expensive functions of one batch (cProfile) and its slowest statements. `--clients N` then submits as many
+candidates again from N processes at once (as N web workers would), and prints that rate and their CPU a
+candidate.
 
 The corpus (benchmarks/ingest_corpus.py). `varied`, the default, is lessons as many agents on many systems
 write them: ten domains with their own tools, objects, actions, symptoms and fixes, said in several
@@ -146,6 +149,12 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions of one batch")
     parser.add_argument(
+        "--clients",
+        type=int,
+        default=0,
+        help="then as many processes submitting at once, as the web server's workers do",
+    )
+    parser.add_argument(
         "--corpus", choices=sorted(CORPORA), default="varied", help="the lessons' texts (ingest_corpus)"
     )
     args = parser.parse_args()
@@ -176,26 +185,10 @@ def main() -> int:
     )
     fill(args.existing, args.scopes, lesson)
 
-    rng = random.Random(11)
     run = format(int(time.time()), "x")  # hex: a long digit run would be redacted as a phone number
     known_lessons = list(Entry.objects.filter(status="active").values("id", "scope", "trigger", "content")[:1000])
-    repeats = [{k: v for k, v in known.items() if k != "id"} for known in known_lessons]
     planted: dict[str, int] = {}  # a paraphrase's source task -> the entry it must be linked to
-    batches = []
-    for b in range(args.total // args.batch):
-        items = []
-        for i in range(args.batch):
-            n = b * args.batch + i
-            fresh = lesson(rng, run, n, scope_name(rng.randrange(args.scopes)))
-            if i % 10 == 9 and repeats:  # an exact repeat of a known lesson: evidence for it, no new entry
-                items.append({**fresh, **rng.choice(repeats)})
-            elif i % 10 == 4 and repeats:  # a paraphrase of a known lesson: a near duplicate to find
-                known = rng.choice(known_lessons)
-                planted[fresh["source_task"]] = known["id"]
-                items.append({**fresh, **paraphrase(rng, known)})
-            else:
-                items.append(fresh)
-        batches.append(items)
+    batches = make_batches(random.Random(11), run, args, lesson, paraphrase, known_lessons, planted)
 
     if args.profile:
         statements = []
@@ -249,11 +242,86 @@ def main() -> int:
         f"    {'the rest (evidence, links, held ones)':<38} {rest_wall * per:6.0f} ms  (CPU here {rest_cpu * per:4.0f} ms)"
     )
     raw_insert_floor(args.batch, seconds * per / 1000)
+    if args.clients:
+        more = make_batches(random.Random(13), f"{run}c", args, lesson, paraphrase, known_lessons, {})
+        concurrent_rate(more, args.clients, token.pk)
     new = Entry.objects.filter(source_task__startswith=f"bench-{run}-")
     sample = list(new.order_by("-id")[:500]) + list(new.filter(source_task__in=list(planted)).order_by("-id")[:500])
     recall, planted_recall = near_duplicate_recall(list({e.pk: e for e in sample}.values()), planted)
     good = rate >= TARGET and not failed and recall >= RECALL_TARGET and planted_recall >= RECALL_TARGET
     return 0 if good else 1
+
+
+def make_batches(rng, run: str, args, lesson, paraphrase, known_lessons: list, planted: dict) -> list[list[dict]]:
+    """`args.total` candidates in batches of `args.batch`: fresh lessons, with 1 in 10 an exact repeat of a known
+    lesson (evidence for it, no new entry) and 1 in 10 a paraphrase of one (a near duplicate to find: noted
+    in `planted`)."""
+    repeats = [{k: v for k, v in known.items() if k != "id"} for known in known_lessons]
+    batches = []
+    for b in range(args.total // args.batch):
+        items = []
+        for i in range(args.batch):
+            n = b * args.batch + i
+            fresh = lesson(rng, run, n, scope_name(rng.randrange(args.scopes)))
+            if i % 10 == 9 and repeats:
+                items.append({**fresh, **rng.choice(repeats)})
+            elif i % 10 == 4 and repeats:
+                known = rng.choice(known_lessons)
+                planted[fresh["source_task"]] = known["id"]
+                items.append({**fresh, **paraphrase(rng, known)})
+            else:
+                items.append(fresh)
+        batches.append(items)
+    return batches
+
+
+def concurrent_rate(batches: list[list[dict]], clients: int, token_id: int) -> None:
+    """The batches submitted by `clients` processes at once (each its own connection, as gunicorn's workers),
+    the rate over the wall time from the common start to the last batch, and the CPU the submitting processes
+    used: what this machine ingests when more than one request arrives."""
+    import multiprocessing
+
+    from django.db import connection
+
+    connection.close()  # each child opens its own
+    context = multiprocessing.get_context("fork")
+    start, results = context.Event(), context.Queue()
+    children = [
+        context.Process(target=_submit_share, args=(batches[k::clients], token_id, start, results))
+        for k in range(clients)
+    ]
+    for child in children:
+        child.start()
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    start.set()
+    reports = [results.get() for _ in children]
+    seconds = time.perf_counter() - started
+    for child in children:
+        child.join()
+    done = sum(ok for ok, _, _ in reports)
+    refused = sum(bad for _, bad, _ in reports)
+    cpu = sum(used for _, _, used in reports)
+    print(
+        f"  {clients} clients at once: {done:,} candidates in {seconds:.1f} s = {done / seconds:.0f}/s "
+        f"(target {TARGET:,}), {refused} refused; their CPU {cpu:.1f} s = {cpu / done * 1000:.2f} ms a candidate; "
+        f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after"
+    )
+
+
+def _submit_share(batches, token_id, start, results) -> None:
+    from curation.models import AgentToken
+    from curation.services.submissions import submit_batch
+
+    token = AgentToken.objects.get(pk=token_id)
+    start.wait()
+    ok = bad = 0
+    cpu_started = time.process_time()
+    for items in batches:
+        answers = submit_batch(items=items, token=token)
+        ok += sum(a["ok"] for a in answers)
+        bad += sum(not a["ok"] for a in answers)
+    results.put((ok, bad, time.process_time() - cpu_started))
 
 
 def raw_insert_floor(batch: int, batch_seconds: float) -> None:
