@@ -37,6 +37,7 @@ from .candidates import (
     insert_candidate_with_links,
     new_candidate_entry,
     prepare_candidate,
+    stored_evidence,
     submit_note,
 )
 from .admission import insert_decision, policy_decision
@@ -44,7 +45,7 @@ from .conflicts import detect_conflicts_for, detect_conflicts_many, weigh_contra
 from .entry_writes import insert_entries
 from .errors import Forgotten
 from .events import build_event, record_events
-from .held import answered_status, held_evidence, hold, weigh_tombstone_check, with_text
+from .held import answered_status, hold, weigh_tombstone_check, with_text
 from .rows import insert_rows
 from .trust import raise_trust
 from .validation import unknown_fields
@@ -97,11 +98,6 @@ class Submission:
         }
 
 
-def _stored_evidence(entry: Entry, prepared: PreparedCandidate) -> list[dict]:
-    """The evidence as stored for `entry`: as sent, or without its texts for a held one."""
-    return prepared.evidence if entry.held_by_id is None else held_evidence(prepared.evidence, entry.held_by)
-
-
 def _existing_duplicate(prepared: PreparedCandidate) -> Entry | None:
     """An active (or still pending, or held) entry of the same scope with the same normalised text, locked."""
     key = (prepared.fields["scope"], prepared.fingerprint)
@@ -132,7 +128,8 @@ def _resubmit_event(entry: Entry, prepared: PreparedCandidate, label: str, now):
 
 
 def _evidence_of(entry: Entry, prepared: PreparedCandidate, label: str, now) -> list[Evidence]:
-    return evidence_rows(entry, _stored_evidence(entry, prepared), label=label, now=now, sender=prepared.sender)
+    evidence, found = stored_evidence(prepared, entry.held_by if entry.held_by_id is not None else None)
+    return evidence_rows(entry, evidence, label=label, now=now, sender=prepared.sender, found=found)
 
 
 def _add_to_duplicate(entry: Entry, prepared: PreparedCandidate, label: str, now) -> int:
