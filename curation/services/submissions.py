@@ -379,12 +379,16 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
         ),
         tombstones=tombstones,
     )
-    evidence = [row for _, p, entry in new_entries + duplicates for row in _evidence_of(entry, p, label, now)]
+    evidence, rows_of = [], {}  # rows_of: each entry's new rows, by the entry object's id
+    for _, p, entry in new_entries + duplicates:
+        rows = _evidence_of(entry, p, label, now)
+        evidence += rows
+        rows_of.setdefault(id(entry), []).extend(rows)
     insert_rows(evidence)
     record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
     repeated = {id(entry): entry for _, _, entry in duplicates if entry.pk is not None}
-    for entry in repeated.values():  # another source saying a lesson again may confirm it
-        raise_trust(entry, [row for row in evidence if row.entry is entry], actor_label=label, at=now)
+    for key, entry in repeated.items():  # another source saying a lesson again may confirm it
+        raise_trust(entry, rows_of[key], actor_label=label, at=now)
     links, submissions = [], {}
     # Conflict partners of the batch's scopes, read once (None on PostgreSQL, whose statements read each
     # entry's ranked pools for the whole batch); near duplicates through their band keys, for the batch.
