@@ -122,3 +122,37 @@ def test_values_of_other_types_than_the_column_stores_are_written_as_bulk_create
     assert (mine["review_by"], mine["base_confidence"], mine["hit_count"]) == (datetime.date(2031, 2, 3), 0.25, 7)
     assert (mine["trust"], mine["quarantined"], mine["created_by_id"]) == (int(Trust.AGENT), True, reviewer.pk)
     assert mine["queued_at"] == naive.replace(tzinfo=datetime.UTC) and mine["archive_reason"] == "12"
+
+
+def test_events_are_the_rows_bulk_create_writes(reviewer):
+    """record_events' rows (rows.insert_rows): an entry's Event, a redacted reason and label, JSON before and
+    after with nested values and a null, an actor, no request id."""
+    from curation.models import Event, EventAction
+    from curation.services.events import build_event, record_events
+
+    entry = active(reviewer, scope="acme/billing", trigger="Rotating with ops@example.com", content="Known.")
+
+    def events():
+        return [
+            build_event(
+                entry,
+                actor=reviewer,
+                action=EventAction.RESUBMIT,
+                reason="submitted again by ops@example.com",
+                after={"evidence_added": 2, "source_task": "t", "nested": {"list": [1, None, "x"]}},
+                at=AT,
+                request_id="req-1",
+            ),
+            build_event(entry, actor=None, actor_label="agent:ci", action=EventAction.RESUBMIT, before=None, at=AT),
+        ]
+
+    ours, theirs = record_events(events()), Event.objects.bulk_create(events())
+    assert None not in [e.pk for e in ours] and not ours[0]._state.adding
+    assert _columns(Event, [e.pk for e in ours]) == _columns(Event, [e.pk for e in theirs])
+    stored = Event.objects.get(pk=ours[0].pk)
+    assert "ops@example.com" not in stored.reason + stored.entry_label
+    assert (stored.after["nested"], stored.actor_id, stored.entry_id) == (
+        {"list": [1, None, "x"]},
+        reviewer.pk,
+        entry.pk,
+    )
