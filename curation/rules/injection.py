@@ -348,7 +348,12 @@ EVIDENCE_FIELDS = ("excerpt", "task_ref")
 def found(values: dict, fields) -> list[str]:
     """What scan_fields finds in `fields` of `values`, as the card says it ("override phrase in steps"): the one
     form an evidence piece's mark and a skill draft's finding are stored and shown in."""
-    return [finding.as_flag()["detail"] for finding in scan_fields(values, fields)]
+    return as_found(scan_fields(values, fields))
+
+
+def as_found(findings: list[Finding]) -> list[str]:
+    """Findings in found()'s form."""
+    return [finding.as_flag()["detail"] for finding in findings]
 
 
 def evidence_found(piece: dict) -> list[str]:

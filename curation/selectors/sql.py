@@ -28,7 +28,9 @@ def pg_array(values) -> str:
     items, which psycopg's adaptation of a Python list dumps item by item, slower than the statement runs."""
     values = list(values)
     if values and isinstance(values[0], str):
-        return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
+        if '"' in (together := "".join(values)) or "\\" in together:  # a text to escape: item by item
+            return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
+        return '{"' + '","'.join(values) + '"}'  # scopes and most texts: quoted as they are, in one join
     return "{" + ",".join(map(str, map(int, values))) + "}"
 
 

@@ -68,6 +68,8 @@ class PreparedCandidate:
     # The provenance trust it is born at (trust.origin_trust) and the most its sender can vouch for.
     trust_origin: int = trust.Trust.AGENT
     sender: str = trust.Sender.AGENT
+    # What the detector found in each piece's texts (injection.evidence_found of it), in order.
+    evidence_found: tuple = ()
 
     @cached_property  # a batch asks for it per lookup and per row; the fields are not changed once prepared
     def fingerprint(self) -> str:
@@ -111,10 +113,14 @@ def prepare_candidate(data: dict, evidence=(), *, sender: str = trust.Sender.AGE
             errors.update({f"evidence[{index}].{k}": v for k, v in exc.message_dict.items()})
     if errors:
         raise ValidationError(errors)
+    # The detector reads each piece's texts once: what an excerpt holds flags the entry, what a piece's
+    # texts hold marks its row.
+    scanned = [injection.scan_fields(item, injection.EVIDENCE_FIELDS) for item in cleaned_evidence]
     found_in_evidence = tuple(
         type(f)(f.what, f"evidence[{index}].excerpt")
-        for index, item in enumerate(cleaned_evidence)
-        for f in injection.scan(item.get("excerpt") or "", "excerpt")
+        for index, findings in enumerate(scanned)
+        for f in findings
+        if f.field == "excerpt"
     )
     has_external = any(e["signal"] == Signal.EXTERNAL and e["polarity"] == "supports" for e in cleaned_evidence)
     proposed = fields.pop("confidence")
@@ -130,7 +136,17 @@ def prepare_candidate(data: dict, evidence=(), *, sender: str = trust.Sender.AGE
     origin = trust.origin_trust(
         (e["source"] for e in cleaned_evidence if e["polarity"] == Evidence.Polarity.SUPPORTS), sender=sender
     )
-    return PreparedCandidate(fields, cleaned_evidence, findings, proposed, base, found_in_evidence, origin, sender)
+    return PreparedCandidate(
+        fields,
+        cleaned_evidence,
+        findings,
+        proposed,
+        base,
+        found_in_evidence,
+        origin,
+        sender,
+        evidence_found=tuple(injection.as_found(piece_findings) for piece_findings in scanned),
+    )
 
 
 def create_candidate(
@@ -182,20 +198,38 @@ def new_candidate_entry(
 
 
 def evidence_rows(
-    entry: Entry, evidence: list[dict], *, actor=None, label: str, now, sender: str = trust.Sender.AGENT
+    entry: Entry,
+    evidence: list[dict],
+    *,
+    actor=None,
+    label: str,
+    now,
+    sender: str = trust.Sender.AGENT,
+    found: tuple | None = None,
 ) -> list[Evidence]:
-    """The Evidence rows of cleaned pieces `label` records about `entry`, each with its provenance trust."""
+    """The Evidence rows of cleaned pieces `label` records about `entry`, each with its provenance trust.
+    `found`: what the detector found in each piece's texts, when the caller has read them (prepare_candidate)."""
+    if found is None:
+        found = tuple(injection.evidence_found(e) for e in evidence)
     return [
         Evidence(
             entry=entry,
             **{**e, "observed_at": e["observed_at"] or now},
             recorded_by=actor,
             recorded_by_label=label,
-            injection_found=injection.evidence_found(e),
+            injection_found=list(marks),
             created_at=now,
         )
-        for e in with_levels(evidence, entry=entry, recorder=label, sender=sender)
+        for e, marks in zip(with_levels(evidence, entry=entry, recorder=label, sender=sender), found, strict=True)
     ]
+
+
+def stored_evidence(prepared: PreparedCandidate, held_by: ForgetRequest | None) -> tuple[list[dict], tuple | None]:
+    """A prepared candidate's evidence as stored, and what the detector found in it (None: to be read): as
+    sent, or without its texts for a held one (the marker is what its rows hold, and what is read)."""
+    if held_by is None:
+        return prepared.evidence, prepared.evidence_found
+    return held_evidence(prepared.evidence, held_by), None
 
 
 def submit_note(prepared: PreparedCandidate) -> str:
@@ -235,9 +269,11 @@ def insert_candidate_with_links(
                 else None
             ),
         )
-        evidence = prepared.evidence if held_by is None else held_evidence(prepared.evidence, held_by)
+        evidence, found = stored_evidence(prepared, held_by)
         Evidence.objects.bulk_create(
-            evidence_rows(entry, evidence, actor=actor, label=entry.created_by_label, now=now, sender=prepared.sender)
+            evidence_rows(
+                entry, evidence, actor=actor, label=entry.created_by_label, now=now, sender=prepared.sender, found=found
+            )
         )
         probe = entry if held_by is None else with_text(entry, prepared.fields)
         similar = similar_active_entries(probe)

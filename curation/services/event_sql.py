@@ -207,13 +207,13 @@ def insert_first_events(rows: list[tuple[Entry, object, str, str]], *, at, reque
     reason = Event._meta.get_field("reason")
     stored: dict[str, str] = {}
     batch = []
+    floated = [key for key in STATE_KEYS if is_python_key(key)]
     for entry, action, label, text in rows:
         if text not in stored:
             stored[text] = reason.stored(text)  # redacted once per distinct text, as a save would
         floats = {
             key: round(entry.confidence_at(at), 4) if key == DERIVED_CONFIDENCE else round(getattr(entry, key), 4)
-            for key in STATE_KEYS
-            if is_python_key(key)
+            for key in floated
         }
         batch.append([entry.pk, str(action), label, stored[text], floats])
     statement = f"""

@@ -16,6 +16,8 @@ from curation.rules import clock
 from curation.infra.middleware import current_request_id
 from curation.models import EVENT_SUBJECT_FIELDS, Entry, Event, EventAction
 
+from .rows import insert_rows
+
 # Which Event link each kind of subject fills.
 SUBJECT_LINKS: dict[type[models.Model], str] = {
     Event._meta.get_field(link).related_model: link for link in EVENT_SUBJECT_FIELDS
@@ -65,8 +67,11 @@ def record_event(
 
 
 def record_events(events) -> list[Event]:
-    """Write many Events built with build_event in one insert (a sweep's batch, a bulk decision)."""
-    return Event.objects.bulk_create(list(events))
+    """Write many Events built with build_event in one insert (a sweep's batch, a bulk decision): the rows
+    bulk_create writes, as one JSON document on PostgreSQL (rows.insert_rows)."""
+    events = list(events)
+    insert_rows(events)
+    return events
 
 
 def build_event(

@@ -5,9 +5,9 @@ its text, and the answer to the agent that sent it is the answer any piece gets 
 import pytest
 from django.urls import reverse
 
-from curation.models import Event, EventAction, Evidence
+from curation.models import Entry, Event, EventAction, Evidence
 from curation.rules import injection
-from tests.factories import active, client_for
+from tests.factories import active, api_candidate, client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +94,33 @@ def test_an_agent_reads_no_finding_in_its_entrys_events(agent, lead):
     events = agent.get(f"entries/{answer['id']}").json()["events"]
     assert [e["action"] for e in events] == ["submit"]
     assert "injection" not in events[0]["reason"] and "override phrase" not in events[0]["reason"]
+
+
+def test_a_submissions_excerpts_are_read_once_and_mark_the_entry_and_the_piece(agent, monkeypatch):
+    """The detector reads each piece's texts once per submission (alone or in a batch), and what it found
+    still flags the entry and marks the piece."""
+    from curation.rules import injection as detector
+
+    real, read = detector.scan, []
+
+    def counted(text, field, **kwargs):
+        read.append(text)
+        return real(text, field, **kwargs)
+
+    monkeypatch.setattr(detector, "scan", counted)
+    beacon = "![x](https://t.evil-cdn.net/p.gif)"
+    sent = [
+        {"kind": "tool_output", "signal": "external", "excerpt": OVERRIDE},
+        {"kind": "tool_output", "signal": "external", "excerpt": beacon, "task_ref": "ci-43"},
+    ]
+    alone = agent.submit(evidence=sent).json()
+    batch = agent.post(
+        "candidates/batch", {"candidates": [api_candidate(trigger="Another lesson", evidence=sent)]}
+    ).json()["results"][0]
+    assert [read.count(text) for text in (OVERRIDE, beacon, "ci-43")] == [2, 2, 2]  # one of each per submission
+    for answer in (alone, batch):
+        entry = Entry.objects.get(pk=answer["id"])
+        assert {"kind": "injection", "detail": f"{FOUND.replace('excerpt', 'evidence[0].excerpt')}"} in entry.flags
+        assert entry.quarantined
+        marks = list(Evidence.objects.filter(entry=entry).order_by("id").values_list("injection_found", flat=True))
+        assert marks == [[FOUND], ["image beacon to unknown host t.evil-cdn.net in excerpt"]]

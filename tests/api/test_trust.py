@@ -13,7 +13,7 @@ from curation.services import add_evidence, approve_candidate, consolidation, sk
 from curation.services.errors import InvalidTransition
 from curation.services.imports import import_memory
 from curation.sweeps import consolidation as consolidation_sweep
-from tests.factories import active, client_for, make_user, nominated, page_text, report
+from tests.factories import active, api_candidate, client_for, make_user, nominated, page_text, report
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +92,22 @@ def test_its_own_author_cannot_raise_it_and_another_agent_can(make_agent):
     raised = Event.objects.filter(entry_id=entry_id, action=EventAction.TRUST_RAISED).order_by("id").last()
     assert raised.reason == f"verified: confirmed by agent:checker (evidence #{piece['id']})"
     assert (raised.before["trust"], raised.after["trust"]) == (Trust.INDEPENDENT, Trust.VERIFIED)
+
+
+def test_in_a_batch_a_repeated_lesson_is_raised_by_its_own_evidence_only(make_agent):
+    """Another token repeating a lesson in a batch raises it by the evidence it sent with that lesson, not by
+    the other items' (here a verification of another lesson)."""
+    writer, other = make_agent("writer"), make_agent("checker")
+    entry_id = writer.submit(**LESSON).json()["id"]
+    fresh = {**LESSON, "trigger": "Restarting the billing webhook workers", "content": "Drain the queue first."}
+    results = other.post(
+        "candidates/batch",
+        {"candidates": [api_candidate(**LESSON, evidence=[OWN]), api_candidate(**fresh, evidence=[VERIFICATION])]},
+    ).json()["results"]
+    assert [r["ok"] for r in results] == [True, True] and results[0]["duplicate_of"] == entry_id
+    assert level(entry_id) == "independent" and level(results[1]["id"]) == "agent"
+    raised = Event.objects.get(entry_id=entry_id, action=EventAction.TRUST_RAISED)
+    assert (raised.before["trust"], raised.after["trust"]) == (Trust.AGENT, Trust.INDEPENDENT)
 
 
 def test_an_approval_does_not_raise_trust_and_a_persons_own_evidence_does(reviewer):

@@ -92,3 +92,67 @@ def test_on_postgresql_the_rows_go_as_one_statement_of_one_parameter(django_asse
     with django_assert_num_queries(1) as captured:
         insert_rows([_entry(trigger=f"Lesson {n}") for n in range(50)])
     assert "json_populate_recordset" in captured.captured_queries[0]["sql"]
+
+
+def test_values_of_other_types_than_the_column_stores_are_written_as_bulk_create_writes_them(reviewer):
+    """What the document takes as it is (a str, an int, a float, a bool, an aware time, a date) and what
+    goes through the field: a naive time (made aware), a time given to a date column (its date), numbers
+    given as text, a choices member (its value), a bool given as a number, a link given as an object."""
+    from curation.rules.trust import Trust
+
+    naive = datetime.datetime(2026, 3, 4, 5, 6, 7, 123)
+    odd = {
+        "review_by": datetime.datetime(2031, 2, 3, 23, 30, tzinfo=datetime.UTC),
+        "base_confidence": "0.25",
+        "decay_key": 3,
+        "hit_count": "7",
+        "trust": Trust.AGENT,
+        "trust_origin": True,
+        "quarantined": 1,
+        "created_by": reviewer,
+        "scope": "acme/ops",
+        "archive_reason": 12,
+    }
+    with pytest.warns(RuntimeWarning, match="naive datetime"):
+        ours, theirs = _entry(**odd, queued_at=naive), _entry(**odd, queued_at=naive, trigger="Theirs")
+        insert_rows([ours])
+        Entry.objects.bulk_create([theirs])
+    mine, twin = _columns(Entry, [ours.pk, theirs.pk])
+    assert {k: v for k, v in mine.items() if k != "trigger"} == {k: v for k, v in twin.items() if k != "trigger"}
+    assert (mine["review_by"], mine["base_confidence"], mine["hit_count"]) == (datetime.date(2031, 2, 3), 0.25, 7)
+    assert (mine["trust"], mine["quarantined"], mine["created_by_id"]) == (int(Trust.AGENT), True, reviewer.pk)
+    assert mine["queued_at"] == naive.replace(tzinfo=datetime.UTC) and mine["archive_reason"] == "12"
+
+
+def test_events_are_the_rows_bulk_create_writes(reviewer):
+    """record_events' rows (rows.insert_rows): an entry's Event, a redacted reason and label, JSON before and
+    after with nested values and a null, an actor, no request id."""
+    from curation.models import Event, EventAction
+    from curation.services.events import build_event, record_events
+
+    entry = active(reviewer, scope="acme/billing", trigger="Rotating with ops@example.com", content="Known.")
+
+    def events():
+        return [
+            build_event(
+                entry,
+                actor=reviewer,
+                action=EventAction.RESUBMIT,
+                reason="submitted again by ops@example.com",
+                after={"evidence_added": 2, "source_task": "t", "nested": {"list": [1, None, "x"]}},
+                at=AT,
+                request_id="req-1",
+            ),
+            build_event(entry, actor=None, actor_label="agent:ci", action=EventAction.RESUBMIT, before=None, at=AT),
+        ]
+
+    ours, theirs = record_events(events()), Event.objects.bulk_create(events())
+    assert None not in [e.pk for e in ours] and not ours[0]._state.adding
+    assert _columns(Event, [e.pk for e in ours]) == _columns(Event, [e.pk for e in theirs])
+    stored = Event.objects.get(pk=ours[0].pk)
+    assert "ops@example.com" not in stored.reason + stored.entry_label
+    assert (stored.after["nested"], stored.actor_id, stored.entry_id) == (
+        {"list": [1, None, "x"]},
+        reviewer.pk,
+        entry.pk,
+    )
