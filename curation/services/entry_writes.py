@@ -163,15 +163,11 @@ def checks_forgotten(status: str, columns, action) -> bool:
     return bool(LESSON_COLUMNS.intersection(columns)) or str(action) in _ACTIVATING
 
 
-def refuse_forgotten_lessons(lessons: list[tuple[str, str, str]], *, read: dict | None = None) -> None:
+def refuse_forgotten_lessons(lessons: list[tuple[str, str, str]]) -> None:
     """Forgotten for the first of these (scope, trigger, content) a tombstone matches: one query, none
-    computed when no tombstone lies in an overlapping scope. `read`: {lesson: its tombstone or None}, as the
-    caller read them (tombstones_for) in this transaction; a lesson not in it is read here."""
-    read = read or {}
-    unread = list(dict.fromkeys(lesson for lesson in lessons if lesson not in read))
-    stones = {**read, **dict(zip(unread, tombstones_for(unread)))} if unread else read
-    for lesson in lessons:
-        if (stone := stones[lesson]) is not None:
+    computed when no tombstone lies in an overlapping scope."""
+    for stone in tombstones_for(lessons) if lessons else ():
+        if stone is not None:
             raise Forgotten(stone.request_id, stone.forgotten_on)
 
 
@@ -373,19 +369,11 @@ def insert_entry(
 
 
 def insert_entries(
-    new: list[tuple[Entry, str]],
-    *,
-    action: EventAction,
-    at,
-    actor_label: str,
-    decide: Decide | None = None,
-    tombstones: dict | None = None,
+    new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str, decide: Decide | None = None
 ) -> int:
     """insert_entry for many (entry, its Event's reason), each decided by `decide` when given: one insert for
     the entries (rows.insert_rows: one JSON document on PostgreSQL), one for their band keys, one INSERT ...
-    SELECT for their Events (event_sql). `tombstones`: {(scope, trigger, content): its tombstone or None} the
-    caller read in this transaction (a batch of submissions, which holds what they match): the check of the
-    forgotten lessons applies them rather than reading them again. Answers the Events written."""
+    SELECT for their Events (event_sql). Answers the Events written."""
     rules = None
     noted = []
     for entry, reason in new:
@@ -402,8 +390,7 @@ def insert_entries(
             (e.scope, e.trigger, e.content)
             for e, made_by, _, _ in noted
             if checks_forgotten(e.status, ("status",), made_by)
-        ],
-        read=tombstones,
+        ]
     )
     for entry, *_ in noted:
         entry.refresh_decay_key()  # an insert of many does not call save()

@@ -45,7 +45,7 @@ from .conflicts import detect_conflicts_for, detect_conflicts_many, weigh_contra
 from .entry_writes import insert_entries
 from .errors import Forgotten
 from .events import build_event, record_events
-from .held import answered_status, hold, with_text
+from .held import answered_status, hold, weigh_tombstone_check, with_text
 from .rows import insert_rows
 from .trust import raise_trust
 from .validation import unknown_fields
@@ -180,30 +180,18 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
         return _submit_prepared(prepared, token, now, held_by)
 
 
-def _lesson(prepared: PreparedCandidate) -> tuple[str, str, str]:
-    return prepared.fields["scope"], prepared.fields["trigger"], prepared.fields["content"]
-
-
 def _holding_requests(prepared: list[PreparedCandidate]) -> list[ForgetRequest | None]:
     """For each prepared candidate, the forget request whose tombstone it matches (it will be held), or
-    None: the tombstones in one query, the requests in one more when any matched."""
-    return _requests_of(tombstones_for([_lesson(p) for p in prepared]))
-
-
-def _requests_of(stones: list) -> list[ForgetRequest | None]:
-    """The forget request of each tombstone (None for None), in one query when there is any."""
+    None: the tombstones of the whole batch in one query, the requests in one more when any matched."""
+    stones = tombstones_for([(p.fields["scope"], p.fields["trigger"], p.fields["content"]) for p in prepared])
     wanted = {stone.request_id for stone in stones if stone is not None}
     requests = ForgetRequest.objects.in_bulk(wanted) if wanted else {}
     return [requests[stone.request_id] if stone is not None else None for stone in stones]
 
 
-def _holding_by_index(prepared: list[tuple[int, PreparedCandidate]]) -> tuple[dict[int, ForgetRequest | None], dict]:
-    """A batch's look at the tombstones, inside its transaction: the forget request holding each prepared
-    item, by its index in the batch, and the tombstone of each lesson, which the insert's check of the
-    forgotten lessons then applies (insert_entries): the tombstones are read once a batch."""
-    lessons = [_lesson(p) for _, p in prepared]
-    stones = tombstones_for(lessons)
-    return dict(zip((index for index, _ in prepared), _requests_of(stones))), dict(zip(lessons, stones))
+def _holding_by_index(prepared: list[tuple[int, PreparedCandidate]]) -> dict[int, ForgetRequest | None]:
+    """_holding_requests of a batch's prepared items, by their index in the batch."""
+    return dict(zip((index for index, _ in prepared), _holding_requests([p for _, p in prepared])))
 
 
 def _lost_to_a_pending_twin(exc: IntegrityError) -> bool:
@@ -302,14 +290,17 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
             prepared.append((index, _prepare_for(item, token)))
         except (ValidationError, PermissionDenied) as exc:
             results[index] = _refusal(index, exc)
+    # A lesson that repeats a forgotten one is held, and answered as the others.
+    held_by = _holding_by_index(prepared)
     if prepared:
         try:
             try:
                 with transaction.atomic():
-                    written = _write_batch(prepared, token, now)
-            except Forgotten:  # a write of the batch met a forget approved meanwhile: look again, once
+                    written = _write_batch(prepared, token, now, held_by)
+            except Forgotten:  # a forget approved meanwhile (see submit_candidate): look again, once
+                held_by = _holding_by_index(prepared)
                 with transaction.atomic():
-                    written = _write_batch(prepared, token, now)
+                    written = _write_batch(prepared, token, now, held_by)
         except DatabaseError:
             # Something only the database could refuse: write item by item, so that it stays that item's.
             written = {}
@@ -347,13 +338,9 @@ def _live_by_fingerprint(keys: set[tuple[str, str]]) -> dict[tuple[str, str], En
     return found
 
 
-def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
+def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequest | None]) -> dict[int, Submission]:
     label = token.label
     existing = _live_by_fingerprint({(p.fields["scope"], p.fingerprint) for _, p in prepared})
-    # A lesson that repeats a forgotten one is held, and answered as the others. Looked at inside the
-    # transaction that inserts them (once the duplicates' rows are locked), so that the insert's own check
-    # of the forgotten lessons applies this look.
-    held_by, tombstones = _holding_by_index(prepared)
     new_entries, duplicates, first_in_batch = [], [], {}
     for index, p in prepared:
         key = (p.fields["scope"], p.fingerprint)
@@ -377,7 +364,6 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
         decide=lambda entry, note: insert_decision(
             entry, evidence_of[id(entry)], submitter=label, note=note, policies=policies, rules=rules
         ),
-        tombstones=tombstones,
     )
     evidence, rows_of = [], {}  # rows_of: each entry's new rows, by the entry object's id
     for _, p, entry in new_entries + duplicates:
@@ -406,7 +392,8 @@ def _write_batch(prepared, token: AgentToken, now) -> dict[int, Submission]:
         )
     )
     held_probes = [with_text(entry, p.fields) for _, p, entry in new_entries if entry.held_by_id is not None]
-    weigh_contradictions(held_probes, pools=pools)  # their tombstones: read with the fresh ones, once
+    weigh_contradictions(held_probes, pools=pools)
+    weigh_tombstone_check(held_probes)
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
         links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]

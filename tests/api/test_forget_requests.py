@@ -191,26 +191,3 @@ def test_a_forget_approved_between_the_look_and_the_insert_still_holds(agent, le
     )
     assert batch.json()["results"][0]["ok"] is True
     assert Entry.objects.get(pk=batch.json()["results"][0]["id"]).held_by_id == filed["id"]
-
-
-def test_a_batch_reads_the_tombstones_once_and_holds_what_they_match(agent, lead, lesson):
-    """One look at the tombstones a batch, inside its transaction: it holds the paraphrase of the forgotten
-    lesson, and the insert's check of the fresh one applies that look rather than reading again."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from curation.models import Tombstone
-
-    filed = agent.post("forget-requests", {"entry_id": lesson.pk, "reason": "user asked"}).json()
-    approve_forget_request(filed["id"], actor=lead)
-    with CaptureQueriesContext(connection) as captured:
-        batch = agent.post("candidates/batch", {"candidates": [api_candidate(**PARAPHRASE), api_candidate(**FRESH)]})
-    read = [q["sql"] for q in captured.captured_queries if Tombstone._meta.db_table in q["sql"]]
-    assert len(read) == 1, read
-    held, fresh = batch.json()["results"]
-    assert [(r["ok"], r["status"], r["created"]) for r in (held, fresh)] == [(True, "pending", True)] * 2
-    assert Entry.objects.get(pk=held["id"]).held_by_id == filed["id"]
-    assert (Entry.objects.get(pk=fresh["id"]).held_by_id, Entry.objects.get(pk=fresh["id"]).status) == (
-        None,
-        Status.PENDING,
-    )
