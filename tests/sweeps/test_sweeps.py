@@ -192,12 +192,34 @@ def test_a_runs_own_records_do_not_wait_for_the_disk_and_its_batches_do(on_postg
         run, _ = run_sweep("archive", as_of=AS_OF)
     assert (run.state, run.rows_changed) == (TaskRun.State.SUCCEEDED, 1)
     statements = [q["sql"] for q in queries]
-    unflushed = "SET LOCAL synchronous_commit TO OFF"
-    record = [i for i, sql in enumerate(statements) if '"curation_taskrun"' in sql and not sql.startswith("SELECT")]
-    assert len(record) == 2 and all(statements[i - 1] == unflushed for i in record)
-    batch = next(i for i, sql in enumerate(statements) if "INSERT INTO curation_event" in sql)
-    assert statements.count(unflushed) == 2 and unflushed not in statements[record[0] + 1 : batch + 1]
+    unflushed = "BEGIN; SET LOCAL synchronous_commit TO OFF; "
+    record = [sql for sql in statements if '"curation_taskrun"' in sql and not sql.startswith("SELECT")]
+    assert len(record) == 2 and all(sql.startswith(unflushed) for sql in record)
+    batch = next(sql for sql in statements if "INSERT INTO curation_event" in sql)
+    assert "synchronous_commit" not in batch and sum("synchronous_commit" in sql for sql in statements) == 2
     assert TaskRun.objects.get(pk=run.pk).state == TaskRun.State.SUCCEEDED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_runs_start_and_its_end_are_one_round_trip_each(on_postgres):
+    """PostgreSQL: a run's record, its lock and the read of the task's other running records go to the server
+    together, and so do its end and the unlock; between them only the sweep's own statements."""
+    make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    with CaptureQueriesContext(connection) as queries:
+        run, _ = run_sweep("archive", as_of=AS_OF)
+    statements = [q["sql"] for q in queries]
+    start, end = statements[0], statements[-1]
+    assert 'INSERT INTO "curation_taskrun"' in start and "pg_try_advisory_lock" in start
+    assert start.index("pg_try_advisory_lock") < start.index('FROM "curation_taskrun"')  # read once it is held
+    assert 'UPDATE "curation_taskrun"' in end and end.index("COMMIT") < end.index("pg_advisory_unlock")
+    assert not [sql for sql in statements[1:-1] if "curation_taskrun" in sql or "advisory" in sql]
+    assert (run.state, run.rows_changed) == (TaskRun.State.SUCCEEDED, 1)
+    with connection.cursor() as cursor:  # the lock was given back: another session takes it
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        assert cursor.fetchone()[0] == 0
 
 
 def test_keys_written_under_other_decay_settings_are_still_judged_and_then_rewritten(settings):
