@@ -133,7 +133,8 @@ def write_batch(
 ) -> int:
     """The sweep's batch through the one bulk write: its Events carry the sweep's label and its as-of time
     (and, as every Event of a run, its run's request id: runs.run_sweep sets it). `changes` are
-    write_entries' values / row_values / then."""
+    write_entries' values / row_values / then. The batch's transaction is its own (state_sweep,
+    chosen_sweep) and nothing catches a ConcurrentChange in it, so the write makes no savepoint."""
     return write_entries(
         rows,
         expected_status=expected_status,
@@ -141,6 +142,7 @@ def write_batch(
         reason_of=reason_of,
         actor_label=sweep.actor_label,
         at=sweep.as_of,
+        savepoint=False,
         **changes,
     )
 

@@ -222,6 +222,17 @@ def test_a_runs_start_and_its_end_are_one_round_trip_each(on_postgres):
         assert cursor.fetchone()[0] == 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_sweeps_batch_is_its_read_and_its_write_without_a_savepoint():
+    """A batch's transaction is the batch's own: its write makes no savepoint (two round trips) inside it, and
+    a ConcurrentChange in it still rolls the whole batch back."""
+    make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    with CaptureQueriesContext(connection) as queries:
+        run, _ = run_sweep("archive", as_of=AS_OF)
+    assert not [q["sql"] for q in queries if "SAVEPOINT" in q["sql"]]
+    assert (run.state, run.rows_changed) == (TaskRun.State.SUCCEEDED, 1)
+
+
 def test_keys_written_under_other_decay_settings_are_still_judged_and_then_rewritten(settings):
     faded = make_entry(base_confidence=0.5, last_verified_at=days_before(120))  # 0.407 at 0.95 a month
     kept = make_entry(base_confidence=0.9, last_verified_at=days_before(10))
