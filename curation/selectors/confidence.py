@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import datetime
 
-from django.db.models import Case, DateTimeField, F, FloatField, Func, Q, Value, When
+from django.db import connections
+from django.db.models import Case, DateTimeField, Expression, F, FloatField, Func, Q, Value, When
 from django.db.models.functions import Coalesce, Greatest, Least, Ln, Power
 from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 
 from curation.rules import clock, lifecycle
-from curation.models import Status
+from curation.models import Entry, Status
 
 
 class DaysBetween(Func):
@@ -73,6 +74,61 @@ def confidence(at: datetime.datetime, rules: lifecycle.Rules, prefix: str = ""):
         default=column("base_confidence"),
         output_field=FloatField(),
     )
+
+
+class RowConfidence(Expression):
+    """confidence(at, rules) of the query's own entry row, its SQL compiled once per decay rules and database
+    (`compiled`) and bound to `at` each time: a sweep's statements compile the same expression every batch
+    and every run, and Django's compilation of it cost more of the worker than the statement's other parts.
+    Over another alias of the table (a join) it is compiled as confidence() is."""
+
+    def __init__(self, at: datetime.datetime, rules: lifecycle.Rules):
+        super().__init__(output_field=FloatField())
+        self.at, self.rules = at, rules
+
+    @property
+    def identity(self):  # the rules hold a dict: compared by what the SQL is made of
+        return (type(self), self.at, *_settings(self.rules))
+
+    def as_sql(self, compiler, connection):
+        if compiler.query.base_table != Entry._meta.db_table:
+            return compiler.compile(confidence(self.at, self.rules).resolve_expression(compiler.query))
+        sql, params, at_positions = compiled(connection.alias, self.rules)
+        at = _moment(self.at).output_field.get_db_prep_value(self.at, connection)
+        params = list(params)
+        for position in at_positions:
+            params[position] = at
+        return sql, params
+
+
+# A moment no rule's constant equals: where it lands in the compiled parameters, each use puts its own `at`.
+_MARK = datetime.datetime(1999, 12, 31, 23, 59, 59, 123457, tzinfo=datetime.timezone.utc)
+
+
+def compiled(using: str, rules: lifecycle.Rules) -> tuple[str, tuple, tuple[int, ...]]:
+    """confidence(at, rules) over an entry's own columns as the database `using` reads it: (its SQL, its
+    parameters with a mark for `at`, the positions of the mark). Kept by what the SQL is made of: the
+    database and the decay settings."""
+    from django.db.models.sql import Query
+
+    key = (using, *_settings(rules))
+    if key not in _COMPILED:
+        connection = connections[using]
+        query = Query(Entry)
+        sql, params = query.get_compiler(connection=connection).compile(
+            confidence(_MARK, rules).resolve_expression(query)
+        )
+        mark = _moment(_MARK).output_field.get_db_prep_value(_MARK, connection)
+        _COMPILED[key] = (sql, tuple(params), tuple(i for i, value in enumerate(params) if value == mark))
+    return _COMPILED[key]
+
+
+def _settings(rules: lifecycle.Rules) -> tuple:
+    """What of the rules confidence() is made of."""
+    return rules.floor, rules.ceiling, rules.decay_factor, rules.decay_period_days
+
+
+_COMPILED: dict[tuple, tuple[str, tuple, tuple[int, ...]]] = {}  # a few settings in a process's life
 
 
 def released_confidence(at: datetime.datetime, rules: lifecycle.Rules):

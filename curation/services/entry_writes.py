@@ -494,6 +494,7 @@ def write_entries(
     values: dict | None = None,
     row_values: dict[int, dict] | None = None,
     updated_at=None,
+    savepoint: bool = True,
 ) -> int:
     """The bulk twin of write_entry, for a batch of rows the caller has locked: each a dict of columns by
     their attribute name (`.values()`, `entry_row`), with at least the id and the version it read (what the
@@ -507,11 +508,14 @@ def write_entries(
     `values`: column -> value or SQL expression, the same for every row (archive: the status).
     `row_values`: {pk: {column: value}} for what differs per row (revive: the base confidence and the
     verification time). The base and the verification are plain values (the decay index is computed from
-    them here). `reason_of(row)` reads the caller's row, with whatever it annotated. Answers the rows written."""
+    them here). `reason_of(row)` reads the caller's row, with whatever it annotated. Answers the rows written.
+
+    `savepoint=False`: the caller's transaction is the batch's own and ends with it, so a ConcurrentChange
+    rolls it back whole and no savepoint is needed (a sweep's batch: two round trips less)."""
     if not rows:
         return 0
     ids = [r["id"] for r in rows]
-    with transaction.atomic():
+    with transaction.atomic(savepoint=savepoint):
         if any(column not in rows[0] for column in ROW_COLUMNS):
             current = {r["id"]: r for r in Entry.objects.filter(IdIn(ids)).values(*ROW_COLUMNS)}
         else:

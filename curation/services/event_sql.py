@@ -27,6 +27,7 @@ from django.db.models.expressions import RawSQL
 from curation.infra.middleware import current_request_id
 from curation.models import DERIVED_CONFIDENCE, STATE_COLUMNS, Entry, Event
 from curation.rules.event_deltas import STATE_KEYS
+from curation.selectors.sql import pg_array
 
 _UNCHANGED = '$."-"'  # SQLite: a path json_remove finds nothing at
 
@@ -62,7 +63,7 @@ def _written_with_events(
     version read, each found once (by the index, then by its ctid: the row itself, not a second look-up), and
     its RETURNING gives each written row's Event, the old values from that read of the row, the new from the
     row as written. So an Event is exactly a written row's, and the counts cannot differ."""
-    render = _Postgres()
+    render = _PostgresArrays()
     table = Entry._meta.db_table
     sql_keys = [k for k in keys if k not in python_keys]
     columns = sorted({STATE_COLUMNS[k] for k in sql_keys})
@@ -90,6 +91,7 @@ def _written_with_events(
             {update_sql}
             FROM ({read_sql}) AS s
             JOIN {render.batch()} ON {render.item(0)} = s.id AND {render.item(1)} = s.version
+            CROSS JOIN {render.shared()}
             WHERE "{table}".ctid = s.tid
             RETURNING s.id, {render.label(f'"{table}".scope', f'"{table}".trigger')} AS label,
                       {render.object(before)} AS before, {render.object(after)} AS after,
@@ -105,7 +107,7 @@ def _written_with_events(
     return statement, (
         *update_params,
         *read_params,
-        _batch(rows, reasons, python_parts),
+        *_arrays(rows, reasons, python_parts),
         actor_label,
         str(action),
         request_id,
@@ -118,6 +120,23 @@ def _batch(rows, reasons: dict[int, str], python_parts: dict) -> str:
     return json.dumps(
         [[r["id"], r["version"], reasons[r["id"]], *python_parts.get(r["id"], ({}, {}))] for r in rows],
         separators=(",", ":"),
+    )
+
+
+def _arrays(rows, reasons: dict[int, str], python_parts: dict) -> tuple[str, str, str, str, str]:
+    """The rows as _PostgresArrays.batch() and .shared() read them: the ids, the versions read and each row's
+    reason by its number, as array literals (pg_array), then the distinct reasons and the python
+    parts by id. Read by the database several times faster than the same rows as one JSON document, which a
+    batch of thousands with a reason each made large."""
+    numbers: dict[str, int] = {}
+    for row in rows:
+        numbers.setdefault(reasons[row["id"]], len(numbers) + 1)
+    return (
+        pg_array(row["id"] for row in rows),
+        pg_array(row["version"] for row in rows),
+        pg_array(numbers[reasons[row["id"]]] for row in rows),
+        pg_array(numbers),
+        json.dumps({str(pk): parts for pk, parts in python_parts.items()}, separators=(",", ":")),
     )
 
 
@@ -288,6 +307,29 @@ class _Postgres:
 
     def position(self) -> str:
         return "b.n"
+
+
+class _PostgresArrays(_Postgres):
+    """_Postgres over a write's batch as arrays (_arrays): a row's id, version read and reason's number, and
+    beside the rows the distinct reasons and the python parts ({id: [old, new]})."""
+
+    def python(self, key: str, part: int) -> str:
+        return f"(p.parts->(b.id::text)->{part - 3}->'{key}')"
+
+    def present(self, key: str, part: int) -> str:
+        return f"{self.python(key, part)} IS NOT NULL"
+
+    def batch(self) -> str:
+        return (
+            "unnest(CAST(%s AS bigint[]), CAST(%s AS bigint[]), CAST(%s AS integer[])) "
+            "WITH ORDINALITY AS b(id, version, reason, n)"
+        )
+
+    def shared(self) -> str:
+        return "CAST(%s AS text[]) AS r(reasons) CROSS JOIN CAST(%s AS jsonb) AS p(parts)"
+
+    def item(self, index: int, text: bool = False) -> str:
+        return ("b.id", "b.version", "r.reasons[b.reason]")[index]
 
 
 class _Sqlite:

@@ -5,7 +5,9 @@ from django.db.models import Q
 
 from curation.rules import lifecycle
 from curation.models import EventAction, Entry, Status
-from curation.selectors.confidence import confidence, keyed_under_other_settings
+from curation.selectors.confidence import RowConfidence, keyed_under_other_settings
+
+from curation.services.entry_writes import ROW_COLUMNS
 
 from .engine import Sweep, state_sweep, write_batch
 
@@ -22,7 +24,7 @@ def thresholds() -> str:
 
 def run(sweep: Sweep) -> None:
     below = sweep.rules.archive_below
-    expression = confidence(sweep.as_of, sweep.rules)
+    expression = RowConfidence(sweep.as_of, sweep.rules)
 
     def matching(batch):
         return Entry.objects.filter(batch).annotate(new_confidence=expression).filter(new_confidence__lt=below)
@@ -37,6 +39,7 @@ def run(sweep: Sweep) -> None:
         status=Status.ACTIVE,
         matching=matching,
         chosen=may_cross,
+        fields=ROW_COLUMNS,  # what the write checks; the reasons read only the confidence
         describe=lambda row: f"#{row['id']} archive: decayed to {row['new_confidence']:.3f} (below {below})",
         apply=lambda rows: write_batch(
             sweep,

@@ -10,7 +10,7 @@ from django.db.models import Count, Window
 
 from curation.rules import lifecycle
 from curation.models import Entry, Status
-from curation.selectors.confidence import confidence, keyed_under_other_settings
+from curation.selectors.confidence import RowConfidence, keyed_under_other_settings
 from curation.services.entry_writes import rewrite_decay_keys
 
 from .engine import Sweep
@@ -59,7 +59,7 @@ def run(sweep: Sweep) -> None:
                 decay_key__lt=lifecycle.key_below(floor, sweep.as_of, sweep.rules),
                 decay_rate=rate,
             )
-            .annotate(now=confidence(sweep.as_of, sweep.rules), before=confidence(sweep.as_of - DAY, sweep.rules))
+            .annotate(now=RowConfidence(sweep.as_of, sweep.rules), before=RowConfidence(sweep.as_of - DAY, sweep.rules))
             .filter(now__lt=floor, before__gte=floor)
             .annotate(found=Window(Count("*")))
             .order_by("id")

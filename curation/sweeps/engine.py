@@ -108,18 +108,18 @@ def keyset_batches(status: str, size: int):
 ROW_FIELDS = (*ROW_COLUMNS, "archived_at", "review_by", "utility_sum", "utility_n")
 
 
-def rows_of(qs: QuerySet, limit: int | None = None) -> list[dict]:
-    """The first `limit` rows of `qs` in id order (all by default), each a dict of ROW_FIELDS and the query's
+def rows_of(qs: QuerySet, limit: int | None = None, fields=ROW_FIELDS) -> list[dict]:
+    """The first `limit` rows of `qs` in id order (all by default), each a dict of `fields` and the query's
     annotations: a batch of thousands builds no model."""
-    rows = qs.order_by("id").values(*ROW_FIELDS, *qs.query.annotation_select)
+    rows = qs.order_by("id").values(*fields, *qs.query.annotation_select)
     return list(rows if limit is None else rows[:limit])
 
 
-def locked(qs: QuerySet, limit: int | None = None) -> list[dict]:
+def locked(qs: QuerySet, limit: int | None = None, fields=ROW_FIELDS) -> list[dict]:
     """rows_of `qs`, locked until the batch commits (PostgreSQL; SQLite has one writer), in the statement that
     reads them. FOR NO KEY UPDATE: the lock the batch's UPDATE takes, which an Event or a piece of evidence
     inserted for the entry meanwhile (a key share) does not wait for."""
-    return rows_of(qs.select_for_update(no_key=True), limit)
+    return rows_of(qs.select_for_update(no_key=True), limit, fields)
 
 
 def write_batch(
@@ -133,7 +133,8 @@ def write_batch(
 ) -> int:
     """The sweep's batch through the one bulk write: its Events carry the sweep's label and its as-of time
     (and, as every Event of a run, its run's request id: runs.run_sweep sets it). `changes` are
-    write_entries' values / row_values / then."""
+    write_entries' values / row_values / then. The batch's transaction is its own (state_sweep,
+    chosen_sweep) and nothing catches a ConcurrentChange in it, so the write makes no savepoint."""
     return write_entries(
         rows,
         expected_status=expected_status,
@@ -141,6 +142,7 @@ def write_batch(
         reason_of=reason_of,
         actor_label=sweep.actor_label,
         at=sweep.as_of,
+        savepoint=False,
         **changes,
     )
 
@@ -153,25 +155,30 @@ def state_sweep(
     describe: Callable[[dict], str],
     apply: Callable[[list[dict]], int],
     chosen: Q | None = None,
+    fields=ROW_FIELDS,
 ) -> None:
     """The shape of every state-changing sweep: per batch of entries in `status`, the matching rows are
     described (dry run) or locked and changed, with their Events, in one transaction by `apply`. A sweep that
-    changes few rows names them by an index range (`chosen`: what may cross a threshold); see chosen_sweep."""
+    changes few rows names them by an index range (`chosen`: what may cross a threshold); see chosen_sweep.
+    `fields`: the columns its rows carry (with the query's annotations); a sweep whose reasons and rules read
+    none of the others names fewer than ROW_FIELDS."""
     if chosen is not None:
-        return chosen_sweep(sweep, status=status, matching=matching, describe=describe, apply=apply, chosen=chosen)
+        return chosen_sweep(
+            sweep, status=status, matching=matching, describe=describe, apply=apply, chosen=chosen, fields=fields
+        )
     for batch, count in keyset_batches(status, sweep.batch_size):
         qs = matching(batch)
         if sweep.dry_run:
-            for row in rows_of(qs, sweep.samples_left):
+            for row in rows_of(qs, sweep.samples_left, fields):
                 sweep.sample(describe(row))
             changed = qs.count()
         else:
             with transaction.atomic():
-                changed = apply(locked(qs))
+                changed = apply(locked(qs, fields=fields))
         sweep.batch_done(count, changed, last=count < sweep.batch_size)
 
 
-def chosen_sweep(sweep: Sweep, *, status: str, matching, describe, apply, chosen: Q) -> None:
+def chosen_sweep(sweep: Sweep, *, status: str, matching, describe, apply, chosen: Q, fields=ROW_FIELDS) -> None:
     """state_sweep over only the entries in `status` that `chosen` finds (an index range) and `matching`
     keeps: each batch is the next `batch_size` of them above the last id written, found, judged and locked
     in the one statement that reads them, so the rows are read once. A row another writer holds is waited
@@ -179,7 +186,7 @@ def chosen_sweep(sweep: Sweep, *, status: str, matching, describe, apply, chosen
     write's ConcurrentChange, in the batch's transaction). What it examines is what the rule kept."""
     if sweep.dry_run:
         qs = matching(Q(status=status) & chosen)
-        for row in rows_of(qs, sweep.samples_left):
+        for row in rows_of(qs, sweep.samples_left, fields):
             sweep.sample(describe(row))
         found = qs.count()
         sweep.batch_done(found, found, last=True)
@@ -187,7 +194,7 @@ def chosen_sweep(sweep: Sweep, *, status: str, matching, describe, apply, chosen
     last = 0
     while True:
         with transaction.atomic():
-            rows = locked(matching(Q(status=status, id__gt=last) & chosen), sweep.batch_size)
+            rows = locked(matching(Q(status=status, id__gt=last) & chosen), sweep.batch_size, fields)
             if not rows:  # the previous batch was the last, and full: nothing more to count
                 return
             changed = apply(rows)

@@ -11,8 +11,10 @@ import zlib
 from contextlib import contextmanager
 from typing import Callable
 
+import psycopg
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.models.sql import InsertQuery, UpdateQuery
 
 from curation.rules import clock, config
 from curation.infra.middleware import current_request_id
@@ -72,37 +74,18 @@ def holder_alive(run: TaskRun, now: datetime.datetime) -> bool:
 
 def running_others(task: str, run: TaskRun) -> list[TaskRun]:
     """The task's other runs still "running" on their record: read once per run outside PostgreSQL, for
-    the lock (sweep_lock) and for the lost runs (close_lost_runs) alike."""
+    the lock (may_hold) and for the lost runs (close_lost_runs) alike."""
     return list(TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING).exclude(pk=run.pk))
 
 
-@contextmanager
-def sweep_lock(task: str, run: TaskRun, others: list[TaskRun] | None = None):
-    """Yields whether this run may work. On PostgreSQL a session advisory lock, which dies with its
-    holder's connection. Elsewhere the oldest TaskRun still "running" whose holder is alive holds the
-    lock: this run's row is committed first, so of two runs that start together exactly one sees the other
-    as older, and a run whose worker was killed stops holding it at once (on its host) or when its lease
-    runs out (from another)."""
-    if connection.vendor == "postgresql":
-        key = lock_key(task)
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-            acquired = cursor.fetchone()[0]
-        try:
-            yield acquired
-        finally:
-            if acquired:
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-        return
+def may_hold(task: str, run: TaskRun, others: list[TaskRun]) -> bool:
+    """Whether this run holds its task's lock outside PostgreSQL (where an advisory lock, taken with the run's
+    start and given back with its end, dies with its holder's connection): the oldest TaskRun still
+    "running" whose holder is alive holds it. This run's row is committed first, so of two runs that start
+    together exactly one sees the other as older, and a run whose worker was killed stops holding it at once
+    (on its host) or when its lease runs out (from another)."""
     now = clock.wall()
-    others = running_others(task, run) if others is None else others
-    yield not any(holder_alive(other, now) for other in others if not other.dry_run and other.pk < run.pk)
-
-
-@contextmanager
-def _no_lock():
-    yield True
+    return not any(holder_alive(other, now) for other in others if not other.dry_run and other.pk < run.pk)
 
 
 @contextmanager
@@ -121,6 +104,84 @@ def unflushed():
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
         yield
+
+
+def one_round_trip(statements: list[tuple[str, list]], *, unflushed_first: int = 0) -> list[list[tuple] | None]:
+    """PostgreSQL: `statements` ((sql, params) each) sent to the server as one query string, run in order, each
+    with its own snapshot as separate statements have; the first `unflushed_first` of them committed on their
+    own as unflushed() commits (not inside a caller's transaction). Answers each statement's rows (None for
+    one that answers none). A run's start and end were each four or five round trips of a few tenths of a
+    millisecond, each a wait for the server's turn on a busy machine. With server-side binding, which takes
+    one statement a query, they are sent one by one."""
+    head, tail = list(statements[:unflushed_first]), list(statements[unflushed_first:])
+    if head and not connection.in_atomic_block:
+        head = [("BEGIN", []), ("SET LOCAL synchronous_commit TO OFF", []), *head, ("COMMIT", [])]
+    sent = head + tail
+    mine = [i for i, statement in enumerate(sent) if statement in statements]  # not the BEGIN, SET, COMMIT
+    with connection.cursor() as cursor:
+        results = []
+        if isinstance(cursor.cursor, psycopg.ClientCursor):
+            try:
+                cursor.execute("; ".join(sql for sql, _ in sent), [p for _, params in sent for p in params])
+            except DatabaseError:
+                # A failed statement leaves the transaction it opened aborted: close it, or the next query fails.
+                if cursor.connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    cursor.execute("ROLLBACK")
+                raise
+            while True:
+                results.append(cursor.cursor.fetchall() if cursor.cursor.description else None)
+                if not cursor.cursor.nextset():
+                    break
+        else:
+            for sql, params in sent:
+                cursor.execute(sql, params)
+                results.append(cursor.fetchall() if cursor.description else None)
+    return [results[i] for i in mine]
+
+
+def _insert_sql(run: TaskRun) -> tuple[str, list]:
+    """The INSERT of a new run record as save() would write it, answering its id."""
+    query = InsertQuery(TaskRun)
+    query.insert_values([f for f in TaskRun._meta.local_concrete_fields if not f.primary_key], [run])
+    compiler = query.get_compiler(connection=connection)
+    compiler.returning_fields = [TaskRun._meta.pk]
+    ((sql, params),) = compiler.as_sql()
+    return sql, list(params)
+
+
+def _update_sql(run: TaskRun, fields: list[str]) -> tuple[str, list]:
+    """The UPDATE of these fields of a run record as save(update_fields=...) would write them."""
+    query = TaskRun.objects.filter(pk=run.pk).query.chain(UpdateQuery)
+    query.add_update_values({name: getattr(run, name) for name in fields})
+    sql, params = query.get_compiler(connection=connection).as_sql()
+    return sql, list(params)
+
+
+_LOST_RUN_FIELDS = ("id", "dry_run", "holder", "started_at", "heartbeat_at")  # what close_lost_runs reads
+
+
+def _running_sql(task: str):
+    """The task's runs still "running" on their record (running_others, read with the run's own start, whose id
+    is not known before it: the caller leaves it out)."""
+    compiler = (
+        TaskRun.objects.filter(task=task, state=TaskRun.State.RUNNING)
+        .only(*_LOST_RUN_FIELDS)
+        .query.get_compiler(connection=connection)
+    )
+    sql, params = compiler.as_sql()
+    return (sql, list(params)), [column.target.attname for column, _, _ in compiler.select]
+
+
+def _start_on_postgres(run: TaskRun, *, lock: bool) -> tuple[bool, list[TaskRun]]:
+    """The run's record (unflushed), its lock (unless `lock` is False: a dry run takes none) and the task's
+    other running records, read once the lock is held: one round trip. Answers (lock held, the others)."""
+    running, names = _running_sql(run.task)
+    statements = [_insert_sql(run), *([("SELECT pg_try_advisory_lock(%s)", [lock_key(run.task)])] if lock else [])]
+    inserted, *locked, rows = one_round_trip([*statements, running], unflushed_first=1)
+    run.pk = inserted[0][0]
+    run._state.adding, run._state.db = False, connection.alias
+    others = [TaskRun.from_db(connection.alias, names, row) for row in rows]
+    return (locked[0][0][0] if lock else True), [other for other in others if other.pk != run.pk]
 
 
 def run_sweep(
@@ -143,35 +204,50 @@ def run_sweep(
     # The counters and usage history a sweep judges by include every read made so far.
     retrieval_buffer.flush()
     started = clock.wall()
-    with unflushed():
-        run = TaskRun.objects.create(
-            task=task,
-            as_of=as_of,
-            dry_run=dry_run,
-            triggered_by=triggered_by[:150],
-            started_at=started,
-            heartbeat_at=started,
-            holder=this_holder(),
-        )
+    run = TaskRun(
+        task=task,
+        as_of=as_of,
+        dry_run=dry_run,
+        triggered_by=triggered_by[:150],
+        started_at=started,
+        heartbeat_at=started,
+        holder=this_holder(),
+    )
+    # On PostgreSQL the advisory lock decides; the record, the lock and the lost runs' read are one round trip,
+    # and so are the end and the unlock. Elsewhere one read of the running records serves the lock and the
+    # lost runs.
+    on_postgres = connection.vendor == "postgresql"
+    if on_postgres:
+        acquired, others = _start_on_postgres(run, lock=not dry_run)
+    else:
+        with unflushed():
+            run.save(force_insert=True)
+        others = running_others(task, run)
+        acquired = dry_run or may_hold(task, run, others)
+    held = on_postgres and acquired and not dry_run  # the advisory lock this run gives back
     sweep = Sweep(
         task=task, as_of=as_of, dry_run=dry_run, run=run, batch_size=batch_size or 0, after_batch=after_batch, full=full
     )
 
     def finish(state: str, error: str = "") -> None:
+        nonlocal held
         run.state, run.error, run.finished_at = state, error, clock.wall()
         run.rows_examined, run.rows_changed = sweep.examined, sweep.changed
+        fields = ["state", "error", "finished_at", "rows_examined", "rows_changed"]
         try:
-            with unflushed():
-                run.save(update_fields=["state", "error", "finished_at", "rows_examined", "rows_changed"])
+            if on_postgres:
+                unlock = [("SELECT pg_advisory_unlock(%s)", [lock_key(task)])] if held else []
+                one_round_trip([_update_sql(run, fields), *unlock], unflushed_first=1)
+                held = False
+            else:
+                with unflushed():
+                    run.save(update_fields=fields)
         except Exception:  # the database itself went away: the run stays "running" and its lock expires
             if state != TaskRun.State.FAILED:
                 raise
             logger.exception("could not record the failure of TaskRun %s", run.pk)
 
-    # On PostgreSQL the advisory lock decides and the lost runs are read once it is held; elsewhere one read
-    # of the running records serves both.
-    others = None if connection.vendor == "postgresql" else running_others(task, run)
-    with _no_lock() if dry_run else sweep_lock(task, run, others) as acquired:
+    try:
         close_lost_runs(task, run, lock_held=acquired and not dry_run, others=others)
         if not acquired:
             finish(TaskRun.State.SKIPPED, f"another {task} run held the lock; this one did nothing")
@@ -188,6 +264,10 @@ def run_sweep(
         finally:
             current_request_id.reset(request)
         finish(TaskRun.State.SUCCEEDED)
+    finally:
+        if held:  # the end was not written with the unlock (it failed): give the lock back on its own
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_key(task)])
     logger.info(
         "lifecycle %s as of %s: examined %s, changed %s", task, as_of.isoformat(), sweep.examined, sweep.changed
     )

@@ -261,3 +261,25 @@ def test_a_batch_write_reads_each_row_once(on_postgres):
     # One read of the rows (whichever way the planner finds them), and the write reaching each by its ctid.
     assert len(reads) == 2 and reads.count("Tid Scan") == 1, reads
     assert Event.objects.filter(entry__in=entries, action="archive").count() == 3
+
+
+def test_a_batch_sends_each_distinct_reason_once(on_postgres):
+    """On PostgreSQL a batch's rows reach the database as arrays (ids, versions, each row's reason by number)
+    with the distinct reasons once: a sweep's thousands of rows share a few reasons, which were sent and
+    parsed again with every row. The Events still carry each row's own reason."""
+    entries = [make_entry(base_confidence=0.3, last_verified_at=days_before(90 + i)) for i in range(4)]
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        rows = [entry_row(e) for e in Entry.objects.select_for_update().filter(pk__in=[e.pk for e in entries])]
+        write_entries(
+            rows,
+            expected_status=Status.ACTIVE,
+            action="archive",
+            reason_of=lambda row: "decayed below the threshold" if row["id"] != entries[0].pk else "the first",
+            actor_label="lifecycle:archive",
+            at=AS_OF,
+            values={"archive_reason": "decayed"},
+        )
+    (statement,) = [q["sql"] for q in queries if "INSERT INTO curation_event" in q["sql"]]
+    assert statement.count("decayed below the threshold") == 1 and statement.count("the first") == 1
+    reasons = dict(Event.objects.filter(entry__in=entries, action="archive").values_list("entry_id", "reason"))
+    assert reasons == {e.pk: "the first" if e == entries[0] else "decayed below the threshold" for e in entries}

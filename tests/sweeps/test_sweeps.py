@@ -15,6 +15,7 @@ from django.utils import timezone
 from curation import services, sweeps
 from curation.rules import clock, lifecycle
 from curation.models import Conflict, ConsolidationProposal, Entry, Event, QueueReason, Status, TaskRun
+from curation.services.entry_writes import ROW_COLUMNS
 from curation.sweeps import run_sweep
 from tests.factories import AS_OF, add_evidence_row, days_before, holding_lock, make_archived, make_entry, retrieve
 
@@ -191,12 +192,45 @@ def test_a_runs_own_records_do_not_wait_for_the_disk_and_its_batches_do(on_postg
         run, _ = run_sweep("archive", as_of=AS_OF)
     assert (run.state, run.rows_changed) == (TaskRun.State.SUCCEEDED, 1)
     statements = [q["sql"] for q in queries]
-    unflushed = "SET LOCAL synchronous_commit TO OFF"
-    record = [i for i, sql in enumerate(statements) if '"curation_taskrun"' in sql and not sql.startswith("SELECT")]
-    assert len(record) == 2 and all(statements[i - 1] == unflushed for i in record)
-    batch = next(i for i, sql in enumerate(statements) if "INSERT INTO curation_event" in sql)
-    assert statements.count(unflushed) == 2 and unflushed not in statements[record[0] + 1 : batch + 1]
+    unflushed = "BEGIN; SET LOCAL synchronous_commit TO OFF; "
+    record = [sql for sql in statements if '"curation_taskrun"' in sql and not sql.startswith("SELECT")]
+    assert len(record) == 2 and all(sql.startswith(unflushed) for sql in record)
+    batch = next(sql for sql in statements if "INSERT INTO curation_event" in sql)
+    assert "synchronous_commit" not in batch and sum("synchronous_commit" in sql for sql in statements) == 2
     assert TaskRun.objects.get(pk=run.pk).state == TaskRun.State.SUCCEEDED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_runs_start_and_its_end_are_one_round_trip_each(on_postgres):
+    """PostgreSQL: a run's record, its lock and the read of the task's other running records go to the server
+    together, and so do its end and the unlock; between them only the sweep's own statements."""
+    make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    with CaptureQueriesContext(connection) as queries:
+        run, _ = run_sweep("archive", as_of=AS_OF)
+    statements = [q["sql"] for q in queries]
+    start, end = statements[0], statements[-1]
+    assert 'INSERT INTO "curation_taskrun"' in start and "pg_try_advisory_lock" in start
+    assert start.index("pg_try_advisory_lock") < start.index('FROM "curation_taskrun"')  # read once it is held
+    assert 'UPDATE "curation_taskrun"' in end and end.index("COMMIT") < end.index("pg_advisory_unlock")
+    assert not [sql for sql in statements[1:-1] if "curation_taskrun" in sql or "advisory" in sql]
+    assert (run.state, run.rows_changed) == (TaskRun.State.SUCCEEDED, 1)
+    with connection.cursor() as cursor:  # the lock was given back: another session takes it
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweeps_batch_is_its_read_and_its_write_without_a_savepoint():
+    """A batch's transaction is the batch's own: its write makes no savepoint (two round trips) inside it, and
+    a ConcurrentChange in it still rolls the whole batch back."""
+    make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    with CaptureQueriesContext(connection) as queries:
+        run, _ = run_sweep("archive", as_of=AS_OF)
+    assert not [q["sql"] for q in queries if "SAVEPOINT" in q["sql"]]
+    assert (run.state, run.rows_changed) == (TaskRun.State.SUCCEEDED, 1)
 
 
 def test_keys_written_under_other_decay_settings_are_still_judged_and_then_rewritten(settings):
@@ -241,6 +275,51 @@ def test_archive_reads_its_batch_once_finding_judging_and_locking_it_in_one_stat
     assert (run.rows_examined, run.rows_changed) == (3, 3)
     assert {e.status for e in Entry.objects.filter(pk__in=[e.pk for e in faded])} == {Status.ARCHIVED}
     assert Event.objects.filter(entry__in=faded, action="archive").count() == 3
+
+
+def test_archive_reads_only_what_its_write_checks_and_the_confidence():
+    """The archive's batch statement selects the columns write_entries checks and the decayed confidence its
+    reasons name: not the other sweeps' columns (when it was archived, the review date, the utility)."""
+    make_entry(base_confidence=0.3, last_verified_at=days_before(90))
+    with CaptureQueriesContext(connection) as queries:
+        run, _ = run_sweep("archive", as_of=AS_OF)
+    (read,) = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and 'FROM "curation_entry"' in q["sql"]]
+    selected = read.split(' FROM "curation_entry"')[0]
+    assert [column.split(" AS ")[-1].strip('"') for column in selected.split(", ") if " AS " in column] == [
+        *ROW_COLUMNS,
+        "new_confidence",
+    ]
+    assert run.rows_changed == 1
+
+
+def test_a_sweeps_confidence_is_compiled_once_for_its_settings(monkeypatch):
+    """The archive's and the decay's statements carry the decay rule compiled once per decay settings and bound
+    to each run's time: a later run at a later moment compiles nothing again, and archives what has decayed
+    by its own moment."""
+    from django.db.models import Case
+
+    from curation.selectors import confidence
+
+    monkeypatch.setattr(confidence, "_COMPILED", {}, raising=False)
+    compiled = []
+    case_sql = Case.as_sql
+
+    def counted(self, compiler, connection, **extra):
+        sql, params = case_sql(self, compiler, connection, **extra)
+        if "base_confidence" in sql:
+            compiled.append(sql)
+        return sql, params
+
+    monkeypatch.setattr(Case, "as_sql", counted)
+    rules = lifecycle.rules()
+    days_to_threshold = rules.decay_period_days * math.log(rules.archive_below / 0.8) / math.log(rules.decay_factor)
+    later = make_entry(base_confidence=0.8, last_verified_at=AS_OF - datetime.timedelta(days=days_to_threshold - 10))
+    for moment in (AS_OF, AS_OF + datetime.timedelta(days=20)):
+        run_sweep("decay", as_of=moment)
+        archive, _ = run_sweep("archive", as_of=moment)
+        assert archive.rows_changed == (moment > AS_OF)
+    assert Entry.objects.get(pk=later.pk).status == Status.ARCHIVED
+    assert len(compiled) == 1
 
 
 def test_revive_through_the_evidence_service(reviewer, make_candidate):
