@@ -44,13 +44,16 @@ PUBLISHED_NUMBER_SQL = """
 
 # The live entries (active before pending, then oldest) of many (scope, fingerprint) pairs, locked: one
 # probe of the (scope, fingerprint) index per pair. `scope IN (...) AND fingerprint IN (...)` would probe
-# every combination of the two lists, 250,000 for a batch of 500.
+# every combination of the two lists, 250,000 for a batch of 500. Locked as an UPDATE locks a row (FOR NO KEY
+# UPDATE): another batch's rows that only refer to these entries (evidence, Events, links: the key share each
+# commit's key check takes) do not wait for it; with FOR UPDATE two batches repeating each other's lessons
+# deadlocked at commit.
 LIVE_BY_FINGERPRINT_SQL = """
     SELECT e.* FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(scope, fingerprint)
     JOIN curation_entry e ON e.scope = k.scope AND e.fingerprint = k.fingerprint
     WHERE (e.status = ANY(%s) OR e.held_by_id IS NOT NULL)
     ORDER BY e.status, e.id
-    FOR UPDATE OF e
+    FOR NO KEY UPDATE OF e
 """
 
 # Does the entry's text mention one of the words (a tsquery in 'simple' prefix form), and how much?

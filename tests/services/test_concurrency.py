@@ -3,7 +3,7 @@
 import threading
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 
 from curation import services
 from curation.models import Entry, Event, Status
@@ -63,3 +63,33 @@ def test_truly_concurrent_decisions(on_postgres):
     fresh = Entry.objects.get(pk=entry.pk)
     assert fresh.version == 2 and fresh.status == (Status.ACTIVE if winner == "one" else Status.REJECTED)
     assert Event.objects.filter(entry=entry).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_holding_the_lessons_it_repeats_lets_others_refer_to_them(on_postgres):
+    """A batch locks the live entries its items repeat (it adds their evidence, may raise their trust) for its
+    whole transaction. Another batch's rows that only refer to such an entry (its evidence, Events, links) take
+    a key share at their commit: it must not wait, or two batches repeating each other's lessons deadlock."""
+    from curation.services.submissions import _live_by_fingerprint
+
+    entry = services.create_candidate(data=candidate_data(), actor_label="agent:ci")
+    answers = {}
+
+    def refer():
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '2s'")
+                cursor.execute("SELECT id FROM curation_entry WHERE id = %s FOR KEY SHARE", [entry.pk])
+                answers["referred"] = cursor.fetchone()[0]
+        except OperationalError as exc:
+            answers["referred"] = str(exc)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        held = _live_by_fingerprint({(entry.scope, entry.fingerprint)})
+        assert [e.pk for e in held.values()] == [entry.pk]
+        other = threading.Thread(target=refer)
+        other.start()
+        other.join(10)
+    assert answers == {"referred": entry.pk}
