@@ -71,20 +71,24 @@ def similar_active_entries(entry: Entry, *, limit: int = 5) -> list[tuple[int, f
     return similar_active_entries_many([entry], limit=limit)[entry.pk]
 
 
+def _ancestor_probes(entries: list[Entry], keys: list[tuple[int, ...]]) -> list[tuple[int, int, str]]:
+    """The equality probes of the texts' keys: (n, key, ancestor) per key and strict ancestor of the text's
+    scope that holds an active entry (an ancestor without one, an organisation's node above its services,
+    say, has no partner to find: its probes are not made)."""
+    strict = [access.scope_ancestors(entry.scope)[:-1] for entry in entries]
+    held = _holding_active({scope for ancestors in strict for scope in ancestors})
+    equal = []
+    for n, ancestors in enumerate(strict):
+        if ancestors := [scope for scope in ancestors if scope in held]:
+            equal += [(n, key, scope) for key in keys[n] for scope in ancestors]
+    return equal
+
+
 def _probes(entries: list[Entry], keys: list[tuple[int, ...]]) -> tuple[list, list]:
-    """The index probes of the texts' keys: (n, key, ancestor) per key and strict ancestor of the text's scope
-    that holds an active entry (an ancestor without one, an organisation's node above its services, say,
-    has no partner to find: its probes are not made), and (n, key, scope) per key for the scope with the
-    range below it (sql.SHARING_BANDS_SQL)."""
-    strict = {entry.pk: access.scope_ancestors(entry.scope)[:-1] for entry in entries}
-    held = _holding_active({scope for ancestors in strict.values() for scope in ancestors})
-    equal, under = [], []
-    for n, entry in enumerate(entries):
-        ancestors = [scope for scope in strict[entry.pk] if scope in held]
-        for key in keys[n]:
-            equal += ((n, key, scope) for scope in ancestors)
-            under.append((n, key, entry.scope))
-    return equal, under
+    """The index probes of the texts' keys: the ancestors' (_ancestor_probes), and (n, key, scope) per key for
+    the scope with the range below it (sql.SHARED_BANDS_SQLITE)."""
+    under = [(n, key, entry.scope) for n, entry in enumerate(entries) for key in keys[n]]
+    return _ancestor_probes(entries, keys), under
 
 
 def _holding_active(scopes: set[str]) -> set[str]:
@@ -109,10 +113,12 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
     is scored here, exactly as the database would (trigram_similarity), after a bound from their sketches
     rules out most pairs without splitting them; a pair with a text beyond ASCII, whose words the database's
     locale decides, is scored by the database (SIMILAR_SCORES_SQL)."""
-    equal, under = _probes(entries, keys)
     found: dict[int, list[tuple[int, float]]] = {}
-    if not under:
+    if not any(keys):
         return found
+    equal = _ancestor_probes(entries, keys)
+    bands = minhash.bands_for(connection.vendor)
+    none = ",".join(["NULL"] * bands)  # a text with no word: its run of keys, matching nothing
     texts = [_text(entry) for entry in entries]
     with connection.cursor() as cursor:
         cursor.execute(
@@ -122,9 +128,10 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
                 "equal_ns": sql.pg_array(n for n, _, _ in equal),
                 "equal_keys": sql.pg_array(key for _, key, _ in equal),
                 "equal_scopes": sql.pg_array(scope for _, _, scope in equal),
-                "under_ns": sql.pg_array(n for n, _, _ in under),
-                "under_keys": sql.pg_array(key for _, key, _ in under),
-                "under": sql.pg_array(scope for _, _, scope in under),
+                # each text's keys in turn, as one literal: no row per key is built here
+                "keys": "{" + ",".join(",".join(map(str, mine)) if mine else none for mine in keys) + "}",
+                "scopes": sql.pg_array(entry.scope for entry in entries),
+                "bands": bands,
                 "ns": sql.pg_array(range(len(entries))),
                 "ids": "{" + ",".join("NULL" if e.pk is None else str(e.pk) for e in entries) + "}",
             },

@@ -332,7 +332,8 @@ def supersedes_chain_sql() -> str:
 # Near duplicates through the MinHash band keys (models.EntryBand): for each key of each looked-up text, the
 # entries of the overlapping scopes that share it: one probe of the (band, scope) index per key and strict
 # ancestor of the scope (the `equal` rows: the text's number n, the key, the ancestor), and one per key for
-# the scope and the range below it together (the `under` rows: n, the key, the scope; the range from the
+# the scope and the range below it together (`keys`: each text's `bands` keys in turn, NULLs for a text with
+# none, and `scopes`, each text's scope: text n's keys are the n-th run of `bands`; the range from the
 # scope to the scope followed by "0", the character after "/", keeping the scope itself and what starts with
 # "<scope>/", not a sibling such as "<scope>-x" that sorts inside it); both columns equal or ranged, so each
 # probe reads only the key's rows in those scopes. Answers the shared active entries (the text itself left
@@ -347,8 +348,11 @@ SHARING_BANDS_SQL = """
         JOIN curation_entryband b ON b.band = k.band AND b.scope = k.scope
         UNION
         SELECT k.n, b.entry_id
-        FROM unnest(CAST(%(under_ns)s AS int[]), CAST(%(under_keys)s AS bigint[]), CAST(%(under)s AS text[]))
-             AS k(n, band, scope)
+        FROM (
+            SELECT k.band, CAST((k.i - 1) / %(bands)s AS int) AS n,
+                   (CAST(%(scopes)s AS text[]))[(k.i - 1) / %(bands)s + 1] AS scope
+            FROM unnest(CAST(%(keys)s AS bigint[])) WITH ORDINALITY AS k(band, i)
+        ) AS k
         JOIN curation_entryband b
           ON b.band = k.band AND b.scope ~>=~ k.scope AND b.scope ~<~ (k.scope || '0')
              AND (b.scope = k.scope OR b.scope ~>=~ (k.scope || '/'))

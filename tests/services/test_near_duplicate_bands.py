@@ -368,3 +368,16 @@ def test_the_migration_adds_the_new_bands_keys_to_entries_with_keys_and_takes_th
     assert not EntryBand.objects.filter(entry=gone).exists()
     migration.remove_bands(apps, None)
     assert _stored_bands(kept) == {("acme/payroll", key) for key in keys[:32]}
+
+
+@postgres_only
+def test_a_lookup_sends_each_texts_keys_in_one_run_and_its_scope_once(reviewer):
+    """The keys of a batch's texts reach the statement as one array, each text's run in turn, and its scope
+    once: a batch of 500 is 24,000 probes, which the process built and sent as 24,000 rows of three values."""
+    known = active(reviewer, scope="acme/billing-api", **LESSON)
+    mine = Entry(scope="acme/billing-api", **PARAPHRASE)
+    with CaptureQueriesContext(connection) as lookup:
+        assert [pk for pk, _ in similar.similar_active_entries_many([mine])[None]] == [known.pk]
+    (statement,) = [q["sql"] for q in lookup.captured_queries if "curation_entryband" in q["sql"]]
+    assert statement.count("acme/billing-api") == 1
+    assert all(str(key) in statement for key in _keys(_text(PARAPHRASE)))
