@@ -227,23 +227,30 @@ def test_a_batch_submission_stores_each_new_entrys_whole_first_version(settings)
     assert "ops@example.com" not in str(stored[mailed.pk])
 
 
-def test_a_batch_write_reads_each_row_once(on_postgres):
-    """On PostgreSQL the write of a batch reads each entry once, for its old values, and writes that row (reached
-    by its ctid, not looked up again); the Events come from the rows as written. Before, the Events' part and
-    the UPDATE each looked every row up."""
-    entries = [make_entry(base_confidence=0.3, last_verified_at=days_before(90 + i)) for i in range(3)]
+def _archived_in_one_batch(entries, *, reason_of) -> str:
+    """The entries archived by one bulk write, their rows read under the lock as a sweep reads them; answers
+    the statement that wrote them with their Events."""
     with CaptureQueriesContext(connection) as queries, transaction.atomic():
         rows = [entry_row(e) for e in Entry.objects.select_for_update().filter(pk__in=[e.pk for e in entries])]
         write_entries(
             rows,
             expected_status=Status.ACTIVE,
             action="archive",
-            reason_of=lambda row: "decayed",
+            reason_of=reason_of,
             actor_label="lifecycle:archive",
             at=AS_OF,
             values={"archive_reason": "decayed"},
         )
     (statement,) = [q["sql"] for q in queries if "INSERT INTO curation_event" in q["sql"]]
+    return statement
+
+
+def test_a_batch_write_reads_each_row_once(on_postgres):
+    """On PostgreSQL the write of a batch reads each entry once, for its old values, and writes that row (reached
+    by its ctid, not looked up again); the Events come from the rows as written. Before, the Events' part and
+    the UPDATE each looked every row up."""
+    entries = [make_entry(base_confidence=0.3, last_verified_at=days_before(90 + i)) for i in range(3)]
+    statement = _archived_in_one_batch(entries, reason_of=lambda row: "decayed")
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}")
         plan = cursor.fetchone()[0]
@@ -268,18 +275,9 @@ def test_a_batch_sends_each_distinct_reason_once(on_postgres):
     with the distinct reasons once: a sweep's thousands of rows share a few reasons, which were sent and
     parsed again with every row. The Events still carry each row's own reason."""
     entries = [make_entry(base_confidence=0.3, last_verified_at=days_before(90 + i)) for i in range(4)]
-    with CaptureQueriesContext(connection) as queries, transaction.atomic():
-        rows = [entry_row(e) for e in Entry.objects.select_for_update().filter(pk__in=[e.pk for e in entries])]
-        write_entries(
-            rows,
-            expected_status=Status.ACTIVE,
-            action="archive",
-            reason_of=lambda row: "decayed below the threshold" if row["id"] != entries[0].pk else "the first",
-            actor_label="lifecycle:archive",
-            at=AS_OF,
-            values={"archive_reason": "decayed"},
-        )
-    (statement,) = [q["sql"] for q in queries if "INSERT INTO curation_event" in q["sql"]]
+    statement = _archived_in_one_batch(
+        entries, reason_of=lambda row: "decayed below the threshold" if row["id"] != entries[0].pk else "the first"
+    )
     assert statement.count("decayed below the threshold") == 1 and statement.count("the first") == 1
     reasons = dict(Event.objects.filter(entry__in=entries, action="archive").values_list("entry_id", "reason"))
     assert reasons == {e.pk: "the first" if e == entries[0] else "decayed below the threshold" for e in entries}

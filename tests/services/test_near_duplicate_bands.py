@@ -118,9 +118,8 @@ def test_an_archived_entry_keeps_its_keys_and_a_revival_writes_them_again(review
     assert Entry.objects.get(pk=entry.pk).status == Status.ARCHIVED
     assert _stored_bands(entry) == keys  # the daily run's archive leaves them
     assert not [q["sql"] for q in archive.captured_queries if "curation_entryband" in q["sql"]]
-    EntryBand.objects.filter(
-        entry=entry
-    ).delete()  # as an entry archived with none (0063 keeps them; no path drops them)
+    # as an entry archived without keys (none is now: the archive keeps them) would be: the revival writes them
+    EntryBand.objects.filter(entry=entry).delete()
     services.add_evidence(
         entry.pk,
         data={"kind": "review", "signal": "independent", "excerpt": "second judge agrees"},
