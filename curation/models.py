@@ -376,9 +376,10 @@ class SimilarEntry(models.Model):
 class EntryBand(models.Model):
     """One MinHash band key of an entry's text (rules/minhash), with the entry's scope: a near-duplicate
     lookup reads only the entries sharing a key, in the overlapping scopes, through the (band, scope) index.
-    Derived from the text and kept with it by the write path alone (services/entry_writes.py): rewritten
-    when the text or the scope is, none for a held submission or a forgotten entry (their text is a
-    marker), so no key outlives the text it came from."""
+    Derived from the text and kept with it by the write path alone (services/entry_writes.py): written when
+    the entry becomes active (a lookup reads only active entries, so a pending candidate has none),
+    rewritten when the text or the scope is, kept by an archived entry; none for a held submission or a
+    forgotten entry, which are never active, so no key outlives the text it came from."""
 
     entry = models.ForeignKey(Entry, on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=255)

@@ -372,8 +372,8 @@ def insert_entries(
     new: list[tuple[Entry, str]], *, action: EventAction, at, actor_label: str, decide: Decide | None = None
 ) -> int:
     """insert_entry for many (entry, its Event's reason), each decided by `decide` when given: one insert for
-    the entries (rows.insert_rows: one JSON document on PostgreSQL), one for their band keys, one INSERT ...
-    SELECT for their Events (event_sql). Answers the Events written."""
+    the entries (rows.insert_rows: one JSON document on PostgreSQL), one for the band keys of those inserted
+    active, one INSERT ... SELECT for their Events (event_sql). Answers the Events written."""
     rules = None
     noted = []
     for entry, reason in new:
