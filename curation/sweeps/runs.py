@@ -114,7 +114,8 @@ def one_round_trip(statements: list[tuple[str, list]], *, unflushed_first: int =
     millisecond, each a wait for the server's turn on a busy machine. With server-side binding, which takes
     one statement a query, they are sent one by one."""
     head, tail = list(statements[:unflushed_first]), list(statements[unflushed_first:])
-    if head and not connection.in_atomic_block:
+    opened = bool(head) and not connection.in_atomic_block
+    if opened:
         head = [("BEGIN", []), ("SET LOCAL synchronous_commit TO OFF", []), *head, ("COMMIT", [])]
     sent = head + tail
     mine = [i for i, statement in enumerate(sent) if statement in statements]  # not the BEGIN, SET, COMMIT
@@ -124,8 +125,10 @@ def one_round_trip(statements: list[tuple[str, list]], *, unflushed_first: int =
             try:
                 cursor.execute("; ".join(sql for sql, _ in sent), [p for _, params in sent for p in params])
             except DatabaseError:
-                # A failed statement leaves the transaction it opened aborted: close it, or the next query fails.
-                if cursor.connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                # A failed statement leaves the transaction this string opened (its BEGIN) aborted: end it, or the
+                # connection's next query fails. A caller's own transaction is the caller's to roll back (its
+                # atomic block does, to its savepoint); without either, the server ended the string's own.
+                if opened and cursor.connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                     cursor.execute("ROLLBACK")
                 raise
             while True:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -220,6 +220,22 @@ def test_a_runs_start_and_its_end_are_one_round_trip_each(on_postgres):
             "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
         assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_round_trip_inside_a_callers_transaction_is_rolled_back_by_the_caller_alone(on_postgres):
+    """A statement of one_round_trip that fails inside the caller's atomic block leaves the caller's transaction
+    to the caller: its block rolls back to its savepoint and the transaction goes on. A ROLLBACK sent here ended
+    the caller's whole transaction under Django: what it had written was gone, and the block's own rollback to
+    its savepoint failed in turn."""
+    from curation.sweeps.runs import one_round_trip
+
+    with transaction.atomic():
+        kept = make_entry()
+        with pytest.raises(DataError), transaction.atomic():
+            one_round_trip([("SELECT 1 / %s", [0])])
+        assert Entry.objects.filter(pk=kept.pk).exists()  # the caller's transaction, still open
+    assert Entry.objects.filter(pk=kept.pk).exists()  # and committed
 
 
 @pytest.mark.django_db(transaction=True)
