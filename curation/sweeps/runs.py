@@ -8,12 +8,11 @@ import logging
 import os
 import socket
 import zlib
-from contextlib import contextmanager
 from typing import Callable
 
 import psycopg
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection
 from django.db.models.sql import InsertQuery, UpdateQuery
 
 from curation.rules import clock, config
@@ -88,31 +87,20 @@ def may_hold(task: str, run: TaskRun, others: list[TaskRun]) -> bool:
     return not any(holder_alive(other, now) for other in others if not other.dry_run and other.pk < run.pk)
 
 
-@contextmanager
-def unflushed():
-    """A run record's own write (its start, its end) commits without waiting for the write-ahead log to
-    reach the disk (PostgreSQL; elsewhere as it is): every other session sees it at once, and the log is
-    written in order, so the next durable commit (the run's first batch) makes it durable too. Only a crash
-    of the database server itself, within a fraction of a second, can lose one: a lost start is a run that
-    had written nothing yet, a lost end leaves the run "running" on its record, which the next run closes
-    as lost, its batches' work durable and not done again. Each wait for the disk was a fixed cost of every
-    run (1 to 8 ms a commit here), twice a run."""
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
-        yield
-        return
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        yield
-
-
 def one_round_trip(statements: list[tuple[str, list]], *, unflushed_first: int = 0) -> list[list[tuple] | None]:
     """PostgreSQL: `statements` ((sql, params) each) sent to the server as one query string, run in order, each
-    with its own snapshot as separate statements have; the first `unflushed_first` of them committed on their
-    own as unflushed() commits (not inside a caller's transaction). Answers each statement's rows (None for
-    one that answers none). A run's start and end were each four or five round trips of a few tenths of a
-    millisecond, each a wait for the server's turn on a busy machine. With server-side binding, which takes
-    one statement a query, they are sent one by one."""
+    with its own snapshot as separate statements have. Answers each statement's rows (None for one that
+    answers none). A run's start and end were each four or five round trips of a few tenths of a millisecond,
+    each a wait for the server's turn on a busy machine. With server-side binding, which takes one statement
+    a query, they are sent one by one.
+
+    The first `unflushed_first` of them (a run record's own write: its start, its end) commit on their own,
+    without waiting for the write-ahead log to reach the disk (not inside a caller's transaction): every other
+    session sees them at once, and the log is written in order, so the next durable commit (the run's first
+    batch) makes them durable too. Only a crash of the database server itself, within a fraction of a second,
+    can lose one: a lost start is a run that had written nothing yet, a lost end leaves the run "running" on
+    its record, which the next run closes as lost, its batches' work durable and not done again. Each wait
+    for the disk was a fixed cost of every run (1 to 8 ms a commit here), twice a run."""
     head, tail = list(statements[:unflushed_first]), list(statements[unflushed_first:])
     opened = bool(head) and not connection.in_atomic_block
     if opened:
@@ -176,8 +164,9 @@ def _running_sql(task: str):
 
 
 def _start_on_postgres(run: TaskRun, *, lock: bool) -> tuple[bool, list[TaskRun]]:
-    """The run's record (unflushed), its lock (unless `lock` is False: a dry run takes none) and the task's
-    other running records, read once the lock is held: one round trip. Answers (lock held, the others)."""
+    """The run's record (committed unflushed: one_round_trip), its lock (unless `lock` is False: a dry run takes
+    none) and the task's other running records, read once the lock is held: one round trip. Answers (lock
+    held, the others)."""
     running, names = _running_sql(run.task)
     statements = [_insert_sql(run), *([("SELECT pg_try_advisory_lock(%s)", [lock_key(run.task)])] if lock else [])]
     inserted, *locked, rows = one_round_trip([*statements, running], unflushed_first=1)
@@ -223,8 +212,7 @@ def run_sweep(
     if on_postgres:
         acquired, others = _start_on_postgres(run, lock=not dry_run)
     else:
-        with unflushed():
-            run.save(force_insert=True)
+        run.save(force_insert=True)
         others = running_others(task, run)
         acquired = dry_run or may_hold(task, run, others)
     held = on_postgres and acquired and not dry_run  # the advisory lock this run gives back
@@ -243,8 +231,7 @@ def run_sweep(
                 one_round_trip([_update_sql(run, fields), *unlock], unflushed_first=1)
                 held = False
             else:
-                with unflushed():
-                    run.save(update_fields=fields)
+                run.save(update_fields=fields)
         except Exception:  # the database itself went away: the run stays "running" and its lock expires
             if state != TaskRun.State.FAILED:
                 raise
