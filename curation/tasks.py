@@ -17,6 +17,7 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from curation import sweeps
 from curation.services import retrieval_buffer
+from curation.selectors.forgets import ForgetInProgress
 from curation.services.import_jobs import run_job
 
 try:  # the Redis client is there whenever the broker is Redis
@@ -24,8 +25,16 @@ try:  # the Redis client is there whenever the broker is Redis
 except ImportError:  # pragma: no cover
     RedisConnectionError = ConnectionError
 
-# Retry only what a later attempt can fix: a lost database or broker connection.
-RETRY_ON = (OperationalError, InterfaceError, BrokerOperationalError, RedisConnectionError, ConnectionError)
+# Retry only what a later attempt can fix: a lost database or broker connection, a forget's approval being
+# written while a batch looked at the tombstones.
+RETRY_ON = (
+    OperationalError,
+    InterfaceError,
+    BrokerOperationalError,
+    RedisConnectionError,
+    ConnectionError,
+    ForgetInProgress,
+)
 
 
 def _run(task_name: str, as_of: str | None, triggered_by: str) -> dict:

@@ -457,6 +457,9 @@ class holding_lock:
 
     def __exit__(self, *exc):
         if connection.vendor == "postgresql":
+            # Given back before the connection closes: a closed client's server process ends (and drops its
+            # locks) a moment later, and a loaded machine let the next run find the lock still held.
+            self.conn.execute("SELECT pg_advisory_unlock(%s)", [sweeps.runs.lock_key(self.task)])
             self.conn.close()
         else:
             TaskRun.objects.filter(pk=self.run.pk).update(state=TaskRun.State.SUCCEEDED)

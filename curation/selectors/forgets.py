@@ -10,12 +10,15 @@ refuses to approve or revive it while the tombstone matches it."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Count, Q
 
+from curation.infra.round_trip import one_round_trip
 from curation.rules import access, clock
 from curation.rules.forgetting import (
     LEGACY_KEY_ID,
@@ -326,11 +329,77 @@ def tombstone_for(scope: str, trigger: str, content: str) -> Tombstone | None:
     return tombstones_for([(scope, trigger, content)])[0]
 
 
+# Forgetting and the writes that look at the tombstones take turns on PostgreSQL (SQLite lets one writer at a
+# time anyway). A write's look inside its transaction holds this advisory lock, shared, until the write
+# commits; an approval takes it alone before it reads anything. So an approval reads every lesson a write
+# let through (committed by then), and a look made while an approval is being written is refused at once
+# (ForgetInProgress) rather than read tombstones the approval has not committed yet. The look never waits for
+# the lock inside its transaction: it may hold rows the approval is waiting for.
+FORGETTING_LOCK = (0x6D656D6F, 0x666F7267)  # two int4 keys: apart from the sweeps' single-key locks
+
+
+class ForgetInProgress(ValidationError):
+    """A look at the tombstones made while a forget's approval is being written: refused at once, nothing
+    saved (the write may hold rows the approval waits for, so it does not wait inside its transaction). Tried
+    again once the approval is done, the write sees its tombstones."""
+
+    MESSAGE = "A forget request is being approved at this moment; nothing was saved. Try again in a few seconds."
+
+    def __init__(self):
+        super().__init__({"forgotten": [self.MESSAGE]})
+
+
+# What a look at the tombstones reads of each (what _comparable and the refusals read).
+_STONE_FIELDS = ("id", "request_id", "scope", "fingerprint", "signature", "tokens", "key_id", "forgotten_on")
+
+
+def _tombstones_where(where) -> list[Tombstone]:
+    """The tombstones `where` finds, oldest first. Inside a transaction on PostgreSQL, read under the forgetting
+    lock, held shared until the transaction ends, or ForgetInProgress: the lock's statement and the read go as
+    one query string, two statements, so the read's snapshot is taken once the lock is held (an approval that
+    committed before is seen), in one round trip."""
+    found = Tombstone.objects.filter(where).order_by("id")
+    if connection.vendor != "postgresql" or not connection.in_atomic_block:
+        return list(found)  # outside a transaction a look decides nothing: the write's own, in its transaction, does
+    sql, params = found.values_list(*_STONE_FIELDS).query.sql_with_params()
+    held, rows = one_round_trip(
+        [("SELECT pg_try_advisory_xact_lock_shared(%s, %s)", list(FORGETTING_LOCK)), (sql, list(params))]
+    )
+    if not held[0][0]:
+        raise ForgetInProgress
+    stones = []
+    for row in rows:
+        fields = dict(zip(_STONE_FIELDS, row))
+        for name in ("signature", "tokens"):  # jsonb arrives as its text
+            if isinstance(fields[name], str):
+                fields[name] = json.loads(fields[name])
+        stones.append(Tombstone(**fields))
+    return stones
+
+
+def forget_alone() -> None:
+    """An approval's first statement: wait until every write that looked at the tombstones has committed, and
+    keep new looks out until this transaction ends (they are refused, and tried again after it)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", FORGETTING_LOCK)
+
+
+def wait_for_forgetting() -> None:
+    """Outside any transaction: return once no approval is being written (a write refused with
+    ForgetInProgress waits here, holding nothing, before it is tried again)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock_shared(%s, %s)", FORGETTING_LOCK)
+            cursor.execute("SELECT pg_advisory_unlock_shared(%s, %s)", FORGETTING_LOCK)
+
+
 def tombstones_for(lessons: list[tuple[str, str, str]]) -> list[Tombstone | None]:
-    """tombstone_for of many (scope, trigger, content) at once, in one query: a batch's."""
+    """tombstone_for of many (scope, trigger, content) at once, in one query: a batch's. Inside a transaction,
+    under the forgetting lock (above) until it ends."""
     if not lessons:
         return []
-    stones = list(Tombstone.objects.filter(ScopeOverlapsAny(scope for scope, _, _ in lessons)).order_by("id"))
+    stones = _tombstones_where(ScopeOverlapsAny(scope for scope, _, _ in lessons))
     if not stones:  # the usual answer: no lesson's text is worth reading
         return [None] * len(lessons)
     comparable = _comparable(stones, tombstone_keys())

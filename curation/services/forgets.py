@@ -301,6 +301,7 @@ def approve_forget_request(
     now = at or clock.now()
     retrieval_buffer.flush()  # the purge rewrites the queries of the retrievals that returned the entries
     with transaction.atomic():
+        reads.forget_alone()  # before any read: what a write let through is committed by then (selectors)
         request = _load_open(request_id, actor)
         entries = _entries_to_forget(request, actor, duplicate_ids)
         if not entries and not request.match_text:

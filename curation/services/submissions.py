@@ -27,7 +27,7 @@ from curation.models import (
 from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
 from curation.selectors.scope_policies import in_force
 from curation.selectors.entries import as_answered
-from curation.selectors.forgets import tombstones_for
+from curation.selectors.forgets import ForgetInProgress, tombstones_for, wait_for_forgetting
 from curation.selectors.partners import batch_pools
 from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
 
@@ -171,6 +171,9 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
         # A forget approved between this submission's look at the tombstones and its insert (the write
         # path's own check caught it): held as well, so the answer is still a new candidate's.
         held_by = ForgetRequest.objects.get(pk=exc.request_id)
+    except ForgetInProgress:
+        _wait_for_forgetting()  # one being approved: its tombstones decide once it is written
+        held_by = _holding_requests([prepared])[0]
     except IntegrityError as exc:
         if not _lost_to_a_pending_twin(exc):
             raise
@@ -178,6 +181,14 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
     # check and its insert (the database kept the second out): written again, it is that one's duplicate.
     with transaction.atomic():
         return _submit_prepared(prepared, token, now, held_by)
+
+
+def _wait_for_forgetting() -> None:
+    """After ForgetInProgress: wait, holding nothing, until the approval is written. In a caller's transaction
+    (an idempotent request's) the refusal is the answer: it may hold what the approval waits for."""
+    if connection.in_atomic_block:
+        raise ForgetInProgress
+    wait_for_forgetting()
 
 
 def _holding_requests(prepared: list[PreparedCandidate]) -> list[ForgetRequest | None]:
@@ -297,8 +308,10 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
             try:
                 with transaction.atomic():
                     written = _write_batch(prepared, token, now, held_by)
-            except Forgotten:  # a forget approved meanwhile (see submit_candidate): look again, once
-                held_by = _holding_by_index(prepared)
+            except (Forgotten, ForgetInProgress) as exc:  # a forget approved meanwhile (see submit_candidate)
+                if isinstance(exc, ForgetInProgress):
+                    _wait_for_forgetting()
+                held_by = _holding_by_index(prepared)  # look again, once
                 with transaction.atomic():
                     written = _write_batch(prepared, token, now, held_by)
         except DatabaseError:

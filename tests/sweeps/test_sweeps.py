@@ -228,7 +228,7 @@ def test_a_failed_round_trip_inside_a_callers_transaction_is_rolled_back_by_the_
     to the caller: its block rolls back to its savepoint and the transaction goes on. A ROLLBACK sent here ended
     the caller's whole transaction under Django: what it had written was gone, and the block's own rollback to
     its savepoint failed in turn."""
-    from curation.sweeps.runs import one_round_trip
+    from curation.infra.round_trip import one_round_trip
 
     with transaction.atomic():
         kept = make_entry()

@@ -1,0 +1,117 @@
+"""A forget's approval and the writes that look at the tombstones, at the same moment, on PostgreSQL (real
+threads, real connections, real commits): a write that looked before the approval began is waited for and
+seen by it; a look made while the approval is being written is refused at once, and the submission that made
+it waits for the approval and is then held by its tombstone. SQLite lets one writer at a time: no race."""
+
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from curation import services
+from curation.models import Entry, Event, EventAction, Status
+from curation.selectors import forgets as reads
+from curation.selectors.forgets import ForgetInProgress, tombstones_for
+from curation.services.forgets import approve_forget_request, file_forget_request
+from curation.services.submissions import submit_candidate
+from tests.factories import active, agent_token, candidate_data
+
+SCOPE = "acme/payroll"
+LESSON = {
+    "trigger": "Deploying the payroll service on Fridays",
+    "content": "Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
+}
+PARAPHRASE = {
+    "trigger": "When deploying payroll service on a Friday",
+    "content": "Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.",
+}
+
+
+def _in_thread(call, answers: dict, name: str) -> threading.Thread:
+    def run():
+        try:
+            answers[name] = call()
+        except Exception as exc:  # handed back to the test
+            answers[name] = exc
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _approved_event(request) -> Event:
+    return Event.objects.get(action=EventAction.FORGET_APPROVED, forget_request=request)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_approval_waits_for_a_write_that_looked_at_the_tombstones_and_sees_what_it_wrote(
+    on_postgres, reviewer, lead
+):
+    lesson = active(lead, scope=SCOPE, **LESSON)
+    request = file_forget_request(entry_id=lesson.pk, reason="the user asked", actor=reviewer)
+    looked, go_on, answers = threading.Event(), threading.Event(), {}
+
+    def write_a_paraphrase():
+        with transaction.atomic():
+            assert tombstones_for([(SCOPE, PARAPHRASE["trigger"], PARAPHRASE["content"])]) == [None]
+            looked.set()
+            go_on.wait(10)  # the write's look is made; its insert and commit come later
+            data = candidate_data(scope=SCOPE, **PARAPHRASE)
+            return services.create_candidate(data=data, actor_label="agent:ci").pk
+
+    writer = _in_thread(write_a_paraphrase, answers, "written")
+    assert looked.wait(10)
+    approval = _in_thread(lambda: approve_forget_request(request.pk, actor=lead), answers, "approved")
+    approval.join(1.0)
+    assert approval.is_alive(), "the approval must wait for the write that looked before it began"
+    go_on.set()
+    writer.join(10)
+    approval.join(30)
+    assert not approval.is_alive() and not isinstance(answers["approved"], Exception), answers
+    # The approval read the paraphrase the write let through: listed as left matching (pending, kept out of
+    # every release and refused by the write path), not missed.
+    assert answers["written"] in _approved_event(request).after["left_matching"]
+    assert Entry.objects.get(pk=answers["written"]).status == Status.PENDING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_look_while_an_approval_is_written_is_refused_at_once_and_a_submission_waits_and_is_held(
+    on_postgres, reviewer, lead, monkeypatch
+):
+    lesson = active(lead, scope=SCOPE, **LESSON)
+    request = file_forget_request(entry_id=lesson.pk, reason="the user asked", actor=reviewer)
+    token = agent_token("payroll-agent", scopes=[SCOPE])
+    writing, go_on, answers = threading.Event(), threading.Event(), {}
+    tombstones_of = reads.tombstones_of
+
+    def paused(*args, **kwargs):  # the approval holds the lock and has read its entries: it pauses here
+        writing.set()
+        go_on.wait(10)
+        return tombstones_of(*args, **kwargs)
+
+    monkeypatch.setattr(reads, "tombstones_of", paused)
+    approval = _in_thread(lambda: approve_forget_request(request.pk, actor=lead), answers, "approved")
+    assert writing.wait(10)
+
+    # A look inside a transaction does not wait (it may hold rows the approval needs): refused at once.
+    started = time.monotonic()
+    with pytest.raises(ForgetInProgress) as refused, transaction.atomic():
+        tombstones_for([(SCOPE, PARAPHRASE["trigger"], PARAPHRASE["content"])])
+    assert time.monotonic() - started < 1.0
+    assert "being approved" in str(refused.value) and "Marguerite" not in str(refused.value)
+
+    # An agent's submission waits for the approval, holding nothing, then meets its tombstone: held.
+    data = candidate_data(scope=SCOPE, **PARAPHRASE)
+    submission = _in_thread(lambda: submit_candidate(data=data, token=token), answers, "submitted")
+    submission.join(1.0)
+    assert submission.is_alive(), "the submission waits for the approval being written"
+    go_on.set()
+    approval.join(30)
+    submission.join(30)
+    assert not isinstance(answers["approved"], Exception) and not isinstance(answers["submitted"], Exception), answers
+    held = Entry.objects.get(pk=answers["submitted"].entry.pk)
+    assert (held.status, held.held_by_id) == (Status.REJECTED, request.pk)
+    assert answers["submitted"].as_json()["status"] == Status.PENDING  # what the agent is told, as for any other
