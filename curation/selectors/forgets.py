@@ -348,6 +348,9 @@ class ForgetInProgress(ValidationError):
     def __init__(self):
         super().__init__({"forgotten": [self.MESSAGE]})
 
+    def __str__(self) -> str:  # a refused decision's card shows it as it is
+        return self.MESSAGE
+
 
 # What a look at the tombstones reads of each (what _comparable and the refusals read).
 _STONE_FIELDS = ("id", "request_id", "scope", "fingerprint", "signature", "tokens", "key_id", "forgotten_on")

@@ -22,6 +22,7 @@ from django.views.decorators.vary import vary_on_headers
 from curation import selectors, services
 from curation.rules.permissions import READ, REVIEW, require
 from curation.selectors import BadCursor, Page
+from curation.selectors.forgets import ForgetInProgress
 from curation.services import InvalidTransition, StaleDecision
 from curation.views.filters import QueueFilterForm, refusal_status
 
@@ -72,7 +73,8 @@ class Queue:
     keys: tuple[tuple[str, str], ...] = ()  # the keyboard help: (keys, what they do)
     missing: tuple[type[Exception], ...]  # a card outside the user's scopes (or gone): 404
     not_found: str
-    refusals: tuple[type[Exception], ...] = (StaleDecision, InvalidTransition)  # 409, with the card
+    # 409, with the card and what refused it (a forget's approval being written: try again in a moment)
+    refusals: tuple[type[Exception], ...] = (StaleDecision, InvalidTransition, ForgetInProgress)
     lines_template: str = ""  # the compact list, one line an item ("": the queue has no compact list)
     cards_template: str = ""  # a page's cards at once, by card_template's renderer ("": card_template for each)
 

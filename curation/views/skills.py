@@ -20,6 +20,7 @@ from curation.rules.lifecycle import skill_gates
 from curation.models import SkillProposal
 from curation.rules.permissions import READ, SKILL_DECISIONS, require
 from curation.selectors import skills as skill_reads
+from curation.selectors.forgets import ForgetInProgress
 from curation.services import InvalidTransition
 from curation.services import skills as service
 from curation.services.errors import StaleProposal
@@ -91,7 +92,7 @@ class SkillPromotions(Queue):
     )
     missing = (SkillProposal.DoesNotExist,)
     not_found = "No such skill proposal in your scopes."
-    refusals = (StaleProposal, InvalidTransition)
+    refusals = (StaleProposal, InvalidTransition, ForgetInProgress)
 
     read_count = staticmethod(skill_reads.skill_count)
     count_noun = "nominated"
