@@ -10,7 +10,9 @@ refuses to approve or revive it while the tombstone matches it."""
 
 from __future__ import annotations
 
+import contextvars
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -352,6 +354,9 @@ class ForgetInProgress(ValidationError):
         return self.MESSAGE
 
 
+# Set while this thread's transaction holds the forgetting lock alone (an approval's: forgetting_alone).
+_forgetting_alone: contextvars.ContextVar[bool] = contextvars.ContextVar("forgetting_alone", default=False)
+
 # What a look at the tombstones reads of each (what _comparable and the refusals read).
 _STONE_FIELDS = ("id", "request_id", "scope", "fingerprint", "signature", "tokens", "key_id", "forgotten_on")
 
@@ -362,7 +367,7 @@ def _tombstones_where(where) -> list[Tombstone]:
     one query string, two statements, so the read's snapshot is taken once the lock is held (an approval that
     committed before is seen), in one round trip."""
     found = Tombstone.objects.filter(where).order_by("id")
-    if connection.vendor != "postgresql" or not connection.in_atomic_block:
+    if connection.vendor != "postgresql" or not connection.in_atomic_block or _forgetting_alone.get():
         return list(found)  # outside a transaction a look decides nothing: the write's own, in its transaction, does
     sql, params = found.values_list(*_STONE_FIELDS).query.sql_with_params()
     held, rows = one_round_trip(
@@ -380,12 +385,22 @@ def _tombstones_where(where) -> list[Tombstone]:
     return stones
 
 
-def forget_alone() -> None:
-    """An approval's first statement: wait until every write that looked at the tombstones has committed, and
-    keep new looks out until this transaction ends (they are refused, and tried again after it)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", FORGETTING_LOCK)
+@contextmanager
+def forgetting_alone():
+    """An approval's transaction, from its first statement: wait until every write that looked at the
+    tombstones has committed, and keep new looks out until the transaction ends (they are refused, and tried
+    again after it). The approval's own looks (its publish's) read plainly: it holds the lock alone, and a
+    second approval waiting for it would have them refused."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", FORGETTING_LOCK)
+    token = _forgetting_alone.set(True)
+    try:
+        yield
+    finally:
+        _forgetting_alone.reset(token)
 
 
 def wait_for_forgetting() -> None:

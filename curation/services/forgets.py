@@ -300,8 +300,8 @@ def approve_forget_request(
     `quotes`: the keys of the ticked "Also found in" rows (selectors.forget_quotes), rewritten too."""
     now = at or clock.now()
     retrieval_buffer.flush()  # the purge rewrites the queries of the retrievals that returned the entries
-    with transaction.atomic():
-        reads.forget_alone()  # before any read: what a write let through is committed by then (selectors)
+    # Before any read: what a write let through is committed by then (selectors.forgets).
+    with transaction.atomic(), reads.forgetting_alone():
         request = _load_open(request_id, actor)
         entries = _entries_to_forget(request, actor, duplicate_ids)
         if not entries and not request.match_text:

@@ -124,8 +124,7 @@ def test_a_reviewers_approval_during_a_forgets_approval_answers_the_409_card_and
     holding, done, answers = threading.Event(), threading.Event(), {}
 
     def an_approval_being_written():
-        with transaction.atomic():
-            reads.forget_alone()
+        with transaction.atomic(), reads.forgetting_alone():
             holding.set()
             done.wait(10)
 
@@ -148,3 +147,40 @@ def test_a_reviewers_approval_during_a_forgets_approval_answers_the_409_card_and
         reverse("curation:candidate-approve", args=[candidate.pk]), {"version": 1}, HTTP_HX_REQUEST="true"
     )
     assert response.status_code == 200 and Entry.objects.get(pk=candidate.pk).status == Status.ACTIVE
+
+
+def _waiting_for_the_forgetting_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = %s AND objid = %s",
+            list(reads.FORGETTING_LOCK),
+        )
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_approvals_own_look_is_not_refused_while_a_second_approval_waits(on_postgres):
+    """PostgreSQL refuses a shared lock to anyone, the holder of the exclusive one included, while another
+    waits for it alone: the approval holding the lock reads its own looks without it."""
+    holding, waiting, answers = threading.Event(), threading.Event(), {}
+
+    def first_approval():
+        with transaction.atomic(), reads.forgetting_alone():
+            holding.set()
+            waiting.wait(10)
+            return tombstones_for([(SCOPE, LESSON["trigger"], LESSON["content"])])
+
+    def second_approval():
+        with transaction.atomic(), reads.forgetting_alone():
+            return "went after"
+
+    one = _in_thread(first_approval, answers, "one")
+    assert holding.wait(10)
+    other = _in_thread(second_approval, answers, "other")
+    deadline = time.monotonic() + 10
+    while not _waiting_for_the_forgetting_lock() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    waiting.set()
+    one.join(10)
+    other.join(10)
+    assert answers == {"one": [None], "other": "went after"}
