@@ -342,12 +342,14 @@ def supersedes_chain_sql() -> str:
 # arrays come as literals (pg_array). `under` pairs each scope with its text's run of keys (a slice of the
 # integer array, found by its offset) once per text: a scope taken per key by its place in the text array was
 # found by walking that array from its start, three times a probe (~20 % of the statement at 24,000 probes).
-# MATERIALIZED: the planner, left to itself, joined the slices against the whole band table.
+# MATERIALIZED: the planner, left to itself, joined the slices against the whole band table. In key order, the
+# probes walk the index's pages in order (~5 % of the statement).
 SHARING_BANDS_SQL = """
     WITH under AS MATERIALIZED (
         SELECT CAST(t.i - 1 AS int) AS n, t.scope, k.band
         FROM unnest(CAST(%(scopes)s AS text[])) WITH ORDINALITY AS t(scope, i)
         CROSS JOIN LATERAL unnest((CAST(%(keys)s AS bigint[]))[(t.i - 1) * %(bands)s + 1 : t.i * %(bands)s]) AS k(band)
+        ORDER BY k.band
     ), shared AS (
         SELECT k.n, b.entry_id
         FROM unnest(CAST(%(equal_ns)s AS int[]), CAST(%(equal_keys)s AS bigint[]), CAST(%(equal_scopes)s AS text[]))
