@@ -383,9 +383,9 @@ class EntryBand(models.Model):
 
     No key constraint in the database: every writer of these rows writes them for the entry it has just
     inserted or holds locked, and an entry is never deleted but through Django, whose cascade removes its keys
-    first. The constraint's check at commit (and its trigger at insert) was a third of a batch's band insert:
-    48 rows an approved entry, ~4,800 a batch of 500. A TRUNCATE of the entries (the benches') names this table:
-    no constraint leads its CASCADE here."""
+    first. The constraint's check at commit, a key share of the entry per row (48 an approved entry, ~4,800 a
+    batch of 500), was half of a batch's commit (~20 of 40-60 ms). A TRUNCATE of the entries (the benches')
+    names this table: no constraint leads its CASCADE here."""
 
     entry = models.ForeignKey(Entry, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     scope = models.CharField(max_length=255)
