@@ -42,7 +42,7 @@ def flood(n: int) -> None:
     from curation.services.entry_writes import rewrite_decay_keys
 
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE curation_entry RESTART IDENTITY CASCADE")
+        cursor.execute("TRUNCATE curation_entry, curation_entryband RESTART IDENTITY CASCADE")
         cursor.execute(f"""
             INSERT INTO curation_entry (kind, scope, trigger, content, conditions, boundary, recheck_when, signal,
                 base_confidence, last_verified_at, hit_count, retrieval_count, utility_sum, utility_n,

@@ -178,7 +178,8 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE curation_event, curation_evidence, curation_similarentry, curation_entry RESTART IDENTITY CASCADE"
+            "TRUNCATE curation_event, curation_evidence, curation_similarentry, curation_entry, curation_entryband "
+            "RESTART IDENTITY CASCADE"
         )
     print(
         f"PostgreSQL {connection.cursor().connection.info.server_version}, database "

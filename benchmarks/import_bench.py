@@ -87,7 +87,7 @@ def main() -> int:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(
-                "TRUNCATE curation_entry, curation_agenttoken, curation_event, curation_importrecord "
+                "TRUNCATE curation_entry, curation_entryband, curation_agenttoken, curation_event, curation_importrecord "
                 "RESTART IDENTITY CASCADE"
             )
     create_agent_token(name="bench", scopes=["bench-api"])

@@ -174,7 +174,9 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("TRUNCATE curation_entry, curation_agenttoken, curation_event RESTART IDENTITY CASCADE")
+            cursor.execute(
+                "TRUNCATE curation_entry, curation_entryband, curation_agenttoken, curation_event RESTART IDENTITY CASCADE"
+            )
     create_agent_token(name="bench", scopes=sorted({scope_name(j).split("/")[0] for j in range(args.scopes)}))
     token = AgentToken.objects.get(name="bench")
     lesson, paraphrase = CORPORA[args.corpus]

@@ -61,7 +61,7 @@ def fill(n: int, fillfactor: int) -> None:
         cursor.execute(f"ALTER TABLE curation_entry SET (fillfactor = {int(fillfactor)})")
         cursor.execute(
             "TRUNCATE curation_event, curation_evidence, curation_similarentry, curation_retrievedentry, "
-            "curation_retrieval, curation_feedback, curation_conflict, curation_taskrun, curation_entry "
+            "curation_retrieval, curation_feedback, curation_conflict, curation_taskrun, curation_entry, curation_entryband "
             "RESTART IDENTITY CASCADE"
         )
         # days_max: the age at which base × 0.95^(days/30) reaches 0.3, as of yesterday's run.

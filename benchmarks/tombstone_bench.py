@@ -80,7 +80,8 @@ def main() -> int:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(
-                "TRUNCATE curation_entry, curation_forgetrequest, curation_event, auth_user RESTART IDENTITY CASCADE"
+                "TRUNCATE curation_entry, curation_entryband, curation_forgetrequest, curation_event, auth_user "
+                "RESTART IDENTITY CASCADE"
             )
     lead = User.objects.create_user("bench-lead")
     lead.groups.add(Group.objects.get(name="lead"))

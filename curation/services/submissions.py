@@ -21,7 +21,6 @@ from curation.models import (
     EventAction,
     Evidence,
     ForgetRequest,
-    SimilarEntry,
     Status,
 )
 from curation.selectors import admission_policies, embedding_dimensions, similar_active_entries_many
@@ -35,6 +34,7 @@ from .candidates import (
     PreparedCandidate,
     evidence_rows,
     insert_candidate_with_links,
+    insert_links,
     new_candidate_entry,
     prepare_candidate,
     stored_evidence,
@@ -409,7 +409,7 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
     weigh_tombstone_check(held_probes)
     for index, p, entry in new_entries:
         similar = similar_by_entry[entry.pk]
-        links += [SimilarEntry(candidate=entry, similar_id=other_id, score=score) for other_id, score in similar]
+        links += [(entry.pk, other_id, score) for other_id, score in similar]
         submissions[index] = Submission(
             entry,
             created=True,
@@ -418,7 +418,7 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             conflict_ids=_conflicts_with_readable_partners(token, entry, conflicts_by_entry[entry.pk]),
             flags=p.flags,
         )
-    insert_rows(links)
+    insert_links(links)
     held, answered = [], {}
     for index, p, entry in new_entries:
         if entry.held_by_id is not None:

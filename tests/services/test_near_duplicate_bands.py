@@ -380,3 +380,19 @@ def test_a_lookup_sends_each_texts_keys_in_one_run_and_its_scope_once(reviewer):
     (statement,) = [q["sql"] for q in lookup.captured_queries if "curation_entryband" in q["sql"]]
     assert statement.count("acme/billing-api") == 1
     assert all(str(key) in statement for key in _keys(_text(PARAPHRASE)))
+
+
+def test_band_keys_take_no_key_check_at_commit_and_an_entrys_deletion_still_removes_them(reviewer):
+    """The band rows have no key constraint in the database (its check at commit was a third of a batch's band
+    insert): the write path writes them for entries it holds, and Django's cascade removes them before the entry."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, EntryBand._meta.db_table)
+    assert [c for c in constraints.values() if c["foreign_key"]] == []
+    assert any(c["columns"] == ["entry_id"] and c["index"] for c in constraints.values())  # a rewrite's lookup
+    kept = active(reviewer, scope="acme/payroll", **LESSON)
+    # written bare, with no Event (which would protect it from deletion), as no writer does
+    bare = Entry.objects.create(scope="acme/payroll", status=Status.ACTIVE, base_confidence=0.5, **UNRELATED)
+    EntryBand.objects.bulk_create(EntryBand(entry=bare, scope=bare.scope, band=key) for key in _keys(_text(UNRELATED)))
+    bare.delete()
+    assert not EntryBand.objects.filter(entry_id=bare.pk).exists()
+    assert _stored_bands(kept) == {("acme/payroll", key) for key in _keys(_text(LESSON))}
