@@ -73,7 +73,7 @@ def _authenticate(request) -> AgentToken:
 
 
 def _bearer_key(request) -> str:
-    header = request.headers.get("Authorization", "")
+    header = request.META.get("HTTP_AUTHORIZATION", "")  # request.headers would build a dict of every header
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise ApiError(
