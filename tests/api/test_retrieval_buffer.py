@@ -277,7 +277,8 @@ def test_a_read_whose_record_redis_does_not_take_is_written_at_once(agent, appro
 
 def test_one_trip_answers_each_reply_and_raises_an_error_reply(buffered):
     """infra.redis.one_trip: the replies in order; a Redis error reply raised, and the next trip on the same
-    client answers as ever (the connection that failed was dropped, not reused with a reply unread)."""
+    client answers as ever (the connection that failed was dropped, not reused with a reply unread); a
+    connection the server closed is replaced when it is next taken from the pool."""
     if not buffered:
         pytest.skip("no durable Redis")
     client, key = redis.durable_client(), redis.cache_key(f"one-trip-{uuid.uuid4().hex}")
@@ -287,5 +288,11 @@ def test_one_trip_answers_each_reply_and_raises_an_error_reply(buffered):
         with pytest.raises(Exception, match="WRONGTYPE"):
             redis.one_trip(client, ("INCR", count), ("INCR", key))
         assert redis.one_trip(client, ("LRANGE", key, 0, -1)) == [[b"a", b"b"]]
+        # A pooled connection the server closed (a Redis restarted, a client killed) is replaced, not failed on.
+        import redis as redis_py
+
+        [own] = redis.one_trip(client, ("CLIENT", "ID"))
+        assert redis_py.Redis.from_url(redis.durable_url()).client_kill_filter(_id=own) == 1
+        assert redis.one_trip(client, ("LLEN", key)) == [2]
     finally:
         client.delete(key, count)
