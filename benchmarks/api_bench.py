@@ -503,8 +503,8 @@ def main() -> int:
         cores = os.cpu_count()
         print(f"  one client alone: p50 {r['alone_p50_ms']:.1f} ms, p99 {r['alone_p99_ms']:.1f} ms")
         print(
-            f"  CPU per read: web workers {cpu['web']:.1f} ms + PostgreSQL {cpu['database']:.1f} ms + the clients "
-            f"{cpu['clients']:.1f} ms = {total:.1f} ms; {args.clients} clients on {cores} cores queue for about "
+            f"  CPU per read: web workers {cpu['web']:.2f} ms + PostgreSQL {cpu['database']:.2f} ms + the clients "
+            f"{cpu['clients']:.2f} ms = {total:.2f} ms; {args.clients} clients on {cores} cores queue for about "
             f"{args.clients} x {total:.1f} / {cores} = {args.clients * total / cores:.1f} ms a read"
         )
         raw = r["raw"]

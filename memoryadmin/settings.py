@@ -79,9 +79,10 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "curation.infra.middleware.UnstorableInputMiddleware",
-    # The session and CSRF middleware stay Django's own (`check --deploy` checks their settings only when it
-    # finds them by name); the signed-in user and messages are skipped for agent API calls (bearer token, JSON)
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # The CSRF middleware stays Django's own (`check --deploy` checks its settings only when it finds it by
+    # name; the session's settings are checked for the installed app); the session, the signed-in user and
+    # messages are skipped for agent API calls (bearer token, JSON)
+    "curation.infra.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "curation.infra.middleware.AuthenticationMiddleware",

@@ -63,7 +63,7 @@ def _authenticate(request) -> AgentToken:
     counted = None
     if guess is not None:
         name = redis.cache_key(_window_key(_rate_key(guess), now))
-        counted = read_cache.read_generation_with(lambda pipe: _count_in(pipe, name))
+        counted = read_cache.read_generation_with(*_count_commands(name))
     token = _token(request, key)
     if counted is not None and token.pk == guess:
         _refuse_past(limit, counted[0], RATE_MESSAGE, now)
@@ -73,7 +73,7 @@ def _authenticate(request) -> AgentToken:
 
 
 def _bearer_key(request) -> str:
-    header = request.headers.get("Authorization", "")
+    header = request.META.get("HTTP_AUTHORIZATION", "")  # request.headers would build a dict of every header
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise ApiError(
@@ -163,10 +163,10 @@ def _refuse_past(limit: int, count: int, message: str, now: float) -> None:
         raise ApiError(429, message.format(limit=limit, retry=retry_after), headers={"Retry-After": str(retry_after)})
 
 
-def _count_in(pipe, full_key: str):
-    """A window's count in a Redis pipeline: INCR, and EXPIRE once (the window's counter outlives its minute
-    a little, never forever); the INCR's result is the count."""
-    return pipe.incr(full_key).expire(full_key, 90, nx=True)
+def _count_commands(full_key: str) -> tuple[tuple, tuple]:
+    """A window's count in Redis: INCR, and EXPIRE once (the window's counter outlives its minute a little,
+    never forever); the INCR's reply is the count."""
+    return ("INCR", full_key), ("EXPIRE", full_key, 90, "NX")
 
 
 def _count_request(key: str) -> int:
@@ -174,7 +174,7 @@ def _count_request(key: str) -> int:
     cache API would take two; the cache's key prefix is kept, so its keys stay apart from others'."""
     client = redis.cache_client()
     if client is not None:
-        return _count_in(client.pipeline(transaction=False), redis.cache_key(key)).execute()[0]
+        return redis.one_trip(client, *_count_commands(redis.cache_key(key)))[0]
     cache.add(key, 0, timeout=90)
     try:
         return cache.incr(key)

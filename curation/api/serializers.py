@@ -7,7 +7,8 @@ def _time(value):
     return value.isoformat() if value else None
 
 
-def entry_json(entry, *, full: bool = False) -> dict:
+def entry_json(entry, *, full: bool = False, at=None) -> dict:
+    """`entry` as an answer shows it, its confidence at `at` (now when not given)."""
     data = {
         "id": entry.pk,
         "kind": entry.kind,
@@ -16,7 +17,7 @@ def entry_json(entry, *, full: bool = False) -> dict:
         "content": entry.content,
         "conditions": list(entry.conditions),
         "boundary": entry.boundary,
-        "confidence": round(entry.confidence, 4),
+        "confidence": round(entry.confidence if at is None else entry.confidence_at(at), 4),
         "signal": entry.signal,
         "trust": trust.name(entry.trust),
         "last_verified_at": _time(entry.last_verified_at),

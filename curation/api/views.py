@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.views.decorators.csrf import csrf_exempt
 
 from curation import selectors
-from curation.rules import config, trust, vectors
+from curation.rules import clock, config, trust, vectors
 from curation.selectors import releases
 from curation.selectors.evaluation import arm_for, learning_report
 from curation.selectors.retrieval_cache import cached_retrieve_released
@@ -155,7 +155,9 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
 
     # On the replica when it is up and current, else on the primary; from the cache when asked before.
     (version, ranked), request.memory_read_from = read_for_retrieval(ranked_answer)
-    included, context = build_context(releases.as_served(ranked), budget)
+    # One moment for the answer's confidences: its entries and its context block say the same numbers.
+    moment = clock.now()
+    included, context = build_context(releases.as_served(ranked), budget, moment)
     scores = {r.entry.pk: r.score for r in ranked}
     distances = {r.entry.pk: r.distance for r in ranked}
     retrieval = record_retrieval(
@@ -171,7 +173,7 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
         "metric": metric if embedding is not None else None,
         "entries": [
             {
-                **entry_json(e),
+                **entry_json(e, at=moment),
                 "score": round(scores[e.pk], 4),
                 **({"distance": _rounded(distances[e.pk])} if embedding is not None else {}),
             }

@@ -7,6 +7,7 @@ from csp.utils import build_policy
 from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
+from django.contrib.sessions import middleware as sessions
 from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 
@@ -81,6 +82,10 @@ class ConsoleOnly:
         if is_agent_api_call(request):
             return self.get_response(request)
         return super().__call__(request)
+
+
+class SessionMiddleware(ConsoleOnly, sessions.SessionMiddleware):
+    pass
 
 
 class AuthenticationMiddleware(ConsoleOnly, auth.AuthenticationMiddleware):

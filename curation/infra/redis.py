@@ -52,6 +52,24 @@ def cache_client() -> redis.Redis | None:
     return client(url) if url else None
 
 
+def one_trip(found: redis.Redis, *commands: tuple) -> list:
+    """The replies to `commands` (each a tuple such as ("INCR", key)), sent together in one round trip on one
+    of `found`'s pooled connections; a Redis error reply is raised, and a connection that failed is dropped.
+    What a pipeline sends, without its per-command objects, callbacks and retries: the agent API's reads
+    send two of these (the generation with the rate count, the read's record), and a caller whose trip
+    fails goes on without Redis as it would after a pipeline's failure."""
+    pool = found.connection_pool
+    connection = pool.get_connection()
+    try:
+        connection.send_packed_command(connection.pack_commands(commands))
+        return [connection.read_response() for _ in commands]
+    except BaseException:
+        connection.disconnect()  # a reply may be left unread on it
+        raise
+    finally:
+        pool.release(connection)
+
+
 def cache_key(name: str) -> str:
     """`name` with the cache's prefix and version, as the cache API stores it: keys of other deployments
     (and of other test runs) sharing the Redis stay apart."""

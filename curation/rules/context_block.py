@@ -59,12 +59,14 @@ def boundary_clause(boundary: str) -> str:
     return f"Does not hold: {text}"
 
 
-def entry_line(entry) -> str:
+def entry_line(entry, at=None) -> str:
+    """`entry`'s line, with its confidence at `at` (now when not given)."""
     if getattr(entry, "quarantined", False):  # a possible injection: its id, never its text
         return f"- [#{entry.pk} {entry.scope}] {withheld_text(entry.pk)}"
+    confidence = entry.confidence if at is None else entry.confidence_at(at)
     # The provenance trust level rides with each lesson: an agent can weigh "untrusted" apart from "person".
     line = (
-        f"- [#{entry.pk} {entry.scope} · confidence {entry.confidence:.2f} · trust {trust.name(entry.trust)}] "
+        f"- [#{entry.pk} {entry.scope} · confidence {confidence:.2f} · trust {trust.name(entry.trust)}] "
         f"{situation(entry.trigger)}: {entry.content}"
     )
     if entry.boundary:
@@ -72,15 +74,16 @@ def entry_line(entry) -> str:
     return " ".join(line.split())
 
 
-def build_context(entries, budget_chars: int) -> tuple[list, str]:
-    """The entries that fit and the block. Entries are taken in rank order; one that does not fit is
-    left out (and not reported as retrieved) while a shorter one after it may still fit."""
+def build_context(entries, budget_chars: int, at=None) -> tuple[list, str]:
+    """The entries that fit and the block, each entry's confidence at `at` (now when not given). Entries are
+    taken in rank order; one that does not fit is left out (and not reported as retrieved) while a shorter
+    one after it may still fit."""
     lines = {key: [] for key, _ in SECTIONS}
     included, used = [], 0
     for entry in entries:
         key = section_of(entry.kind, entry.signal)
         header = 0 if lines[key] else len(dict(SECTIONS)[key]) + 5  # "## " + title + blank line
-        line = entry_line(entry)
+        line = entry_line(entry, at)
         cost = header + len(line) + 1
         if used + cost > budget_chars:
             continue

@@ -77,19 +77,16 @@ def _current_generation() -> bytes | None:
     return generation
 
 
-def read_generation_with(commands) -> list | None:
+def read_generation_with(*commands: tuple) -> list | None:
     """Read this request's shared generation (one_generation's) in the same round trip to the cache's Redis
-    as the commands `commands(pipeline)` adds, and answer their results; None when nothing was sent (no
-    shared cache, outside one_generation, the generation read already, or Redis did not answer): the caller
-    then runs its commands itself. A generation not yet made is made by the next read, as ever."""
+    as `commands` (infra.redis.one_trip's), and answer their replies; None when nothing was sent (no shared
+    cache, outside one_generation, the generation read already, or Redis did not answer): the caller then
+    runs its commands itself. A generation not yet made is made by the next read, as ever."""
     memo = getattr(_request, "memo", None)
     if memo is None or memo or not shared():
         return None
     try:
-        pipe = redis.cache_client().pipeline(transaction=False)
-        pipe.get(redis.cache_key(GENERATION_KEY))
-        commands(pipe)
-        generation, *results = pipe.execute()
+        generation, *results = redis.one_trip(redis.cache_client(), ("GET", redis.cache_key(GENERATION_KEY)), *commands)
     except Exception:  # noqa: BLE001 - _read_generation asks again, and says so if Redis is down
         return None
     if generation is not None:

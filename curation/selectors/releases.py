@@ -19,7 +19,7 @@ from django.db.models.base import ModelState
 from django.db.models.expressions import Col
 from psycopg.types.datetime import TimestamptzLoader
 
-from curation.rules import access, clock, config, injection
+from curation.rules import access, clock, config, injection, lifecycle
 from curation.models import (
     Conflict,
     Entry,
@@ -234,8 +234,7 @@ def _ranked_released_postgres(
     # as_served asks the primary.
     on_primary = db == DEFAULT_DB_ALIAS
     names = _RANKED_WITH_EMBEDDING if embeddings else _RANKED_COLUMNS
-    columns = ", ".join(f"e.{name}" for name in names) + (f", {WITHHELD_SQL} AS withheld" if on_primary else "")
-    sql = ranked_by_words_sql(columns, released_matches_sql(), ReleasedEntry._meta.db_table)
+    sql = _ranking_sql(names, on_primary)
     params = {**ranking_params(scopes, q, min_confidence, pool), "version": number, "min_trust": int(min_trust)}
     read_on = connections[db]  # asked once: each connections[] look-up goes through a thread-local
     with read_on.cursor() as cursor:
@@ -257,6 +256,21 @@ def _ranked_released_postgres(
         entry = released_entry(values.pop("entry_id"), values)
         ranked.append(Ranked(entry, float(row[-1]), withheld=bool(row[-2]) if on_primary else None))
     return ranked
+
+
+_ranking_sqls: dict[tuple, tuple[lifecycle.Rules, str]] = {}  # (columns, on the primary): (rules, statement)
+
+
+def _ranking_sql(names: tuple[str, ...], on_primary: bool) -> str:
+    """_ranked_released_postgres's statement, built again only when the confidence rules it embeds
+    (released_matches_sql reads them) are others: the same text on every agent read."""
+    rules = lifecycle.rules()  # the same object while the settings are
+    kept = _ranking_sqls.get((names, on_primary))
+    if kept is None or kept[0] is not rules:
+        columns = ", ".join(f"e.{name}" for name in names) + (f", {WITHHELD_SQL} AS withheld" if on_primary else "")
+        kept = (rules, ranked_by_words_sql(columns, released_matches_sql(), ReleasedEntry._meta.db_table))
+        _ranking_sqls[(names, on_primary)] = kept
+    return kept[1]
 
 
 # A ranked row's (fingerprint, trigger, content), as first_distinct reads it.

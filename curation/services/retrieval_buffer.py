@@ -70,7 +70,9 @@ def buffer(retrieval: Retrieval) -> bool:
         client = redis.durable_client()
         if client is None:  # its policy may evict the list: logged by infra.redis
             return False
-        client.rpush(redis.cache_key(BUFFER_KEY), json.dumps(as_record(retrieval), separators=(",", ":")))
+        redis.one_trip(
+            client, ("RPUSH", redis.cache_key(BUFFER_KEY), json.dumps(as_record(retrieval), separators=(",", ":")))
+        )
     except Exception:  # noqa: BLE001 - a Redis that does not answer means: write the record now
         logger.warning("The retrieval could not be buffered in Redis; writing it at once.", exc_info=True)
         return False

@@ -1,4 +1,4 @@
-"""An agent API call skips the console's signed-in user and messages middleware (CPU on every
+"""An agent API call skips the console's session, signed-in user and messages middleware (CPU on every
 agent read, for nothing it reads); the console keeps every one of them."""
 
 import pytest
@@ -19,7 +19,7 @@ def test_an_unknown_api_endpoint_answers_json_even_to_a_post_without_a_csrf_toke
 
 
 def test_an_agent_read_answers_by_its_token_alone(agent, approved, monkeypatch):
-    """The request an agent's read is answered from carries no signed-in user or messages: the console's
+    """The request an agent's read is answered from carries no session, signed-in user or messages: the console's
     middleware did not run for it."""
     seen = []
     authenticate = http._authenticate
@@ -28,7 +28,7 @@ def test_an_agent_read_answers_by_its_token_alone(agent, approved, monkeypatch):
     answer = agent.retrieve(scope="acme/billing-api", q="queue")
     assert answer.status_code == 200 and len(answer.json()["entries"]) == 1
     assert "Cookie" not in answer.get("Vary", "") and not answer.cookies
-    assert [hasattr(seen[0], name) for name in ("user", "_messages")] == [False, False]
+    assert [hasattr(seen[0], name) for name in ("user", "_messages", "session")] == [False, False, False]
 
 
 def test_the_console_keeps_its_csrf_check_and_its_session(lead):

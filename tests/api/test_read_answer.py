@@ -118,3 +118,27 @@ def test_words_with_an_embedding_measure_a_word_hit_far_from_the_query(agent, se
     body = agent.post("memory/search", {"scope": "acme/billing-api", "q": "topic19", "embedding": query, "k": 2}).json()
     hit = next(e for e in body["entries"] if e["id"] == target)
     assert hit["distance"] == pytest.approx(19.0)
+
+
+def test_an_answer_says_one_confidence_per_entry(agent, approved, monkeypatch):
+    """An entry's confidence in the answer's entries and in its context block are read at one moment: with a
+    clock that moves a day at each reading, they still agree."""
+    import datetime
+    import re
+
+    from curation.rules import clock, config
+
+    approved(scope="acme/billing-api", trigger="When the ledger migration stalls", content="Take the ledger lock.")
+    agent.retrieve(scope="acme/billing-api", q="ledger")  # published, the token kept: only the read below
+    start, readings = clock.now(), []
+
+    def moving():
+        readings.append(None)
+        return start + datetime.timedelta(days=len(readings))
+
+    monkeypatch.setattr(clock, "now", moving)
+    with config.overriding(DECAY_FACTOR=0.5):
+        body = agent.retrieve(scope="acme/billing-api", q="ledger migration").json()
+    [shown] = body["entries"]
+    [line] = re.findall(r"confidence (\d\.\d\d)", body["context"])
+    assert abs(shown["confidence"] - float(line)) <= 0.005, (shown["confidence"], line)

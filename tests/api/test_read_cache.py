@@ -12,6 +12,7 @@ import pytest
 import redis
 from django.db import connection
 
+from curation.infra import redis as infra_redis
 from curation.models import AgentToken
 from curation.selectors import read_cache
 from curation.services.tokens import create_agent_token, revoke_agent_token
@@ -173,9 +174,10 @@ def test_a_revoke_and_a_publish_reach_another_process_on_its_next_request(shared
 
 @pytest.fixture
 def redis_trips(monkeypatch):
-    """Round trips to Redis: each command sent alone, and each pipeline (its commands sent together)."""
+    """Round trips to Redis: each command sent alone, and each pipeline or one_trip (its commands sent
+    together)."""
     trips = []
-    command, pipeline = redis.Redis.execute_command, redis.client.Pipeline.execute
+    command, pipeline, together = redis.Redis.execute_command, redis.client.Pipeline.execute, infra_redis.one_trip
 
     def one(self, *args, **options):
         trips.append(args[0])
@@ -185,8 +187,13 @@ def redis_trips(monkeypatch):
         trips.append(tuple(c[0][0] for c in self.command_stack))
         return pipeline(self, *args, **options)
 
+    def one_trip(found, *commands):
+        trips.append(tuple(c[0] for c in commands))
+        return together(found, *commands)
+
     monkeypatch.setattr(redis.Redis, "execute_command", one)
     monkeypatch.setattr(redis.client.Pipeline, "execute", many)
+    monkeypatch.setattr(infra_redis, "one_trip", one_trip)
     return trips
 
 
@@ -200,7 +207,7 @@ def test_a_kept_token_is_counted_in_the_same_round_trip_as_the_generation(shared
     redis_trips.clear()
 
     assert agent.get("token").status_code == 200
-    assert redis_trips == [("GET", "INCRBY", "EXPIRE")]
+    assert redis_trips == [("GET", "INCR", "EXPIRE")]
     assert agent.get("token").status_code == 200
     refused = agent.get("token")
     assert refused.status_code == 429

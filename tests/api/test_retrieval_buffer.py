@@ -252,3 +252,47 @@ def test_a_durable_redis_that_may_evict_takes_no_read(agent, approved, buffered,
 )
 def test_which_policies_may_drop_a_key_kept_without_expiry(policy, evicts):
     assert redis.evicts(policy) is evicts
+
+
+def test_a_read_whose_record_redis_does_not_take_is_written_at_once(agent, approved, buffered, monkeypatch):
+    """The record's trip to Redis fails (the connection drops mid-send): the read answers as ever and its
+    record is stored at once, nothing left waiting for a flush."""
+    if not buffered:
+        pytest.skip("reads are written at once where nothing buffers them")
+    approved(scope=SCOPE, trigger="When the ledger drifts", content="Reconcile before the close.")
+    from redis.connection import Connection
+
+    sent = Connection.send_packed_command
+
+    def drops_rpush(self, command, *args, **kwargs):
+        if b"RPUSH" in (b"".join(command) if isinstance(command, list) else command):
+            raise ConnectionError("dropped")
+        return sent(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "send_packed_command", drops_rpush)
+    response = agent.post("memory/search", {"scope": SCOPE, "q": "ledger drifts"})
+    assert response.status_code == 200
+    assert _stored(response.json()["retrieval_id"]) and retrieval_buffer.pending() == 0
+
+
+def test_one_trip_answers_each_reply_and_raises_an_error_reply(buffered):
+    """infra.redis.one_trip: the replies in order; a Redis error reply raised, and the next trip on the same
+    client answers as ever (the connection that failed was dropped, not reused with a reply unread); a
+    connection the server closed is replaced when it is next taken from the pool."""
+    if not buffered:
+        pytest.skip("no durable Redis")
+    client, key = redis.durable_client(), redis.cache_key(f"one-trip-{uuid.uuid4().hex}")
+    count = f"{key}-count"
+    try:
+        assert redis.one_trip(client, ("RPUSH", key, "a"), ("RPUSH", key, "b"), ("LLEN", key)) == [1, 2, 2]
+        with pytest.raises(Exception, match="WRONGTYPE"):
+            redis.one_trip(client, ("INCR", count), ("INCR", key))
+        assert redis.one_trip(client, ("LRANGE", key, 0, -1)) == [[b"a", b"b"]]
+        # A pooled connection the server closed (a Redis restarted, a client killed) is replaced, not failed on.
+        import redis as redis_py
+
+        [own] = redis.one_trip(client, ("CLIENT", "ID"))
+        assert redis_py.Redis.from_url(redis.durable_url()).client_kill_filter(_id=own) == 1
+        assert redis.one_trip(client, ("LLEN", key)) == [2]
+    finally:
+        client.delete(key, count)

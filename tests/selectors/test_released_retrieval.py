@@ -165,3 +165,26 @@ def test_the_ranking_reads_its_times_in_c_and_answers_djangos_own(on_postgres, l
     assert read_by_django == []
     assert ranked and {r.entry.last_verified_at for r in ranked} == {verified}
     assert {r.entry.last_verified_at.tzinfo for r in ranked} == {connection.timezone}
+
+
+def test_the_ranking_follows_the_confidence_rules_in_force(lead, lessons):
+    """The released ranking's statement embeds the decay rules: a change of them reads through the next
+    ranking in the same process (an entry unverified for a year is at its base without decay, far below
+    the floor with it)."""
+    from datetime import timedelta
+
+    from curation.rules import config
+
+    Entry.objects.filter(pk=lessons[0].pk).update(last_verified_at=timezone.now() - timedelta(days=365))
+    version = publish_version(actor=lead, summary="everything")
+
+    def found():
+        ranked = reads.retrieve_released(version.number, scopes=SCOPES, q="drain queue", k=5, min_confidence=0.5)
+        return lessons[0].pk in [r.entry.pk for r in ranked]
+
+    with config.overriding(DECAY_FACTOR=1.0):
+        assert found()
+    with config.overriding(DECAY_FACTOR=0.5):
+        assert not found()
+    with config.overriding(DECAY_FACTOR=1.0):
+        assert found()
