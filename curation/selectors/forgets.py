@@ -11,7 +11,6 @@ refuses to approve or revive it while the tombstone matches it."""
 from __future__ import annotations
 
 import contextvars
-import json
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -375,14 +374,17 @@ def _tombstones_where(where) -> list[Tombstone]:
     )
     if not held[0][0]:
         raise ForgetInProgress
-    stones = []
-    for row in rows:
-        fields = dict(zip(_STONE_FIELDS, row))
-        for name in ("signature", "tokens"):  # jsonb arrives as its text
-            if isinstance(fields[name], str):
-                fields[name] = json.loads(fields[name])
-        stones.append(Tombstone(**fields))
-    return stones
+    # Each value as the field reads it from the database (the JSON fields' jsonb arrives as its text).
+    loads = [getattr(Tombstone._meta.get_field(name), "from_db_value", None) for name in _STONE_FIELDS]
+    return [
+        Tombstone(
+            **{
+                name: value if load is None else load(value, None, connection)
+                for name, load, value in zip(_STONE_FIELDS, loads, row)
+            }
+        )
+        for row in rows
+    ]
 
 
 @contextmanager
@@ -404,8 +406,11 @@ def forgetting_alone():
 
 
 def wait_for_forgetting() -> None:
-    """Outside any transaction: return once no approval is being written (a write refused with
-    ForgetInProgress waits here, holding nothing, before it is tried again)."""
+    """Return once no approval is being written: a write refused with ForgetInProgress waits here, holding
+    nothing, before it is tried again. Inside a transaction (an idempotent request's) the refusal stands: the
+    transaction may hold what the approval waits for."""
+    if connection.in_atomic_block:
+        raise ForgetInProgress
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_lock_shared(%s, %s)", FORGETTING_LOCK)

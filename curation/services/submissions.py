@@ -172,7 +172,7 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
         # path's own check caught it): held as well, so the answer is still a new candidate's.
         held_by = ForgetRequest.objects.get(pk=exc.request_id)
     except ForgetInProgress:
-        _wait_for_forgetting()  # one being approved: its tombstones decide once it is written
+        wait_for_forgetting()  # one being approved: its tombstones decide once it is written
         held_by = _holding_requests([prepared])[0]
     except IntegrityError as exc:
         if not _lost_to_a_pending_twin(exc):
@@ -181,14 +181,6 @@ def submit_candidate(*, data: dict, token: AgentToken, at=None) -> Submission:
     # check and its insert (the database kept the second out): written again, it is that one's duplicate.
     with transaction.atomic():
         return _submit_prepared(prepared, token, now, held_by)
-
-
-def _wait_for_forgetting() -> None:
-    """After ForgetInProgress: wait, holding nothing, until the approval is written. In a caller's transaction
-    (an idempotent request's) the refusal is the answer: it may hold what the approval waits for."""
-    if connection.in_atomic_block:
-        raise ForgetInProgress
-    wait_for_forgetting()
 
 
 def _holding_requests(prepared: list[PreparedCandidate]) -> list[ForgetRequest | None]:
@@ -310,7 +302,7 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
                     written = _write_batch(prepared, token, now, held_by)
             except (Forgotten, ForgetInProgress) as exc:  # a forget approved meanwhile (see submit_candidate)
                 if isinstance(exc, ForgetInProgress):
-                    _wait_for_forgetting()
+                    wait_for_forgetting()
                 held_by = _holding_by_index(prepared)  # look again, once
                 with transaction.atomic():
                     written = _write_batch(prepared, token, now, held_by)
