@@ -17,16 +17,7 @@ from curation.selectors.forgets import ForgetInProgress, tombstones_for
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.submissions import submit_candidate
 from tests.factories import active, agent_token, candidate_data, client_for
-
-SCOPE = "acme/payroll"
-LESSON = {
-    "trigger": "Deploying the payroll service on Fridays",
-    "content": "Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
-}
-PARAPHRASE = {
-    "trigger": "When deploying payroll service on a Friday",
-    "content": "Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.",
-}
+from tests.services.test_forget_write_path import LESSON, PARAPHRASE, SCOPE  # the write path's lesson and its twin
 
 
 def _in_thread(call, answers: dict, name: str) -> threading.Thread:
