@@ -42,19 +42,20 @@ PUBLISHED_NUMBER_SQL = """
     SELECT v.number FROM curation_publishedversion p JOIN curation_memoryversion v ON v.id = p.version_id
     WHERE p.id = 1"""
 
-# The live entries (active before pending, then oldest) of many (scope, fingerprint) pairs, locked: one
-# probe of the (scope, fingerprint) index per pair. `scope IN (...) AND fingerprint IN (...)` would probe
-# every combination of the two lists, 250,000 for a batch of 500. Locked as an UPDATE locks a row (FOR NO KEY
-# UPDATE): another batch's rows that only refer to these entries (evidence, Events, links: the key share each
-# commit's key check takes) do not wait for it; with FOR UPDATE two batches repeating each other's lessons
-# deadlocked at commit.
+# The live entries (active before pending, then oldest) of many (scope, fingerprint) pairs: one probe of the
+# (scope, fingerprint) index per pair. `scope IN (...) AND fingerprint IN (...)` would probe every combination
+# of the two lists, 250,000 for a batch of 500. Locked, with LOCK_AS_AN_UPDATE after it, as an UPDATE locks a
+# row (FOR NO KEY UPDATE): another batch's rows that only refer to these entries (evidence, Events, links: the
+# key share each commit's key check takes) do not wait for it; with FOR UPDATE two batches repeating each
+# other's lessons deadlocked at commit. Rows are locked in the order they are sorted: two lockers of the same
+# entries take them in the same order.
 LIVE_BY_FINGERPRINT_SQL = """
     SELECT e.* FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(scope, fingerprint)
     JOIN curation_entry e ON e.scope = k.scope AND e.fingerprint = k.fingerprint
     WHERE (e.status = ANY(%s) OR e.held_by_id IS NOT NULL)
     ORDER BY e.status, e.id
-    FOR NO KEY UPDATE OF e
 """
+LOCK_AS_AN_UPDATE = " FOR NO KEY UPDATE OF e"
 
 # Does the entry's text mention one of the words (a tsquery in 'simple' prefix form), and how much?
 MENTIONS_ANY_SQL = "COALESCE(search_vector @@ to_tsquery('simple', %s), false)"

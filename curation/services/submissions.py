@@ -28,7 +28,7 @@ from curation.selectors.scope_policies import in_force
 from curation.selectors.entries import as_answered
 from curation.selectors.forgets import ForgetInProgress, tombstones_for, wait_for_forgetting
 from curation.selectors.partners import batch_pools
-from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL
+from curation.selectors.sql import LIVE_BY_FINGERPRINT_SQL, LOCK_AS_AN_UPDATE
 
 from .candidates import (
     PreparedCandidate,
@@ -300,14 +300,17 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
             try:
                 with transaction.atomic():
                     written = _write_batch(prepared, token, now, held_by)
-            except (Forgotten, ForgetInProgress) as exc:  # a forget approved meanwhile (see submit_candidate)
+            except (Forgotten, ForgetInProgress, RepeatedLessonMoved) as exc:
+                # A forget approved meanwhile (see submit_candidate), or a lesson the batch repeats changed
+                # under it: look again, once.
                 if isinstance(exc, ForgetInProgress):
                     wait_for_forgetting()
-                held_by = _holding_by_index(prepared)  # look again, once
+                held_by = _holding_by_index(prepared)
                 with transaction.atomic():
                     written = _write_batch(prepared, token, now, held_by)
-        except DatabaseError:
-            # Something only the database could refuse: write item by item, so that it stays that item's.
+        except (DatabaseError, RepeatedLessonMoved):
+            # Something only the database could refuse, or a repeated lesson that changed twice: write item by
+            # item, so that it stays that item's.
             written = {}
             for index, _ in prepared:
                 try:
@@ -322,20 +325,24 @@ def submit_batch(*, items: list, token: AgentToken, at=None) -> list[dict]:
     return results
 
 
-def _live_by_fingerprint(keys: set[tuple[str, str]]) -> dict[tuple[str, str], Entry]:
-    """The live entry (active before pending, then held, then oldest) of each (scope, fingerprint), locked:
-    on PostgreSQL one index probe per key (LIVE_BY_FINGERPRINT_SQL). A held submission counts as the
-    pending candidate its agent was told it is: sent again, it gets the evidence as a pending one would."""
+class RepeatedLessonMoved(Exception):
+    """An entry a batch repeats was no longer its text's live entry when the batch came to lock it."""
+
+
+def _live_by_fingerprint(keys: set[tuple[str, str]], *, lock: bool = True) -> dict[tuple[str, str], Entry]:
+    """The live entry (active before pending, then held, then oldest) of each (scope, fingerprint), locked
+    unless told not to: on PostgreSQL one index probe per key (LIVE_BY_FINGERPRINT_SQL). A held submission
+    counts as the pending candidate its agent was told it is: sent again, it gets the evidence as a pending one
+    would."""
     live = [Status.ACTIVE, Status.PENDING]
     if connection.vendor == "postgresql":
         scopes, fingerprints = zip(*keys) if keys else ((), ())
-        rows = Entry.objects.raw(LIVE_BY_FINGERPRINT_SQL, [list(scopes), list(fingerprints), live])
-    else:
-        rows = (
-            Entry.objects.select_for_update()
-            .filter(Q(status__in=live) | Q(held_by__isnull=False), fingerprint__in={f for _, f in keys})
-            .order_by("status", "id")
-        )
+        sql = LIVE_BY_FINGERPRINT_SQL + (LOCK_AS_AN_UPDATE if lock else "")
+        rows = Entry.objects.raw(sql, [list(scopes), list(fingerprints), live])
+    else:  # one writer at a time (IMMEDIATE transactions): nothing to lock
+        rows = Entry.objects.filter(
+            Q(status__in=live) | Q(held_by__isnull=False), fingerprint__in={f for _, f in keys}
+        ).order_by("status", "id")
     found: dict[tuple[str, str], Entry] = {}
     for entry in rows:  # "active" sorts before "pending": the first one of a key is kept
         if (entry.scope, entry.fingerprint) in keys:
@@ -345,7 +352,9 @@ def _live_by_fingerprint(keys: set[tuple[str, str]]) -> dict[tuple[str, str], En
 
 def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequest | None]) -> dict[int, Submission]:
     label = token.label
-    existing = _live_by_fingerprint({(p.fields["scope"], p.fingerprint) for _, p in prepared})
+    # Read, not locked: the entries the batch repeats are locked once the rest of it is written (_locked_again),
+    # so that two batches repeating one lesson wait for each other only for its evidence and the commit.
+    existing = _live_by_fingerprint({(p.fields["scope"], p.fingerprint) for _, p in prepared}, lock=False)
     new_entries, duplicates, first_in_batch = [], [], {}
     for index, p in prepared:
         key = (p.fields["scope"], p.fingerprint)
@@ -370,16 +379,6 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             entry, evidence_of[id(entry)], submitter=label, note=note, policies=policies, rules=rules
         ),
     )
-    evidence, rows_of = [], {}  # rows_of: each entry's new rows, by the entry object's id
-    for _, p, entry in new_entries + duplicates:
-        rows = _evidence_of(entry, p, label, now)
-        evidence += rows
-        rows_of.setdefault(id(entry), []).extend(rows)
-    insert_rows(evidence)
-    record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
-    repeated = {id(entry): entry for _, _, entry in duplicates if entry.pk is not None}
-    for key, entry in repeated.items():  # another source saying a lesson again may confirm it
-        raise_trust(entry, rows_of[key], actor_label=label, at=now)
     links, submissions = [], {}
     # Conflict partners of the batch's scopes, read once (None on PostgreSQL, whose statements read each
     # entry's ranked pools for the whole batch); near duplicates through their band keys, for the batch.
@@ -420,8 +419,30 @@ def _write_batch(prepared, token: AgentToken, now, held_by: dict[int, ForgetRequ
             )
     hold(held, answered=answered, now=now)
     _named_for(token, list(submissions.values()))
+    duplicates = _locked_again(duplicates, existing)
+    evidence, rows_of = [], {}  # rows_of: each entry's new rows, by the entry object's id
+    for _, p, entry in new_entries + duplicates:
+        rows = _evidence_of(entry, p, label, now)
+        evidence += rows
+        rows_of.setdefault(id(entry), []).extend(rows)
+    insert_rows(evidence)
+    record_events(_resubmit_event(entry, p, label, now) for _, p, entry in duplicates)
+    repeated = {id(entry): entry for _, _, entry in duplicates if entry.pk is not None}
+    for key, entry in repeated.items():  # another source saying a lesson again may confirm it
+        raise_trust(entry, rows_of[key], actor_label=label, at=now)
     for index, p, entry in duplicates:
         submissions[index] = Submission(
             entry, created=False, duplicate_of=entry.pk, evidence_added=len(p.evidence), flags=p.flags
         )
     return submissions
+
+
+def _locked_again(duplicates: list, read: dict[tuple[str, str], Entry]) -> list:
+    """`duplicates` (index, prepared, entry), each entry the batch `read` as its text's live entry now locked
+    and as it is now. Raises RepeatedLessonMoved when one no longer is (rejected, archived or forgotten
+    meanwhile): the batch is then written again from a fresh read."""
+    keys = {(p.fields["scope"], p.fingerprint) for _, p, _ in duplicates} & read.keys()
+    locked = _live_by_fingerprint(keys) if keys else {}
+    if any(key not in locked or locked[key].pk != read[key].pk for key in keys):
+        raise RepeatedLessonMoved
+    return [(index, p, locked.get((p.fields["scope"], p.fingerprint), entry)) for index, p, entry in duplicates]

@@ -93,3 +93,78 @@ def test_a_batch_holding_the_lessons_it_repeats_lets_others_refer_to_them(on_pos
         other.start()
         other.join(10)
     assert answers == {"referred": entry.pk}
+
+
+def _in_the_middle_of_a_batch(monkeypatch, call):
+    """Run `call` on its own connection while a batch is at its near-duplicate lookup (its new entries
+    written, its transaction open), the first time only; what it returned, or raised, is in the list."""
+    from curation.services import submissions
+
+    original, seen = submissions.similar_active_entries_many, []
+
+    def meanwhile(*args, **kwargs):
+        if not seen:
+            thread = threading.Thread(target=lambda: seen.append(_on_its_own_connection(call)))
+            thread.start()
+            thread.join(10)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(submissions, "similar_active_entries_many", meanwhile)
+    return seen
+
+
+def _on_its_own_connection(call):
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '2s'")
+            return call(cursor)
+    except OperationalError as exc:
+        return exc
+    finally:
+        connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_locks_the_lessons_it_repeats_only_once_the_rest_is_written(on_postgres, monkeypatch):
+    """Two batches repeating one lesson (agents send popular lessons again all the time) wait for each other
+    only for its evidence and their commits, not for each other's whole batch: while a batch writes its new
+    entries and looks for their near duplicates, another may lock the lesson it repeats."""
+    from curation.services.submissions import submit_batch
+    from tests.factories import agent_token
+
+    entry = services.create_candidate(data=candidate_data(), actor_label="agent:ci")
+    token = agent_token("batch-agent", scopes=["acme"])
+
+    def lock_it(cursor):
+        cursor.execute("SELECT id FROM curation_entry WHERE id = %s FOR NO KEY UPDATE", [entry.pk])
+        return cursor.fetchone()[0]
+
+    seen = _in_the_middle_of_a_batch(monkeypatch, lock_it)
+    fresh = candidate_data(trigger="Rotating the billing-api signing key", content="Rotate it on a Monday.")
+    answers = submit_batch(items=[candidate_data(), fresh], token=token)
+    assert seen == [entry.pk]  # not a lock timeout
+    assert [(a["ok"], a["created"], a["id"] == entry.pk) for a in answers] == [(True, False, True), (True, True, False)]
+    assert Event.objects.filter(entry=entry, action="resubmit").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lesson_rejected_while_a_batch_repeats_it_is_submitted_again_as_new(on_postgres, monkeypatch):
+    """The lesson a batch repeats is rejected by a reviewer while the batch is under way: the batch, finding at
+    its lock that the lesson is no longer live, is written again from a fresh read, and the item becomes a new
+    candidate instead of evidence for a rejected entry."""
+    from curation.services.submissions import submit_batch
+    from tests.factories import agent_token
+
+    reviewer = make_user("rita", "reviewer")
+    entry = services.create_candidate(data=candidate_data(), actor_label="agent:ci")
+    token = agent_token("batch-agent", scopes=["acme"])
+
+    def reject_it(cursor):
+        return services.reject_candidate(entry.pk, actor=reviewer, expected_version=1, reason="wrong").status
+
+    seen = _in_the_middle_of_a_batch(monkeypatch, reject_it)
+    (answer,) = submit_batch(items=[candidate_data()], token=token)
+    assert seen == [Status.REJECTED]  # the reviewer did not wait for the batch
+    assert answer["ok"] and answer["created"] and answer["id"] != entry.pk and answer["status"] == "pending"
+    assert not Event.objects.filter(entry=entry, action="resubmit").exists()
+    assert Entry.objects.get(pk=entry.pk).status == Status.REJECTED
