@@ -83,9 +83,9 @@ bench-tombstones: $(STAMP)
 # the varied corpus (lessons of many domains), then the first bench's one template beside it
 bench-ingest: $(STAMP)
 	$(BIN)/python benchmarks/ingest_bench.py --db sqlite; sqlite=$$?; \
-	$(BIN)/python benchmarks/ingest_bench.py --db postgres; postgres=$$?; \
+	$(BIN)/python benchmarks/ingest_bench.py --db postgres --clients 2; postgres=$$?; \
 	$(BIN)/python benchmarks/ingest_bench.py --db sqlite --corpus template; sqlite_template=$$?; \
-	$(BIN)/python benchmarks/ingest_bench.py --db postgres --corpus template; postgres_template=$$?; \
+	$(BIN)/python benchmarks/ingest_bench.py --db postgres --corpus template --clients 2; postgres_template=$$?; \
 	exit $$(( sqlite || postgres || sqlite_template || postgres_template ))
 
 # the CPU of each check a candidate passes, beside the straightforward checks (no database)
