@@ -298,7 +298,9 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-        "KEY_PREFIX": "memoryadmin",
+        # The cache's keys and the durable Redis's (both made by the cache's make_key) start with it: installs
+        # and test runs sharing a Redis database keep apart (each test run takes one of its own).
+        "KEY_PREFIX": os.environ.get("MEMORYADMIN_REDIS_KEY_PREFIX") or "memoryadmin",
     }
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},

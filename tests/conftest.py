@@ -13,6 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 from curation import services
 from curation.infra import redis
 from curation.models import Entry, Event, MemoryVersion, PublishedVersion
+from tests import redis_prefix
 from tests.factories import candidate_data, make_user
 
 # Playwright's sync API runs an event loop in the test thread; Django's ORM is still used synchronously.
@@ -28,6 +29,17 @@ def pytest_collection_modifyitems(config, items):
         engine = django_settings.DATABASES["default"]["ENGINE"]
         if "postgresql" not in engine:
             raise pytest.UsageError(f"MEMORYADMIN_REQUIRE_POSTGRES=1 but the database engine is {engine}")
+    if redis.cache_url() and django_settings.CACHES["default"]["KEY_PREFIX"] != redis_prefix.RUN_PREFIX:
+        raise pytest.UsageError(  # the tests would write, and forget, another prefix's keys
+            "The settings' Redis key prefix is not the test run's: run pytest with the addopts of pyproject.toml "
+            "(-p tests.redis_prefix)"
+        )
+
+
+def pytest_sessionfinish(session):
+    """What the run left in Redis (read generations, rate counters) goes with it: its keys only."""
+    if redis.cache_url() or redis.durable_url():
+        redis_prefix.delete_keys()
 
 
 def _version_one() -> None:
@@ -75,7 +87,8 @@ def migrates_back():
 @pytest.fixture(autouse=True)
 def fresh_rate_limits(monkeypatch):
     """Rate-limit counters live in the cache, which outlives a test's database (where token ids are reused):
-    each test starts with none. On Redis only those keys go: the broker may share the database.
+    each test starts with none. On Redis only those keys go, and only the test run's own (tests/redis_prefix.py):
+    the broker, and a running install, may share the database.
 
     The limiter's one-minute window is held in the middle of the current minute: a real minute may turn
     between two requests of a slow run, and a test counting requests up to a limit would then see none."""
@@ -83,11 +96,7 @@ def fresh_rate_limits(monkeypatch):
     monkeypatch.setattr("curation.api.http.time", SimpleNamespace(time=lambda: held))
     if redis.cache_url() is None:
         cache.clear()
-    for url in {redis.cache_url(), redis.durable_url()} - {None}:  # the buffered reads are "api-" keys too
-        client = redis.client(url)
-        keys = list(client.scan_iter(match="*:api-*"))
-        if keys:
-            client.delete(*keys)
+    redis_prefix.delete_keys(":api-*")  # the buffered reads are "api-" keys too
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Max
 
-from curation.rules import access, config, memory_tests
+from curation.rules import access, clock, config, memory_tests
 from curation.rules.context_block import build_context
 from curation.models import Event, EventAction, MemoryTest, ReleasedSkill
 from curation.rules.versions import Warning
@@ -49,15 +49,17 @@ class TestResult:
         }
 
 
-def run_test(test: MemoryTest, number: int, *, shown_as: int | None = None) -> TestResult:
+def run_test(test: MemoryTest, number: int, *, shown_as: int | None = None, at=None) -> TestResult:
     """`test` asked of version `number`'s rows (`shown_as`: the number the result names; None for a draft
     built under a number not yet published). One ranking, one query for the quarantine, and one for the
-    skills when the test names one."""
+    skills when the test names one. The context block's confidences are read at one moment, `at` (now when
+    not given), as the agents' read reads its answer's (api.views)."""
+    moment = at or clock.now()
     scopes = access.scope_ancestors(test.scope)
     ranked = retrieve_released(
         number, scopes=scopes, q=test.query, k=test.k, min_confidence=config.RETRIEVE_AT_LEAST.value
     )
-    included, context = build_context(as_served(ranked), memory_tests.budget_chars(test.budget_tokens))
+    included, context = build_context(as_served(ranked), memory_tests.budget_chars(test.budget_tokens), moment)
     served = [memory_tests.Served(e.pk, e.scope, bool(getattr(e, "quarantined", False))) for e in included]
     skills = set()
     if any("skill" in expected for expected in test.expectations):
@@ -73,8 +75,10 @@ def run_test(test: MemoryTest, number: int, *, shown_as: int | None = None) -> T
     )
 
 
-def run_tests(tests, number: int, *, shown_as: int | None = None) -> list[TestResult]:
-    return [run_test(test, number, shown_as=shown_as) for test in tests]
+def run_tests(tests, number: int, *, shown_as: int | None = None, at=None) -> list[TestResult]:
+    """Each of `tests` on version `number`, all at one moment (`at`, now when not given)."""
+    moment = at or clock.now()
+    return [run_test(test, number, shown_as=shown_as, at=moment) for test in tests]
 
 
 def active_tests(prefixes=None) -> list[MemoryTest]:

@@ -14,6 +14,7 @@ from curation.models import ImportJob
 from curation.rules import access
 from curation.rules.memory_import import FORMATS, read
 from curation.rules.permissions import IMPORT_MEMORY, require
+from curation.selectors.forgets import ForgetInProgress
 from curation.services.import_uploads import (
     UPLOAD_MAX_BYTES,
     UploadGone,
@@ -110,7 +111,12 @@ def _preview(request):
             dry_run=True,
         )
         return _enqueue(request, job)
-    report = import_memory(reading, prefix=scope, label=_label(request, form["format"]), dry_run=True)
+    try:
+        report = import_memory(reading, prefix=scope, label=_label(request, form["format"]), dry_run=True)
+    except ForgetInProgress as busy:  # the dry run looked at the tombstones while a forget's approval was written
+        return render(
+            request, "curation/imports.html", _form_context(request, form=form, problem=str(busy)), status=409
+        )
     previous = request.session.get(SESSION_KEY)
     if previous:
         discard_upload(previous.get("id", ""))
@@ -146,7 +152,17 @@ def _confirm(request, action: str):
         discard_upload(staged["id"])
         problem = " ".join(exc.messages) if isinstance(exc, ValidationError) else "The upload is gone: upload it again."
         return render(request, "curation/imports.html", _form_context(request, problem=problem), status=400)
-    report = import_memory(reading, prefix=scope, label=_label(request, staged["format"]))
+    try:
+        report = import_memory(reading, prefix=scope, label=_label(request, staged["format"]))
+    except ForgetInProgress:
+        # A batch refused while a forget's approval was written (the ingest waits for one and tries once more,
+        # and a second approval began): the batches before it are imported; the same file again skips them.
+        discard_upload(staged["id"])
+        problem = (
+            "A forget request is being approved at this moment: the import stopped. What it imported before is "
+            "kept; upload the same file again in a few seconds for the rest (what was imported is skipped)."
+        )
+        return render(request, "curation/imports.html", _form_context(request, problem=problem), status=409)
     discard_upload(staged["id"])
     return render(request, "curation/imports.html", _form_context(request, result=report, upload=staged))
 

@@ -21,6 +21,7 @@ from curation.models import MemoryVersion
 from curation.rules.permissions import PUBLISH, READ, require
 from curation.selectors import memory_tests as test_reads
 from curation.selectors import releases as reads
+from curation.selectors.forgets import ForgetInProgress
 from curation.services.releases import (
     OutsideScopes,
     UnacknowledgedWarnings,
@@ -106,6 +107,8 @@ def publish(request):
         )
     except _BadInput as bad:
         return _page(request, form=form, errors=bad.errors, status=422)
+    except ForgetInProgress as busy:  # nothing published: the same click goes through once the approval is written
+        return _page(request, prefix=form["scope"].strip(), form=form, errors={"forgotten": [str(busy)]}, status=409)
     except UnacknowledgedWarnings as refused:
         return _page(
             request,

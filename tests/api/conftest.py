@@ -1,18 +1,18 @@
-import uuid
-
 import pytest
 
 from curation.services.tokens import create_agent_token
 from tests.factories import Agent, active
+from tests.redis_prefix import own_prefix
 
 
 @pytest.fixture(autouse=True)
 def fresh_rate_limits(fresh_rate_limits, settings):
     """Rate-limit windows must not leak between tests; a key prefix of its own for each test does it
-    without flushing a Redis database that the Celery broker may share. On top of the project's own
+    without flushing a Redis database that the Celery broker may share (under the run's prefix, which the
+    run's cleanup reaches). On top of the project's own
     (tests/conftest.py), which holds the limiter's minute still: without it a minute turning between two
     requests of a test counting up to the limit reset the count."""
-    settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}}
+    settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": own_prefix()}}
     yield
 
 

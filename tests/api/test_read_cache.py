@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from curation.models import AgentToken
 from curation.selectors import read_cache
 from curation.services.tokens import create_agent_token, revoke_agent_token
 from tests.factories import Agent, publish_pending
+from tests.redis_prefix import own_prefix
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -37,7 +37,7 @@ def shared_cache(settings):
         redis.Redis.from_url(url, socket_connect_timeout=1).ping()
     except redis.RedisError:
         pytest.skip(f"no Redis at {url}")
-    prefix = f"test-{uuid.uuid4().hex}"
+    prefix = own_prefix()
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": prefix}
     }

@@ -2,6 +2,9 @@
 (a failure holds it until a lead acknowledges it), on the draft for the releases page, from the command, and
 the test a person's correction brings with it."""
 
+import datetime
+import re
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import call_command
@@ -9,12 +12,14 @@ from django.core.management.base import CommandError
 
 from curation import services
 from curation.models import Event, EventAction, MemoryTest, MemoryVersion, ReleasedEntry
+from curation.rules import clock, config
+from curation.selectors import memory_tests as test_reads
 from curation.selectors import releases as reads
 from curation.services import conflicts
 from curation.services.candidates import send_back_for_recheck
 from curation.services.memory_tests import change_memory_test, create_memory_test, retire_memory_test
 from curation.services.releases import UnacknowledgedWarnings, memory_tests_on_draft, publish_version
-from tests.factories import active, make_user
+from tests.factories import active, make_user, publish_pending
 
 SCOPE = "acme/billing-api"
 QUERY = "Editing config files in the container"
@@ -238,3 +243,34 @@ def test_the_command_runs_the_tests_and_fails_on_a_failure(lead, reviewer, capsy
     assert capsys.readouterr().out.endswith("1 passed, 0 failed.\n")
     with pytest.raises(CommandError, match="No memory version 9"):
         call_command("run_memory_tests", "--version", "9")
+
+
+def test_a_run_reads_its_context_blocks_confidences_at_one_moment(lead, reviewer, monkeypatch):
+    """As an agent's read does (tests/api/test_read_answer.py, test_an_answer_says_one_confidence_per_entry):
+    with a clock that moves a day at each reading, lessons of one confidence still say one in the block."""
+    for case in ("the web container", "the worker container", "the cron container"):
+        active(reviewer, scope=SCOPE, trigger=f"Editing config files in {case}", content="Edit the mounted copy.")
+    publish_pending()
+    number = reads.published_version().number
+    test = a_test(lead, "under 3000 tokens")
+    blocks = []
+    built = test_reads.build_context
+
+    def building(*args):
+        blocks.append(built(*args))
+        return blocks[-1]
+
+    monkeypatch.setattr(test_reads, "build_context", building)
+    start, readings = clock.now(), []
+
+    def moving():
+        readings.append(None)
+        return start + datetime.timedelta(days=len(readings))
+
+    monkeypatch.setattr(clock, "now", moving)
+    with config.overriding(DECAY_FACTOR=0.5):
+        [result] = test_reads.run_tests([test], number)
+    [(included, context)] = blocks
+    confidences = re.findall(r"confidence (\d\.\d\d)", context)
+    assert len(included) == len(confidences) == 3 and len(set(confidences)) == 1, confidences
+    assert result.passed
