@@ -34,6 +34,9 @@ def configure(default_db_name: str, *, migrate: bool = True, **env: str) -> str:
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
     os.environ.setdefault("DEBUG", "false")
+    # Its own Redis keys (and its servers', which inherit them): what a bench flushes or counts is none of a
+    # running install's.
+    os.environ.setdefault("MEMORYADMIN_REDIS_KEY_PREFIX", "memoryadmin-bench")
     os.environ["ALLOWED_HOSTS"] = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1") + ",testserver"
     os.environ.update(env)
     if str(ROOT) not in sys.path:
