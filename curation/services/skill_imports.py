@@ -13,6 +13,7 @@ from curation.models import SKILL_SLUG_MAX, SKILL_TEXT_MAX, Entry, EventAction, 
 from curation.rules import skill_format
 from curation.rules.redaction import redact_fields
 from curation.rules.skill_import import SkillDraft
+from curation.selectors.forgets import ForgetInProgress
 
 from .events import build_event, record_events
 from .skills import DRAFT_TEXT_FIELDS, draft_of, nomination_reason, proposal_ref, refuse_forgotten_draft, screen_draft
@@ -31,6 +32,8 @@ def propose_imported_skill(entry: Entry, draft: SkillDraft, *, where: str, label
         return "", f"no skill proposal: its {too_long[0]} is longer than {SKILL_TEXT_MAX:,} characters"
     try:
         refuse_forgotten_draft(entry.scope, texts)
+    except ForgetInProgress:
+        raise  # the tombstones could not be read: the import's batch is tried again, not told "forgotten"
     except ValidationError:
         return "", "no skill proposal: it repeats a forgotten lesson"
     taken = set(

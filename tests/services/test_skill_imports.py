@@ -149,3 +149,19 @@ def test_export_memory_then_import_memory_into_an_empty_install_gives_the_same_p
     call_command("import_memory", str(tmp_path / "again"), "--from", "claude-code", "--scope", "acme", stdout=out)
     assert state() == before_state
     assert "were added" not in out.getvalue() and "     3 were skipped (already imported)" in out.getvalue()
+
+
+def test_a_skill_imported_while_a_forget_is_being_approved_is_not_called_forgotten(monkeypatch):
+    """The tombstones could not be read (a forget request's approval held them): the import's batch is refused
+    with that reason, to be tried again, rather than the skill being dropped as a forgotten lesson."""
+    from curation.selectors.forgets import ForgetInProgress
+    from curation.services import skill_imports
+
+    def in_progress(scope, draft):
+        raise ForgetInProgress()
+
+    monkeypatch.setattr(skill_imports, "refuse_forgotten_draft", in_progress)
+    before = state()
+    with pytest.raises(ForgetInProgress):
+        run("skills")
+    assert state() == before
