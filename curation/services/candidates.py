@@ -15,6 +15,7 @@ from curation.rules.permissions import REVIEW, SETTLE
 from curation.rules.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueReason, SimilarEntry, Signal, Status
 from curation.selectors import approvals_required, similar_active_entries, sql
+from curation.selectors.forgets import ForgetInProgress
 from curation.rules.similarity import fingerprint
 
 from .admission import insert_decision
@@ -679,7 +680,7 @@ def bulk_decide(items: list[tuple[int, int]], *, actor, action: str, reason: str
             outcomes.append(BulkOutcome(entry_id, True, decided_words(entry, action), entry))
         except Entry.DoesNotExist:
             outcomes.append(BulkOutcome(entry_id, False, "not found"))
-        except (StaleDecision, InvalidTransition) as exc:
+        except (StaleDecision, InvalidTransition, ForgetInProgress) as exc:  # each card its own: the others stay
             outcomes.append(BulkOutcome(entry_id, False, str(exc)))
     return outcomes
 
@@ -701,7 +702,7 @@ def undo_bulk(items: list[tuple[int, int]], *, actor, at=None) -> list[BulkOutco
             outcomes.append(BulkOutcome(entry_id, False, "not found"))
         except StaleDecision as exc:
             outcomes.append(BulkOutcome(entry_id, False, _changed_since(exc, actor)))
-        except InvalidTransition as exc:
+        except (InvalidTransition, ForgetInProgress) as exc:
             outcomes.append(BulkOutcome(entry_id, False, str(exc)))
     return outcomes
 

@@ -113,3 +113,32 @@ def test_undo_of_a_bulk_is_for_its_window_and_its_own_actor(reviewer, second_rev
     theirs = services.undo_bulk([(a.pk, 2), (b.pk, 2)], actor=second_reviewer)
     assert not any(o.ok for o in theirs) and "not a decision of yours" in theirs[0].message
     assert state(a)[0] == state(b)[0] == Status.REJECTED
+
+
+def test_a_card_refused_during_a_forgets_approval_leaves_the_rest_of_the_bulk_decided(
+    reviewer, make_candidate, monkeypatch
+):
+    """A forget request being approved refuses a write that looks at the tombstones (nothing of that card is
+    saved): the bulk says so on that card, and the others are decided as asked, not reported as unsaved."""
+    from curation.selectors.forgets import ForgetInProgress
+
+    a, b, c = (make_candidate(trigger=f"Bulk lesson {i}") for i in "abc")
+    decide, undo = services.candidates.approve_candidate, services.candidates.undo_decision
+
+    def refused_for_b(call):
+        def wrapped(entry_id, **kwargs):
+            if entry_id == b.pk:
+                raise ForgetInProgress()
+            return call(entry_id, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(services.candidates, "approve_candidate", refused_for_b(decide))
+    decided = services.bulk_decide([(e.pk, 1) for e in (a, b, c)], actor=reviewer, action="approve")
+    assert [o.ok for o in decided] == [True, False, True]
+    assert decided[1].message == ForgetInProgress.MESSAGE
+    assert [state(e)[0] for e in (a, b, c)] == [Status.ACTIVE, Status.PENDING, Status.ACTIVE]
+    monkeypatch.setattr(services.candidates, "undo_decision", refused_for_b(undo))
+    undone = services.undo_bulk([(a.pk, 2), (b.pk, 2), (c.pk, 2)], actor=reviewer)
+    assert [o.ok for o in undone] == [True, False, True] and undone[1].message == ForgetInProgress.MESSAGE
+    assert [state(e)[0] for e in (a, c)] == [Status.PENDING, Status.PENDING]
