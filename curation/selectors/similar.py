@@ -20,8 +20,7 @@ from curation.rules.similarity import (
     trigram_codes,
     trigram_similarity,
     trigram_similarity_bound,
-    trigram_sketch,
-    trigrams,
+    sketched_trigrams,
     words,
 )
 
@@ -41,8 +40,11 @@ def _pooled_words(text: str) -> frozenset[str]:
 def _pooled_trigrams(text: str) -> tuple[tuple[int, int, int], array] | None:
     """A text's trigram sketch (to rule a pair out) and its trigrams as numbers (to score it), or None for a
     text beyond ASCII."""
-    grams = trigrams(text)
-    return None if grams is None else (trigram_sketch(grams), trigram_codes(grams))
+    sketched = sketched_trigrams(text)
+    if sketched is None:
+        return None
+    grams, sketch = sketched
+    return sketch, trigram_codes(grams)
 
 
 def _text(entry: Entry) -> str:
