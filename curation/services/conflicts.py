@@ -10,7 +10,6 @@ again, so a dismissed pair stays dismissed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
@@ -153,15 +152,8 @@ def _contradictions(entries: list[Entry], *, detected_by: str, pool: int | None,
 
 def _lesson_of(entry: Entry, lessons: dict[int, Lesson]) -> Lesson:
     if entry.pk not in lessons:
-        lessons[entry.pk] = _partner_lesson(entry.trigger, entry.content)
+        lessons[entry.pk] = parse_lesson(entry.trigger, entry.content)
     return lessons[entry.pk]
-
-
-# A partner's lesson as read (its trigger's words, its directives: each read when a comparison first asks),
-# kept for the next batch: the active entries of a scope are the partners of every candidate sent to it
-# (~2 KB each). The same text always reads the same (parse_lesson is a pure function of it).
-PARTNER_LESSONS_REMEMBERED = 4096
-_partner_lesson = lru_cache(maxsize=PARTNER_LESSONS_REMEMBERED)(parse_lesson)
 
 
 def detect_conflicts_for(
