@@ -21,7 +21,6 @@ import hashlib
 import sys
 from array import array
 from functools import lru_cache
-from itertools import islice
 
 from curation.rules.similarity import words
 
@@ -41,7 +40,6 @@ _VALUE_BITS = 28  # of each minimum hash kept in a key: a band's two values and 
 _VALUE_MASK = (1 << _VALUE_BITS) - 1
 
 
-@lru_cache(maxsize=65536)
 def _word_hashes(word: str) -> array:
     """HASHES independent 32-bit hashes of one word (one SHAKE-128 digest, read as unsigned ints)."""
     hashes = array("I")
@@ -51,12 +49,44 @@ def _word_hashes(word: str) -> array:
     return hashes
 
 
+# A word's hashes side by side in one integer, a lane of 64 bits each (the hash in its low 32 bits), so that a
+# text's minimum hashes are taken for all HASHES at once, a word at a time (_lane_minimum), not hash by hash.
+_LANE = 64
+_GUARDS = sum(1 << (_LANE * lane + 32) for lane in range(HASHES))  # the bit above each lane's hash
+_HASH_MASK = (1 << 32) - 1
+
+
+@lru_cache(maxsize=32768)  # a lesson's words repeat across lessons (~0.8 KB each)
+def _word_lanes(word: str) -> int:
+    """The word's HASHES hashes as lanes of one integer (the first in the lowest lane)."""
+    wide = array("Q", _word_hashes(word))
+    if sys.byteorder == "big":
+        wide.byteswap()
+    return int.from_bytes(wide.tobytes(), "little")
+
+
+def _lane_minimum(a: int, b: int) -> int:
+    """Each lane's smaller hash of `a` and `b`. In a lane, 2**32 + a - b is positive and below 2**33 (no borrow
+    from the next lane), and its bit 32, the guard, is set exactly when a >= b: spread over the lane's 32 bits
+    it picks b there, a elsewhere."""
+    b_not_above = (((a | _GUARDS) - b) & _GUARDS) >> 32
+    return a ^ ((a ^ b) & (b_not_above * _HASH_MASK))
+
+
 def signature(text: str, hashes: int = HASHES) -> list[int]:
     """The first `hashes` minimum hashes of the text's words; empty for a text with no word."""
     shingles = words(text)
     if not shingles:
         return []
-    return list(map(min, islice(zip(*map(_word_hashes, shingles)), hashes)))
+    lanes = map(_word_lanes, shingles)
+    minimum = next(lanes)
+    for word in lanes:
+        minimum = _lane_minimum(minimum, word)
+    found = array("Q")
+    found.frombytes(minimum.to_bytes(HASHES * _LANE // 8, "little"))
+    if sys.byteorder == "big":
+        found.byteswap()
+    return found.tolist()[:hashes]
 
 
 @lru_cache(maxsize=4096)  # a new entry's keys are written by the write path, then looked up with

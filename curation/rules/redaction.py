@@ -114,9 +114,10 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def remember_clean(text: str) -> None:
-    """`text` holds nothing to redact (a redacting column's stored value, or redact's own output)."""
-    _known_clean[_digest(text)] = None
+def remember_clean(text: str, digest: bytes | None = None) -> None:
+    """`text` holds nothing to redact (a redacting column's stored value, or redact's own output). `digest`:
+    its _digest, when the caller has it."""
+    _known_clean[_digest(text) if digest is None else digest] = None
     if len(_known_clean) > _KNOWN_CLEAN_MAX:
         try:
             del _known_clean[next(iter(_known_clean))]
@@ -317,7 +318,10 @@ def redact(text: str, field: str) -> tuple[str, list[Finding]]:
 
     Credentials first (our patterns, then detect-secrets' plugins and long random tokens), personal data
     after: each detector sees whole values, never one another's leftovers."""
-    if not text or _digest(text) in _known_clean:
+    if not text:
+        return text, []
+    given, digest = text, _digest(text)
+    if digest in _known_clean:
         return text, []
     findings: list[Finding] = []
     text = _apply(_CREDENTIALS, text, field, findings)
@@ -329,7 +333,7 @@ def redact(text: str, field: str) -> tuple[str, list[Finding]]:
                 text = text.replace(token, f"[REDACTED: {kind.lower()}]")
                 findings.append(Finding(kind.lower(), field))
     text = _apply(_PERSONAL, text, field, findings)
-    remember_clean(text)
+    remember_clean(text, digest if text == given else None)  # a text nothing was found in: its digest is known
     return text, findings
 
 

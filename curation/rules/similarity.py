@@ -7,6 +7,7 @@ import re
 import struct
 from array import array
 from collections.abc import Collection
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an the to of in on and or for is are be it this that with when before after".split())
@@ -34,19 +35,38 @@ def jaccard(wa: frozenset, wb: frozenset) -> float:
 
 # A word's trigram cuts by its length: the padded word is cut in C (map), not by a loop in Python.
 _CUTS = [tuple(slice(k, k + 3) for k in range(n + 1)) for n in range(64)]
+# The words whose trigrams are remembered: a lesson's words repeat across lessons (~1.5 KB each).
+WORD_TRIGRAMS_REMEMBERED = 8192
 
 
 def trigrams(text: str) -> frozenset[str] | None:
     """The trigrams PostgreSQL's pg_trgm forms of an ASCII text (each word of letters and digits, lowercased,
     two spaces before it and one after), so that the jaccard() of two of them is its similarity(); None
     for a text with another character, whose words and case the database's locale decides."""
+    sketched = sketched_trigrams(text)
+    return None if sketched is None else sketched[0]
+
+
+def sketched_trigrams(text: str) -> tuple[frozenset[str], tuple[int, int, int]] | None:
+    """trigrams() of the text and their trigram_sketch(), or None beyond ASCII: the union of its words'
+    trigrams and of their sketches' bits, each word's cut and hashed once (_word_trigrams), not each
+    trigram of every text hashed into a new number of SKETCH_BITS bits."""
     if not text.isascii():
         return None
-    grams: set[str] = set()
-    for word in _WORD.findall(text.lower()):  # pg_trgm's words of an ASCII text are the measure's
-        cuts = _CUTS[len(word)] if len(word) < len(_CUTS) else [slice(k, k + 3) for k in range(len(word) + 1)]
-        grams.update(map(f"  {word} ".__getitem__, cuts))
-    return frozenset(grams)
+    cut = [_word_trigrams(word) for word in _WORD.findall(text.lower())]  # pg_trgm's words: the measure's
+    grams = frozenset().union(*(grams for grams, _ in cut))
+    bits = 0
+    for _, word_bits in cut:
+        bits |= word_bits
+    return grams, (len(grams), bits.bit_count(), bits)
+
+
+@lru_cache(maxsize=WORD_TRIGRAMS_REMEMBERED)
+def _word_trigrams(word: str) -> tuple[frozenset[str], int]:
+    """The trigrams of one word as pg_trgm pads it (two spaces before it, one after), and their sketch's bits."""
+    cuts = _CUTS[len(word)] if len(word) < len(_CUTS) else [slice(k, k + 3) for k in range(len(word) + 1)]
+    grams = frozenset(map(f"  {word} ".__getitem__, cuts))
+    return grams, trigram_sketch(grams)[2]
 
 
 class _TrigramNumbers(dict):

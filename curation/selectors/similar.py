@@ -20,8 +20,7 @@ from curation.rules.similarity import (
     trigram_codes,
     trigram_similarity,
     trigram_similarity_bound,
-    trigram_sketch,
-    trigrams,
+    sketched_trigrams,
     words,
 )
 
@@ -41,8 +40,11 @@ def _pooled_words(text: str) -> frozenset[str]:
 def _pooled_trigrams(text: str) -> tuple[tuple[int, int, int], array] | None:
     """A text's trigram sketch (to rule a pair out) and its trigrams as numbers (to score it), or None for a
     text beyond ASCII."""
-    grams = trigrams(text)
-    return None if grams is None else (trigram_sketch(grams), trigram_codes(grams))
+    sketched = sketched_trigrams(text)
+    if sketched is None:
+        return None
+    grams, sketch = sketched
+    return sketch, trigram_codes(grams)
 
 
 def _text(entry: Entry) -> str:
@@ -142,6 +144,7 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
         mine = [_pooled_trigrams(text) for text in texts]
         theirs = {pk: _pooled_trigrams(text) for pk, text in partner_text.items()}
         rows, beyond_ascii, mine_numbers = [], [], {}
+        shown: dict[float, float] = {}  # each score as read from a float4, once: a batch's scores repeat
         for n, pk, _ in shared:
             if mine[n] is None or theirs[pk] is None:
                 beyond_ascii.append((n, pk))
@@ -150,7 +153,9 @@ def _similar_postgres(entries: list[Entry], keys: list[tuple[int, ...]], limit: 
                     mine_numbers[n] = frozenset(mine[n][1])
                 score = trigram_similarity(mine_numbers[n], theirs[pk][1])
                 if score >= threshold:
-                    rows.append((n, pk, as_read_from_float4(score)))
+                    if score not in shown:
+                        shown[score] = as_read_from_float4(score)
+                    rows.append((n, pk, shown[score]))
         if beyond_ascii:
             cursor.execute(
                 sql.SIMILAR_SCORES_SQL,

@@ -23,6 +23,7 @@ from .entry_writes import changes_since, insert_entry, refuse_forgotten_lessons,
 from .errors import InvalidTransition, StaleDecision
 from .events import actor_label_for, record_event
 from .held import held_evidence, held_fields, weigh_tombstone_check, with_text
+from .rows import new_instance
 from .trust import with_levels
 from .validation import clean_entry_fields, clean_evidence
 
@@ -179,7 +180,8 @@ def new_candidate_entry(
     """The unsaved pending Entry of a prepared candidate; `held_by`: it repeats the lesson that forget
     request forgot, and is born rejected and held (services.held)."""
     base = prepared.base_confidence
-    return Entry(
+    return new_instance(
+        Entry,
         **(prepared.fields if held_by is None else held_fields(prepared.fields, held_by)),
         fingerprint=prepared.fingerprint,
         base_confidence=base,
@@ -213,7 +215,8 @@ def evidence_rows(
     if found is None:
         found = tuple(injection.evidence_found(e) for e in evidence)
     return [
-        Evidence(
+        new_instance(
+            Evidence,
             entry=entry,
             **{**e, "observed_at": e["observed_at"] or now},
             recorded_by=actor,

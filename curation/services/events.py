@@ -16,7 +16,7 @@ from curation.rules import clock
 from curation.infra.middleware import current_request_id
 from curation.models import EVENT_SUBJECT_FIELDS, Entry, Event, EventAction
 
-from .rows import insert_rows
+from .rows import insert_rows, new_instance
 
 # Which Event link each kind of subject fills.
 SUBJECT_LINKS: dict[type[models.Model], str] = {
@@ -89,7 +89,8 @@ def build_event(
 ) -> Event:
     """The unsaved Event, for writers that insert many at once (bulk_create). `request_id` defaults to
     the current request's; a sweep passes its run's."""
-    event = Event(
+    event = new_instance(
+        Event,
         entry_label=subject.label,
         actor=actor,
         actor_label=actor_label or actor_label_for(actor),

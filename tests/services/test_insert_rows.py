@@ -156,3 +156,41 @@ def test_events_are_the_rows_bulk_create_writes(reviewer):
         reviewer.pk,
         entry.pk,
     )
+
+
+def _built(obj) -> tuple[dict, dict, str | None, bool]:
+    """What an instance holds: its attributes (the ModelState aside), its cached links, its state."""
+    attributes = {k: v for k, v in obj.__dict__.items() if k != "_state"}
+    return attributes, dict(obj._state.fields_cache), obj._state.db, obj._state.adding
+
+
+def test_new_instance_builds_what_the_models_own_constructor_builds(reviewer):
+    """rows.new_instance, which ingest builds its entries and evidence with, holds what Model(**values) holds:
+    every field's value given or its default (a made one made anew: a list, a time), a link given as an
+    object (its id and cache, the router's database), as None, or as an id; and it falls back to the model's
+    own constructor for what it does not know (a property), so the two never differ."""
+    from curation.models import Event, EventAction
+    from curation.rules.trust import Trust
+    from curation.services.rows import new_instance
+
+    known = active(reviewer, scope="acme/billing", trigger="A known lesson", content="Known.")
+    values = _entry(created_by=reviewer, held_by=None, trust=Trust.AGENT).__dict__
+    given = {k: v for k, v in values.items() if k not in ("_state", "id", "created_by_id", "held_by_id")}
+    cases = [
+        (Entry, {**given, "created_by": reviewer, "held_by": None}),
+        (Entry, {**given, "created_by_id": reviewer.pk, "supersedes": known}),
+        (Entry, {"scope": "acme/billing", "trigger": "t", "content": "c", "created_at": AT, "updated_at": AT}),
+        (Evidence, {"entry": known, "kind": "test", "signal": "strong", "excerpt": "saw it", "created_at": AT}),
+        (Evidence, {"entry": Entry(scope="acme/x"), "kind": "log", "excerpt": "unsaved entry", "created_at": AT}),
+        (
+            Event,
+            {"entry": known, "actor": reviewer, "action": EventAction.RESUBMIT, "after": {"a": [1]}, "created_at": AT},
+        ),
+        (Entry, {**given, "pk": 7}),  # a property: the model's own constructor
+    ]
+    for model, fields in cases:
+        ours, theirs = new_instance(model, **fields), model(**fields)
+        assert type(ours) is model and _built(ours) == _built(theirs), (model, fields)
+    made = [new_instance(Entry, scope="acme/billing") for _ in range(2)]
+    assert made[0].conditions == [] and made[0].conditions is not made[1].conditions  # default=list: one each
+    assert new_instance(Evidence, entry=known).entry is known
