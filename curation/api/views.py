@@ -158,8 +158,6 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
     # One moment for the answer's confidences: its entries and its context block say the same numbers.
     moment = clock.now()
     included, context = build_context(releases.as_served(ranked), budget, moment)
-    scores = {r.entry.pk: r.score for r in ranked}
-    distances = {r.entry.pk: r.distance for r in ranked}
     retrieval = record_retrieval(
         token=token, scope=scope, query=q, task_ref=task_ref, entries=included, memory_version=version, arm=arm
     )
@@ -171,16 +169,24 @@ def _retrieve(request, token, params) -> tuple[int, dict]:
         "min_confidence": min_confidence,
         "min_trust": trust.name(min_trust),
         "metric": metric if embedding is not None else None,
-        "entries": [
-            {
-                **entry_json(e, at=moment),
-                "score": round(scores[e.pk], 4),
-                **({"distance": _rounded(distances[e.pk])} if embedding is not None else {}),
-            }
-            for e in included
-        ],
+        "entries": _answered_entries(ranked, included, moment, embedding is not None),
         "context": context,
     }
+
+
+def _answered_entries(ranked, included, moment, with_distance: bool) -> list[dict]:
+    """Each entry the context block included, as entry_json shows it with its score (and its distance to the
+    query's embedding when the query had one), in the block's order."""
+    of = {r.entry.pk: r for r in ranked}
+    answered = []
+    for entry in included:
+        shown = entry_json(entry, at=moment)
+        r = of[shown["id"]]
+        shown["score"] = round(r.score, 4)
+        if with_distance:
+            shown["distance"] = _rounded(r.distance)
+        answered.append(shown)
+    return answered
 
 
 def _min_trust(params) -> int:

@@ -120,12 +120,13 @@ def as_entry(row: ReleasedEntry) -> Entry:
     return released_entry(row.entry_id, {name: getattr(row, name) for name in RELEASED_FIELDS})
 
 
-def released_entry(entry_id: int, values: dict) -> Entry:
+def released_entry(entry_id: int, values: dict, now=None) -> Entry:
     """The Entry of entry `entry_id` as a version released it (`values`: its RELEASED_FIELDS): active, its
-    confidence decaying from its last verification (from now when it has none, as the SQL of a version's
-    rows says). Built from every field's value in order, as a row from the database is: built from keywords,
-    each of the 25 fields a version does not hold looks up its default, a third of an agent read's CPU."""
-    now = clock.now()
+    confidence decaying from its last verification (from `now`, the clock's when not given, when it has none,
+    as the SQL of a version's rows says). Built from every field's value in order, as a row from the database
+    is: built from keywords, each of the 25 fields a version does not hold looks up its default, a third of an
+    agent read's CPU."""
+    now = now or clock.now()
     # What Model.__init__ leaves on an instance built from every field in order (each attname's value and a
     # new ModelState), without its per-field setattr and signals: twenty of these on every agent read.
     entry = Entry.__new__(Entry)
@@ -210,6 +211,11 @@ _RANKED_WITH_EMBEDDING = (*_RANKED_COLUMNS, "embedding")  # last: the other colu
 _JSON_COLUMNS = frozenset(
     name for name in RELEASED_FIELDS if ReleasedEntry._meta.get_field(name).get_internal_type() == "JSONField"
 )
+# Each column list's JSON fields, (name, field) in order: looked up once, not on every read.
+_JSON_FIELDS = {
+    names: tuple((name, ReleasedEntry._meta.get_field(name)) for name in names if name in _JSON_COLUMNS)
+    for names in (_RANKED_COLUMNS, _RANKED_WITH_EMBEDDING)
+}
 
 
 def _ranked_released_postgres(
@@ -245,15 +251,15 @@ def _ranked_released_postgres(
         found = cursor.fetchall()
     if distinct is not None:
         found = first_distinct(found, distinct, _RANKED_LESSON)
-    fields = {name: ReleasedEntry._meta.get_field(name) for name in _JSON_COLUMNS.intersection(names)}
-    ranked = []
+    fields, value_names = _JSON_FIELDS[names], names[1:]  # the entry's id apart: it is not one of its values
+    zone, now, ranked = read_on.timezone, clock.now(), []
     for row in found:
-        values = dict(zip(names, row))
-        for name, field in fields.items():
+        values = dict(zip(value_names, row[1:]))
+        for name, field in fields:
             values[name] = field.from_db_value(values[name], None, read_on)
         if (verified := values["last_verified_at"]) is not None:  # as Django's loader gives it: the session's
-            values["last_verified_at"] = verified.replace(tzinfo=read_on.timezone)  # time in the connection's zone
-        entry = released_entry(values.pop("entry_id"), values)
+            values["last_verified_at"] = verified.replace(tzinfo=zone)  # time in the connection's zone
+        entry = released_entry(row[0], values, now)
         ranked.append(Ranked(entry, float(row[-1]), withheld=bool(row[-2]) if on_primary else None))
     return ranked
 

@@ -296,3 +296,28 @@ def test_one_trip_answers_each_reply_and_raises_an_error_reply(buffered):
         assert redis.one_trip(client, ("LLEN", key)) == [2]
     finally:
         client.delete(key, count)
+
+
+def test_one_trip_uses_a_connection_of_its_own_thread_and_a_new_one_after_a_fork(buffered, monkeypatch):
+    """infra.redis.one_trip sends on the calling thread's own connection (no thread waits for another's, and
+    none is taken from the pool), and a forked child never reuses its parent's socket."""
+    if not buffered:
+        pytest.skip("no durable Redis")
+    import threading
+
+    client = redis.durable_client()
+    ids = {}
+
+    def own_id(name):
+        ids[name] = redis.one_trip(client, ("CLIENT", "ID"))[0]
+
+    own_id("main")
+    assert redis.one_trip(client, ("CLIENT", "ID")) == [ids["main"]]  # kept for the thread's next trip
+    other = threading.Thread(target=own_id, args=("other",))
+    other.start()
+    other.join()
+    assert ids["other"] != ids["main"]
+    assert client.connection_pool._in_use_connections == set()
+    monkeypatch.setattr(redis.os, "getpid", lambda: -1)  # as in a child forked after the parent's trips
+    own_id("child")
+    assert ids["child"] not in (ids["main"], ids["other"])
