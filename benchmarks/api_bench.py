@@ -44,6 +44,8 @@ DB_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:543
 os.environ["DATABASE_URL"] = DB_URL
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+# Its own Redis keys (and its servers', which inherit them): the buffered reads it flushes are none of an install's.
+os.environ.setdefault("MEMORYADMIN_REDIS_KEY_PREFIX", "memoryadmin-bench")
 os.environ.update(
     DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost", MEMORYADMIN_API_RATE_LIMIT="100000000", LOG_LEVEL="WARNING"
 )
