@@ -22,7 +22,7 @@ from django.test.utils import override_settings
 from playwright.sync_api import expect
 
 from curation import services, sweeps
-from curation.rules import lifecycle
+from curation.rules import clock, lifecycle
 from curation.models import (
     AgentToken,
     Entry,
@@ -207,6 +207,17 @@ def active(actor, at=None, evidence=(), **fields):
 
 
 # --- the state the background sweeps find -------------------------------------------------------------------
+
+
+def clock_moving_a_day_a_reading(monkeypatch) -> None:
+    """clock.now() a day later at each reading: what a read says at one moment says one number throughout."""
+    start, readings = clock.now(), []
+
+    def moving():
+        readings.append(None)
+        return start + datetime.timedelta(days=len(readings))
+
+    monkeypatch.setattr(clock, "now", moving)
 
 
 def days_before(days: float, moment: datetime.datetime = AS_OF) -> datetime.datetime:

@@ -123,20 +123,14 @@ def test_words_with_an_embedding_measure_a_word_hit_far_from_the_query(agent, se
 def test_an_answer_says_one_confidence_per_entry(agent, approved, monkeypatch):
     """An entry's confidence in the answer's entries and in its context block are read at one moment: with a
     clock that moves a day at each reading, they still agree."""
-    import datetime
     import re
 
-    from curation.rules import clock, config
+    from curation.rules import config
+    from tests.factories import clock_moving_a_day_a_reading
 
     approved(scope="acme/billing-api", trigger="When the ledger migration stalls", content="Take the ledger lock.")
     agent.retrieve(scope="acme/billing-api", q="ledger")  # published, the token kept: only the read below
-    start, readings = clock.now(), []
-
-    def moving():
-        readings.append(None)
-        return start + datetime.timedelta(days=len(readings))
-
-    monkeypatch.setattr(clock, "now", moving)
+    clock_moving_a_day_a_reading(monkeypatch)
     with config.overriding(DECAY_FACTOR=0.5):
         body = agent.retrieve(scope="acme/billing-api", q="ledger migration").json()
     [shown] = body["entries"]

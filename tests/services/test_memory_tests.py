@@ -2,7 +2,6 @@
 (a failure holds it until a lead acknowledges it), on the draft for the releases page, from the command, and
 the test a person's correction brings with it."""
 
-import datetime
 import re
 
 import pytest
@@ -12,14 +11,14 @@ from django.core.management.base import CommandError
 
 from curation import services
 from curation.models import Event, EventAction, MemoryTest, MemoryVersion, ReleasedEntry
-from curation.rules import clock, config
+from curation.rules import config
 from curation.selectors import memory_tests as test_reads
 from curation.selectors import releases as reads
 from curation.services import conflicts
 from curation.services.candidates import send_back_for_recheck
 from curation.services.memory_tests import change_memory_test, create_memory_test, retire_memory_test
 from curation.services.releases import UnacknowledgedWarnings, memory_tests_on_draft, publish_version
-from tests.factories import active, make_user, publish_pending
+from tests.factories import active, clock_moving_a_day_a_reading, make_user, publish_pending
 
 SCOPE = "acme/billing-api"
 QUERY = "Editing config files in the container"
@@ -261,13 +260,7 @@ def test_a_run_reads_its_context_blocks_confidences_at_one_moment(lead, reviewer
         return blocks[-1]
 
     monkeypatch.setattr(test_reads, "build_context", building)
-    start, readings = clock.now(), []
-
-    def moving():
-        readings.append(None)
-        return start + datetime.timedelta(days=len(readings))
-
-    monkeypatch.setattr(clock, "now", moving)
+    clock_moving_a_day_a_reading(monkeypatch)
     with config.overriding(DECAY_FACTOR=0.5):
         [result] = test_reads.run_tests([test], number)
     [(included, context)] = blocks
