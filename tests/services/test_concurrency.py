@@ -168,3 +168,27 @@ def test_a_lesson_rejected_while_a_batch_repeats_it_is_submitted_again_as_new(on
     assert answer["ok"] and answer["created"] and answer["id"] != entry.pk and answer["status"] == "pending"
     assert not Event.objects.filter(entry=entry, action="resubmit").exists()
     assert Entry.objects.get(pk=entry.pk).status == Status.REJECTED
+
+
+@pytest.mark.django_db
+def test_a_batch_whose_repeated_lesson_keeps_moving_is_written_item_by_item(monkeypatch):
+    """Moved again on the second try (a lesson rejected, archived or forgotten twice in a batch's time): the batch
+    is written item by item, each item as a single submission writes it, so nothing is lost or written twice."""
+    from curation.services import submissions
+    from tests.factories import agent_token
+
+    entry = services.create_candidate(data=candidate_data(), actor_label="agent:ci")
+    token = agent_token("batch-agent", scopes=["acme"])
+    tries = []
+
+    def moved(duplicates, read):
+        tries.append(len(duplicates))
+        raise submissions.RepeatedLessonMoved
+
+    monkeypatch.setattr(submissions, "_locked_again", moved)
+    fresh = candidate_data(trigger="Rotating the billing-api signing key", content="Rotate it on a Monday.")
+    answers = submissions.submit_batch(items=[candidate_data(), fresh], token=token)
+    assert tries == [1, 1]  # the batch, then its one retry; then each item on its own
+    assert [(a["ok"], a["created"], a["id"] == entry.pk) for a in answers] == [(True, False, True), (True, True, False)]
+    assert Event.objects.filter(entry=entry, action="resubmit").count() == 1
+    assert Entry.objects.filter(trigger=fresh["trigger"]).count() == 1
