@@ -11,12 +11,13 @@ import math
 import re
 import threading
 import uuid
+from contextlib import contextmanager
 
 import psycopg
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import override_settings
 from playwright.sync_api import expect
@@ -36,6 +37,7 @@ from curation.models import (
 )
 from curation.rules.scope_policies import HOLDOUT
 from curation.rules.access import EVERY_SCOPE
+from curation.selectors import forgets
 from curation.services import skills, usage
 from curation.services.releases import publish_version
 from curation.services.scope_policies import set_scope_policy
@@ -442,6 +444,33 @@ def record_uses(
         if outcome != "success" and confirm_failures:
             queued = Entry.objects.get(pk=entry.pk)
             services.approve_candidate(entry.pk, actor=_curator(), expected_version=queued.version, at=at)
+
+
+@contextmanager
+def a_forget_being_approved():
+    """An approval's transaction holding the forgetting lock alone (selectors.forgets.forgetting_alone), in
+    another thread and connection, for as long as the block runs: PostgreSQL only."""
+    holding, done, failed = threading.Event(), threading.Event(), []
+
+    def approval():
+        try:
+            with transaction.atomic(), forgets.forgetting_alone():
+                holding.set()
+                done.wait(30)
+        except Exception as exc:  # handed back to the test
+            failed.append(exc)
+            holding.set()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=approval)
+    thread.start()
+    assert holding.wait(10) and not failed
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(10)
 
 
 class holding_lock:

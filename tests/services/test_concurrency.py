@@ -65,36 +65,6 @@ def test_truly_concurrent_decisions(on_postgres):
     assert Event.objects.filter(entry=entry).count() == 2
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_batch_holding_the_lessons_it_repeats_lets_others_refer_to_them(on_postgres):
-    """A batch locks the live entries its items repeat (it adds their evidence, may raise their trust) for its
-    whole transaction. Another batch's rows that only refer to such an entry (its evidence, Events, links) take
-    a key share at their commit: it must not wait, or two batches repeating each other's lessons deadlock."""
-    from curation.services.submissions import _live_by_fingerprint
-
-    entry = services.create_candidate(data=candidate_data(), actor_label="agent:ci")
-    answers = {}
-
-    def refer():
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("SET LOCAL lock_timeout = '2s'")
-                cursor.execute("SELECT id FROM curation_entry WHERE id = %s FOR KEY SHARE", [entry.pk])
-                answers["referred"] = cursor.fetchone()[0]
-        except OperationalError as exc:
-            answers["referred"] = str(exc)
-        finally:
-            connection.close()
-
-    with transaction.atomic():
-        held = _live_by_fingerprint({(entry.scope, entry.fingerprint)})
-        assert [e.pk for e in held.values()] == [entry.pk]
-        other = threading.Thread(target=refer)
-        other.start()
-        other.join(10)
-    assert answers == {"referred": entry.pk}
-
-
 def _in_the_middle_of_a_batch(monkeypatch, call):
     """Run `call` on its own connection while a batch is at its near-duplicate lookup (its new entries
     written, its transaction open), the first time only; what it returned, or raised, is in the list."""
@@ -114,6 +84,8 @@ def _in_the_middle_of_a_batch(monkeypatch, call):
 
 
 def _on_its_own_connection(call):
+    """`call(cursor)` in a transaction of this thread's own connection, waiting at most 2 s for a lock: what it
+    returned, or the OperationalError of the lock it could not get."""
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '2s'")
@@ -122,6 +94,29 @@ def _on_its_own_connection(call):
         return exc
     finally:
         connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_holding_the_lessons_it_repeats_lets_others_refer_to_them(on_postgres):
+    """A batch locks the live entries its items repeat (it adds their evidence, may raise their trust) until it
+    commits. Another batch's rows that only refer to such an entry (its evidence, Events, links) take
+    a key share at their commit: it must not wait, or two batches repeating each other's lessons deadlock."""
+    from curation.services.submissions import _live_by_fingerprint
+
+    entry = services.create_candidate(data=candidate_data(), actor_label="agent:ci")
+    answers = {}
+
+    def refer(cursor):
+        cursor.execute("SELECT id FROM curation_entry WHERE id = %s FOR KEY SHARE", [entry.pk])
+        return cursor.fetchone()[0]
+
+    with transaction.atomic():
+        held = _live_by_fingerprint({(entry.scope, entry.fingerprint)})
+        assert [e.pk for e in held.values()] == [entry.pk]
+        other = threading.Thread(target=lambda: answers.update(referred=_on_its_own_connection(refer)))
+        other.start()
+        other.join(10)
+    assert answers == {"referred": entry.pk}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -16,7 +16,7 @@ from curation.selectors import forgets as reads
 from curation.selectors.forgets import ForgetInProgress, tombstones_for
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.submissions import submit_candidate
-from tests.factories import active, agent_token, candidate_data, client_for
+from tests.factories import a_forget_being_approved, active, agent_token, candidate_data, client_for
 from tests.services.test_forget_write_path import LESSON, PARAPHRASE, SCOPE  # the write path's lesson and its twin
 
 
@@ -112,22 +112,10 @@ def test_a_look_while_an_approval_is_written_is_refused_at_once_and_a_submission
 @pytest.mark.django_db(transaction=True)
 def test_a_reviewers_approval_during_a_forgets_approval_answers_the_409_card_and_saves_nothing(on_postgres, reviewer):
     candidate = services.create_candidate(data=candidate_data(scope=SCOPE, **PARAPHRASE), actor_label="agent:ci")
-    holding, done, answers = threading.Event(), threading.Event(), {}
-
-    def an_approval_being_written():
-        with transaction.atomic(), reads.forgetting_alone():
-            holding.set()
-            done.wait(10)
-
-    approval = _in_thread(an_approval_being_written, answers, "approval")
-    assert holding.wait(10)
-    try:
+    with a_forget_being_approved():
         response = client_for(reviewer).post(
             reverse("curation:candidate-approve", args=[candidate.pk]), {"version": 1}, HTTP_HX_REQUEST="true"
         )
-    finally:
-        done.set()
-        approval.join(10)
     body = response.content.decode()
     assert response.status_code == 409
     assert f'id="card-{candidate.pk}"' in body and "being approved at this moment" in body

@@ -3,53 +3,21 @@
 words the queues' cards use (409), rather than a 422 that shows nothing or an error page. On PostgreSQL with
 the forgetting lock really held by an approval being written; on both databases with the service refusing."""
 
-import threading
-from contextlib import contextmanager
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection, transaction
 from django.urls import reverse
 
 from curation.models import Entry, MemoryVersion, SkillProposal
-from curation.selectors import forgets as forget_reads
 from curation.selectors import releases as release_reads
 from curation.selectors.forgets import ForgetInProgress
 from curation.services import skills as skill_service
-from tests.factories import active, client_for, nominated, page_text, publish_pending, report
+from tests.factories import a_forget_being_approved, active, client_for, nominated, page_text, publish_pending, report
 from tests.views.test_import_page import FIXTURES, zipped
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 MESSAGE = ForgetInProgress.MESSAGE
 IMPORTS = reverse("curation:imports")
 PUBLISH = reverse("curation:release-publish")
-
-
-@contextmanager
-def a_forget_being_approved():
-    """An approval's transaction holding the forgetting lock alone, in another thread and connection, for
-    as long as the block runs (as tests/services/test_forget_concurrency.py holds it)."""
-    holding, done, failed = threading.Event(), threading.Event(), []
-
-    def approval():
-        try:
-            with transaction.atomic(), forget_reads.forgetting_alone():
-                holding.set()
-                done.wait(30)
-        except Exception as exc:  # handed back to the test
-            failed.append(exc)
-            holding.set()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=approval)
-    thread.start()
-    assert holding.wait(10) and not failed
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join(10)
 
 
 def refused(*args, **kwargs):
