@@ -44,8 +44,6 @@ DB_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:543
 os.environ["DATABASE_URL"] = DB_URL
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
-# Its own Redis keys (and its servers', which inherit them): the buffered reads it flushes are none of an install's.
-os.environ.setdefault("MEMORYADMIN_REDIS_KEY_PREFIX", "memoryadmin-bench")
 os.environ.update(
     DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost", MEMORYADMIN_API_RATE_LIMIT="100000000", LOG_LEVEL="WARNING"
 )
@@ -53,8 +51,10 @@ os.environ.update(
 # like with like; BENCH_RETRIEVAL_CACHE_SECONDS=300 measures the cache instead.
 os.environ["MEMORYADMIN_RETRIEVAL_CACHE_SECONDS"] = os.environ.get("BENCH_RETRIEVAL_CACHE_SECONDS", "0")
 
-from common import children_of, cpu_seconds  # noqa: E402
+from common import children_of, cpu_seconds, use_bench_redis_keys  # noqa: E402
 from queue_bench import ensure_database  # noqa: E402
+
+use_bench_redis_keys()  # before Django reads the settings: the buffered reads it flushes are none of an install's
 
 PORT = int(os.environ.get("BENCH_PORT", "8765"))
 TOKEN = "bench-agent-token-0123456789"

@@ -24,6 +24,12 @@ def database_url(default_db_name: str) -> str:
     )
 
 
+def use_bench_redis_keys() -> None:
+    """The bench's own Redis key prefix, before Django reads its settings (its servers and workers inherit it):
+    the buffered reads a bench flushes, and the counters it makes, are none of a running install's."""
+    os.environ.setdefault("MEMORYADMIN_REDIS_KEY_PREFIX", "memoryadmin-bench")
+
+
 def configure(default_db_name: str, *, migrate: bool = True, **env: str) -> str:
     """Point Django at the bench's own database (made if missing) in the production shape, set it up and
     bring the schema up to date; answers the database URL. `env` sets further variables for this run.
@@ -34,9 +40,7 @@ def configure(default_db_name: str, *, migrate: bool = True, **env: str) -> str:
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
     os.environ.setdefault("DEBUG", "false")
-    # Its own Redis keys (and its servers', which inherit them): what a bench flushes or counts is none of a
-    # running install's.
-    os.environ.setdefault("MEMORYADMIN_REDIS_KEY_PREFIX", "memoryadmin-bench")
+    use_bench_redis_keys()
     os.environ["ALLOWED_HOSTS"] = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1") + ",testserver"
     os.environ.update(env)
     if str(ROOT) not in sys.path:

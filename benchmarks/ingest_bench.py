@@ -128,6 +128,11 @@ def database_cpu() -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime and stime, in ticks
 
 
+def database_cpu_since(started: float | None) -> float | None:
+    """The CPU seconds the backend used since database_cpu() read `started` (None: it could not be read)."""
+    return None if started is None else database_cpu() - started
+
+
 def cpu_a_candidate(done: int, process: float, database: float | None) -> str:
     """The CPU a candidate costs, the process's and its database backend's, and what two cores could take at
     that cost: the throughput a machine's cores allow, whatever else runs on it."""
@@ -253,7 +258,7 @@ def main() -> int:
     started, cpu_started = time.perf_counter(), time.process_time()
     done, failed = submit_all(batches, token)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    database = None if database_started is None else database_cpu() - database_started
+    database = database_cpu_since(database_started)
     rate = done / seconds if seconds else 0
     print(
         f"submit_batch on {connection.vendor}: {done:,} candidates in {seconds:.1f} s = {rate:.0f}/s "
@@ -361,7 +366,7 @@ def _submit_share(batches, token_id, start, results) -> None:
     start.wait()
     cpu_started = time.process_time()
     done = submit_all(batches, token)
-    database = None if database_started is None else database_cpu() - database_started
+    database = database_cpu_since(database_started)
     results.put((*done, time.process_time() - cpu_started, database))
 
 

@@ -44,10 +44,11 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memory
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 os.environ.setdefault("DEBUG", "false")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
-# Its own Redis keys: the buffered reads it flushes before timing are none of a running install's.
-os.environ.setdefault("MEMORYADMIN_REDIS_KEY_PREFIX", "memoryadmin-bench")
 
+from benchmarks.common import use_bench_redis_keys  # noqa: E402
 from benchmarks.queue_bench import ensure_database  # noqa: E402  (the same CREATE DATABASE helper)
+
+use_bench_redis_keys()  # the buffered reads it flushes before timing are none of a running install's
 
 AS_OF = datetime.datetime(2026, 12, 1, 2, 0, tzinfo=datetime.timezone.utc)
 
