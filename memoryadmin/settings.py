@@ -257,6 +257,12 @@ else:
         # every worker looks for expired leases this often (kombu's default waits ~100 s between looks)
         "unacked_restore_interval": min(10, max(1, TASK_LEASE_SECONDS // 10)),
         "unacked_restore_throttle": 1,
+        # Every key the broker keeps in Redis (the queues, their exchanges' bindings, the messages being run and
+        # their leases) starts with it. A test run and the load test take one of their own, so their purges and
+        # their workers touch no install's task on a shared Redis database: with the queues' names alone, their
+        # workers (a 6 s lease) would still hand an install's running tasks back to its queue, to run twice. An
+        # install leaves it unset: its queued tasks stay where its workers look for them across an upgrade.
+        "global_keyprefix": os.environ.get("MEMORYADMIN_BROKER_KEY_PREFIX", ""),
     }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 BIN=.venv/bin
 which="${1:-all}"
 PG_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/memoryadmin}"
-BROKER_URL="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0}"
+# Not db 0, an install's (docker-compose.yml): the run's queues are its own anyway (tests/redis_prefix.py).
+BROKER_URL="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/1}"
 shift || true
 
 run_sqlite() {

@@ -37,9 +37,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_sessionfinish(session):
-    """What the run left in Redis (read generations, rate counters) goes with it: its keys only."""
-    if redis.cache_url() or redis.durable_url():
-        redis_prefix.delete_keys()
+    """What the run left in Redis (read generations, rate counters, its queues) goes with it: its keys only."""
+    redis_prefix.delete_keys()
 
 
 def _version_one() -> None:

@@ -5,7 +5,11 @@ tests start (a Celery worker, another web process) inherit the variable and so u
 
 Every key the cache and the durable Redis hold (rate counters, buffered reads, read generations) is made by
 the cache's make_key under this prefix, so what the tests delete between tests and at the end of the run is
-only their own: a run pointed at the Redis database of a running install leaves the install's keys alone."""
+only their own: a run pointed at the Redis database of a running install leaves the install's keys alone.
+
+The broker's keys (the Celery queues, the messages the run's workers are running) start with it too
+(MEMORYADMIN_BROKER_KEY_PREFIX): the tests' purges empty the run's queues only, their workers take none of an
+install's tasks, and what the run leaves queued goes with its other keys at the end."""
 
 import os
 import uuid
@@ -16,6 +20,8 @@ INSTALL_PREFIX = "memoryadmin"  # an install's prefix when the variable is unset
 # Always a new one: a prefix exported in the shell (an install's own) is not a test run's.
 RUN_PREFIX = f"{INSTALL_PREFIX}-test-{uuid.uuid4().hex[:16]}"
 os.environ[PREFIX_VARIABLE] = RUN_PREFIX
+BROKER_PREFIX_VARIABLE = "MEMORYADMIN_BROKER_KEY_PREFIX"
+os.environ[BROKER_PREFIX_VARIABLE] = f"{RUN_PREFIX}:broker:"
 
 
 def own_prefix() -> str:
@@ -24,14 +30,17 @@ def own_prefix() -> str:
 
 
 def _clients():
-    from curation.infra import redis  # the settings are loaded by the time anything here is called
+    from django.conf import settings  # loaded by the time anything here is called
 
-    return [redis.client(url) for url in {redis.cache_url(), redis.durable_url()} - {None}]
+    from curation.infra import redis
+
+    broker = settings.CELERY_BROKER_URL if settings.CELERY_BROKER_URL.startswith("redis") else None
+    return [redis.client(url) for url in {redis.cache_url(), redis.durable_url(), broker} - {None}]
 
 
 def delete_keys(match: str = "*") -> int:
     """Delete the keys of this run (its prefix's and its tests' prefixes') that match `match` after the
-    prefix, in the cache's and the durable Redis; answers how many went."""
+    prefix, in the cache's, the durable and the broker's Redis; answers how many went."""
     deleted = 0
     for client in _clients():
         keys = list(client.scan_iter(match=f"{RUN_PREFIX}*{match}"))
