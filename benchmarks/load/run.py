@@ -15,7 +15,8 @@ tuples (pg_stat_user_tables) before and after. Exits non-zero on any failure.
 
 Its own database, LOAD_DATABASE_URL (default memoryadmin_load), seeded on the first run: 8 reviewers with a
 scope each, 32 agent tokens, LOAD_ENTRIES active entries released as the published version, and a few
-hundred candidates waiting. Redis: LOAD_REDIS_URL (default redis://127.0.0.1:6379/15).
+hundred candidates waiting. Redis: LOAD_REDIS_URL (default redis://127.0.0.1:6379/15), under keys of its own
+(`memoryadmin-load`): an install's queued tasks and buffered reads on that database are left alone.
 """
 
 import csv
@@ -54,6 +55,10 @@ os.environ.update(
     CSRF_TRUSTED_ORIGINS=f"http://127.0.0.1:{PORT}",
     SECURE_SSL_REDIRECT="false",
     SECURE_COOKIES="false",
+    # Keys of its own on LOAD_REDIS_URL's database (memoryadmin/settings.py): the purge at its start empties its
+    # own queues only, and its workers take and flush none of an install's tasks or agents' buffered reads there.
+    MEMORYADMIN_REDIS_KEY_PREFIX="memoryadmin-load",
+    MEMORYADMIN_BROKER_KEY_PREFIX="memoryadmin-load:broker:",
 )
 
 REPLICA = os.environ.get("LOAD_REPLICA", "1") != "0"
@@ -311,7 +316,7 @@ def main() -> int:
     before = database_figures()
     from memoryadmin.celery import app
 
-    app.control.purge()  # what an earlier run left queued on this broker database
+    app.control.purge()  # what an earlier run left queued (its own queues: MEMORYADMIN_BROKER_KEY_PREFIX)
     logs = DATA / "logs"
     logs.mkdir()
     processes = {

@@ -1,6 +1,6 @@
 """A test run keeps to its own Redis keys (tests/redis_prefix.py): pointed at the Redis database of a running
 install, it forgets only its own rate counters and buffered reads between tests, never the install's, and its
-purges and workers leave the install's queued and running tasks alone."""
+purges and workers leave the install's queued and running tasks alone; so does `make load` on its own."""
 
 import json
 import os
@@ -129,6 +129,31 @@ def test_the_tests_purges_and_workers_leave_an_installs_tasks(installs_tasks):
     lease = {**app.conf.broker_transport_options, "visibility_timeout": 6}  # the worker tests' lease
     with app.connection_for_write(transport_options=lease) as ours:
         ours.default_channel.qos.restore_visible(num=1000)
+    installs_tasks.assert_untouched()
+
+
+def test_make_loads_purge_leaves_an_installs_tasks(installs_tasks):
+    """`make load` purges its broker database's queues before it starts its workers (benchmarks/load/run.py):
+    they are its own, under its keys. Before, it emptied an install's queues on that database."""
+    code = (
+        "import sys; sys.path.insert(0, 'benchmarks/load'); import run; import django; django.setup();"
+        "from memoryadmin.celery import app; app.control.purge();"
+        "print(app.conf.broker_transport_options.get('global_keyprefix'))"
+    )
+    env = {**os.environ, "LOAD_REDIS_URL": settings.CELERY_BROKER_URL}  # its setup on this run's database
+
+    def loads_bindings() -> set:  # what its purge declares (its queues' bindings), to be removed afterwards
+        return set(installs_tasks.client.scan_iter(match="memoryadmin-load:broker:_kombu.binding*"))
+
+    there = loads_bindings()
+    try:
+        found = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True
+        )
+    finally:
+        if made := loads_bindings() - there:
+            installs_tasks.client.delete(*made)
+    assert found.stdout.split()[-1] == "memoryadmin-load:broker:"
     installs_tasks.assert_untouched()
 
 
