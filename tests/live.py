@@ -9,6 +9,7 @@ import socket
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 import time
 from pathlib import Path
 
@@ -66,29 +67,39 @@ def close_connections(django_application: ThreadedWSGI) -> None:
     django_application.pool.shutdown()
 
 
+@contextmanager
+def threaded_django():
+    """Django on a pool of threads, as memoryadmin.asgi serves it, for one test. Its threads keep their database
+    connections (CONN_MAX_AGE): they are closed at the end, so none holds the test database open when it is
+    flushed or dropped. (memoryadmin.asgi's own pool would keep them until the run ends: the test database
+    could then not be dropped, "being accessed by other users".)"""
+    django_application = ThreadedWSGI(django_wsgi_application, threads=THREADS)
+    try:
+        yield django_application
+    finally:
+        close_connections(django_application)
+
+
 @pytest.fixture
 def asgi_server(transactional_db):
     """The site's ASGI app (a fresh one: an MCP session manager runs once) on a free port; its URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    django_application = ThreadedWSGI(django_wsgi_application, threads=THREADS)
-    # As the shipped servers run it: no forwarded header trusted at the server (gunicorn.conf.py).
-    server = uvicorn.Server(
-        uvicorn.Config(
-            with_mcp(django_application), lifespan="on", log_level="warning", access_log=False, proxy_headers=False
+    with threaded_django() as django_application:
+        # As the shipped servers run it: no forwarded header trusted at the server (gunicorn.conf.py).
+        server = uvicorn.Server(
+            uvicorn.Config(
+                with_mcp(django_application), lifespan="on", log_level="warning", access_log=False, proxy_headers=False
+            )
         )
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the ASGI server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
-    # Django's threads keep their connections (CONN_MAX_AGE): close them, so that none holds the test
-    # database open when it is flushed or dropped.
-    close_connections(django_application)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the ASGI server did not start")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

@@ -12,7 +12,7 @@ from uvicorn.main import main as uvicorn_main
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from curation.api.mcp_http import mcp_application
-from tests.live import run_async
+from tests.live import run_async, threaded_django
 from tests.unit.test_access_log import shipped_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,13 +97,12 @@ async def _while_serving(app, calls) -> list[int]:
 
 @pytest.mark.django_db(transaction=True)
 def test_mcp_counts_bad_tokens_per_caller_not_per_process(settings):
-    from memoryadmin.asgi import django_application
-
     settings.CURATION = {**settings.CURATION, "API_BAD_TOKEN_LIMIT": 2}
-    app = mcp_application(django_application)
     guesser, bystander = ("203.0.113.7", 50000), ("198.51.100.9", 50001)
     calls = [(guesser, f"ma_guess{n}") for n in range(3)] + [(bystander, "ma_mistyped")]
-    answers = run_async(lambda: _while_serving(app, calls))
+    with threaded_django() as django_application:
+        app = mcp_application(django_application)
+        answers = run_async(lambda: _while_serving(app, calls))
     assert answers[:3] == [401, 401, 429]
     # Another agent calling /mcp is not held back by the guesser's count.
     assert answers[3] == 401
