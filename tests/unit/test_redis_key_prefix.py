@@ -132,7 +132,7 @@ def test_the_tests_purges_and_workers_leave_an_installs_tasks(installs_tasks):
     installs_tasks.assert_untouched()
 
 
-def test_make_loads_purge_leaves_an_installs_tasks(installs_tasks):
+def test_make_loads_purge_leaves_an_installs_tasks(installs_tasks, tmp_path):
     """`make load` purges its broker database's queues before it starts its workers (benchmarks/load/run.py):
     they are its own, under its keys. Before, it emptied an install's queues on that database."""
     code = (
@@ -140,7 +140,8 @@ def test_make_loads_purge_leaves_an_installs_tasks(installs_tasks):
         "from memoryadmin.celery import app; app.control.purge();"
         "print(app.conf.broker_transport_options.get('global_keyprefix'))"
     )
-    env = {**os.environ, "LOAD_REDIS_URL": settings.CELERY_BROKER_URL}  # its setup on this run's database
+    # its setup on this run's database; TMPDIR holds the data folder it makes when imported
+    env = {**os.environ, "LOAD_REDIS_URL": settings.CELERY_BROKER_URL, "TMPDIR": str(tmp_path)}
 
     def loads_bindings() -> set:  # what its purge declares (its queues' bindings), to be removed afterwards
         return set(installs_tasks.client.scan_iter(match="memoryadmin-load:broker:_kombu.binding*"))
