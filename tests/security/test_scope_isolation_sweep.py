@@ -26,7 +26,7 @@ from curation.models import (
     Status,
 )
 from curation.services import conflicts
-from curation.services.forgets import file_forget_request
+from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.import_jobs import start_job
 from curation.services.memory_tests import create_memory_test
 from curation.services.tokens import create_agent_token
@@ -330,3 +330,41 @@ def test_a_card_of_conflicts_naming_one_outside_the_scopes_answers_as_for_an_unk
         answers.append(answer)
     _alike(answers[0], answers[1], outside.pk, UNKNOWN)
     assert {c.state for c in Conflict.objects.filter(pk__in=[*(c.pk for c in mine), outside.pk])} == {"open"}
+
+
+PAYROLL = "acme/payroll"
+LESSON = dict(
+    trigger="Deploying the payroll service on Fridays",
+    content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
+)
+PARAPHRASE = dict(
+    trigger="When deploying payroll service on a Friday",
+    content="Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.",
+)
+
+
+def test_the_releases_page_names_no_entry_outside_the_readers_scopes(lead, reviewer):
+    """The pre-publish checks of a reader limited to acme/payroll: an entry of acme a forget left matching its
+    tombstone, and the acme side of a conflict with one of their pending entries, stay unnamed; a lead of
+    every scope reads both."""
+    lesson = active(lead, scope=PAYROLL, **LESSON)
+    above = active(lead, scope="acme", **PARAPHRASE)  # outside the approving lead's scopes: left active
+    parent = active(lead, scope="acme", **REBASE)
+    publish_pending()
+    payroll_lead = make_user("paula", "lead", scopes=[PAYROLL])
+    request = file_forget_request(entry_id=lesson.pk, reason="asked", actor=reviewer)
+    approve_forget_request(request.pk, actor=payroll_lead)
+    child = active(lead, scope=f"{PAYROLL}/eu", **NO_REBASE)
+    [conflict] = [c for c in conflicts.detect_conflicts_for(child) if parent.pk in (c.entry_a_id, c.entry_b_id)]
+
+    everyone = client_for(lead).get(reverse("curation:releases")).content.decode()
+    assert f"#{above.pk} repeats a lesson forgotten by forget request #{request.pk}" in everyone
+    assert f"#{child.pk} is in open {conflict.label}." in everyone
+    for reader in (payroll_lead, make_user("pat", "reviewer", scopes=[PAYROLL])):
+        for query in ("", f"?scope={PAYROLL}", "?scope=acme"):
+            page = page_text(client_for(reader).get(reverse("curation:releases") + query))
+            assert (
+                f"#{above.pk} " not in page and f"#{parent.pk}" not in page and f"conflict #{conflict.pk}" not in page
+            )
+        page = page_text(client_for(reader).get(reverse("curation:releases")))
+        assert f"#{child.pk} is in an open conflict with an entry outside your scopes." in page
