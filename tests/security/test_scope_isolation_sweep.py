@@ -368,3 +368,35 @@ def test_the_releases_page_names_no_entry_outside_the_readers_scopes(lead, revie
             )
         page = page_text(client_for(reader).get(reverse("curation:releases")))
         assert f"#{child.pk} is in an open conflict with an entry outside your scopes." in page
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="A memory test at a scope reads that scope and its ancestors (selectors.memory_tests.run_test), and its "
+    "result names what it received and what it broke by entry id (TestResult.received, rules.memory_tests.failures, "
+    "stored in the run's Event): an agent token of acme/billing-api running the tests of its scopes is told the ids "
+    "and ranks of acme's entries, which GET /api/v1/entries/<id> answers 404 (and the memory tests, releases and "
+    "impact pages say the same to a lead or reviewer of acme/billing-api). The fix is a decision on what a result "
+    "says to a reader beyond whose scopes it reached (its verdict too is an oracle for 'absent #N'), not a filter.",
+)
+def test_a_memory_test_run_names_no_entry_outside_the_tokens_scopes(lead, billing_agent):
+    above = active(lead, scope="acme", trigger="Deploying any service", content="Tag the release first.")
+    mine = active(lead, scope=MINE, trigger="Deploying the billing service", content="Drain the queue first.")
+    publish_pending()
+    create_memory_test(
+        data={
+            "scope": MINE,
+            "name": "deploys",
+            "query": "deploying service",
+            "k": "5",
+            "budget_tokens": "500",
+            "expectations": f"top #{mine.pk}\nno scope acme",
+        },
+        actor=lead,
+    )
+    assert billing_agent.get(f"entries/{above.pk}").status_code == 404
+    answer = billing_agent.post("memory-tests/run", {})
+    assert answer.status_code == 200
+    [result] = answer.json()["results"]
+    assert mine.pk in result["received"]
+    assert above.pk not in result["received"] and f"#{above.pk}" not in json.dumps(result)
