@@ -8,8 +8,10 @@ conflicts, the releases page's pre-publish checks, a memory test's answer) name 
 scopes. The routes of curation/urls.py and curation/api/urls.py not exercised here take no object id (lists,
 forms, the reader's own preferences) and filter by the reader's scopes in their selectors."""
 
+import io
 import json
 import uuid
+import zipfile
 
 import pytest
 from django.urls import reverse
@@ -400,3 +402,65 @@ def test_a_memory_test_run_names_no_entry_outside_the_tokens_scopes(lead, billin
     [result] = answer.json()["results"]
     assert mine.pk in result["received"]
     assert above.pk not in result["received"] and f"#{above.pk}" not in json.dumps(result)
+
+
+# Every page and download of curation/urls.py that lists or counts (no object named in its URL), with the query
+# parameters that select a scope directly.
+LISTS = [
+    ("reviewer", "/", ""),
+    *[
+        ("reviewer", f"/review/{q}/", p)
+        for q in ("candidates", "conflicts", "consolidation", "skills")
+        for p in ("", "?f-scope=acme/web")
+    ],
+    ("reviewer", "/review/candidates/", "?f-scope=acme/web&f-view=compact"),
+    ("auditor", "/review/forgets/", ""),
+    ("auditor", "/review/forgets/", "?f-scope=acme/web&f-state=open"),
+    ("auditor", "/skills/", ""),
+    ("auditor", "/skills/", "?scope=acme/web"),
+    ("auditor", "/skills/", "?status=retired"),
+    ("auditor", "/skills/export.zip", ""),
+    ("auditor", "/releases/", ""),
+    ("auditor", "/releases/", "?scope=acme/web"),
+    ("auditor", "/releases/diff/", "?a=1&b=2"),
+    ("auditor", "/releases/diff.json", "?a=1&b=2"),
+    ("auditor", "/releases/export.zip", ""),
+    ("auditor", "/preview/", "?scope=acme/web&q=deploying"),
+    ("auditor", "/preview/", "?scope=acme&q=deploying&version=draft"),
+    ("auditor", "/reviewers/", ""),
+    ("auditor", "/learning/", ""),
+    ("auditor", "/learning/", "?scope=acme/web"),
+    ("auditor", "/maintenance/", ""),
+    ("lead", "/memory-tests/", ""),
+    ("lead", "/policies/", ""),
+    ("lead", "/agents/tokens/", ""),
+    ("lead", "/imports/", ""),
+]
+
+
+def _text(answer) -> str:
+    if answer.get("Content-Type", "").startswith("application/zip"):
+        with zipfile.ZipFile(io.BytesIO(answer.content)) as archive:
+            return "\n".join(archive.read(name).decode() for name in archive.namelist())
+    return answer.content.decode()
+
+
+@pytest.mark.parametrize("who, path, query", LISTS, ids=[f"{w}{p}{q}" for w, p, q in LISTS])
+def test_a_list_shows_nothing_outside_the_readers_scopes(theirs, scoped, who, path, query):
+    publish_pending()  # version 2 holds acme/web's entries
+    answer = client_for(scoped[who]).get(path + query)
+    assert answer.status_code in (200, 404, 422), answer.status_code
+    text = _text(answer)
+    markers = [
+        "Deploying the web app",
+        REBASE["content"],
+        NO_REBASE["content"],
+        "Probe port 5432",
+        theirs["candidate"].content,
+        theirs["skill"].slug,
+        "web-agent",
+        "web lesson",
+        "notes.md",
+        *(f'/entries/{e.pk}/"' for e in (theirs["entry"], *theirs["versions"], theirs["candidate"])),
+    ]
+    assert [m for m in markers if m in text] == []
