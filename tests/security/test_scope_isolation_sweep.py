@@ -464,3 +464,73 @@ def test_a_list_shows_nothing_outside_the_readers_scopes(theirs, scoped, who, pa
         *(f'/entries/{e.pk}/"' for e in (theirs["entry"], *theirs["versions"], theirs["candidate"])),
     ]
     assert [m for m in markers if m in text] == []
+
+
+def test_the_apis_reads_give_a_token_nothing_outside_its_scopes(theirs, lead, billing_agent):
+    """Every read of the agent API (and so of the MCP tools and resources, each one of these calls) as a token
+    of acme/billing-api: nothing of acme/web, nor of acme above it, which its scopes do not cover."""
+    above = active(lead, scope="acme", trigger="Deploying any service from the monorepo", content="Tag it first.")
+    mine = active(lead, scope=MINE, trigger="Deploying the billing service", content="Drain the queue first.")
+    publish_pending()
+    reads = [
+        billing_agent.get("token"),
+        billing_agent.get("memory", scope=MINE, q="deploying service"),
+        billing_agent.get("memory", scope=f"{MINE}/container", q="deploying web app", k="20"),
+        billing_agent.post("memory/search", {"scope": MINE, "q": "deploying", "k": 20}),
+        billing_agent.get("skills"),
+        billing_agent.get("skills", scope=MINE),
+        billing_agent.get("export"),
+        billing_agent.get("export", scope=MINE),
+        billing_agent.get("evaluation", scope=MINE),
+        billing_agent.get(f"entries/{mine.pk}"),
+    ]
+    assert [r.status_code for r in reads] == [200] * len(reads)
+    assert mine.trigger in json.dumps(reads[1].json())  # the reads do read memory
+    text = "\n".join(json.dumps(r.json()) for r in reads)
+    markers = [above.trigger, "Deploying the web app", REBASE["content"], "Probe port 5432", theirs["skill"].slug]
+    assert [m for m in markers if m in text] == []
+    for refused in (
+        billing_agent.get("memory", scope="acme"),
+        billing_agent.get("export", scope=THEIRS),
+        billing_agent.get("skills", scope=THEIRS),
+        billing_agent.get("evaluation", scope="acme"),
+        billing_agent.post("memory-tests/run", {"scope": THEIRS}),
+    ):
+        assert refused.status_code == 403 and "may not read scope" in refused.json()["error"]
+
+
+# Who may decide what, whatever the scopes: (the role refused, method, URL, object). Every decision of every
+# queue, and every lead's action, by a role below it granted every scope: 403, and nothing changes.
+ROLE_REFUSALS = [
+    *[("auditor", name, kind) for _who, method, name, kind, _form in ROUTES if method == "post"],
+    *[("reviewer", name, kind) for who, method, name, kind, _form in ROUTES if method == "post" and who == "lead"],
+    ("reviewer", "release-publish", None),
+    ("reviewer", "release-rollback", 1),
+    ("reviewer", "memory-test-create", None),
+    ("reviewer", "token-create", None),
+    ("reviewer", "imports", None),
+    ("reviewer", "maintenance-run", "decay"),
+    ("reviewer", "scope-policy-set", "review"),
+    ("auditor", "candidates-bulk", None),
+    ("auditor", "candidates-bulk-undo", None),
+    ("auditor", "conflicts-bulk", None),
+    ("auditor", "consolidation-bulk", None),
+]
+
+
+@pytest.mark.parametrize("role, name, kind", ROLE_REFUSALS, ids=[f"{r}-{n}" for r, n, _ in ROLE_REFUSALS])
+def test_a_role_below_the_decision_is_refused_before_anything_is_read(theirs, role, name, kind):
+    user = make_user(f"every-{role}", role)  # every scope: the role alone refuses
+    if isinstance(kind, str) and kind in theirs:
+        args = [theirs["skill"].slug if kind == "skill-slug" else theirs[kind].pk]
+    elif kind is None:
+        args = []
+    else:
+        args = [kind]
+    form = {"version": "1", "reason": "r", "note": "n", "summary": "s", "confirm": "yes", "action": "approve"}
+    answer = client_for(user).post(reverse(f"curation:{name}", args=args), {**form, "selected": "1:1"})
+    assert answer.status_code == 403
+    assert Entry.objects.get(pk=theirs["candidate"].pk).status == Status.PENDING
+    assert SkillProposal.objects.get(pk=theirs["skill"].pk).status == SkillProposal.Status.NOMINATED
+    assert ForgetRequest.objects.get(pk=theirs["forget"].pk).state == ForgetRequest.State.OPEN
+    assert AgentToken.objects.get(pk=theirs["token"].pk).revoked_at is None
