@@ -534,3 +534,34 @@ def test_a_role_below_the_decision_is_refused_before_anything_is_read(theirs, ro
     assert SkillProposal.objects.get(pk=theirs["skill"].pk).status == SkillProposal.Status.NOMINATED
     assert ForgetRequest.objects.get(pk=theirs["forget"].pk).state == ForgetRequest.State.OPEN
     assert AgentToken.objects.get(pk=theirs["token"].pk).revoked_at is None
+
+
+def test_an_id_typed_into_a_form_reads_alike_outside_the_scopes_and_unknown(theirs, scoped, lead, reviewer):
+    """The forms that take another object's id: a skill draft's source entries, a forget approval's ticked
+    duplicates, a candidate's merge target. An entry outside the scoped person's scopes is refused in the
+    words an unknown id is, and nothing is written."""
+    skill = nominated(scope=f"{MINE}/container", trigger="Running the billing migrations in the container")
+    mine = active(reviewer, scope=MINE, trigger="Paging the billing on-call", content="Use the rota first.")
+    forget = file_forget_request(entry_id=mine.pk, reason="the user asked", actor=reviewer)
+    candidate = services.create_candidate(data=candidate_data(scope=MINE), actor_label="agent:ci")
+    outside = theirs["entry"].pk
+    forms = [
+        (
+            "reviewer",
+            reverse("curation:skill-edit", args=[skill.pk]),
+            lambda i: {"version": skill.version, "sources": f"#{skill.nominated_entry_id}, #{i}"},
+        ),
+        ("lead", reverse("curation:forget-approve", args=[forget.pk]), lambda i: {"duplicates": [str(i)]}),
+        (
+            "reviewer",
+            reverse("curation:candidate-merge", args=[candidate.pk]),
+            lambda i: {"version": candidate.version, "target": str(i)},
+        ),
+    ]
+    for who, url, form in forms:
+        answers = [client_for(scoped[who]).post(url, form(i), **HTMX) for i in (outside, UNKNOWN)]
+        assert answers[0].status_code == 422, url
+        _alike(answers[0], answers[1], outside, UNKNOWN)
+    assert SkillProposal.objects.get(pk=skill.pk).version == skill.version
+    assert ForgetRequest.objects.get(pk=forget.pk).state == ForgetRequest.State.OPEN
+    assert Entry.objects.get(pk=candidate.pk).status == Status.PENDING
