@@ -565,3 +565,37 @@ def test_an_id_typed_into_a_form_reads_alike_outside_the_scopes_and_unknown(thei
     assert SkillProposal.objects.get(pk=skill.pk).version == skill.version
     assert ForgetRequest.objects.get(pk=forget.pk).state == ForgetRequest.State.OPEN
     assert Entry.objects.get(pk=candidate.pk).status == Status.PENDING
+
+
+def test_a_held_submission_reads_as_an_unknown_id_to_people_of_its_scope(lead, reviewer, scoped, billing_agent):
+    """A submission repeating a forgotten lesson is held (services.held): no page shows it, so no decision,
+    single or bulk, tells its id from an unknown one."""
+    lesson = dict(
+        trigger="Deploying the billing service on Fridays",
+        content="Always page Marguerite Okonkwo before deploying billing, she holds the rollback keys.",
+    )
+    entry = active(lead, scope=MINE, **lesson)
+    approve_forget_request(file_forget_request(entry_id=entry.pk, reason="asked", actor=reviewer).pk, actor=lead)
+    body = candidate_data(scope=MINE, signal="external", **lesson)
+    body.pop("confidence")
+    held = Entry.objects.get(pk=billing_agent.post("candidates", body).json()["id"])
+    assert held.held_by_id is not None
+    client = client_for(scoped["reviewer"])
+    for name, form in (
+        ("entry", None),
+        ("candidate-card", None),
+        ("candidate-approve", {"version": "{v}"}),
+        ("candidate-undo", {"version": "{v}"}),
+        ("candidates-bulk", {"action": "approve", "selected": "{id}:{v}"}),
+        ("candidates-bulk", {"action": "reject", "reason": "no", "selected": "{id}:{v}"}),
+        ("candidates-bulk-undo", {"selected": "{id}:{v}"}),
+    ):
+        answers = []
+        for pk in (held.pk, UNKNOWN):
+            url = reverse(f"curation:{name}", args=[] if "bulk" in name else [pk])
+            if form is None:
+                answers.append(client.get(url))
+            else:
+                filled = {k: v.format(id=pk, v=held.version) for k, v in form.items()}
+                answers.append(client.post(url, filled, **HTMX))
+        _alike(answers[0], answers[1], held.pk, UNKNOWN)
