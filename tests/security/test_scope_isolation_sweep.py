@@ -584,6 +584,14 @@ def test_a_held_submission_reads_as_an_unknown_id_to_people_of_its_scope(lead, r
     body.pop("confidence")
     held = Entry.objects.get(pk=billing_agent.post("candidates", body).json()["id"])
     assert held.held_by_id is not None
+    mine = active(reviewer, scope=MINE, trigger="Paging the billing on-call", content="Use the rota first.")
+    forget = file_forget_request(entry_id=mine.pk, reason="the user asked", actor=reviewer)
+    for pk in (held.pk, UNKNOWN):  # a lead ticking it as a near duplicate of another request's entry
+        answer = client_for(scoped["lead"]).post(
+            reverse("curation:forget-approve", args=[forget.pk]), {"duplicates": [str(pk)]}, **HTMX
+        )
+        assert answer.status_code == 422 and f"No such entry in your scopes: #{pk}." in page_text(answer)
+    assert ForgetRequest.objects.get(pk=forget.pk).state == ForgetRequest.State.OPEN
     client = client_for(scoped["reviewer"])
     for name, form in (
         ("entry", None),
@@ -593,6 +601,8 @@ def test_a_held_submission_reads_as_an_unknown_id_to_people_of_its_scope(lead, r
         ("candidates-bulk", {"action": "approve", "selected": "{id}:{v}"}),
         ("candidates-bulk", {"action": "reject", "reason": "no", "selected": "{id}:{v}"}),
         ("candidates-bulk-undo", {"selected": "{id}:{v}"}),
+        ("entry-forget", {"reason": "the user asked"}),
+        ("learning-recheck", {"version": "{v}"}),
     ):
         answers = []
         for pk in (held.pk, UNKNOWN):
@@ -603,3 +613,4 @@ def test_a_held_submission_reads_as_an_unknown_id_to_people_of_its_scope(lead, r
                 filled = {k: v.format(id=pk, v=held.version) for k, v in form.items()}
                 answers.append(client.post(url, filled, **HTMX))
         _alike(answers[0], answers[1], held.pk, UNKNOWN)
+    assert not ForgetRequest.objects.filter(entry=held).exists()
