@@ -57,6 +57,7 @@ from .retrieval import (
     without_near_duplicates,
 )
 from .confidence import with_current_confidence
+from .entries import events_as_read
 from .forgets import tombstones_for
 from .skills import exported_skills_of, skill_md
 from .sql import (
@@ -495,6 +496,11 @@ def pending_changes(prefix: str = "", *, user=None) -> list[Change]:
     if user is not None:
         changes = [c for c in changes if access.user_can_see_scope(user, c.scope)]
     _attach_causes(changes, published.pending_from_event if published else 0)
+    if user is not None:  # a cause is read as the entry's history reads it: nothing beyond the user's scopes
+        causes = events_as_read(access.user_scope_prefixes(user), [c.cause for c in changes if c.cause])
+        shown = {event.pk: event for event in causes}
+        for change in changes:
+            change.cause = shown.get(change.cause.pk) if change.cause else None
     return changes
 
 
@@ -541,22 +547,31 @@ def group_by_scope(changes: list[Change]) -> list[tuple[str, list[Change]]]:
     return sorted(groups.items())
 
 
-def pre_publish_checks(changes: list[Change], *, now=None, kept_under: str | None = None) -> list[Warning]:
+def pre_publish_checks(changes: list[Change], *, now=None, kept_under: str | None = None, user=None) -> list[Warning]:
     """What a lead must acknowledge before publishing these changes: open conflicts between entries of the
     release, entries whose recent task outcomes failed, entries without a boundary. One query each. First
     the blocking ones, which no acknowledgement passes: entries a forgotten lesson's tombstone matches that
-    the release would add, change or (`kept_under` a prefix, "" for all) keep (forgotten_in_release)."""
+    the release would add, change or (`kept_under` a prefix, "" for all) keep (forgotten_in_release).
+    `user`: the reader (the releases page), to whom no entry or conflict beyond their scopes is named; the
+    changes are theirs already (pending_changes), the entries a forget kept and a conflict's other side are
+    cut here. None: every scope (a publish, whose reach is checked before)."""
     now = now or clock.now()
     released = [c for c in changes if not c.is_skill and c.after is not None]
     ids = [c.subject_id for c in released]
-    warnings = forgotten_in_release(released, kept_under=kept_under)
+    warnings = forgotten_in_release(released, kept_under=kept_under, user=user)
     if not ids:
         return warnings
-    for conflict in Conflict.objects.filter(
-        among("entry_a_id", ids) | among("entry_b_id", ids), state=Conflict.State.OPEN
-    ).order_by("pk"):
+    for conflict in (
+        Conflict.objects.filter(among("entry_a_id", ids) | among("entry_b_id", ids), state=Conflict.State.OPEN)
+        .select_related("entry_a", "entry_b")
+        .order_by("pk")
+    ):
         entry_id = conflict.entry_a_id if conflict.entry_a_id in ids else conflict.entry_b_id
-        warnings.append(Warning("conflict", entry_id, f"#{entry_id} is in open {conflict.label}."))
+        if user is None or all(access.user_can_see_scope(user, e.scope) for e in (conflict.entry_a, conflict.entry_b)):
+            said = f"#{entry_id} is in open {conflict.label}."
+        else:  # as the entry's history says it (events_as_read)
+            said = f"#{entry_id} is in an open conflict with an entry outside your scopes."
+        warnings.append(Warning("conflict", entry_id, said))
     since = now - datetime.timedelta(days=config.FAILED_OUTCOME_DAYS.value)
     failed = (
         Event.objects.filter(among("entry_id", ids), action=EventAction.OUTCOME_FAILURE, created_at__gte=since)
@@ -575,7 +590,7 @@ def pre_publish_checks(changes: list[Change], *, now=None, kept_under: str | Non
     return warnings
 
 
-def forgotten_in_release(released: list[Change], *, kept_under: str | None) -> list[Warning]:
+def forgotten_in_release(released: list[Change], *, kept_under: str | None, user=None) -> list[Warning]:
     """The released entries (added or changed: `released`; and, under `kept_under`, the active ones a forget
     left matching its tombstone, unticked or outside its lead's scopes) that repeat a forgotten lesson: a
     release never gives one back to agents. Two queries, and one for the tombstones when any is a candidate."""
@@ -591,6 +606,8 @@ def forgotten_in_release(released: list[Change], *, kept_under: str | None) -> l
         kept = Entry.objects.filter(pk__in=sorted(left - set(lessons)), status=Status.ACTIVE)
         if kept_under:
             kept = kept.filter(access.under_scope(kept_under))
+        if user is not None:  # the reader's only: an entry beyond their scopes is not theirs to name
+            kept = kept.filter(access.scope_q(access.user_scope_prefixes(user)))
         lessons.update(
             {e.pk: (e.scope, e.trigger, e.content) for e in kept.only("id", "scope", "trigger", "content")}
             if left

@@ -14,7 +14,7 @@ from curation.rules import access, clock, config, injection, lifecycle, trust, v
 from curation.rules.permissions import REVIEW, SETTLE
 from curation.rules.redaction import redact_fields
 from curation.models import Entry, EventAction, Evidence, ForgetRequest, QueueReason, SimilarEntry, Signal, Status
-from curation.selectors import approvals_required, similar_active_entries, sql
+from curation.selectors import approvals_required, similar_active_entries, sql, visible_entries
 from curation.selectors.forgets import ForgetInProgress
 from curation.rules.similarity import fingerprint
 
@@ -311,13 +311,18 @@ def insert_links(links: list[tuple[int, int, float]]) -> None:
             cursor.executemany(f"INSERT INTO {table} (candidate_id, similar_id, score) VALUES (%s, %s, %s)", links)
 
 
+def _locked_for(actor, entry_id: int) -> Entry:
+    """The entry, locked, as a person acts on it: Entry.DoesNotExist outside their scopes or held (a
+    submission repeating a forgotten lesson), as for an unknown id. The rule is the one every page reads
+    entries by (selectors.visible_entries), so no decision, single or bulk, tells those ids apart."""
+    return visible_entries(actor).select_for_update().get(pk=entry_id)
+
+
 def _load_for_decision(entry_id: int, actor, expected_version: int) -> Entry:
     """Lock the entry, check who may decide, and refuse a decision made on an old version."""
     if not actor.has_perm(REVIEW):
         raise PermissionDenied("Only reviewers and leads decide on candidates.")
-    entry = Entry.objects.select_for_update().get(pk=entry_id)
-    if not access.user_can_see_scope(actor, entry.scope):
-        raise Entry.DoesNotExist  # outside the actor's scopes: as if it did not exist
+    entry = _locked_for(actor, entry_id)
     if entry.version != expected_version:
         raise StaleDecision(entry, changes_since(entry, expected_version))
     if entry.queued_at is None:
@@ -464,9 +469,7 @@ def send_back_for_recheck(entry_id: int, *, actor, expected_version: int, reason
         raise PermissionDenied("Only reviewers and leads send entries back for a recheck.")
     now = at or clock.now()
     with transaction.atomic():
-        entry = Entry.objects.select_for_update().get(pk=entry_id)
-        if not access.user_can_see_scope(actor, entry.scope):
-            raise Entry.DoesNotExist  # outside the actor's scopes: as if it did not exist
+        entry = _locked_for(actor, entry_id)
         if entry.version != expected_version:
             raise StaleDecision(entry, changes_since(entry, expected_version))
         if entry.status != Status.ACTIVE or entry.queued_at is not None:
@@ -625,9 +628,7 @@ def within_undo_window(decided_at, now, what: str) -> None:
 
 def _undo(entry_id: int, actor, expected_version: int, reason: str, now) -> Entry:
     with transaction.atomic():
-        entry = Entry.objects.select_for_update().get(pk=entry_id)
-        if not access.user_can_see_scope(actor, entry.scope):
-            raise Entry.DoesNotExist
+        entry = _locked_for(actor, entry_id)
         if entry.version != expected_version:
             raise StaleDecision(entry, changes_since(entry, expected_version))
         last = entry.events.filter(entry_version=expected_version).order_by("-id").first()

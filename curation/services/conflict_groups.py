@@ -21,7 +21,7 @@ from curation.rules import clock
 from curation.rules.permissions import REVIEW
 from curation.selectors.conflicts import GROUP_LIMIT
 
-from .conflicts import Resolution, check_decidable, dismiss_conflict, keep_entry, undo_resolution
+from .conflicts import Resolution, check_decidable, dismiss_conflict, keep_entry, require_in_reach, undo_resolution
 from .errors import InvalidTransition
 
 GROUP_DECISIONS = ("keep_new", "keep_existing", "dismiss")
@@ -64,13 +64,15 @@ def _members(conflict_id: int, members) -> list[tuple[int, int, int]]:
     return members
 
 
-def _lock(members) -> tuple[dict[int, Conflict], dict[int, Entry], Entry]:
-    """Lock the conflicts (by id) and their entries (by id), and find the entry they all share."""
+def _lock(members, actor) -> tuple[dict[int, Conflict], dict[int, Entry], Entry]:
+    """Lock the conflicts (by id) and their entries (by id), and find the entry they all share. A conflict
+    outside the actor's scopes is refused as a missing one, before the card's shape is checked."""
     conflicts = {c.pk: c for c in Conflict.objects.select_for_update().filter(pk__in=[m[0] for m in members])}
     if len(conflicts) != len(members):
         raise Conflict.DoesNotExist
     entry_ids = sorted({pk for c in conflicts.values() for pk in (c.entry_a_id, c.entry_b_id)})
     entries = {e.pk: e for e in Entry.objects.select_for_update().filter(pk__in=entry_ids).order_by("id")}
+    require_in_reach(actor, entries.values())
     shared = set.intersection(*({c.entry_a_id, c.entry_b_id} for c in conflicts.values()))
     if len(shared) != 1:
         raise ValidationError({"members": ["These conflicts do not share one entry; reload the queue."]})
@@ -101,7 +103,7 @@ def resolve_conflict_group(
     members = _members(conflict_id, members)
     now = at or clock.now()
     with transaction.atomic():
-        conflicts, entries, shared = _lock(members)
+        conflicts, entries, shared = _lock(members, actor)
         versions = _versions(members, conflicts)
         for conflict in conflicts.values():  # every one checked before any is decided
             check_decidable(
@@ -157,7 +159,7 @@ def undo_conflict_group(conflict_id: int, *, actor, members, reason: str = "", a
     members = _members(conflict_id, members)
     now = at or clock.now()
     with transaction.atomic():
-        conflicts, _, shared = _lock(members)
+        conflicts, _, shared = _lock(members, actor)
         versions = _versions(members, conflicts)
         undone: list[int] = []
         resolutions = []

@@ -195,11 +195,18 @@ def _load_open_conflict(conflict_id: int, actor, version_a: int, version_b: int)
     return conflict, a, b
 
 
+def require_in_reach(actor, entries) -> None:
+    """Conflict.DoesNotExist unless every one of the conflicts' `entries` lies in the actor's scopes: a
+    conflict with an entry beyond them does not exist for the actor (selectors.visible_conflicts reads it so).
+    Asked before anything else is said of what was locked, so that no refusal tells it from an unknown id."""
+    if not all(access.user_can_see_scope(actor, entry.scope) for entry in entries):
+        raise Conflict.DoesNotExist
+
+
 def check_decidable(conflict: Conflict, a: Entry, b: Entry, *, actor, version_a: int, version_b: int) -> None:
     """May the actor decide this conflict on what they saw? Outside their scopes it does not exist; decided
     already, or an entry changed since, it is refused in words."""
-    if not (access.user_can_see_scope(actor, a.scope) and access.user_can_see_scope(actor, b.scope)):
-        raise Conflict.DoesNotExist  # outside the actor's scopes: as if it did not exist
+    require_in_reach(actor, (a, b))
     if conflict.state != Conflict.State.OPEN:
         who = conflict.resolved_by.get_username() if conflict.resolved_by_id else "the system"
         raise InvalidTransition(
@@ -504,8 +511,7 @@ def undo_resolution(
             conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
             a = Entry.objects.select_for_update().get(pk=conflict.entry_a_id)
             b = Entry.objects.select_for_update().get(pk=conflict.entry_b_id)
-            if not (access.user_can_see_scope(actor, a.scope) and access.user_can_see_scope(actor, b.scope)):
-                raise Conflict.DoesNotExist
+            require_in_reach(actor, (a, b))
             _refuse_undo(conflict, actor, now)
             for entry, expected in ((a, version_a), (b, version_b)):
                 if entry.version != expected:

@@ -52,6 +52,7 @@ from curation.models import (
 )
 from curation.rules.permissions import FORGET, REVIEW
 from curation.selectors import forgets as reads
+from curation.selectors import visible_entries
 from curation.selectors.forget_quotes import lesson_texts, quotes_of
 from curation.infra.db_router import fence_replica_reads
 from curation.selectors.retrieval_cache import forget_cached_answers
@@ -113,7 +114,10 @@ def file_forget_request(
         if entry_id is not None:
             if isinstance(entry_id, bool) or not isinstance(entry_id, int):
                 raise ValidationError({"entry_id": ["An entry id (a whole number)."]})
-            entry = Entry.objects.select_for_update().get(pk=entry_id)
+            # A person reads entries as every page does (selectors.visible_entries: no held submission); an
+            # agent reads its scopes' rows, its held submissions too (the candidates they would have been).
+            rows = Entry.objects if token is not None else visible_entries(actor)
+            entry = rows.select_for_update().get(pk=entry_id)
             if not _may_read(actor, token, entry.scope):
                 raise Entry.DoesNotExist  # outside the filer's scopes: as if it did not exist
             if Tombstone.objects.filter(entry=entry).exists():
@@ -209,7 +213,11 @@ def _entries_to_forget(request: ForgetRequest, actor, duplicate_ids) -> list[Ent
         raise ValidationError({"duplicates": ["The ticked duplicates are entry ids."]}) from None
     ids = ticked | ({request.entry_id} if request.entry_id else set())
     entries = list(Entry.objects.select_for_update().filter(pk__in=ids).order_by("id"))
-    unknown = ids - {e.pk for e in entries if access.user_can_see_scope(actor, e.scope)}
+    # A ticked id is one the lead may read as every page reads entries (no held submission); the request's own
+    # entry, one its filer read (an agent's held submission included), within the lead's scopes.
+    readable = set(visible_entries(actor).filter(pk__in=ticked).values_list("pk", flat=True))
+    readable |= {e.pk for e in entries if e.pk == request.entry_id and access.user_can_see_scope(actor, e.scope)}
+    unknown = ids - readable
     if unknown:
         raise ValidationError(
             {"duplicates": [f"No such entry in your scopes: {', '.join(f'#{pk}' for pk in sorted(unknown))}."]}

@@ -52,7 +52,7 @@ def _page(request, *, prefix="", form=None, errors=None, warnings_refused=(), st
     tests = [
         r for r in memory_tests_on_draft(scope_prefix=prefix) if access.user_can_see_scope(request.user, r.test.scope)
     ]
-    warnings = reads.pre_publish_checks(changes, kept_under=prefix) + [
+    warnings = reads.pre_publish_checks(changes, kept_under=prefix, user=request.user) + [
         test_reads.as_warning(r) for r in tests if not r.passed
     ]
     history = reads.version_history(request.user)
