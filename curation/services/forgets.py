@@ -51,6 +51,7 @@ from curation.models import (
     forgotten_marker,
 )
 from curation.rules.permissions import FORGET, REVIEW
+from curation.rules.similarity import fingerprint
 from curation.selectors import forgets as reads
 from curation.selectors.forget_quotes import lesson_texts, quotes_of
 from curation.infra.db_router import fence_replica_reads
@@ -429,7 +430,13 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
     transaction.on_commit(forget_cached_answers)
     fence_replica_reads()  # and no replica serves them before it has replayed this
     counts["released_rows"] = ReleasedEntry.objects.filter(entry_id__in=ids).update(
-        trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from")
+        trigger=marker,
+        content=marker,
+        fingerprint=fingerprint(marker, marker),  # as the entry's row has it (services.entry_writes.write_entry)
+        boundary="",
+        conditions=[],
+        embedding=None,
+        valid_to=F("valid_from"),
     )
     returned_it = Retrieval.objects.filter(
         pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id")
