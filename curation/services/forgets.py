@@ -502,11 +502,29 @@ def _related_events_q(request: ForgetRequest, ids: list[int]) -> Q:
     )
 
 
+def _copied_evidence(ids: list[int]) -> list[int]:
+    """The evidence rows merges copied from the forgotten entries' evidence onto other entries, named by their
+    `copied_from` link (a copy of a copy names the copy), never searched: one query per generation of copies."""
+    copies, sources = [], list(Evidence.objects.filter(entry_id__in=ids).values_list("pk", flat=True))
+    while sources:
+        sources = list(
+            Evidence.objects.filter(copied_from_id__in=sources).exclude(entry_id__in=ids).values_list("pk", flat=True)
+        )
+        copies += sources
+    return copies
+
+
 def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> int:
     """Events and evidence: on PostgreSQL the one function the append-only trigger lets through, which
     does what this does elsewhere (forgetting.purge_keys is its rule)."""
     quoting_events = [int(pk) for pk in ticked.get("event", [])]
     quoting_evidence = [int(pk) for pk in ticked.get("evidence", [])]
+    if copies := _copied_evidence(ids):
+        # The forgotten entries' evidence copied by a merge onto another entry: its texts (the excerpt is
+        # among the lesson's texts, the task reference is copied as it was) go there as in a ticked row.
+        quoting_evidence += copies
+        task_refs = Evidence.objects.filter(entry_id__in=ids).exclude(task_ref="").values_list("task_ref", flat=True)
+        texts = quoted_texts([*texts, *task_refs])
     # Another request's reason quoting the lesson is also in that request's own filing Event, and a ticked
     # piece of evidence in the Event that recorded it.
     recorded = Q(forget_request_id__in=ticked.get("request", []), action=EventAction.FORGET_FILED)

@@ -8,9 +8,11 @@ entry and released row."""
 
 import pytest
 
-from curation.models import Entry, ForgetRequest
+from curation import services
+from curation.models import Entry, Evidence, ForgetRequest
+from curation.services import conflicts
 from curation.rules.similarity import fingerprint
-from curation.services.forgets import approve_forget_request
+from curation.services.forgets import approve_forget_request, file_forget_request
 from tests.factories import active, database_dump, publish_pending
 
 pytestmark = pytest.mark.django_db
@@ -116,3 +118,94 @@ def test_a_read_served_while_the_approval_is_written_leaves_no_query_that_return
     assert returned_it.filter(pk=answer["retrieval_id"]).exists()
     marker = ForgetRequest.objects.get(pk=filed["id"]).marker
     assert set(returned_it.values_list("query", flat=True)) == {marker}
+
+
+WITNESS = "Marguerite Okonkwo said the ZEPHYRQUILL-9931 key is hers"
+REBASE = dict(
+    trigger="Merging a feature branch into main",
+    content="Always rebase before merging, as Marguerite Okonkwo asks.",
+    boundary="Not for release branches.",
+    conditions=[],
+)
+NO_REBASE = dict(
+    trigger="Merging feature branches into main",
+    content="Never rebase shared branches.",
+    boundary="Not for a branch only you use.",
+    conditions=[],
+)
+
+
+def _merged_by_a_conflict(reviewer, lead):
+    """The lesson's evidence copied onto the new entry a lead writes to resolve its conflict."""
+    a = active(
+        reviewer,
+        scope="acme/billing-api",
+        evidence=[
+            {
+                "kind": "user_statement",
+                "signal": "external",
+                "excerpt": WITNESS,
+                "task_ref": "ZEPHYRQUILL-9931 rotation",
+            }
+        ],
+        **REBASE,
+    )
+    b = active(reviewer, scope="acme/billing-api/container", **NO_REBASE)
+    [conflict] = conflicts.detect_conflicts_for(Entry.objects.get(pk=b.pk))
+    a, b = Entry.objects.get(pk=a.pk), Entry.objects.get(pk=b.pk)
+    data = {
+        "kind": "failure_lesson",
+        "scope": "acme/billing-api",
+        "trigger": "Updating shared branches",
+        "content": "Merge main into shared branches; do not rebase them.",
+        "boundary": "",
+        "conditions": [],
+        "signal": "external",
+    }
+    merged = conflicts.merge_conflict(conflict.pk, actor=lead, data=data, version_a=a.version, version_b=b.version)
+    return a, merged.created
+
+
+def _merged_into_an_entry(reviewer, lead):
+    """A candidate merged into the active entry a reviewer judged the same lesson: its evidence copied there."""
+    target = active(reviewer, scope="acme/billing-api", **NO_REBASE)
+    candidate = services.create_candidate(
+        data={**REBASE, "kind": "failure_lesson", "scope": "acme/billing-api", "signal": "self", "confidence": 0.7},
+        evidence=[
+            {
+                "kind": "user_statement",
+                "signal": "external",
+                "excerpt": WITNESS,
+                "task_ref": "ZEPHYRQUILL-9931 rotation",
+            }
+        ],
+        actor_label="agent:ci",
+    )
+    services.merge_into(candidate.pk, target_id=target.pk, actor=reviewer, expected_version=candidate.version)
+    return candidate, Entry.objects.get(pk=target.pk)
+
+
+@pytest.mark.parametrize("merge", [_merged_by_a_conflict, _merged_into_an_entry], ids=["conflict", "merge-into"])
+def test_the_copies_a_merge_made_of_the_forgotten_entrys_evidence_are_purged(reviewer, lead, merge):
+    """A merge copies a lesson's evidence onto another entry (copied_from names each original): forgetting the
+    lesson later, the copies are its evidence as much as the originals, and go with them, whatever the lead
+    ticks; the other entry keeps its own text and the note naming where each copy came from."""
+    forgotten_entry, other = merge(reviewer, lead)
+    copies = list(Evidence.objects.filter(entry=other, copied_from__entry=forgotten_entry))
+    assert copies and all(WITNESS in c.excerpt for c in copies)
+    request = file_forget_request(entry_id=forgotten_entry.pk, reason="the user asked", actor=reviewer)
+    approve_forget_request(request.pk, actor=lead)  # nothing ticked under "Also found in"
+
+    dump = database_dump()
+    assert "ZEPHYRQUILL" not in dump and "Okonkwo" not in dump
+    for copy in Evidence.objects.filter(pk__in=[c.pk for c in copies]):
+        assert copy.excerpt.startswith(f"[forgotten: request #{request.pk}]")
+        assert f"[copied from evidence #{copy.copied_from_id} of entry #{forgotten_entry.pk}]" in copy.excerpt or (
+            copy.excerpt == f"[forgotten: request #{request.pk}]"
+        )
+    other.refresh_from_db()
+    assert other.status == "active" and other.content in (
+        NO_REBASE["content"],
+        "Merge main into shared branches; do not rebase them.",
+    )
+    assert ForgetRequest.objects.get(pk=request.pk).state == ForgetRequest.State.APPROVED  # the receipt found nothing
