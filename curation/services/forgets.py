@@ -21,7 +21,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
 from django.db.models import F, Q
 
-from curation.rules import access, clock
+from curation.rules import access, clock, memory_tests
 from curation.rules.forgetting import (
     DERIVED_TEXT_KEYS,
     DERIVED_TEXT_LISTS,
@@ -43,6 +43,7 @@ from curation.models import (
     EventAction,
     Evidence,
     ForgetRequest,
+    MemoryTest,
     MemoryVersion,
     ReleasedEntry,
     Retrieval,
@@ -423,7 +424,8 @@ def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now)
 def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> dict:
     """Replace the forgotten text by the marker where it is stored; answers how many rows, per place."""
     marker = request.marker
-    counts = {"history": _purge_history(request, ids, texts, ticked)}
+    tests = _correction_tests(ids)
+    counts = {"history": _purge_history(request, ids, texts, ticked, tests)}
     # Every stored version: the text goes, and the rows close where they start, so that no version holds
     # them any more and a rollback to a version before the forget cannot serve the marker as a lesson.
     # Cached answers of every version may hold them: none is served once this commits.
@@ -445,6 +447,7 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
         Retrieval.objects.filter(pk__in=ticked.get("retrieval", [])), ("query", "task_ref"), texts, marker
     )
     counts["proposals"] = _purge_proposals(ids, texts, marker)
+    counts["memory_tests"] = MemoryTest.objects.filter(pk__in=tests).update(query=marker)
     counts["versions"] = _purge_versions(ids, ticked.get("version", []), texts, marker)
     conflicts = Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)).exclude(reason="")
     counts["conflicts"] = conflicts.exclude(reason=marker).update(reason=marker)  # it quotes the forgotten side
@@ -452,6 +455,22 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
         ForgetRequest.objects.filter(pk__in=ticked.get("request", [])), ("reason",), texts, marker
     )
     return counts
+
+
+def _correction_tests(ids: list[int]) -> list[int]:
+    """The memory tests a person's correction brought (services.memory_tests.create_correction_test) whose
+    correction is a forgotten entry: asked with its trigger, so made of it. Named by their link to what the
+    correction corrects and their "outranks" expectation, in the forgotten entries' scopes (a test is asked at
+    its correction's); never searched for by text."""
+    wanted = set(ids)
+    tests = MemoryTest.objects.filter(
+        corrects__isnull=False, scope__in=Entry.objects.filter(pk__in=ids).values("scope")
+    ).only("expectations")
+    return [
+        test.pk
+        for test in tests
+        if any(x.get("kind") == memory_tests.OUTRANKS and x.get("entry") in wanted for x in test.expectations)
+    ]
 
 
 def _purge_proposals(ids: list[int], texts: list[str], marker: str) -> int:
@@ -514,10 +533,14 @@ def _copied_evidence(ids: list[int]) -> list[int]:
     return copies
 
 
-def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> int:
+def _purge_history(
+    request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]], tests: list[int]
+) -> int:
     """Events and evidence: on PostgreSQL the one function the append-only trigger lets through, which
-    does what this does elsewhere (forgetting.purge_keys is its rule)."""
+    does what this does elsewhere (forgetting.purge_keys is its rule). `tests`: the correction tests made of
+    the forgotten entries, whose Events quote their query."""
     quoting_events = [int(pk) for pk in ticked.get("event", [])]
+    quoting_events += Event.objects.filter(memory_test__in=tests).values_list("pk", flat=True) if tests else []
     quoting_evidence = [int(pk) for pk in ticked.get("evidence", [])]
     if copies := _copied_evidence(ids):
         # The forgotten entries' evidence copied by a merge onto another entry: its texts (the excerpt is

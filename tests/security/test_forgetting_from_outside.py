@@ -9,10 +9,11 @@ entry and released row."""
 import pytest
 
 from curation import services
-from curation.models import Entry, Evidence, ForgetRequest
+from curation.models import Entry, Event, Evidence, ForgetRequest, MemoryTest
 from curation.services import conflicts
 from curation.rules.similarity import fingerprint
 from curation.services.forgets import approve_forget_request, file_forget_request
+from curation.services.memory_tests import create_memory_test
 from tests.factories import active, database_dump, publish_pending
 
 pytestmark = pytest.mark.django_db
@@ -209,3 +210,55 @@ def test_the_copies_a_merge_made_of_the_forgotten_entrys_evidence_are_purged(rev
         "Merge main into shared branches; do not rebase them.",
     )
     assert ForgetRequest.objects.get(pk=request.pk).state == ForgetRequest.State.APPROVED  # the receipt found nothing
+
+
+CORRECTION = dict(
+    trigger="Merging feature branches into main for ZEPHYRQUILL-9931",
+    content="Never rebase shared branches, Marguerite Okonkwo says.",
+    boundary="Not for a branch only you use.",
+    conditions=[],
+)
+
+
+def test_the_memory_test_made_of_a_forgotten_correction_keeps_none_of_its_text(reviewer, lead):
+    """A lead keeping one side of a conflict makes it a correction, and the product writes a memory test asked
+    with its trigger ("#B outranks #A"). Forgetting the correction later, that query is made of it: it goes
+    with it, in the test and in the Event that recorded the test, and the receipt finds nothing."""
+    a = active(reviewer, scope="acme/billing-api", **{**REBASE, "content": "Always rebase before merging."})
+    b = active(reviewer, scope="acme/billing-api/container", **CORRECTION)
+    [conflict] = conflicts.detect_conflicts_for(Entry.objects.get(pk=b.pk))
+    a, b = Entry.objects.get(pk=a.pk), Entry.objects.get(pk=b.pk)
+    conflicts.keep_entry(conflict.pk, actor=lead, keep=b.pk, reason="policy", version_a=a.version, version_b=b.version)
+    [test] = MemoryTest.objects.filter(corrects=a)
+    assert test.query == CORRECTION["trigger"]
+
+    request = file_forget_request(entry_id=b.pk, reason="the user asked", actor=reviewer)
+    approve_forget_request(request.pk, actor=lead)
+    dump = database_dump()
+    assert "ZEPHYRQUILL" not in dump and "Merging feature branches into main for" not in dump
+    test.refresh_from_db()
+    assert test.query == request.marker and test.name == f"#{b.pk} outranks #{a.pk}, which it corrects"
+    assert ForgetRequest.objects.get(pk=request.pk).state == ForgetRequest.State.APPROVED
+
+
+def test_the_receipt_reads_the_memory_tests(reviewer, lead):
+    """A lead's own memory test that quotes the lesson is not made of it (the purge leaves it), but it is a
+    place the text survives in: the receipt names it, as it names every other stored text."""
+    lesson = active(reviewer, **LESSON)
+    test = create_memory_test(
+        data={
+            "scope": LESSON["scope"],
+            "name": "the signing key's owner",
+            "query": "who owns ZEPHYRQUILL-9931",
+            "k": 5,
+            "budget_tokens": 500,
+            "expectations": "under 400 tokens",
+        },
+        actor=lead,
+    )
+    request = file_forget_request(entry_id=lesson.pk, reason="the user asked", actor=reviewer)
+    approve_forget_request(request.pk, actor=lead)
+    request.refresh_from_db()
+    [receipt] = Event.objects.filter(forget_request=request, action="forget_receipt")
+    assert request.state == ForgetRequest.State.REOPENED
+    assert {"place": "curation_memorytest.query", "ids": [test.pk], "count": 1} in receipt.after["residues"]
