@@ -9,9 +9,11 @@ entry and released row."""
 import pytest
 
 from curation import services
+from curation.infra import redis
 from curation.models import Entry, Event, Evidence, ForgetRequest, MemoryTest
 from curation.services import conflicts
 from curation.rules.similarity import fingerprint
+from curation.selectors import retrieval_cache
 from curation.services.forgets import approve_forget_request, file_forget_request
 from curation.services.memory_tests import create_memory_test
 from tests.factories import active, database_dump, publish_pending
@@ -262,3 +264,31 @@ def test_the_receipt_reads_the_memory_tests(reviewer, lead):
     [receipt] = Event.objects.filter(forget_request=request, action="forget_receipt")
     assert request.state == ForgetRequest.State.REOPENED
     assert {"place": "curation_memorytest.query", "ids": [test.pk], "count": 1} in receipt.after["residues"]
+
+
+def _cached_answers_holding(text: str) -> list[bytes]:
+    """The keys of the retrieval cache in Redis whose value holds `text`."""
+    client = redis.cache_client()
+    keys = client.scan_iter(match=redis.cache_key(f"{retrieval_cache.KEY_PREFIX}:*"), count=1000)
+    return [key for key in keys if text.encode() in (client.get(key) or b"")]
+
+
+def test_no_cached_answer_in_redis_holds_the_forgotten_text(
+    reviewer, lead, make_agent, django_capture_on_commit_callbacks
+):
+    """An agent's read cached the lesson's ranking in Redis. Once the approval commits, no cached answer is
+    read again (a new generation) and none is left holding the text either: a copy in Redis (and in its
+    snapshot on disk) until it expired was a copy the purge did not reach."""
+    if redis.cache_client() is None:
+        pytest.skip("the retrieval cache is Redis's (the embedded default caches nothing across processes)")
+    agent = make_agent()
+    lesson = active(reviewer, **LESSON)
+    publish_pending()
+    agent.publish_first = False
+    assert "ZEPHYRQUILL" in agent.retrieve(scope=LESSON["scope"], q="webhook signing key").content.decode()
+    assert _cached_answers_holding("ZEPHYRQUILL")
+    filed = agent.post("forget-requests", {"entry_id": lesson.pk, "reason": "the user asked"}).json()
+    with django_capture_on_commit_callbacks(execute=True):
+        approve_forget_request(filed["id"], actor=lead)
+    assert _cached_answers_holding("ZEPHYRQUILL") == []
+    assert "ZEPHYRQUILL" not in agent.retrieve(scope=LESSON["scope"], q="webhook signing key").content.decode()
