@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from django.core.cache import cache
 
+from curation.infra import redis
 from curation.rules import clock, config
 
 from .releases import retrieve_released
@@ -27,6 +28,7 @@ logger = logging.getLogger(__name__)
 # "api-" keys are the API's own (rate limits too): the tests forget them between tests.
 KEY_PREFIX = "api-retrieval"
 GENERATION_KEY = f"{KEY_PREFIX}-generation"
+DELETE_BATCH = 1000  # keys a SCAN step reads and an UNLINK deletes
 
 
 def _plain(name: str, value, options: dict):
@@ -58,11 +60,33 @@ def _key(number: int, scopes, q: str, k: int, min_confidence: float, generation:
 
 def forget_cached_answers() -> None:
     """Drop every cached answer at once (a new generation in every key): for a change to a version's rows
-    in place, which publishing never makes."""
+    in place, which publishing never makes (a forget's purge). The answers themselves are deleted too, so
+    that none holds a purged text in Redis (and in its snapshots on disk) until it expires."""
     try:
         cache.incr(GENERATION_KEY)
     except ValueError:  # no generation yet
         cache.set(GENERATION_KEY, 1, None)
+    _delete_cached_answers()
+
+
+def _delete_cached_answers() -> None:
+    """Delete the cached answers from Redis: a SCAN of their prefix, a batch of keys a round trip (a forget is
+    rare; the cache holds at most RETRIEVAL_CACHE_SECONDS of distinct reads). Without Redis the in-process
+    cache of the embedded default is each process's own, and its answers expire as ever."""
+    client = redis.cache_client()
+    if client is None:
+        return
+    try:
+        batch = []
+        for key in client.scan_iter(match=redis.cache_key(f"{KEY_PREFIX}:*"), count=DELETE_BATCH):
+            batch.append(key)
+            if len(batch) >= DELETE_BATCH:
+                client.unlink(*batch)
+                batch = []
+        if batch:
+            client.unlink(*batch)
+    except Exception:  # noqa: BLE001 - unread under the new generation, they expire within the cache's time
+        logger.warning("The cached retrieval answers could not be deleted from Redis.", exc_info=True)
 
 
 def cached_retrieve_released(

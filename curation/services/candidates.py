@@ -398,7 +398,6 @@ def edit_and_approve(entry_id: int, *, actor, expected_version: int, changes: di
         if not _approvable(entry):
             raise InvalidTransition(f"Entry #{entry.pk} is {entry.status} and cannot be approved.")
         edited = [f for f in EDITABLE_FIELDS if f in cleaned and getattr(entry, f) != cleaned[f]]
-        text = {"trigger": entry.trigger, "content": entry.content, **cleaned}
         flags = {"flags": [*entry.flags, *(f.as_flag() for f in findings)]} if findings else {}
         decision, action = {}, EventAction.EDIT_APPROVE
         if _needs_second_reviewer(entry):
@@ -410,7 +409,7 @@ def edit_and_approve(entry_id: int, *, actor, expected_version: int, changes: di
                 action = EventAction.SECOND_APPROVAL
         write_entry(
             entry,
-            {**cleaned, **flags, "fingerprint": fingerprint(text["trigger"], text["content"]), **decision},
+            {**cleaned, **flags, **decision},
             expected_version=expected_version,
             action=action,
             actor=actor,
@@ -609,10 +608,6 @@ def restored_from(before: dict, entry: Entry) -> dict:
             if field in before
         }
     )
-    if "trigger" in restored or "content" in restored:
-        restored["fingerprint"] = fingerprint(
-            restored.get("trigger", entry.trigger), restored.get("content", entry.content)
-        )
     if "first_approval_by" in before:
         restored["first_approval_by_id"] = before["first_approval_by"]
     if "quarantined" in before:  # a lead's approval undone puts the quarantine back

@@ -95,6 +95,7 @@ from curation.models import (
     snapshot_value,
 )
 from curation.rules.event_deltas import STATE_KEYS
+from curation.rules.similarity import fingerprint
 
 from curation.selectors import confidence, sql  # confidence: the SQL twin of lifecycle.decay_key
 from curation.selectors.scope_policies import in_force
@@ -296,6 +297,12 @@ def write_entry(
         queue_reason=entry.queue_reason,
     )
     changes, notes = screen(lambda column: getattr(entry, column), changes, action, actor, pk=entry.pk)
+    if "trigger" in changes or "content" in changes:
+        # The exact-duplicate key follows the text it is a hash of (a forget's marker too: a plain hash of the
+        # forgotten text left behind would confirm a guess of it, which its keyed tombstone never does).
+        changes["fingerprint"] = fingerprint(
+            changes.get("trigger", entry.trigger), changes.get("content", entry.content)
+        )
     if checks_forgotten(changes.get("status", entry.status), changes, action):
         refuse_forgotten_lessons([tuple(changes.get(f, getattr(entry, f)) for f in ("scope", "trigger", "content"))])
     before = entry.snapshot(at)

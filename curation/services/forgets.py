@@ -21,7 +21,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
 from django.db.models import F, Q
 
-from curation.rules import access, clock
+from curation.rules import access, clock, memory_tests
 from curation.rules.forgetting import (
     DERIVED_TEXT_KEYS,
     DERIVED_TEXT_LISTS,
@@ -43,6 +43,7 @@ from curation.models import (
     EventAction,
     Evidence,
     ForgetRequest,
+    MemoryTest,
     MemoryVersion,
     ReleasedEntry,
     Retrieval,
@@ -51,6 +52,7 @@ from curation.models import (
     forgotten_marker,
 )
 from curation.rules.permissions import FORGET, REVIEW
+from curation.rules.similarity import fingerprint
 from curation.selectors import forgets as reads
 from curation.selectors import visible_entries
 from curation.selectors.forget_quotes import lesson_texts, quotes_of
@@ -430,14 +432,21 @@ def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now)
 def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> dict:
     """Replace the forgotten text by the marker where it is stored; answers how many rows, per place."""
     marker = request.marker
-    counts = {"history": _purge_history(request, ids, texts, ticked)}
+    tests = _correction_tests(ids)
+    counts = {"history": _purge_history(request, ids, texts, ticked, tests)}
     # Every stored version: the text goes, and the rows close where they start, so that no version holds
     # them any more and a rollback to a version before the forget cannot serve the marker as a lesson.
     # Cached answers of every version may hold them: none is served once this commits.
     transaction.on_commit(forget_cached_answers)
     fence_replica_reads()  # and no replica serves them before it has replayed this
     counts["released_rows"] = ReleasedEntry.objects.filter(entry_id__in=ids).update(
-        trigger=marker, content=marker, boundary="", conditions=[], embedding=None, valid_to=F("valid_from")
+        trigger=marker,
+        content=marker,
+        fingerprint=fingerprint(marker, marker),  # as the entry's row has it (services.entry_writes.write_entry)
+        boundary="",
+        conditions=[],
+        embedding=None,
+        valid_to=F("valid_from"),
     )
     returned_it = Retrieval.objects.filter(
         pk__in=RetrievedEntry.objects.filter(entry_id__in=ids).values("retrieval_id")
@@ -446,6 +455,7 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
         Retrieval.objects.filter(pk__in=ticked.get("retrieval", [])), ("query", "task_ref"), texts, marker
     )
     counts["proposals"] = _purge_proposals(ids, texts, marker)
+    counts["memory_tests"] = MemoryTest.objects.filter(pk__in=tests).update(query=marker)
     counts["versions"] = _purge_versions(ids, ticked.get("version", []), texts, marker)
     conflicts = Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)).exclude(reason="")
     counts["conflicts"] = conflicts.exclude(reason=marker).update(reason=marker)  # it quotes the forgotten side
@@ -453,6 +463,22 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
         ForgetRequest.objects.filter(pk__in=ticked.get("request", [])), ("reason",), texts, marker
     )
     return counts
+
+
+def _correction_tests(ids: list[int]) -> list[int]:
+    """The memory tests a person's correction brought (services.memory_tests.create_correction_test) whose
+    correction is a forgotten entry: asked with its trigger, so made of it. Named by their link to what the
+    correction corrects and their "outranks" expectation, in the forgotten entries' scopes (a test is asked at
+    its correction's); never searched for by text."""
+    wanted = set(ids)
+    tests = MemoryTest.objects.filter(
+        corrects__isnull=False, scope__in=Entry.objects.filter(pk__in=ids).values("scope")
+    ).only("expectations")
+    return [
+        test.pk
+        for test in tests
+        if any(x.get("kind") == memory_tests.OUTRANKS and x.get("entry") in wanted for x in test.expectations)
+    ]
 
 
 def _purge_proposals(ids: list[int], texts: list[str], marker: str) -> int:
@@ -503,11 +529,33 @@ def _related_events_q(request: ForgetRequest, ids: list[int]) -> Q:
     )
 
 
-def _purge_history(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> int:
+def _copied_evidence(ids: list[int]) -> list[int]:
+    """The evidence rows merges copied from the forgotten entries' evidence onto other entries, named by their
+    `copied_from` link (a copy of a copy names the copy), never searched: one query per generation of copies."""
+    copies, sources = [], list(Evidence.objects.filter(entry_id__in=ids).values_list("pk", flat=True))
+    while sources:
+        sources = list(
+            Evidence.objects.filter(copied_from_id__in=sources).exclude(entry_id__in=ids).values_list("pk", flat=True)
+        )
+        copies += sources
+    return copies
+
+
+def _purge_history(
+    request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]], tests: list[int]
+) -> int:
     """Events and evidence: on PostgreSQL the one function the append-only trigger lets through, which
-    does what this does elsewhere (forgetting.purge_keys is its rule)."""
+    does what this does elsewhere (forgetting.purge_keys is its rule). `tests`: the correction tests made of
+    the forgotten entries, whose Events quote their query."""
     quoting_events = [int(pk) for pk in ticked.get("event", [])]
+    quoting_events += Event.objects.filter(memory_test__in=tests).values_list("pk", flat=True) if tests else []
     quoting_evidence = [int(pk) for pk in ticked.get("evidence", [])]
+    if copies := _copied_evidence(ids):
+        # The forgotten entries' evidence copied by a merge onto another entry: its texts (the excerpt is
+        # among the lesson's texts, the task reference is copied as it was) go there as in a ticked row.
+        quoting_evidence += copies
+        task_refs = Evidence.objects.filter(entry_id__in=ids).exclude(task_ref="").values_list("task_ref", flat=True)
+        texts = quoted_texts([*texts, *task_refs])
     # Another request's reason quoting the lesson is also in that request's own filing Event, and a ticked
     # piece of evidence in the Event that recorded it.
     recorded = Q(forget_request_id__in=ticked.get("request", []), action=EventAction.FORGET_FILED)
