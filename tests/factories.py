@@ -516,6 +516,16 @@ NEAR = dict(
     trigger="Editing config files in the billing-api container",
     content="Confirm the repository root with git rev-parse before you edit config files.",
 )
+# A payroll lesson and a paraphrase of it that the near-duplicate measure pairs (forgetting a lesson and what
+# says it again).
+PAYROLL_LESSON = dict(
+    trigger="Deploying the payroll service on Fridays",
+    content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
+)
+PAYROLL_PARAPHRASE = dict(
+    trigger="When deploying payroll service on a Friday",
+    content="Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.",
+)
 REBASE = dict(
     trigger="Updating a feature branch before review",
     content="Always rebase the feature branch onto main.",

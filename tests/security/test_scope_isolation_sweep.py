@@ -34,6 +34,8 @@ from curation.services.memory_tests import create_memory_test
 from curation.services.tokens import create_agent_token
 from curation.sweeps import consolidation as consolidation_sweep
 from tests.factories import (
+    PAYROLL_LESSON,
+    PAYROLL_PARAPHRASE,
     NO_REBASE,
     REBASE,
     Agent,
@@ -335,14 +337,7 @@ def test_a_card_of_conflicts_naming_one_outside_the_scopes_answers_as_for_an_unk
 
 
 PAYROLL = "acme/payroll"
-LESSON = dict(
-    trigger="Deploying the payroll service on Fridays",
-    content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
-)
-PARAPHRASE = dict(
-    trigger="When deploying payroll service on a Friday",
-    content="Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.",
-)
+LESSON, PARAPHRASE = PAYROLL_LESSON, PAYROLL_PARAPHRASE
 
 
 def test_the_releases_page_names_no_entry_outside_the_readers_scopes(lead, reviewer):

@@ -11,19 +11,13 @@ from curation.models import Conflict, Entry, Status
 from curation.services import conflicts
 from curation.sweeps import consolidation as consolidation_sweep
 from curation.services.forgets import approve_forget_request, file_forget_request
+from tests.factories import PAYROLL_LESSON as LESSON
+from tests.factories import PAYROLL_PARAPHRASE as PARAPHRASE
 from tests.factories import active, candidate_data, client_for, make_user, publish_pending
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 SCOPE = "acme/payroll"
-LESSON = dict(
-    trigger="Deploying the payroll service on Fridays",
-    content="Always page Marguerite Okonkwo before deploying payroll, she holds the rollback keys.",
-)
-PARAPHRASE = dict(
-    trigger="When deploying payroll service on a Friday",
-    content="Page Marguerite Okonkwo before any payroll deploy: she holds rollback keys.",
-)
 REBASE = dict(trigger="Merging a feature branch into main", content="Always rebase before merging.", conditions=[])
 NO_REBASE = dict(trigger="Merging feature branches into main", content="Never rebase shared branches.", conditions=[])
 
