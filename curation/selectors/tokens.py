@@ -25,8 +25,8 @@ def token_for_key(key: str, now) -> AgentToken | None:
 
 
 def agent_tokens(user) -> list[AgentToken]:
-    """The agent tokens whose scopes all lie within the user's grants (every token for a user without
-    grants), the live ones first, by name. Filtered here rather than in SQL: the scopes are a JSON list,
+    """The agent tokens whose scopes all lie within the user's grants (every token for a `*` grant or a
+    superuser, none for a user without grants), the live ones first, by name. Filtered here rather than in SQL: the scopes are a JSON list,
     and the tokens are a short list."""
     tokens = AgentToken.objects.order_by("revoked_at", "name")
     return [token for token in tokens if access.user_can_see_all(user, token.scopes)]
