@@ -64,6 +64,7 @@ from .conflicts import close_moot_conflicts
 from .entry_writes import write_entry
 from .errors import Forgotten, InvalidTransition
 from .forget_receipt import Receipt, issue_receipt, receipt_tokens
+from .memory_tests import retire_corrections_of_forgotten
 from .events import actor_label_for, record_event, rewrite_purged_text
 from .releases import OutsideScopes, publish_version
 from .skills import withdraw_skills_made_of
@@ -366,7 +367,10 @@ def approve_forget_request(
         if version is not None:
             ForgetRequest.objects.filter(pk=request.pk).update(published_version=version.number)
             request.published_version = version.number
-        purged = {**_purge(request, [e.pk for e in entries], texts, ticked), "skills_withdrawn": withdrawn}
+        purged = {
+            **_purge(request, [e.pk for e in entries], texts, ticked, actor=actor, now=now),
+            "skills_withdrawn": withdrawn,
+        }
         Tombstone.objects.bulk_create(stones)
         record_event(
             request,
@@ -429,7 +433,9 @@ def _dismiss_proposals(entries: list[Entry], request: ForgetRequest, actor, now)
 # replacement inside a scope, a slug, a condition or a summary the lead did not tick.
 
 
-def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]]) -> dict:
+def _purge(
+    request: ForgetRequest, ids: list[int], texts: list[str], ticked: dict[str, list[str]], *, actor, now
+) -> dict:
     """Replace the forgotten text by the marker where it is stored; answers how many rows, per place."""
     marker = request.marker
     tests = _correction_tests(ids)
@@ -456,6 +462,9 @@ def _purge(request: ForgetRequest, ids: list[int], texts: list[str], ticked: dic
     )
     counts["proposals"] = _purge_proposals(ids, texts, marker)
     counts["memory_tests"] = MemoryTest.objects.filter(pk__in=tests).update(query=marker)
+    counts["memory_tests_retired"] = retire_corrections_of_forgotten(
+        tests, actor=actor, reason=f"its correction was forgotten (request #{request.pk})", at=now
+    )
     counts["versions"] = _purge_versions(ids, ticked.get("version", []), texts, marker)
     conflicts = Conflict.objects.filter(Q(entry_a_id__in=ids) | Q(entry_b_id__in=ids)).exclude(reason="")
     counts["conflicts"] = conflicts.exclude(reason=marker).update(reason=marker)  # it quotes the forgotten side

@@ -78,19 +78,29 @@ def retire_memory_test(test_id: int, *, actor, expected_version: int, reason: st
     now = at or clock.now()
     with transaction.atomic():
         test = _locked(test_id, actor, expected_version)
-        before = test.shown
-        test.retired_at, test.version, test.updated_at = now, test.version + 1, now
-        test.save(update_fields=["retired_at", "version", "updated_at"])
-        record_event(
-            test,
-            actor=actor,
-            action=EventAction.MEMORY_TEST_RETIRED,
-            reason=reason.strip(),
-            before=before,
-            after=test.shown,
-            at=now,
-        )
+        _retire(test, actor=actor, reason=reason.strip(), at=now)
     return test
+
+
+def retire_corrections_of_forgotten(test_ids, *, actor, reason: str, at) -> int:
+    """Retire the correction tests whose correction a forget took (services.forgets names them): each asks
+    that a forgotten entry outrank what it corrected, which no later version can pass. Part of the forget's
+    approval, inside its transaction, with its actor; answers how many were running."""
+    tests = MemoryTest.objects.select_for_update().filter(pk__in=list(test_ids), retired_at__isnull=True)
+    retired = 0
+    for test in tests.order_by("pk"):
+        _retire(test, actor=actor, reason=reason, at=at)
+        retired += 1
+    return retired
+
+
+def _retire(test: MemoryTest, *, actor, reason: str, at) -> None:
+    before = test.shown
+    test.retired_at, test.version, test.updated_at = at, test.version + 1, at
+    test.save(update_fields=["retired_at", "version", "updated_at"])
+    record_event(
+        test, actor=actor, action=EventAction.MEMORY_TEST_RETIRED, reason=reason, before=before, after=test.shown, at=at
+    )
 
 
 def record_runs(

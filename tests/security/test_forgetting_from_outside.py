@@ -241,6 +241,14 @@ def test_the_memory_test_made_of_a_forgotten_correction_keeps_none_of_its_text(r
     test.refresh_from_db()
     assert test.query == request.marker and test.name == f"#{b.pk} outranks #{a.pk}, which it corrects"
     assert ForgetRequest.objects.get(pk=request.pk).state == ForgetRequest.State.APPROVED
+    # No later version can pass it (the correction it asks for is gone): it retires with the forget, said so in
+    # its history, instead of failing at every publish after.
+    assert test.retired_at is not None
+    [retired] = Event.objects.filter(memory_test=test, action="memory_test_retired")
+    assert (retired.actor_label, retired.reason) == (
+        lead.username,
+        f"its correction was forgotten (request #{request.pk})",
+    )
 
 
 def test_the_receipt_reads_the_memory_tests(reviewer, lead):
